@@ -1,0 +1,70 @@
+"""Journal events: one JSON object per line of `events.jsonl`.
+
+Every event has `type`, `seq`, `ts` and `step`. The history the loop works on
+can be rebuilt from `message`, `model_replied` and `tool_observed` events alone,
+which is what reports, resume and replay rely on.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from agent.types import Message, ModelReply, Observation
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    seq: int = 0
+    ts: float = 0.0
+    step: int = 0
+
+
+class MessageAdded(_Event):
+    """A system or user message entered the history (the task, a harness note)."""
+
+    type: Literal["message"] = "message"
+    message: Message
+
+
+class ModelReplied(_Event):
+    type: Literal["model_replied"] = "model_replied"
+    reply: ModelReply
+    prompt_messages: int  # how many messages the rendered prompt held
+    prompt_chars: int
+
+
+class ModelFailed(_Event):
+    type: Literal["model_failed"] = "model_failed"
+    transient: bool
+    message: str
+
+
+class ToolIntent(_Event):
+    """Written (and fsynced) before a write tool runs: record before acting."""
+
+    type: Literal["tool_intent"] = "tool_intent"
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    idempotency_key: str
+
+
+class ToolObserved(_Event):
+    type: Literal["tool_observed"] = "tool_observed"
+    observation: Observation
+    traceback: str | None = None  # full traceback when the tool raised; the model saw the tail
+
+
+class RunStopped(_Event):
+    type: Literal["run_stopped"] = "run_stopped"
+    reason: str
+    message: str = ""
+
+
+Event = Annotated[
+    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | RunStopped,
+    Field(discriminator="type"),
+]
+EVENT = TypeAdapter(Event)

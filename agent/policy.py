@@ -1,0 +1,141 @@
+"""HarnessPolicy: every knob that can differ between two runs, as one value.
+
+A policy loads from a named preset or a TOML/YAML file (optionally `extends` a
+preset) and is written verbatim into `run.json`, so an A/B comparison can say
+exactly what differed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.errors import HarnessError, describe_validation_error
+from memory.context import ContextStep, MaskObservations, StripReasoning
+from memory.truncate import TruncationPolicy
+
+
+class _Knobs(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DispatchPolicy(_Knobs):
+    # first_write_wins: read calls run, the first write runs, every later call in
+    # the reply is rejected (the world changed after that write).
+    parallel: Literal["first_write_wins", "all", "one_call_only"] = "first_write_wins"
+    tool_timeout_s: float = Field(60.0, gt=0)
+
+
+class StopPolicy(_Knobs):
+    max_steps: int = Field(50, ge=1)
+    max_tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over the run")
+    max_wall_s: float | None = Field(None, gt=0)
+    max_no_tool_replies: int = Field(3, ge=1, description="consecutive replies without a tool call")
+    max_repeats: int = Field(3, ge=2, description="the same call giving the same result, in a row")
+
+
+class ErrorPolicy(_Knobs):
+    model_attempts: int = Field(5, ge=1)
+    backoff_multiplier_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(30.0, ge=0)
+    max_consecutive_failures: int = Field(5, ge=1)
+
+
+class ApprovalPolicy(_Knobs):
+    approve: Literal["never", "writes", "always"] = "never"
+    per_tool: dict[str, Literal["never", "always"]] = Field(default_factory=dict)
+
+
+class ModelParams(_Knobs):
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(1024, ge=1)
+    seed: int | None = 0
+
+
+class HarnessPolicy(_Knobs):
+    name: str = "default"
+    system_prompt: str | None = None  # None: the task's or the built-in one
+    model: ModelParams = ModelParams()
+    dispatch: DispatchPolicy = DispatchPolicy()
+    stop: StopPolicy = StopPolicy()
+    errors: ErrorPolicy = ErrorPolicy()
+    approval: ApprovalPolicy = ApprovalPolicy()
+    truncation: TruncationPolicy = TruncationPolicy()
+    context: list[ContextStep] = Field(default_factory=list)
+
+
+PRESETS: dict[str, HarnessPolicy] = {
+    p.name: p
+    for p in [
+        HarnessPolicy(name="default"),
+        HarnessPolicy(name="one_call", dispatch=DispatchPolicy(parallel="one_call_only")),
+        HarnessPolicy(name="parallel", dispatch=DispatchPolicy(parallel="all")),
+        HarnessPolicy(
+            name="lean",
+            context=[StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)],
+        ),
+    ]
+}
+
+PRESET_SUMMARIES = {
+    "default": "append-only context, first_write_wins dispatch, 50 steps",
+    "one_call": "only the first tool call of each reply runs",
+    "parallel": "every tool call of a reply runs, in order",
+    "lean": "strips past reasoning and masks all but the last 5 tool outputs",
+}
+
+
+def load_policy(name_or_path: str) -> HarnessPolicy:
+    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset)."""
+    if name_or_path in PRESETS:
+        return PRESETS[name_or_path]
+    path = Path(name_or_path)
+    if not path.suffix:
+        raise HarnessError(
+            f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "
+            "Or pass a path to a .toml or .yaml policy file."
+        )
+    data = _read_file(path)
+    base = data.pop("extends", "default")
+    if base not in PRESETS:
+        raise HarnessError(f"Policy file {path} extends unknown preset {base!r}; known: {', '.join(sorted(PRESETS))}.")
+    merged = _deep_merge(PRESETS[base].model_dump(), data)
+    if "name" not in data:
+        merged["name"] = path.stem
+    try:
+        return HarnessPolicy.model_validate(merged)
+    except ValidationError as e:
+        raise HarnessError(describe_validation_error(e, f"Policy file {path}")) from None
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_text()
+    except OSError as e:
+        raise HarnessError(f"Cannot read policy file {path}: {e.strerror}. Check the path, or use a preset name.") from None
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(raw)
+        elif path.suffix in (".yaml", ".yml", ".json"):
+            data = yaml.safe_load(raw) or {}
+        else:
+            raise HarnessError(f"Policy file {path} must end in .toml, .yaml, .yml or .json.")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        raise HarnessError(f"Policy file {path} is not valid {path.suffix[1:].upper()}: {e}") from None
+    if not isinstance(data, dict):
+        raise HarnessError(f"Policy file {path} must hold a mapping of fields, not a {type(data).__name__}.")
+    return data
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,117 @@
+"""The Tool contract, a registry, and schema export in OpenAI and Anthropic formats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sandboxes.base import Sandbox
+
+
+class Effect(str, Enum):
+    READ = "read"  # observes the world; safe to re-run
+    WRITE = "write"  # changes the world; journaled as an intent before it runs
+
+
+class FreeArgs(BaseModel):
+    """Argument model for tools whose schema comes from outside (MCP): any object passes here,
+    and the tool itself (or its server) validates against `Tool.input_schema`."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    sandbox: Sandbox
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    ok: bool = True
+    exit_code: int | None = None
+    timed_out: bool = False
+    # The model erred within the rules of the task (an illegal chess move, say):
+    # shown as an error, but never counted toward the failure backstop.
+    domain_error: bool = False
+    submission: str | None = None  # set by tools that end the run with an answer
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    summary: str  # one line, shown when schemas are disclosed progressively
+    description: str  # the full text
+    args: type[BaseModel]
+    effect: Effect
+    run: Callable[[Any, ToolContext], ToolResult]
+    # JSON schema of the arguments when it comes from outside (MCP); else derived from `args`.
+    input_schema: dict[str, Any] | None = None
+
+    def schema(self) -> dict[str, Any]:
+        if self.input_schema is not None:
+            return self.input_schema
+        return _clean_schema(self.args.model_json_schema())
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's `title` noise, which costs tokens and tells the model nothing."""
+    out = {k: v for k, v in schema.items() if k != "title"}
+    if "properties" in out:
+        out["properties"] = {
+            name: {k: v for k, v in prop.items() if k != "title"} for name, prop in out["properties"].items()
+        }
+    return out
+
+
+def openai_schema(tool: Tool, description: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": description if description is not None else tool.description,
+            "parameters": tool.schema(),
+        },
+    }
+
+
+def anthropic_schema(tool: Tool, description: str | None = None) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "description": description if description is not None else tool.description,
+        "input_schema": tool.schema(),
+    }
+
+
+@dataclass
+class Registry:
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> Registry:
+        reg = cls()
+        for tool in tools:
+            reg.add(tool)
+        return reg
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self.tools:
+            raise ValueError(f"two tools are named {tool.name!r}; tool names must be unique")
+        self.tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.tools)
+
+    def __iter__(self):
+        return iter(self.tools.values())
+
+    def __len__(self) -> int:
+        return len(self.tools)
