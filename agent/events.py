@@ -61,6 +61,7 @@ class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
     message: str = ""
+    outcome: dict[str, Any] = {}  # e.g. the submitted answer, whether the goal check passed
 
 
 Event = Annotated[

@@ -1,0 +1,81 @@
+"""The `harness` command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent.errors import HarnessError
+from agent.launch import SANDBOXES, launch
+from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
+from agent.progress import LiveStatus, summary_table
+from agent.task import load_task
+
+app = typer.Typer(
+    help="Run LLM agents against real work, and measure the harness itself.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def fail(err: HarnessError) -> None:
+    console.print(f"[red]error:[/] {err}")
+    raise typer.Exit(2)
+
+
+@app.command("run")
+def run_command(
+    task: str = typer.Option(..., help="The task: its text, or a .yaml/.json/.txt/.md task file."),
+    model: str = typer.Option(..., help="Model string, e.g. scripted:FILE."),
+    sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
+    policy: str = typer.Option("default", help="A preset name (see `harness policies`) or a .toml/.yaml policy file."),
+    out: Path = typer.Option(Path("runs"), help="Folder that receives the run directory."),
+) -> None:
+    """Run one task with one model and print a summary. The run directory holds the full record."""
+    try:
+        the_task, the_policy = load_task(task), load_policy(policy)
+        with LiveStatus(console) as live:
+            summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(live,))
+    except HarnessError as e:
+        fail(e)
+    console.print(summary_table(summary, run_dir))
+    if summary.stop_reason in ("model_error", "model_unavailable", "sandbox_dead"):
+        raise typer.Exit(1)
+
+
+@app.command("policies")
+def policies_command(name: str = typer.Argument(None, help="Show this preset (or policy file) in full.")) -> None:
+    """List the policy presets, or print one policy in full as JSON."""
+    if name:
+        try:
+            console.print_json(json.dumps(load_policy(name).model_dump(mode="json")))
+        except HarnessError as e:
+            fail(e)
+        return
+    table = Table("preset", "what it does")
+    for preset in PRESETS:
+        table.add_row(preset, PRESET_SUMMARIES.get(preset, ""))
+    console.print(table)
+
+
+@app.command("demo")
+def demo_command(out: Path = typer.Option(Path("runs"), help="Folder that receives the run directory.")) -> None:
+    """Run the bundled demo: a scripted agent writes, runs and submits a small program in a local sandbox."""
+    run_command(
+        task=str(EXAMPLES / "demo_task.yaml"),
+        model=f"scripted:{EXAMPLES / 'demo_script.yaml'}",
+        sandbox="local",
+        policy="default",
+        out=out,
+    )
+
+
+def main() -> None:
+    app()

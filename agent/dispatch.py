@@ -1,0 +1,178 @@
+"""The dispatcher: a total function from one reply's tool calls to observations.
+
+Once a model has emitted a tool call it cannot be un-emitted, so every call id
+gets exactly one observation, in the order emitted, whatever goes wrong: bad
+JSON, an unknown tool, invalid arguments, a tool that raises or times out, a
+dead sandbox, a refused approval, or a call the parallel-call policy rejects.
+Only a failure to write the journal itself escapes, because acting without a
+record would break the run's durability promise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from agent.events import ToolIntent, ToolObserved
+from agent.journal import Journal
+from agent.policy import HarnessPolicy
+from agent.policy import ApprovalPolicy
+from agent.types import ErrorKind, Observation, Status, ToolCall, Truncation
+from memory.truncate import head_tail
+from sandboxes.base import SandboxDead
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
+
+Approver = Callable[[ToolCall, Tool], bool]
+TRACEBACK_TAIL_CHARS = 1500
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    observations: list[Observation]
+    submission: str | None = None  # set when a tool ended the run with an answer
+
+
+def dispatch(
+    calls: Sequence[ToolCall],
+    step: int,
+    tools: Registry,
+    ctx: ToolContext,
+    policy: HarnessPolicy,
+    journal: Journal,
+    approve: Approver | None = None,
+) -> Dispatched:
+    observations: list[Observation] = []
+    submission: str | None = None
+    closed: str | None = None  # once set, every later call is rejected with this reason
+    for call in calls:
+        if closed is not None:
+            obs, tb, result = _observation(call, "rejected", closed, "rejected"), None, None
+        else:
+            obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve)
+            closed = _closes_reply(call, obs, tools, policy)
+        obs = _truncate(obs, step, policy, journal)
+        journal.append(ToolObserved(step=step, observation=obs, traceback=tb))
+        observations.append(obs)
+        if result is not None and result.submission is not None and submission is None:
+            submission = result.submission
+    return Dispatched(observations, submission)
+
+
+def _closes_reply(call: ToolCall, obs: Observation, tools: Registry, policy: HarnessPolicy) -> str | None:
+    mode = policy.dispatch.parallel
+    if mode == "one_call_only":
+        return "Not run: only one tool call per reply is allowed, and this reply's first call was taken. Send one call per reply."
+    tool = tools.get(call.name)
+    if mode == "first_write_wins" and obs.executed and tool is not None and tool.effect is Effect.WRITE:
+        return (
+            f"Not run: call {call.id} ({call.name}) earlier in this reply changed the world, so this call "
+            "was planned against a state that no longer holds. Look at the new state, then call again."
+        )
+    return None
+
+
+def _run_call(
+    call: ToolCall,
+    step: int,
+    tools: Registry,
+    ctx: ToolContext,
+    policy: HarnessPolicy,
+    journal: Journal,
+    approve: Approver | None,
+) -> tuple[Observation, str | None, ToolResult | None]:
+    tool = tools.get(call.name)
+    if tool is None:
+        names = ", ".join(tools.names()) or "(none)"
+        return _observation(call, "error", f"Unknown tool {call.name!r}. Available tools: {names}.", "unknown_tool"), None, None
+    args, problem, kind = _parse_arguments(call, tool)
+    if problem is not None:
+        return _observation(call, "error", problem, kind), None, None
+    if needs_approval(tool, policy.approval) and (approve is None or not approve(call, tool)):
+        return _observation(call, "denied", f"Not run: the user refused the call to {call.name}.", "denied"), None, None
+    if tool.effect is Effect.WRITE:
+        journal.append(
+            ToolIntent(step=step, call_id=call.id, tool=call.name, arguments=args.model_dump(mode="json"),
+                       idempotency_key=idempotency_key(call))
+        )
+    start = time.monotonic()
+    try:
+        result = tool.run(args, ctx)
+    except SandboxDead as e:
+        return _observation(call, "error", f"The sandbox is gone: {e}", "sandbox_dead", start), None, None
+    except TimeoutError as e:
+        return _observation(call, "timeout", f"{call.name} timed out: {e}", "timeout", start), None, None
+    except Exception as e:  # a tool bug must not kill the run: the model sees the tail, the journal the whole
+        tb = traceback.format_exc()
+        tail = tb[-TRACEBACK_TAIL_CHARS:]
+        text = f"{call.name} failed with {type(e).__name__}: {e}\n{tail}"
+        return _observation(call, "error", text, "tool_raised", start), tb, None
+    return _from_result(call, result, start), None, result
+
+
+def _parse_arguments(call: ToolCall, tool: Tool):
+    try:
+        raw = json.loads(call.arguments) if call.arguments.strip() else {}
+    except (json.JSONDecodeError, RecursionError) as e:
+        return None, f"Arguments for {call.name} are not valid JSON ({e}). Send one JSON object.", "bad_json"
+    if not isinstance(raw, dict):
+        return None, f"Arguments for {call.name} must be a JSON object, not {type(raw).__name__}.", "bad_json"
+    try:
+        return tool.args.model_validate(raw), None, None
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in e.errors())
+        return None, f"Invalid arguments for {call.name}: {problems}.", "invalid_args"
+    except Exception as e:  # a validator that itself raises is still the model's input problem
+        return None, f"Invalid arguments for {call.name}: {type(e).__name__}: {e}.", "invalid_args"
+
+
+def _from_result(call: ToolCall, result: ToolResult, start: float) -> Observation:
+    status: Status = "ok"
+    kind: ErrorKind | None = None
+    if result.timed_out:
+        status, kind = "timeout", "timeout"
+    elif not result.ok:
+        status = "error"
+        kind = "domain" if result.domain_error else "nonzero_exit" if result.exit_code not in (None, 0) else "tool_error"
+    return _observation(call, status, str(result.text), kind, start, exit_code=result.exit_code)
+
+
+def _observation(call: ToolCall, status: Status, text: str, kind: ErrorKind | None, start: float | None = None,
+                 exit_code: int | None = None) -> Observation:
+    return Observation(
+        call_id=call.id,
+        tool=call.name,
+        status=status,
+        text=text,
+        error_kind=kind,
+        exit_code=exit_code,
+        duration_s=time.monotonic() - start if start is not None else 0.0,
+        executed=start is not None,
+    )
+
+
+def _truncate(obs: Observation, step: int, policy: HarnessPolicy, journal: Journal) -> Observation:
+    limits = policy.truncation.for_tool(obs.tool)
+    if len(obs.text) <= limits.head_chars + limits.tail_chars:
+        return obs
+    artifact = journal.store_artifact(f"step{step:05d}-{obs.call_id}.txt", obs.text)
+    shown, _ = head_tail(obs.text, limits, artifact)
+    cut = Truncation(original_chars=len(obs.text), kept_chars=limits.head_chars + limits.tail_chars, artifact=artifact)
+    return obs.model_copy(update={"text": shown, "truncation": cut})
+
+
+def needs_approval(tool: Tool, approval: ApprovalPolicy) -> bool:
+    rule = approval.per_tool.get(tool.name)
+    if rule is not None:
+        return rule == "always"
+    return approval.approve == "always" or (approval.approve == "writes" and tool.effect is Effect.WRITE)
+
+
+def idempotency_key(call: ToolCall) -> str:
+    """Stable across a resume: the same call id and arguments give the same key."""
+    return hashlib.sha256(f"{call.id}\0{call.name}\0{call.arguments}".encode()).hexdigest()[:16]

@@ -1,0 +1,71 @@
+"""Put a run together from user-level choices: task, model string, sandbox name, policy, output folder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from agent.errors import HarnessError
+from agent.events import Event
+from agent.journal import Journal, RunInfo, new_run_id
+from agent.loop import run
+from agent.models import load_model
+from agent.models.base import ModelClient
+from agent.policy import HarnessPolicy
+from agent.summary import Summary
+from agent.task import Task
+from sandboxes.base import Sandbox
+from tools.base import Registry
+from tools.builtin import standard_tools
+
+SANDBOXES = ("local",)
+
+
+def make_sandbox(name: str, workdir: Path) -> Sandbox:
+    if name == "local":
+        from sandboxes.local import LocalSandbox
+
+        return LocalSandbox(workdir)
+    raise HarnessError(f"Unknown sandbox {name!r}; choose one of: {', '.join(SANDBOXES)}.")
+
+
+def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:
+    """Write the task's files and run its setup commands before the agent starts."""
+    for path, content in task.files.items():
+        sandbox.write_file(path, content.encode())
+    for command in task.setup:
+        result = sandbox.exec(command, timeout=timeout_s)
+        if result.exit_code != 0:
+            raise HarnessError(f"Task {task.id}: setup command `{command}` failed (exit {result.exit_code}):\n{result.output[-2000:]}")
+
+
+def launch(
+    task: Task,
+    model: str | ModelClient,
+    sandbox: str,
+    policy: HarnessPolicy,
+    out: Path,
+    tools: Registry | None = None,
+    listeners: tuple[Callable[[Event], None], ...] = (),
+) -> tuple[Summary, Path]:
+    client = load_model(model) if isinstance(model, str) else model
+    info = RunInfo(
+        run_id=new_run_id(task.id),
+        task=task.model_dump(mode="json"),
+        model=client.name,
+        sandbox=sandbox,
+        policy=policy.model_dump(mode="json"),
+        seed=policy.model.seed,
+        started_at=datetime.now(timezone.utc).isoformat(),
+    )
+    journal = Journal.create(out, info)
+    journal.listeners.extend(listeners)
+    box = make_sandbox(sandbox, journal.dir / "workspace")
+    try:
+        prepare(task, box, policy.dispatch.tool_timeout_s)
+        summary = run(task, client, tools or standard_tools(), box, policy, journal)
+    finally:
+        box.close()
+        journal.close()
+    return summary, journal.dir

@@ -1,0 +1,104 @@
+"""A model that replays replies from a list or a JSON/YAML file.
+
+Used by tests, demos, benchmarks and replay. A file holds a list of replies (or
+`{replies: [...]}`), each with optional `text`, `reasoning`, `tool_calls`
+(`name` and `arguments` as an object or a raw string, optional `id`), `usage`
+and `finish_reason`. Usage not given in the file is estimated from characters,
+so demo runs show plausible token figures; a real provider reports its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.errors import HarnessError, PermanentModelError, describe_validation_error
+from agent.models.base import estimate_tokens
+from agent.policy import ModelParams
+from agent.types import FinishReason, Message, ModelReply, Reasoning, ToolCall, Usage
+from tools.base import Tool
+
+
+class ScriptedCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptedReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ScriptedCall] = Field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: FinishReason | None = None
+
+
+class ScriptedModel:
+    def __init__(self, replies: Sequence[ScriptedReply | ModelReply], name: str = "scripted"):
+        self.replies = list(replies)
+        self.name = name
+        self.calls = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedModel:
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())  # YAML is a superset of JSON
+        except OSError as e:
+            raise HarnessError(f"Cannot read scripted model file {path}: {e.strerror}.") from None
+        except yaml.YAMLError as e:
+            raise HarnessError(f"Scripted model file {path} is not valid JSON or YAML: {e}") from None
+        if isinstance(data, dict):
+            data = data.get("replies")
+        if not isinstance(data, list) or not data:
+            raise HarnessError(f"Scripted model file {path} must hold a non-empty list of replies (or `replies: [...]`).")
+        replies = []
+        for i, item in enumerate(data):
+            try:
+                replies.append(ScriptedReply.model_validate(item))
+            except ValidationError as e:
+                raise HarnessError(describe_validation_error(e, f"Reply {i + 1} in scripted model file {path}")) from None
+        return cls(replies, name=f"scripted:{path}")
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
+        if self.calls >= len(self.replies):
+            raise PermanentModelError(
+                f"The scripted model {self.name} has {len(self.replies)} replies and the run asked for reply "
+                f"{self.calls + 1}. Add replies to the script, or end it with a `submit` call."
+            )
+        item = self.replies[self.calls]
+        self.calls += 1
+        if isinstance(item, ModelReply):
+            return item
+        return _to_reply(item, self.calls, messages, self.name)
+
+
+def _to_reply(item: ScriptedReply, index: int, messages: Sequence[Message], name: str) -> ModelReply:
+    calls = tuple(
+        ToolCall(
+            id=c.id or f"call_{index}_{j}",
+            name=c.name,
+            arguments=c.arguments if isinstance(c.arguments, str) else json.dumps(c.arguments),
+        )
+        for j, c in enumerate(item.tool_calls)
+    )
+    message = Message(
+        role="assistant",
+        text=item.text,
+        tool_calls=calls,
+        reasoning=Reasoning(text=item.reasoning) if item.reasoning else None,
+    )
+    usage = item.usage or Usage(
+        prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages),
+        completion_tokens=estimate_tokens(item.text + (item.reasoning or "") + "".join(c.arguments for c in calls)),
+        reasoning_tokens=estimate_tokens(item.reasoning or ""),
+    )
+    finish = item.finish_reason or ("tool_calls" if calls else "stop")
+    return ModelReply(message=message, usage=usage, finish_reason=finish, model=name)

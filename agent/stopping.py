@@ -1,0 +1,65 @@
+"""Stop rules. Each returns a Stop (reason and message) or None; the loop stops at the first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.dispatch import Dispatched
+from agent.policy import HarnessPolicy
+from agent.state import RunState
+from sandboxes.base import Sandbox, SandboxDead
+
+# Observations that may mean the sandbox itself is gone, so we probe it.
+SUSPECT_KINDS = {"sandbox_dead", "tool_raised", "timeout"}
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: str
+    message: str
+    outcome: dict[str, Any] = field(default_factory=dict)
+
+
+def after_step(state: RunState, done: Dispatched, policy: HarnessPolicy, sandbox: Sandbox) -> Stop | None:
+    rules = policy.stop
+    if any(o.error_kind in SUSPECT_KINDS for o in done.observations) and not _alive(sandbox):
+        return Stop("sandbox_dead", "The sandbox stopped responding (its container or process is gone); "
+                    "everything up to this step is in the journal.")
+    if state.submission is not None:
+        return Stop("submitted", "The agent submitted an answer.", {"answer": state.submission})
+    if state.task.check is not None and done.observations and _check_passes(state.task.check, sandbox, policy):
+        return Stop("goal_verified", f"The task's check `{state.task.check}` passed.", {"goal_verified": True})
+    if state.failures_in_a_row >= policy.errors.max_consecutive_failures:
+        return Stop("too_many_failures", f"{state.failures_in_a_row} steps in a row failed; stopping (errors.max_consecutive_failures).")
+    if state.no_tool_replies_in_a_row >= rules.max_no_tool_replies:
+        return Stop("no_progress", f"{state.no_tool_replies_in_a_row} replies in a row had no tool call (stop.max_no_tool_replies).")
+    if state.repeats_in_a_row >= rules.max_repeats:
+        return Stop("no_progress", f"The same calls gave the same results {state.repeats_in_a_row} times in a row (stop.max_repeats).")
+    return budget_spent(state, policy)
+
+
+def budget_spent(state: RunState, policy: HarnessPolicy) -> Stop | None:
+    rules = policy.stop
+    if state.step >= rules.max_steps:
+        return Stop("step_budget", f"Reached the step budget of {rules.max_steps} (stop.max_steps).")
+    tokens = state.usage.prompt_tokens + state.usage.completion_tokens
+    if rules.max_tokens is not None and tokens >= rules.max_tokens:
+        return Stop("token_budget", f"Used {tokens} tokens, over the budget of {rules.max_tokens} (stop.max_tokens).")
+    if rules.max_wall_s is not None and state.wall_s() >= rules.max_wall_s:
+        return Stop("wall_budget", f"Ran {state.wall_s():.0f} s, over the budget of {rules.max_wall_s:g} s (stop.max_wall_s).")
+    return None
+
+
+def _alive(sandbox: Sandbox) -> bool:
+    try:
+        return bool(sandbox.alive())
+    except Exception:
+        return False
+
+
+def _check_passes(command: str, sandbox: Sandbox, policy: HarnessPolicy) -> bool:
+    try:
+        return sandbox.exec(command, timeout=policy.dispatch.tool_timeout_s).exit_code == 0
+    except SandboxDead:
+        return False

@@ -1,0 +1,88 @@
+"""summary.json: the numbers a user cares about, derived from the journal alone."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+
+from agent.events import Event, ModelFailed, ModelReplied, RunStopped, ToolObserved
+from agent.journal import RunInfo
+from agent.types import Usage
+
+
+class Tokens(BaseModel):
+    prompt: int = 0  # includes cached
+    completion: int = 0
+    cached: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+
+
+class Summary(BaseModel):
+    run_id: str
+    task_id: str
+    model: str
+    policy: str
+    stop_reason: str
+    message: str
+    outcome: dict[str, Any]
+    steps: int
+    tokens: Tokens
+    cache_hit_rate: float | None  # cached / prompt tokens, as the provider reported them
+    wall_s: float
+    model_calls: int
+    model_failures: int
+    tool_calls: dict[str, int]
+    tool_calls_total: int
+    errors: dict[str, int]  # observation error kinds
+    truncated_outputs: int
+
+
+def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
+    usage = Usage()
+    tools: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    stop = RunStopped(reason="unfinished", message="The run has no stop event (still running, or it crashed).")
+    steps = model_calls = failures = truncated = 0
+    for e in events:
+        steps = max(steps, e.step)
+        if isinstance(e, ModelReplied):
+            model_calls += 1
+            usage = usage + e.reply.usage
+        elif isinstance(e, ModelFailed):
+            failures += 1
+        elif isinstance(e, ToolObserved):
+            tools[e.observation.tool] += 1
+            if e.observation.error_kind:
+                errors[e.observation.error_kind] += 1
+            truncated += e.observation.truncation is not None
+        elif isinstance(e, RunStopped):
+            stop = e
+    return Summary(
+        run_id=info.run_id,
+        task_id=str(info.task.get("id", "task")),
+        model=info.model,
+        policy=str(info.policy.get("name", "")),
+        stop_reason=stop.reason,
+        message=stop.message,
+        outcome=stop.outcome,
+        steps=steps,
+        tokens=Tokens(
+            prompt=usage.prompt_tokens,
+            completion=usage.completion_tokens,
+            cached=usage.cached_tokens,
+            cache_write=usage.cache_write_tokens,
+            reasoning=usage.reasoning_tokens,
+        ),
+        cache_hit_rate=round(usage.cached_tokens / usage.prompt_tokens, 4) if usage.prompt_tokens else None,
+        wall_s=round(wall_s, 3),
+        model_calls=model_calls,
+        model_failures=failures,
+        tool_calls=dict(sorted(tools.items())),
+        tool_calls_total=sum(tools.values()),
+        errors=dict(sorted(errors.items())),
+        truncated_outputs=truncated,
+    )

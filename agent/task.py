@@ -1,0 +1,55 @@
+"""A task: what the agent is asked to do, and how to tell that it is done."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.errors import HarnessError, describe_validation_error
+
+DEFAULT_SYSTEM = (
+    "You are an autonomous agent working in a sandboxed Linux machine. "
+    "Act only through the tools you are given; every tool call gets a result. "
+    "Work step by step, check your work, and when the task is done call `submit` with your answer."
+)
+
+
+class Task(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str = "task"
+    prompt: str = Field(min_length=1)
+    system: str | None = None  # None: the policy's system prompt, else the default
+    files: dict[str, str] = Field(default_factory=dict, description="written into the workdir before the run")
+    setup: list[str] = Field(default_factory=list, description="shell commands run before the run")
+    check: str | None = Field(None, description="shell command; the goal is reached when it exits 0")
+
+
+def load_task(text_or_path: str) -> Task:
+    """A task file (.yaml, .yml, .json, .txt, .md) or, when no such file exists, the task text itself."""
+    path = Path(text_or_path)
+    looks_like_file = path.suffix in (".yaml", ".yml", ".json", ".txt", ".md") and "\n" not in text_or_path
+    if not looks_like_file:
+        return Task(prompt=text_or_path)
+    try:
+        raw = path.read_text()
+    except OSError as e:
+        raise HarnessError(
+            f"Cannot read task file {path}: {e.strerror}. Pass an existing file, or the task text itself in quotes."
+        ) from None
+    if path.suffix in (".txt", ".md"):
+        if not raw.strip():
+            raise HarnessError(f"Task file {path} is empty; write the task's instructions in it.")
+        return Task(id=path.stem, prompt=raw)
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as e:
+        raise HarnessError(f"Task file {path} is not valid YAML/JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise HarnessError(f"Task file {path} must hold a mapping with at least a `prompt` field.")
+    data.setdefault("id", path.stem)
+    try:
+        return Task.model_validate(data)
+    except ValidationError as e:
+        raise HarnessError(describe_validation_error(e, f"Task file {path}")) from None

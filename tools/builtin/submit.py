@@ -1,0 +1,25 @@
+"""End the run with an answer (text, or a pointer to an artifact such as a patch)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from tools.base import Effect, Tool, ToolContext, ToolResult
+
+
+class SubmitArgs(BaseModel):
+    answer: str = Field(description="Your final answer or a short description of what you did.")
+
+
+def submit(args: SubmitArgs, ctx: ToolContext) -> ToolResult:
+    return ToolResult("Submitted. The run ends here.", submission=args.answer)
+
+
+SUBMIT = Tool(
+    name="submit",
+    summary="Finish the task and hand in your answer.",
+    description="Call this once the task is done. The run ends after this call; give the answer or a summary of the work.",
+    args=SubmitArgs,
+    effect=Effect.WRITE,
+    run=submit,
+)
