@@ -45,7 +45,8 @@ def run_command(
             summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(live,))
     except HarnessError as e:
         fail(e)
-    console.print(summary_table(summary, run_dir))
+    console.print(summary_table(summary))
+    console.print(f"run directory: {run_dir}", soft_wrap=True)
     if summary.stop_reason in ("model_error", "model_unavailable", "sandbox_dead"):
         raise typer.Exit(1)
 

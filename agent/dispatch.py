@@ -112,6 +112,11 @@ def _run_call(
         tail = tb[-TRACEBACK_TAIL_CHARS:]
         text = f"{call.name} failed with {type(e).__name__}: {e}\n{tail}"
         return _observation(call, "error", text, "tool_raised", start), tb, None
+    if isinstance(result, str):  # a plain string is an ok result; anything else is a tool bug
+        result = ToolResult(result)
+    if not isinstance(result, ToolResult):
+        text = f"{call.name} returned {type(result).__name__} instead of a result; this is a bug in the tool."
+        return _observation(call, "error", text, "tool_error", start), None, None
     return _from_result(call, result, start), None, result
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from rich.console import Console
 from rich.status import Status
@@ -51,7 +50,7 @@ class LiveStatus:
         return f"step {self.step} · {self.tokens:,} tokens · {self.last}"
 
 
-def summary_table(summary: Summary, run_dir: Path) -> Table:
+def summary_table(summary: Summary) -> Table:
     table = Table(title=f"run {summary.run_id}", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -66,7 +65,6 @@ def summary_table(summary: Summary, run_dir: Path) -> Table:
         ("tool calls", ", ".join(f"{k} {v}" for k, v in summary.tool_calls.items()) or "none"),
         ("errors", ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"),
         ("wall time", f"{summary.wall_s:.2f} s"),
-        ("run directory", str(run_dir)),
     ]
     for key, value in rows:
         table.add_row(key, value)

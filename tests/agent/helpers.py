@@ -1,0 +1,27 @@
+"""Small builders shared by the agent tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.journal import Journal, RunInfo
+from agent.models.scripted import ScriptedCall, ScriptedReply
+
+
+def new_journal(root: Path, run_id: str = "run") -> Journal:
+    info = RunInfo(run_id=run_id, task={"id": "t"}, model="scripted", sandbox="local", policy={"name": "default"},
+                   started_at="2026-01-01T00:00:00Z")
+    return Journal.create(root, info)
+
+
+def call(name: str, **arguments) -> ScriptedReply:
+    return ScriptedReply(tool_calls=[ScriptedCall(name=name, arguments=arguments)])
+
+
+def calls(*pairs: tuple[str, dict]) -> ScriptedReply:
+    return ScriptedReply(tool_calls=[ScriptedCall(name=n, arguments=a) for n, a in pairs])
+
+
+def events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

@@ -1,0 +1,69 @@
+"""The CLI as a user meets it: help, the demo, and one-paragraph errors instead of tracebacks."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from agent.cli import app
+
+runner = CliRunner()
+
+
+def test_help_lists_every_command():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("run", "policies", "demo"):
+        assert command in result.output
+
+
+def test_demo_writes_a_complete_run_directory(tmp_path):
+    result = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    [run_dir] = list(tmp_path.iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "submitted" and summary["errors"] == {"nonzero_exit": 1}
+    assert "submitted" in result.output and str(run_dir) in result.output.replace("\n", "")
+
+
+def test_policies_lists_and_shows_presets():
+    listing = runner.invoke(app, ["policies"])
+    assert "first_write_wins" in listing.output and "lean" in listing.output
+    shown = runner.invoke(app, ["policies", "lean"])
+    assert json.loads(shown.output)["context"][0]["kind"] == "strip_reasoning"
+
+
+def run(tmp_path, *args):
+    return runner.invoke(app, ["run", "--out", str(tmp_path), *args])
+
+
+def test_errors_are_one_paragraph_not_tracebacks(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- tool_calls: [{name: shell, arguments: {command: 'true'}}]\n")
+    cases = [
+        (["--task", "x", "--model", "scripted:" + str(script), "--policy", "fastest"], "Unknown policy preset 'fastest'"),
+        (["--task", "missing.yaml", "--model", "scripted:" + str(script)], "Cannot read task file missing.yaml"),
+        (["--task", "x", "--model", "scripted:/nope.yaml"], "Cannot read scripted model file /nope.yaml"),
+        (["--task", "x", "--model", "gpt:4"], "Unknown model 'gpt:4'"),
+        (["--task", "x", "--model", "scripted:" + str(script), "--sandbox", "vm"], "Unknown sandbox 'vm'"),
+    ]
+    for args, message in cases:
+        result = run(tmp_path, *args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_a_script_that_runs_out_ends_the_run_with_a_clear_message(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- tool_calls: [{name: shell, arguments: {command: 'echo hi'}}]\n")
+    result = run(tmp_path / "runs", "--task", "x", "--model", f"scripted:{script}")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "model_error" in result.output and "has 1 replies" in " ".join(result.output.split())
+
+
+def test_a_broken_scripted_file_names_the_reply_and_field(tmp_path):
+    script = tmp_path / "s.yaml"
+    script.write_text("- tool_calls: [{nam: shell}]\n")
+    result = run(tmp_path, "--task", "x", "--model", f"scripted:{script}")
+    assert result.exit_code == 2 and "Reply 1" in result.output and "tool_calls.0" in result.output

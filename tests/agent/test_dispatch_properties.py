@@ -1,0 +1,98 @@
+"""The dispatcher is total: for any reply, one observation per call id, in order, and no exception."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from agent.dispatch import dispatch
+from agent.policy import DispatchPolicy, HarnessPolicy
+from agent.types import ToolCall
+from sandboxes.base import SandboxDead
+from sandboxes.local import LocalSandbox
+from tests.agent.helpers import new_journal
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
+
+BEHAVIOURS = ["ok", "raise", "timeout_raise", "timeout_result", "nonzero", "domain", "dead", "bad_return"]
+
+
+class XArgs(BaseModel):
+    x: int
+
+
+def make_tool(name: str, effect: Effect, behaviour: str, executed: list[str]) -> Tool:
+    def run(args: XArgs, ctx: ToolContext) -> ToolResult:
+        executed.append(name)
+        if behaviour == "raise":
+            raise ValueError(f"boom {args.x}")
+        if behaviour == "timeout_raise":
+            raise TimeoutError("too slow")
+        if behaviour == "timeout_result":
+            return ToolResult("partial", ok=False, timed_out=True)
+        if behaviour == "nonzero":
+            return ToolResult("failed", ok=False, exit_code=2)
+        if behaviour == "domain":
+            return ToolResult("illegal move", ok=False, domain_error=True)
+        if behaviour == "dead":
+            raise SandboxDead("container gone")
+        if behaviour == "bad_return":
+            return None  # a buggy tool: the dispatcher must still produce an observation
+        return ToolResult("x" * args.x)
+
+    return Tool(name=name, summary="s", description="d", args=XArgs, effect=effect, run=run)
+
+
+tool_specs = st.lists(
+    st.tuples(st.sampled_from([Effect.READ, Effect.WRITE]), st.sampled_from(BEHAVIOURS)), min_size=1, max_size=5
+)
+arguments = st.one_of(
+    st.integers(0, 20000).map(lambda x: json.dumps({"x": x})),
+    st.just(json.dumps({"x": "not a number"})),
+    st.just("{not json"),
+    st.just(""),
+    st.just("[1, 2]"),
+    st.text(max_size=30),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3).map(json.dumps),
+)
+
+
+@given(
+    specs=tool_specs,
+    raw_calls=st.lists(st.tuples(st.integers(0, 6), st.text(max_size=8), arguments), max_size=8),
+    mode=st.sampled_from(["first_write_wins", "all", "one_call_only"]),
+)
+def test_dispatcher_is_total(specs, raw_calls, mode):
+    executed: list[str] = []
+    tools = [make_tool(f"t{i}", eff, beh, executed) for i, (eff, beh) in enumerate(specs)]
+    registry = Registry.of(tools)
+    # Names index into the registry or are junk the model made up.
+    calls = [
+        ToolCall(id=f"c{i}", name=f"t{idx}" if idx < len(tools) else junk, arguments=args)
+        for i, (idx, junk, args) in enumerate(raw_calls)
+    ]
+    policy = HarnessPolicy(dispatch=DispatchPolicy(parallel=mode))
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = new_journal(Path(tmp))
+        ctx = ToolContext(sandbox=LocalSandbox(Path(tmp) / "w"), timeout_s=1)
+        done = dispatch(calls, 1, registry, ctx, policy, journal)
+        journal.close()
+
+    assert [o.call_id for o in done.observations] == [c.id for c in calls]
+    assert all(o.tool == c.name for o, c in zip(done.observations, calls))
+    effects = {t.name: t.effect for t in tools}
+    ran = [o for o in done.observations if o.executed]
+    assert [o.tool for o in ran] == executed  # executed flags tell the truth
+    if mode == "first_write_wins":
+        writes = [i for i, o in enumerate(done.observations) if o.executed and effects.get(o.tool) is Effect.WRITE]
+        if writes:
+            later = done.observations[writes[0] + 1 :]
+            assert not any(o.executed for o in later)
+            assert all(o.status == "rejected" for o in later)
+    if mode == "one_call_only":
+        assert not any(o.executed for o in done.observations[1:])
+        assert all(o.status == "rejected" for o in done.observations[1:])
