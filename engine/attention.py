@@ -1,0 +1,84 @@
+"""Attention over a paged KV cache: the one function a CUDA kernel would replace.
+
+The cache is two tensors per layer, (num_blocks, block_size, kv_heads, head_dim).
+A token's slot is block_id * block_size + offset. New K/V are written to their
+slots first; then each query attends over its sequence's whole context, gathered
+from the blocks in the sequence's block table.
+
+Decode queries (one token per sequence) are batched into one SDPA call with block
+tables padded to the longest context and a key-padding mask. Prefill chunks run
+one SDPA call each; a chunk that follows a cached prefix needs a causal mask aligned
+to the lower right (query i sees keys up to i + prefix), because SDPA's is_causal is
+aligned to the upper left.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class PrefillSlice:
+    q_start: int  # first row of this sequence in the flattened batch
+    q_len: int  # tokens computed this step
+    kv_len: int  # context length after this step (cached prefix + q_len)
+    block_table: torch.Tensor  # (ceil(kv_len / block_size),) block ids
+    mask: torch.Tensor | None  # (q_len, kv_len) bool, lower-right causal; None when kv_len == q_len
+
+
+@dataclass
+class AttentionMetadata:
+    """Everything attention needs about one step, built once and shared by all layers."""
+
+    slot_mapping: torch.Tensor  # (T,) cache slot of every token in the flattened batch
+    num_decode: int = 0  # the first num_decode rows are single-token decode queries
+    decode_block_tables: torch.Tensor | None = None  # (B, max_blocks), padded with block 0
+    decode_mask: torch.Tensor | None = None  # (B, 1, 1, max_blocks * block_size) bool: key is real
+    prefills: tuple[PrefillSlice, ...] = ()
+
+
+def lower_right_causal_mask(q_len: int, kv_len: int, device=None) -> torch.Tensor:
+    """mask[i, j] is True where query i (at absolute position kv_len - q_len + i) may see key j."""
+    q_pos = torch.arange(kv_len - q_len, kv_len, device=device)
+    return torch.arange(kv_len, device=device)[None, :] <= q_pos[:, None]
+
+
+def build_decode_mask(context_lens: torch.Tensor, max_len: int) -> torch.Tensor:
+    return (torch.arange(max_len, device=context_lens.device)[None, :] < context_lens[:, None])[:, None, None, :]
+
+
+def paged_attention(
+    q: torch.Tensor,  # (T, H, D)
+    k: torch.Tensor,  # (T, KVH, D)
+    v: torch.Tensor,  # (T, KVH, D)
+    k_cache: torch.Tensor,  # (num_blocks, block_size, KVH, D)
+    v_cache: torch.Tensor,
+    meta: AttentionMetadata,
+    scale: float,
+) -> torch.Tensor:  # (T, H, D)
+    num_blocks, block_size, kvh, d = k_cache.shape
+    k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k)
+    v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v)
+    gqa = q.shape[1] != kvh
+    parts = []
+    if meta.num_decode:
+        b = meta.num_decode
+        bt = meta.decode_block_tables
+        kk = k_cache[bt].view(b, -1, kvh, d).transpose(1, 2)  # (B, KVH, L, D)
+        vv = v_cache[bt].view(b, -1, kvh, d).transpose(1, 2)
+        qq = q[:b].unsqueeze(2)  # (B, H, 1, D)
+        out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=meta.decode_mask, scale=scale, enable_gqa=gqa)
+        parts.append(out.squeeze(2))
+    for p in meta.prefills:
+        qq = q[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)  # (1, H, q, D)
+        if p.mask is None:  # no cached prefix: the chunk's own K/V are the whole context
+            kk = k[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)
+            vv = v[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)
+            out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=True, scale=scale, enable_gqa=gqa)
+        else:
+            kk = k_cache[p.block_table].view(-1, kvh, d)[: p.kv_len].transpose(0, 1).unsqueeze(0)
+            vv = v_cache[p.block_table].view(-1, kvh, d)[: p.kv_len].transpose(0, 1).unsqueeze(0)
+            out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=p.mask, scale=scale, enable_gqa=gqa)
+        parts.append(out.squeeze(0).transpose(0, 1))
+    return parts[0] if len(parts) == 1 else torch.cat(parts, 0)

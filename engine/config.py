@@ -1,0 +1,43 @@
+"""Plain data describing a model's shape and how the engine should run it."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape of a llama-family decoder (Llama, SmolLM2, Qwen2)."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = True
+    qkv_bias: bool = False  # Qwen2 carries a bias on the Q, K and V projections.
+    architecture: str = "llama"
+    bos_token_id: int | None = None
+    eos_token_ids: tuple[int, ...] = ()
+
+    def kv_bytes_per_token(self, dtype_bytes: int = 4) -> int:
+        """Bytes of K and V one token occupies across all layers."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * dtype_bytes
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Knobs of the engine itself; the defaults suit a small CPU box."""
+
+    block_size: int = 16  # tokens per KV block; also the prefix cache's granularity
+    kv_cache_bytes: int = 1 << 30  # memory budget the KV blocks are preallocated from
+    max_num_batched_tokens: int = 512  # per-step token budget (chunked prefill cuts at this)
+    max_num_seqs: int = 32  # sequences running at once
+    max_model_len: int | None = None  # None: the model's own context length
+    num_threads: int | None = None  # torch intra-op threads; None leaves torch's default
+    device: str = "cpu"
+    enable_prefix_cache: bool = True
+    step_stats_history: int = 4096  # how many per-step records to keep for a server to expose

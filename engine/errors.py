@@ -1,0 +1,25 @@
+"""Errors the engine raises. Every one says what went wrong and what to do about it.
+
+They all derive from `EngineError`, so a server can catch one type and turn it
+into a 4xx/5xx reply while the engine goes on serving other requests.
+"""
+
+
+class EngineError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class ModelLoadError(EngineError):
+    """A model file or directory is missing, corrupt or of an unsupported kind."""
+
+
+class InvalidRequestError(EngineError):
+    """A request cannot be served as given (bad sampling parameters, empty prompt...)."""
+
+
+class ContextLengthError(InvalidRequestError):
+    """The prompt does not fit the model's context window."""
+
+
+class EngineStoppedError(EngineError):
+    """The engine was shut down, or its loop failed, before the request finished."""

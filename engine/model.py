@@ -1,0 +1,109 @@
+"""The forward pass of a llama-family decoder over a flattened batch of tokens.
+
+Tokens of all scheduled sequences are concatenated into one (T,) batch with their
+positions; attention reads and writes the paged KV cache through `paged_attention`.
+Weights are prepared once for speed on CPU: float32, contiguous, pre-transposed to
+(in, out) so each projection is one `x @ W`, with Q/K/V fused into one matmul and
+gate/up into another.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from engine.attention import AttentionMetadata, paged_attention
+from engine.config import ModelConfig
+from engine.weights import Checkpoint
+
+
+@dataclass
+class LayerWeights:
+    attn_norm: torch.Tensor  # (hidden,)
+    qkv: torch.Tensor  # (hidden, q_dim + 2 * kv_dim)
+    qkv_bias: torch.Tensor | None
+    o: torch.Tensor  # (q_dim, hidden)
+    mlp_norm: torch.Tensor
+    gate_up: torch.Tensor  # (hidden, 2 * intermediate)
+    down: torch.Tensor  # (intermediate, hidden)
+
+
+def _t(w: torch.Tensor, device, dtype) -> torch.Tensor:
+    return w.t().to(device=device, dtype=dtype).contiguous()
+
+
+def rope_tables(config: ModelConfig, device, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin of every position, computed in float32 the way Hugging Face does."""
+    d = config.head_dim
+    inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    freqs = torch.arange(length, dtype=torch.float32)[:, None] * inv_freq[None, :]  # (L, D/2)
+    return freqs.cos().to(device), freqs.sin().to(device)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """rotate_half RoPE on (T, heads, D) with half-width tables (T, 1, D/2)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class Model:
+    def __init__(self, ckpt: Checkpoint, device: str = "cpu", dtype: torch.dtype = torch.float32, max_len: int | None = None):
+        c = ckpt.config
+        self.config = c
+        self.device = torch.device(device)
+        self.dtype = dtype
+        w = ckpt.tensors
+        self.embed = w["model.embed_tokens.weight"].to(device=device, dtype=dtype).contiguous()
+        head = w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"]
+        self.lm_head = _t(head, device, dtype)  # (hidden, vocab)
+        self.norm = w["model.norm.weight"].to(device=device, dtype=dtype)
+        self.layers: list[LayerWeights] = []
+        for i in range(c.num_layers):
+            p = f"model.layers.{i}."
+            qkv = torch.cat([w[p + f"self_attn.{n}_proj.weight"] for n in "qkv"], 0)
+            bias = torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]).to(device, dtype) if c.qkv_bias else None
+            gate_up = torch.cat([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]], 0)
+            self.layers.append(
+                LayerWeights(
+                    attn_norm=w[p + "input_layernorm.weight"].to(device, dtype),
+                    qkv=_t(qkv, device, dtype),
+                    qkv_bias=bias,
+                    o=_t(w[p + "self_attn.o_proj.weight"], device, dtype),
+                    mlp_norm=w[p + "post_attention_layernorm.weight"].to(device, dtype),
+                    gate_up=_t(gate_up, device, dtype),
+                    down=_t(w[p + "mlp.down_proj.weight"], device, dtype),
+                )
+            )
+        self.cos, self.sin = rope_tables(c, device, max_len or c.max_position_embeddings)
+        self.scale = c.head_dim**-0.5
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (T,)
+        positions: torch.Tensor,  # (T,)
+        meta: AttentionMetadata,
+        kv_cache: tuple[torch.Tensor, torch.Tensor],  # each (layers, blocks, block_size, kv_heads, D)
+        logits_rows: torch.Tensor | None = None,  # rows to compute logits for; None = all
+    ) -> torch.Tensor:
+        c = self.config
+        t = input_ids.shape[0]
+        h, d = c.num_heads, c.head_dim
+        q_dim, kv_dim = h * d, c.num_kv_heads * d
+        eps = c.rms_norm_eps
+        cos, sin = self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+        k_cache, v_cache = kv_cache
+        x = self.embed[input_ids]
+        for i, layer in enumerate(self.layers):
+            y = F.rms_norm(x, (c.hidden_size,), layer.attn_norm, eps)
+            qkv = y @ layer.qkv if layer.qkv_bias is None else torch.addmm(layer.qkv_bias, y, layer.qkv)
+            q, k, v = qkv.split((q_dim, kv_dim, kv_dim), dim=-1)
+            q = apply_rope(q.view(t, h, d), cos, sin)
+            k = apply_rope(k.view(t, c.num_kv_heads, d), cos, sin)
+            attn = paged_attention(q, k, v.view(t, c.num_kv_heads, d), k_cache[i], v_cache[i], meta, self.scale)
+            x = x + attn.reshape(t, q_dim) @ layer.o
+            y = F.rms_norm(x, (c.hidden_size,), layer.mlp_norm, eps)
+            gate, up = (y @ layer.gate_up).chunk(2, dim=-1)
+            x = x + (F.silu(gate) * up) @ layer.down
+        if logits_rows is not None:
+            x = x[logits_rows]
+        return F.rms_norm(x, (c.hidden_size,), self.norm, eps) @ self.lm_head

@@ -1,0 +1,166 @@
+"""Continuous batching: which sequences run in the next step, and how many tokens each.
+
+Each step has a token budget. Running sequences go first, oldest first: a decode
+costs one token, a prompt still being prefilled takes what is left of the budget
+(chunked prefill), so a long prompt never stalls the decodes running beside it.
+Then waiting requests are admitted, oldest first, while budget, sequence slots
+and KV blocks last. Admission first matches the request against the prefix cache.
+
+When a running sequence needs a block and none can be freed (even by evicting
+unlocked prefix-cache leaves), the newest running sequence is preempted by
+recompute: its computed blocks go to the prefix cache, the rest are freed, and it
+goes back to the front of the waiting queue; re-admission recomputes what the
+cache no longer holds. Sampled tokens are kept, so its output does not change.
+"""
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+from engine.config import EngineConfig
+from engine.kv_cache import BlockPool
+from engine.radix import RadixCache
+from engine.sequence import Sequence, Status
+
+log = logging.getLogger("engine")
+
+
+@dataclass
+class ScheduledBatch:
+    items: list[tuple[Sequence, int]]  # (sequence, tokens to compute this step)
+    num_preempted: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+class Scheduler:
+    def __init__(self, config: EngineConfig, pool: BlockPool, radix: RadixCache | None):
+        self.config = config
+        self.block_size = config.block_size
+        self.pool = pool
+        self.radix = radix
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []
+        self.total_preemptions = 0
+
+    def add(self, seq: Sequence) -> None:
+        self.waiting.append(seq)
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # ------------------------------------------------------------ blocks
+
+    def _blocks_needed(self, seq: Sequence, num_tokens: int) -> int:
+        needed = -(-(seq.num_computed + num_tokens) // self.block_size)
+        return max(0, needed - seq.num_blocks)
+
+    def _make_free(self, n: int) -> bool:
+        """Make n blocks free, evicting unlocked prefix-cache leaves if need be."""
+        short = n - self.pool.num_free
+        if short > 0 and self.radix is not None:
+            self.radix.evict(short)
+        return self.pool.num_free >= n
+
+    def _release(self, seq: Sequence) -> None:
+        """Give a sequence's blocks back: computed full blocks to the prefix cache, the rest freed."""
+        if self.radix is not None:
+            full = seq.num_computed // self.block_size
+            table = seq.block_table
+            unused = self.radix.insert(seq.token_ids[: full * self.block_size], table[:full])
+            n_prefix = len(seq.prefix_nodes)
+            self.pool.free(unused + table[max(full, n_prefix) :])
+            self.radix.unlock(seq.prefix_nodes)
+        else:
+            self.pool.free(seq.owned_blocks)
+        seq.prefix_nodes = []
+        seq.owned_blocks = []
+
+    # ------------------------------------------------------------ lifecycle
+
+    def finish(self, seq: Sequence, reason: str) -> None:
+        seq.finish_reason = reason
+        seq.status = Status.FINISHED
+        if seq in self.running:
+            self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)
+        self._release(seq)
+
+    def _preempt(self, seq: Sequence, reason: str) -> None:
+        log.info(
+            "preempting %s (%d tokens computed) by recompute: %s", seq.request_id, seq.num_computed, reason
+        )
+        self._release(seq)
+        self.running.remove(seq)
+        seq.num_computed = 0
+        seq.status = Status.WAITING
+        seq.num_preemptions += 1
+        self.total_preemptions += 1
+        self.waiting.appendleft(seq)
+
+    def _admit_match(self, seq: Sequence) -> None:
+        """Borrow the longest cached prefix. At least one token is always left to
+        compute, because the last prompt token's logits are needed to sample."""
+        if self.radix is None:
+            return
+        path = self.radix.match(seq.token_ids[: len(seq.token_ids) - 1])
+        self.radix.lock(path)
+        seq.prefix_nodes = path
+        seq.num_computed = len(path) * self.block_size
+
+    def _unmatch(self, seq: Sequence) -> None:
+        if self.radix is not None:
+            self.radix.unlock(seq.prefix_nodes)
+        seq.prefix_nodes = []
+        seq.num_computed = 0
+
+    # ------------------------------------------------------------ one step
+
+    def schedule(self) -> ScheduledBatch:
+        budget = self.config.max_num_batched_tokens
+        batch = ScheduledBatch([])
+        for seq in sorted(self.running, key=lambda s: s.arrival):
+            if budget == 0:
+                break
+            if seq.status is not Status.RUNNING:
+                continue  # preempted earlier in this loop
+            n = min(seq.num_uncomputed, budget)
+            need = self._blocks_needed(seq, n)
+            while not self._make_free(need):
+                victim = max(self.running, key=lambda s: s.arrival)
+                self._preempt(victim, f"no free KV block for {seq.request_id} ({need} needed, {self.pool.num_free} free)")
+                batch.num_preempted += 1
+                if victim is seq:
+                    break
+            if seq.status is not Status.RUNNING:
+                continue
+            seq.owned_blocks += self.pool.allocate(need)
+            batch.items.append((seq, n))
+            budget -= n
+        if batch.num_preempted:
+            return self._order(batch)  # memory is short: admit nothing new this step
+        while self.waiting and budget > 0 and len(self.running) < self.config.max_num_seqs:
+            seq = self.waiting[0]
+            self._admit_match(seq)
+            n = min(seq.num_uncomputed, budget)
+            need = self._blocks_needed(seq, n)
+            if not self._make_free(need):
+                self._unmatch(seq)
+                break
+            if seq.cached_tokens is None:
+                seq.cached_tokens = seq.num_computed
+            seq.owned_blocks += self.pool.allocate(need)
+            self.waiting.popleft()
+            seq.status = Status.RUNNING
+            self.running.append(seq)
+            batch.items.append((seq, n))
+            budget -= n
+        return self._order(batch)
+
+    @staticmethod
+    def _order(batch: ScheduledBatch) -> ScheduledBatch:
+        # Single-token queries first: attention batches them in one call.
+        batch.items.sort(key=lambda item: item[1] != 1)
+        return batch

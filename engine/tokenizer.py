@@ -1,0 +1,133 @@
+"""Tokenizer and chat template, both built from the model's own metadata.
+
+A GGUF file carries its BPE vocabulary, merges and Jinja chat template; a Hugging
+Face directory carries tokenizer.json and tokenizer_config.json. Either way the
+result is a `Tokenizer` with encode/decode and `render_chat` (Hermes tool format).
+"""
+
+import json
+from pathlib import Path
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as HFTokenizer
+
+from engine.errors import ModelLoadError
+from engine.tool_format import to_plain_messages
+from engine.weights import Checkpoint
+
+# ChatML, used when a model carries no template of its own.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# Split regexes of llama.cpp's BPE pre-tokenizer types, as Hugging Face tokenizers write them.
+_QWEN2_SPLIT = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_LLAMA3_SPLIT = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+
+
+def _pre_tokenizer(pre: str | None):
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pre == "smollm":  # SmolLM/cosmo2: every digit alone, then GPT-2 byte-level splitting
+        return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+    split = {"qwen2": _QWEN2_SPLIT, "llama-bpe": _LLAMA3_SPLIT}.get(pre or "")
+    if split:
+        return pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(split), behavior="isolated"),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+    return byte_level
+
+
+def _from_gguf_metadata(meta: dict, path) -> HFTokenizer:
+    kind = meta.get("tokenizer.ggml.model")
+    if kind != "gpt2":
+        raise ModelLoadError(f"{path}: tokenizer type {kind!r} is not supported; only BPE ('gpt2') vocabularies are")
+    tokens = meta["tokenizer.ggml.tokens"]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = [tuple(m.split(" ", 1)) for m in meta.get("tokenizer.ggml.merges") or []]
+    tok = HFTokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+    tok.pre_tokenizer = _pre_tokenizer(meta.get("tokenizer.ggml.pre"))
+    tok.decoder = decoders.ByteLevel()
+    types = meta.get("tokenizer.ggml.token_type") or []
+    # Type 3 (control) and 4 (user-defined) tokens must never be split by BPE.
+    special = [AddedToken(tokens[i], special=True, normalized=False) for i, t in enumerate(types) if t in (3, 4)]
+    tok.add_special_tokens(special)
+    return tok
+
+
+class Tokenizer:
+    def __init__(self, tok: HFTokenizer, chat_template: str | None, bos_token: str = "", eos_token: str = ""):
+        self.tok = tok
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = _raise_template_error
+        env.filters["tojson"] = lambda x, indent=None: json.dumps(x, ensure_ascii=False, indent=indent)
+        self.template = env.from_string(chat_template or CHATML_TEMPLATE)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return self.tok.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def token_id(self, token: str) -> int | None:
+        return self.tok.token_to_id(token)
+
+    def render_chat(self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True) -> str:
+        """Render messages (OpenAI-style, tool calls and results included) to prompt text."""
+        plain = to_plain_messages(messages, tools)
+        return self.template.render(
+            messages=plain,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
+        )
+
+    def encode_chat(self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True) -> list[int]:
+        return self.encode(self.render_chat(messages, tools, add_generation_prompt))
+
+    @classmethod
+    def from_checkpoint(cls, ckpt: Checkpoint) -> "Tokenizer":
+        meta = ckpt.metadata
+        if ckpt.kind == "gguf":
+            tok = _from_gguf_metadata(meta, ckpt.path)
+            tokens = meta["tokenizer.ggml.tokens"]
+            bos = meta.get("tokenizer.ggml.bos_token_id")
+            eos = meta.get("tokenizer.ggml.eos_token_id")
+            return cls(
+                tok,
+                meta.get("tokenizer.chat_template"),
+                tokens[bos] if bos is not None else "",
+                tokens[eos] if eos is not None else "",
+            )
+        if ckpt.kind == "safetensors":
+            file = Path(ckpt.path) / "tokenizer.json"
+            if not file.is_file():
+                raise ModelLoadError(f"{ckpt.path}: no tokenizer.json")
+            try:
+                tok = HFTokenizer.from_file(str(file))
+            except Exception as e:
+                raise ModelLoadError(f"{file}: cannot read tokenizer ({e})") from e
+            tc = meta.get("hf.tokenizer_config", {})
+            return cls(tok, meta.get("tokenizer.chat_template"), _tok_str(tc.get("bos_token")), _tok_str(tc.get("eos_token")))
+        raise ModelLoadError("a checkpoint with dummy weights has no tokenizer; pass token ids instead of text")
+
+
+def _tok_str(t) -> str:
+    if isinstance(t, dict):
+        return t.get("content", "")
+    return t or ""
+
+
+def _raise_template_error(message: str):
+    raise jinja2.TemplateError(message)
