@@ -1,0 +1,403 @@
+"""The Docker sandbox: one locked-down container per run, driven through a persistent shell.
+
+    sandbox = DockerSandbox.start(DockerOptions(image="harness-base:bookworm-1"))
+    sandbox.exec("cd repo && export X=1", timeout=30)   # cwd and X persist
+    sandbox.write_file("repo/a.bin", b"\\x00\\xff")
+    sandbox.close()
+
+Safe by default (see DockerOptions): no network, uid 1000, all capabilities
+dropped, no-new-privileges, pids/memory/CPU limits, read-only root with a
+writable /workspace volume and a /tmp tmpfs, and an environment that holds only
+what the options name. Nothing is ever pulled: the image must be local.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import shlex
+import socket
+import tarfile
+import time
+import uuid
+from datetime import datetime, timezone
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import Mount
+
+from sandboxes.base import ExecResult, SandboxDead
+from sandboxes.docker_options import LABEL, DockerOptions
+from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
+
+# After a timeout's kill, how long the shell gets to print its end marker
+# before it is judged stuck (a loop of builtins) and replaced.
+KILL_GRACE_S = 2.0
+
+
+class DockerUnavailable(RuntimeError):
+    """No Docker engine answers, or the image the options name is not there."""
+
+
+def docker_client(timeout: float = 60) -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        return client
+    except DockerException as e:
+        raise DockerUnavailable(
+            f"no Docker engine answers ({e}); start one with `bash scripts/setup.d/10-docker.sh` "
+            "(as root) or `sudo dockerd &`, or set DOCKER_HOST"
+        ) from e
+
+
+def _tar_one(name: str, data: bytes, uid: int, gid: int) -> bytes:
+    buf = io.BytesIO()
+    # GNU format keeps names as raw bytes, so non-UTF-8 names survive (surrogateescape).
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape") as tar:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, uid, gid, int(time.time())
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _untar_one(blob: bytes, path: str) -> bytes:
+    with tarfile.open(fileobj=io.BytesIO(blob), encoding="utf-8", errors="surrogateescape") as tar:
+        member = tar.next()
+        if member is None:
+            raise FileNotFoundError(path)
+        if member.isdir():
+            raise IsADirectoryError(path)
+        f = tar.extractfile(member)
+        if f is None:
+            raise OSError(f"{path} is not a regular file")
+        return f.read()
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _owner_gone(labels: dict[str, str]) -> bool:
+    """True when the container was started from this host by a process that no longer exists."""
+    if labels.get("harness.host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(labels.get("harness.pid", "0")), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, ValueError):
+        return False
+    return False
+
+
+def prune(client: docker.DockerClient | None = None, everything: bool = False) -> list[str]:
+    """Remove sandbox containers left behind by a crash (or, with `everything`, all of them).
+
+    Without `everything`, only containers whose owning process on this host is gone are
+    removed, so sandboxes of runs still in progress are left alone."""
+    client = client or docker_client()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        if everything or _owner_gone(c.labels):
+            try:
+                c.remove(force=True, v=True)
+                removed.append(c.name)
+            except NotFound:
+                pass
+    return removed
+
+
+class DockerSandbox:
+    """A container with a persistent shell; implements sandboxes.base.Sandbox."""
+
+    def __init__(self, client: docker.DockerClient, container, options: DockerOptions):
+        self.client = client
+        self.api = client.api
+        self.container = container
+        self.options = options
+        self.workdir = options.workdir
+        self.name = container.name
+        self._closed = False
+        self._shell: ShellSession | None = None
+        self._control: ShellSession | None = None
+        self._cwd = options.workdir  # where a restarted shell begins
+        self._uid, self._gid = _numeric_user(options.user)
+
+    @classmethod
+    def start(
+        cls, options: DockerOptions | None = None, *, client: docker.DockerClient | None = None, name: str | None = None
+    ) -> DockerSandbox:
+        """Start a container from `options.image` (which must be local) and open its shell."""
+        opts = options or DockerOptions()
+        client = client or docker_client()
+        try:
+            client.images.get(opts.image)
+        except ImageNotFound:
+            raise DockerUnavailable(
+                f"image {opts.image!r} is not on this Docker engine and nothing is pulled; "
+                "build the base image with `harness sandbox build`, or name a local image"
+            ) from None
+        container = client.containers.run(opts.image, detach=True, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts))
+        sandbox = cls(client, container, opts)
+        try:
+            sandbox._open_shells()
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
+
+    # -- commands ---------------------------------------------------------------
+
+    def exec(self, command: str, timeout: float) -> ExecResult:
+        if self._closed:
+            raise SandboxDead(f"sandbox {self.name} was closed")
+        start = time.monotonic()
+        shell = self._ready_shell()
+        try:
+            framed = shell.run_framed(command, timeout, self.options.output_cap)
+        except ShellExited:
+            return self._after_exit(shell, command, start)
+        if framed.exit_code is None:
+            return self._after_timeout(shell, command, start)
+        self._cwd = shell.cwd or self._cwd
+        return ExecResult(
+            output=framed.output.decode("utf-8", "replace"),
+            exit_code=framed.exit_code,
+            output_capped=framed.capped,
+            duration_s=time.monotonic() - start,
+        )
+
+    def _after_exit(self, shell: ShellSession, command: str, start: float) -> ExecResult:
+        """The shell ended mid-command: either the container died, or the command ran `exit`."""
+        self._drop_shell()
+        self.raise_if_dead(f"running {command[:200]!r}")
+        framed = shell.partial()
+        code = shell.exit_code()
+        note = f"\n[sandbox: the shell exited with status {code}; the next command starts a new shell in {self._cwd}]"
+        return ExecResult(
+            output=framed.output.decode("utf-8", "replace") + note,
+            exit_code=code if code is not None else -1,
+            output_capped=framed.capped,
+            duration_s=time.monotonic() - start,
+        )
+
+    def _after_timeout(self, shell: ShellSession, command: str, start: float) -> ExecResult:
+        """Kill everything the command started; keep the shell if it comes back, else replace it."""
+        framed = None
+        try:
+            self._control_shell().run_framed(f"__h_kill {shell.pid}", timeout=15, cap=4096)
+            framed = shell.resume(time.monotonic() + KILL_GRACE_S)
+        except ShellExited:
+            pass
+        if framed is None:
+            # Stuck in a loop of builtins, or killed by the last resort: start afresh next time.
+            framed = shell.partial()
+            self._kill_pid(shell.pid)
+            self._drop_shell()
+            self.raise_if_dead(f"running {command[:200]!r}")
+        return ExecResult(
+            output=framed.output.decode("utf-8", "replace"),
+            exit_code=None,
+            timed_out=True,
+            output_capped=framed.capped,
+            duration_s=time.monotonic() - start,
+        )
+
+    # -- files ------------------------------------------------------------------
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = self._abs(path)
+        if self._on_tmpfs(target):
+            # The archive API cannot see tmpfs mounts: stage in the volume, move with the shell.
+            stage = self._stage_name()
+            self._put(stage, data)
+            self._shell_ok(f"mkdir -p -- {shlex.quote(posixpath.dirname(target))} && mv -f -- {shlex.quote(stage)} {shlex.quote(target)}")
+            return
+        self._put(target, data)
+
+    def read_file(self, path: str) -> bytes:
+        target = self._abs(path)
+        if self._on_tmpfs(target) or not _utf8(target):
+            # Docker's archive writer drops names that are not UTF-8: copy to a plain name first.
+            stage = self._stage_name()
+            self._shell_ok(f"test -e {shlex.quote(target)} || exit 2; cp -f -- {shlex.quote(target)} {shlex.quote(stage)}", missing=target)
+            try:
+                return self._get(stage)
+            finally:
+                self._shell_ok(f"rm -f -- {shlex.quote(stage)}")
+        return self._get(target)
+
+    def _put(self, target: str, data: bytes) -> None:
+        parent, name = posixpath.split(target)
+        blob = _tar_one(name, data, self._uid, self._gid)
+        try:
+            self.api.put_archive(self.container.id, os.fsencode(parent), blob)
+        except NotFound:
+            self.raise_if_dead(f"writing {target!r}")
+            self._shell_ok(f"mkdir -p -- {shlex.quote(parent)}")
+            self.api.put_archive(self.container.id, os.fsencode(parent), blob)
+        except APIError as e:
+            if "read-only" in str(e):
+                raise PermissionError(f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp") from e
+            raise
+
+    def _get(self, target: str) -> bytes:
+        try:
+            stream, _stat = self.api.get_archive(self.container.id, os.fsencode(target))
+        except NotFound:
+            self.raise_if_dead(f"reading {target!r}")
+            raise FileNotFoundError(target) from None
+        return _untar_one(b"".join(stream), target)
+
+    def _shell_ok(self, command: str, missing: str | None = None) -> None:
+        r = self.exec(command, timeout=60)
+        if r.exit_code == 2 and missing:
+            raise FileNotFoundError(missing)
+        if r.exit_code != 0:
+            raise OSError(f"sandbox file operation failed ({r.exit_code}): {command}: {r.output.strip()}")
+
+    def _abs(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self.workdir, path))
+
+    def _on_tmpfs(self, path: str) -> bool:
+        return any(path == m or path.startswith(m.rstrip("/") + "/") for m in self.options.tmpfs)
+
+    def _stage_name(self) -> str:
+        return posixpath.join(self.workdir, f".harness-transfer-{uuid.uuid4().hex}")
+
+    # -- liveness ---------------------------------------------------------------
+
+    def alive(self) -> bool:
+        if self._closed:
+            return False
+        try:
+            return bool(self.api.inspect_container(self.container.id)["State"]["Running"])
+        except (DockerException, OSError):
+            return False
+
+    def raise_if_dead(self, doing: str) -> None:
+        """Raise SandboxDead, saying what happened, when the container no longer runs."""
+        what = f"container {self.name} ({self.options.image})"
+        try:
+            state = self.api.inspect_container(self.container.id)["State"]
+        except NotFound:
+            raise SandboxDead(f"{what} was removed while {doing}") from None
+        except (DockerException, OSError) as e:
+            raise SandboxDead(f"the Docker engine stopped answering while {doing} in {what}: {e}") from e
+        if state.get("Running"):
+            return
+        why = "it ran out of memory" if state.get("OOMKilled") else "it was killed or stopped from outside"
+        raise SandboxDead(
+            f"{what} stopped while {doing}: {why} (status {state.get('Status')}, exit code {state.get('ExitCode')}, "
+            f"finished {state.get('FinishedAt')})"
+        )
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for s in (self._shell, self._control):
+            if s is not None:
+                s.close()
+        self._shell = self._control = None
+        try:
+            self.container.remove(force=True, v=True)
+        except NotFound:
+            pass
+        except APIError as e:
+            if "already in progress" not in str(e):
+                raise
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- shells -----------------------------------------------------------------
+
+    def _open_shells(self) -> None:
+        self._ready_shell()
+        self._control_shell()
+        if self._uid is None:
+            r = self.exec("id -u; id -g", timeout=10)
+            self._uid, self._gid = (int(x) for x in r.output.split())
+
+    def _new_session(self, workdir: str) -> ShellSession:
+        return ShellSession(self.api, self.container.id, self.options.shell, self.options.user, workdir)
+
+    def _ready_shell(self) -> ShellSession:
+        if self._shell is not None:
+            return self._shell
+        self.raise_if_dead("starting a shell")
+        try:
+            self._shell = self._new_session(self._cwd)
+        except (ShellExited, APIError):
+            self.raise_if_dead("starting a shell")
+            self._cwd = self.workdir  # the last cwd may be gone
+            self._shell = self._new_session(self._cwd)
+        return self._shell
+
+    def _control_shell(self) -> ShellSession:
+        if self._control is None:
+            self._control = self._new_session(self.workdir)
+            self._control.run_framed(KILL_SESSION, timeout=10, cap=4096)
+        return self._control
+
+    def _drop_shell(self) -> None:
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
+
+    def _kill_pid(self, pid: int | None) -> None:
+        if pid is None:
+            return
+        try:
+            self._control_shell().run_framed(f"kill -KILL {pid} 2>/dev/null; true", timeout=10, cap=4096)
+        except (ShellExited, APIError):
+            self._control = None
+
+
+def _numeric_user(user: str) -> tuple[int | None, int | None]:
+    uid, _, gid = user.partition(":")
+    if uid.isdigit() and (gid == "" or gid.isdigit()):
+        return int(uid), int(gid or uid)
+    return None, None
+
+
+def _run_kwargs(opts: DockerOptions) -> dict:
+    env = dict(opts.env)
+    env.update({k: os.environ[k] for k in opts.env_from_host if k in os.environ})
+    return dict(
+        # The image's own entrypoint and command are replaced: the container only idles.
+        entrypoint=["sleep"],
+        command=["infinity"],
+        init=True,  # a real pid 1 that reaps orphans
+        user=opts.user,
+        working_dir=opts.workdir,
+        environment=env,
+        network_mode=opts.network,
+        cap_drop=["ALL"],
+        cap_add=opts.cap_add or None,
+        security_opt=["no-new-privileges"] if opts.no_new_privileges else None,
+        read_only=opts.read_only_root,
+        tmpfs=dict(opts.tmpfs),
+        mounts=[Mount(opts.workdir, None, type="volume")],  # anonymous: removed with the container
+        mem_limit=opts.memory,
+        memswap_limit=opts.memory,
+        nano_cpus=int(opts.cpus * 1e9),
+        pids_limit=opts.pids,
+        labels={
+            **opts.labels,
+            LABEL: "1",
+            "harness.host": socket.gethostname(),
+            "harness.pid": str(os.getpid()),
+            "harness.started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+    )

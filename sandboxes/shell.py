@@ -1,0 +1,239 @@
+"""A persistent bash session inside a container, spoken to over one attached socket.
+
+One `docker exec` starts `bash`; every command after that is a line written to
+its stdin and answered on its stdout, so cwd and exported variables persist and
+a command costs a round trip instead of a new exec. Each command is framed:
+
+    __h_c='<command>'; eval "$__h_c" </dev/null 2>&1; printf '<marker> %d %s\\n' "$?" "$PWD"
+
+The marker is fresh per command, so output cannot fake it; the line after it
+carries the exit status and the new cwd. The command reads /dev/null, never the
+protocol. Docker multiplexes the exec's stdout/stderr into frames with an
+8-byte header (stream id, big-endian length), parsed here from the raw socket.
+"""
+
+from __future__ import annotations
+
+import select
+import shlex
+import socket
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+
+# Defines nothing the user's commands could trip over except these two names.
+# fd __h_fd is a copy of the original stdout: the end marker still arrives when
+# a command redirects the shell's own stdout with `exec >file`.
+_INIT = "set +o history; exec {__h_fd}>&1; __h_c=\n"
+
+# Run by a second, idle shell of the same user when a command times out. Only
+# builtins, so it still works when a fork bomb holds every pid the limit allows.
+# It stops every process in the target shell's session but the shell (a stopped
+# process cannot fork, so a bomb cannot outrun the sweep), then kills them.
+KILL_SESSION = r"""
+__h_kill() {
+  local target=$1 sig round p line n
+  local -a f
+  for sig in STOP KILL; do
+    for round in {1..50}; do
+      n=0
+      for p in /proc/[0-9]*; do
+        p=${p#/proc/}
+        [[ $p == "$target" || $p == "$$" ]] && continue
+        read -r line 2>/dev/null < "/proc/$p/stat" || continue
+        f=(${line##*\) })
+        [[ ${f[3]} == "$target" && ${f[0]} != Z ]] || continue
+        [[ $sig == STOP && ${f[0]} == T ]] && continue
+        kill -$sig "$p" 2>/dev/null && n=$((n + 1))
+      done
+      (( n == 0 )) && break
+    done
+  done
+}
+"""
+
+
+class ShellExited(Exception):
+    """The shell process ended (it ran `exit`, was killed, or its container stopped)."""
+
+
+@dataclass
+class Framed:
+    output: bytes
+    exit_code: int | None  # None: no end marker arrived before the deadline
+    capped: bool
+    cwd: str | None
+
+
+class _Collector:
+    """Collects output up to `cap` bytes and finds the end marker in the stream."""
+
+    def __init__(self, marker: bytes, cap: int):
+        self.marker = marker
+        self.cap = cap
+        self.kept = bytearray()
+        self.capped = False
+        self.pending = bytearray()  # not yet known to be output rather than the marker
+        self.end: bytes | None = None  # "<code> <cwd>" once the marker line is complete
+        self.after_marker: bytearray | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.after_marker is not None:
+            self.after_marker += data
+        else:
+            self.pending += data
+            at = self.pending.find(self.marker)
+            if at < 0:
+                # Keep a tail that could be the start of a marker split across reads.
+                keep = len(self.marker) - 1
+                cut = max(0, len(self.pending) - keep)
+                self._commit(self.pending[:cut])
+                del self.pending[:cut]
+                return
+            self._commit(self.pending[:at])
+            self.after_marker = bytearray(self.pending[at + len(self.marker) :])
+            self.pending = bytearray()
+        nl = self.after_marker.find(b"\n")
+        if nl >= 0:
+            self.end = bytes(self.after_marker[:nl]).strip()
+
+    def _commit(self, data) -> None:
+        room = self.cap - len(self.kept)
+        if len(data) > room:
+            self.capped = True
+            data = data[: max(room, 0)]
+        self.kept += data
+
+    def result(self) -> Framed:
+        code, cwd = None, None
+        if self.end is not None:
+            head, _, rest = self.end.partition(b" ")
+            code = int(head)
+            cwd = rest.decode("utf-8", "surrogateescape") or None
+            return Framed(bytes(self.kept), code, self.capped, cwd)
+        # No marker yet: the held-back tail is output too (without consuming it).
+        room = max(self.cap - len(self.kept), 0)
+        tail = bytes(self.pending[:room])
+        return Framed(bytes(self.kept) + tail, None, self.capped or len(self.pending) > room, None)
+
+
+class ShellSession:
+    """One bash process in a container, reached through one exec socket."""
+
+    def __init__(self, api, container_id: str, argv: list[str], user: str, workdir: str):
+        self.api = api
+        self.container_id = container_id
+        self.exec_id = api.exec_create(
+            container_id, argv, stdin=True, stdout=True, stderr=True, tty=False, user=user, workdir=workdir
+        )["Id"]
+        raw = api.exec_start(self.exec_id, socket=True)
+        self._io = raw  # keeps the HTTP response (and so the socket) alive
+        self.sock: socket.socket = getattr(raw, "_sock", raw)
+        self.sock.setblocking(False)
+        self._buf = bytearray()  # unparsed frame bytes
+        self.pid: int | None = None
+        self.cwd: str | None = workdir
+        self._current = _Collector(b"\0", 0)
+        self._send(_INIT.encode())
+        # $$ is the shell's pid; a docker exec is a session leader, so it is also the session id.
+        framed = self.run_framed('printf "%s" "$$"', timeout=10, cap=4096)
+        if framed.exit_code is None:
+            raise ShellExited("the shell did not answer within 10 s of starting")
+        self.pid = int(framed.output)
+
+    def run_framed(self, command: str, timeout: float, cap: int) -> Framed:
+        """Send one command; return when its end marker arrives or `timeout` passes."""
+        marker = f"__HARNESS_END_{uuid.uuid4().hex}__"
+        line = (
+            f"__h_c={shlex.quote(command)}; eval \"$__h_c\" </dev/null 2>&1; "
+            f"printf '%s %d %s\\n' {marker} \"$?\" \"$PWD\" >&$__h_fd\n"
+        )
+        self._send(line.encode("utf-8", "surrogateescape"))
+        return self.collect(marker, timeout, cap)
+
+    def collect(self, marker: str, timeout: float, cap: int) -> Framed:
+        self._current = _Collector(marker.encode(), cap)
+        self.wait(self._current, time.monotonic() + timeout)
+        return self._finish()
+
+    def wait(self, collector: _Collector, deadline: float) -> bool:
+        """Feed `collector` until its end marker arrives (True) or `deadline` passes (False)."""
+        while collector.end is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            data = self._read(left)
+            if data:
+                collector.feed(data)
+        return True
+
+    def resume(self, deadline: float) -> Framed | None:
+        """After a timeout: keep reading the same command's output until `deadline`."""
+        if not self.wait(self._current, deadline):
+            return None
+        return self._finish()
+
+    def partial(self) -> Framed:
+        """What the current command has printed so far (its exit code is None)."""
+        return self._current.result()
+
+    def _finish(self) -> Framed:
+        framed = self._current.result()
+        if framed.cwd:
+            self.cwd = framed.cwd
+        return framed
+
+    def exit_code(self) -> int | None:
+        return self.api.exec_inspect(self.exec_id).get("ExitCode")
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        try:
+            self._io.close()
+        except Exception:
+            pass
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                sent = self.sock.send(view)
+            except BlockingIOError:
+                select.select([], [self.sock], [], 1.0)
+                continue
+            except OSError as e:
+                raise ShellExited(f"the shell's socket is closed ({e})") from e
+            view = view[sent:]
+
+    def _read(self, timeout: float) -> bytes:
+        """Payload bytes of whole frames available within `timeout` (b"" if none yet)."""
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            return b""
+        try:
+            chunk = self.sock.recv(262144)
+        except BlockingIOError:
+            return b""
+        except OSError as e:
+            raise ShellExited(f"the shell's socket failed ({e})") from e
+        if not chunk:
+            raise ShellExited("the shell's output stream ended")
+        self._buf += chunk
+        return self._payloads()
+
+    def _payloads(self) -> bytes:
+        out = bytearray()
+        buf = self._buf
+        pos = 0
+        while len(buf) - pos >= 8:
+            size = struct.unpack_from(">I", buf, pos + 4)[0]
+            if len(buf) - pos - 8 < size:
+                break
+            out += buf[pos + 8 : pos + 8 + size]
+            pos += 8 + size
+        del buf[:pos]
+        return bytes(out)
