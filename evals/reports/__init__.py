@@ -1,0 +1,1 @@
+"""Trajectory inspection: detectors over a run's journal, HTML and markdown reports."""

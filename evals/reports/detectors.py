@@ -1,0 +1,253 @@
+"""Detectors: pure functions from a run's steps to findings, each with a name and a one-line why.
+
+Every detector reads only the journal (folded into `Step`s) and flags the steps where a
+trajectory wasted effort or where the harness hurt the model. Thresholds are module
+constants so a report can say exactly what it counted.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agent.models.base import estimate_tokens
+from agent.types import ToolCall
+from evals.reports.steps import Step
+
+# Errors that the same call cannot escape by being sent again: the arguments or the tool
+# name are wrong, or the user refused. (A non-zero exit can change once files change.)
+PERMANENT_KINDS = {"bad_json", "unknown_tool", "invalid_args", "denied"}
+# A prompt that changes by at least this share of the previous one, and by this many tokens.
+JUMP_SHARE = 0.5
+JUMP_MIN_TOKENS = 2000
+# A cache break: the previous prompt was long enough to cache, the new prompt did not
+# shrink and no compaction came between, yet less than this share of it was served cached.
+CACHE_MIN_PREFIX = 1024
+CACHE_EXPECTED_SHARE = 0.5
+# Reasoning-heavy: this many times the run's median reasoning per turn, and at least
+# REASONING_MIN tokens; or more than REASONING_ALWAYS tokens whatever the median.
+REASONING_TIMES_MEDIAN = 3.0
+REASONING_MIN = 1000
+REASONING_ALWAYS = 8000
+
+
+@dataclass(frozen=True)
+class Finding:
+    detector: str
+    step: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class Detector:
+    name: str
+    title: str
+    explanation: str
+    find: Callable[[list[Step]], list[Finding]]
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """Tool name and arguments, with JSON key order and spacing made irrelevant."""
+    try:
+        args = json.dumps(json.loads(call.arguments), sort_keys=True)
+    except (ValueError, RecursionError):
+        args = call.arguments.strip()
+    return call.name, args
+
+
+def prompt_tokens(step: Step) -> int:
+    """Reported prompt tokens; else the rendered prompt's characters over four (estimate_tokens' rule)."""
+    if step.reply is None:
+        return 0
+    return step.usage.prompt_tokens or (step.prompt_chars + 3) // 4
+
+
+def reasoning_tokens(step: Step) -> int:
+    if step.reply is None:
+        return 0
+    reasoning = step.reply.message.reasoning
+    return step.usage.reasoning_tokens or (estimate_tokens(reasoning.text) if reasoning and reasoning.text else 0)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe(call: ToolCall) -> str:
+    return f"{call.name}({_short(call.arguments, 60)})"
+
+
+def no_tool_call(steps: list[Step]) -> list[Finding]:
+    out = []
+    for s in steps:
+        if s.reply is None or s.calls:
+            continue
+        cut = " — the reply was cut off at the token limit" if s.reply.finish_reason == "length" else ""
+        text = _short(s.reply.message.text) or "(empty reply)"
+        out.append(Finding("no_tool_call", s.n, f"The reply had no tool call{cut}: {text}"))
+    return out
+
+
+def _calls_with_results(steps: list[Step]):
+    for s in steps:
+        results = {o.call_id: o for o in s.observations}
+        for call in s.calls:
+            yield s.n, call, results.get(call.id)
+
+
+def repeated_action(steps: list[Step]) -> list[Finding]:
+    seen: dict[tuple, int] = {}  # (call, result) -> first step
+    out = []
+    for n, call, obs in _calls_with_results(steps):
+        if obs is None or obs.error_kind in PERMANENT_KINDS:
+            continue  # permanent failures have their own detector
+        key = (call_key(call), obs.status, obs.text)
+        if key in seen and seen[key] != n:
+            out.append(Finding("repeated_action", n, f"{_describe(call)} repeats step {seen[key]}'s call and got the same result."))
+        seen.setdefault(key, n)
+    return out
+
+
+def retry_after_permanent_failure(steps: list[Step]) -> list[Finding]:
+    failed: dict[tuple[str, str], tuple[int, str]] = {}  # call -> (step, error kind)
+    out = []
+    for n, call, obs in _calls_with_results(steps):
+        key = call_key(call)
+        if key in failed and failed[key][0] != n:
+            first, kind = failed[key]
+            out.append(Finding("retry_after_permanent_failure", n,
+                               f"{_describe(call)} was sent again after it failed with {kind} at step {first}; the same call cannot succeed."))
+        if obs is not None and obs.error_kind in PERMANENT_KINDS:
+            failed.setdefault(key, (n, obs.error_kind))
+    return out
+
+
+def rejected_or_denied(steps: list[Step]) -> list[Finding]:
+    return [
+        Finding("rejected_or_denied", s.n, f"{o.tool} call {o.call_id} was {o.status}: {_short(o.text)}")
+        for s in steps
+        for o in s.observations
+        if o.status in ("rejected", "denied")
+    ]
+
+
+def timeouts(steps: list[Step]) -> list[Finding]:
+    out = []
+    for s in steps:
+        for o in s.observations:
+            if o.status == "timeout" or o.error_kind == "timeout":
+                out.append(Finding("timeout", s.n, f"{o.tool} timed out after {o.duration_s:.1f} s: {_short(o.text)}"))
+        for f in s.failures:
+            if "timeout" in f.message.lower() or "timed out" in f.message.lower():
+                out.append(Finding("timeout", s.n, f"The model call timed out: {_short(f.message)}"))
+    return out
+
+
+def truncated_compaction(steps: list[Step]) -> list[Finding]:
+    out = []
+    for s in steps:
+        for c in s.compactions:
+            if c.truncated:
+                why = f" (finish reason {c.finish_reason})" if c.finish_reason else ""
+                out.append(Finding("truncated_compaction", s.n,
+                                   f"The compaction summary was cut off{why}; the memory that replaced the history is incomplete."))
+    return out
+
+
+def context_jump(steps: list[Step]) -> list[Finding]:
+    out = []
+    prev: Step | None = None
+    for s in steps:
+        if s.reply is None:
+            continue
+        if prev is not None:
+            before, now = prompt_tokens(prev), prompt_tokens(s)
+            change = now - before
+            if before and abs(change) >= max(JUMP_MIN_TOKENS, JUMP_SHARE * before):
+                verb = "grew" if change > 0 else "shrank"
+                cause = _jump_cause(prev, s, change)
+                out.append(Finding("context_jump", s.n, f"The prompt {verb} from {before:,} to {now:,} tokens ({change / before:+.0%}){cause}."))
+        prev = s
+    return out
+
+
+def _jump_cause(prev: Step, step: Step, change: int) -> str:
+    if prev.compactions or step.compactions:
+        return " after a compaction"
+    if change > 0 and prev.observations:
+        big = max(prev.observations, key=lambda o: len(o.text))
+        return f"; step {prev.n}'s {big.tool} output added {len(big.text):,} characters"
+    return ""
+
+
+def cache_break(steps: list[Step]) -> list[Finding]:
+    if not any(s.usage.cached_tokens for s in steps):
+        return []  # the provider reports no caching at all: nothing can break
+    out = []
+    prev: Step | None = None
+    for s in steps:
+        if s.reply is None:
+            continue
+        if prev is not None:
+            before, now = prev.usage.prompt_tokens, s.usage.prompt_tokens
+            reusable = before >= CACHE_MIN_PREFIX and now >= before and not prev.compactions and not s.compactions
+            if reusable and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * before:
+                share = s.usage.cached_tokens / now if now else 0.0
+                out.append(Finding("cache_break", s.n,
+                                   f"Only {s.usage.cached_tokens:,} of {now:,} prompt tokens were cached ({share:.0%}), "
+                                   f"though the previous prompt's {before:,} tokens should have been reusable."))
+        prev = s
+    return out
+
+
+def reasoning_heavy(steps: list[Step]) -> list[Finding]:
+    counts = {s.n: reasoning_tokens(s) for s in steps}
+    positive = [c for c in counts.values() if c > 0]
+    if not positive:
+        return []
+    median = statistics.median(positive)
+    limit = max(REASONING_MIN, REASONING_TIMES_MEDIAN * median)
+    return [
+        Finding("reasoning_heavy", n, f"{c:,} reasoning tokens in this turn (the run's median is {median:,.0f}).")
+        for n, c in counts.items()
+        if c >= limit or c > REASONING_ALWAYS
+    ]
+
+
+DETECTORS: tuple[Detector, ...] = (
+    Detector("no_tool_call", "Steps with no tool call",
+             "The model replied without acting, so the step changed nothing.", no_tool_call),
+    Detector("repeated_action", "Repeated identical actions",
+             "A call with the same tool and arguments as an earlier one got the same result: nothing new was learned.",
+             repeated_action),
+    Detector("retry_after_permanent_failure", "Retries after a permanent failure",
+             "The same call was sent again after an error that cannot change (bad JSON, unknown tool, invalid arguments, refused).",
+             retry_after_permanent_failure),
+    Detector("rejected_or_denied", "Rejected or denied calls",
+             "Calls the dispatch policy rejected or the user refused: the model planned work that never ran.",
+             rejected_or_denied),
+    Detector("timeout", "Time-outs", "Tool calls or model calls that ran out of time.", timeouts),
+    Detector("truncated_compaction", "Cut-off compaction summaries",
+             "A compaction whose summary hit its length limit, so the memory that replaced the history is incomplete.",
+             truncated_compaction),
+    Detector("context_jump", "Context jumps",
+             f"The prompt grew or shrank by at least {JUMP_SHARE:.0%} and {JUMP_MIN_TOKENS:,} tokens from one step to the next.",
+             context_jump),
+    Detector("cache_break", "Cache breaks",
+             f"Less than {CACHE_EXPECTED_SHARE:.0%} of the previous prompt was served from cache, though the prompt only grew.",
+             cache_break),
+    Detector("reasoning_heavy", "Reasoning-heavy turns",
+             f"Turns with at least {REASONING_TIMES_MEDIAN:g}x the run's median reasoning tokens (and {REASONING_MIN:,}+), "
+             f"or over {REASONING_ALWAYS:,}.",
+             reasoning_heavy),
+)
+BY_NAME = {d.name: d for d in DETECTORS}
+
+
+def detect(steps: list[Step]) -> list[Finding]:
+    """Every detector's findings, in step order (stable within a step)."""
+    found = [f for d in DETECTORS for f in d.find(steps)]
+    return sorted(found, key=lambda f: f.step)
