@@ -1,0 +1,89 @@
+"""Token prices as data (evals/prices.toml, or a table of the same shape) and the cost of a run.
+
+Costs are computed from the table, never hard-coded; a model the table does not know
+costs `None` ("unknown"), never zero, so a missing price cannot pass for a free run.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.errors import HarnessError
+
+DEFAULT_TABLE = Path(__file__).with_name("prices.toml")
+# A dated or aliased release of a listed model costs what the listed model costs.
+_RELEASE_SUFFIX = re.compile(r"(-\d{4}-?\d{2}-?\d{2}|-latest)?")
+
+
+@dataclass(frozen=True)
+class Price:
+    provider: str
+    model: str
+    input: float  # USD per million uncached prompt tokens
+    output: float  # USD per million completion tokens (reasoning included)
+    cached_input: float = 1.0  # multiplier of `input` for cache reads
+    cache_write: float = 1.0  # multiplier of `input` for cache writes
+
+
+PriceTable = dict[tuple[str, str], Price]
+
+
+def load_prices(path: str | Path | None = None) -> PriceTable:
+    path = Path(path) if path is not None else DEFAULT_TABLE
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise HarnessError(f"Cannot read price table {path}: {e.strerror}.") from None
+    except tomllib.TOMLDecodeError as e:
+        raise HarnessError(f"Price table {path} is not valid TOML: {e}") from None
+    table: PriceTable = {}
+    for provider, models in data.items():
+        if not isinstance(models, dict):
+            raise HarnessError(f"Price table {path}: `{provider}` must be a table of models, like [{provider}.\"model\"].")
+        for model, fields in models.items():
+            try:
+                table[(provider, model)] = Price(provider=provider, model=model, **fields)
+            except TypeError as e:
+                raise HarnessError(
+                    f"Price table {path}: [{provider}.\"{model}\"] needs `input` and `output` (USD per million tokens) "
+                    f"and may have `cached_input` and `cache_write` multipliers ({e})."
+                ) from None
+    return table
+
+
+def find_price(model: str, table: PriceTable) -> Price | None:
+    """`provider:model` or a bare model name; a dated release matches its base entry."""
+    provider, sep, name = model.partition(":")
+    if not sep:
+        provider, name = "", model
+    candidates = [p for (prov, _), p in table.items() if not provider or prov == provider]
+    for price in candidates:
+        if name == price.model:
+            return price
+    for price in candidates:
+        if name.startswith(price.model) and _RELEASE_SUFFIX.fullmatch(name[len(price.model):]):
+            return price
+    return None
+
+
+def cost_usd(price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float | None:
+    """Prompt counts include cached and cache-written tokens, as the harness records them."""
+    if price is None:
+        return None
+    uncached = max(0, prompt - cached - cache_write)
+    per_input = price.input / 1e6
+    return (
+        uncached * per_input
+        + cached * per_input * price.cached_input
+        + cache_write * per_input * price.cache_write
+        + completion * price.output / 1e6
+    )
+
+
+def format_usd(value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
