@@ -1,0 +1,37 @@
+"""Files go in and out as tar archives, byte-exact, under any name."""
+
+import hashlib
+import os
+
+import pytest
+
+NAMES = ["plain.bin", "dir/sub/nested.bin", "ü 日本 spaced.bin", "not-utf8-\udcff\udcfe.bin", "/tmp/in/tmpfs.bin"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_files_round_trip_byte_exact(sandbox, name):
+    data = bytes(range(256)) * 64 + os.urandom(100_000)
+    sandbox.write_file(name, data)
+    assert sandbox.read_file(name) == data
+    # The bytes inside the container are the same too, not just what came back.
+    digest = sandbox.exec(f"sha256sum < {_quote(name)}", timeout=10).output.split()[0]
+    assert digest == hashlib.sha256(data).hexdigest()
+
+
+def test_written_files_belong_to_the_sandbox_user(sandbox):
+    sandbox.write_file("owned.txt", b"x")
+    assert sandbox.exec("stat -c %u owned.txt && echo more >> owned.txt", timeout=10).output == "1000\n"
+    assert sandbox.read_file("/workspace/owned.txt") == b"xmore\n"
+
+
+def test_missing_files_and_read_only_paths_raise(sandbox):
+    with pytest.raises(FileNotFoundError):
+        sandbox.read_file("nope.txt")
+    with pytest.raises(FileNotFoundError):
+        sandbox.read_file("/tmp/nope.txt")
+    with pytest.raises(PermissionError):
+        sandbox.write_file("/etc/harness.txt", b"x")
+
+
+def _quote(name: str) -> str:
+    return "'" + name.replace("'", "'\\''") + "'"

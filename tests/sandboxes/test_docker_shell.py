@@ -1,0 +1,70 @@
+"""The persistent shell: state persists, timeouts kill the command but not the session, output is capped."""
+
+import time
+
+from sandboxes.base import DEFAULT_OUTPUT_CAP
+
+
+def test_cwd_and_exports_persist_between_commands(sandbox):
+    assert sandbox.exec("mkdir -p repo && cd repo && export GREETING=hello", timeout=10).exit_code == 0
+    r = sandbox.exec('pwd; echo "$GREETING"', timeout=10)
+    assert r.output == "/workspace/repo\nhello\n"
+    assert r.exit_code == 0
+
+
+def test_exit_status_stderr_and_missing_newline(sandbox):
+    r = sandbox.exec("echo out; echo err >&2; printf tail; exit_code() { return 7; }; exit_code", timeout=10)
+    assert r.exit_code == 7
+    assert r.output == "out\nerr\ntail"
+
+
+def test_commands_cannot_read_the_protocol_from_stdin(sandbox):
+    r = sandbox.exec("cat; echo after-cat", timeout=10)
+    assert r.output == "after-cat\n"
+    assert sandbox.exec("echo still-framed", timeout=10).output == "still-framed\n"
+
+
+def test_syntax_error_is_a_result_and_the_shell_goes_on(sandbox):
+    r = sandbox.exec("echo 'unterminated", timeout=10)
+    assert r.exit_code == 2
+    assert "unexpected EOF" in r.output
+    assert sandbox.exec("echo fine", timeout=10).output == "fine\n"
+
+
+def test_exit_ends_the_shell_and_the_next_command_gets_a_new_one_in_the_same_cwd(sandbox):
+    sandbox.exec("cd /tmp", timeout=10)
+    r = sandbox.exec("exit 3", timeout=10)
+    assert r.exit_code == 3
+    assert "shell exited" in r.output
+    assert sandbox.exec("pwd", timeout=10).output == "/tmp\n"
+
+
+def test_sleep_times_out_and_the_same_shell_keeps_its_state(sandbox):
+    sandbox.exec("cd /tmp && export KEPT=yes", timeout=10)
+    start = time.monotonic()
+    r = sandbox.exec("echo before; sleep 1000", timeout=1.5)
+    assert time.monotonic() - start < 5
+    assert r.timed_out and r.exit_code is None
+    assert r.output.startswith("before\n")
+    after = sandbox.exec('pwd; echo "$KEPT"; ls /proc | grep -c "^[0-9]"', timeout=10)
+    assert after.output.splitlines()[:2] == ["/tmp", "yes"]
+    # No sleep left behind: docker-init, the idle process, two shells, ls and grep.
+    assert int(after.output.splitlines()[2]) <= 6
+
+
+def test_a_loop_of_builtins_times_out_and_a_fresh_shell_takes_over(sandbox):
+    sandbox.exec("cd /tmp", timeout=10)
+    r = sandbox.exec("while :; do :; done", timeout=1)
+    assert r.timed_out and r.exit_code is None
+    assert sandbox.exec("pwd", timeout=10).output == "/tmp\n"
+
+
+def test_endless_output_is_capped_and_drained(sandbox):
+    r = sandbox.exec("yes", timeout=2)
+    assert r.timed_out and r.output_capped
+    assert len(r.output) == DEFAULT_OUTPUT_CAP
+    assert r.output.startswith("y\ny\n")
+    r = sandbox.exec("yes | head -c 20000000; echo", timeout=30)
+    assert r.exit_code == 0 and r.output_capped
+    assert len(r.output) == DEFAULT_OUTPUT_CAP
+    assert sandbox.exec("echo small", timeout=10).output == "small\n"
