@@ -43,25 +43,27 @@ def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:
 def launch(
     task: Task,
     model: str | ModelClient,
-    sandbox: str,
+    sandbox: str | Callable[[Path], Sandbox],
     policy: HarnessPolicy,
     out: Path,
     tools: Registry | None = None,
     listeners: tuple[Callable[[Event], None], ...] = (),
 ) -> tuple[Summary, Path]:
+    """Run `task` to the end. `sandbox` is a name, or a factory given the run's workspace folder."""
     client = load_model(model) if isinstance(model, str) else model
     info = RunInfo(
         run_id=new_run_id(task.id),
         task=task.model_dump(mode="json"),
         model=client.name,
-        sandbox=sandbox,
+        sandbox=sandbox if isinstance(sandbox, str) else getattr(sandbox, "kind", "custom"),
         policy=policy.model_dump(mode="json"),
         seed=policy.model.seed,
         started_at=datetime.now(timezone.utc).isoformat(),
     )
     journal = Journal.create(out, info)
     journal.listeners.extend(listeners)
-    box = make_sandbox(sandbox, journal.dir / "workspace")
+    workspace = journal.dir / "workspace"
+    box = make_sandbox(sandbox, workspace) if isinstance(sandbox, str) else sandbox(workspace)
     try:
         prepare(task, box, policy.dispatch.tool_timeout_s)
         summary = run(task, client, tools or standard_tools(), box, policy, journal)
