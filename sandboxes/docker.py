@@ -34,6 +34,8 @@ from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
 # After a timeout's kill, how long the shell gets to print its end marker
 # before it is judged stuck (a loop of builtins) and replaced.
 KILL_GRACE_S = 2.0
+# How long a shell killed by a signal waits for the engine to say whether the container died too.
+SETTLE_S = 1.0
 
 
 class DockerUnavailable(RuntimeError):
@@ -176,9 +178,18 @@ class DockerSandbox:
     def _after_exit(self, shell: ShellSession, command: str, start: float) -> ExecResult:
         """The shell ended mid-command: either the container died, or the command ran `exit`."""
         self._drop_shell()
-        self.raise_if_dead(f"running {command[:200]!r}")
-        framed = shell.partial()
+        doing = f"running {command[:200]!r}"
+        self.raise_if_dead(doing)
         code = shell.exit_code()
+        if code is None or code >= 128:
+            # Killed by a signal: when the whole container is being killed, the exec's
+            # stream ends a moment before the engine marks the container stopped.
+            deadline = time.monotonic() + SETTLE_S
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+                self.raise_if_dead(doing)
+            code = shell.exit_code()
+        framed = shell.partial()
         note = f"\n[sandbox: the shell exited with status {code}; the next command starts a new shell in {self._cwd}]"
         return ExecResult(
             output=framed.output.decode("utf-8", "replace") + note,

@@ -68,3 +68,10 @@ def test_endless_output_is_capped_and_drained(sandbox):
     assert r.exit_code == 0 and r.output_capped
     assert len(r.output) == DEFAULT_OUTPUT_CAP
     assert sandbox.exec("echo small", timeout=10).output == "small\n"
+
+
+def test_a_command_that_kills_its_own_shell_gets_a_result_and_a_new_shell(sandbox):
+    r = sandbox.exec("kill -KILL $$", timeout=10)
+    assert r.exit_code == 137
+    assert sandbox.alive()
+    assert sandbox.exec("echo next", timeout=10).output == "next\n"

@@ -1,0 +1,42 @@
+"""`harness sandbox ...`: build the base image, remove containers left behind."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from sandboxes.docker import DockerUnavailable, docker_client, prune
+from sandboxes.docker_options import BASE_IMAGE
+from sandboxes.image import ImageBuildError, build_base_image
+
+app = typer.Typer(help="Docker sandboxes: build the base image (no registry needed), prune leftover containers.", no_args_is_help=True)
+console = Console()
+
+
+@app.command()
+def build(
+    tag: str = typer.Option(BASE_IMAGE, help="name:version of the image to build"),
+    force: bool = typer.Option(False, "--force", help="rebuild even if the tag exists (redoes debootstrap)"),
+) -> None:
+    """Build the Debian bookworm base image locally with debootstrap (cached; needs root once)."""
+    try:
+        build_base_image(tag=tag, force=force, log=lambda m: console.print(f"[dim]{m}[/dim]"))
+    except (ImageBuildError, DockerUnavailable) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(1) from None
+    console.print(f"[green]ready:[/green] {tag}")
+
+
+@app.command("prune")
+def prune_cmd(
+    all_: bool = typer.Option(False, "--all", help="also remove sandboxes whose run may still be going"),
+) -> None:
+    """Remove sandbox containers whose owning process is gone (a crashed run), or all with --all."""
+    try:
+        removed = prune(everything=all_)
+    except DockerUnavailable as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(1) from None
+    for name in removed:
+        console.print(f"removed [bold]{name}[/bold]")
+    console.print(f"[green]{len(removed)} container(s) removed[/green]")

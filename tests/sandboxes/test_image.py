@@ -1,0 +1,57 @@
+"""Images without a registry: the mirror comes from apt's sources, derived images are cached by content."""
+
+import uuid
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from sandboxes.cli import app
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_options import BASE_IMAGE, DockerOptions
+from sandboxes.image import build_derived, context_hash, debian_mirror
+
+
+def test_mirror_from_deb822_sources(tmp_path):
+    f = tmp_path / "debian.sources"
+    f.write_text(
+        "Types: deb\nURIs: http://deb.example.org/debian-security\nSuites: bookworm-security\n\n"
+        "Types: deb\nURIs: http://mirror.example.org/debian/\nSuites: bookworm\n"
+    )
+    assert debian_mirror([f]) == "http://mirror.example.org/debian"
+
+
+def test_mirror_from_one_line_sources_and_the_default(tmp_path):
+    f = tmp_path / "sources.list"
+    f.write_text("# comment\ndeb [arch=amd64] http://ftp.example.org/debian bookworm main\n")
+    assert debian_mirror([f]) == "http://ftp.example.org/debian"
+    assert debian_mirror([tmp_path / "missing.list"]) == "http://deb.debian.org/debian"
+
+
+def test_context_hash_follows_dockerfile_and_context(tmp_path):
+    (tmp_path / "a.txt").write_text("one")
+    first = context_hash("FROM x", tmp_path)
+    assert context_hash("FROM x", tmp_path) == first
+    assert context_hash("FROM y", tmp_path) != first
+    (tmp_path / "a.txt").write_text("two")
+    assert context_hash("FROM x", tmp_path) != first
+
+
+def test_build_command_skips_an_existing_base_image(docker_ready):
+    result = CliRunner().invoke(app, ["build"])
+    assert result.exit_code == 0, result.output
+    assert "already exists" in result.output
+    assert docker_ready.images.get(BASE_IMAGE).attrs["Config"]["WorkingDir"] == "/workspace"
+
+
+def test_derived_image_is_built_once_and_runs(docker_ready, tmp_path: Path):
+    (tmp_path / "hello.txt").write_text("from the context\n")
+    # A fresh comment makes a fresh tag, so the build really runs (its layers may come from cache).
+    dockerfile = f"# {uuid.uuid4()}\nFROM {BASE_IMAGE}\nCOPY hello.txt /opt/hello.txt\nRUN python3 -c 'print(1 + 1)' > /opt/two\n"
+    tag = build_derived(dockerfile, tmp_path, repo="harness-test", client=docker_ready)
+    assert tag.startswith("harness-test:")
+    messages = []
+    assert build_derived(dockerfile, tmp_path, repo="harness-test", client=docker_ready, log=messages.append) == tag
+    assert messages == [f"{tag} already exists"]
+    with DockerSandbox.start(DockerOptions(image=tag), client=docker_ready) as sb:
+        assert sb.exec("cat /opt/hello.txt /opt/two", timeout=10).output == "from the context\n2\n"
+    docker_ready.images.remove(tag)
