@@ -1,0 +1,79 @@
+"""Round trip of `true` in a Docker sandbox: persistent shell vs docker-py exec_run vs `docker exec`.
+
+Also the cold start: from `DockerSandbox.start()` to the first command's answer.
+Target: persistent shell median <= 2 ms and >= 25x faster than exec_run.
+
+    .venv/bin/python benchmarks/bench_sandbox.py [--n 100]
+
+Needs a running engine and the base image (`bash scripts/setup.d/10-docker.sh`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sandboxes.docker import DockerSandbox, docker_client  # noqa: E402
+
+
+def timed(fn, n: int) -> list[float]:
+    fn()  # warm-up, not counted
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def p95(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=20)[-1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=100)
+    args = ap.parse_args()
+    client = docker_client()
+
+    colds = []
+    for _ in range(5):
+        t = time.perf_counter()
+        sb = DockerSandbox.start(client=client)
+        sb.exec("true", timeout=10)
+        colds.append((time.perf_counter() - t) * 1000)
+        sb.close()
+
+    sb = DockerSandbox.start(client=client)
+    try:
+        def shell():
+            assert sb.exec("true", timeout=10).exit_code == 0
+
+        def exec_run():
+            assert sb.container.exec_run(["true"], user=sb.options.user).exit_code == 0
+
+        def cli():
+            subprocess.run(["docker", "exec", "-u", sb.options.user, sb.container.id, "true"], check=True)
+
+        rows = {"persistent shell": timed(shell, args.n), "docker-py exec_run": timed(exec_run, args.n), "docker exec CLI": timed(cli, args.n)}
+    finally:
+        sb.close()
+
+    print(f"round trip of `true`, n={args.n} each")
+    print(f"{'path':<22}{'median ms':>11}{'p95 ms':>10}")
+    for name, xs in rows.items():
+        print(f"{name:<22}{statistics.median(xs):>11.3f}{p95(xs):>10.3f}")
+    base = statistics.median(rows["persistent shell"])
+    print(f"exec_run / shell: {statistics.median(rows['docker-py exec_run']) / base:.0f}x")
+    print(f"docker exec / shell: {statistics.median(rows['docker exec CLI']) / base:.0f}x")
+    print(f"cold start (start + first command), 5 runs: median {statistics.median(colds):.0f} ms, max {max(colds):.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
