@@ -98,7 +98,7 @@ class Engine:
         ckpt = model if isinstance(model, Checkpoint) else load_checkpoint(model or default_model_path())
         self.model_path = ckpt.path
         self.model_config = ckpt.config
-        self.tokenizer: Tokenizer | None = None if ckpt.kind == "dummy" else Tokenizer.from_checkpoint(ckpt)
+        self.tokenizer: Tokenizer | None = Tokenizer.from_checkpoint(ckpt)
         self.max_model_len = min(self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings)
         self.model = Model(ckpt, self.config.device, max_len=self.max_model_len)
         del ckpt
@@ -128,13 +128,13 @@ class Engine:
     def encode(self, prompt: str | list[int]) -> list[int]:
         if isinstance(prompt, str):
             if self.tokenizer is None:
-                raise InvalidRequestError("this engine has dummy weights and no tokenizer; pass token ids")
+                raise InvalidRequestError("this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids")
             return self.tokenizer.encode(prompt)
         return list(prompt)
 
     def encode_chat(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
         if self.tokenizer is None:
-            raise InvalidRequestError("this engine has dummy weights and no tokenizer; pass token ids")
+            raise InvalidRequestError("this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids")
         return self.tokenizer.encode_chat(messages, tools)
 
     def _make_sequence(self, prompt: str | list[int], params: SamplingParams, request_id: str | None) -> Sequence:

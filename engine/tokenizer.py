@@ -97,7 +97,8 @@ class Tokenizer:
         return self.encode(self.render_chat(messages, tools, add_generation_prompt))
 
     @classmethod
-    def from_checkpoint(cls, ckpt: Checkpoint) -> "Tokenizer":
+    def from_checkpoint(cls, ckpt: Checkpoint) -> "Tokenizer | None":
+        """None when the checkpoint carries no tokenizer (dummy weights, bare safetensors)."""
         meta = ckpt.metadata
         if ckpt.kind == "gguf":
             tok = _from_gguf_metadata(meta, ckpt.path)
@@ -113,14 +114,14 @@ class Tokenizer:
         if ckpt.kind == "safetensors":
             file = Path(ckpt.path) / "tokenizer.json"
             if not file.is_file():
-                raise ModelLoadError(f"{ckpt.path}: no tokenizer.json")
+                return None  # weights without a tokenizer: the engine takes token ids only
             try:
                 tok = HFTokenizer.from_file(str(file))
             except Exception as e:
                 raise ModelLoadError(f"{file}: cannot read tokenizer ({e})") from e
             tc = meta.get("hf.tokenizer_config", {})
             return cls(tok, meta.get("tokenizer.chat_template"), _tok_str(tc.get("bos_token")), _tok_str(tc.get("eos_token")))
-        raise ModelLoadError("a checkpoint with dummy weights has no tokenizer; pass token ids instead of text")
+        return None
 
 
 def _tok_str(t) -> str:
