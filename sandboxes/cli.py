@@ -5,9 +5,9 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from sandboxes.docker import DockerUnavailable, docker_client, prune
+# Only pydantic here: the docker SDK is imported by the commands, so `harness` itself
+# starts without the optional `sandbox` extra installed.
 from sandboxes.docker_options import BASE_IMAGE
-from sandboxes.image import ImageBuildError, build_base_image
 
 app = typer.Typer(help="Docker sandboxes: build the base image (no registry needed), prune leftover containers.", no_args_is_help=True)
 console = Console()
@@ -19,6 +19,9 @@ def build(
     force: bool = typer.Option(False, "--force", help="rebuild even if the tag exists (redoes debootstrap)"),
 ) -> None:
     """Build the Debian bookworm base image locally with debootstrap (cached; needs root once)."""
+    from sandboxes.docker import DockerUnavailable
+    from sandboxes.image import ImageBuildError, build_base_image
+
     try:
         build_base_image(tag=tag, force=force, log=lambda m: console.print(f"[dim]{m}[/dim]"))
     except (ImageBuildError, DockerUnavailable) as e:
@@ -32,6 +35,8 @@ def prune_cmd(
     all_: bool = typer.Option(False, "--all", help="also remove sandboxes whose run may still be going"),
 ) -> None:
     """Remove sandbox containers whose owning process is gone (a crashed run), or all with --all."""
+    from sandboxes.docker import DockerUnavailable, prune
+
     try:
         removed = prune(everything=all_)
     except DockerUnavailable as e:
