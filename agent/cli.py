@@ -14,6 +14,7 @@ from agent.launch import SANDBOXES, launch
 from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from agent.progress import LiveStatus, summary_table
 from agent.task import load_task
+from sandboxes.cli import app as sandbox_app
 
 app = typer.Typer(
     help="Run LLM agents against real work, and measure the harness itself.",
@@ -76,6 +77,9 @@ def demo_command(out: Path = typer.Option(Path("runs"), help="Folder that receiv
         policy="default",
         out=out,
     )
+
+
+app.add_typer(sandbox_app, name="sandbox")
 
 
 def main() -> None:
