@@ -19,6 +19,7 @@ import posixpath
 import shlex
 import socket
 import tarfile
+import threading
 import time
 import uuid
 from datetime import datetime, timezone
@@ -129,6 +130,8 @@ class DockerSandbox:
         self._shell: ShellSession | None = None
         self._control: ShellSession | None = None
         self._cwd = options.workdir  # where a restarted shell begins
+        # One shell, one conversation at a time: parallel tool calls take turns.
+        self._lock = threading.RLock()
         self._uid, self._gid = _numeric_user(options.user)
 
     @classmethod
@@ -157,6 +160,10 @@ class DockerSandbox:
     # -- commands ---------------------------------------------------------------
 
     def exec(self, command: str, timeout: float) -> ExecResult:
+        with self._lock:
+            return self._exec(command, timeout)
+
+    def _exec(self, command: str, timeout: float) -> ExecResult:
         if self._closed:
             raise SandboxDead(f"sandbox {self.name} was closed")
         start = time.monotonic()
@@ -223,6 +230,10 @@ class DockerSandbox:
     # -- files ------------------------------------------------------------------
 
     def write_file(self, path: str, data: bytes) -> None:
+        with self._lock:
+            self._write_file(path, data)
+
+    def _write_file(self, path: str, data: bytes) -> None:
         target = self._abs(path)
         if self._on_tmpfs(target):
             # The archive API cannot see tmpfs mounts: stage in the volume, move with the shell.
@@ -233,6 +244,10 @@ class DockerSandbox:
         self._put(target, data)
 
     def read_file(self, path: str) -> bytes:
+        with self._lock:
+            return self._read_file(path)
+
+    def _read_file(self, path: str) -> bytes:
         target = self._abs(path)
         if self._on_tmpfs(target) or not _utf8(target):
             # Docker's archive writer drops names that are not UTF-8: copy to a plain name first.
@@ -312,7 +327,7 @@ class DockerSandbox:
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
+        self._closed = True  # set before the lock: a command in flight ends when its container goes
         for s in (self._shell, self._control):
             if s is not None:
                 s.close()
@@ -373,6 +388,17 @@ class DockerSandbox:
             self._control_shell().run_framed(f"kill -KILL {pid} 2>/dev/null; true", timeout=10, cap=4096)
         except (ShellExited, APIError):
             self._control = None
+
+
+def factory(options: DockerOptions | None = None):
+    """A sandbox factory for `agent.launch.launch`: files live in the container, so the
+    run's workspace folder is not used."""
+
+    def make(_workspace) -> DockerSandbox:
+        return DockerSandbox.start(options)
+
+    make.kind = "docker"
+    return make
 
 
 def _numeric_user(user: str) -> tuple[int | None, int | None]:

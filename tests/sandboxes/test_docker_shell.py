@@ -1,5 +1,6 @@
 """The persistent shell: state persists, timeouts kill the command but not the session, output is capped."""
 
+import threading
 import time
 
 from sandboxes.base import DEFAULT_OUTPUT_CAP
@@ -75,3 +76,21 @@ def test_a_command_that_kills_its_own_shell_gets_a_result_and_a_new_shell(sandbo
     assert r.exit_code == 137
     assert sandbox.alive()
     assert sandbox.exec("echo next", timeout=10).output == "next\n"
+
+
+def test_threads_sharing_one_sandbox_take_turns(sandbox):
+    results, errors = {}, []
+
+    def work(i):
+        try:
+            results[i] = [sandbox.exec(f"echo {i}-{j}", timeout=10).output for j in range(25)]
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(results[i] == [f"{i}-{j}\n" for j in range(25)] for i in range(4))
