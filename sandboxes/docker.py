@@ -354,6 +354,27 @@ class DockerSandbox:
         if self._uid is None:
             r = self.exec("id -u; id -g", timeout=10)
             self._uid, self._gid = (int(x) for x in r.output.split())
+        if self.exec('test -w "$PWD"', timeout=10).exit_code != 0:
+            self._chown_workdir()
+
+    def _chown_workdir(self) -> None:
+        """An image without the workdir gives a root-owned volume: hand it to the sandbox user.
+
+        A short-lived helper container that shares the volume does it, with CAP_CHOWN
+        only, so the sandbox itself never holds that capability."""
+        self.client.containers.run(
+            self.options.image,
+            entrypoint=["chown", f"{self._uid}:{self._gid}", self.workdir],
+            command=[],
+            user="0",
+            volumes_from=[self.container.id],
+            network_mode="none",
+            cap_drop=["ALL"],
+            cap_add=["CHOWN"],
+            security_opt=["no-new-privileges"],
+            labels={**_labels(self.options), "harness.helper": "chown"},
+            remove=True,
+        )
 
     def _new_session(self, workdir: str) -> ShellSession:
         return ShellSession(self.api, self.container.id, self.options.shell, self.options.user, workdir)
@@ -430,11 +451,15 @@ def _run_kwargs(opts: DockerOptions) -> dict:
         memswap_limit=opts.memory,
         nano_cpus=int(opts.cpus * 1e9),
         pids_limit=opts.pids,
-        labels={
-            **opts.labels,
-            LABEL: "1",
-            "harness.host": socket.gethostname(),
-            "harness.pid": str(os.getpid()),
-            "harness.started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        },
+        labels=_labels(opts),
     )
+
+
+def _labels(opts: DockerOptions) -> dict[str, str]:
+    return {
+        **opts.labels,
+        LABEL: "1",
+        "harness.host": socket.gethostname(),
+        "harness.pid": str(os.getpid()),
+        "harness.started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
