@@ -25,7 +25,7 @@ from dataclasses import dataclass
 # Defines nothing the user's commands could trip over except these two names.
 # fd __h_fd is a copy of the original stdout: the end marker still arrives when
 # a command redirects the shell's own stdout with `exec >file`.
-_INIT = "set +o history; exec {__h_fd}>&1; __h_c=\n"
+_INIT = "exec {__h_fd}>&1; __h_c=\n"
 
 # Run by a second, idle shell of the same user when a command times out. Only
 # builtins, so it still works when a fork bomb holds every pid the limit allows.

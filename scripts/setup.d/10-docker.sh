@@ -15,12 +15,14 @@ if ! docker info >/dev/null 2>&1; then
   echo "starting dockerd (log: $LOG)"
   # setsid + nohup: the daemon must outlive this script and the shell that ran it.
   setsid nohup dockerd >>"$LOG" 2>&1 </dev/null &
+  pid=$!
   for _ in $(seq 1 "$WAIT_S"); do
     docker info >/dev/null 2>&1 && break
+    kill -0 "$pid" 2>/dev/null || break  # it exited: no point in waiting
     sleep 1
   done
   if ! docker info >/dev/null 2>&1; then
-    echo "dockerd did not answer within ${WAIT_S}s; last lines of $LOG:" >&2
+    echo "dockerd did not come up (waited up to ${WAIT_S}s); last lines of $LOG:" >&2
     tail -n 20 "$LOG" >&2 || true
     exit 1
   fi
