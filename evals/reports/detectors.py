@@ -22,8 +22,8 @@ PERMANENT_KINDS = {"bad_json", "unknown_tool", "invalid_args", "denied"}
 # A prompt that changes by at least this share of the previous one, and by this many tokens.
 JUMP_SHARE = 0.5
 JUMP_MIN_TOKENS = 2000
-# A cache break: the previous prompt was long enough to cache, the new prompt did not
-# shrink and no compaction came between, yet less than this share of it was served cached.
+# A cache break: at least CACHE_MIN_PREFIX tokens of the prompt repeated an earlier prompt's
+# prefix (see reusable_tokens), yet less than this share of them was served cached.
 CACHE_MIN_PREFIX = 1024
 CACHE_EXPECTED_SHARE = 0.5
 # Reasoning-heavy: this many times the run's median reasoning per turn, and at least
@@ -58,10 +58,10 @@ def call_key(call: ToolCall) -> tuple[str, str]:
 
 
 def prompt_tokens(step: Step) -> int:
-    """Reported prompt tokens; else the rendered prompt's characters over four (estimate_tokens' rule)."""
+    """Reported prompt tokens; else the harness's own count; else characters over four (estimate_tokens' rule)."""
     if step.reply is None:
         return 0
-    return step.usage.prompt_tokens or (step.prompt_chars + 3) // 4
+    return step.usage.prompt_tokens or step.counted_tokens or (step.prompt_chars + 3) // 4
 
 
 def reasoning_tokens(step: Step) -> int:
@@ -175,12 +175,27 @@ def context_jump(steps: list[Step]) -> list[Finding]:
 
 
 def _jump_cause(prev: Step, step: Step, change: int) -> str:
-    if prev.compactions or step.compactions:
+    if any(c.ok for c in prev.compactions):  # a compaction journaled at step t shapes step t+1's prompt
         return " after a compaction"
     if change > 0 and prev.observations:
         big = max(prev.observations, key=lambda o: len(o.text))
         return f"; step {prev.n}'s {big.tool} output added {len(big.text):,} characters"
     return ""
+
+
+def reusable_tokens(prev: Step, step: Step) -> int | None:
+    """How much of this prompt a prefix cache could have served, in the provider's tokens.
+
+    The harness's ideal prefix reuse when the journal has it (scaled from its own count to
+    the provider's); else the whole previous prompt, when the prompt only grew and no
+    compaction came between; else None (nothing should have been reusable).
+    """
+    reported = step.usage.prompt_tokens
+    if step.prefix_reused is not None and step.counted_tokens:
+        return round(step.prefix_reused / step.counted_tokens * reported)
+    if reported >= prev.usage.prompt_tokens and not any(c.ok for c in prev.compactions):
+        return prev.usage.prompt_tokens
+    return None
 
 
 def cache_break(steps: list[Step]) -> list[Finding]:
@@ -192,23 +207,22 @@ def cache_break(steps: list[Step]) -> list[Finding]:
         if s.reply is None:
             continue
         if prev is not None:
-            before, now = prev.usage.prompt_tokens, s.usage.prompt_tokens
-            reusable = before >= CACHE_MIN_PREFIX and now >= before and not prev.compactions and not s.compactions
-            if reusable and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * before:
+            reusable = reusable_tokens(prev, s)
+            if reusable is not None and reusable >= CACHE_MIN_PREFIX and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * reusable:
+                now = s.usage.prompt_tokens
                 share = s.usage.cached_tokens / now if now else 0.0
                 out.append(Finding("cache_break", s.n,
                                    f"Only {s.usage.cached_tokens:,} of {now:,} prompt tokens were cached ({share:.0%}), "
-                                   f"though the previous prompt's {before:,} tokens should have been reusable."))
+                                   f"though about {reusable:,} repeated an earlier prompt's prefix."))
         prev = s
     return out
 
 
 def reasoning_heavy(steps: list[Step]) -> list[Finding]:
-    counts = {s.n: reasoning_tokens(s) for s in steps}
-    positive = [c for c in counts.values() if c > 0]
-    if not positive:
+    counts = {s.n: reasoning_tokens(s) for s in steps if s.reply is not None}
+    if not any(counts.values()):
         return []
-    median = statistics.median(positive)
+    median = statistics.median(counts.values())
     limit = max(REASONING_MIN, REASONING_TIMES_MEDIAN * median)
     return [
         Finding("reasoning_heavy", n, f"{c:,} reasoning tokens in this turn (the run's median is {median:,.0f}).")
@@ -237,7 +251,7 @@ DETECTORS: tuple[Detector, ...] = (
              f"The prompt grew or shrank by at least {JUMP_SHARE:.0%} and {JUMP_MIN_TOKENS:,} tokens from one step to the next.",
              context_jump),
     Detector("cache_break", "Cache breaks",
-             f"Less than {CACHE_EXPECTED_SHARE:.0%} of the previous prompt was served from cache, though the prompt only grew.",
+             f"Less than {CACHE_EXPECTED_SHARE:.0%} of a prompt's reusable prefix was served from cache.",
              cache_break),
     Detector("reasoning_heavy", "Reasoning-heavy turns",
              f"Turns with at least {REASONING_TIMES_MEDIAN:g}x the run's median reasoning tokens (and {REASONING_MIN:,}+), "

@@ -24,15 +24,22 @@ _CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}
 
 @dataclass(frozen=True)
 class Compaction:
-    """The history was replaced by a working memory. Fields are read by several names."""
+    """Old steps were folded into a working memory. Read from the raw event by several names,
+    so a report keeps working while the event's shape evolves."""
 
-    step: int
+    step: int  # the step after which it ran: the next step's prompt is the compacted one
     seq: int
+    ok: bool  # False: compaction failed and the history stayed as it was
     tokens_before: int | None
     tokens_after: int | None
     memory: str  # the working memory as text (JSON when the event holds a structure)
-    truncated: bool  # the summary was cut off (the summariser hit its length limit)
+    prompt_text: str  # what this compaction put into the prompt (the memory text when not recorded)
+    folded: tuple[int, int] | None  # first and last step folded; None: all steps so far
+    restart: bool  # its prompt text replaces every earlier compaction's text
+    truncated: bool  # the summary was cut off (the summariser hit its token cap)
     finish_reason: str | None
+    usage: Usage  # what the summariser call cost
+    message: str
     raw: dict[str, Any]
 
 
@@ -42,6 +49,8 @@ class Step:
     reply: ModelReply | None = None
     prompt_chars: int = 0
     prompt_messages: int = 0
+    counted_tokens: int | None = None  # the harness's own count of the prompt, where the journal has it
+    prefix_reused: int | None = None  # of those, the longest prefix shared with an earlier request
     observations: list[Observation] = field(default_factory=list)
     intents: list[ToolIntent] = field(default_factory=list)
     failures: list[ModelFailed] = field(default_factory=list)
@@ -69,34 +78,40 @@ class RunLog:
 
 
 def parse_compaction(data: dict[str, Any]) -> Compaction:
+    fold = data.get("fold") if isinstance(data.get("fold"), dict) else {}
+
     def pick(*names: str) -> Any:
-        for name in names:
-            if data.get(name) is not None:
-                return data[name]
-        usage = data.get("usage")
-        if isinstance(usage, dict):
+        for source in (data, fold, data.get("usage") if isinstance(data.get("usage"), dict) else {}):
             for name in names:
-                if usage.get(name) is not None:
-                    return usage[name]
+                if source.get(name) is not None:
+                    return source[name]
         return None
 
-    memory = pick("memory", "summary", "working_memory", "text")
-    if memory is None:
-        memory_text = ""
-    elif isinstance(memory, str):
-        memory_text = memory
-    else:
-        memory_text = json.dumps(memory, indent=2, sort_keys=True, ensure_ascii=False)
+    memory = pick("memory", "summary", "working_memory")
+    memory_text = memory if isinstance(memory, str) else "" if memory is None else json.dumps(
+        memory, indent=1, sort_keys=True, ensure_ascii=False)
     finish = pick("finish_reason", "stop_reason")
-    truncated = bool(pick("truncated", "cut_off", "summary_truncated")) or str(finish) in _CUT_REASONS
+    truncated = bool(pick("cut_off", "truncated", "summary_truncated")) or str(finish) in _CUT_REASONS
+    first, last = _int(fold.get("first_step")), _int(fold.get("last_step"))
+    usage = pick("summariser_usage", "summarizer_usage")
+    try:
+        usage = Usage.model_validate(usage) if isinstance(usage, dict) else Usage()
+    except ValidationError:
+        usage = Usage()
     return Compaction(
         step=int(data.get("step", 0)),
         seq=int(data.get("seq", 0)),
+        ok=bool(data.get("ok", True)),
         tokens_before=_int(pick("tokens_before", "before_tokens", "prompt_tokens_before")),
         tokens_after=_int(pick("tokens_after", "after_tokens", "prompt_tokens_after")),
         memory=memory_text,
+        prompt_text=str(fold.get("text") or data.get("text") or memory_text),
+        folded=(first, last) if first is not None and last is not None else None,
+        restart=bool(fold.get("restart", True)),
         truncated=truncated,
-        finish_reason=None if finish is None else str(finish),
+        finish_reason=None if finish in (None, "") else str(finish),
+        usage=usage,
+        message=str(data.get("message") or ""),
         raw=data,
     )
 
@@ -119,7 +134,7 @@ def read_journal(run_dir: Path) -> RunLog:
             try:
                 data = json.loads(line)
                 if isinstance(data, dict) and data.get("type") == "compaction":
-                    compactions.append(parse_compaction(data))
+                    compactions.append(parse_compaction(data))  # one reading, whatever the event's version
                 else:
                     events.append(EVENT.validate_python(data))
             except (ValueError, ValidationError, TypeError):
@@ -148,6 +163,9 @@ def fold(events: list[Event], compactions: list[Compaction] = ()) -> tuple[list[
         elif isinstance(e, ModelReplied):
             step = at(e.step, e.ts)
             step.reply, step.prompt_chars, step.prompt_messages = e.reply, e.prompt_chars, e.prompt_messages
+            # newer journals also hold the harness's own count and the ideal prefix reuse
+            step.counted_tokens = getattr(e, "counted_tokens", None)
+            step.prefix_reused = getattr(e, "prefix_reused", None)
         elif isinstance(e, ToolObserved):
             at(e.step, e.ts).observations.append(e.observation)
         elif isinstance(e, ToolIntent):

@@ -1,0 +1,124 @@
+"""Render the run report (report.html in the run directory) from a RunData.
+
+One self-contained file: inline CSS, inline script, inline SVG charts; no network and no
+external assets. Long texts are clipped and linked (see timeline.py), so the file stays small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from agent.journal import HARNESS_VERSION
+from evals.pricing import format_usd
+from evals.reports.breakdown import METHOD, PART_LABELS, breakdowns
+from evals.reports.charts import PART_COLORS, run_charts
+from evals.reports.detectors import DETECTORS
+from evals.reports.load import RunData
+from evals.reports.outcome import outcome_label, success
+from evals.reports.svg import compact
+from evals.reports.timeline import Clipper, step_views
+
+TEMPLATES = Path(__file__).with_name("templates")
+OPEN_ALL_UP_TO = 30  # shorter runs show every step open; longer ones only the flagged steps
+
+
+@dataclass(frozen=True)
+class Card:
+    label: str
+    value: str
+    sub: str = ""
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = lambda v: f"{v:,}" if isinstance(v, int) else f"{v:,.2f}"
+    env.filters["compact"] = compact
+    env.filters["usd"] = format_usd
+    return env
+
+
+def common() -> dict:
+    return {"version": HARNESS_VERSION, "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def cost_note(run: RunData) -> str:
+    if run.price is None:
+        return (f"Cost unknown: the price table has no entry for model {run.info.model!r}. "
+                "Pass --prices FILE with its price, or --price-model NAME to price the run as another model.")
+    p = run.price
+    return (f"Priced as {p.provider}:{p.model} at ${p.input:g} per million input and ${p.output:g} per million output tokens; "
+            f"cache reads at {p.cached_input:g}x and cache writes at {p.cache_write:g}x the input price.")
+
+
+def cards(run: RunData) -> list[Card]:
+    s, t = run.summary, run.summary.tokens
+    hit = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "—"
+    errors = sum(s.errors.values())
+    return [
+        Card("steps", f"{s.steps:,}", f"{s.model_calls:,} model calls, {s.model_failures} failed"),
+        Card("tool calls", f"{s.tool_calls_total:,}", ", ".join(f"{k} {v}" for k, v in s.tool_calls.items())[:60]),
+        Card("errors", f"{errors:,}", ", ".join(f"{k} {v}" for k, v in s.errors.items())[:60] or "none"),
+        Card("prompt tokens", compact(t.prompt), f"{t.prompt:,} in total"),
+        Card("cached", hit, f"{t.cached:,} tokens from cache"),
+        Card("completion", compact(t.completion), f"{t.reasoning:,} of them reasoning"),
+        Card("cost", format_usd(run.cost), run.price.model if run.price else "no price for this model"),
+        Card("wall time", f"{s.wall_s:,.1f} s", f"{s.truncated_outputs} outputs truncated"),
+        Card("findings", f"{len(run.findings):,}", f"in {len({f.step for f in run.findings}):,} steps"),
+    ]
+
+
+def outcome_class(run: RunData) -> str:
+    if run.summary.stop_reason == "unfinished":
+        return "neutral"
+    return "ok" if success(run.summary) else "bad"
+
+
+def render_run(run: RunData, out: Path | None = None) -> Path:
+    clip = Clipper(run.dir)
+    parts = breakdowns(run.opening, run.steps, run.info.policy)
+    charts = {k: Markup(v) for k, v in run_charts(run, parts).items()}
+    found = {d.name: [f for f in run.findings if f.detector == d.name] for d in DETECTORS}
+    context = {
+        **common(),
+        "info": run.info,
+        "summary": run.summary,
+        "outcome": outcome_label(run.summary),
+        "outcome_class": outcome_class(run),
+        "cards": cards(run),
+        "cost_note": cost_note(run),
+        "bad_lines": run.bad_lines,
+        "findings": run.findings,
+        "detectors": [(d, found[d.name]) for d in DETECTORS],
+        "charts": charts,
+        "estimated": any(s.reply is not None and not s.usage.prompt_tokens for s in run.steps),
+        "breakdown_method": METHOD,
+        "opening": [_opening(m, i, clip) for i, m in enumerate(run.opening)],
+        "steps": step_views(run.steps, run.findings, run.step_costs, parts, clip),
+        "open_all": len(run.steps) <= OPEN_ALL_UP_TO,
+        "part_labels": PART_LABELS,
+        "part_colors": PART_COLORS,
+    }
+    path = Path(out) if out is not None else run.dir / "report.html"
+    path.write_text(environment().get_template("report.html.j2").render(context), encoding="utf-8")
+    return path
+
+
+@dataclass(frozen=True)
+class _Opening:
+    role: str
+    text: str
+    shown: str
+    clipped: bool
+    chars: int
+    link: str | None
+
+
+def _opening(message, i: int, clip: Clipper) -> _Opening:
+    t = clip(message.text, f"opening-{i}-{message.role}")
+    return _Opening(message.role, message.text, t.shown, t.clipped, t.chars, t.link)

@@ -1,0 +1,82 @@
+"""One run directory read into what a report shows: info, summary, steps, findings, costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.errors import HarnessError
+from agent.journal import RunInfo, read_run_info
+from agent.summary import Summary
+from agent.types import Message
+from evals.pricing import Price, PriceTable, cost_usd, find_price
+from evals.reports.detectors import Finding, detect
+from evals.reports.steps import Step, fold, load_summary, read_journal
+
+
+@dataclass
+class RunData:
+    dir: Path
+    info: RunInfo
+    summary: Summary
+    opening: list[Message]  # system prompt and task, before the first step
+    steps: list[Step]
+    findings: list[Finding]
+    price: Price | None
+    step_costs: list[float | None]  # one per step, in USD; None when the model's price is unknown
+    bad_lines: int  # journal lines that did not parse
+
+    @property
+    def cost(self) -> float | None:
+        return None if self.price is None else sum(c or 0.0 for c in self.step_costs)
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "run.json").is_file() and (path / "events.jsonl").is_file()
+
+
+def run_dirs_in(batch: Path) -> list[Path]:
+    return sorted(p for p in batch.iterdir() if p.is_dir() and is_run_dir(p))
+
+
+def price_of(info: RunInfo, steps: list[Step], prices: PriceTable, price_model: str | None) -> Price | None:
+    """An explicit `price_model` wins; else the run's model string; else the model a reply names."""
+    if price_model:
+        return find_price(price_model, prices)
+    found = find_price(info.model, prices)
+    for step in steps:
+        if found is not None:
+            break
+        if step.reply is not None and step.reply.model:
+            found = find_price(step.reply.model, prices)
+    return found
+
+
+def step_cost(price: Price | None, step: Step) -> float | None:
+    """The step's model call plus any compaction's summariser call after it."""
+    if price is None:
+        return None
+    usages = [step.usage, *(c.usage for c in step.compactions)]
+    return sum(cost_usd(price, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens) for u in usages)
+
+
+def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunData:
+    run_dir = Path(run_dir)
+    if not is_run_dir(run_dir):
+        raise HarnessError(f"{run_dir} is not a run directory: it needs run.json and events.jsonl.")
+    info = read_run_info(run_dir)
+    log = read_journal(run_dir)
+    opening, steps = fold(log.events, log.compactions)
+    price = price_of(info, steps, prices, price_model)
+    costs = [step_cost(price, s) for s in steps]
+    return RunData(
+        dir=run_dir,
+        info=info,
+        summary=load_summary(run_dir, log.events, info),
+        opening=opening,
+        steps=steps,
+        findings=detect(steps),
+        price=price,
+        step_costs=costs,
+        bad_lines=log.bad_lines,
+    )

@@ -1,0 +1,241 @@
+"""Small inline-SVG charts: line/area charts with markers, stacked bars, and a scatter with error bars.
+
+Reports must work offline with no external assets, so charts are drawn here as SVG text.
+Hover text uses SVG <title> elements, which browsers show without any script.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+Fmt = Callable[[float], str]
+W, H = 560, 250
+PAD_L, PAD_R, PAD_T, PAD_B = 58, 16, 30, 40
+MAX_HOVER_POINTS = 400  # beyond this, per-point hover targets cost more page than they help
+
+
+def compact(v: float) -> str:
+    a = abs(v)
+    if a >= 1e6:
+        return f"{v / 1e6:.1f}M".replace(".0M", "M")
+    if a >= 1e3:
+        return f"{v / 1e3:.1f}k".replace(".0k", "k")
+    return f"{v:.0f}" if a >= 10 or v == int(v) else f"{v:.2g}"
+
+
+def percent(v: float) -> str:
+    return f"{v:.0%}"
+
+
+def usd(v: float) -> str:
+    return f"${v:.2f}" if abs(v) >= 1 else f"${v:.3g}" if v else "$0"
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    if hi <= lo:
+        hi = lo + 1
+    raw = (hi - lo) / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.floor(lo / step) * step
+    ticks = []
+    t = first
+    while t <= hi + step * 1e-9:
+        ticks.append(round(t, 12))
+        t += step
+    if ticks[-1] < hi:
+        ticks.append(round(t, 12))
+    return ticks
+
+
+@dataclass
+class Series:
+    name: str
+    points: list[tuple[float, float]]
+    color: str
+    kind: str = "line"  # line | area | dots
+    dashed: bool = False
+
+
+@dataclass
+class Marker:
+    x: float
+    label: str
+    color: str = "#b45309"
+
+
+@dataclass
+class Frame:
+    """Maps data to pixels for one chart."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    width: int = W
+    height: int = H
+
+    def x(self, v: float) -> float:
+        span = (self.x1 - self.x0) or 1
+        return PAD_L + (v - self.x0) / span * (self.width - PAD_L - PAD_R)
+
+    def y(self, v: float) -> float:
+        span = (self.y1 - self.y0) or 1
+        return self.height - PAD_B - (v - self.y0) / span * (self.height - PAD_T - PAD_B)
+
+
+def _axes(f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: Fmt, y_fmt: Fmt,
+          x_label: str, y_label: str) -> list[str]:
+    out = []
+    for t in y_ticks:
+        y = f.y(t)
+        out.append(f'<line class="grid" x1="{PAD_L}" x2="{f.width - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        out.append(f'<text class="tick" x="{PAD_L - 6}" y="{y + 3.5:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
+    for t in x_ticks:
+        x = f.x(t)
+        out.append(f'<text class="tick" x="{x:.1f}" y="{f.height - PAD_B + 15}" text-anchor="middle">{escape(x_fmt(t))}</text>')
+    base = f.height - PAD_B
+    out.append(f'<line class="axis" x1="{PAD_L}" x2="{f.width - PAD_R}" y1="{base}" y2="{base}"/>')
+    out.append(f'<text class="label" x="{(PAD_L + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text class="label" transform="translate(12 {(PAD_T + base) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>')
+    return out
+
+
+def _legend(items: Sequence[tuple[str, str]], width: int) -> list[str]:
+    out, x = [], PAD_L
+    for name, color in items:
+        out.append(f'<rect x="{x}" y="9" width="10" height="10" rx="2" fill="{color}"/>')
+        out.append(f'<text class="legend" x="{x + 14}" y="18">{escape(name)}</text>')
+        x += 24 + 6.2 * len(name)
+    return out
+
+
+def _svg(body: list[str], title: str, width: int = W, height: int = H) -> str:
+    return (f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{escape(title)}" '
+            f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>")
+
+
+def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str, *, markers: Sequence[Marker] = (),
+               y_fmt: Fmt = compact, x_fmt: Fmt = compact, y_min: float | None = 0, y_max: float | None = None) -> str:
+    xs = [x for s in series for x, _ in s.points]
+    ys = [y for s in series for _, y in s.points]
+    if not xs:
+        return f'<p class="empty">No data for “{escape(title)}”.</p>'
+    y_lo = min(ys) if y_min is None else min(y_min, min(ys))
+    y_ticks = nice_ticks(y_lo, y_max if y_max is not None else max(max(ys), y_lo + 1e-9))
+    x_ticks = nice_ticks(min(xs), max(max(xs), min(xs) + 1), 6)
+    x_ticks = [t for t in x_ticks if min(xs) <= t <= max(xs)] or [min(xs)]
+    f = Frame(min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1])
+    body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
+    for m in markers:
+        x = f.x(m.x)
+        body.append(f'<g class="marker"><line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_T}" y2="{f.height - PAD_B}" stroke="{m.color}"/>'
+                    f'<title>{escape(m.label)}</title></g>')
+    for s in series:
+        pts = " ".join(f"{f.x(x):.1f},{f.y(y):.1f}" for x, y in s.points)
+        if s.kind == "area" and s.points:
+            base = f.y(max(f.y0, 0))
+            first, last = f.x(s.points[0][0]), f.x(s.points[-1][0])
+            body.append(f'<polygon points="{first:.1f},{base:.1f} {pts} {last:.1f},{base:.1f}" fill="{s.color}" fill-opacity="0.18" stroke="none"/>')
+        if s.kind in ("line", "area"):
+            dash = ' stroke-dasharray="5 4"' if s.dashed else ""
+            body.append(f'<polyline points="{pts}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>')
+        if s.kind == "dots" or len(s.points) <= MAX_HOVER_POINTS:
+            r = 3 if s.kind == "dots" else 2.2
+            body.extend(
+                f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="{r}" fill="{s.color}"><title>{escape(s.name)} at {escape(x_fmt(x))}: '
+                f'{escape(y_fmt(y))}</title></circle>'
+                for x, y in s.points
+            )
+    body.extend(_legend([(s.name, s.color) for s in series] + ([("compaction", markers[0].color)] if markers else []), f.width))
+    return _svg(body, title)
+
+
+def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors: dict[str, str], title: str,
+                 x_label: str, y_label: str, *, y_fmt: Fmt = compact, max_bars: int = 200, width: int = W,
+                 height: int = H) -> str:
+    """One bar per x, split into parts; more than `max_bars` bars are averaged into bins."""
+    if not xs:
+        return f'<p class="empty">No data for “{escape(title)}”.</p>'
+    bins = _bins(len(xs), max_bars)
+    bar_x = [sum(xs[i] for i in b) / len(b) for b in bins]
+    stacks = {name: [sum(vals[i] for i in b) / len(b) for b in bins] for name, vals in parts.items()}
+    totals = [sum(stacks[n][j] for n in stacks) for j in range(len(bins))]
+    y_ticks = nice_ticks(0, max(max(totals), 1))
+    lo, hi = min(bar_x), max(bar_x)
+    f = Frame(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), 0, y_ticks[-1], width, height)
+    x_ticks = [t for t in nice_ticks(lo, max(hi, lo + 1), 6) if lo <= t <= hi] or [lo]
+    body = _axes(f, x_ticks, y_ticks, compact, y_fmt, x_label, y_label)
+    bar_w = max(1.0, (f.x(lo + _gap(bar_x)) - f.x(lo)) * 0.8)
+    for j, x in enumerate(bar_x):
+        y_acc = 0.0
+        label = f"step {xs[bins[j][0]]:g}" + (f"–{xs[bins[j][-1]]:g} (mean)" if len(bins[j]) > 1 else "")
+        tip = escape(label + ": " + ", ".join(f"{n} {y_fmt(stacks[n][j])}" for n in stacks if stacks[n][j]))
+        body.append(f"<g><title>{tip}</title>")
+        for name in stacks:
+            v = stacks[name][j]
+            if v <= 0:
+                continue
+            top, bottom = f.y(y_acc + v), f.y(y_acc)
+            body.append(f'<rect x="{f.x(x) - bar_w / 2:.1f}" y="{top:.1f}" width="{bar_w:.1f}" height="{bottom - top:.1f}" fill="{colors[name]}"/>')
+            y_acc += v
+        body.append("</g>")
+    body.extend(_legend([(n, colors[n]) for n in stacks if any(stacks[n])], f.width))
+    return _svg(body, title, width, height)
+
+
+def _bins(n: int, max_bars: int) -> list[list[int]]:
+    size = max(1, math.ceil(n / max_bars))
+    return [list(range(i, min(n, i + size))) for i in range(0, n, size)]
+
+
+def _gap(xs: Sequence[float]) -> float:
+    return (max(xs) - min(xs)) / (len(xs) - 1) if len(xs) > 1 else 1.0
+
+
+@dataclass
+class Point:
+    name: str
+    x: float
+    y: float
+    color: str
+    x_err: tuple[float, float] | None = None  # (low, high)
+    y_err: tuple[float, float] | None = None
+    note: str = ""
+
+
+@dataclass
+class Cloud:
+    """Faint individual observations behind the summary points."""
+
+    color: str
+    points: list[tuple[float, float]] = field(default_factory=list)
+
+
+def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, clouds: Sequence[Cloud] = (),
+            x_fmt: Fmt = compact, y_fmt: Fmt = compact, y_range: tuple[float, float] | None = None) -> str:
+    xs = [v for p in points for v in (p.x, *(p.x_err or ()))] + [x for c in clouds for x, _ in c.points]
+    ys = [v for p in points for v in (p.y, *(p.y_err or ()))] + [y for c in clouds for _, y in c.points]
+    if not xs:
+        return f'<p class="empty">No data for “{escape(title)}”.</p>'
+    x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs), 1e-9))
+    y_ticks = nice_ticks(*(y_range or (min(0.0, min(ys)), max(max(ys), 1e-9))))
+    f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1])
+    body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
+    for c in clouds:
+        body.extend(f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="2.5" fill="{c.color}" fill-opacity="0.25"/>' for x, y in c.points)
+    for p in points:
+        cx, cy = f.x(p.x), f.y(p.y)
+        body.append("<g>")
+        if p.x_err:
+            body.append(f'<line x1="{f.x(p.x_err[0]):.1f}" x2="{f.x(p.x_err[1]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{p.color}" stroke-width="2"/>')
+        if p.y_err:
+            body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{f.y(p.y_err[0]):.1f}" y2="{f.y(p.y_err[1]):.1f}" stroke="{p.color}" stroke-width="2"/>')
+        body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{p.color}" stroke="#fff" stroke-width="1.5"/>')
+        body.append(f'<text class="point-label" x="{cx + 9:.1f}" y="{cy - 8:.1f}">{escape(p.name)}</text>')
+        body.append(f"<title>{escape(p.name)}: {escape(x_label)} {escape(x_fmt(p.x))}, {escape(y_label)} {escape(y_fmt(p.y))}"
+                    f"{escape(' — ' + p.note) if p.note else ''}</title></g>")
+    return _svg(body, title)
