@@ -37,6 +37,7 @@ from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
 KILL_GRACE_S = 2.0
 # How long a shell killed by a signal waits for the engine to say whether the container died too.
 SETTLE_S = 1.0
+PROBE_TIMEOUT_S = 5.0
 
 
 class DockerUnavailable(RuntimeError):
@@ -212,9 +213,9 @@ class DockerSandbox:
             self._control_shell().run_framed(f"__h_kill {shell.pid}", timeout=15, cap=4096)
             framed = shell.resume(time.monotonic() + KILL_GRACE_S)
         except ShellExited:
-            pass
+            self._control = None  # opened afresh when next needed
         if framed is None:
-            # Stuck in a loop of builtins, or killed by the last resort: start afresh next time.
+            # Stuck in a loop of builtins (or its stream broke): start afresh next time.
             framed = shell.partial()
             self._kill_pid(shell.pid)
             self._drop_shell()
@@ -252,7 +253,9 @@ class DockerSandbox:
         if self._on_tmpfs(target) or not _utf8(target):
             # Docker's archive writer drops names that are not UTF-8: copy to a plain name first.
             stage = self._stage_name()
-            self._shell_ok(f"test -e {shlex.quote(target)} || exit 2; cp -f -- {shlex.quote(target)} {shlex.quote(stage)}", missing=target)
+            # `(exit 2)`, not `exit 2`: the command runs in the persistent shell itself.
+            src, dst = shlex.quote(target), shlex.quote(stage)
+            self._shell_ok(f"if [ -e {src} ]; then cp -f -- {src} {dst}; else (exit 2); fi", missing=target)
             try:
                 return self._get(stage)
             finally:
@@ -303,15 +306,20 @@ class DockerSandbox:
         if self._closed:
             return False
         try:
-            return bool(self.api.inspect_container(self.container.id)["State"]["Running"])
+            return bool(self._state()["Running"])
         except (DockerException, OSError):
             return False
+
+    def _state(self) -> dict:
+        # A short timeout of its own: a hung engine makes alive() say no, not hang.
+        res = self.api._get(self.api._url("/containers/{0}/json", self.container.id), timeout=PROBE_TIMEOUT_S)
+        return self.api._result(res, True)["State"]
 
     def raise_if_dead(self, doing: str) -> None:
         """Raise SandboxDead, saying what happened, when the container no longer runs."""
         what = f"container {self.name} ({self.options.image})"
         try:
-            state = self.api.inspect_container(self.container.id)["State"]
+            state = self._state()
         except NotFound:
             raise SandboxDead(f"{what} was removed while {doing}") from None
         except (DockerException, OSError) as e:

@@ -27,8 +27,10 @@ def test_written_files_belong_to_the_sandbox_user(sandbox):
 def test_missing_files_and_read_only_paths_raise(sandbox):
     with pytest.raises(FileNotFoundError):
         sandbox.read_file("nope.txt")
+    sandbox.exec("export KEPT=1", timeout=10)
     with pytest.raises(FileNotFoundError):
         sandbox.read_file("/tmp/nope.txt")
+    assert sandbox.exec('echo "$KEPT"', timeout=10).output == "1\n"  # the same shell
     with pytest.raises(PermissionError):
         sandbox.write_file("/etc/harness.txt", b"x")
 
