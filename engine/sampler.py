@@ -90,6 +90,10 @@ def sample(
     for i, p in enumerate(params):
         if p.logits_processor is not None:
             rows.append(i)
+    if rows:
+        # The model's logits are inference-mode tensors, which refuse in-place writes
+        # outside inference mode; processors (and this loop) need a normal copy.
+        logits = logits.clone()
     for i in rows:
         logits[i] = params[i].logits_processor(generated[i], logits[i])
     if all(p.greedy for p in params):

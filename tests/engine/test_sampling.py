@@ -1,0 +1,90 @@
+"""Sampling: greedy, temperature, top-k, top-p, seeds, stop strings, EOS, max tokens, logits hook."""
+
+import pytest
+import torch
+
+from engine import InvalidRequestError, SamplingParams
+from engine.sampler import _filter
+
+
+@pytest.fixture(scope="module")
+def prompt(engine):
+    return engine.encode_chat([{"role": "user", "content": "Name some animals."}])
+
+
+def test_same_seed_same_tokens_different_seed_different_tokens(engine, prompt):
+    def run(seed):
+        p = SamplingParams(temperature=1.0, top_k=50, top_p=0.95, seed=seed, max_tokens=16, ignore_eos=True)
+        return engine.generate([prompt], p)[0].token_ids
+
+    a = run(7)
+    assert run(7) == a
+    assert run(8) != a
+    # A seeded request gives the same tokens whether it runs alone or batched with others.
+    p = SamplingParams(temperature=1.0, top_k=50, top_p=0.95, seed=7, max_tokens=16, ignore_eos=True)
+    batched = engine.generate([prompt, prompt, engine.encode("Other traffic")], [p, SamplingParams(seed=1), p])
+    assert batched[0].token_ids == a and batched[2].token_ids != a
+
+
+def test_top_k_one_is_greedy(engine, prompt):
+    greedy = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))[0]
+    top1 = engine.generate([prompt], SamplingParams(temperature=1.5, top_k=1, seed=3, max_tokens=12, ignore_eos=True))[0]
+    assert top1.token_ids == greedy.token_ids
+
+
+def test_top_k_and_top_p_filters_keep_the_right_tokens():
+    logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    assert torch.isfinite(_filter(logits, 2, 1.0)).tolist() == [True, True, False, False]
+    assert torch.isfinite(_filter(logits, 0, 0.7)).tolist() == [True, True, False, False]
+    assert torch.isfinite(_filter(logits, 0, 0.5)).tolist() == [True, False, False, False]
+    assert torch.isfinite(_filter(logits, 0, 0.01)).tolist() == [True, False, False, False]
+
+
+def test_max_tokens_eos_and_stop_strings(engine):
+    prompt = engine.encode_chat([{"role": "user", "content": "What is the capital of France?"}])
+    out = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=5, ignore_eos=True))[0]
+    assert out.finish_reason == "length" and len(out.token_ids) == 5
+    full = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=40))[0]
+    assert full.finish_reason == "stop" and full.token_ids[-1] == 2  # <|im_end|> ends the turn
+    assert "<|im_end|>" not in full.text
+    # Stop at a string that occurs in the greedy text: the text ends right before it.
+    words = full.text.split()
+    stop = words[len(words) // 2]
+    cut = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=40, stop=[stop]))[0]
+    assert cut.finish_reason == "stop"
+    assert cut.text == full.text[: full.text.index(stop)]
+    stopped_by_id = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=40, stop_token_ids=[full.token_ids[3]]))[0]
+    assert stopped_by_id.token_ids == full.token_ids[:4] and stopped_by_id.finish_reason == "stop"
+
+
+def test_logits_processor_masks_what_may_be_generated(engine, prompt):
+    allowed = engine.encode(" yes no")
+    seen = []
+
+    def only_yes_no(generated, logits):
+        seen.append(list(generated))
+        mask = torch.full_like(logits, float("-inf"))
+        mask[allowed] = 0
+        return logits + mask
+
+    out = engine.generate([prompt], SamplingParams(temperature=0.7, seed=0, max_tokens=6, logits_processor=only_yes_no))[0]
+    assert set(out.token_ids) <= set(allowed)
+    assert seen == [out.token_ids[:i] for i in range(6)]  # called with the ids generated so far
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"temperature": -1}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"top_p": 0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"top_k": -2}, "top_k"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"stop": [""]}, "stop"),
+        ({"logits_processor": 3}, "logits_processor"),
+    ],
+)
+def test_invalid_sampling_parameters_are_rejected_clearly(engine, kwargs, words):
+    with pytest.raises(InvalidRequestError, match=words):
+        engine.generate(["hi"], SamplingParams(**kwargs))
