@@ -94,3 +94,10 @@ def test_threads_sharing_one_sandbox_take_turns(sandbox):
         t.join()
     assert not errors
     assert all(results[i] == [f"{i}-{j}\n" for j in range(25)] for i in range(4))
+
+
+def test_multi_line_commands_heredocs_and_quotes(sandbox):
+    command = "cat > \"it's.txt\" <<'EOF'\nline one\n  $NOT_EXPANDED 'quoted' \"double\"\nEOF\nfor i in 1 2; do\n  echo \"n=$i\"\ndone\ncat it\\'s.txt"
+    r = sandbox.exec(command, timeout=10)
+    assert r.exit_code == 0
+    assert r.output == "n=1\nn=2\nline one\n  $NOT_EXPANDED 'quoted' \"double\"\n"

@@ -1,0 +1,25 @@
+"""The sandbox options are plain data: a policy file can hold them, and typos are refused."""
+
+import pytest
+from pydantic import ValidationError
+
+from sandboxes.docker import _run_kwargs
+from sandboxes.docker_options import LABEL, DockerOptions
+
+
+def test_defaults_are_the_locked_down_ones(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    kw = _run_kwargs(DockerOptions())
+    assert kw["network_mode"] == "none" and kw["user"] == "1000:1000"
+    assert kw["cap_drop"] == ["ALL"] and kw["cap_add"] is None
+    assert kw["security_opt"] == ["no-new-privileges"] and kw["read_only"] is True
+    assert kw["pids_limit"] == 256 and kw["mem_limit"] == kw["memswap_limit"] == "1g"
+    assert set(kw["environment"]) == {"PATH", "HOME", "LANG"}
+    assert kw["labels"][LABEL] == "1"
+
+
+def test_options_round_trip_as_data_and_refuse_unknown_fields():
+    opts = DockerOptions.model_validate({"image": "python:3.11-slim", "network": "bridge", "memory": "2g"})
+    assert DockerOptions.model_validate_json(opts.model_dump_json()) == opts
+    with pytest.raises(ValidationError):
+        DockerOptions.model_validate({"netwrok": "bridge"})
