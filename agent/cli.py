@@ -14,6 +14,7 @@ from agent.launch import SANDBOXES, launch
 from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from agent.progress import LiveStatus, summary_table
 from agent.task import load_task
+from evals.chess.cli import chess_command
 from sandboxes.cli import app as sandbox_app
 
 app = typer.Typer(
@@ -80,6 +81,9 @@ def demo_command(out: Path = typer.Option(Path("runs"), help="Folder that receiv
 
 
 app.add_typer(sandbox_app, name="sandbox")
+
+
+app.command("chess")(chess_command)
 
 
 def main() -> None:

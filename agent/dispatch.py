@@ -55,7 +55,7 @@ def dispatch(
             obs, tb, result = _observation(call, "rejected", closed, "rejected"), None, None
         else:
             obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve)
-            closed = _closes_reply(call, obs, tools, policy)
+            closed = _closes_reply(call, obs, result, tools, policy)
         obs = _truncate(obs, step, policy, journal)
         journal.append(ToolObserved(step=step, observation=obs, traceback=tb))
         observations.append(obs)
@@ -64,12 +64,15 @@ def dispatch(
     return Dispatched(observations, submission)
 
 
-def _closes_reply(call: ToolCall, obs: Observation, tools: Registry, policy: HarnessPolicy) -> str | None:
+def _closes_reply(call: ToolCall, obs: Observation, result: ToolResult | None, tools: Registry,
+                  policy: HarnessPolicy) -> str | None:
     mode = policy.dispatch.parallel
     if mode == "one_call_only":
         return "Not run: only one tool call per reply is allowed, and this reply's first call was taken. Send one call per reply."
     tool = tools.get(call.name)
     if mode == "first_write_wins" and obs.executed and tool is not None and tool.effect is Effect.WRITE:
+        if result is not None and result.rejects_later is not None:
+            return result.rejects_later  # the tool knows best what changed (a game: the opponent replied)
         return (
             f"Not run: call {call.id} ({call.name}) earlier in this reply changed the world, so this call "
             "was planned against a state that no longer holds. Look at the new state, then call again."

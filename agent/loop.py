@@ -5,7 +5,7 @@ Read this file top to bottom; everything it calls is one import away.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agent.dispatch import dispatch, needs_approval
 from agent.errors import PermanentModelError, TransientModelError, with_retries
@@ -14,7 +14,7 @@ from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
 from agent.policy import HarnessPolicy
 from agent.state import RunState, advance
-from agent.stopping import Stop, after_step
+from agent.stopping import Stop, StopRule, after_step
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
 from agent.types import Message, ModelReply
@@ -33,6 +33,7 @@ def run(
     policy: HarnessPolicy,
     journal: Journal,
     approvals: Mapping[str, bool] | None = None,
+    stop_rules: Sequence[StopRule] = (),
 ) -> Summary:
     state = RunState(task=task)
     approvals = approvals or {}
@@ -65,7 +66,7 @@ def run(
             advance(state, reply, done)
             if not done.observations:
                 add_message(state, journal, nudge(tools))
-            stop = after_step(state, done, policy, sandbox)
+            stop = after_step(state, done, policy, sandbox, stop_rules)
     except KeyboardInterrupt:
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
 

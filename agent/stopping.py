@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +22,20 @@ class Stop:
     outcome: dict[str, Any] = field(default_factory=dict)
 
 
-def after_step(state: RunState, done: Dispatched, policy: HarnessPolicy, sandbox: Sandbox) -> Stop | None:
+# A rule the task brings along (a chess game's ending, say), checked after every step
+# before the generic rules, because it knows best why its run is over.
+StopRule = Callable[[RunState, Dispatched], Stop | None]
+
+
+def after_step(state: RunState, done: Dispatched, policy: HarnessPolicy, sandbox: Sandbox,
+               task_rules: Sequence[StopRule] = ()) -> Stop | None:
     rules = policy.stop
     if any(o.error_kind in SUSPECT_KINDS for o in done.observations) and not _alive(sandbox):
         return Stop("sandbox_dead", "The sandbox stopped responding (its container or process is gone); "
                     "everything up to this step is in the journal.")
+    for rule in task_rules:
+        if (stop := rule(state, done)) is not None:
+            return stop
     if state.submission is not None:
         return Stop("submitted", "The agent submitted an answer.", {"answer": state.submission})
     if state.task.check is not None and done.observations and _check_passes(state.task.check, sandbox, policy):

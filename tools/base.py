@@ -40,6 +40,9 @@ class ToolResult:
     # shown as an error, but never counted toward the failure backstop.
     domain_error: bool = False
     submission: str | None = None  # set by tools that end the run with an answer
+    # Under first_write_wins, the text every later call of the same reply gets once
+    # this write ran; None gives the dispatcher's generic explanation.
+    rejects_later: str | None = None
 
 
 @dataclass(frozen=True)

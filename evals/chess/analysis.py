@@ -1,0 +1,83 @@
+"""Move quality from Stockfish: centipawn loss and win-probability drops of the agent's moves.
+
+For each of the agent's moves the position is evaluated before (best play) and
+after (the move played), from the agent's side. Centipawns are capped at ±1000
+and mates count as the cap, as Lichess does. A move is an inaccuracy, mistake or
+blunder when it drops the agent's win probability by at least 5, 10 or 15
+points (Lichess's 0.1/0.2/0.3 on its −1..1 "winning chances" scale).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import chess
+import chess.engine
+from pydantic import BaseModel
+
+from evals.chess.opponents import STOCKFISH
+
+CP_CAP = 1000
+INACCURACY, MISTAKE, BLUNDER = 0.05, 0.10, 0.15
+
+
+class MoveQuality(BaseModel):
+    depth: int
+    analysed_moves: int
+    avg_cp_loss: float | None
+    inaccuracies: int
+    mistakes: int
+    blunders: int
+
+
+def win_probability(cp: int) -> float:
+    """Lichess's logistic fit from centipawns to the side's chance of winning."""
+    return 1 / (1 + math.exp(-0.00368208 * cp))
+
+
+def classify(drop: float) -> str | None:
+    if drop >= BLUNDER:
+        return "blunder"
+    if drop >= MISTAKE:
+        return "mistake"
+    if drop >= INACCURACY:
+        return "inaccuracy"
+    return None
+
+
+def analyse_game(start_fen: str, moves: Sequence[chess.Move], player: chess.Color, depth: int,
+                 engine_path: str = STOCKFISH) -> MoveQuality:
+    board = chess.Board(start_fen)
+    losses: list[int] = []
+    kinds = {"inaccuracy": 0, "mistake": 0, "blunder": 0}
+    with chess.engine.SimpleEngine.popen_uci(engine_path) as engine:
+        engine.configure({"Threads": 1})  # one thread: the same depth gives the same numbers
+        for move in moves:
+            if board.turn != player:
+                board.push(move)
+                continue
+            before = _evaluate(engine, board, player, depth)
+            board.push(move)
+            after = _evaluate(engine, board, player, depth)
+            losses.append(max(0, before - after))
+            kind = classify(win_probability(before) - win_probability(after))
+            if kind is not None:
+                kinds[kind] += 1
+    return MoveQuality(
+        depth=depth,
+        analysed_moves=len(losses),
+        avg_cp_loss=round(sum(losses) / len(losses), 1) if losses else None,
+        inaccuracies=kinds["inaccuracy"],
+        mistakes=kinds["mistake"],
+        blunders=kinds["blunder"],
+    )
+
+
+def _evaluate(engine: chess.engine.SimpleEngine, board: chess.Board, pov: chess.Color, depth: int) -> int:
+    outcome = board.outcome()
+    if outcome is not None:  # a finished game needs no engine, and engines disagree on how to score one
+        return 0 if outcome.winner is None else (CP_CAP if outcome.winner == pov else -CP_CAP)
+    score = engine.analyse(board, chess.engine.Limit(depth=depth))["score"].pov(pov)
+    return max(-CP_CAP, min(CP_CAP, score.score(mate_score=100 * CP_CAP)))
+

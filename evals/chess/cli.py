@@ -1,0 +1,114 @@
+"""`harness chess`: play a batch of games against an engine and print the aggregate table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agent.errors import HarnessError
+from agent.events import Event, ModelReplied, ToolObserved
+from agent.models import load_model
+from agent.models.base import ModelClient
+from agent.policy import load_policy
+from evals.chess.batch import COLORS, Batch, Estimate, play_batch
+from evals.chess.game import GameRules
+from evals.chess.opponents import check_spec
+from evals.chess.players import load_player
+from evals.chess.runner import GameRun
+
+console = Console()
+
+
+def model_maker(spec: str):
+    """`player:...` is a scripted chess player (evals/chess/players.py); anything else a model string."""
+    def make(seed: int) -> ModelClient:
+        return load_player(spec, seed) if spec.startswith("player:") else load_model(spec)
+
+    return make
+
+
+def chess_command(
+    games: int = typer.Option(1, min=1, help="How many games to play."),
+    model: str = typer.Option(..., help="Model string (e.g. scripted:FILE), or a scripted player: player:random, player:reasoning[=CHARS], player:silent."),
+    opponent: str = typer.Option("stockfish:skill=0", help="random, or stockfish[:skill=0..20,elo=1350..2850,depth=N,nodes=N,time=S]."),
+    color: str = typer.Option("alternate", help=f"The agent's colour: {', '.join(COLORS)}."),
+    policy: str = typer.Option("default", help="A preset name (see `harness policies`) or a .toml/.yaml policy file."),
+    out: Path = typer.Option(Path("runs"), help="Folder that receives the batch folder."),
+    seed: int = typer.Option(0, help="Game i uses seed + i (model sampling, random opponent, scripted players)."),
+    max_plies: int = typer.Option(200, min=1, help="A game is drawn after this many plies."),
+    max_failed_moves: int = typer.Option(3, min=1, help="Failed moves per turn before the game is forfeited."),
+    max_replies: int = typer.Option(10, min=1, help="Model replies per turn before the game is forfeited."),
+    analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
+) -> None:
+    """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
+    if color not in COLORS:
+        console.print(f"[red]error:[/] --color must be one of {', '.join(COLORS)}, not {color!r}.")
+        raise typer.Exit(2)
+    try:
+        check_spec(opponent)
+        the_policy = load_policy(policy)
+        make = model_maker(model)
+        rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console) as progress:
+            bar = progress.add_task("game 1", total=games)
+            watch = GameWatcher(progress, bar)
+
+            def finished(i: int, played: GameRun) -> None:
+                r = played.record
+                progress.console.print(f"game {i + 1}: {r.color} {r.player_result} ({r.termination}, {r.plies} plies)")
+                progress.advance(bar)
+                watch.game = i + 2
+
+            batch, folder = play_batch(games, make, opponent, color, the_policy, out, seed, rules, analysis_depth or None,
+                                       listeners=(watch,), on_game=finished)
+    except HarnessError as e:
+        console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2)
+    console.print(batch_table(batch))
+    console.print(f"batch folder: {folder}  (batch.json, one run directory per game)")
+
+
+class GameWatcher:
+    """A journal listener that keeps the progress line on the current game's step."""
+
+    def __init__(self, progress: Progress, bar):
+        self.progress, self.bar, self.game = progress, bar, 1
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ModelReplied | ToolObserved):
+            self.progress.update(self.bar, description=f"game {self.game} · step {event.step}")
+
+
+def batch_table(batch: Batch) -> Table:
+    a = batch.aggregate
+    table = Table(title=f"{batch.model} vs {batch.opponent} · {a.games} games · policy {batch.policy}",
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("W / D / L", f"{a.wins} / {a.draws} / {a.losses}" + (f" ({a.aborted} unfinished, counted as losses)" if a.aborted else "")),
+        ("win_loss", fmt(a.win_loss, 3)),
+        ("wrong moves / 1000 moves", fmt(a.wrong_moves_per_1000_moves, 1)),
+        ("wrong actions / 1000 moves", fmt(a.wrong_actions_per_1000_moves, 1)),
+        ("prompt tokens / move", fmt(a.prompt_tokens_per_move, 0)),
+        ("completion tokens / move", fmt(a.completion_tokens_per_move, 0)),
+        ("avg game time", f"{a.avg_game_time_s:.2f} s" if a.avg_game_time_s is not None else "—"),
+        ("avg plies", f"{a.avg_plies}" if a.avg_plies is not None else "—"),
+        ("avg centipawn loss", f"{a.avg_cp_loss}" if a.avg_cp_loss is not None else "—"),
+        ("blunders / 1000 moves", f"{a.blunders_per_1000_moves}" if a.blunders_per_1000_moves is not None else "—"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def fmt(e: Estimate, digits: int) -> str:
+    if e.value is None:
+        return "—"
+    value = f"{e.value:,.{digits}f}"
+    return value if e.margin is None else f"{value} ± {e.margin:,.{digits}f}"

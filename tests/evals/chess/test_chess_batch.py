@@ -1,0 +1,55 @@
+"""Batches through the API and through `harness chess`, against the real Stockfish."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from agent.cli import app
+from evals.chess.batch import play_batch
+from evals.chess.game import GameRules
+from evals.chess.players import PlannedPlayer, RandomPlayer
+
+
+def test_a_batch_writes_every_game_and_the_aggregate(tmp_path):
+    # Game 1 resigns at once, game 2 plays random moves to the ply cap: one loss, one draw.
+    # (Stockfish with only a depth limit plays the same moves every time, so this never varies.)
+    def make(seed):
+        return PlannedPlayer([["resign"]], seed) if seed == 10 else RandomPlayer(seed)
+
+    batch, folder = play_batch(2, make, "stockfish:depth=1", "white", out=tmp_path, seed=10,
+                               rules=GameRules(max_plies=6), analysis_depth=0)
+    saved = json.loads((folder / "batch.json").read_text())
+    assert [g["record"]["player_result"] for g in saved["games"]] == ["loss", "draw"]
+    for g in saved["games"]:
+        assert (folder / g["run_dir"] / "summary.json").exists()
+        assert (folder / g["run_dir"] / g["record"]["pgn"]).exists()
+    a = batch.aggregate
+    assert (a.games, a.wins, a.draws, a.losses, a.aborted) == (2, 0, 1, 1, 0)
+    assert a.win_loss.value == ((0 - 1) / 2 + 1) / 2 == 0.25
+    assert a.wrong_moves_per_1000_moves.value == 0 and a.completion_tokens_per_move.value > 0
+    assert saved["aggregate"] == a.model_dump(mode="json")
+
+
+def test_harness_chess_plays_a_batch_and_prints_the_table(tmp_path):
+    result = CliRunner().invoke(app, [
+        "chess", "--games", "2", "--model", "player:random", "--opponent", "stockfish:skill=0,depth=1",
+        "--color", "alternate", "--out", str(tmp_path), "--max-plies", "30", "--analysis-depth", "4", "--seed", "3",
+    ])
+    assert result.exit_code == 0, result.output
+    assert "win_loss" in result.output and "wrong moves / 1000 moves" in result.output
+    (folder,) = tmp_path.iterdir()
+    saved = json.loads((folder / "batch.json").read_text())
+    assert [g["record"]["color"] for g in saved["games"]] == ["white", "black"]
+    assert [g["record"]["seed"] for g in saved["games"]] == [3, 4]
+    assert all(g["record"]["quality"]["depth"] == 4 for g in saved["games"])
+    a = saved["aggregate"]
+    assert a["wins"] + a["draws"] + a["losses"] == 2
+
+
+def test_harness_chess_explains_a_bad_opponent(tmp_path):
+    result = CliRunner().invoke(app, ["chess", "--model", "player:random", "--opponent", "stockfish:elo=900",
+                                      "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "1350" in result.output
+    assert not any(tmp_path.iterdir())
