@@ -1,0 +1,1 @@
+"""SWE-bench-style tasks: repositories in Docker, hidden tests, two-sided grading."""

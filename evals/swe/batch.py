@@ -1,0 +1,70 @@
+"""A SWE batch end to end: run every instance, grade each patch as it arrives, write the reports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+
+from agent.journal import write_json_atomic
+from agent.policy import HarnessPolicy
+from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
+from evals.swe.runner import InstanceResult, run_batch
+from evals.swe.task import SweInstance
+
+
+def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient) -> InstanceReport:
+    if result.error is not None:
+        return InstanceReport(patch_is_None=True, patch_exists=False, patch_successfully_applied=False, resolved=False,
+                              error=result.error)
+    return grade(inst, result.model_patch, client, log=lambda s: None)
+
+
+def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolicy, batch_dir: Path, workers: int,
+                  on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None) -> RunReport:
+    client = docker.from_env(timeout=300)
+    by_id = {i.instance_id: i for i in instances}
+    reports: dict[str, InstanceReport] = {}
+
+    def graded(result: InstanceResult) -> None:
+        report = grade_result(by_id[result.instance_id], result, client)
+        reports[result.instance_id] = report
+        write_json_atomic(Path(result.run_dir) / "grade.json", {result.instance_id: report.model_dump(mode="json")})
+        on_graded(result, report)
+
+    results = run_batch(instances, model, policy, batch_dir, workers, on_done=graded)
+    predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
+    report = run_report(instances, predictions, reports)
+    write_json_atomic(batch_dir / "report.json", report.model_dump(mode="json"))
+    return report
+
+
+def load_predictions(path: Path) -> dict[str, Prediction]:
+    """Predictions as JSONL, a JSON list, or a JSON dict keyed by instance id."""
+    raw = path.read_text()
+    stripped = raw.lstrip()
+    if stripped.startswith("["):
+        items = json.loads(raw)
+    elif stripped.startswith("{") and "\n{" not in stripped.strip():
+        data = json.loads(raw)
+        items = list(data.values()) if "instance_id" not in data else [data]
+    else:
+        items = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    return {p["instance_id"]: Prediction(p["instance_id"], p.get("model_name_or_path", ""), p.get("model_patch")) for p in items}
+
+
+def grade_file(instances: list[SweInstance], predictions: dict[str, Prediction], out: Path,
+               on_graded: Callable[[str, InstanceReport], None] = lambda i, g: None) -> RunReport:
+    client = docker.from_env(timeout=300)
+    reports = {}
+    for inst in instances:
+        if inst.instance_id in predictions:
+            reports[inst.instance_id] = grade(inst, predictions[inst.instance_id].model_patch, client, log=lambda s: None)
+            on_graded(inst.instance_id, reports[inst.instance_id])
+    report = run_report(instances, predictions, reports)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "instance_reports.json", {k: v.model_dump(mode="json") for k, v in sorted(reports.items())})
+    write_json_atomic(out / "report.json", report.model_dump(mode="json"))
+    return report

@@ -1,0 +1,182 @@
+"""Run agents on SWE instances: one Docker sandbox per instance, then a predictions file.
+
+    harness swe --suite builtin --model oracle --workers 2
+
+Each instance gets an ordinary run directory (named after the instance, so a
+re-run skips instances that already finished); the batch folder also gets
+`predictions.jsonl` in the official format and, after grading, `report.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import datetime, timezone
+from pathlib import Path
+
+import docker
+from pydantic import BaseModel, Field
+
+from agent.events import RunStopped
+from agent.journal import Journal, RunInfo
+from agent.loop import run
+from agent.models import load_model
+from agent.models.base import ModelClient
+from agent.policy import HarnessPolicy
+from agent.task import Task
+from evals.swe.agents import is_reference, reference_agent
+from evals.swe.image import instance_image
+from evals.swe.task import SweInstance
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_options import DockerOptions
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
+from tools.builtin import STANDARD
+
+SYSTEM = (
+    "You are a software engineer fixing an issue in the repository at /testbed, inside a sandboxed Linux "
+    "machine without network access. Act only through the tools. Find the cause, change the source code to "
+    "fix it, and check your change. Do not edit or delete tests: hidden tests will judge the fix. When the "
+    "fix is done, call `submit` with a one-paragraph summary; your changes to /testbed are the answer."
+)
+
+
+class SubmitArgs(BaseModel):
+    answer: str = Field(description="What you changed and why, in a paragraph.")
+
+
+def submit(args: SubmitArgs, ctx: ToolContext) -> ToolResult:
+    return ToolResult("Submitted; your changes to /testbed are collected as a patch.", submission=args.answer)
+
+
+SUBMIT = Tool(
+    name="submit",
+    summary="Finish: your changes to /testbed become the patch.",
+    description="Call once the fix is done. The run ends; every change in /testbed (new files included) is collected as a git diff.",
+    args=SubmitArgs,
+    effect=Effect.WRITE,
+    run=submit,
+)
+
+
+def swe_tools() -> Registry:
+    return Registry.of([t for t in STANDARD if t.name != "submit"] + [SUBMIT])
+
+
+def task_for(inst: SweInstance) -> Task:
+    prompt = f"<issue>\n{inst.problem_statement.strip()}\n</issue>\n\nThe repository {inst.repo} is checked out at /testbed."
+    if inst.hints_text.strip():
+        prompt += f"\n\nHints:\n{inst.hints_text.strip()}"
+    return Task(id=inst.instance_id, prompt=prompt, system=SYSTEM)
+
+
+def final_diff(box: DockerSandbox, base_commit: str) -> str:
+    """Every change since the base commit, new files included, as `git apply -p1` wants it."""
+    result = box.exec(f"git add -A && git diff --cached --binary {shlex.quote(base_commit)}", timeout=120)
+    if result.exit_code != 0:
+        raise RuntimeError(f"collecting the patch failed: {result.output[-500:]}")
+    return result.output
+
+
+class InstanceResult(BaseModel):
+    instance_id: str
+    run_dir: str
+    stop_reason: str
+    model_patch: str | None
+    error: str | None = None
+    steps: int = 0
+    tokens: int = 0
+
+
+def model_for(spec: str, inst: SweInstance) -> ModelClient:
+    return reference_agent(spec, inst) if is_reference(spec) else load_model(spec)
+
+
+def run_instance(inst: SweInstance, model_spec: str, policy: HarnessPolicy, batch_dir: Path,
+                 client: docker.DockerClient, log: Callable[[str], None] = lambda s: None) -> InstanceResult:
+    model = model_for(model_spec, inst)
+    task = task_for(inst)
+    info = RunInfo(run_id=inst.instance_id, task=task.model_dump(mode="json"), model=model.name, sandbox="docker",
+                   policy=policy.model_dump(mode="json"), seed=policy.model.seed,
+                   started_at=datetime.now(timezone.utc).isoformat())
+    journal = Journal.create(batch_dir, info)
+    try:
+        try:
+            image = instance_image(inst, client, log)
+            box = DockerSandbox.start(DockerOptions(image=image, workdir="/testbed"), client=client)
+        except Exception as e:  # the environment failed, not the agent: an error instance, and the batch goes on
+            message = f"The environment could not be built or started: {e}"
+            journal.append(RunStopped(reason="environment_error", message=message))
+            return InstanceResult(instance_id=inst.instance_id, run_dir=str(journal.dir), stop_reason="environment_error",
+                                  model_patch=None, error=message)
+        try:
+            summary = run(task, model, swe_tools(), box, policy, journal)
+            patch = final_diff(box, inst.base_commit) if summary.stop_reason != "sandbox_dead" else None
+        finally:
+            box.close()
+        if patch is not None:
+            journal.store_artifact("model.patch", patch)
+        return InstanceResult(instance_id=inst.instance_id, run_dir=str(journal.dir), stop_reason=summary.stop_reason,
+                              model_patch=patch, steps=summary.steps,
+                              tokens=summary.tokens.prompt + summary.tokens.completion)
+    finally:
+        journal.close()
+
+
+def finished(batch_dir: Path, instance_id: str) -> InstanceResult | None:
+    """A run directory with a summary and a collected patch is complete; a re-run skips it."""
+    run_dir = batch_dir / instance_id
+    summary, patch = run_dir / "summary.json", run_dir / "artifacts" / "model.patch"
+    if not (summary.exists() and patch.exists()):
+        return None
+    s = json.loads(summary.read_text())
+    return InstanceResult(instance_id=instance_id, run_dir=str(run_dir), stop_reason=s["stop_reason"],
+                          model_patch=patch.read_text(), steps=s["steps"], tokens=s["tokens"]["prompt"] + s["tokens"]["completion"])
+
+
+def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
+    run_dir = batch_dir / instance_id
+    if run_dir.exists():
+        run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(timezone.utc):%Y%m%d%H%M%S}")
+
+
+def run_batch(instances: list[SweInstance], model_spec: str, policy: HarnessPolicy, batch_dir: Path, workers: int,
+              on_done: Callable[[InstanceResult], None] = lambda r: None, log: Callable[[str], None] = lambda s: None) -> list[InstanceResult]:
+    batch_dir.mkdir(parents=True, exist_ok=True)
+    client = docker.from_env(timeout=300)
+    results: dict[str, InstanceResult] = {}
+    todo = []
+    for inst in instances:
+        done = finished(batch_dir, inst.instance_id)
+        if done is not None:
+            results[inst.instance_id] = done
+            on_done(done)
+        else:
+            clear_incomplete(batch_dir, inst.instance_id)
+            todo.append(inst)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = {pool.submit(run_instance, inst, model_spec, policy, batch_dir, client, log): inst for inst in todo}
+        for future in as_completed(futures):
+            inst = futures[future]
+            try:
+                result = future.result()
+            except Exception as e:  # a harness failure on one instance must not lose the others
+                result = InstanceResult(instance_id=inst.instance_id, run_dir=str(batch_dir / inst.instance_id),
+                                        stop_reason="harness_error", model_patch=None, error=f"{type(e).__name__}: {e}")
+            results[inst.instance_id] = result
+            on_done(result)
+    ordered = [results[i.instance_id] for i in instances]
+    write_predictions(batch_dir / "predictions.jsonl", ordered, model_spec)
+    return ordered
+
+
+def write_predictions(path: Path, results: list[InstanceResult], model_name: str) -> None:
+    lines = [
+        json.dumps({"instance_id": r.instance_id, "model_name_or_path": model_name, "model_patch": r.model_patch})
+        for r in results
+        if r.error is None
+    ]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.replace(path)
