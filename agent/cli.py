@@ -14,8 +14,11 @@ from agent.launch import SANDBOXES, launch
 from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from agent.progress import LiveStatus, summary_table
 from agent.task import load_task
-from evals.chess.cli import chess_command
+from memory.rerender_report import rerender_command
 from sandboxes.cli import app as sandbox_app
+from evals.chess.cli import chess_command
+from evals.swe.cli import swe_command, swe_grade_command
+from tools.mcp import cli as mcp_cli
 
 app = typer.Typer(
     help="Run LLM agents against real work, and measure the harness itself.",
@@ -39,10 +42,14 @@ def run_command(
     sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
     policy: str = typer.Option("default", help="A preset name (see `harness policies`) or a .toml/.yaml policy file."),
     out: Path = typer.Option(Path("runs"), help="Folder that receives the run directory."),
+    mcp: mcp_cli.McpCommands = None,
+    mcp_url: mcp_cli.McpUrls = None,
+    config: mcp_cli.McpConfigs = None,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
     try:
         the_task, the_policy = load_task(task), load_policy(policy)
+        the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
         with LiveStatus(console) as live:
             summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(live,))
     except HarnessError as e:
@@ -80,10 +87,14 @@ def demo_command(out: Path = typer.Option(Path("runs"), help="Folder that receiv
     )
 
 
-app.add_typer(sandbox_app, name="sandbox")
-
-
 app.command("chess")(chess_command)
+app.add_typer(mcp_cli.app, name="tools")
+
+
+app.add_typer(sandbox_app, name="sandbox")
+app.command("rerender")(rerender_command)
+app.command("swe")(swe_command)
+app.command("swe-grade")(swe_grade_command)
 
 
 def main() -> None:
