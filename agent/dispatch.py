@@ -178,6 +178,8 @@ def needs_approval(tool: Tool, approval: ApprovalPolicy) -> bool:
     rule = approval.per_tool.get(tool.name)
     if rule is not None:
         return rule == "always"
+    if tool.asks_approval:
+        return True
     return approval.approve == "always" or (approval.approve == "writes" and tool.effect is Effect.WRITE)
 
 

@@ -18,6 +18,7 @@ from agent.task import Task
 from sandboxes.base import Sandbox
 from tools.base import Registry
 from tools.builtin import standard_tools
+from tools.mcp import with_mcp
 
 SANDBOXES = ("local",)
 
@@ -66,7 +67,8 @@ def launch(
     box = make_sandbox(sandbox, workspace) if isinstance(sandbox, str) else sandbox(workspace)
     try:
         prepare(task, box, policy.dispatch.tool_timeout_s)
-        summary = run(task, client, tools or standard_tools(), box, policy, journal)
+        with with_mcp(policy.mcp, tools or standard_tools()) as registry:  # MCP servers live as long as the run
+            summary = run(task, client, registry, box, policy, journal)
     finally:
         box.close()
         journal.close()

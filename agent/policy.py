@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.errors import HarnessError, describe_validation_error
 from memory.context import ContextStep, MaskObservations, StripReasoning
 from memory.truncate import TruncationPolicy
+from tools.mcp.config import McpServer
 
 
 class _Knobs(BaseModel):
@@ -66,6 +67,7 @@ class HarnessPolicy(_Knobs):
     approval: ApprovalPolicy = ApprovalPolicy()
     truncation: TruncationPolicy = TruncationPolicy()
     context: list[ContextStep] = Field(default_factory=list)
+    mcp: list[McpServer] = Field(default_factory=list)  # MCP servers whose tools join the built-in ones
 
 
 PRESETS: dict[str, HarnessPolicy] = {

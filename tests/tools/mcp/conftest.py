@@ -1,0 +1,65 @@
+"""Real MCP server processes for the tests: scripts under servers/, started over stdio or HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tools.base import ToolContext
+from tools.builtin import standard_tools
+from tools.mcp import McpServer, with_mcp
+
+SERVERS = Path(__file__).parent / "servers"
+
+
+def stdio(name: str, script: str, *args: str, **settings) -> McpServer:
+    return McpServer(name=name, command=sys.executable, args=[str(SERVERS / script), *args], **settings)
+
+
+def context(timeout_s: float = 20.0) -> ToolContext:
+    return ToolContext(sandbox=None, timeout_s=timeout_s)  # MCP tools never touch the sandbox
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, within_s: float = 30.0) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the HTTP MCP server exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the HTTP MCP server did not listen on port {port} within {within_s} s")
+
+
+@pytest.fixture(scope="module")
+def http_url():
+    """basic.py serving Streamable HTTP on a free 127.0.0.1 port, as a subprocess."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(SERVERS / "basic.py"), "http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def trusted_basic():
+    """basic.py over stdio, trusted, shared by the tests of one module."""
+    with with_mcp([stdio("basic", "basic.py", trusted=True, timeout_s=1.5)], standard_tools()) as registry:
+        yield registry

@@ -1,0 +1,129 @@
+"""Calls to real MCP servers: results, errors, timeouts, crashes and tools that appear at run time.
+
+The dispatcher is the boundary that must never raise, so most checks go through
+`agent.dispatch` and look at the observation the model would see.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+
+import psutil
+
+from agent.dispatch import dispatch
+from agent.policy import HarnessPolicy
+from agent.types import ToolCall
+from tests.agent.helpers import new_journal
+from tools.base import Registry
+from tools.mcp import with_mcp
+
+from .conftest import context, stdio
+
+RUNS = itertools.count()
+
+
+def observe(registry: Registry, tmp_path, tool: str, **arguments):
+    """One call through the dispatcher, approved where the tool asks (as a user would)."""
+    journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
+    call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
+    try:
+        done = dispatch([call], 1, registry, context(), HarnessPolicy(), journal, approve=lambda call, tool: True)
+        [obs] = done.observations
+    finally:
+        journal.close()
+    return obs
+
+
+def test_text_and_structured_results(trusted_basic, tmp_path):
+    obs = observe(trusted_basic, tmp_path, "basic__echo", text="hello")
+    assert obs.status == "ok" and obs.text == "hello"  # the {"result": ...} wrapper adds nothing new
+    obs = observe(trusted_basic, tmp_path, "basic__weather", city="Oslo")
+    assert obs.status == "ok" and json.loads(obs.text) == {"city": "Oslo", "celsius": 21}
+
+
+def test_images_and_resources_become_references(trusted_basic, tmp_path):
+    obs = observe(trusted_basic, tmp_path, "basic__picture")
+    assert obs.text.splitlines() == [
+        "here is the chart",
+        "[image: image/png, 8 bytes, not shown]",
+        "[resource link: file:///data/report.csv (report, text/csv)]",
+        "[resource: mem://notes (text/plain, 9 bytes)]",
+        "note body",
+    ]
+
+
+def test_is_error_becomes_an_error_observation(trusted_basic, tmp_path):
+    obs = observe(trusted_basic, tmp_path, "basic__fail")
+    assert obs.status == "error" and obs.error_kind == "tool_error" and "the disk is full" in obs.text
+
+
+def test_a_hanging_tool_times_out_as_an_observation(trusted_basic, tmp_path):
+    start = time.monotonic()
+    obs = observe(trusted_basic, tmp_path, "basic__hang")  # the server's timeout_s is 1.5 s
+    assert obs.status == "timeout" and "gave no answer within 1.5 s" in obs.text
+    assert time.monotonic() - start < 5
+    assert observe(trusted_basic, tmp_path, "basic__echo", text="still here").text == "still here"
+
+
+def test_arguments_the_server_rejects_are_an_error_observation(trusted_basic, tmp_path):
+    obs = observe(trusted_basic, tmp_path, "basic__echo", wrong=1)
+    assert obs.status == "error" and "text" in obs.text
+
+
+def test_a_tool_added_at_run_time_appears_after_the_change_notification(trusted_basic, tmp_path):
+    assert trusted_basic.get("basic__late") is None
+    assert observe(trusted_basic, tmp_path, "basic__grow").status == "ok"
+    deadline = time.monotonic() + 10
+    while trusted_basic.get("basic__late") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert observe(trusted_basic, tmp_path, "basic__late").text == "late tool here"
+    assert "basic__echo" in trusted_basic.names()  # the rest of the server's tools stay
+
+
+def test_a_crashed_server_is_reported_restarted_and_keeps_its_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_TEST_SECRET", "do-not-leak")
+    monkeypatch.setenv("HARNESS_TEST_PASSED", "allowed")
+    server = stdio("crashy", "basic.py", env={"MODE": "test"}, env_pass=["HARNESS_TEST_PASSED"])
+    with with_mcp([server], Registry()) as registry:
+        probe = lambda name: observe(registry, tmp_path, "crashy__env_probe", name=name).text  # noqa: E731
+        assert (probe("HARNESS_TEST_SECRET"), probe("HARNESS_TEST_PASSED"), probe("MODE")) == ("(unset)", "allowed", "test")
+        obs = observe(registry, tmp_path, "crashy__crash")
+        assert obs.status == "error" and "MCP server crashy crashed" in obs.text
+        assert "segfault in the flux capacitor" in obs.text and "It was restarted" in obs.text
+        assert "may or may not have taken effect" in obs.text
+        assert any("crashy crashed" in p for p in registry.mcp.problems)
+        assert (probe("HARNESS_TEST_SECRET"), probe("HARNESS_TEST_PASSED")) == ("(unset)", "allowed")
+
+
+def test_a_server_that_cannot_restart_answers_with_a_clear_error(tmp_path):
+    marker = tmp_path / "started"
+    with with_mcp([stdio("once", "basic.py", "--once", str(marker), reconnects=1)], Registry()) as registry:
+        obs = observe(registry, tmp_path, "once__crash")
+        assert obs.status == "error" and "Restarting it failed" in obs.text
+        assert "refusing to start a second time" in obs.text
+        later = observe(registry, tmp_path, "once__echo", text="anyone?")
+        assert later.status == "error" and "Its tools cannot be used in this run" in later.text
+
+
+def test_with_no_reconnects_a_crash_ends_the_server(tmp_path):
+    with with_mcp([stdio("fragile", "basic.py", reconnects=0)], Registry()) as registry:
+        assert "not restarted again" in observe(registry, tmp_path, "fragile__crash").text
+        assert "cannot be used" in observe(registry, tmp_path, "fragile__echo", text="x").text
+
+
+def test_calls_after_close_are_answered_not_raised(tmp_path):
+    with with_mcp([stdio("brief", "basic.py")], Registry()) as registry:
+        echo = registry.get("brief__echo")
+    result = echo.run(echo.args.model_validate({"text": "late"}), context())
+    assert not result.ok and "closed" in result.text
+
+
+def test_closing_stops_the_server_process():
+    def servers() -> set[int]:
+        return {p.pid for p in psutil.Process().children(recursive=True) if "stopme" in " ".join(p.cmdline())}
+
+    with with_mcp([stdio("stopme", "basic.py", "--name", "stopme")], Registry()):
+        assert len(servers()) == 1
+    assert servers() == set()

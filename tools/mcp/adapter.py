@@ -1,0 +1,72 @@
+"""One MCP tool as a harness tool: its namespaced name, its effect, its fenced description, its schema.
+
+Annotations are hints from the server; a tool is `read` only when its server
+is marked trusted *and* it declares `readOnlyHint`. Everything else is `write`,
+which journals an intent before each call and, from an untrusted server, asks
+for approval unless the server's `approve` setting says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
+from tools.mcp.config import McpServer
+from tools.mcp.text import SUMMARY_CHARS, clean_schema, fenced, one_line
+
+NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
+SCHEMA_CHARS = 32_000  # a larger input schema is refused: it would flood every prompt
+SEPARATOR = "__"
+
+Call = Callable[[str, dict[str, Any], float], ToolResult]  # (name on the server, arguments, timeout_s)
+
+
+def tool_name(server: str, name: str) -> str:
+    """`server__tool`, with characters providers reject replaced by `_`, at most 64 characters."""
+    return f"{server}{SEPARATOR}{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"[:NAME_CHARS]
+
+
+def effect_of(server: McpServer, annotations: Any) -> Effect:
+    read_only = annotations is not None and getattr(annotations, "read_only_hint", None) is True
+    return Effect.READ if server.trusted and read_only else Effect.WRITE
+
+
+def asks_approval(server: McpServer, effect: Effect) -> bool:
+    return server.approval == "always" or (server.approval == "writes" and effect is Effect.WRITE)
+
+
+def input_schema(server: McpServer, spec: Any) -> dict[str, Any]:
+    schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
+    schema = clean_schema({**schema, "type": "object"})
+    size = len(json.dumps(schema))
+    if size > SCHEMA_CHARS:
+        raise ValueError(
+            f"MCP server {server.name!r}: tool {one_line(spec.name, 80)!r} has an input schema of {size:,} characters "
+            f"(limit {SCHEMA_CHARS:,}); it is left out"
+        )
+    return schema
+
+
+def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
+    """`spec` is an `mcp.types.Tool`; `call` reaches the server. Raises ValueError for a tool left out."""
+    effect = effect_of(server, spec.annotations)
+    title = spec.title or (spec.annotations.title if spec.annotations is not None else None)
+    remote = spec.name
+
+    def run(args: FreeArgs, ctx: ToolContext) -> ToolResult:
+        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s)
+
+    summary = one_line(title or spec.description, SUMMARY_CHARS) or one_line(remote, SUMMARY_CHARS)
+    return Tool(
+        name=tool_name(server.name, remote),
+        summary=f"(MCP {server.name}) {summary}",
+        description=fenced(server.name, server.trusted, title, spec.description),
+        args=FreeArgs,
+        effect=effect,
+        run=run,
+        input_schema=input_schema(server, spec),
+        asks_approval=asks_approval(server, effect),
+    )

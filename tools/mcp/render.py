@@ -1,0 +1,63 @@
+"""An MCP tool result as an observation: text as text, structured content as JSON, the rest as references.
+
+Images, audio and binary resources are not pasted into the prompt: the model
+sees what they are (type, size, URI), which is enough to decide what to do next.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from tools.base import ToolResult
+from tools.mcp.text import clean
+
+
+def render(result: Any) -> ToolResult:
+    """`result` is an `mcp.types.CallToolResult`; `is_error` makes an error observation."""
+    parts = [_block(block) for block in result.content or []]
+    texts = [block.text for block in result.content or [] if getattr(block, "type", None) == "text"]
+    structured = result.structured_content
+    if structured is not None and not any(_same_json(text, structured) for text in texts):
+        parts.append("structured content (JSON):\n" + json.dumps(structured, ensure_ascii=False, indent=1))
+    text = clean("\n".join(p for p in parts if p)) or "(the tool returned no content)"
+    return ToolResult(text=text, ok=not result.is_error)
+
+
+def _block(block: Any) -> str:
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        return f"[{kind}: {block.mime_type}, {_decoded_size(block.data):,} bytes, not shown]"
+    if kind == "resource_link":
+        return f"[resource link: {block.uri}{_about(block.name, block.mime_type, block.size)}]"
+    if kind == "resource":
+        res = block.resource
+        if getattr(res, "text", None) is not None:
+            return f"[resource: {res.uri}{_about(None, res.mime_type, len(res.text.encode()))}]\n{res.text}"
+        return f"[resource: {res.uri}{_about(None, res.mime_type, _decoded_size(res.blob))}, binary, not shown]"
+    return f"[unknown content type {kind!r}]"
+
+
+def _about(name: str | None, mime: str | None, size: int | None) -> str:
+    facts = [f for f in (name, mime, f"{size:,} bytes" if size is not None else None) if f]
+    return f" ({', '.join(facts)})" if facts else ""
+
+
+def _decoded_size(data: str) -> int:
+    try:
+        return len(base64.b64decode(data, validate=False))
+    except ValueError:
+        return len(data)
+
+
+def _same_json(text: str, value: Any) -> bool:
+    """Whether a text block already says what the structured content says (servers often send both)."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = text
+    # MCPServer wraps a plain return value as {"result": value}.
+    return parsed == value or value == {"result": parsed} or value == {"result": text}
