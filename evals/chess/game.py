@@ -112,6 +112,8 @@ class Game:
 
     def try_move(self, text: str) -> MoveAttempt:
         b = self.board
+        if b.turn != self.player:  # the opponent's last move failed (its engine raised): it still owes one
+            self._opponent_moves()
         try:
             move = parse_move(b, text)
         except chess.AmbiguousMoveError:

@@ -12,8 +12,11 @@ import pytest
 
 from agent.events import ToolObserved
 from agent.journal import read_events
+from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from agent.policy import ErrorPolicy, HarnessPolicy
-from evals.chess.game import GameRules
+from evals.chess.batch import aggregate
+from evals.chess.game import Game, GameRules
+from evals.chess.opponents import RandomOpponent
 from evals.chess.players import PlannedPlayer, RandomPlayer
 from evals.chess.runner import play_game
 
@@ -153,3 +156,27 @@ def test_the_ply_cap_draws_the_game(tmp_path):
                        analysis_depth=0)
     r = played.record
     assert (r.termination, r.result, r.plies, r.player_result) == ("max_plies", "1/2-1/2", 6, "draw")
+
+
+def test_fivefold_repetition_ends_the_game():
+    # Both sides shuffle their knights out and back; black's eighth move repeats the start a fifth time.
+    game = Game(chess.BLACK, RandomOpponent(0), GameRules())
+    shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"] * 4
+    for uci in shuffle[:-1]:
+        game.board.push_uci(uci)
+    attempt = game.try_move(shuffle[-1])
+    assert attempt.ok and game.ending is not None
+    assert game.ending.termination == "fivefold_repetition" and game.result() == "1/2-1/2"
+
+
+def test_a_run_that_stops_outside_the_game_leaves_an_unfinished_game(tmp_path):
+    # A model that runs out of replies is a model error: the run stops, the game has no result.
+    model = ScriptedModel([ScriptedReply(tool_calls=[ScriptedCall(name="get_board")]),
+                           ScriptedReply(tool_calls=[ScriptedCall(name="make_move", arguments={"move": "e4"})])])
+    played = play_game(model, WEAK, "white", out=tmp_path, analysis_depth=0)
+    r = played.record
+    assert played.summary.stop_reason == "model_error"
+    assert (r.termination, r.result, r.player_result, r.winner, r.plies) == ("aborted", "*", "aborted", None, 2)
+    assert read_pgn(played.run_dir, r).headers["Result"] == "*"
+    totals = aggregate([r])  # a batch counts an unfinished game as a loss
+    assert (totals.losses, totals.aborted, totals.win_loss.value) == (1, 1, 0.0)
