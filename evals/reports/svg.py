@@ -239,3 +239,24 @@ def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, 
         body.append(f"<title>{escape(p.name)}: {escape(x_label)} {escape(x_fmt(p.x))}, {escape(y_label)} {escape(y_fmt(p.y))}"
                     f"{escape(' — ' + p.note) if p.note else ''}</title></g>")
     return _svg(body, title)
+
+
+def hbars(labels: Sequence[str], values: Sequence[float], title: str, *, color: str = "#2563eb",
+          fmt: Fmt = compact, width: int = W) -> str:
+    """Horizontal bars with their labels on the left: counts per category."""
+    if not labels:
+        return f'<p class="empty">No data for “{escape(title)}”.</p>'
+    row, label_w, top = 24, 210, 8
+    height = top + row * len(labels) + 8
+    top_value = max(max(values), 1)
+    span = width - label_w - 60
+    body = []
+    for i, (label, v) in enumerate(zip(labels, values)):
+        y = top + i * row
+        w = span * v / top_value
+        faint = ' fill-opacity="0.25"' if not v else ""
+        body.append(f'<text class="legend" x="{label_w - 8}" y="{y + 15}" text-anchor="end">{escape(label)}</text>')
+        body.append(f'<rect x="{label_w}" y="{y + 4}" width="{max(w, 0.5):.1f}" height="{row - 8}" rx="3" fill="{color}"'
+                    f'{faint}><title>{escape(label)}: {escape(fmt(v))}</title></rect>')
+        body.append(f'<text class="tick" x="{label_w + w + 6:.1f}" y="{y + 15}">{escape(fmt(v))}</text>')
+    return _svg(body, title, width, height)

@@ -74,8 +74,9 @@ RICH_POLICY = HarnessPolicy(
 
 
 def make_run(out: Path, script: list[ScriptedReply], policy: HarnessPolicy, task_id: str = "rich",
-             prompt: str = "Write app.py that prints hello, then submit.") -> Path:
-    _, run_dir = launch(Task(id=task_id, prompt=prompt), ScriptedModel(script, name="scripted:rich"), "local", policy, out)
+             prompt: str = "Write app.py that prints hello, then submit.", files: dict[str, str] | None = None) -> Path:
+    task = Task(id=task_id, prompt=prompt, files=files or {})
+    _, run_dir = launch(task, ScriptedModel(script, name=f"scripted:{task_id}"), "local", policy, out)
     return run_dir
 
 
@@ -92,14 +93,21 @@ def rich_run(tmp_path_factory) -> Path:
     return run_dir
 
 
+LOG_LINES = 6000
+LONG_TASK_FILES = {"log.txt": "".join(f"log line {i:05d}\n" for i in range(1, LOG_LINES + 1))}
+
+
 def long_script(steps: int) -> list[ScriptedReply]:
-    """A long append-only run: varied shell calls, every tenth one printing a large output."""
+    """A long append-only run that reads a log, one line a step and 300 lines every tenth step.
+
+    read_file runs in-process, so the run costs journal writes rather than a shell per step.
+    """
     out, prompt = [], 1500
     for i in range(1, steps):
-        command = f"seq 1 {4000 + i}" if i % 10 == 0 else f"echo step {i}"
-        out.append(reply(f"Step {i}.", ("shell", {"command": command}), prompt=prompt, cached=max(0, prompt - 400),
-                         reasoning=f"Plan for step {i}."))
-        prompt += 2600 if i % 10 == 0 else 60
+        end = i + (300 if i % 10 == 0 else 0)
+        out.append(reply(f"Step {i}.", ("read_file", {"path": "log.txt", "start_line": i, "end_line": end}), prompt=prompt,
+                         cached=max(0, prompt - 400), reasoning=f"Plan for step {i}."))
+        prompt += 1200 if i % 10 == 0 else 40
     out.append(reply("Done.", ("submit", {"answer": "done"}), prompt=prompt, cached=prompt - 400))
     return out
 
@@ -108,4 +116,5 @@ def long_script(steps: int) -> list[ScriptedReply]:
 def long_run(tmp_path_factory) -> Path:
     steps = 1000
     policy = HarnessPolicy(name="long", stop=StopPolicy(max_steps=steps + 1))
-    return make_run(tmp_path_factory.mktemp("long"), long_script(steps), policy, task_id="long")
+    return make_run(tmp_path_factory.mktemp("long"), long_script(steps), policy, task_id="long",
+                    prompt="Read log.txt and submit.", files=LONG_TASK_FILES)

@@ -1,0 +1,102 @@
+"""The batch report: a folder of run directories, aggregated, each run's own report linked."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from markupsafe import Markup
+
+from evals.pricing import format_usd
+from evals.reports.detectors import DETECTORS, prompt_tokens
+from evals.reports.html import Card, common, environment, render_run
+from evals.reports.load import RunData
+from evals.reports.outcome import outcome_label, success
+from evals.reports.svg import Cloud, Point, Series, compact, hbars, line_chart, scatter, usd
+
+PALETTE = ("#2563eb", "#16a34a", "#dc2626", "#7c3aed", "#0891b2", "#ea580c", "#db2777", "#4d7c0f", "#475569", "#b45309")
+MAX_LINES = 12  # more runs than this: the prompt chart shows the median and the range instead of one line each
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run: RunData
+    link: str
+    outcome: str
+    ok: bool
+    cost: str
+    findings: int
+
+
+def batch_cards(runs: list[RunData]) -> list[Card]:
+    ok = sum(success(r.summary) for r in runs)
+    costs = [r.cost for r in runs]
+    total = None if any(c is None for c in costs) else sum(costs)
+    prompt = sum(r.summary.tokens.prompt for r in runs)
+    cached = sum(r.summary.tokens.cached for r in runs)
+    steps = [r.summary.steps for r in runs]
+    return [
+        Card("runs", f"{len(runs)}", f"{len({r.summary.task_id for r in runs})} tasks"),
+        Card("succeeded", f"{ok / len(runs):.0%}" if runs else "—", f"{ok} of {len(runs)}"),
+        Card("steps", f"{sum(steps) / len(steps):.1f}" if steps else "—", "mean per run"),
+        Card("prompt tokens", compact(prompt), f"{prompt:,} in total"),
+        Card("cached", f"{cached / prompt:.0%}" if prompt else "—", f"{cached:,} tokens"),
+        Card("cost", format_usd(total), "total" if total is not None else "some models have no price"),
+        Card("findings", f"{sum(len(r.findings) for r in runs):,}", f"in {sum(bool(r.findings) for r in runs)} runs"),
+    ]
+
+
+def prompt_lines(runs: list[RunData]) -> str:
+    if len(runs) <= MAX_LINES:
+        series = [Series(r.summary.task_id, [(s.n, prompt_tokens(s)) for s in r.steps if s.reply], PALETTE[i % len(PALETTE)])
+                  for i, r in enumerate(runs)]
+    else:
+        by_step: dict[int, list[int]] = {}
+        for r in runs:
+            for s in r.steps:
+                if s.reply:
+                    by_step.setdefault(s.n, []).append(prompt_tokens(s))
+        xs = sorted(by_step)
+        series = [
+            Series("max", [(x, max(by_step[x])) for x in xs], "#94a3b8", dashed=True),
+            Series("median", [(x, sorted(by_step[x])[len(by_step[x]) // 2]) for x in xs], PALETTE[0], "area"),
+            Series("min", [(x, min(by_step[x])) for x in xs], "#94a3b8", dashed=True),
+        ]
+    return line_chart(series, "Prompt tokens per step", "step", "tokens")
+
+
+def cost_scatter(runs: list[RunData]) -> str:
+    priced = all(r.cost is not None for r in runs)
+    good = Cloud("#16a34a", [(r.summary.steps, r.cost if priced else r.summary.tokens.prompt) for r in runs if success(r.summary)])
+    bad = Cloud("#dc2626", [(r.summary.steps, r.cost if priced else r.summary.tokens.prompt) for r in runs if not success(r.summary)])
+    points = [Point(f"{'succeeded' if c is good else 'failed'} ({len(c.points)})", sum(x for x, _ in c.points) / len(c.points),
+                    sum(y for _, y in c.points) / len(c.points), c.color) for c in (good, bad) if c.points]
+    return scatter(points, "Steps and cost per run", "steps", "cost (USD)" if priced else "prompt tokens",
+                   clouds=[good, bad], y_fmt=usd if priced else compact)
+
+
+def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) -> Path:
+    rows = []
+    for r in runs:
+        report = render_run(r)
+        rows.append(RunRow(r, report.relative_to(batch_dir).as_posix() if report.is_relative_to(batch_dir) else report.as_uri(),
+                           outcome_label(r.summary), success(r.summary), format_usd(r.cost), len(r.findings)))
+    counts = Counter(f.detector for r in runs for f in r.findings)
+    context = {
+        **common(),
+        "title": batch_dir.name,
+        "path": str(batch_dir),
+        "cards": batch_cards(runs),
+        "rows": rows,
+        "detectors": [(d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS],
+        "charts": {
+            "prompt": Markup(prompt_lines(runs)),
+            "cost": Markup(cost_scatter(runs)),
+            "findings": Markup(hbars([d.title for d in DETECTORS], [counts[d.name] for d in DETECTORS], "Findings by detector",
+                                     color="#f59e0b")),
+        },
+    }
+    path = Path(out) if out is not None else batch_dir / "report.html"
+    path.write_text(environment().get_template("batch.html.j2").render(context), encoding="utf-8")
+    return path

@@ -1,0 +1,56 @@
+"""`harness report RUN_DIR|BATCH_DIR`: write report.html (or print markdown) for a run or a batch."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from agent.errors import HarnessError
+from evals.pricing import load_prices
+from evals.reports.batch import render_batch
+from evals.reports.html import render_run
+from evals.reports.load import is_run_dir, load_run, run_dirs_in
+from evals.reports.text import batch_markdown, run_markdown
+
+console = Console()
+
+
+class Format(str, Enum):
+    html = "html"
+    md = "md"
+
+
+def report_command(
+    path: Path = typer.Argument(..., help="A run directory, or a batch directory (a folder of run directories)."),
+    format: Format = typer.Option(Format.html, "--format", "-f", help="html writes report.html; md prints a markdown summary."),
+    out: Path = typer.Option(None, help="Where to write the HTML report (default: report.html inside PATH)."),
+    prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
+    price_model: str = typer.Option(None, help="Price every run as this model, e.g. anthropic:claude-sonnet-4-5."),
+) -> None:
+    """Inspect a run or a batch: detector findings, timeline, prompt breakdown, token, cache and cost charts."""
+    try:
+        table = load_prices(prices)
+        runs = _load(path, table, price_model)
+        batch = not is_run_dir(path)
+        if format is Format.md:
+            print(batch_markdown(runs, path.name) if batch else run_markdown(runs[0]), end="")
+            return
+        written = render_batch(path, runs, out) if batch else render_run(runs[0], out)
+    except HarnessError as e:
+        console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None
+    console.print(f"wrote {written}")
+
+
+def _load(path: Path, table, price_model: str | None):
+    if not path.is_dir():
+        raise HarnessError(f"{path} is not a directory. Pass a run directory (with run.json) or a folder of them.")
+    if is_run_dir(path):
+        return [load_run(path, table, price_model)]
+    dirs = run_dirs_in(path)
+    if not dirs:
+        raise HarnessError(f"{path} holds no run directories (folders with run.json and events.jsonl).")
+    return [load_run(d, table, price_model) for d in dirs]
