@@ -1,0 +1,102 @@
+"""What both HTTP APIs share: the engine, the served model names, metrics, and running a chat request.
+
+Handlers translate their API's body into a `ChatRequest`, then either `complete` it or
+`stream` it; everything here is awaitable, so one event loop serves many requests
+while the engine's own thread batches them.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from engine.chat import ChatReply, ChatRequest, finish, prepare
+from engine.engine import Engine, RequestOutput
+from engine.errors import EngineError
+from engine.server.errors import APIError, from_engine
+from engine.server.metrics import Metrics
+
+CALL_TAG = "<tool_call>"
+
+
+@dataclass
+class Delta:
+    """Visible text generated since the previous delta; `output` is set on the last one."""
+
+    text: str
+    output: RequestOutput | None = None
+
+
+class Service:
+    def __init__(self, engine: Engine, model_names: list[str]):
+        self.engine = engine
+        self.model_names = model_names
+        self.metrics = Metrics(engine)
+        self.started = int(time.time())
+
+    def check_model(self, name: str) -> None:
+        if name not in self.model_names:
+            raise APIError(
+                404,
+                f"The model {name!r} does not exist here; this server serves: {', '.join(self.model_names)}.",
+                param="model",
+                code="model_not_found",
+            )
+
+    async def _prepare(self, chat: ChatRequest):
+        try:
+            # Rendering, tokenizing and grammar compilation are CPU work: keep them off the event loop.
+            return await asyncio.to_thread(prepare, self.engine, chat)
+        except EngineError as e:
+            raise from_engine(e) from None
+
+    async def stream(self, chat: ChatRequest) -> tuple[RequestOutput, AsyncIterator[Delta]]:
+        """Submit the request; return the state after its first token and the deltas from there.
+        Errors in the request raise APIError here, before any byte of a response is sent."""
+        ids, params = await self._prepare(chat)
+        chunks = self.engine.stream(ids, params)
+        try:
+            first = await chunks.__anext__()
+        except EngineError as e:
+            raise from_engine(e) from None
+        return first.output, self._deltas(chat, first, chunks)
+
+    async def _deltas(self, chat: ChatRequest, first, chunks) -> AsyncIterator[Delta]:
+        hide_calls = bool(chat.tools) and chat.tool_choice != "none"
+        text, sent = "", 0
+        chunk = first
+        while True:
+            text += chunk.delta
+            end = visible_end(text) if hide_calls else len(text)
+            if end > sent:
+                yield Delta(text[sent:end])
+                sent = end
+            if chunk.finished:
+                break
+            chunk = await chunks.__anext__()
+        self.metrics.record(chunk.output)
+        yield Delta("", chunk.output)
+
+    async def complete(self, chat: ChatRequest) -> ChatReply:
+        _, deltas = await self.stream(chat)
+        output = None
+        async for delta in deltas:
+            output = delta.output or output
+        return self.finish(chat, output)
+
+    def finish(self, chat: ChatRequest, output: RequestOutput) -> ChatReply:
+        if output.finish_reason == "error":
+            raise APIError(500, f"generation failed: {output.error}")
+        return finish(self.engine, chat, output)
+
+
+def visible_end(text: str) -> int:
+    """How much of `text` may be shown while tool calls are hidden: everything before the
+    first `<tool_call>`, holding back a tail that may be the start of one."""
+    at = text.find(CALL_TAG)
+    if at != -1:
+        return at
+    for k in range(len(CALL_TAG) - 1, 0, -1):
+        if text.endswith(CALL_TAG[:k]):
+            return len(text) - k
+    return len(text)
