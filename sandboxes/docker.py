@@ -385,7 +385,14 @@ class DockerSandbox:
         )
 
     def _new_session(self, workdir: str) -> ShellSession:
-        return ShellSession(self.api, self.container.id, self.options.shell, self.options.user, workdir)
+        try:
+            return ShellSession(self.api, self.container.id, self.options.shell, self.options.user, workdir)
+        except (ShellExited, APIError) as e:
+            self.raise_if_dead("starting a shell")
+            raise ShellExited(
+                f"cannot start the shell {' '.join(self.options.shell)} as user {self.options.user} in {workdir} "
+                f"of image {self.options.image} ({e}); the image needs bash"
+            ) from e
 
     def _ready_shell(self) -> ShellSession:
         if self._shell is not None:
@@ -393,8 +400,9 @@ class DockerSandbox:
         self.raise_if_dead("starting a shell")
         try:
             self._shell = self._new_session(self._cwd)
-        except (ShellExited, APIError):
-            self.raise_if_dead("starting a shell")
+        except ShellExited:
+            if self._cwd == self.workdir:
+                raise
             self._cwd = self.workdir  # the last cwd may be gone
             self._shell = self._new_session(self._cwd)
         return self._shell

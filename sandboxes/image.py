@@ -148,9 +148,9 @@ def build_base_image(
     return tag
 
 
-def context_hash(dockerfile: str, context_dir: Path | None) -> str:
-    """A digest of the Dockerfile and every file (path, mode, bytes) of the context."""
-    h = hashlib.sha256(dockerfile.encode())
+def context_hash(dockerfile: str, context_dir: Path | None, salt: str = "") -> str:
+    """A digest of the Dockerfile, `salt`, and every file (path, mode, bytes) of the context."""
+    h = hashlib.sha256(dockerfile.encode() + b"\0" + salt.encode())
     if context_dir is not None:
         for p in sorted(Path(context_dir).rglob("*")):
             if p.is_file():
@@ -158,6 +158,16 @@ def context_hash(dockerfile: str, context_dir: Path | None) -> str:
                 h.update(oct(p.stat().st_mode).encode() + b"\0")
                 h.update(p.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _from_ids(client: docker.DockerClient, dockerfile: str) -> str:
+    ids = []
+    for m in re.finditer(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)", dockerfile, re.MULTILINE | re.IGNORECASE):
+        try:
+            ids.append(client.images.get(m.group(1)).id)
+        except ImageNotFound:
+            ids.append(m.group(1))  # a build stage's name, or missing: the build will say so
+    return "\n".join(ids)
 
 
 def build_derived(
@@ -173,7 +183,8 @@ def build_derived(
     The build has the network (to install packages); the sandboxes that run the
     image do not. Nothing is pulled: FROM must name a local image."""
     client = client or docker_client()
-    tag = f"{repo}:{context_hash(dockerfile, context_dir)}"
+    # The base images' ids count too: a rebuilt base (`build --force`) makes new derived tags.
+    tag = f"{repo}:{context_hash(dockerfile, context_dir, salt=_from_ids(client, dockerfile))}"
     if image_exists(client, tag):
         log(f"{tag} already exists")
         return tag

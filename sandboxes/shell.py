@@ -135,11 +135,16 @@ class ShellSession:
         self.pid: int | None = None
         self.cwd: str | None = workdir
         self._current = _Collector(b"\0", 0)
-        self._send(_INIT.encode())
-        # $$ is the shell's pid; a docker exec is a session leader, so it is also the session id.
-        framed = self.run_framed('printf "%s" "$$"', timeout=10, cap=4096)
-        if framed.exit_code is None:
-            raise ShellExited("the shell did not answer within 10 s of starting")
+        try:
+            self._send(_INIT.encode())
+            # $$ is the shell's pid; a docker exec is a session leader, so it is also the session id.
+            framed = self.run_framed('printf "%s" "$$"', timeout=10, cap=4096)
+            if framed.exit_code is None:
+                raise ShellExited("the shell did not answer within 10 s of starting")
+        except ShellExited as e:
+            self.close()
+            code = self.exit_code()
+            raise ShellExited(f"{e}; exit code {code}" if code is not None else str(e)) from None
         self.pid = int(framed.output)
 
     def run_framed(self, command: str, timeout: float, cap: int) -> Framed:

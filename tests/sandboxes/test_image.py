@@ -1,14 +1,17 @@
 """Images without a registry: the mirror comes from apt's sources, derived images are cached by content."""
 
+import os
 import uuid
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from sandboxes.cli import app
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import BASE_IMAGE, DockerOptions
 from sandboxes.image import build_derived, context_hash, debian_mirror
+from sandboxes.shell import ShellExited
 
 
 def test_mirror_from_deb822_sources(tmp_path):
@@ -65,4 +68,26 @@ def test_an_image_without_the_workdir_and_a_named_user_still_gets_a_writable_wor
         r = sb.exec("id -un; pwd; touch made-by-shell && stat -c %U made-by-write.txt made-by-shell", timeout=10)
         assert r.output == "nobody\n/workspace\nnobody\nnobody\n"
         assert sb.exec("grep CapEff /proc/self/status", timeout=10).output.split()[1] == "0000000000000000"
-    assert not docker_ready.containers.list(all=True, filters={"label": "harness.helper"})
+    mine = {"label": ["harness.helper", f"harness.pid={os.getpid()}"]}
+    assert not docker_ready.containers.list(all=True, filters=mine)
+
+
+def test_an_image_without_bash_is_refused_clearly_and_leaves_no_container(docker_ready):
+    tag = build_derived(f"FROM {BASE_IMAGE}\nRUN rm -f /bin/bash /usr/bin/bash\n", repo="harness-test", client=docker_ready)
+    with pytest.raises(ShellExited, match="needs bash"):
+        DockerSandbox.start(DockerOptions(image=tag), client=docker_ready)
+    assert not docker_ready.containers.list(all=True, filters={"ancestor": tag})
+
+
+def test_a_rebuilt_base_gives_derived_images_a_new_tag(docker_ready):
+    base = docker_ready.images.get(BASE_IMAGE)
+    other = docker_ready.images.get(build_derived(f"FROM {BASE_IMAGE}\nLABEL harness.test=other\n", repo="harness-test", client=docker_ready))
+    dockerfile = "FROM harness-test-base:latest\nLABEL harness.test=derived\n"
+    try:
+        base.tag("harness-test-base", "latest")
+        first = build_derived(dockerfile, repo="harness-test", client=docker_ready)
+        other.tag("harness-test-base", "latest")  # the same name now means another image
+        second = build_derived(dockerfile, repo="harness-test", client=docker_ready)
+        assert first != second
+    finally:
+        docker_ready.images.remove("harness-test-base:latest")
