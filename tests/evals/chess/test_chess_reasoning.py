@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import chess.pgn
 
@@ -38,6 +39,9 @@ def test_stripping_reasoning_cuts_prompt_characters_per_move(tmp_path):
     assert s.reasoning_chars > 10 * s.board_observation_chars
     assert s.board_observation_chars == k.board_observation_chars
     # Kept reasoning is resent in every later prompt, so its prompts grow with the game.
+    per_move = [json.loads((p.run_dir / "summary.json").read_text())["outcome"]["prompt_chars_per_move"]
+                for p in (stripped, kept)]
+    assert per_move == [s.prompt_chars_per_move, k.prompt_chars_per_move]
     assert k.prompt_chars_per_move > 5 * s.prompt_chars_per_move
     assert k.prompt_chars - s.prompt_chars > s.reasoning_chars
     # The player's token estimate sees the same prompts.
