@@ -366,13 +366,14 @@ class DockerSandbox:
             self._chown_workdir()
 
     def _chown_workdir(self) -> None:
-        """An image without the workdir gives a root-owned volume: hand it to the sandbox user.
+        """An image without the workdir (or with a root-owned one) gives a volume the sandbox
+        user cannot write: hand it, and whatever the image put in it, to that user.
 
         A short-lived helper container that shares the volume does it, with CAP_CHOWN
         only, so the sandbox itself never holds that capability."""
         self.client.containers.run(
             self.options.image,
-            entrypoint=["chown", f"{self._uid}:{self._gid}", self.workdir],
+            entrypoint=["chown", "-R", f"{self._uid}:{self._gid}", self.workdir],
             command=[],
             user="0",
             volumes_from=[self.container.id],

@@ -62,11 +62,15 @@ def test_derived_image_is_built_once_and_runs(docker_ready, tmp_path: Path):
 
 def test_an_image_without_the_workdir_and_a_named_user_still_gets_a_writable_workspace(docker_ready):
     # Like a stock image from a registry: no /workspace, and the user given by name.
-    tag = build_derived(f"FROM {BASE_IMAGE}\nRUN rm -rf /workspace\nWORKDIR /\n", repo="harness-test", client=docker_ready)
+    dockerfile = f"FROM {BASE_IMAGE}\nRUN rm -rf /workspace && mkdir /src && echo root > /src/owned\nWORKDIR /\n"
+    tag = build_derived(dockerfile, repo="harness-test", client=docker_ready)
     with DockerSandbox.start(DockerOptions(image=tag, user="nobody"), client=docker_ready) as sb:
         sb.write_file("made-by-write.txt", b"w")
         r = sb.exec("id -un; pwd; touch made-by-shell && stat -c %U made-by-write.txt made-by-shell", timeout=10)
         assert r.output == "nobody\n/workspace\nnobody\nnobody\n"
+    # A workdir the image fills as root (a repository, say) is handed over whole.
+    with DockerSandbox.start(DockerOptions(image=tag, workdir="/src"), client=docker_ready) as sb:
+        assert sb.exec("echo edited >> owned && cat owned", timeout=10).output == "root\nedited\n"
         assert sb.exec("grep CapEff /proc/self/status", timeout=10).output.split()[1] == "0000000000000000"
     mine = {"label": ["harness.helper", f"harness.pid={os.getpid()}"]}
     assert not docker_ready.containers.list(all=True, filters=mine)
