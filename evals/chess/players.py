@@ -126,9 +126,6 @@ def tokens(chars: int) -> int:
     return (chars + 3) // 4
 
 
-PLAYERS = ("random", "reasoning", "silent")
-
-
 def load_player(spec: str, seed: int | None) -> RandomPlayer:
     """`player:random`, `player:reasoning[=CHARS]` (default 2000) or `player:silent`."""
     name, _, value = spec.removeprefix("player:").partition("=")

@@ -199,7 +199,7 @@ def game_record(game: Game, summary: Summary, run_dir: Path, pgn: str, model: st
         quality = analyse_game(game.start_fen, game.board.move_stack, game.player, analysis_depth)
     return GameRecord(
         color=color_name(game.player), opponent=opponent, model=model, seed=seed,
-        **{k: v for k, v in game_outcome(game).items()},
+        **game_outcome(game),
         message=game.ending.message, moves=f.moves, pgn=pgn,
         wrong_moves=f.wrong_moves, wrong_actions=f.wrong_actions,
         extra_moves_rejected=f.extra_moves_rejected, rejected_calls=f.rejected_calls,
