@@ -118,12 +118,16 @@ def test_a_player_that_never_calls_a_tool_forfeits_after_the_reply_limit(tmp_pat
     assert r.wrong_actions == 10 and r.plies == 1  # the opponent opened as white
 
 
-def test_unreadable_calls_are_wrong_actions(tmp_path):
-    plan = [["bad_json"], ["unknown_tool"], ["board"], ["random"]]
-    played = play_game(PlannedPlayer(plan), WEAK, "white", out=tmp_path, rules=GameRules(max_plies=2),
+def test_unreadable_calls_are_wrong_actions_and_a_legal_move_resets_the_backstop(tmp_path):
+    # Unreadable calls do count toward the backstop (two in a row would stop the run here);
+    # the legal move between them resets it.
+    plan = [["bad_json"], ["move:e2e4"], ["unknown_tool"], ["board"], ["random"]]
+    policy = HarnessPolicy(errors=ErrorPolicy(max_consecutive_failures=2))
+    played = play_game(PlannedPlayer(plan), WEAK, "white", policy, tmp_path, rules=GameRules(max_plies=4),
                        analysis_depth=0)
     r = played.record
-    assert r.wrong_actions == 2 and r.wrong_moves == 0 and r.moves == 1
+    assert played.summary.stop_reason == "game_over" and r.termination == "max_plies"
+    assert r.wrong_actions == 2 and r.wrong_moves == 0 and r.moves == 2
 
 
 def test_playing_black_starts_after_the_opponents_opening(tmp_path):
