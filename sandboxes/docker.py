@@ -56,14 +56,18 @@ def docker_client(timeout: float = 60) -> docker.DockerClient:
         ) from e
 
 
-def _tar_one(name: str, data: bytes, uid: int, gid: int) -> bytes:
+def _tar_one(name: str, data: bytes, mode: int, uid: int, gid: int) -> bytes:
     buf = io.BytesIO()
     # GNU format keeps names as raw bytes, so non-UTF-8 names survive (surrogateescape).
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape") as tar:
         info = tarfile.TarInfo(name)
-        info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, uid, gid, int(time.time())
+        info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, gid, int(time.time())
         tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+class _NotAFile(OSError):
+    """The archive holds a link, not the file's bytes."""
 
 
 def _untar_one(blob: bytes, path: str) -> bytes:
@@ -73,6 +77,8 @@ def _untar_one(blob: bytes, path: str) -> bytes:
             raise FileNotFoundError(path)
         if member.isdir():
             raise IsADirectoryError(path)
+        if member.issym() or member.islnk():
+            raise _NotAFile(path)
         f = tar.extractfile(member)
         if f is None:
             raise OSError(f"{path} is not a regular file")
@@ -237,12 +243,19 @@ class DockerSandbox:
     def _write_file(self, path: str, data: bytes) -> None:
         target = self._abs(path)
         if self._on_tmpfs(target):
-            # The archive API cannot see tmpfs mounts: stage in the volume, move with the shell.
+            # The archive API cannot see tmpfs mounts: stage in the volume, copy with the shell
+            # (`cat >` keeps an existing file's mode).
             stage = self._stage_name()
-            self._put(stage, data)
-            self._shell_ok(f"mkdir -p -- {shlex.quote(posixpath.dirname(target))} && mv -f -- {shlex.quote(stage)} {shlex.quote(target)}")
+            src, dst, parent = shlex.quote(stage), shlex.quote(target), shlex.quote(posixpath.dirname(target))
+            self._put(stage, data, 0o644)
+            self._shell_ok(f"mkdir -p -- {parent} && cat -- {src} > {dst}; rc=$?; rm -f -- {src}; (exit $rc)")
             return
-        self._put(target, data)
+        self._put(target, data, self._mode_of(target))
+
+    def _mode_of(self, target: str) -> int:
+        """An existing file keeps its mode (a script stays executable); a new one gets 0644."""
+        r = self._exec(f"stat -c %a -- {shlex.quote(target)} 2>/dev/null", timeout=30)
+        return int(r.output.strip(), 8) if r.exit_code == 0 and r.output.strip().isdigit() else 0o644
 
     def read_file(self, path: str) -> bytes:
         with self._lock:
@@ -252,19 +265,25 @@ class DockerSandbox:
         target = self._abs(path)
         if self._on_tmpfs(target) or not _utf8(target):
             # Docker's archive writer drops names that are not UTF-8: copy to a plain name first.
-            stage = self._stage_name()
-            # `(exit 2)`, not `exit 2`: the command runs in the persistent shell itself.
-            src, dst = shlex.quote(target), shlex.quote(stage)
-            self._shell_ok(f"if [ -e {src} ]; then cp -f -- {src} {dst}; else (exit 2); fi", missing=target)
-            try:
-                return self._get(stage)
-            finally:
-                self._shell_ok(f"rm -f -- {shlex.quote(stage)}")
-        return self._get(target)
+            return self._read_staged(target)
+        try:
+            return self._get(target)
+        except _NotAFile:
+            return self._read_staged(target)  # a symlink: `cp` follows it
 
-    def _put(self, target: str, data: bytes) -> None:
+    def _read_staged(self, target: str) -> bytes:
+        stage = self._stage_name()
+        # `(exit 2)`, not `exit 2`: the command runs in the persistent shell itself.
+        src, dst = shlex.quote(target), shlex.quote(stage)
+        self._shell_ok(f"if [ -e {src} ]; then cp -f -- {src} {dst}; else (exit 2); fi", missing=target)
+        try:
+            return self._get(stage)
+        finally:
+            self._shell_ok(f"rm -f -- {dst}")
+
+    def _put(self, target: str, data: bytes, mode: int) -> None:
         parent, name = posixpath.split(target)
-        blob = _tar_one(name, data, self._uid, self._gid)
+        blob = _tar_one(name, data, mode, self._uid, self._gid)
         try:
             self.api.put_archive(self.container.id, os.fsencode(parent), blob)
         except NotFound:

@@ -37,3 +37,14 @@ def test_missing_files_and_read_only_paths_raise(sandbox):
 
 def _quote(name: str) -> str:
     return "'" + name.replace("'", "'\\''") + "'"
+
+
+def test_rewriting_a_file_keeps_its_mode_and_links_are_read_through(sandbox):
+    for path in ("./run.sh", "/tmp/run.sh"):
+        sandbox.write_file(path, b"#!/bin/sh\necho one\n")
+        sandbox.exec(f"chmod 750 {path}", timeout=10)
+        sandbox.write_file(path, b"#!/bin/sh\necho two\n")
+        assert sandbox.exec(f"stat -c %a {path} && {path}", timeout=10).output == "750\ntwo\n"
+    sandbox.exec("ln -s run.sh link.sh && ln -s /tmp/run.sh tmp-link.sh", timeout=10)
+    assert sandbox.read_file("link.sh") == b"#!/bin/sh\necho two\n"
+    assert sandbox.read_file("tmp-link.sh") == b"#!/bin/sh\necho two\n"
