@@ -17,6 +17,7 @@ from agent.task import load_task
 from memory.rerender_report import rerender_command
 from sandboxes.cli import app as sandbox_app
 from evals.chess.cli import chess_command
+from evals.ab.command import ab_command
 from evals.reports.command import report_command
 from evals.swe.cli import swe_command, swe_grade_command
 from tools.mcp import cli as mcp_cli
@@ -97,6 +98,7 @@ app.command("rerender")(rerender_command)
 app.command("swe")(swe_command)
 app.command("swe-grade")(swe_grade_command)
 app.command("report")(report_command)
+app.command("ab")(ab_command)
 
 
 def main() -> None:

@@ -221,7 +221,7 @@ def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, 
     ys = [v for p in points for v in (p.y, *(p.y_err or ()))] + [y for c in clouds for _, y in c.points]
     if not xs:
         return f'<p class="empty">No data for “{escape(title)}”.</p>'
-    x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs), 1e-9))
+    x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs) * 1.1, 1e-9))  # room for the labels right of the points
     y_ticks = nice_ticks(*(y_range or (min(0.0, min(ys)), max(max(ys), 1e-9))))
     f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1])
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
@@ -235,7 +235,9 @@ def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, 
         if p.y_err:
             body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{f.y(p.y_err[0]):.1f}" y2="{f.y(p.y_err[1]):.1f}" stroke="{p.color}" stroke-width="2"/>')
         body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{p.color}" stroke="#fff" stroke-width="1.5"/>')
-        body.append(f'<text class="point-label" x="{cx + 9:.1f}" y="{cy - 8:.1f}">{escape(p.name)}</text>')
+        right = cx > 0.7 * f.width  # near the right edge the label goes to the left of its point
+        body.append(f'<text class="point-label" x="{cx - 9 if right else cx + 9:.1f}" y="{cy - 8:.1f}" '
+                    f'text-anchor="{"end" if right else "start"}">{escape(p.name)}</text>')
         body.append(f"<title>{escape(p.name)}: {escape(x_label)} {escape(x_fmt(p.x))}, {escape(y_label)} {escape(y_fmt(p.y))}"
                     f"{escape(' — ' + p.note) if p.note else ''}</title></g>")
     return _svg(body, title)

@@ -1,0 +1,1 @@
+"""A/B comparisons of harness policies: pair runs by task, test the differences, give a verdict."""

@@ -1,0 +1,64 @@
+"""One row per run for A/B tables: the task it ran, its outcome, and what it cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.errors import HarnessError
+from agent.journal import read_run_info
+from evals.pricing import PriceTable, cost_usd, find_price
+from evals.reports.load import is_run_dir, run_dirs_in
+from evals.reports.outcome import submitted, success
+from evals.reports.steps import load_summary, read_journal
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    task_id: str
+    seed: int | None
+    run_id: str
+    policy: str
+    success: bool  # resolved / win / goal verified, else submitted (see evals.reports.outcome)
+    submitted: bool
+    steps: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    cost_usd: float | None  # None: the model has no price in the table
+    wall_s: float
+    started_at: str = ""
+
+
+def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunRecord:
+    info = read_run_info(run_dir)
+    path = run_dir / "summary.json"
+    events = [] if path.exists() else read_journal(run_dir).events  # the journal only when no summary was written
+    summary = load_summary(run_dir, events, info)
+    t = summary.tokens
+    price = find_price(price_model or info.model, prices)
+    return RunRecord(
+        task_id=summary.task_id,
+        seed=info.seed,
+        run_id=info.run_id,
+        policy=summary.policy,
+        success=success(summary),
+        submitted=submitted(summary),
+        steps=summary.steps,
+        prompt_tokens=t.prompt,
+        cached_tokens=t.cached,
+        completion_tokens=t.completion,
+        cost_usd=cost_usd(price, t.prompt, t.completion, t.cached, t.cache_write),
+        wall_s=summary.wall_s,
+        started_at=info.started_at,
+    )
+
+
+def load_batch(batch: Path, prices: PriceTable, price_model: str | None = None) -> list[RunRecord]:
+    batch = Path(batch)
+    if not batch.is_dir():
+        raise HarnessError(f"{batch} is not a directory; pass a batch directory (a folder of run directories).")
+    dirs = [batch] if is_run_dir(batch) else run_dirs_in(batch)
+    if not dirs:
+        raise HarnessError(f"{batch} holds no run directories (folders with run.json and events.jsonl).")
+    return [load_record(d, prices, price_model) for d in dirs]
