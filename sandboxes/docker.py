@@ -34,7 +34,7 @@ from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
 
 # After a timeout's kill, how long the shell gets to print its end marker
 # before it is judged stuck (a loop of builtins) and replaced.
-KILL_GRACE_S = 2.0
+KILL_GRACE_S = 1.0
 # How long a shell killed by a signal waits for the engine to say whether the container died too.
 SETTLE_S = 1.0
 PROBE_TIMEOUT_S = 5.0
@@ -167,6 +167,8 @@ class DockerSandbox:
     # -- commands ---------------------------------------------------------------
 
     def exec(self, command: str, timeout: float) -> ExecResult:
+        """Run `command` in the persistent shell. On timeout it returns within ms of the
+        deadline, or KILL_GRACE_S later when the shell itself was stuck and is replaced."""
         with self._lock:
             return self._exec(command, timeout)
 
