@@ -15,6 +15,7 @@ from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from agent.progress import LiveStatus, summary_table
 from agent.task import load_task
 from memory.rerender_report import rerender_command
+from memory.rerender_report import rerender_command
 from sandboxes.cli import app as sandbox_app
 from evals.chess.cli import chess_command
 from evals.ab.command import ab_command
@@ -94,6 +95,7 @@ app.add_typer(mcp_cli.app, name="tools")
 
 
 app.add_typer(sandbox_app, name="sandbox")
+app.command("rerender")(rerender_command)
 app.command("rerender")(rerender_command)
 app.command("swe")(swe_command)
 app.command("swe-grade")(swe_grade_command)

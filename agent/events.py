@@ -11,7 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agent.types import Message, ModelReply, Observation
+from agent.types import Message, ModelReply, Observation, Usage
+from memory.folds import Fold
 
 
 class _Event(BaseModel):
@@ -33,6 +34,8 @@ class ModelReplied(_Event):
     reply: ModelReply
     prompt_messages: int  # how many messages the rendered prompt held
     prompt_chars: int
+    counted_tokens: int | None = None  # the harness's own count of the prompt (tools included)
+    prefix_reused: int | None = None  # of those, the longest prefix shared with any earlier request of the run
 
 
 class ModelFailed(_Event):
@@ -57,6 +60,24 @@ class ToolObserved(_Event):
     traceback: str | None = None  # full traceback when the tool raised; the model saw the tail
 
 
+class Compacted(_Event):
+    """One compaction: what it saved, the memory it produced (versioned, so reports can diff
+    memories), what the summariser cost and whether its reply was cut off by its token cap."""
+
+    type: Literal["compaction"] = "compaction"
+    ok: bool
+    trigger: str  # "tokens" | "every_steps"
+    version: int | None  # the working memory version produced; None when nothing was folded
+    tokens_before: int
+    tokens_after: int
+    fold: Fold | None  # the steps folded, the memory and the exact text it put in the prompt
+    summariser_usage: Usage
+    finish_reason: str
+    cut_off: bool
+    attempts: list[dict[str, Any]] = []
+    message: str = ""
+
+
 class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
@@ -65,7 +86,7 @@ class RunStopped(_Event):
 
 
 Event = Annotated[
-    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | RunStopped,
+    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | Compacted | RunStopped,
     Field(discriminator="type"),
 ]
 EVENT = TypeAdapter(Event)

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from agent.dispatch import dispatch, needs_approval
 from agent.errors import PermanentModelError, TransientModelError, with_retries
-from agent.events import MessageAdded, ModelFailed, ModelReplied, RunStopped
+from agent.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
 from agent.policy import HarnessPolicy
@@ -18,9 +18,14 @@ from agent.stopping import Stop, StopRule, after_step
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
 from agent.types import Message, ModelReply
-from memory.render import render
+from memory.compaction import compact, due
+from memory.context import DiscloseTools
+from memory.disclosure import request_tools, tools_text, with_describe_tool
+from memory.render import compact_step, render
+from memory.summariser import ModelSummariser
+from memory.tokens import PromptAccounting, counter_for
 from sandboxes.base import Sandbox
-from tools.base import Registry, ToolContext
+from tools.base import Registry, Tool, ToolContext
 
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
 
@@ -38,6 +43,11 @@ def run(
     state = RunState(task=task)
     approvals = approvals or {}
     ctx = ToolContext(sandbox=sandbox, timeout_s=policy.dispatch.tool_timeout_s)
+    disclose = next((s for s in policy.context if isinstance(s, DiscloseTools)), None)
+    if disclose is not None:
+        tools = with_describe_tool(tools)
+    shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
+    accounting = PromptAccounting(counter_for(model.name), tools_text(shown))
     for message in initial_messages(task, policy):
         add_message(state, journal, message)
 
@@ -45,17 +55,20 @@ def run(
     try:
         while stop is None:
             state.step += 1
-            prompt = render(state.history, policy.context)
-            reply = call_model(model, prompt, tools, policy, journal, state.step)
+            prompt = render(state.history, policy.context, state.folds)
+            reply = call_model(model, prompt, shown, policy, journal, state.step)
             if isinstance(reply, Stop):
                 stop = reply
                 break
+            counted, reused = accounting.measure(prompt)
             journal.append(
                 ModelReplied(
                     step=state.step,
                     reply=reply,
                     prompt_messages=len(prompt),
                     prompt_chars=sum(len(m.text) for m in prompt),
+                    counted_tokens=counted,
+                    prefix_reused=reused,
                 )
             )
             stop = awaiting_approval(reply, tools, policy, approvals)
@@ -67,6 +80,8 @@ def run(
             if not done.observations:
                 add_message(state, journal, nudge(tools))
             stop = after_step(state, done, policy, sandbox, stop_rules)
+            if stop is None:
+                compact_if_due(state, policy, ModelSummariser(model, policy.model), accounting, journal, shown)
     except KeyboardInterrupt:
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
 
@@ -87,7 +102,7 @@ def add_message(state: RunState, journal: Journal, message: Message) -> None:
 
 
 def call_model(
-    model: ModelClient, prompt: list[Message], tools: Registry, policy: HarnessPolicy, journal: Journal, step: int
+    model: ModelClient, prompt: list[Message], tools: Sequence[Tool], policy: HarnessPolicy, journal: Journal, step: int
 ) -> ModelReply | Stop:
     """Transient errors are retried with backoff (each failure journaled); the rest stop the run."""
     errs = policy.errors
@@ -105,6 +120,28 @@ def call_model(
         return Stop("model_error", f"The model call failed and retrying cannot help: {e}")
     except TransientModelError as e:
         return Stop("model_unavailable", f"The model call still failed after {errs.model_attempts} attempts: {e}")
+
+
+def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: ModelSummariser, accounting: PromptAccounting,
+                   journal: Journal, shown: Sequence[Tool]) -> None:
+    """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
+    cfg = compact_step(policy.context)
+    if cfg is None:
+        return
+    prompt = render(state.history, policy.context, state.folds)
+    last = state.folds[-1].at_step if state.folds else 0
+    trigger = due(cfg, accounting.counter.prompt_tokens(prompt, accounting.tools_text), state.step, last)
+    if trigger is None:
+        return
+    result = compact(state.history, state.folds, cfg, prompt, accounting.counter, summariser, trigger, shown)
+    if result.fold is not None:
+        state.folds.append(result.fold)
+    if not (result.ok or result.attempts):
+        return  # nothing old enough to fold yet: not worth an event every step
+    journal.append(Compacted(step=state.step, ok=result.ok, trigger=result.trigger, version=result.fold and result.fold.version,
+                             tokens_before=result.tokens_before, tokens_after=result.tokens_after, fold=result.fold,
+                             summariser_usage=result.usage, finish_reason=result.finish_reason, cut_off=result.cut_off,
+                             attempts=[a.model_dump() for a in result.attempts], message=result.message))
 
 
 def awaiting_approval(reply: ModelReply, tools: Registry, policy: HarnessPolicy, approvals: Mapping[str, bool]) -> Stop | None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.errors import HarnessError, describe_validation_error
 from memory.context import ContextStep, MaskObservations, StripReasoning
+from memory.presets import CONTEXT_PRESETS
 from memory.truncate import TruncationPolicy
 from tools.mcp.config import McpServer
 
@@ -89,6 +90,11 @@ PRESET_SUMMARIES = {
     "parallel": "every tool call of a reply runs, in order",
     "lean": "strips past reasoning and masks all but the last 5 tool outputs",
 }
+
+# Context presets (memory/presets.py) as whole policies: the default policy with that context.
+for _name, (_what, _steps) in CONTEXT_PRESETS.items():
+    PRESETS.setdefault(_name, HarnessPolicy(name=_name, context=_steps))
+    PRESET_SUMMARIES.setdefault(_name, _what)
 
 
 def load_policy(name_or_path: str) -> HarnessPolicy:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from agent.dispatch import Dispatched
 from agent.task import Task
 from agent.types import Message, ModelReply, Usage
+from memory.folds import Fold
 
 
 @dataclass
@@ -22,6 +23,7 @@ class RunState:
     repeats_in_a_row: int = 0
     last_action: tuple | None = None  # (calls, results) of the previous step, to spot loops
     submission: str | None = None
+    folds: list[Fold] = field(default_factory=list)  # compactions so far; the last holds the working memory
     started: float = field(default_factory=time.monotonic)
 
     def wall_s(self) -> float:

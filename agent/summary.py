@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.events import Event, ModelFailed, ModelReplied, RunStopped, ToolObserved
+from agent.events import Compacted, Event, ModelFailed, ModelReplied, RunStopped, ToolObserved
 from agent.journal import RunInfo
 from agent.types import Usage
 
@@ -32,6 +32,7 @@ class Summary(BaseModel):
     steps: int
     tokens: Tokens
     cache_hit_rate: float | None  # cached / prompt tokens, as the provider reported them
+    prefix_reuse_rate: float | None  # ideal: tokens each prompt shares with an earlier one / all, by the harness's count
     wall_s: float
     model_calls: int
     model_failures: int
@@ -39,6 +40,9 @@ class Summary(BaseModel):
     tool_calls_total: int
     errors: dict[str, int]  # observation error kinds
     truncated_outputs: int
+    compactions: int  # folds that produced a working memory
+    summariser_tokens: Tokens  # spent on compaction, not in `tokens`
+    warnings: list[str]  # e.g. a summariser cut off by its token cap, a compaction that failed
 
 
 def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
@@ -47,11 +51,21 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
     errors: Counter[str] = Counter()
     stop = RunStopped(reason="unfinished", message="The run has no stop event (still running, or it crashed).")
     steps = model_calls = failures = truncated = 0
+    counted = reused = folds = 0
+    summariser = Usage()
+    warnings: list[str] = []
     for e in events:
         steps = max(steps, e.step)
         if isinstance(e, ModelReplied):
             model_calls += 1
             usage = usage + e.reply.usage
+            counted += e.counted_tokens or 0
+            reused += e.prefix_reused or 0
+        elif isinstance(e, Compacted):
+            folds += e.ok
+            summariser = summariser + e.summariser_usage
+            if e.cut_off or not e.ok:
+                warnings.append(f"step {e.step}: {e.message}")
         elif isinstance(e, ModelFailed):
             failures += 1
         elif isinstance(e, ToolObserved):
@@ -85,4 +99,13 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
         tool_calls_total=sum(tools.values()),
         errors=dict(sorted(errors.items())),
         truncated_outputs=truncated,
+        prefix_reuse_rate=round(reused / counted, 4) if counted else None,
+        compactions=folds,
+        summariser_tokens=_tokens(summariser),
+        warnings=warnings,
     )
+
+
+def _tokens(u: Usage) -> Tokens:
+    return Tokens(prompt=u.prompt_tokens, completion=u.completion_tokens, cached=u.cached_tokens,
+                  cache_write=u.cache_write_tokens, reasoning=u.reasoning_tokens)

@@ -54,6 +54,7 @@ class Message(Frozen):
     reasoning: Reasoning | None = None
     tool_call_id: str | None = None  # on tool messages: the call this answers
     name: str | None = None  # on tool messages: the tool's name
+    status: Status | None = None  # on tool messages: the observation's status, for context policies
 
 
 class Truncation(Frozen):
@@ -79,7 +80,7 @@ class Observation(Frozen):
         return self.status != "ok" and self.error_kind != "domain"
 
     def to_message(self) -> Message:
-        return Message(role="tool", text=self.text, tool_call_id=self.call_id, name=self.tool)
+        return Message(role="tool", text=self.text, tool_call_id=self.call_id, name=self.tool, status=self.status)
 
 
 class Usage(Frozen):

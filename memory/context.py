@@ -2,7 +2,9 @@
 
 Each policy is a value (a pydantic model with a `kind`), so a run's context
 handling can be printed, diffed and compared. `HarnessPolicy.context` holds a
-list of them, applied in order by `memory.render.render`.
+list of them, applied in order by `memory.render.render`. Only `Compact`
+changes how many messages there are, and it works on history indices, so put it
+first or after policies that only rewrite text (all the others).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ class _Step(BaseModel):
 class StripReasoning(_Step):
     """Drop hidden reasoning from past turns.
 
-    `last_turn` keeps it on the newest assistant message only: a provider that
-    signs reasoning (thinking blocks) needs it back within an unfinished tool turn.
+    `none` drops it everywhere, `last_turn` keeps the newest assistant turn's, `all`
+    keeps everything. Whatever the value, a provider's signed blocks
+    (`Reasoning.payload`) of an unfinished tool-use turn stay: the provider
+    rejects the request without them.
     """
 
     kind: Literal["strip_reasoning"] = "strip_reasoning"
@@ -30,32 +34,86 @@ class StripReasoning(_Step):
 
 
 class MaskObservations(_Step):
-    """Keep the newest `keep_last` tool outputs verbatim; older ones become a placeholder."""
+    """Keep the newest `keep_last` tool outputs verbatim; older ones become a one-line placeholder
+    that says which tool ran, how much it printed and how it ended."""
 
     kind: Literal["mask_observations"] = "mask_observations"
     keep_last: int = Field(5, ge=0)
 
 
-ContextStep = Annotated[StripReasoning | MaskObservations, Field(discriminator="kind")]
+class Compact(_Step):
+    """Fold old steps into a structured working memory once the prompt grows past a threshold.
+
+    `layout="rewrite"` (naive): the memory replaces everything between the task and
+    the recent steps, and each fold rewrites it, so the cached prefix ends at the task.
+    `layout="append"` (cache-aware): each fold appends the memory's changes after the
+    earlier ones, so everything before the newest fold stays byte-identical; the notes
+    are consolidated into one rewrite only when they outgrow `max_memory_tokens`.
+    `summariser_prompt="fork"` asks for the summary by appending one instruction to the
+    agent's own prompt (a cache hit on all of it); `fresh` sends a new prompt with a
+    readable transcript of the folded steps.
+    """
+
+    kind: Literal["compact"] = "compact"
+    trigger_tokens: int = Field(16000, ge=1, description="fold when the prompt reaches this many tokens")
+    every_steps: int | None = Field(None, ge=1, description="also fold every K steps")
+    keep_recent_steps: int = Field(4, ge=0, description="steps kept verbatim after a fold")
+    layout: Literal["rewrite", "append"] = "append"
+    summariser_prompt: Literal["fresh", "fork"] = "fork"
+    summary_max_tokens: int = Field(1024, ge=16, description="the summariser's first token cap; doubled on a cut-off")
+    max_memory_tokens: int = Field(4000, ge=1, description="append layout: consolidate notes past this size")
+
+
+class DiscloseTools(_Step):
+    """Send each tool's one-line summary instead of its full schema; `describe_tool` gives the rest
+    on demand (see memory/disclosure.py). Changes the tool list, not the messages."""
+
+    kind: Literal["disclose_tools"] = "disclose_tools"
+    always_full: list[str] = Field(default_factory=list, description="tools whose full schema is always sent")
+
+
+ContextStep = Annotated[StripReasoning | MaskObservations | Compact | DiscloseTools, Field(discriminator="kind")]
 
 
 def strip_reasoning(messages: list[Message], step: StripReasoning) -> list[Message]:
     if step.keep == "all":
         return messages
-    last = _last_index(messages, "assistant") if step.keep == "last_turn" else -1
-    return [
-        m.model_copy(update={"reasoning": None}) if m.reasoning is not None and i != last else m
-        for i, m in enumerate(messages)
-    ]
+    newest = _last_index(messages, "assistant")
+    pending = newest if newest >= 0 and _turn_unfinished(messages, newest) else -1
+    out = []
+    for i, m in enumerate(messages):
+        if m.reasoning is None:
+            out.append(m)
+            continue
+        keep_text = step.keep == "last_turn" and i == newest
+        # Signed blocks go back only while their tool-use turn is unfinished, which is
+        # exactly when the provider demands them; later they are dead weight.
+        payload = m.reasoning.payload if i == pending else []
+        text = m.reasoning.text if keep_text else ""
+        if not text and not payload:
+            out.append(m.model_copy(update={"reasoning": None}))
+        elif text == m.reasoning.text and payload == m.reasoning.payload:
+            out.append(m)
+        else:
+            out.append(m.model_copy(update={"reasoning": m.reasoning.model_copy(update={"text": text, "payload": payload})}))
+    return out
+
+
+def _turn_unfinished(messages: list[Message], i: int) -> bool:
+    """The assistant message at i made tool calls and no later assistant turn answered their results."""
+    return bool(messages[i].tool_calls) and all(m.role != "assistant" for m in messages[i + 1 :])
 
 
 def mask_observations(messages: list[Message], step: MaskObservations) -> list[Message]:
     tool_idx = [i for i, m in enumerate(messages) if m.role == "tool"]
     hide = set(tool_idx[: max(0, len(tool_idx) - step.keep_last)])
-    return [
-        m.model_copy(update={"text": f"[older output of {m.name} hidden: {len(m.text)} characters]"}) if i in hide else m
-        for i, m in enumerate(messages)
-    ]
+    return [m.model_copy(update={"text": placeholder(m)}) if i in hide else m for i, m in enumerate(messages)]
+
+
+def placeholder(m: Message) -> str:
+    lines = m.text.count("\n") + 1 if m.text else 0
+    status = m.status or "unknown"
+    return f"[output of {m.name} hidden to save context: {len(m.text)} characters, {lines} lines, status {status}]"
 
 
 def _last_index(messages: list[Message], role: str) -> int:

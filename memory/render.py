@@ -1,18 +1,25 @@
-"""Render the prompt: a pure function of the history and the context policy."""
+"""Render the prompt: a pure function of the history, the folds made so far and the context policy."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from agent.types import Message
-from memory.context import ContextStep, MaskObservations, StripReasoning, mask_observations, strip_reasoning
+from memory.context import Compact, ContextStep, MaskObservations, StripReasoning, mask_observations, strip_reasoning
+from memory.folds import Fold, render_folds
 
 
-def render(history: Sequence[Message], steps: Sequence[ContextStep]) -> list[Message]:
+def render(history: Sequence[Message], steps: Sequence[ContextStep], folds: Sequence[Fold] = ()) -> list[Message]:
     messages = list(history)
     for step in steps:
         if isinstance(step, StripReasoning):
             messages = strip_reasoning(messages, step)
         elif isinstance(step, MaskObservations):
             messages = mask_observations(messages, step)
+        elif isinstance(step, Compact):
+            messages = render_folds(messages, folds)
     return messages
+
+
+def compact_step(steps: Sequence[ContextStep]) -> Compact | None:
+    return next((s for s in steps if isinstance(s, Compact)), None)

@@ -15,6 +15,7 @@ RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "policy", "harness_vers
 SUMMARY_FIELDS = {
     "run_id", "task_id", "model", "policy", "stop_reason", "message", "outcome", "steps", "tokens", "cache_hit_rate",
     "wall_s", "model_calls", "model_failures", "tool_calls", "tool_calls_total", "errors", "truncated_outputs",
+    "prefix_reuse_rate", "compactions", "summariser_tokens", "warnings",
 }
 
 

@@ -1,0 +1,175 @@
+"""Compaction: when the prompt grows past a threshold, fold old steps into the working memory.
+
+`compact` returns a `CompactionResult` whatever happens — the summariser may be
+cut off by its token cap, reply with invalid JSON, or fail outright — so the
+loop can journal it and carry on. A cut-off is never silent: it is recorded,
+and compaction retries with a doubled cap, then by folding only the older half
+of the steps (keeping more verbatim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.types import Message, Usage
+from memory.context import Compact
+from memory.folds import Fold, delta_text, full_text, head_len, render_folds
+from memory.summariser import Summariser, SummaryRequest, fork_request, fresh_request, parse_memory, repair_request
+from memory.tokens import TokenCounter
+from memory.working_memory import WorkingMemory, keep_failures
+
+
+class Attempt(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    cap: int
+    steps: tuple[int, int]
+    finish_reason: str
+    problem: str | None = None  # why this attempt's memory was not used
+    repair: bool = False  # the one repair attempt after invalid output
+
+
+class CompactionResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    ok: bool
+    trigger: Literal["tokens", "every_steps"]
+    tokens_before: int
+    tokens_after: int
+    fold: Fold | None = None
+    usage: Usage = Usage()
+    finish_reason: str = ""  # of the summariser reply that was used (or the last one)
+    cut_off: bool = False  # some summariser reply hit its token cap
+    attempts: list[Attempt] = Field(default_factory=list)
+    message: str = ""
+
+
+def step_starts(history: Sequence[Message], start: int = 0) -> list[int]:
+    return [i for i in range(start, len(history)) if history[i].role == "assistant"]
+
+
+def due(cfg: Compact, prompt_tokens: int, step: int, last_fold_step: int) -> Literal["tokens", "every_steps"] | None:
+    if prompt_tokens >= cfg.trigger_tokens:
+        return "tokens"
+    if cfg.every_steps is not None and step - last_fold_step >= cfg.every_steps:
+        return "every_steps"
+    return None
+
+
+def fold_span(history: Sequence[Message], folds: Sequence[Fold], keep_recent: int) -> tuple[int, int] | None:
+    """History indices [start, upto) to fold: every unfolded step except the newest `keep_recent`."""
+    start = folds[-1].upto if folds else head_len(history)
+    starts = step_starts(history, start)
+    if len(starts) <= keep_recent:
+        return None
+    return start, starts[-keep_recent] if keep_recent else len(history)
+
+
+def steps_of(history: Sequence[Message], start: int, upto: int) -> tuple[int, int]:
+    before = sum(1 for m in history[:start] if m.role == "assistant")
+    inside = sum(1 for m in history[start:upto] if m.role == "assistant")
+    return before + 1, before + inside
+
+
+def first_memory(history: Sequence[Message]) -> WorkingMemory:
+    task = next((m.text for m in history[: head_len(history)] if m.role == "user"), "")
+    return WorkingMemory(goal=task[:500])
+
+
+def compact(
+    history: Sequence[Message],
+    folds: Sequence[Fold],
+    cfg: Compact,
+    prompt: Sequence[Message],
+    counter: TokenCounter,
+    summariser: Summariser,
+    trigger: Literal["tokens", "every_steps"],
+    tools: Sequence = (),
+) -> CompactionResult:
+    before = counter.prompt_tokens(prompt)
+    span = fold_span(history, folds, cfg.keep_recent_steps)
+    if span is None:
+        return CompactionResult(ok=False, trigger=trigger, tokens_before=before, tokens_after=before,
+                                message=f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).")
+    start, upto = span
+    previous = folds[-1].memory if folds else first_memory(history)
+    half = step_starts(history, start)
+    half = half[len(half) // 2] if len(half) > 1 else upto
+    plans = [(cfg.summary_max_tokens, upto), (cfg.summary_max_tokens * 2, upto)]
+    if half < upto:
+        plans.append((cfg.summary_max_tokens * 2, half))
+    usage, attempts, finish = Usage(), [], ""
+    for cap, end in plans:
+        steps = steps_of(history, start, end)
+        if cfg.summariser_prompt == "fork":
+            request = fork_request(prompt, previous, steps)
+        else:
+            request = fresh_request(previous, history[start:end], steps)
+        req = SummaryRequest(request, previous, list(history[start:end]), cap, tools if cfg.summariser_prompt == "fork" else ())
+        memory, used, finish, tried = _ask(summariser, req, steps)
+        usage = usage + used
+        attempts.extend(tried)
+        if memory is not None:
+            fold = _make_fold(history, folds, cfg, counter, previous, keep_failures(previous, memory), end, steps)
+            fold = fold.model_copy(update={"at_step": len(step_starts(history))})
+            after = counter.prompt_tokens(render_folds(history, [*folds, fold]))
+            return CompactionResult(ok=True, trigger=trigger, tokens_before=before, tokens_after=after, fold=fold,
+                                    usage=usage, finish_reason=finish, cut_off=any(a.finish_reason == "length" for a in attempts),
+                                    attempts=attempts, message=_warning(attempts))
+        if attempts and attempts[-1].finish_reason != "length":
+            break  # invalid even after the repair attempt: a bigger cap will not help
+    return CompactionResult(ok=False, trigger=trigger, tokens_before=before, tokens_after=before, usage=usage,
+                            finish_reason=finish, cut_off=any(a.finish_reason == "length" for a in attempts),
+                            attempts=attempts, message="Compaction failed; the history stays as it was. " + _warning(attempts))
+
+
+def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
+    """One summariser call plus, on invalid output, one repair attempt."""
+    usage, attempts = Usage(), []
+    try:
+        reply = summariser.summarise(req)
+    except Exception as e:  # a failing summariser must not end the run: the history simply stays
+        return None, usage, "error", [Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=f"{type(e).__name__}: {e}")]
+    usage = usage + reply.usage
+    if reply.finish_reason == "length":
+        return None, usage, "length", [Attempt(cap=req.cap, steps=steps, finish_reason="length", problem="cut off by its token cap")]
+    memory, problem = parse_memory(reply.message.text)
+    attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason=reply.finish_reason, problem=problem))
+    if memory is not None:
+        return memory, usage, reply.finish_reason, attempts
+    fixed = SummaryRequest(repair_request(req.messages, reply, problem or ""), req.previous, req.folded, req.cap, req.tools)
+    try:
+        reply = summariser.summarise(fixed)
+    except Exception as e:
+        attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=f"{type(e).__name__}: {e}", repair=True))
+        return None, usage, "error", attempts
+    usage = usage + reply.usage
+    memory, problem = (None, "cut off by its token cap") if reply.finish_reason == "length" else parse_memory(reply.message.text)
+    attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason=reply.finish_reason, problem=problem, repair=True))
+    return memory, usage, reply.finish_reason, attempts
+
+
+def _make_fold(history, folds, cfg: Compact, counter: TokenCounter, previous: WorkingMemory, memory: WorkingMemory,
+               upto: int, steps: tuple[int, int]) -> Fold:
+    version = len(folds) + 1
+    all_steps = (1, steps[1])
+    if cfg.layout == "rewrite" or not folds:
+        return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory,
+                    text=full_text(memory, version, all_steps), restart=True)
+    text = delta_text(previous, memory, version, steps)
+    notes = render_folds(history, folds)[head_len(history) :]
+    notes_tokens = sum(counter.count(m) for m in notes if m.role == "user" and m.text.startswith("[Working memory v"))
+    if notes_tokens + len(counter.text_ids(text)) > cfg.max_memory_tokens:
+        # The notes outgrew their budget: one rewrite, the only time this layout moves the prefix.
+        return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory,
+                    text=full_text(memory, version, all_steps), restart=True)
+    return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory, text=text, restart=False)
+
+
+def _warning(attempts: list[Attempt]) -> str:
+    cut = [a for a in attempts if a.finish_reason == "length"]
+    if not cut:
+        return ""
+    return (f"The summariser was cut off by its token cap {len(cut)} time(s) (caps {', '.join(str(a.cap) for a in cut)}); "
+            "retried with a larger cap or fewer steps folded.")

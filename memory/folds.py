@@ -1,0 +1,71 @@
+"""Folds: the record of each compaction, and how folded history renders into the prompt.
+
+A fold's prompt text is fixed when the fold is made and stored with it, so
+every later render of that fold is byte-identical: nothing earlier in the
+prompt is ever re-rendered differently, which is what keeps a prefix cache warm.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.types import Message
+from memory.working_memory import WorkingMemory, memory_text
+
+
+class Fold(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    version: int  # 1, 2, ...: the working memory's version after this fold
+    upto: int  # history messages before this index are folded (a step boundary)
+    first_step: int  # the steps this fold covers
+    last_step: int
+    memory: WorkingMemory  # the full memory after this fold
+    text: str  # the user message this fold contributes to the prompt, frozen at fold time
+    restart: bool  # True: `text` holds the whole memory and replaces every earlier fold's text
+    at_step: int = 0  # the step after which the fold was made (`every_steps` counts from here)
+
+
+def head_len(history: Sequence[Message]) -> int:
+    """System prompt and task: everything before the first assistant turn. It always leads the prompt."""
+    for i, m in enumerate(history):
+        if m.role == "assistant":
+            return i
+    return len(history)
+
+
+def render_folds(history: Sequence[Message], folds: Sequence[Fold]) -> list[Message]:
+    """Head, then the memory notes since the last restart (in order), then the unfolded steps."""
+    if not folds:
+        return list(history)
+    start = max(i for i, f in enumerate(folds) if f.restart or i == 0)
+    notes = [Message(role="user", text=f.text) for f in folds[start:]]
+    return list(history[: head_len(history)]) + notes + list(history[folds[-1].upto :])
+
+
+def full_text(memory: WorkingMemory, version: int, steps: tuple[int, int]) -> str:
+    return memory_text(memory, version, steps)
+
+
+def delta_text(previous: WorkingMemory, memory: WorkingMemory, version: int, steps: tuple[int, int]) -> str:
+    """Only what changed since the previous version, so a fold can be appended instead of rewritten."""
+    old, new = previous.model_dump(mode="json"), memory.model_dump(mode="json")
+    changes: dict[str, dict] = {"set": {}, "added": {}, "removed": {}}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, list):
+            added = [x for x in value if x not in before]
+            removed = [x for x in before if x not in value]
+            if added:
+                changes["added"][key] = added
+            if removed:
+                changes["removed"][key] = removed
+        elif value != before:
+            changes["set"][key] = value
+    body = json.dumps({k: v for k, v in changes.items() if v}, sort_keys=True, indent=1, ensure_ascii=False)
+    return (
+        f"[Working memory v{version} (steps {steps[0]}-{steps[1]} folded): changes since v{version - 1}. "
+        f"Earlier notes still hold unless removed here.]\n{body}"
+    )

@@ -1,0 +1,109 @@
+"""Counterfactual re-render: the prompt every step would have had under another context policy.
+
+Built from the journal alone — no model, no sandbox. The model's replies and
+the tool results are held fixed at what was recorded; only the prompt around
+them is rebuilt. Under another policy a real model might have replied
+differently, so these are the costs of the same trajectory, not of another run.
+Compaction, which needs a summariser, uses the extractive one (no model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from agent.events import Event, MessageAdded, ModelReplied, ToolObserved
+from agent.types import Message, Usage
+from memory.compaction import compact, due
+from memory.context import ContextStep, DiscloseTools
+from memory.disclosure import request_tools, tools_text, with_describe_tool
+from memory.extractive import ExtractiveSummariser
+from memory.folds import Fold
+from memory.prefix import PrefixReuse
+from memory.render import compact_step, render
+from memory.tokens import TokenCounter
+from tools.base import Tool
+
+HELD_FIXED = (
+    "The model's replies and the tool results are held fixed at what the journal recorded; only the prompt "
+    "each step would have been sent is rebuilt. Compaction uses the extractive summariser (no model)."
+)
+
+
+@dataclass
+class StepCost:
+    step: int
+    prompt_tokens: int
+    reused: int  # ideal prefix reuse: tokens shared with an earlier request of the run
+    messages: int
+
+
+@dataclass
+class Rerendered:
+    steps: list[StepCost] = field(default_factory=list)
+    prompts: list[list[Message]] = field(default_factory=list)  # kept only when asked for
+    folds: list[Fold] = field(default_factory=list)
+    summariser: Usage = Usage()
+    cut_offs: int = 0
+    tools_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(s.prompt_tokens for s in self.steps)
+
+    @property
+    def peak(self) -> int:
+        return max((s.prompt_tokens for s in self.steps), default=0)
+
+    @property
+    def reuse_rate(self) -> float | None:
+        return round(sum(s.reused for s in self.steps) / self.total, 4) if self.total else None
+
+
+def replay_history(events: Iterable[Event]):
+    """Yield (step, history before that step's reply, the reply) for every model call, in order."""
+    history: list[Message] = []
+    for e in events:
+        if isinstance(e, MessageAdded):
+            history.append(e.message)
+        elif isinstance(e, ModelReplied):
+            yield e.step, history, e.reply
+            history.append(e.reply.message)
+        elif isinstance(e, ToolObserved):
+            history.append(e.observation.to_message())
+
+
+def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: TokenCounter, tools: Sequence[Tool] = (),
+             keep_prompts: bool = False) -> Rerendered:
+    disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)
+    shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
+    text = tools_text(shown) if shown else ""
+    cfg = compact_step(context)
+    summariser = ExtractiveSummariser(counter)
+    out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0)
+    reuse = PrefixReuse()
+    previous_step = 0
+    for step, history, _reply in replay_history(events):
+        if cfg is not None and previous_step:
+            prompt = render(history, context, out.folds)
+            last = out.folds[-1].at_step if out.folds else 0
+            trigger = due(cfg, counter.prompt_tokens(prompt, text), previous_step, last)
+            if trigger is not None:
+                result = compact(history, out.folds, cfg, prompt, counter, summariser, trigger, shown)
+                out.summariser = out.summariser + result.usage
+                out.cut_offs += sum(a.finish_reason == "length" for a in result.attempts)
+                if result.fold is not None:
+                    out.folds.append(result.fold)
+        prompt = render(history, context, out.folds)
+        ids = counter.prompt_ids(prompt, text)
+        out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt)))
+        if keep_prompts:
+            out.prompts.append(prompt)
+        previous_step = step
+    return out
+
+
+def with_describe_tool_list(tools: Sequence[Tool]) -> list[Tool]:
+    from tools.base import Registry
+
+    return list(with_describe_tool(Registry.of(tools)))

@@ -1,0 +1,72 @@
+"""`harness rerender RUN_DIR --policy OTHER`: the cost of a recorded trajectory under another context policy."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from pydantic import TypeAdapter
+from rich.console import Console
+from rich.table import Table
+
+from agent.errors import HarnessError
+from agent.journal import read_events, read_run_info
+from agent.policy import HarnessPolicy
+from memory.context import ContextStep
+from memory.rerender import HELD_FIXED, Rerendered, rerender
+from memory.tokens import counter_for
+from tools.builtin import STANDARD
+
+STEPS = TypeAdapter(list[ContextStep])
+
+
+def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool = False) -> dict[str, Rerendered]:
+    start = time.perf_counter()
+    info = read_run_info(run_dir)
+    events = read_events(run_dir)
+    counter = counter_for(info.model)
+    recorded = STEPS.validate_python(info.policy.get("context", []))
+    results = {
+        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(events, recorded, counter, STANDARD),
+        other.name: rerender(events, other.context, counter, STANDARD),
+    }
+    console.print(HELD_FIXED)
+    console.print(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of the standard tool set.")
+    table = Table("policy", "steps", "prompt tokens", "peak context", "ideal prefix reuse", "compactions", "summariser tokens")
+    for name, r in results.items():
+        table.add_row(name, str(len(r.steps)), f"{r.total:,}", f"{r.peak:,}", _pct(r.reuse_rate), str(len(r.folds)),
+                      f"{r.summariser.prompt_tokens + r.summariser.completion_tokens:,}")
+    console.print(table)
+    if per_step:
+        steps = Table("step", *[f"{n}: tokens / reused" for n in results])
+        rows = zip(*[r.steps for r in results.values()])
+        for row in rows:
+            steps.add_row(str(row[0].step), *[f"{s.prompt_tokens:,} / {s.reused:,}" for s in row])
+        console.print(steps)
+    cut = sum(r.cut_offs for r in results.values())
+    if cut:
+        console.print(f"[yellow]warning:[/] the summariser was cut off by its token cap {cut} time(s); compaction retried.")
+    console.print(f"re-rendered in {time.perf_counter() - start:.2f} s")
+    return results
+
+
+def _pct(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1%}"
+
+
+def rerender_command(
+    run_dir: Path = typer.Argument(..., help="A run directory (it holds run.json and events.jsonl)."),
+    policy: str = typer.Option(..., help="The other context policy: a preset name (see `harness policies`) or a policy file."),
+    per_step: bool = typer.Option(False, "--per-step", help="Also print prompt tokens and reuse for every step."),
+) -> None:
+    """Rebuild every step's prompt under another context policy from the journal alone (no model, no sandbox)
+    and report prompt tokens, peak context and ideal prefix reuse. The model's replies are held fixed."""
+    from agent.policy import load_policy
+
+    console = Console()
+    try:
+        report(run_dir, load_policy(policy), console, per_step)
+    except HarnessError as e:
+        console.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2) from None

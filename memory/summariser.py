@@ -1,0 +1,112 @@
+"""Asking a model for the next working memory, and checking what it says.
+
+The summariser sees the previous memory and the steps being folded, rendered
+as a readable transcript (or, in `fork` mode, as the agent's own prompt with
+one instruction appended, so the provider's cache serves all of it). Its reply
+must be one JSON object that validates as a `WorkingMemory`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from agent.types import Message, ModelReply
+from memory.truncate import Limits, head_tail
+from memory.working_memory import MEMORY_SCHEMA, WorkingMemory
+
+SYSTEM = (
+    "You maintain the working memory of an autonomous agent. You receive the previous memory and the "
+    "steps the agent took since, and reply with the updated memory as one JSON object, nothing else."
+)
+RULES = (
+    "Rules: drop what later steps made obsolete (finished plan items, answered questions, files no longer "
+    "relevant); keep every failed approach with why it failed; keep paths, commands and handles exact; be brief."
+)
+OBSERVATION_LIMITS = Limits(head_chars=1200, tail_chars=800)
+
+
+@dataclass
+class SummaryRequest:
+    messages: list[Message]  # what a model summariser is sent
+    previous: WorkingMemory
+    folded: list[Message]  # the raw history being folded, for summarisers that read it directly
+    cap: int  # max completion tokens
+    tools: Sequence[Any] = field(default_factory=tuple)  # fork mode sends the agent's tools, to share its prefix
+
+
+class Summariser(Protocol):
+    def summarise(self, request: SummaryRequest) -> ModelReply: ...
+
+
+class ModelSummariser:
+    """Any ModelClient (by default the run's own model) as the summariser."""
+
+    def __init__(self, client: Any, params: Any):
+        self.client = client
+        self.params = params
+
+    def summarise(self, request: SummaryRequest) -> ModelReply:
+        params = self.params.model_copy(update={"max_tokens": request.cap})
+        return self.client.complete(request.messages, list(request.tools), params)
+
+
+def transcript(messages: Sequence[Message], first_step: int) -> str:
+    """The folded steps as a person would read them: who did what and what came back."""
+    lines, step = [], first_step - 1
+    for m in messages:
+        if m.role == "assistant":
+            step += 1
+            lines.append(f"## Step {step}")
+            if m.text:
+                lines.append(f"Agent said: {m.text}")
+            lines.extend(f"Agent called {c.name} with {c.arguments}" for c in m.tool_calls)
+        elif m.role == "tool":
+            shown, _ = head_tail(m.text, OBSERVATION_LIMITS)
+            lines.append(f"Result of {m.name} ({m.status or 'unknown'}):\n{shown}")
+        else:
+            lines.append(f"{m.role.capitalize()} said: {m.text}")
+    return "\n".join(lines)
+
+
+def instruction(previous: WorkingMemory, steps: tuple[int, int], in_prompt: bool) -> str:
+    where = "in the conversation above" if in_prompt else "below"
+    return (
+        f"Fold steps {steps[0]}-{steps[1]} ({where}) into the working memory. Do not call tools.\n"
+        f"Previous memory:\n{json.dumps(previous.model_dump(mode='json'), sort_keys=True)}\n"
+        f"{RULES}\nReply with one JSON object matching this schema:\n{json.dumps(MEMORY_SCHEMA, sort_keys=True)}"
+    )
+
+
+def fresh_request(previous: WorkingMemory, folded: Sequence[Message], steps: tuple[int, int]) -> list[Message]:
+    body = instruction(previous, steps, in_prompt=False) + "\n\n" + transcript(folded, steps[0])
+    return [Message(role="system", text=SYSTEM), Message(role="user", text=body)]
+
+
+def fork_request(prompt: Sequence[Message], previous: WorkingMemory, steps: tuple[int, int]) -> list[Message]:
+    return list(prompt) + [Message(role="user", text=instruction(previous, steps, in_prompt=True))]
+
+
+def repair_request(request: list[Message], reply: ModelReply, problem: str) -> list[Message]:
+    fix = f"That reply is not a valid working memory: {problem}. Reply with the corrected JSON object only."
+    return request + [reply.message, Message(role="user", text=fix)]
+
+
+def parse_memory(text: str) -> tuple[WorkingMemory | None, str | None]:
+    """(memory, None) or (None, what is wrong) — the problem is sent back in the one repair attempt."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None, "it holds no JSON object"
+    try:
+        data = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as e:
+        return None, f"the JSON does not parse ({e})"
+    try:
+        return WorkingMemory.model_validate(data), None
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'memory'}: {err['msg']}" for err in e.errors()[:5])
+        return None, f"it does not match the schema ({problems})"

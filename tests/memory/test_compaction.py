@@ -1,0 +1,111 @@
+"""Compaction through the real loop: the scripted model serves both the agent's replies and the summaries."""
+
+from __future__ import annotations
+
+import json
+
+from agent.launch import launch
+from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.policy import HarnessPolicy, ModelParams
+from agent.task import Task
+from memory.compaction import compact
+from memory.context import Compact
+from memory.render import render
+from memory.summariser import ModelSummariser, fresh_request
+from memory.tokens import TokenCounter
+from memory.working_memory import FailedApproach, WorkingMemory
+from tests.agent.helpers import call, events
+from tests.memory.helpers import history
+
+COUNTER = TokenCounter(lambda text: list(text.encode()), "bytes")
+MEMORY = WorkingMemory(goal="print hi", plan=["write", "run"],
+                       failed_approaches=[FailedApproach(approach="python2 hi.py", why="not installed")])
+
+
+def summary(memory=MEMORY, **kw) -> ScriptedReply:
+    return ScriptedReply(text=json.dumps(memory.model_dump()), **kw)
+
+
+def run(tmp_path, replies, cfg):
+    policy = HarnessPolicy(context=[cfg])
+    return launch(Task(prompt="print hi"), ScriptedModel(replies), "local", policy, tmp_path)
+
+
+def test_a_fold_is_journaled_with_tokens_memory_version_and_summariser_usage(tmp_path):
+    cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")
+    replies = [call("shell", command="echo 1"), call("shell", command="echo 2"), summary(),
+               call("shell", command="echo 3"), call("submit", answer="done")]
+    summary_, run_dir = run(tmp_path, replies, cfg)
+    folds = [e for e in events(run_dir) if e["type"] == "compaction"]
+    assert len(folds) == 1 and folds[0]["ok"] and folds[0]["version"] == 1
+    fold = folds[0]["fold"]
+    assert (fold["first_step"], fold["last_step"]) == (1, 1) and fold["memory"]["goal"] == "print hi"
+    assert folds[0]["tokens_after"] < folds[0]["tokens_before"] or folds[0]["tokens_before"] < 2000
+    assert folds[0]["summariser_usage"]["prompt_tokens"] > 0 and folds[0]["finish_reason"] == "stop"
+    assert summary_.compactions == 1 and summary_.summariser_tokens.prompt > 0 and summary_.warnings == []
+    assert summary_.stop_reason == "submitted" and summary_.prefix_reuse_rate is not None
+    # The step after the fold was sent the memory in place of step 1.
+    replied = [e for e in events(run_dir) if e["type"] == "model_replied"]
+    assert replied[2]["prompt_messages"] == 2 + 1 + 2  # head, memory, step 2
+
+
+def test_a_cut_off_summary_is_never_silent_and_is_retried_with_a_larger_cap(tmp_path):
+    cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summary_max_tokens=64)
+    replies = [call("shell", command="echo 1"), call("shell", command="echo 2"),
+               ScriptedReply(text='{"goal": "print', finish_reason="length"), summary(),
+               call("submit", answer="done")]
+    summary_, run_dir = run(tmp_path, replies, cfg)
+    fold = next(e for e in events(run_dir) if e["type"] == "compaction")
+    assert fold["ok"] and fold["cut_off"] and [a["cap"] for a in fold["attempts"]] == [64, 128]
+    assert summary_.warnings and "cut off by its token cap" in summary_.warnings[0]
+
+
+def test_invalid_output_gets_one_repair_attempt():
+    cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9)
+    h = history(3)
+    model = ScriptedModel([ScriptedReply(text="Sure! Here is the memory: {goal: oops}"), summary()])
+    result = compact(h, [], cfg, render(h, [cfg]), COUNTER, ModelSummariser(model, ModelParams()), "every_steps")
+    assert result.ok and [a.repair for a in result.attempts] == [False, True]
+    assert "does not parse" in result.attempts[0].problem
+    repair_prompt = model.calls  # both replies were used
+    assert repair_prompt == 2
+
+
+def test_output_still_invalid_after_the_repair_leaves_the_history_as_it_was():
+    cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9)
+    h = history(3)
+    model = ScriptedModel([ScriptedReply(text='{"plan": "not a list"}'), ScriptedReply(text="no")])
+    result = compact(h, [], cfg, render(h, [cfg]), COUNTER, ModelSummariser(model, ModelParams()), "every_steps")
+    assert not result.ok and result.fold is None and result.tokens_after == result.tokens_before
+    assert "plan" in result.attempts[0].problem and len(result.attempts) == 2
+
+
+def test_still_cut_off_at_the_larger_cap_folds_fewer_steps():
+    cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9, summary_max_tokens=32)
+    h = history(5)
+    cut = ScriptedReply(text="{", finish_reason="length")
+    model = ScriptedModel([cut, cut, summary()])
+    result = compact(h, [], cfg, render(h, [cfg]), COUNTER, ModelSummariser(model, ModelParams()), "every_steps")
+    assert result.ok and result.cut_off
+    assert [a.steps for a in result.attempts] == [(1, 4), (1, 4), (1, 2)]
+    assert (result.fold.first_step, result.fold.last_step) == (1, 2)
+
+
+def test_the_summariser_reads_a_transcript_not_raw_json():
+    h = history(2, output="3 failed, 10 passed", status="error")
+    text = fresh_request(WorkingMemory(goal="g"), h[2:], (1, 2))[1].text
+    assert "## Step 1" in text and "Agent called shell with" in text and "Result of shell (error):" in text
+    assert '"role"' not in text and "tool_call_id" not in text
+    assert "Drop what later steps made obsolete".lower() in text.lower()
+
+
+def test_fork_mode_sends_the_agents_own_prompt_first():
+    cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fork")
+    h = history(3)
+    prompt = render(h, [cfg])
+    model = ScriptedModel([summary()])
+    seen = []
+    original = model.complete
+    model.complete = lambda messages, tools, params: seen.append(list(messages)) or original(messages, tools, params)
+    compact(h, [], cfg, prompt, COUNTER, ModelSummariser(model, ModelParams()), "every_steps")
+    assert seen[0][: len(prompt)] == prompt and "Fold steps 1-2" in seen[0][-1].text

@@ -1,0 +1,68 @@
+"""Reasoning stripping and observation masking, on histories built from real messages."""
+
+from __future__ import annotations
+
+from agent.types import Message
+from memory.context import MaskObservations, StripReasoning, mask_observations, strip_reasoning
+from memory.render import render
+from tests.memory.helpers import SYSTEM, TASK, history, step
+
+SIGNED = [{"type": "thinking", "thinking": "...", "signature": "sig"}]
+
+
+def with_reasoning(n: int) -> list[Message]:
+    out = [SYSTEM, TASK]
+    for i in range(1, n + 1):
+        out += step(i, reasoning=f"thought {i}", payload=SIGNED)
+    return out
+
+
+def reasoning_of(messages):
+    return [m.reasoning for m in messages if m.role == "assistant"]
+
+
+def test_all_keeps_every_reasoning_block():
+    h = with_reasoning(3)
+    assert strip_reasoning(h, StripReasoning(keep="all")) == h
+
+
+def test_last_turn_keeps_only_the_newest_turn_and_its_signed_blocks_while_unfinished():
+    out = reasoning_of(strip_reasoning(with_reasoning(3), StripReasoning(keep="last_turn")))
+    assert out[:2] == [None, None]
+    assert out[2].text == "thought 3" and out[2].payload == SIGNED
+
+
+def test_none_strips_text_but_keeps_the_signed_blocks_of_an_unfinished_tool_turn():
+    out = reasoning_of(strip_reasoning(with_reasoning(3), StripReasoning(keep="none")))
+    assert out[:2] == [None, None]
+    assert out[2].text == "" and out[2].payload == SIGNED  # the provider rejects the request without them
+
+
+def test_a_finished_turn_loses_its_signed_blocks():
+    # The newest assistant turn answered without a tool call: its tool-use turn is over.
+    h = with_reasoning(2) + [Message(role="assistant", text="done", reasoning=None)]
+    out = reasoning_of(strip_reasoning(h, StripReasoning(keep="none")))
+    assert out == [None, None, None]
+    h = with_reasoning(2) + [Message(role="assistant", text="done")] + [Message(role="user", text="go on")]
+    h[-2] = h[-2].model_copy(update={"reasoning": with_reasoning(1)[2].reasoning})
+    out = reasoning_of(strip_reasoning(h, StripReasoning(keep="last_turn")))
+    assert out[-1].text == "thought 1" and out[-1].payload == []
+
+
+def test_masking_keeps_the_last_n_verbatim_and_says_what_the_others_were():
+    h = history(4, output="line\n" * 10)
+    h[3] = h[3].model_copy(update={"status": "error"})
+    out = mask_observations(h, MaskObservations(keep_last=2))
+    tools = [m for m in out if m.role == "tool"]
+    assert [m.text for m in tools[2:]] == ["line\n" * 10] * 2
+    assert tools[0].text == "[output of shell hidden to save context: 50 characters, 11 lines, status error]"
+    assert "status ok" in tools[1].text
+    assert len(out) == len(h) and [m.role for m in out] == [m.role for m in h]
+
+
+def test_policies_apply_in_order_and_leave_the_history_alone():
+    h = with_reasoning(6)
+    before = [m.model_dump() for m in h]
+    out = render(h, [StripReasoning(keep="none"), MaskObservations(keep_last=1)])
+    assert [m.model_dump() for m in h] == before
+    assert sum(m.role == "tool" and m.text.startswith("[output of") for m in out) == 5
