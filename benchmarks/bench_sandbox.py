@@ -1,6 +1,7 @@
 """Round trip of `true` in a Docker sandbox: persistent shell vs docker-py exec_run vs `docker exec`.
 
-Also the cold start: from `DockerSandbox.start()` to the first command's answer.
+Also the cold start (from `DockerSandbox.start()` to the first command's answer) and
+the cost of an `alive()` probe.
 Target: persistent shell median <= 2 ms and >= 25x faster than exec_run.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--n 100]
@@ -62,6 +63,7 @@ def main() -> None:
             subprocess.run(["docker", "exec", "-u", sb.options.user, sb.container.id, "true"], check=True)
 
         rows = {"persistent shell": timed(shell, args.n), "docker-py exec_run": timed(exec_run, args.n), "docker exec CLI": timed(cli, args.n)}
+        probes = timed(sb.alive, args.n)
     finally:
         sb.close()
 
@@ -72,6 +74,7 @@ def main() -> None:
     base = statistics.median(rows["persistent shell"])
     print(f"exec_run / shell: {statistics.median(rows['docker-py exec_run']) / base:.0f}x")
     print(f"docker exec / shell: {statistics.median(rows['docker exec CLI']) / base:.0f}x")
+    print(f"alive() probe: median {statistics.median(probes):.2f} ms, p95 {p95(probes):.2f} ms")
     print(f"cold start (start + first command), 5 runs: median {statistics.median(colds):.0f} ms, max {max(colds):.0f} ms")
 
 
