@@ -6,12 +6,16 @@ The defaults are the safe ones. Each loosening is a field someone has to set:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sandboxes.base import DEFAULT_OUTPUT_CAP
 
 BASE_IMAGE = "harness-base:bookworm-1"
-LABEL = "harness.sandbox"  # every container the harness starts carries it; prune looks for it
+LABEL = "harness.sandbox"
+# Host variables that look like credentials are never copied in, even when named.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^AWS_|^GOOGLE_APPLICATION", re.IGNORECASE)  # every container the harness starts carries it; prune looks for it
 
 
 class DockerOptions(BaseModel):
@@ -40,4 +44,14 @@ class DockerOptions(BaseModel):
     shell: list[str] = Field(default_factory=lambda: ["bash", "--noprofile", "--norc"])
     output_cap: int = Field(DEFAULT_OUTPUT_CAP, gt=0)
     labels: dict[str, str] = Field(default_factory=dict)
-    start_timeout_s: float = Field(30.0, gt=0)
+
+    @field_validator("env_from_host")
+    @classmethod
+    def _no_credentials(cls, names: list[str]) -> list[str]:
+        secret = [n for n in names if SECRET_NAME.search(n)]
+        if secret:
+            raise ValueError(
+                f"{', '.join(secret)} look like credentials and are never copied from the host; "
+                "if the sandbox truly needs one, put its value in `env` explicitly"
+            )
+        return names

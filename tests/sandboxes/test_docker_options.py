@@ -23,3 +23,9 @@ def test_options_round_trip_as_data_and_refuse_unknown_fields():
     assert DockerOptions.model_validate_json(opts.model_dump_json()) == opts
     with pytest.raises(ValidationError):
         DockerOptions.model_validate({"netwrok": "bridge"})
+
+
+def test_credentials_cannot_be_copied_from_the_host_even_by_name():
+    with pytest.raises(ValidationError, match="OPENAI_API_KEY, GITHUB_TOKEN look like credentials"):
+        DockerOptions(env_from_host=["LANG", "OPENAI_API_KEY", "GITHUB_TOKEN"])
+    assert DockerOptions(env_from_host=["TZ"]).env_from_host == ["TZ"]
