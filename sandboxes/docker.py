@@ -14,6 +14,7 @@ what the options name. Nothing is ever pulled: the image must be local.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import posixpath
 import shlex
@@ -31,6 +32,8 @@ from docker.types import Mount
 from sandboxes.base import ExecResult, SandboxDead
 from sandboxes.docker_options import LABEL, DockerOptions
 from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
+
+log = logging.getLogger("harness.sandbox")
 
 # After a timeout's kill, how long the shell gets to print its end marker
 # before it is judged stuck (a loop of builtins) and replaced.
@@ -365,9 +368,11 @@ class DockerSandbox:
             self.container.remove(force=True, v=True)
         except NotFound:
             pass
-        except APIError as e:
+        except (DockerException, OSError) as e:
+            # close() runs in `finally` blocks: it must not hide the error that got there.
+            # The label lets `harness sandbox prune` remove the container later.
             if "already in progress" not in str(e):
-                raise
+                log.warning("could not remove sandbox container %s (%s); `harness sandbox prune` will", self.name, e)
 
     def __enter__(self) -> DockerSandbox:
         return self
