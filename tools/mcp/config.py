@@ -40,6 +40,9 @@ class McpServer(BaseModel):
     # Streamable HTTP
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict, description="values may name host variables as ${NAME}")
+    # "auto" negotiates the newest protocol both sides speak; "legacy" forces the initialize
+    # handshake, for servers that mishandle the newer discovery request
+    protocol: Literal["auto", "legacy"] = "auto"
     # trust and limits
     trusted: bool = False
     approve: Literal["writes", "never", "always"] | None = Field(

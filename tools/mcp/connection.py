@@ -122,11 +122,17 @@ class Connection:
         return Client(
             transport,
             read_timeout_seconds=s.connect_timeout_s,
+            mode=s.protocol,
             message_handler=self._on_message,
             client_info=CLIENT_INFO,
         )
 
     # -- the tool list ------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        if self.client is None:
+            raise RuntimeError(f"MCP server {self.server.name} is not connected")
+        await self._list(self.client)
 
     async def _list(self, client: Client) -> None:
         specs: list[Any] = []

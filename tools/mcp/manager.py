@@ -71,6 +71,11 @@ class McpTools:
             future.cancel()
             return ToolResult(f"{name} on MCP server {server} gave no answer within {deadline:g} s.", ok=False, timed_out=True)
 
+    def refresh(self, server: str) -> None:
+        """List a server's tools again now, as after a change notification."""
+        connection = self._connections[server]
+        self._wait(connection.refresh(), connection.server.connect_timeout_s)
+
     def take_changes(self) -> dict[str, list[Tool]]:
         """Each server's newest tool list since the last take, adapted to harness tools."""
         with self._lock:

@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 from tools.base import ToolResult
-from tools.mcp.text import clean
+from tools.mcp.text import cap, clean
+
+RESULT_CHARS = 1_000_000  # far beyond any prompt; bounds the cleaning work on a runaway result
 
 
 def render(result: Any) -> ToolResult:
@@ -21,7 +23,7 @@ def render(result: Any) -> ToolResult:
     structured = result.structured_content
     if structured is not None and not any(_same_json(text, structured) for text in texts):
         parts.append("structured content (JSON):\n" + json.dumps(structured, ensure_ascii=False, indent=1))
-    text = clean("\n".join(p for p in parts if p)) or "(the tool returned no content)"
+    text = clean(cap("\n".join(p for p in parts if p), RESULT_CHARS)) or "(the tool returned no content)"
     return ToolResult(text=text, ok=not result.is_error)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -23,6 +24,14 @@ def stdio(name: str, script: str, *args: str, **settings) -> McpServer:
 
 def context(timeout_s: float = 20.0) -> ToolContext:
     return ToolContext(sandbox=None, timeout_s=timeout_s)  # MCP tools never touch the sandbox
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")  # a zombie has ended
 
 
 def free_port() -> int:

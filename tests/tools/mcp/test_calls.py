@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import signal
 import time
 
-import psutil
 
 from agent.dispatch import dispatch
 from agent.policy import HarnessPolicy
@@ -19,7 +20,7 @@ from tests.agent.helpers import new_journal
 from tools.base import Registry
 from tools.mcp import with_mcp
 
-from .conftest import context, stdio
+from .conftest import alive, context, stdio
 
 RUNS = itertools.count()
 
@@ -82,6 +83,29 @@ def test_a_tool_added_at_run_time_appears_after_the_change_notification(trusted_
     assert "basic__echo" in trusted_basic.names()  # the rest of the server's tools stay
 
 
+def test_a_handshake_era_connection_also_follows_tool_list_changes(tmp_path):
+    with with_mcp([stdio("old", "basic.py", protocol="legacy", trusted=True)], Registry()) as registry:
+        assert observe(registry, tmp_path, "old__grow").status == "ok"
+        deadline = time.monotonic() + 10
+        while registry.get("old__late") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert observe(registry, tmp_path, "old__late").text == "late tool here"
+
+
+def test_a_server_killed_between_calls_is_restarted_before_the_next_call(tmp_path):
+    pidfile = tmp_path / "pid"
+    with with_mcp([stdio("victim", "basic.py", "--pidfile", str(pidfile), trusted=True)], Registry()) as registry:
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        connection = registry.mcp._connections["victim"]
+        deadline = time.monotonic() + 10
+        while not connection.lost and time.monotonic() < deadline:  # the change stream sees the drop
+            time.sleep(0.05)
+        obs = observe(registry, tmp_path, "victim__echo", text="again")
+        assert obs.status == "ok" and obs.text.endswith("\nagain")
+        assert "MCP server victim crashed (its connection closed since the last call)" in obs.text
+        assert "It was restarted" in obs.text
+
+
 def test_a_crashed_server_is_reported_restarted_and_keeps_its_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_TEST_SECRET", "do-not-leak")
     monkeypatch.setenv("HARNESS_TEST_PASSED", "allowed")
@@ -113,17 +137,12 @@ def test_with_no_reconnects_a_crash_ends_the_server(tmp_path):
         assert "cannot be used" in observe(registry, tmp_path, "fragile__echo", text="x").text
 
 
-def test_calls_after_close_are_answered_not_raised(tmp_path):
-    with with_mcp([stdio("brief", "basic.py")], Registry()) as registry:
-        echo = registry.get("brief__echo")
+def test_closing_stops_the_server_and_later_calls_are_answered_not_raised(tmp_path):
+    pidfile = tmp_path / "pid"
+    with with_mcp([stdio("stopme", "basic.py", "--pidfile", str(pidfile))], Registry()) as registry:
+        pid = int(pidfile.read_text())
+        assert alive(pid)
+        echo = registry.get("stopme__echo")
+    assert not alive(pid)
     result = echo.run(echo.args.model_validate({"text": "late"}), context())
     assert not result.ok and "closed" in result.text
-
-
-def test_closing_stops_the_server_process():
-    def servers() -> set[int]:
-        return {p.pid for p in psutil.Process().children(recursive=True) if "stopme" in " ".join(p.cmdline())}
-
-    with with_mcp([stdio("stopme", "basic.py", "--name", "stopme")], Registry()):
-        assert len(servers()) == 1
-    assert servers() == set()

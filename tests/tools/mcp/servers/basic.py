@@ -1,8 +1,8 @@
-"""A small MCP server for tests: `python basic.py [http PORT] [--once MARKER] [--name NAME]`.
+"""A small MCP server for tests: `python basic.py [http PORT] [--once MARKER] [--name NAME] [--pidfile FILE]`.
 
 Tools cover each path of the client: a read-only echo, a plain write, an error,
 a hang, a crash, a tool added at run time, rich content, structured output and
-an environment probe. With `--once MARKER` the server refuses to start a second
+an environment probe. `--pidfile FILE` tells tests which process to watch. With `--once MARKER` the server refuses to start a second
 time, which makes a restart after a crash fail.
 """
 
@@ -22,7 +22,10 @@ parser.add_argument("transport", nargs="?", default="stdio")
 parser.add_argument("port", nargs="?", type=int, default=0)
 parser.add_argument("--once")
 parser.add_argument("--name", default="basic")
+parser.add_argument("--pidfile")
 opts = parser.parse_args()
+if opts.pidfile:
+    Path(opts.pidfile).write_text(str(os.getpid()))
 
 if opts.once:
     marker = Path(opts.once)
