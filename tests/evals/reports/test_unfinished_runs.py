@@ -1,0 +1,40 @@
+"""Reports of runs that did not end cleanly: the model failed, or the process died mid-write."""
+
+from __future__ import annotations
+
+import shutil
+
+from conftest import make_run, reply
+
+from agent.policy import HarnessPolicy
+from evals.pricing import load_prices
+from evals.reports.html import render_run
+from evals.reports.load import load_run
+from evals.reports.text import run_markdown
+
+
+def test_a_run_whose_model_failed_shows_the_failure_at_its_step(tmp_path):
+    # two replies, then the scripted model has nothing more to say: a permanent model error at step 3
+    script = [reply("look", ("shell", {"command": "ls"}), prompt=500), reply("again", ("shell", {"command": "pwd"}), prompt=600)]
+    run_dir = make_run(tmp_path, script, HarnessPolicy(name="short"), task_id="fails")
+    run = load_run(run_dir, load_prices())
+    assert run.summary.stop_reason == "model_error"
+    last = run.steps[-1]
+    assert last.n == 3 and last.reply is None and last.failures
+    html = render_run(run).read_text()
+    assert 'id="step-3"' in html and "model call failed" in html
+    assert "(stop: model_error)" in run_markdown(run)
+
+
+def test_a_crashed_run_without_a_summary_and_with_a_torn_last_line(rich_run, tmp_path):
+    crashed = tmp_path / rich_run.name
+    shutil.copytree(rich_run, crashed)
+    (crashed / "summary.json").unlink()
+    lines = (crashed / "events.jsonl").read_text().splitlines(keepends=True)
+    kept = [line for line in lines if '"run_stopped"' not in line]
+    (crashed / "events.jsonl").write_text("".join(kept) + kept[-1][: len(kept[-1]) // 2])  # a torn write
+    run = load_run(crashed, load_prices())
+    assert run.bad_lines == 1
+    assert run.summary.stop_reason == "unfinished" and run.summary.steps == 13
+    html = render_run(run).read_text()
+    assert "1 journal line(s) did not parse" in html and 'id="step-13"' in html
