@@ -1,5 +1,27 @@
 """MCP tool discovery: the tools of configured MCP servers become harness tools for a run.
 
+Servers are part of the policy (`mcp`, a list), so the run record names every
+server a run could reach. In a policy file (TOML; YAML takes the same fields):
+
+    [[mcp]]
+    name = "files"                      # tools become files__<tool>
+    command = "python"                  # stdio: command, args, cwd
+    args = ["servers/files.py"]
+    env = { LOG_LEVEL = "info" }        # set in the child as written
+    env_pass = ["GITHUB_TOKEN"]         # copied from the host; nothing else is inherited
+    trusted = true                      # only then does readOnlyHint make a tool `read`
+
+    [[mcp]]
+    name = "search"
+    url = "http://127.0.0.1:8000/mcp"   # Streamable HTTP
+    headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }  # read from the host when connecting
+    approve = "never"                   # untrusted write tools ask for approval unless told so
+    timeout_s = 20                      # per call; default the policy's dispatch.tool_timeout_s
+
+On the command line (`harness run` and `harness tools list`):
+`--mcp "[NAME=]COMMAND ARGS"`, `--mcp-url [NAME=]URL` (both untrusted) and
+`--config FILE` (a file with an `mcp` list, such as a policy file).
+
 Importing this package is cheap; the SDK loads only when a server is configured.
 """
 

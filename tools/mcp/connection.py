@@ -181,9 +181,10 @@ class Connection:
         """Never raises: every failure is a result the model can read."""
         note = ""
         if self.lost and self.gone is None:
-            note = await self._restart("its connection closed since the last call") + "\n"
+            note = await self._restart("its connection closed since the last call")
         if self.gone is not None or self.client is None:
-            return ToolResult(f"{note}{self.gone or 'MCP server ' + self.server.name + ' is not connected.'}", ok=False)
+            return ToolResult(self.gone or note or f"MCP server {self.server.name} is not connected.", ok=False)
+        note = f"{note}\n" if note else ""
         start = time.monotonic()
         try:
             result = await self.client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
@@ -208,16 +209,18 @@ class Connection:
             stderr = self._stderr()
             await self.close()
             self.lost = False
-            crashed = f"MCP server {self.server.name} crashed ({why}){stderr}."
+            local = self.server.command is not None  # a stdio server is ours to restart; an HTTP one, to reach again
+            crashed = f"MCP server {self.server.name} {'crashed' if local else 'went away'} ({why}){stderr}."
+            again = "restarted" if local else "reconnected"
             if self.restarts_left <= 0:
-                self.gone = f"{crashed} It is not restarted again in this run, so its tools cannot be used."
+                self.gone = f"{crashed} It is not {again} again in this run, so its tools cannot be used."
             else:
                 self.restarts_left -= 1
                 try:
                     await self.open()
                 except Exception as e:
-                    self.gone = f"{crashed} Restarting it failed: {_said(str(e))}. Its tools cannot be used in this run."
-            told = self.gone or f"{crashed} It was restarted and its tools were listed again."
+                    self.gone = f"{crashed} It could not be {again}: {_said(str(e))}. Its tools cannot be used in this run."
+            told = self.gone or f"{crashed} It was {again} and its tools were listed again."
             self.report(told)
             return told
 

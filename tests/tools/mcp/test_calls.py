@@ -10,6 +10,8 @@ import itertools
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 
 
@@ -18,9 +20,9 @@ from agent.policy import HarnessPolicy
 from agent.types import ToolCall
 from tests.agent.helpers import new_journal
 from tools.base import Registry
-from tools.mcp import with_mcp
+from tools.mcp import McpServer, with_mcp
 
-from .conftest import alive, context, stdio
+from .conftest import SERVERS, alive, context, free_port, stdio, wait_for_port
 
 RUNS = itertools.count()
 
@@ -125,10 +127,33 @@ def test_a_server_that_cannot_restart_answers_with_a_clear_error(tmp_path):
     marker = tmp_path / "started"
     with with_mcp([stdio("once", "basic.py", "--once", str(marker), reconnects=1)], Registry()) as registry:
         obs = observe(registry, tmp_path, "once__crash")
-        assert obs.status == "error" and "Restarting it failed" in obs.text
+        assert obs.status == "error" and "It could not be restarted" in obs.text
         assert "refusing to start a second time" in obs.text
         later = observe(registry, tmp_path, "once__echo", text="anyone?")
         assert later.status == "error" and "Its tools cannot be used in this run" in later.text
+
+
+def test_an_http_server_that_comes_back_is_reconnected(tmp_path):
+    port = free_port()
+    serve = [sys.executable, str(SERVERS / "basic.py"), "http", str(port)]
+    process = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process)
+        with with_mcp([McpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", trusted=True)], Registry()) as registry:
+            connection = registry.mcp._connections["web"]
+            process.kill()
+            process.wait(10)
+            deadline = time.monotonic() + 10
+            while not connection.lost and time.monotonic() < deadline:  # the change stream sees the drop
+                time.sleep(0.05)
+            process = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_for_port(port, process)
+            obs = observe(registry, tmp_path, "web__echo", text="back")
+            assert obs.status == "ok" and obs.text.endswith("\nback")
+            assert "MCP server web went away" in obs.text and "It was reconnected" in obs.text
+    finally:
+        process.kill()
+        process.wait(10)
 
 
 def test_with_no_reconnects_a_crash_ends_the_server(tmp_path):
