@@ -31,6 +31,15 @@ def compaction_markers(run: RunData) -> list[Marker]:
     ]
 
 
+def ideal_reuse(steps: list) -> list[Series]:
+    """The share of each prompt that repeated an earlier prompt's prefix, as the harness counted it:
+    what a perfect prefix cache would have served. Shown when the journal records it."""
+    known = [s for s in steps if s.prefix_reused is not None and s.counted_tokens]
+    if not known:
+        return []
+    return [Series("ideal prefix reuse", [(s.n, s.prefix_reused / s.counted_tokens) for s in known], "#64748b", dashed=True)]
+
+
 def run_charts(run: RunData, parts: list[Breakdown]) -> dict[str, str]:
     steps = [s for s in run.steps if s.reply is not None]
     xs = [s.n for s in steps]
@@ -48,7 +57,8 @@ def run_charts(run: RunData, parts: list[Breakdown]) -> dict[str, str]:
              Series("cached, cumulative", list(zip(xs, accumulate(cached))), GREEN, "line", dashed=True)],
             "Cumulative prompt tokens", "step", unit, markers=markers),
         "cached_share": line_chart(
-            [Series("cached share", [(s.n, s.usage.cached_tokens / p if p else 0.0) for s, p in zip(steps, prompts)], GREEN)],
+            [Series("cached share", [(s.n, s.usage.cached_tokens / p if p else 0.0) for s, p in zip(steps, prompts)], GREEN),
+             *ideal_reuse(steps)],
             "Cached share of the prompt", "step", "share cached", markers=markers, y_fmt=percent, y_max=1.0),
     }
     if run.price is not None:
