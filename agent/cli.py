@@ -90,6 +90,26 @@ def demo_command(out: Path = typer.Option(Path("runs"), help="Folder that receiv
     )
 
 
+@app.command("serve")
+def serve_command(
+    model: str = typer.Option(None, help="A GGUF file or model folder; default: the embedded SmolLM2-135M-Instruct."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    kv_cache_mb: int = typer.Option(1024, min=16, help="Memory for the KV cache (and prefix cache), in MiB."),
+    max_model_len: int = typer.Option(None, help="Context length cap; default: the model's own."),
+    name: str = typer.Option(None, help="Model name clients ask for; default: smollm2 (embedded) or the file's stem."),
+    threads: int = typer.Option(None, help="Torch CPU threads; default: torch's choice."),
+) -> None:
+    """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
+    from engine import EngineError
+    from engine.server import serve
+
+    try:
+        serve(model, host, port, kv_cache_mb << 20, max_model_len, threads, name)
+    except EngineError as e:
+        fail(HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}"))
+
+
 app.command("chess")(chess_command)
 app.add_typer(mcp_cli.app, name="tools")
 

@@ -56,6 +56,13 @@ class ModelParams(_Knobs):
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(1024, ge=1)
     seed: int | None = 0
+    # "required": every reply must call a tool; the local engine then constrains decoding
+    # to a schema-valid call, so even a tiny model never emits a broken one.
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    # Anthropic prompt caching: where to put cache_control breakpoints (at most 4 are allowed).
+    cache_breakpoints: list[Literal["tools", "system", "last_message"]] = Field(default_factory=list)
+    cache_ttl: Literal["5m", "1h"] = "5m"
+    thinking_budget: int | None = Field(None, ge=1024, description="Anthropic extended thinking budget, in tokens")
 
 
 class HarnessPolicy(_Knobs):

@@ -1,0 +1,71 @@
+"""The in-process local engine as a ModelClient: no HTTP, same prompts and prefix cache as the server.
+
+    LocalModel()                      # `local`: the embedded SmolLM2-135M-Instruct
+    LocalModel(path="model.gguf")     # `local:PATH`
+    LocalModel(engine=an_engine)      # share an engine that is already loaded
+
+With `ModelParams.tool_choice == "required"` decoding is constrained by a grammar built
+from the tools' schemas, so the reply is always one schema-valid call.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+from agent.errors import HarnessError, PermanentModelError, TransientModelError
+from agent.models.convert import to_openai
+from agent.policy import ModelParams
+from agent.types import FinishReason, Message, ModelReply, ToolCall, Usage
+from tools.base import Tool, openai_schema
+
+FINISH: dict[str, FinishReason] = {"stop": "stop", "tool_calls": "tool_calls", "length": "length"}
+
+
+class LocalModel:
+    def __init__(self, path: str | None = None, engine=None, name: str | None = None):
+        from engine import Engine, EngineError
+
+        self.name = name or ("local" if path is None else f"local:{path}")
+        if engine is None:
+            try:
+                engine = Engine(path)
+            except EngineError as e:
+                raise HarnessError(f"Cannot load the local model {self.name}: {e}") from None
+        self.engine = engine
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
+        from engine import EngineError
+        from engine.chat import ChatRequest, finish, prepare
+
+        request = ChatRequest(
+            messages=to_openai(messages),
+            tools=[openai_schema(t) for t in tools],
+            tool_choice=params.tool_choice if tools else "auto",
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            seed=params.seed,
+        )
+        start = time.perf_counter()
+        try:
+            ids, sampling = prepare(self.engine, request)
+            output = self.engine.generate([ids], sampling)[0]
+        except EngineError as e:  # a prompt too long, an invalid schema: retrying cannot help
+            raise PermanentModelError(f"{self.name}: {e}") from None
+        if output.finish_reason in ("error", "abort"):
+            raise TransientModelError(f"{self.name}: generation failed: {output.error or output.finish_reason}")
+        reply = finish(self.engine, request, output)
+        calls = tuple(ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=c.name, arguments=c.arguments) for c in reply.tool_calls)
+        return ModelReply(
+            message=Message(role="assistant", text=reply.content, tool_calls=calls),
+            usage=Usage(
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                cached_tokens=reply.cached_tokens,
+                cache_write_tokens=reply.cache_write_tokens,
+            ),
+            finish_reason=FINISH.get(reply.finish_reason, "other"),
+            model=self.name,
+            latency_s=time.perf_counter() - start,
+        )

@@ -1,0 +1,90 @@
+"""OpenAI Chat Completions through the official `openai` SDK, for OpenAI or any compatible server.
+
+    OpenAIModel("gpt-5")                                              # openai:gpt-5
+    OpenAIModel("smollm2", base_url="http://127.0.0.1:8000/v1")       # openai-compatible:...#smollm2
+
+The SDK's own retries are off: the harness's retry policy (agent.errors) decides,
+from the transient/permanent errors this client raises.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Sequence
+
+import openai
+
+from agent.models.convert import OPENAI_FINISH, openai_usage, to_openai
+from agent.models.provider_errors import map_error
+from agent.policy import ModelParams
+from agent.types import Message, ModelReply, Reasoning, ToolCall
+from tools.base import Tool, openai_schema
+
+# OpenAI's reasoning models refuse any temperature but the default.
+NO_TEMPERATURE = re.compile(r"^(o\d|gpt-5)")
+
+
+class OpenAIModel:
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        name: str | None = None,
+        timeout_s: float = 300.0,
+    ):
+        self.model = model
+        self.official = base_url is None
+        self.name = name or (f"openai:{model}" if self.official else f"openai-compatible:{base_url}#{model}")
+        self.key_env = "OPENAI_API_KEY"
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+
+    def request(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> dict:
+        """The keyword arguments of `chat.completions.create` for this call."""
+        kwargs: dict = {"model": self.model, "messages": to_openai(messages)}
+        if tools:
+            kwargs["tools"] = [openai_schema(t) for t in tools]
+            kwargs["tool_choice"] = params.tool_choice
+        # The official API prefers max_completion_tokens (reasoning models refuse max_tokens);
+        # compatible servers widely know only max_tokens.
+        kwargs["max_completion_tokens" if self.official else "max_tokens"] = params.max_tokens
+        if not (self.official and NO_TEMPERATURE.match(self.model)):
+            kwargs["temperature"] = params.temperature
+        if params.seed is not None:
+            kwargs["seed"] = params.seed
+        return kwargs
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
+        start = time.perf_counter()
+        try:
+            response = self.client.chat.completions.create(**self.request(messages, tools, params))
+        except openai.OpenAIError as e:
+            raise map_error(e, self.name, self.key_env) from e
+        return to_reply(response, self.name, time.perf_counter() - start)
+
+
+def to_reply(response, name: str, latency_s: float) -> ModelReply:
+    choice = response.choices[0]
+    msg = choice.message
+    calls = []
+    for c in msg.tool_calls or []:
+        if c.type == "function":
+            calls.append(ToolCall(id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=c.function.name, arguments=c.function.arguments or ""))
+        elif c.type == "custom":
+            calls.append(ToolCall(id=c.id, name=c.custom.name, arguments=c.custom.input))
+    # Compatible servers (vLLM, DeepSeek) return hidden reasoning as `reasoning_content`.
+    extra = msg.model_extra or {}
+    thought = extra.get("reasoning_content") or extra.get("reasoning")
+    reasoning = Reasoning(text=thought, provider="openai") if isinstance(thought, str) and thought else None
+    finish = OPENAI_FINISH.get(choice.finish_reason or "", "other")
+    if calls and finish == "stop":
+        finish = "tool_calls"
+    return ModelReply(
+        message=Message(role="assistant", text=msg.content or "", tool_calls=tuple(calls), reasoning=reasoning),
+        usage=openai_usage(response.usage),
+        finish_reason=finish,
+        model=response.model or name,
+        latency_s=latency_s,
+    )

@@ -1,0 +1,70 @@
+"""Provider SDK errors mapped to the harness's two kinds: transient (retried by the
+harness's tenacity policy) and permanent (the run stops, with the cause named).
+
+Both official SDKs raise the same shapes (status errors carrying the HTTP response,
+connection errors, timeouts), so one function serves both.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+from agent.errors import PermanentModelError, TransientModelError
+
+# Statuses worth retrying: timeout, conflict, rate limit, and the server's own failures.
+RETRYABLE = {408, 409, 429}
+
+CAUSES = {
+    400: "the request was rejected as invalid",
+    401: "authentication failed",
+    403: "permission denied",
+    404: "not found (check the model name and the base URL)",
+    413: "the request is too large",
+    422: "the request could not be processed",
+}
+
+
+def retry_after(headers) -> float | None:
+    """Seconds from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            pass
+        parsed = email.utils.parsedate_tz(value)
+        if parsed is not None:
+            return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+def _api_message(err) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+    return str(getattr(err, "message", "") or err)
+
+
+def map_error(err: Exception, name: str, key_env: str | None = None) -> Exception:
+    """The harness error to raise for an SDK error `err` from model `name`."""
+    status = getattr(err, "status_code", None)
+    response = getattr(err, "response", None)
+    if status is None:
+        if type(err).__name__ in ("APIConnectionError", "APITimeoutError"):
+            what = "timed out" if "Timeout" in type(err).__name__ else "could not connect or the connection dropped"
+            return TransientModelError(f"{name}: the request {what}: {err}")
+        return PermanentModelError(f"{name}: the provider's response could not be used: {type(err).__name__}: {err}")
+    message = _api_message(err)
+    if status in RETRYABLE or status >= 500:
+        wait = retry_after(getattr(response, "headers", None))
+        return TransientModelError(f"{name}: HTTP {status}: {message}", retry_after=wait)
+    cause = CAUSES.get(status, "the request was refused")
+    hint = f" Check {key_env}." if status == 401 and key_env else ""
+    return PermanentModelError(f"{name}: HTTP {status}, {cause}: {message}.{hint}")
