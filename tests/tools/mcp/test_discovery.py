@@ -67,6 +67,8 @@ def test_pagination_follows_the_cursor_to_the_end():
         assert len(registry) == 25 and registry.names()[0] == "paged__tool_000" and "paged__tool_024" in registry.names()
         tool = registry.get("paged__tool_017")
         assert tool.run(tool.args.model_validate({"x": 3}), context()).text == "tool_017 got {'x': 3}"
+        refused = tool.run(tool.args.model_validate({"x": -1}), context())
+        assert not refused.ok and refused.text == "MCP server paged refused the call (error -32602): x must not be negative"
 
 
 def test_a_hostile_description_is_cleaned_capped_fenced_and_clashing_names_reported():

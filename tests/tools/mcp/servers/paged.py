@@ -7,9 +7,10 @@ to hand out cursors.
 import sys
 
 import anyio
+from mcp import MCPError
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
+from mcp.types import INVALID_PARAMS, CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
 
 COUNT, PAGE = int(sys.argv[1]), int(sys.argv[2])
 TOOLS = [
@@ -30,6 +31,8 @@ async def list_tools(ctx, params) -> ListToolsResult:
 
 
 async def call_tool(ctx, params) -> CallToolResult:
+    if (params.arguments or {}).get("x") == -1:
+        raise MCPError(INVALID_PARAMS, "x must not be negative")  # a protocol error, not an is_error result
     return CallToolResult(content=[TextContent(type="text", text=f"{params.name} got {params.arguments}")])
 
 
