@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.checkpoint_cli import approve_command, replay_command, resume_command
 from agent.errors import HarnessError
 from agent.launch import SANDBOXES, launch
 from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy

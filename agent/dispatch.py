@@ -15,14 +15,16 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
+from agent.approval import refusal_text
 from agent.events import ToolIntent, ToolObserved
 from agent.journal import Journal
 from agent.policy import HarnessPolicy
 from agent.policy import ApprovalPolicy
+from agent.reconcile import Recovered, settle
 from agent.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
@@ -46,18 +48,30 @@ def dispatch(
     policy: HarnessPolicy,
     journal: Journal,
     approve: Approver | None = None,
+    recovered: Recovered | None = None,
 ) -> Dispatched:
+    """`recovered` is set when a resumed run finishes a step its crashed process began."""
     observations: list[Observation] = []
     submission: str | None = None
     closed: str | None = None  # once set, every later call is rejected with this reason
     for call in calls:
+        prior = recovered.observed.get(call.id) if recovered is not None else None
         if closed is not None:
             obs, tb, result = _observation(call, "rejected", closed, "rejected"), None, None
-        else:
-            obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve)
+        elif prior is not None:  # journaled before the crash: taken as it was, nothing runs again
+            obs, tb, result = prior.observation, None, ToolResult(prior.observation.text, submission=prior.submission,
+                                                                   rejects_later=prior.rejects_later)
             closed = _closes_reply(call, obs, result, tools, policy)
-        obs = _truncate(obs, step, policy, journal)
-        journal.append(ToolObserved(step=step, observation=obs, traceback=tb))
+        else:
+            obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve, recovered)
+            closed = _closes_reply(call, obs, result, tools, policy)
+        if prior is None:
+            obs = _truncate(obs, step, policy, journal)
+            journal.append(ToolObserved(step=step, observation=obs, traceback=tb,
+                                        submission=result.submission if result else None,
+                                        rejects_later=result.rejects_later if result else None))
+        else:
+            obs = prior.observation
         observations.append(obs)
         if result is not None and result.submission is not None and submission is None:
             submission = result.submission
@@ -88,6 +102,7 @@ def _run_call(
     policy: HarnessPolicy,
     journal: Journal,
     approve: Approver | None,
+    recovered: Recovered | None = None,
 ) -> tuple[Observation, str | None, ToolResult | None]:
     tool = tools.get(call.name)
     if tool is None:
@@ -96,8 +111,18 @@ def _run_call(
     args, problem, kind = _parse_arguments(call, tool)
     if problem is not None:
         return _observation(call, "error", problem, kind), None, None
-    if needs_approval(tool, policy.approval) and (approve is None or not approve(call, tool)):
-        return _observation(call, "denied", f"Not run: the user refused the call to {call.name}.", "denied"), None, None
+    if needs_approval(tool, policy.approval):
+        decision = approve(call, tool) if approve is not None else False
+        if not decision:
+            return _observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
+    if tool.effect is Effect.WRITE:
+        ctx = replace(ctx, idempotency_key=idempotency_key(call))
+    if recovered is not None and call.id in recovered.interrupted:
+        settled = settle(call, tool, args, ctx, policy.checkpoint, recovered)
+        if isinstance(settled, Observation):
+            return settled, None, None
+        if settled is not None:  # its effect was already in place: report what the run reported
+            return _from_result(call, settled, time.monotonic()), None, settled
     if tool.effect is Effect.WRITE:
         journal.append(
             ToolIntent(step=step, call_id=call.id, tool=call.name, arguments=args.model_dump(mode="json"),

@@ -33,7 +33,7 @@ class ModelReplied(_Event):
     type: Literal["model_replied"] = "model_replied"
     reply: ModelReply
     prompt_messages: int  # how many messages the rendered prompt held
-    prompt_chars: int
+    prompt_chars: int  # visible text of the rendered prompt: a size that needs no tokenizer
     counted_tokens: int | None = None  # the harness's own count of the prompt (tools included)
     prefix_reused: int | None = None  # of those, the longest prefix shared with any earlier request of the run
 
@@ -58,6 +58,19 @@ class ToolObserved(_Event):
     type: Literal["tool_observed"] = "tool_observed"
     observation: Observation
     traceback: str | None = None  # full traceback when the tool raised; the model saw the tail
+    # What the tool's result told the dispatcher besides its text, so a resumed run
+    # that finds this observation already journaled acts on it exactly as the live run did.
+    submission: str | None = None
+    rejects_later: str | None = None
+
+
+class ApprovalGiven(_Event):
+    """A person's decision on a call that waits for approval (`harness approve`)."""
+
+    type: Literal["approval"] = "approval"
+    call_id: str
+    approved: bool
+    note: str = ""
 
 
 class Compacted(_Event):
@@ -78,6 +91,14 @@ class Compacted(_Event):
     message: str = ""
 
 
+class RunResumed(_Event):
+    """A process took the run up again (`harness resume`): what it found and did about it."""
+
+    type: Literal["resumed"] = "resumed"
+    from_seq: int  # the snapshot's last seq; 0 when the state was rebuilt from the start
+    notes: list[str] = []  # damaged lines skipped, fallbacks taken, calls reconciled
+
+
 class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
@@ -86,7 +107,8 @@ class RunStopped(_Event):
 
 
 Event = Annotated[
-    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | Compacted | RunStopped,
+    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | ApprovalGiven | Compacted | RunResumed
+    | RunStopped,
     Field(discriminator="type"),
 ]
 EVENT = TypeAdapter(Event)

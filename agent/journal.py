@@ -57,8 +57,10 @@ class Journal:
         self.dir = run_dir
         self.artifacts = run_dir / "artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.seq = sum(1 for _ in read_events(run_dir)) if (run_dir / "events.jsonl").exists() else 0
+        self.seq = _last_seq(run_dir / "events.jsonl")
         self._file = open(run_dir / "events.jsonl", "a", encoding="utf-8")
+        if self._file.tell() > 0 and not _ends_with_newline(run_dir / "events.jsonl"):
+            self._file.write("\n")  # a crash tore the last line: new events start on a line of their own
         self.listeners: list[Callable[[Event], None]] = []
 
     @classmethod
@@ -111,6 +113,24 @@ def read_events(run_dir: Path, on_bad_line: Callable[[int, str], None] | None = 
                 if on_bad_line is not None:
                     on_bad_line(lineno, str(e).splitlines()[0])
     return events
+
+
+def _last_seq(path: Path) -> int:
+    """The seq of the last event that parses, read from the end: a reopened journal continues after it."""
+    if not path.exists():
+        return 0
+    for line in reversed(path.read_bytes().splitlines()):
+        try:
+            return EVENT.validate_json(line).seq
+        except ValidationError:
+            continue  # a torn or corrupt line; read_events reports it
+    return 0
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
 
 
 def read_run_info(run_dir: Path) -> RunInfo:

@@ -6,13 +6,18 @@ Read this file top to bottom; everything it calls is one import away.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 
+from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
 from agent.errors import PermanentModelError, TransientModelError, with_retries
 from agent.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
 from agent.policy import HarnessPolicy
+from agent.reconcile import Recovered, needs_decision
+from agent.restore import Restored
+from agent.snapshot import write_snapshot
 from agent.state import RunState, advance
 from agent.stopping import Stop, StopRule, after_step
 from agent.summary import Summary, summarize
@@ -37,10 +42,13 @@ def run(
     sandbox: Sandbox,
     policy: HarnessPolicy,
     journal: Journal,
-    approvals: Mapping[str, bool] | None = None,
+    approvals: Mapping[str, bool | Decision] | None = None,
     stop_rules: Sequence[StopRule] = (),
+    resumed: Restored | None = None,
 ) -> Summary:
-    state = RunState(task=task)
+    """`resumed`: continue a run from its journal (agent.resume) instead of starting one."""
+    state = resumed.state if resumed is not None else RunState(task=task)
+    unfinished = resumed.open if resumed is not None else None  # a step the crashed process began
     approvals = approvals or {}
     ctx = ToolContext(sandbox=sandbox, timeout_s=policy.dispatch.tool_timeout_s)
     disclose = next((s for s in policy.context if isinstance(s, DiscloseTools)), None)
@@ -48,44 +56,49 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model.name), tools_text(shown))
-    for message in initial_messages(task, policy):
-        add_message(state, journal, message)
+    if resumed is None:
+        for message in initial_messages(task, policy):
+            add_message(state, journal, message)
+        state.settled_seq = journal.seq
+    elif resumed.last_prompt is not None:  # the prefix-reuse figures go on from the last prompt the run sent
+        upto, folds = resumed.last_prompt
+        accounting.measure(render(state.history[:upto], policy.context, state.folds[:folds]))
 
     stop: Stop | None = None
     try:
         while stop is None:
-            state.step += 1
-            prompt = render(state.history, policy.context, state.folds)
-            reply = call_model(model, prompt, shown, policy, journal, state.step)
-            if isinstance(reply, Stop):
-                stop = reply
-                break
-            counted, reused = accounting.measure(prompt)
-            journal.append(
-                ModelReplied(
-                    step=state.step,
-                    reply=reply,
-                    prompt_messages=len(prompt),
-                    prompt_chars=sum(len(m.text) for m in prompt),
-                    counted_tokens=counted,
-                    prefix_reused=reused,
-                )
-            )
-            stop = awaiting_approval(reply, tools, policy, approvals)
+            if unfinished is not None:  # finish it first: its reply is journaled, so the model is not asked again
+                reply, recovered, unfinished = unfinished.reply, unfinished.recovered, None
+            else:
+                state.step += 1
+                prompt = render(state.history, policy.context, state.folds)
+                reply = call_model(model, prompt, shown, policy, journal, state.step)
+                if isinstance(reply, Stop):
+                    stop = reply
+                    break
+                counted, reused = accounting.measure(prompt)
+                journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=text_chars(prompt),
+                                            counted_tokens=counted, prefix_reused=reused))
+                recovered = None
+            stop = awaiting_approval(reply, tools, policy, approvals, recovered)
             if stop is not None:
                 break
             done = dispatch(reply.message.tool_calls, state.step, tools, ctx, policy, journal,
-                            approve=lambda call, tool: approvals.get(call.id, False))
+                            approve=lambda call, tool: approvals.get(call.id, False), recovered=recovered)
             advance(state, reply, done)
             if not done.observations:
-                add_message(state, journal, nudge(tools))
+                add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
             stop = after_step(state, done, policy, sandbox, stop_rules)
             if stop is None:
                 compact_if_due(state, policy, ModelSummariser(model, policy.model), accounting, journal, shown)
+            state.settled_seq = journal.seq  # the state now holds every journaled event: a snapshot may cover them
+            if stop is None and state.step % policy.checkpoint.snapshot_every == 0:
+                write_snapshot(state, journal, sandbox)
     except KeyboardInterrupt:
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
 
     journal.append(RunStopped(step=state.step, reason=stop.reason, message=stop.message, outcome=stop.outcome))
+    write_snapshot(state, journal, sandbox, stop)
     summary = summarize(read_events(journal.dir), read_run_info(journal.dir), state.wall_s())
     journal.write_summary(summary)
     return summary
@@ -96,8 +109,10 @@ def initial_messages(task: Task, policy: HarnessPolicy) -> list[Message]:
     return [Message(role="system", text=system), Message(role="user", text=task.prompt)]
 
 
-def add_message(state: RunState, journal: Journal, message: Message) -> None:
-    journal.append(MessageAdded(step=state.step, message=message))
+def add_message(state: RunState, journal: Journal, message: Message, journaled: bool = False) -> None:
+    """`journaled`: a resumed step's message that the crashed process had already written."""
+    if not journaled:
+        journal.append(MessageAdded(step=state.step, message=message))
     state.history.append(message)
 
 
@@ -144,15 +159,29 @@ def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: ModelSumm
                              attempts=[a.model_dump() for a in result.attempts], message=result.message))
 
 
-def awaiting_approval(reply: ModelReply, tools: Registry, policy: HarnessPolicy, approvals: Mapping[str, bool]) -> Stop | None:
-    pending = [
-        c.id
-        for c in reply.message.tool_calls
-        if (tool := tools.get(c.name)) is not None and needs_approval(tool, policy.approval) and c.id not in approvals
-    ]
-    if not pending:
+def awaiting_approval(reply: ModelReply, tools: Registry, policy: HarnessPolicy, approvals: Mapping[str, bool | Decision],
+                      recovered: Recovered | None = None) -> Stop | None:
+    """Calls that wait for a person: gated by the approval policy, or (on resume) interrupted writes under `ask`."""
+    gated, again = [], []
+    for c in reply.message.tool_calls:
+        tool = tools.get(c.name)
+        if tool is None or (recovered is not None and c.id in recovered.observed):
+            continue
+        if needs_approval(tool, policy.approval) and c.id not in approvals:
+            gated.append(c.id)
+        elif recovered is not None and needs_decision(c, tool, policy.checkpoint, recovered):
+            again.append(c.id)
+    if not gated and not again:
         return None
-    return Stop("awaiting_approval", f"Calls {', '.join(pending)} need approval before they run.", {"pending": pending})
+    parts = [f"Calls {', '.join(gated)} need approval before they run."] if gated else []
+    if again:
+        parts.append(f"Calls {', '.join(again)} were cut short by a crash and may have taken effect; "
+                     "approve running them again, or refuse and the model is told the outcome is unknown.")
+    return Stop("awaiting_approval", " ".join(parts), {"pending": gated + again})
+
+
+def text_chars(messages: list[Message]) -> int:
+    return sum(map(len, map(attrgetter("text"), messages)))  # C-level loop: stays cheap at 1,000 messages
 
 
 def nudge(tools: Registry) -> Message:

@@ -52,6 +52,15 @@ class ApprovalPolicy(_Knobs):
     per_tool: dict[str, Literal["never", "always"]] = Field(default_factory=dict)
 
 
+class CheckpointPolicy(_Knobs):
+    snapshot_every: int = Field(10, ge=1, description="write snapshot.json every this many steps (and at every stop)")
+    # A write whose intent is journaled but whose result is not (the process died while it
+    # ran), and whose tool cannot check the world itself (`Tool.already_done`), on resume:
+    # ask: stop for `harness approve`; rerun: run it again; unknown: tell the model the
+    # outcome is unknown and to check the world before acting again.
+    interrupted_writes: Literal["ask", "rerun", "unknown"] = "unknown"
+
+
 class ModelParams(_Knobs):
     temperature: float = Field(0.0, ge=0)
     max_tokens: int = Field(1024, ge=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,9 +22,10 @@ class RunState:
     failures_in_a_row: int = 0
     no_tool_replies_in_a_row: int = 0
     repeats_in_a_row: int = 0
-    last_action: tuple | None = None  # (calls, results) of the previous step, to spot loops
+    last_action: str | None = None  # digest of the previous step's (calls, results), to spot loops
     submission: str | None = None
     folds: list[Fold] = field(default_factory=list)  # compactions so far; the last holds the working memory
+    settled_seq: int = 0  # the last journal event this state has taken in; a snapshot covers up to it
     started: float = field(default_factory=time.monotonic)
 
     def wall_s(self) -> float:
@@ -32,10 +34,15 @@ class RunState:
 
 def advance(state: RunState, reply: ModelReply, dispatched: Dispatched) -> None:
     """Fold one step's reply and observations into the state."""
-    state.usage = state.usage + reply.usage
     state.history.append(reply.message)
+    state.history.extend(o.to_message() for o in dispatched.observations)
+    tally(state, reply, dispatched)
+
+
+def tally(state: RunState, reply: ModelReply, dispatched: Dispatched) -> None:
+    """The counters' share of a step (a resume rebuilds the history from the journal instead)."""
+    state.usage = state.usage + reply.usage
     obs = dispatched.observations
-    state.history.extend(o.to_message() for o in obs)
     if dispatched.submission is not None:
         state.submission = dispatched.submission
 
@@ -45,10 +52,11 @@ def advance(state: RunState, reply: ModelReply, dispatched: Dispatched) -> None:
     elif any(o.counts_as_failure for o in obs):
         state.failures_in_a_row += 1
 
-    action = (
+    # A digest, not the texts: it is compared and saved in every snapshot, whose size must stay bounded.
+    action = hashlib.sha256(repr((
         tuple((c.name, c.arguments) for c in reply.message.tool_calls),
         tuple((o.status, o.text) for o in obs),
-    )
+    )).encode()).hexdigest()
     same = bool(obs) and action == state.last_action
     state.repeats_in_a_row = state.repeats_in_a_row + 1 if same else 1
     state.last_action = action

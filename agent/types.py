@@ -22,6 +22,7 @@ ErrorKind = Literal[
     "denied",
     "rejected",
     "domain",
+    "interrupted",  # a crash cut the call short and whether it took effect is unknown
 ]
 
 

@@ -28,6 +28,9 @@ class FreeArgs(BaseModel):
 class ToolContext:
     sandbox: Sandbox
     timeout_s: float
+    # For write tools: stable across a resume (see agent.dispatch.idempotency_key), so a
+    # tool can tag its effect and `already_done` can find it after a crash.
+    idempotency_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,11 @@ class Tool:
     # Ask for approval even where the policy's global rule would not (a write tool of an
     # untrusted MCP server); a per_tool rule in the policy still decides.
     asks_approval: bool = False
+    # For write tools: after a crash between a call's intent and its result, look at the
+    # world and return the result the call would have reported if its effect is already in
+    # place, or None if it is not (then it is safe to run again). Without it, the policy's
+    # `checkpoint.interrupted_writes` decides.
+    already_done: Callable[[Any, ToolContext], ToolResult | None] | None = None
 
     def schema(self) -> dict[str, Any]:
         if self.input_schema is not None:

@@ -29,6 +29,18 @@ class WriteArgs(BaseModel):
 
 def write_file(args: WriteArgs, ctx: ToolContext) -> ToolResult:
     ctx.sandbox.write_file(args.path, args.content.encode())
+    return _wrote(args)
+
+
+def write_file_done(args: WriteArgs, ctx: ToolContext) -> ToolResult | None:
+    """After a crash: the write took effect if the file already holds exactly this content."""
+    try:
+        return _wrote(args) if ctx.sandbox.read_file(args.path) == args.content.encode() else None
+    except OSError:
+        return None
+
+
+def _wrote(args: WriteArgs) -> ToolResult:
     return ToolResult(f"Wrote {len(args.content)} characters to {args.path}.")
 
 
@@ -73,6 +85,7 @@ WRITE_FILE = Tool(
     args=WriteArgs,
     effect=Effect.WRITE,
     run=write_file,
+    already_done=write_file_done,
 )
 REPLACE = Tool(
     name="replace",

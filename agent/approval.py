@@ -1,0 +1,74 @@
+"""The approval gate: decisions a person records on waiting calls, and what the dispatcher makes of them.
+
+A run whose reply holds a call that needs approval stops with `awaiting_approval`
+(its snapshot written). `harness approve RUN_DIR --call ID --yes|--no` appends an
+`approval` event; `harness resume` reads every decision back and continues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.errors import HarnessError
+from agent.events import ApprovalGiven, Event, RunStopped
+from agent.journal import Journal, read_events, read_run_info
+
+
+@dataclass(frozen=True)
+class Decision:
+    approved: bool
+    note: str = ""
+
+    def __bool__(self) -> bool:  # the dispatcher asks `if not decision`
+        return self.approved
+
+
+def decisions(events: Iterable[Event]) -> dict[str, Decision]:
+    """The latest decision on each call id."""
+    return {e.call_id: Decision(e.approved, e.note) for e in events if isinstance(e, ApprovalGiven)}
+
+
+def refusal_text(tool: str, decision: object) -> str:
+    return f"Not run: the user refused the call to {tool}." + _note(decision)
+
+
+def _note(decision: object) -> str:
+    note = getattr(decision, "note", "")
+    return f" Their note: {note}" if note else ""
+
+
+def pending_calls(run_dir: Path) -> list[str]:
+    """The calls a stopped run waits on and no decision has answered yet; [] when it waits on nothing."""
+    stop, events = _waiting_stop(run_dir)
+    if stop is None:
+        return []
+    decided = {e.call_id for e in events if isinstance(e, ApprovalGiven) and e.seq > stop.seq}
+    return [c for c in stop.outcome.get("pending", []) if c not in decided]
+
+
+def _waiting_stop(run_dir: Path) -> tuple[RunStopped | None, list[Event]]:
+    """The run's last event other than a decision, when it is a stop awaiting approval."""
+    events = read_events(run_dir)
+    last = next((e for e in reversed(events) if not isinstance(e, ApprovalGiven)), None)
+    if isinstance(last, RunStopped) and last.reason == "awaiting_approval":
+        return last, events
+    return None, events
+
+
+def record_decision(run_dir: Path, call_id: str, approved: bool, note: str = "") -> ApprovalGiven:
+    """Append one decision to a run that waits on `call_id`; the next `resume` acts on it."""
+    run_dir = Path(run_dir)
+    read_run_info(run_dir)  # a clear error when this is not a run directory
+    waiting = pending_calls(run_dir)
+
+    if call_id not in waiting:
+        now = f"it waits on: {', '.join(waiting)}" if waiting else "it waits on no call"
+        raise HarnessError(f"Run {run_dir.name} is not waiting for a decision on call {call_id!r}; {now}.")
+    stop, _ = _waiting_stop(run_dir)
+    journal = Journal(run_dir)
+    try:
+        return journal.append(ApprovalGiven(step=stop.step, call_id=call_id, approved=approved, note=note))
+    finally:
+        journal.close()

@@ -1,0 +1,110 @@
+"""`harness resume`, `harness replay` and `harness approve`: picking a run up again, re-driving it, deciding on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from agent.approval import pending_calls, record_decision
+from agent.errors import HarnessError
+from agent.progress import LiveStatus, summary_table
+from agent.replay import replay
+from agent.resume import resume
+
+console = Console()
+FAILED = ("model_error", "model_unavailable", "sandbox_dead")
+
+
+def _fail(err: HarnessError) -> None:
+    console.print(f"[red]error:[/] {escape(str(err))}")
+    raise typer.Exit(2)
+
+
+def resume_command(
+    run_dir: Path = typer.Argument(..., help="The run directory (runs/<run-id>) to continue."),
+    model: str = typer.Option(None, help="Continue with this model string instead of the one in run.json."),
+) -> None:
+    """Continue a run that crashed (even under kill -9), was interrupted, or stopped awaiting approval.
+
+    Loads the latest snapshot.json, rebuilds the state from events.jsonl (a damaged last
+    line is reported and skipped; without a usable snapshot the whole journal is folded),
+    reconnects the sandbox (or recreates it from the task, and says so), finishes the step
+    the crashed process began without asking the model again, and goes on with the same
+    model: a scripted model continues after the replies already journaled. A write that was
+    running when the process died is settled by its tool's own check, else by the policy's
+    checkpoint.interrupted_writes (ask, rerun or unknown). Recorded approval decisions
+    (`harness approve`) are applied. A finished run is left as it is.
+    """
+    try:
+        with LiveStatus(console) as live:
+            done = resume(run_dir, model=model, listeners=(live,))
+    except HarnessError as e:
+        _fail(e)
+    for note in done.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+    if done.summary is None:
+        return
+    console.print(summary_table(done.summary))
+    console.print(f"run directory: {run_dir}", soft_wrap=True)
+    _say_how_to_approve(run_dir)
+    if done.summary.stop_reason in FAILED:
+        raise typer.Exit(1)
+
+
+def _say_how_to_approve(run_dir: Path) -> None:
+    for call_id in pending_calls(run_dir):
+        console.print(f"waiting on call {call_id}: harness approve {run_dir} --call {call_id} --yes (or --no --note WHY)",
+                      soft_wrap=True)
+
+
+def replay_command(
+    run_dir: Path = typer.Argument(..., help="The recorded run directory to replay."),
+    out: Path = typer.Option(None, help="Folder that receives the replay's own run directory (default: a temp folder)."),
+) -> None:
+    """Re-drive a recorded run with its recorded model replies in a fresh sandbox, and compare.
+
+    The sandbox is prepared from the task's files and setup, as the original was; recorded
+    approval decisions are applied. Every tool observation is compared with the recording
+    (status and text); each one that differs is printed with its step, call and a unified
+    diff. Exits 0 when nothing diverged, 1 when something did, 2 on a usage error.
+    """
+    try:
+        report = replay(run_dir, out=out)
+    except HarnessError as e:
+        _fail(e)
+    for d in report.divergences:
+        console.print(f"[red]divergence[/] at step {d.step}, call {escape(d.call_id)} ({escape(d.tool)}): {escape(d.what)}")
+        if d.diff:
+            console.print(d.diff, markup=False, highlight=False, end="")
+    stops = f"stop: recorded {report.recorded_stop}, replayed {report.replayed_stop}"
+    console.print(f"{report.observations} observations compared, {len(report.divergences)} divergences; {stops}")
+    console.print(f"replay directory: {report.replay_dir}", soft_wrap=True)
+    if report.divergences:
+        raise typer.Exit(1)
+
+
+def approve_command(
+    run_dir: Path = typer.Argument(..., help="The run directory that stopped awaiting approval."),
+    call: str = typer.Option(..., "--call", help="The id of the waiting tool call (`harness resume` and the summary list them)."),
+    yes: bool = typer.Option(None, "--yes/--no", help="Approve the call (--yes) or refuse it (--no). One is required."),
+    note: str = typer.Option("", help="A note for the model; with --no it is shown in the refusal the model sees."),
+) -> None:
+    """Record a decision on a call that waits for approval; `harness resume RUN_DIR` then acts on it.
+
+    A refused call becomes a `denied` observation that the model sees, with the note. For a
+    write that was cut short by a crash (policy checkpoint.interrupted_writes = ask), --yes
+    runs it again and --no tells the model its outcome is unknown.
+    """
+    if yes is None:
+        _fail(HarnessError("Say --yes to approve the call or --no to refuse it."))
+    try:
+        record_decision(run_dir, call, yes, note)
+    except HarnessError as e:
+        _fail(e)
+    left = pending_calls(run_dir)
+    console.print(f"recorded: call {call} {'approved' if yes else 'refused'}."
+                  + (f" Still waiting on: {', '.join(left)}." if left else f" Continue with: harness resume {run_dir}"),
+                  soft_wrap=True)

@@ -1,0 +1,70 @@
+"""What a resumed run does with the step a crashed process left unfinished.
+
+The journal says, per call of that step's reply: its result was journaled (take it
+as it was, run nothing), or only its write-ahead intent was (the process died while
+the tool ran: reconcile), or neither (dispatch it normally). Reads are simply run
+again; an interrupted write asks its tool whether its effect is already in place
+(`Tool.already_done`) and otherwise follows `checkpoint.interrupted_writes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.approval import Decision
+from agent.events import ToolIntent, ToolObserved
+from agent.policy import CheckpointPolicy
+from agent.types import Observation, ToolCall
+from tools.base import Tool, ToolContext, ToolResult
+
+UNKNOWN = (
+    "The run was interrupted while {tool} was running (call {id}), so whether it took effect is unknown. "
+    "Check the current state before acting again."
+)
+NOT_RERUN = (
+    "Not run again: the run was interrupted while {tool} was running (call {id}) and the user chose not to "
+    "run it again, so whether it took effect is unknown. Check the current state before acting again."
+)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    observed: dict[str, ToolObserved] = field(default_factory=dict)  # call id -> its journaled result
+    interrupted: dict[str, ToolIntent] = field(default_factory=dict)  # write calls with an intent and no result
+    rerun: dict[str, Decision] = field(default_factory=dict)  # decisions on re-running them, given after the crash
+    nudged: bool = False  # the no-tool-call nudge of this step is already journaled
+
+
+def needs_decision(call: ToolCall, tool: Tool, policy: CheckpointPolicy, recovered: Recovered) -> bool:
+    """An interrupted write that waits for `harness approve` before it may run again."""
+    return (
+        call.id in recovered.interrupted
+        and tool.already_done is None
+        and policy.interrupted_writes == "ask"
+        and call.id not in recovered.rerun
+    )
+
+
+def settle(call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, policy: CheckpointPolicy,
+           recovered: Recovered) -> ToolResult | Observation | None:
+    """For an interrupted write: the result it already had, a final observation, or None to run it again."""
+    if tool.already_done is not None:
+        try:
+            return tool.already_done(args, ctx)  # None: not in place, so running it cannot apply it twice
+        except Exception:  # the check itself failed (a dead sandbox): fall back on the policy
+            pass
+    rule = policy.interrupted_writes
+    if rule == "rerun":
+        return None
+    if rule == "ask" and call.id in recovered.rerun:
+        decision = recovered.rerun[call.id]
+        if decision.approved:
+            return None
+        note = f" Their note: {decision.note}" if decision.note else ""
+        return _final(call, "denied", NOT_RERUN.format(tool=call.name, id=call.id) + note, "denied")
+    return _final(call, "error", UNKNOWN.format(tool=call.name, id=call.id), "interrupted")
+
+
+def _final(call: ToolCall, status, text: str, kind) -> Observation:
+    return Observation(call_id=call.id, tool=call.name, status=status, text=text, error_kind=kind)

@@ -1,0 +1,88 @@
+"""snapshot.json: the run state needed to continue, written every K steps and at every stop.
+
+A snapshot holds the state's counters and budgets (everything in RunState but the
+task, which run.json has, and the history, which the journal has), the seq of the
+last event it covers, the recent message window, the calls waiting for approval,
+the newest artifact references and the sandbox handle. It never holds the
+transcript, so its size does not grow with the conversation. Written atomically:
+a reader sees the previous snapshot or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from agent.journal import Journal, write_json_atomic
+from agent.state import RunState
+from agent.stopping import Stop
+from agent.types import Message
+
+SNAPSHOT = "snapshot.json"
+WINDOW = 8  # messages: enough for a resume to check the rebuilt history against, and bounded
+NEWEST_ARTIFACTS = 5
+# run.json has the task; the journal has the history and the compaction folds; `started` is per process.
+NOT_SAVED = ("task", "history", "folds", "started")
+
+
+class Snapshot(BaseModel):
+    version: int = 1
+    written_at: float
+    last_seq: int  # every event up to this seq is folded into `state`; none after it is
+    state: dict[str, Any]  # RunState's fields but NOT_SAVED
+    wall_s: float  # time the run has spent so far, across processes
+    window: list[Message]  # the newest messages of the history at last_seq
+    pending: list[str] = []  # calls waiting for approval when the run stopped
+    stop: str | None = None  # the stop reason, when written at a stop
+    artifacts: list[str] = []  # the newest artifact references, relative to the run dir
+    artifact_count: int = 0
+    sandbox: dict[str, str] = {}  # kind and workdir: enough to reconnect
+    working_memory: dict[str, Any] | None = None  # the newest compaction's memory, for people and tools to read
+
+
+def take(state: RunState, journal: Journal, sandbox: object, stop: Stop | None = None) -> Snapshot:
+    saved = {f.name: getattr(state, f.name) for f in fields(state) if f.name not in NOT_SAVED}
+    artifacts = sorted(p.name for p in journal.artifacts.iterdir()) if journal.artifacts.exists() else []
+    return Snapshot(
+        written_at=time.time(),
+        last_seq=state.settled_seq,
+        state=TypeAdapter(dict[str, Any]).dump_python(saved, mode="json"),
+        wall_s=round(state.wall_s(), 3),
+        window=state.history[-WINDOW:],
+        pending=list(stop.outcome.get("pending", [])) if stop is not None else [],
+        stop=stop.reason if stop is not None else None,
+        artifacts=[f"artifacts/{name}" for name in artifacts[-NEWEST_ARTIFACTS:]],
+        artifact_count=len(artifacts),
+        sandbox={"kind": type(sandbox).__name__, "workdir": str(getattr(sandbox, "workdir", ""))},
+        working_memory=folds[-1].memory.model_dump(mode="json") if (folds := getattr(state, "folds", None)) else None,
+    )
+
+
+def write_snapshot(state: RunState, journal: Journal, sandbox: object, stop: Stop | None = None) -> Snapshot:
+    snap = take(state, journal, sandbox, stop)
+    write_json_atomic(journal.dir / SNAPSHOT, snap.model_dump(mode="json"))
+    return snap
+
+
+def load_snapshot(run_dir: Path) -> tuple[Snapshot | None, str | None]:
+    """The snapshot, or None and why not (a resume then folds the journal from its start)."""
+    path = Path(run_dir) / SNAPSHOT
+    try:
+        return Snapshot.model_validate_json(path.read_bytes()), None
+    except FileNotFoundError:
+        return None, "no snapshot.json: rebuilding the state from the start of the journal"
+    except (OSError, ValidationError) as e:
+        return None, f"snapshot.json is unreadable ({str(e).splitlines()[0]}): rebuilding the state from the start of the journal"
+
+
+def state_from(snap: Snapshot, state: RunState) -> RunState:
+    """A RunState with the snapshot's counters and the given state's task and history."""
+    known = {f.name for f in fields(RunState)}
+    data = {k: v for k, v in snap.state.items() if k in known} | {"task": state.task, "history": state.history}
+    restored = TypeAdapter(RunState).validate_python(data)
+    restored.started = time.monotonic() - snap.wall_s
+    return restored

@@ -1,0 +1,249 @@
+"""Resume: after an approval stop, an interrupt inside a tool, a damaged journal or a bad snapshot.
+
+In-process runs with real files and the local sandbox. An interrupt inside a tool is
+a real KeyboardInterrupt raised while the tool runs (after or before its effect): the
+loop stops with `interrupted`, leaving the write-ahead intent without a result, just
+as a kill -9 would (test_crash.py does that part with real SIGKILLs).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from agent.approval import record_decision
+from agent.cli import app
+from agent.events import ModelReplied, RunResumed, ToolObserved
+from agent.journal import read_events
+from agent.launch import launch
+from agent.models.scripted import ScriptedModel
+from agent.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
+from agent.reconcile import NOT_RERUN, UNKNOWN
+from agent.resume import resume
+from agent.task import Task
+from tests.agent import crash_driver
+from tests.agent.helpers import call, calls
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
+from tools.builtin import STANDARD
+
+TASK = Task(prompt="Make a.txt, look at it, submit.")
+SCRIPT = [
+    call("shell", command="echo hello"),
+    call("write_file", path="a.txt", content="A\n"),
+    call("shell", command="cat a.txt"),
+    call("submit", answer="done"),
+]
+GATED = HarnessPolicy(approval=ApprovalPolicy(per_tool={"write_file": "always"}))
+
+
+class RecordingModel(ScriptedModel):
+    """The scripted model, keeping every prompt it is sent, exactly as JSON."""
+
+    def __init__(self, replies, prompts: list[str]):
+        super().__init__(replies)
+        self.prompts = prompts
+
+    def complete(self, messages, tools, params):
+        self.prompts.append(json.dumps([m.model_dump(mode="json") for m in messages]))
+        return super().complete(messages, tools, params)
+
+
+def uninterrupted(tmp_path, script=SCRIPT, tools=None, policy=HarnessPolicy()):
+    prompts: list[str] = []
+    summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "reference", tools=tools)
+    return prompts, summary, run_dir
+
+
+def history(run_dir):
+    return [(type(e).__name__, e.model_dump(exclude={"seq", "ts"}, mode="json")) for e in read_events(run_dir)
+            if type(e).__name__ in ("MessageAdded", "ModelReplied")] + [
+        e.observation.model_dump(include={"call_id", "status", "text"}) for e in read_events(run_dir) if isinstance(e, ToolObserved)]
+
+
+def test_an_approval_stop_writes_a_snapshot_and_the_resumed_prompts_are_byte_identical(tmp_path):
+    want, want_summary, reference = uninterrupted(tmp_path)
+    prompts: list[str] = []
+    summary, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path / "gated")
+    assert summary.stop_reason == "awaiting_approval" and summary.outcome == {"pending": ["call_2_0"]}
+    snap = json.loads((run_dir / "snapshot.json").read_text())
+    assert snap["stop"] == "awaiting_approval" and snap["pending"] == ["call_2_0"] and snap["state"]["step"] == 2
+
+    record_decision(run_dir, "call_2_0", True)
+    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    assert done.summary.stop_reason == "submitted" and done.summary.steps == want_summary.steps
+    assert prompts == want  # every prompt, before and after the stop, byte for byte
+    assert history(run_dir) == history(reference)
+    assert (run_dir / "workspace" / "a.txt").read_text() == "A\n"
+
+
+def test_a_refusal_is_a_denied_observation_with_the_note_and_the_model_sees_it(tmp_path):
+    prompts: list[str] = []
+    _, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path)
+    record_decision(run_dir, "call_2_0", False, "write b.txt instead")
+    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    denied = [e.observation for e in read_events(run_dir) if isinstance(e, ToolObserved)][1]
+    assert denied.status == "denied" and not denied.executed
+    assert denied.text == "Not run: the user refused the call to write_file. Their note: write b.txt instead"
+    assert denied.text in prompts[2] and not (run_dir / "workspace" / "a.txt").exists()
+    assert done.summary.errors == {"denied": 1, "nonzero_exit": 1}
+
+
+def test_approve_refuses_a_call_the_run_does_not_wait_on(tmp_path):
+    _, run_dir = launch(TASK, ScriptedModel(SCRIPT), "local", GATED, tmp_path)
+    runner = CliRunner()
+    wrong = runner.invoke(app, ["approve", str(run_dir), "--call", "call_9_9", "--yes"])
+    assert wrong.exit_code == 2 and "waits on: call_2_0" in " ".join(wrong.output.split())
+    undecided = runner.invoke(app, ["approve", str(run_dir), "--call", "call_2_0"])
+    assert undecided.exit_code == 2 and "--yes" in undecided.output
+    ok = runner.invoke(app, ["approve", str(run_dir), "--call", "call_2_0", "--yes"])
+    assert ok.exit_code == 0 and "harness resume" in ok.output
+    again = runner.invoke(app, ["approve", str(run_dir), "--call", "call_2_0", "--no"])
+    assert again.exit_code == 2 and "waits on no call" in " ".join(again.output.split())
+
+
+def interrupting(tool: Tool, when: str) -> Tool:
+    """`tool`, but its first run is interrupted (Ctrl-C) before or after its effect."""
+    fired = []
+
+    def run(args, ctx):
+        if not fired and when == "before":
+            fired.append(1)
+            raise KeyboardInterrupt
+        result = tool.run(args, ctx)
+        if not fired:
+            fired.append(1)
+            raise KeyboardInterrupt
+        return result
+
+    return replace(tool, run=run)
+
+
+APPEND_SCRIPT = [call("append", value=v) for v in (1, 2, 3)] + [call("submit", answer="done")]
+
+
+def counter_tools(append: Tool) -> Registry:
+    return Registry.of([append, crash_driver.READ, *[t for t in STANDARD if t.name == "submit"]])
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_an_interrupted_write_with_its_own_check_is_settled_and_never_applied_twice(tmp_path, when):
+    want, _, reference = uninterrupted(tmp_path, APPEND_SCRIPT, counter_tools(crash_driver.APPEND))
+    prompts: list[str] = []
+    summary, run_dir = launch(TASK, RecordingModel(APPEND_SCRIPT, prompts), "local", HarnessPolicy(), tmp_path / "cut",
+                              tools=counter_tools(interrupting(crash_driver.APPEND, when)))
+    assert summary.stop_reason == "interrupted"
+    done = resume(run_dir, model=RecordingModel(APPEND_SCRIPT, prompts), tools=counter_tools(crash_driver.APPEND))
+    assert done.summary.stop_reason == "submitted"
+    assert (run_dir / "workspace" / "counter.txt").read_text() == (reference / "workspace" / "counter.txt").read_text()
+    assert prompts == want and history(run_dir) == history(reference)
+    assert any("was running when the process died" in n for n in done.notes)
+
+
+class LineArgs(BaseModel):
+    value: int
+
+
+def blind_append(args: LineArgs, ctx: ToolContext) -> ToolResult:
+    with open(Path(ctx.sandbox.workdir, "log.txt"), "a") as f:
+        f.write(f"{args.value}\n")
+    return ToolResult(f"appended {args.value}")
+
+
+BLIND = Tool("append", "Append a line.", "Append a line; it cannot tell whether it already did.", LineArgs, Effect.WRITE,
+             blind_append)
+
+
+@pytest.mark.parametrize("rule, lines, status", [("unknown", "1\n", "error"), ("rerun", "1\n1\n", "ok"),
+                                                 ("ask", "1\n", "denied")])
+def test_an_interrupted_write_without_a_check_follows_the_policy(tmp_path, rule, lines, status):
+    policy = HarnessPolicy(checkpoint=CheckpointPolicy(interrupted_writes=rule))
+    script = [call("append", value=1), call("submit", answer="done")]
+    _, run_dir = launch(TASK, ScriptedModel(script), "local", policy, tmp_path, tools=counter_tools(interrupting(BLIND, "after")))
+    done = resume(run_dir, model=ScriptedModel(script), tools=counter_tools(BLIND))
+    if rule == "ask":
+        assert done.summary.stop_reason == "awaiting_approval" and done.summary.outcome == {"pending": ["call_1_0"]}
+        record_decision(run_dir, "call_1_0", False, "I will check by hand")
+        done = resume(run_dir, model=ScriptedModel(script), tools=counter_tools(BLIND))
+    assert done.summary.stop_reason == "submitted"
+    assert (run_dir / "workspace" / "log.txt").read_text() == lines
+    [obs] = [e.observation for e in read_events(run_dir) if isinstance(e, ToolObserved) and e.observation.tool == "append"]
+    assert obs.status == status
+    if rule == "unknown":
+        assert obs.error_kind == "interrupted" and obs.text == UNKNOWN.format(tool="append", id="call_1_0")
+    if rule == "ask":
+        assert obs.text == NOT_RERUN.format(tool="append", id="call_1_0") + " Their note: I will check by hand"
+
+
+def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_again(tmp_path):
+    script = [calls(("read_counter", {}), ("append", {"value": 1}), ("read_counter", {})), call("submit", answer="done")]
+    policy = HarnessPolicy(dispatch=DispatchPolicy(parallel="all"))
+    want, _, reference = uninterrupted(tmp_path, script, counter_tools(crash_driver.APPEND), policy)
+    prompts: list[str] = []
+    reads = []  # interrupt inside the reply's second read: its first read and the append already have results
+
+    def second_read_interrupts(args, ctx):
+        reads.append(1)
+        if len(reads) == 2:
+            raise KeyboardInterrupt
+        return crash_driver.read_counter(args, ctx)
+
+    tools = counter_tools(crash_driver.APPEND)
+    tools.tools["read_counter"] = replace(crash_driver.READ, run=second_read_interrupts)
+    summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "cut", tools=tools)
+    assert summary.stop_reason == "interrupted"
+    done = resume(run_dir, model=RecordingModel(script, prompts), tools=counter_tools(crash_driver.APPEND))
+    assert done.summary.stop_reason == "submitted"
+    events = read_events(run_dir)
+    assert sum(isinstance(e, ModelReplied) for e in events) == 2  # the cut step's reply was not asked for again
+    assert [e.observation.call_id for e in events if isinstance(e, ToolObserved)] == ["call_1_0", "call_1_1", "call_1_2", "call_2_0"]
+    assert prompts == want and history(run_dir) == history(reference)
+    assert (run_dir / "workspace" / "counter.txt").read_text() == (reference / "workspace" / "counter.txt").read_text()
+
+
+def test_a_torn_last_line_and_a_missing_snapshot_are_reported_and_nothing_earlier_is_lost(tmp_path):
+    want, _, reference = uninterrupted(tmp_path)
+    prompts: list[str] = []
+    _, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path / "torn")
+    journal = run_dir / "events.jsonl"
+    before = journal.read_bytes()
+    with open(journal, "ab") as f:
+        f.write(b'{"seq": 8, "ts": 1.0, "step": 2, "type": "tool_obs')  # a crash mid-write
+    (run_dir / "snapshot.json").unlink()
+    record_decision(run_dir, "call_2_0", True)
+    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    assert any("line 8 is damaged" in n for n in done.notes) and any("no snapshot.json" in n for n in done.notes)
+    assert done.summary.stop_reason == "submitted" and prompts == want
+    lines = journal.read_bytes().splitlines(keepends=True)
+    assert b"".join(lines).startswith(before)  # every earlier event, byte for byte
+    assert lines[7].startswith(b'{"seq": 8, "ts": 1.0') and lines[7].endswith(b"\n")  # new events start on a fresh line
+    assert len(read_events(run_dir)) == len(lines) - 1
+    assert [e.seq for e in read_events(run_dir)] == list(range(1, len(lines)))
+    assert history(run_dir) == history(reference)
+
+
+def test_a_snapshot_that_disagrees_with_the_journal_is_ignored(tmp_path):
+    want, _, _ = uninterrupted(tmp_path)
+    prompts: list[str] = []
+    _, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path / "bad")
+    snap = json.loads((run_dir / "snapshot.json").read_text())
+    snap["window"][-1]["text"] = "something the journal never said"
+    (run_dir / "snapshot.json").write_text(json.dumps(snap))
+    record_decision(run_dir, "call_2_0", True)
+    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    assert any("does not match the journal" in n for n in done.notes)
+    assert done.summary.stop_reason == "submitted" and prompts == want
+    [resumed] = [e for e in read_events(run_dir) if isinstance(e, RunResumed)]
+    assert resumed.from_seq == 0
+
+
+def test_a_finished_run_is_left_as_it_is(tmp_path):
+    _, _, run_dir = uninterrupted(tmp_path)
+    before = (run_dir / "events.jsonl").read_bytes()
+    done = resume(run_dir, model=ScriptedModel(SCRIPT))
+    assert done.summary is None and "already finished (submitted" in done.notes[0]
+    assert (run_dir / "events.jsonl").read_bytes() == before
