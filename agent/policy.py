@@ -82,6 +82,7 @@ class HarnessPolicy(_Knobs):
     stop: StopPolicy = StopPolicy()
     errors: ErrorPolicy = ErrorPolicy()
     approval: ApprovalPolicy = ApprovalPolicy()
+    checkpoint: CheckpointPolicy = CheckpointPolicy()
     truncation: TruncationPolicy = TruncationPolicy()
     context: list[ContextStep] = Field(default_factory=list)
     mcp: list[McpServer] = Field(default_factory=list)  # MCP servers whose tools join the built-in ones
