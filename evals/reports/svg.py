@@ -9,9 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from html import escape
+from html import escape as _escape
 
 Fmt = Callable[[float], str]
+_CONTROL = dict.fromkeys(c for c in range(32) if chr(c) not in "\t\n\r")
+
+
+def escape(text: str) -> str:
+    """HTML-escape, and drop control characters, which XML (and so SVG) does not allow."""
+    return _escape(str(text).translate(_CONTROL))
 W, H = 560, 250
 PAD_L, PAD_R, PAD_T, PAD_B = 58, 16, 30, 40
 MAX_HOVER_POINTS = 400  # beyond this, per-point hover targets cost more page than they help
@@ -35,20 +41,18 @@ def usd(v: float) -> str:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    if hi <= lo:
-        hi = lo + 1
+    """Round tick values (1, 2, 2.5 or 5 times a power of ten) from at most lo to at least hi."""
+    if hi - lo <= 1e-9 * max(1.0, abs(lo), abs(hi)):  # a flat or degenerate range: give it some height
+        hi = lo + max(1.0, abs(lo) * 0.1)
     raw = (hi - lo) / count
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    first = math.floor(lo / step) * step
-    ticks = []
-    t = first
-    while t <= hi + step * 1e-9:
-        ticks.append(round(t, 12))
-        t += step
-    if ticks[-1] < hi:
-        ticks.append(round(t, 12))
-    return ticks
+    first, last = math.floor(lo / step), math.ceil(hi / step)
+    while first * step > lo:  # float rounding must not leave data outside the axis
+        first -= 1
+    while last * step < hi:
+        last += 1
+    return [k * step for k in range(first, last + 1)]
 
 
 @dataclass
