@@ -1,0 +1,111 @@
+"""The harness end to end on the local model: `harness run` through the OpenAI client against
+`harness serve` (both real subprocesses), the Anthropic client against the same server, and
+the in-process `local` client. Every run journals per-step cached tokens and sums them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent.launch import launch
+from agent.models import load_model
+from agent.policy import load_policy
+from agent.task import Task
+from tests.engine.serving import free_port
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+TASK = "Run `echo hello` in the shell, then submit the word it printed."
+POLICY = """
+stop:
+  max_steps: 2
+model:
+  max_tokens: 40
+  tool_choice: required
+errors:
+  model_attempts: 2
+  backoff_multiplier_s: 0.1
+"""
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("policy") / "tiny.yaml"
+    path.write_text(POLICY)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    proc = subprocess.Popen(
+        [HARNESS, "serve", "--port", str(port), "--kv-cache-mb", "256", "--max-model-len", "4096"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("harness serve did not come up:\n" + proc.stdout.read())
+        time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def check_run(run_dir: Path) -> list[dict]:
+    """Per-step usage in events.jsonl, totals in summary.json; the second step hits the cache."""
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    usages = [e["reply"]["usage"] for e in events if e["type"] == "model_replied"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(usages) == 2, summary
+    assert usages[1]["cached_tokens"] > 0 and usages[1]["cached_tokens"] < usages[1]["prompt_tokens"]
+    tokens = summary["tokens"]
+    assert tokens["prompt"] == sum(u["prompt_tokens"] for u in usages)
+    assert tokens["cached"] == sum(u["cached_tokens"] for u in usages)
+    assert tokens["completion"] == sum(u["completion_tokens"] for u in usages)
+    assert summary["cache_hit_rate"] == round(tokens["cached"] / tokens["prompt"], 4)
+    return usages
+
+
+def test_harness_run_through_the_openai_client_against_harness_serve(server, policy_file, tmp_path):
+    done = subprocess.run(
+        [HARNESS, "run", "--model", f"openai-compatible:{server}/v1#smollm2", "--task", TASK,
+         "--policy", str(policy_file), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=240, env={**os.environ, "COLUMNS": "200"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    usages = check_run(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    replies = [e["reply"] for e in events if e["type"] == "model_replied"]
+    # tool_choice required: the server constrains decoding, so each step is a tool call
+    assert all(r["finish_reason"] == "tool_calls" and r["message"]["tool_calls"] for r in replies), replies
+    assert usages[0]["prompt_tokens"] > 0
+
+
+def test_harness_run_through_the_anthropic_client_against_the_same_server(server, policy_file, tmp_path):
+    summary, run_dir = launch(Task(prompt=TASK), f"anthropic-compatible:{server}#smollm2", "local", load_policy(str(policy_file)), tmp_path)
+    assert summary.stop_reason in ("step_budget", "submitted"), summary.message
+    usages = check_run(run_dir)
+    assert all(u["cache_write_tokens"] >= 0 for u in usages)
+
+
+def test_harness_run_through_the_in_process_local_client(policy_file, tmp_path):
+    model = load_model("local")
+    summary, run_dir = launch(Task(prompt=TASK), model, "local", load_policy(str(policy_file)), tmp_path)
+    assert summary.stop_reason in ("step_budget", "submitted"), summary.message
+    check_run(run_dir)
+    model.engine.shutdown()
