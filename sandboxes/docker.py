@@ -41,6 +41,8 @@ KILL_GRACE_S = 1.0
 # How long a shell killed by a signal waits for the engine to say whether the container died too.
 SETTLE_S = 1.0
 PROBE_TIMEOUT_S = 5.0
+# After a kill, how long to wait for the dead to be reaped (a fork bomb's zombies hold the pids limit).
+REAP_WAIT_S = 3.0
 
 
 class DockerUnavailable(RuntimeError):
@@ -221,7 +223,7 @@ class DockerSandbox:
         """Kill everything the command started; keep the shell if it comes back, else replace it."""
         framed = None
         try:
-            self._control_shell().run_framed(f"__h_kill {shell.pid}", timeout=15, cap=4096)
+            self._kill_session(shell.pid)
             framed = shell.resume(time.monotonic() + KILL_GRACE_S)
         except ShellExited:
             self._control = None  # opened afresh when next needed
@@ -444,6 +446,14 @@ class DockerSandbox:
         if self._shell is not None:
             self._shell.close()
             self._shell = None
+
+    def _kill_session(self, pid: int | None) -> None:
+        """Kill what the shell `pid` started, and wait (briefly) until their pids are free again."""
+        control = self._control_shell()
+        control.run_framed(f"__h_kill {pid}", timeout=15, cap=4096)
+        deadline = time.monotonic() + REAP_WAIT_S
+        while control.run_framed(f"__h_left {pid}", timeout=5, cap=64).output not in (b"0", b"") and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def _kill_pid(self, pid: int | None) -> None:
         if pid is None:

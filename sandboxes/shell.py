@@ -31,6 +31,7 @@ _INIT = "exec {__h_fd}>&1; __h_c=\n"
 # builtins, so it still works when a fork bomb holds every pid the limit allows.
 # It stops every process in the target shell's session but the shell (a stopped
 # process cannot fork, so a bomb cannot outrun the sweep), then kills them.
+# `__h_left` counts what remains, zombies included: they hold pids until reaped.
 KILL_SESSION = r"""
 __h_kill() {
   local target=$1 sig round p line n
@@ -50,6 +51,17 @@ __h_kill() {
       (( n == 0 )) && break
     done
   done
+}
+__h_left() {
+  local p line n=0
+  local -a f
+  for p in /proc/[0-9]*; do
+    [[ ${p#/proc/} == "$1" ]] && continue
+    read -r line 2>/dev/null < "$p/stat" || continue
+    f=(${line##*\) })
+    [[ ${f[3]} == "$1" ]] && n=$((n + 1))
+  done
+  printf %d "$n"
 }
 """
 

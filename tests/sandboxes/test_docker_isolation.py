@@ -43,7 +43,8 @@ def test_fork_bomb_is_contained_by_the_pids_limit(docker_ready):
         done.set()
         watcher.join()
         assert r.timed_out
-        assert max(counts) == 64  # the bomb reached the limit, and the limit held
+        assert "fork: retry: Resource temporarily unavailable" in r.output  # the bomb hit the limit
+        assert max(counts) <= 64  # and the limit held
         # The host could still start processes while the bomb ran.
         assert subprocess.run(["true"]).returncode == 0
         # The sweep stopped and killed the bomb: the sandbox works again.
