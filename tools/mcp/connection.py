@@ -163,6 +163,11 @@ class Connection:
                         self._changed.set()
         except SubscriptionLost:
             self.lost = True  # the server went away between calls: restart before the next one
+        except MCPError as e:
+            if e.code == CONNECTION_CLOSED:
+                self.lost = True  # it went away before the subscription was acknowledged
+            else:
+                self.report(f"MCP server {self.server.name}: cannot follow tool-list changes: {describe(e)}")
         except Exception as e:
             self.report(f"MCP server {self.server.name}: cannot follow tool-list changes: {describe(e)}")
 
