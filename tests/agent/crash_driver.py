@@ -22,11 +22,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.events import MessageAdded, ModelReplied, RunResumed, ToolObserved
+from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
 from agent.policy import CheckpointPolicy, HarnessPolicy
@@ -164,6 +167,51 @@ def torture(root: Path, kills: int, steps: int, seed: int, window_s: float) -> T
             stats.runs.append(run_dir)
             break
     return stats
+
+
+def problems(run_dir: Path, reference: Path) -> list[str]:
+    """How a killed-and-resumed run differs from the uninterrupted `reference` run; [] when it does not."""
+    found = []
+    summary, want = (json.loads((d / "summary.json").read_text()) for d in (run_dir, reference))
+    if (summary["stop_reason"], summary["steps"]) != (want["stop_reason"], want["steps"]):
+        found.append(f"stopped {summary['stop_reason']} after {summary['steps']} steps, not {want['stop_reason']} after {want['steps']}")
+    if (run_dir / "workspace" / COUNTER).read_text() != (reference / "workspace" / COUNTER).read_text():
+        found.append("the counter file differs: a write was lost or applied twice")
+    if conversation(run_dir) != conversation(reference):
+        found.append("the conversation in the journal differs")
+    events = read_events(run_dir)
+    if [e.seq for e in events] != list(range(1, len(events) + 1)):
+        found.append("event seqs are not 1, 2, 3, ...")
+    observed = Counter(e.observation.call_id for e in events if isinstance(e, ToolObserved))
+    if any(n != 1 for n in observed.values()):
+        found.append(f"calls observed more than once: {[c for c, n in observed.items() if n != 1]}")
+    logged, wanted = prompt_log(run_dir.parent.parent), {p["index"]: p["prompt"] for p in prompt_log(reference.parent.parent)}
+    if {p["index"] for p in logged} != set(wanted) or any(p["prompt"] != wanted[p["index"]] for p in logged):
+        found.append("a prompt differs from the uninterrupted run's")
+    return found
+
+
+def conversation(run_dir: Path) -> list:
+    """What the model saw, in order, as the journal records it."""
+    out = []
+    for e in read_events(run_dir):
+        if isinstance(e, MessageAdded):
+            out.append(e.message)
+        elif isinstance(e, ModelReplied):
+            out.append(e.reply.message)
+        elif isinstance(e, ToolObserved):
+            out.append((e.observation.call_id, e.observation.status, e.observation.text))
+    return out
+
+
+def prompt_log(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "prompts.jsonl").read_text().splitlines()]
+
+
+def kills_inside_tools(run_dir: Path) -> int:
+    """Resumes that found a write cut short while it ran."""
+    return sum("was running when the process died" in n for e in read_events(run_dir) if isinstance(e, RunResumed)
+               for n in e.notes)
 
 
 def _run_dir(out: Path) -> Path | None:
