@@ -9,7 +9,7 @@ from agent.errors import HarnessError
 from agent.journal import read_run_info
 from evals.pricing import PriceTable, cost_usd, find_price
 from evals.reports.load import is_run_dir, run_dirs_in
-from evals.reports.outcome import submitted, success
+from evals.reports.outcome import graded, submitted, success
 from evals.reports.steps import load_summary, read_journal
 
 
@@ -34,7 +34,7 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
     info = read_run_info(run_dir)
     path = run_dir / "summary.json"
     events = [] if path.exists() else read_journal(run_dir).events  # the journal only when no summary was written
-    summary = load_summary(run_dir, events, info)
+    summary = graded(run_dir, load_summary(run_dir, events, info))
     t = summary.tokens
     price = find_price(price_model or info.model, prices)
     return RunRecord(

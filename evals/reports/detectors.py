@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agent.models.base import estimate_tokens
 from agent.types import ToolCall
-from evals.reports.steps import Step
+from evals.reports.steps import CUT_REASONS, Compaction, Step
 
 # Errors that the same call cannot escape by being sent again: the arguments or the tool
 # name are wrong, or the user refused. (A non-zero exit can change once files change.)
@@ -146,15 +146,18 @@ def timeouts(steps: list[Step]) -> list[Finding]:
     return out
 
 
+def cut_off_note(c: Compaction) -> str:
+    """What a cut-off did to a compaction, in one sentence."""
+    if not c.ok:
+        return "The summariser was cut off by its token cap and compaction failed, so the history stayed as it was."
+    if c.finish_reason in CUT_REASONS:
+        return (f"The compaction summary was cut off (finish reason {c.finish_reason}); "
+                "the memory that replaced the history is incomplete.")
+    return "The summariser was cut off by its token cap, so compaction paid for a retry with a larger cap or fewer steps."
+
+
 def truncated_compaction(steps: list[Step]) -> list[Finding]:
-    out = []
-    for s in steps:
-        for c in s.compactions:
-            if c.truncated:
-                why = f" (finish reason {c.finish_reason})" if c.finish_reason else ""
-                out.append(Finding("truncated_compaction", s.n,
-                                   f"The compaction summary was cut off{why}; the memory that replaced the history is incomplete."))
-    return out
+    return [Finding("truncated_compaction", s.n, cut_off_note(c)) for s in steps for c in s.compactions if c.truncated]
 
 
 def context_jump(steps: list[Step]) -> list[Finding]:

@@ -11,6 +11,7 @@ from agent.summary import Summary
 from agent.types import Message
 from evals.pricing import Price, PriceTable, cost_usd, find_price
 from evals.reports.detectors import Finding, detect
+from evals.reports.outcome import graded
 from evals.reports.steps import Step, fold, load_summary, read_journal
 
 
@@ -72,7 +73,7 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
     return RunData(
         dir=run_dir,
         info=info,
-        summary=load_summary(run_dir, log.events, info),
+        summary=graded(run_dir, load_summary(run_dir, log.events, info)),
         opening=opening,
         steps=steps,
         findings=detect(steps),

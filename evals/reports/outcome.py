@@ -1,11 +1,16 @@
-"""Whether a run succeeded, read from its summary the same way by reports and A/B tables.
+"""Whether a run succeeded, read the same way by reports and A/B tables.
 
-Graders put their verdict in the stop event's outcome (SWE: `resolved`, chess: `win` or
-`result`, a task check: `goal_verified`); a run without one counts as a success when it
+Graders leave their verdict in two places: the stop event's outcome (a task check:
+`goal_verified`; chess: `player_result` win/draw/loss) or a `grade.json` beside the run
+(SWE: `{instance_id: {"resolved": ...}}`). A run with neither counts as a success when it
 submitted an answer or met its check.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 from agent.summary import Summary
 
@@ -13,13 +18,29 @@ VERDICT_KEYS = ("resolved", "win", "goal_verified", "passed", "success")
 GOOD_STOPS = ("submitted", "goal_verified")
 
 
+def graded(run_dir: Path, summary: Summary) -> Summary:
+    """The summary with a grade.json verdict folded into its outcome (the outcome's own keys win)."""
+    path = Path(run_dir) / "grade.json"
+    if not path.is_file():
+        return summary
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return summary
+    reports = [v for v in data.values() if isinstance(v, dict)] if isinstance(data, dict) else []
+    report: dict[str, Any] = reports[0] if len(reports) == 1 else data if isinstance(data, dict) else {}
+    if not isinstance(report.get("resolved"), bool):
+        return summary
+    return summary.model_copy(update={"outcome": {"resolved": report["resolved"], **(summary.outcome or {})}})
+
+
 def success(summary: Summary) -> bool:
     outcome = summary.outcome or {}
     for key in VERDICT_KEYS:
         if isinstance(outcome.get(key), bool):
             return outcome[key]
-    if isinstance(outcome.get("result"), str):
-        return outcome["result"].lower() in ("win", "won")
+    if isinstance(outcome.get("player_result"), str):
+        return outcome["player_result"] == "win"
     return summary.stop_reason in GOOD_STOPS
 
 
@@ -31,7 +52,7 @@ def outcome_label(summary: Summary) -> str:
     outcome = summary.outcome or {}
     for key in VERDICT_KEYS:
         if isinstance(outcome.get(key), bool):
-            return f"{key}" if outcome[key] else f"not {key}"
-    if isinstance(outcome.get("result"), str):
-        return str(outcome["result"])
+            return key if outcome[key] else f"not {key}"
+    if isinstance(outcome.get("player_result"), str):
+        return outcome["player_result"]
     return summary.stop_reason

@@ -19,7 +19,7 @@ from agent.journal import RunInfo
 from agent.summary import Summary, summarize
 from agent.types import Message, ModelReply, Observation, ToolCall, Usage
 
-_CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}
+CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}  # finish reasons of a reply cut off
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def parse_compaction(data: dict[str, Any]) -> Compaction:
     memory_text = memory if isinstance(memory, str) else "" if memory is None else json.dumps(
         memory, indent=1, sort_keys=True, ensure_ascii=False)
     finish = pick("finish_reason", "stop_reason")
-    truncated = bool(pick("cut_off", "truncated", "summary_truncated")) or str(finish) in _CUT_REASONS
+    truncated = bool(pick("cut_off", "truncated", "summary_truncated")) or str(finish) in CUT_REASONS
     first, last = _int(fold.get("first_step")), _int(fold.get("last_step"))
     usage = pick("summariser_usage", "summarizer_usage")
     try:

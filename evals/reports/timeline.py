@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evals.pricing import format_usd
 from evals.reports.breakdown import Breakdown
-from evals.reports.detectors import Finding, prompt_tokens, reasoning_tokens
+from evals.reports.detectors import Finding, cut_off_note, prompt_tokens, reasoning_tokens
 from evals.reports.steps import Compaction, Step
 
 INLINE_CHARS = 1500  # shown head + tail of any one text
@@ -56,6 +56,9 @@ class CallView:
 
 @dataclass
 class CompactionView:
+    ok: bool
+    cut_note: str | None  # what a cut-off summariser did, when it was cut off
+    message: str
     tokens_before: int | None
     tokens_after: int | None
     truncated: bool
@@ -199,8 +202,8 @@ def _observation_view(o, n: int, clip: Clipper) -> ObservationView:
 
 def _compaction_view(c: Compaction, previous: str, n: int, clip: Clipper) -> CompactionView:
     diff, clipped = memory_diff(previous, c.memory)
-    return CompactionView(c.tokens_before, c.tokens_after, c.truncated, c.finish_reason, diff, clipped,
-                          clip(c.memory, f"step{n:05d}-memory-{c.seq}"))
+    return CompactionView(c.ok, cut_off_note(c) if c.truncated else None, c.message, c.tokens_before, c.tokens_after,
+                          c.truncated, c.finish_reason, diff, clipped, clip(c.memory, f"step{n:05d}-memory-{c.seq}"))
 
 
 def _shares(b: Breakdown | None) -> list[tuple[str, float, int]]:
