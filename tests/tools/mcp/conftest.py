@@ -70,5 +70,5 @@ def http_url():
 @pytest.fixture(scope="module")
 def trusted_basic():
     """basic.py over stdio, trusted, shared by the tests of one module."""
-    with with_mcp([stdio("basic", "basic.py", trusted=True, timeout_s=1.5)], standard_tools()) as registry:
+    with with_mcp([stdio("basic", "basic.py", trusted=True)], standard_tools()) as registry:
         yield registry

@@ -27,12 +27,12 @@ from .conftest import SERVERS, alive, context, free_port, stdio, wait_for_port
 RUNS = itertools.count()
 
 
-def observe(registry: Registry, tmp_path, tool: str, **arguments):
+def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **arguments):
     """One call through the dispatcher, approved where the tool asks (as a user would)."""
     journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
     call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
     try:
-        done = dispatch([call], 1, registry, context(), HarnessPolicy(), journal, approve=lambda call, tool: True)
+        done = dispatch([call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True)
         [obs] = done.observations
     finally:
         journal.close()
@@ -64,7 +64,7 @@ def test_is_error_becomes_an_error_observation(trusted_basic, tmp_path):
 
 def test_a_hanging_tool_times_out_as_an_observation(trusted_basic, tmp_path):
     start = time.monotonic()
-    obs = observe(trusted_basic, tmp_path, "basic__hang")  # the server's timeout_s is 1.5 s
+    obs = observe(trusted_basic, tmp_path, "basic__hang", within_s=1.5)
     assert obs.status == "timeout" and "gave no answer within 1.5 s" in obs.text
     assert time.monotonic() - start < 5
     assert observe(trusted_basic, tmp_path, "basic__echo", text="still here").text == "still here"

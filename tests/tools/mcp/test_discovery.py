@@ -8,7 +8,7 @@ import time
 import pytest
 from mcp.types import Tool as McpTool
 
-from tools.base import Effect, Registry
+from tools.base import Effect, Registry, ToolResult
 from tools.builtin import standard_tools
 from tools.mcp import McpServer, with_mcp
 from tools.mcp.adapter import SCHEMA_CHARS, adapt, tool_name
@@ -89,6 +89,15 @@ def test_a_hostile_description_is_cleaned_capped_fenced_and_clashing_names_repor
 def test_names_are_namespaced_and_fit_providers():
     assert tool_name("fs", "read.file/v2") == "fs__read_file_v2"
     assert len(tool_name("fs", "x" * 100)) == 64
+
+
+def test_a_server_timeout_overrides_the_policy_one():
+    spec = McpTool(name="t", input_schema={"type": "object"})
+    said = lambda name, arguments, timeout_s: ToolResult(f"{name} {arguments} {timeout_s}")  # noqa: E731
+    for server, expected in [(McpServer(name="s", command="x", timeout_s=2), "t {'a': 1} 2.0"),
+                             (McpServer(name="s", command="x"), "t {'a': 1} 7.0")]:
+        tool = adapt(server, spec, said)
+        assert tool.run(tool.args.model_validate({"a": 1}), context(7.0)).text == expected
 
 
 def test_an_oversized_input_schema_is_refused():
