@@ -13,9 +13,21 @@ from tests.agent.helpers import call, events
 from .conftest import stdio
 
 
+class Watching(ScriptedModel):
+    """The scripted model, keeping the tools it was offered at each step."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.offered: list[list] = []
+
+    def complete(self, messages, tools, params):
+        self.offered.append(list(tools))
+        return super().complete(messages, tools, params)
+
+
 def test_an_mcp_write_tool_runs_through_the_dispatcher_and_is_journaled(tmp_path):
     policy = HarnessPolicy(mcp=[stdio("notes", "basic.py", approve="never")])  # untrusted, approval turned off
-    model = ScriptedModel([call("notes__write_note", text="buy milk"), call("submit", answer="done")])
+    model = Watching([call("notes__write_note", text="buy milk"), call("submit", answer="done")])
     summary, run_dir = launch(Task(prompt="Store a note."), model, "local", policy, tmp_path)
     assert summary.stop_reason == "submitted"
     log = events(run_dir)
@@ -26,21 +38,9 @@ def test_an_mcp_write_tool_runs_through_the_dispatcher_and_is_journaled(tmp_path
     assert observed["observation"]["text"] == "stored note: buy milk"
     recorded = json.loads((run_dir / "run.json").read_text())["policy"]["mcp"]
     assert recorded[0]["name"] == "notes" and recorded[0]["approve"] == "never"
-
-
-def test_the_model_sees_fenced_mcp_tools_next_to_the_built_in_ones(tmp_path):
-    seen: list[list] = []
-
-    class Watching(ScriptedModel):
-        def complete(self, messages, tools, params):
-            seen.append(list(tools))
-            return super().complete(messages, tools, params)
-
-    policy = HarnessPolicy(mcp=[stdio("notes", "basic.py", trusted=True)])
-    launch(Task(prompt="x"), Watching([call("submit", answer="ok")]), "local", policy, tmp_path)
-    by_name = {tool.name: tool for tool in seen[0]}
-    assert "shell" in by_name and by_name["notes__echo"].effect.value == "read"
-    assert '<mcp-untrusted server="notes">' in by_name["notes__echo"].description
+    offered = {tool.name: tool for tool in model.offered[0]}  # the model sees MCP tools beside the built-in ones
+    assert "shell" in offered and offered["notes__echo"].effect.value == "write"  # untrusted: hints do not count
+    assert '<mcp-untrusted server="notes">' in offered["notes__echo"].description
 
 
 def test_an_untrusted_write_tool_waits_for_approval_by_default(tmp_path):
