@@ -160,9 +160,10 @@ class DockerSandbox:
                 f"image {opts.image!r} is not on this Docker engine and nothing is pulled; "
                 "build the base image with `harness sandbox build`, or name a local image"
             ) from None
-        container = client.containers.run(opts.image, detach=True, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts))
+        container = client.containers.create(opts.image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts))
         sandbox = cls(client, container, opts)
         try:
+            container.start()
             sandbox._open_shells()
         except BaseException:
             sandbox.close()

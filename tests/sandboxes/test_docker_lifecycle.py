@@ -1,5 +1,6 @@
 """Liveness, death from outside, close and prune: no container outlives its sandbox."""
 
+import os
 import subprocess
 import sys
 import threading
@@ -7,12 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
-from docker.errors import NotFound
+from docker.errors import APIError, NotFound
 from typer.testing import CliRunner
 
 from sandboxes.base import SandboxDead
 from sandboxes.cli import app
 from sandboxes.docker import DockerSandbox
+from sandboxes.docker_options import LABEL, DockerOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,3 +73,10 @@ def test_prune_removes_containers_of_crashed_runs_only(docker_ready):
         assert not _exists(docker_ready, orphan)
         assert live.alive()  # its owner (this process) is still running
         assert live.exec("echo ok", timeout=5).output == "ok\n"
+
+
+def test_a_container_that_fails_to_start_leaves_nothing_behind(docker_ready):
+    with pytest.raises(APIError, match="invalid tmpfs option"):
+        DockerSandbox.start(DockerOptions(tmpfs={"/tmp": "rw,bogus=1"}), client=docker_ready)
+    mine = {"label": [LABEL, f"harness.pid={os.getpid()}"]}
+    assert not docker_ready.containers.list(all=True, filters=mine)
