@@ -65,12 +65,17 @@ def cards(run: RunData) -> list[Card]:
         Card("tool calls", f"{s.tool_calls_total:,}", ", ".join(f"{k} {v}" for k, v in s.tool_calls.items())[:60]),
         Card("errors", f"{errors:,}", ", ".join(f"{k} {v}" for k, v in s.errors.items())[:60] or "none"),
         Card("prompt tokens", compact(t.prompt), f"{t.prompt:,} in total"),
-        Card("cached", hit, f"{t.cached:,} tokens from cache"),
+        Card("cached", hit, f"{t.cached:,} tokens from cache" + _ideal(s)),
         Card("completion", compact(t.completion), f"{t.reasoning:,} of them reasoning"),
         Card("cost", format_usd(run.cost), run.price.model if run.price else "no price for this model"),
         Card("wall time", f"{s.wall_s:,.1f} s", f"{s.truncated_outputs} outputs truncated"),
         Card("findings", f"{len(run.findings):,}", f"in {len({f.step for f in run.findings}):,} steps"),
     ]
+
+
+def _ideal(summary) -> str:
+    rate = getattr(summary, "prefix_reuse_rate", None)  # newer summaries: the harness's ideal prefix reuse
+    return f"; ideal {rate:.0%}" if isinstance(rate, float) else ""
 
 
 def outcome_class(run: RunData) -> str:
@@ -93,6 +98,7 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         "cards": cards(run),
         "cost_note": cost_note(run),
         "bad_lines": run.bad_lines,
+        "warnings": list(getattr(run.summary, "warnings", None) or []),
         "findings": run.findings,
         "detectors": [(d, found[d.name]) for d in DETECTORS],
         "charts": charts,

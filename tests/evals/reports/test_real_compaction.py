@@ -72,3 +72,4 @@ def test_the_page_shows_each_compaction_with_its_memory_diff(compacted):
     assert html.count('class="marker"') == 2 * 4  # both compactions marked on all four charts
     assert '<div class="del">' in html and '<div class="add">' in html  # the plan changed between the memories
     assert "paid for a retry" in html
+    assert "⚠ step 6: The summariser was cut off" in html  # the summary's warning, shown as it is
