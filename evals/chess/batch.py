@@ -11,15 +11,19 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.errors import HarnessError
 from agent.events import Event
 from agent.journal import new_run_id, write_json_atomic
 from agent.models.base import ModelClient
 from agent.policy import HarnessPolicy
 from evals.chess.game import GameRules
+from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.chess.opponents import check_spec
 from evals.chess.runner import GameRecord, GameRun, play_game
 
@@ -123,6 +127,15 @@ def game_colors(color: str, games: int, seed: int) -> list[str]:
     raise ValueError(f"color must be one of {', '.join(COLORS)}, not {color!r}")
 
 
+def play_one(make_model: Callable[[int], ModelClient], opponent: str, color: str, policy: HarnessPolicy, seed: int,
+             rules: GameRules, analysis_depth: int | None, listeners: Sequence[Callable[[Event], None]],
+             out_dir: Path) -> GameRun:
+    """A batch job: one game with a fresh model seeded `seed`, into a run directory under `out_dir`."""
+    game_policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
+    return play_game(make_model(seed), opponent, color, game_policy, out_dir, seed, rules, analysis_depth,
+                     listeners=listeners)
+
+
 def play_batch(
     games: int,
     make_model: Callable[[int], ModelClient],
@@ -135,30 +148,85 @@ def play_batch(
     analysis_depth: int | None = 8,
     listeners: Sequence[Callable[[Event], None]] = (),
     on_game: Callable[[int, GameRun], None] | None = None,
+    executor: ExecutorOptions | None = None,
+    resume: Path | None = None,
+    tally: Tally | None = None,
 ) -> tuple[Batch, Path]:
-    """Game i gets seed `seed + i` (for the model's sampling, the opponent and the player), and a fresh model."""
+    """Game i gets seed `seed + i` (for the model's sampling, the opponent and the player), and a fresh model.
+
+    Games run where `executor` says: one after another here by default, in threads, or as Ray
+    tasks (then `make_model` must pickle, and `listeners`, which run where a game is played,
+    are not allowed). `resume` names an earlier batch folder of the same settings: its
+    finished games are kept and the others played.
+    """
     if games < 1:
         raise ValueError("a batch needs at least one game")
     check_spec(opponent)
     policy = policy or HarnessPolicy()
+    options = executor or ExecutorOptions()
+    if listeners and options.kind != "local":
+        raise ValueError("listeners run where a game is played; with a remote executor use on_game")
     colors = game_colors(color, games, seed)
-    batch_id = new_run_id(f"chess-batch-{opponent}")
-    folder = Path(out) / batch_id
-    folder.mkdir(parents=True, exist_ok=False)
-    rows: list[GameRow] = []
-    model_name = ""
-    for i, game_color in enumerate(colors):
-        game_seed = seed + i
-        model = make_model(game_seed)
-        model_name = model.name
-        game_policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": game_seed})})
-        played = play_game(model, opponent, game_color, game_policy, folder, game_seed, rules, analysis_depth,
-                           listeners=listeners)
-        rows.append(GameRow(game=i + 1, run_dir=played.run_dir.name, record=played.record))
-        # Rewritten after every game, so an interrupted batch still leaves its finished games.
+    if resume is not None:
+        folder, rows = Path(resume), kept_games(Path(resume), opponent, color, policy.name, seed, rules, games)
+    else:
+        folder, rows = Path(out) / new_run_id(f"chess-batch-{opponent}"), {}
+        folder.mkdir(parents=True, exist_ok=False)
+    batch_id = folder.name
+    tally = tally or Tally(total=games)
+    for row in rows.values():
+        tally.reused(str(row.game))
+
+    def save() -> Batch:
+        # Rewritten after every game, in game order, so an interrupted batch still leaves its finished games.
+        ordered = [rows[g] for g in sorted(rows)]
+        model_name = ordered[-1].record.model if ordered else ""
         batch = Batch(batch_id=batch_id, model=model_name, opponent=opponent, color=color, policy=policy.name,
-                      seed=seed, rules=rules, games=rows, aggregate=aggregate([r.record for r in rows]))
+                      seed=seed, rules=rules, games=ordered, aggregate=aggregate([r.record for r in ordered]))
         write_json_atomic(folder / "batch.json", batch.model_dump(mode="json"))
+        return batch
+
+    failures: list[str] = []
+
+    def arrived(done: Done) -> None:
+        i = int(done.key) - 1
+        if done.error is not None:
+            failures.append(f"game {done.key}: {done.error}")
+            return
+        played = replace(done.result, run_dir=folder / done.result.run_dir.name)  # its place in the batch folder
+        rows[i + 1] = GameRow(game=i + 1, run_dir=played.run_dir.name, record=played.record)
+        save()
         if on_game is not None:
             on_game(i, played)
+
+    jobs = [Job(str(i + 1), play_one, (make_model, opponent, colors[i], policy, seed + i, rules, analysis_depth, tuple(listeners)))
+            for i in range(games) if i + 1 not in rows]
+    try:
+        run_jobs(jobs, folder, options, arrived, tally)
+    finally:
+        tally.write(folder / "executor.json", [str(i + 1) for i in range(games)])
+    batch = save()
+    if failures:
+        raise HarnessError(f"{len(failures)} of {games} games failed ({'; '.join(failures)}). The finished games are in "
+                           f"{folder / 'batch.json'}; play the rest with --resume {folder}.")
     return batch, folder
+
+
+def kept_games(folder: Path, opponent: str, color: str, policy: str, seed: int, rules: GameRules,
+               games: int) -> dict[int, GameRow]:
+    """The finished games of an earlier run of this batch; a run directory of an unfinished game is moved aside."""
+    path = folder / "batch.json"
+    if not path.exists():
+        raise HarnessError(f"{folder} is not a chess batch folder: it has no batch.json.")
+    old = Batch.model_validate_json(path.read_text())
+    settings = (old.opponent, old.color, old.policy, old.seed, old.rules)
+    if settings != (opponent, color, policy, seed, rules):
+        raise HarnessError(f"{folder} was played with other settings (opponent {old.opponent}, color {old.color}, "
+                           f"policy {old.policy}, seed {old.seed}, {old.rules}); resume it with the same ones.")
+    rows = {r.game: r for r in old.games if r.game <= games and (folder / r.run_dir / "summary.json").exists()}
+    keep = {r.run_dir for r in rows.values()}
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+    for child in folder.iterdir():
+        if child.is_dir() and not child.name.startswith(".") and child.name not in keep:
+            child.rename(folder / f".{child.name}.incomplete-{stamp}")
+    return rows

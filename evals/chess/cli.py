@@ -19,6 +19,8 @@ from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
 from evals.chess.players import load_player
 from evals.chess.runner import GameRun
+from evals.executors import Tally
+from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 
 console = Console()
 
@@ -43,6 +45,15 @@ def chess_command(
     max_failed_moves: int = typer.Option(3, min=1, help="Failed moves per turn before the game is forfeited."),
     max_replies: int = typer.Option(10, min=1, help="Model replies per turn before the game is forfeited."),
     analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
+    workers: int = typer.Option(1, min=1, help="Games played at once (with --executor ray and no --ray-address: the "
+                                               "CPUs of the Ray instance started here)."),
+    resume: Path = typer.Option(None, help="Continue the batch in this folder (same settings): its finished games are "
+                                           "kept and the rest played."),
+    executor: str = EXECUTOR,
+    ray_address: str = RAY_ADDRESS,
+    task_cpus: float = TASK_CPUS,
+    task_memory_mb: int = TASK_MEMORY_MB,
+    retries: int = RETRIES,
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
     if color not in COLORS:
@@ -53,19 +64,25 @@ def chess_command(
         the_policy = load_policy(policy)
         make = model_maker(model)
         rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console) as progress:
-            bar = progress.add_task("game 1", total=games)
+        options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
+                      TimeElapsedColumn(), console=console) as progress:
+            bar = progress.add_task("game 1", total=games, note="")
+            tally = Tally(total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line()))
+            # The step line follows one game at a time: only when games run one by one in this process.
             watch = GameWatcher(progress, bar)
+            one_by_one = options.kind == "local" and workers == 1
 
             def finished(i: int, played: GameRun) -> None:
                 r = played.record
                 progress.console.print(f"game {i + 1}: {r.color} {r.player_result} ({r.termination}, {r.plies} plies)")
-                progress.advance(bar)
                 watch.game = i + 2
 
+            if not one_by_one:
+                progress.update(bar, description="games")
             batch, folder = play_batch(games, make, opponent, color, the_policy, out, seed, rules, analysis_depth or None,
-                                       listeners=(watch,), on_game=finished)
+                                       listeners=(watch,) if one_by_one else (), on_game=finished, executor=options,
+                                       resume=resume, tally=tally)
     except HarnessError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2)

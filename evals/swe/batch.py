@@ -1,4 +1,4 @@
-"""A SWE batch end to end: run every instance, grade each patch as it arrives, write the reports."""
+"""A SWE batch end to end: run and grade every instance (one job each, locally or on Ray), write the reports."""
 
 from __future__ import annotations
 
@@ -10,31 +10,61 @@ import docker
 
 from agent.journal import write_json_atomic
 from agent.policy import HarnessPolicy
+from evals.executors import ExecutorOptions, Tally
 from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
-from evals.swe.runner import InstanceResult, run_batch
+from evals.swe.runner import InstanceResult, finished, run_batch, run_instance
 from evals.swe.task import SweInstance
 
 
-def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient) -> InstanceReport:
+def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None) -> InstanceReport:
+    """The grade of a run; a run that failed (no client needed then) is an error instance."""
     if result.error is not None:
         return InstanceReport(patch_is_None=True, patch_exists=False, patch_successfully_applied=False, resolved=False,
                               error=result.error)
-    return grade(inst, result.model_patch, client, log=lambda s: None)
+    return grade(inst, result.model_patch, client or docker.from_env(timeout=300), log=lambda s: None)
 
 
-def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolicy, batch_dir: Path, workers: int,
-                  on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None) -> RunReport:
+def write_grade(run_dir: Path, instance_id: str, report: InstanceReport) -> None:
+    write_json_atomic(run_dir / "grade.json", {instance_id: report.model_dump(mode="json")})
+
+
+def run_and_grade_one(inst: SweInstance, model: str, policy: HarnessPolicy, out_dir: Path) -> InstanceResult:
+    """A batch job: run one instance, grade its patch in a fresh container, leave grade.json in its run directory."""
     client = docker.from_env(timeout=300)
+    result = run_instance(inst, model, policy, out_dir, client)
+    report = grade_result(inst, result, client)
+    write_grade(Path(result.run_dir), inst.instance_id, report)
+    return result.model_copy(update={"grade": report})
+
+
+def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | None:
+    """A finished run with its grade.json; a re-run of the batch skips it."""
+    result = finished(batch_dir, instance_id)
+    path = batch_dir / instance_id / "grade.json"
+    if result is None or not path.exists():
+        return None
+    report = InstanceReport.model_validate(json.loads(path.read_text())[instance_id])
+    return result.model_copy(update={"grade": report})
+
+
+def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolicy, batch_dir: Path, workers: int = 1,
+                  on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None,
+                  executor: ExecutorOptions | None = None, tally: Tally | None = None) -> RunReport:
+    """Run and grade every instance where `executor` says (local threads by default, or Ray), then write the reports."""
     by_id = {i.instance_id: i for i in instances}
     reports: dict[str, InstanceReport] = {}
 
     def graded(result: InstanceResult) -> None:
-        report = grade_result(by_id[result.instance_id], result, client)
+        report = result.grade
+        if report is None:  # the harness failed on it: an error instance, nothing to grade
+            report = grade_result(by_id[result.instance_id], result, None)
+            if Path(result.run_dir).is_dir():
+                write_grade(Path(result.run_dir), result.instance_id, report)
         reports[result.instance_id] = report
-        write_json_atomic(Path(result.run_dir) / "grade.json", {result.instance_id: report.model_dump(mode="json")})
         on_graded(result, report)
 
-    results = run_batch(instances, model, policy, batch_dir, workers, on_done=graded)
+    results = run_batch(instances, model, policy, batch_dir, workers, on_done=graded, executor=executor,
+                        work=run_and_grade_one, reuse=finished_and_graded, tally=tally)
     predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
     report = run_report(instances, predictions, reports)
     write_json_atomic(batch_dir / "report.json", report.model_dump(mode="json"))

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from agent.errors import HarnessError
 from agent.policy import load_policy
+from evals.executors import Tally
+from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 from evals.swe.batch import grade_file, load_predictions, run_and_grade
 from evals.swe.grader import RunReport
 from evals.swe.task import load_instances, suite_path
@@ -38,14 +40,21 @@ def swe_command(
     suite: str = typer.Option("builtin", help="A bundled suite name, or a JSONL file of SWE-bench instance records."),
     model: str = typer.Option(..., help="A model string, or a reference agent: oracle, null, test-deleter."),
     policy: str = typer.Option("default", help="Policy preset or file."),
-    workers: int = typer.Option(1, min=1, help="Instances run at once, each in its own container."),
+    workers: int = typer.Option(1, min=1, help="Instances run at once, each in its own container (with --executor ray and "
+                                               "no --ray-address: the CPUs of the Ray instance started here)."),
     out: Path = typer.Option(None, help="Batch folder (default runs/swe-<suite>-<model>-<time>); re-running one skips finished instances."),
     only: list[str] = typer.Option(None, help="Run only these instance ids (repeatable)."),
+    executor: str = EXECUTOR,
+    ray_address: str = RAY_ADDRESS,
+    task_cpus: float = TASK_CPUS,
+    task_memory_mb: int = TASK_MEMORY_MB,
+    retries: int = RETRIES,
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     try:
         instances = load_instances(suite_path(suite))
         the_policy = load_policy(policy)
+        options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
     except HarnessError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2)
@@ -57,12 +66,25 @@ def swe_command(
     with _progress() as progress:
         bar = progress.add_task("instances", total=len(instances), note="")
 
+        def note(tally: Tally) -> str:
+            return f"{tally.line()} · resolved {counts['resolved']} · {counts['tokens']:,} tokens"
+
+        def changed(tally: Tally) -> None:
+            progress.update(bar, completed=tally.done + tally.failed, note=note(tally))
+
+        tally = Tally(total=len(instances), on_change=changed)
+
         def graded(result, report):
             counts["resolved"] += report.resolved
             counts["tokens"] += result.tokens
-            progress.update(bar, advance=1, note=f"resolved {counts['resolved']} · {counts['tokens']:,} tokens · last {result.instance_id}")
+            progress.update(bar, note=f"{note(tally)} · last {result.instance_id}")
 
-        report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded)
+        try:
+            report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded, executor=options,
+                                   tally=tally)
+        except HarnessError as e:
+            console.print(f"[red]error:[/] {e}")
+            raise typer.Exit(2)
     console.print(_table(report, batch_dir))
     console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}", soft_wrap=True)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,7 +25,9 @@ from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.policy import HarnessPolicy
 from agent.task import Task
+from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent
+from evals.swe.grader import InstanceReport
 from evals.swe.image import instance_image
 from evals.swe.task import SweInstance
 from sandboxes.docker import DockerSandbox
@@ -87,6 +88,7 @@ class InstanceResult(BaseModel):
     error: str | None = None
     steps: int = 0
     tokens: int = 0
+    grade: InstanceReport | None = None  # set by a graded batch (evals.swe.batch)
 
 
 def model_for(spec: str, inst: SweInstance) -> ModelClient:
@@ -141,31 +143,46 @@ def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
         run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(timezone.utc):%Y%m%d%H%M%S}")
 
 
-def run_batch(instances: list[SweInstance], model_spec: str, policy: HarnessPolicy, batch_dir: Path, workers: int,
-              on_done: Callable[[InstanceResult], None] = lambda r: None, log: Callable[[str], None] = lambda s: None) -> list[InstanceResult]:
+def run_one(inst: SweInstance, model_spec: str, policy: HarnessPolicy, out_dir: Path) -> InstanceResult:
+    """A batch job: one instance into `out_dir`, with a Docker client of the process that runs it."""
+    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300))
+
+
+def run_batch(instances: list[SweInstance], model_spec: str, policy: HarnessPolicy, batch_dir: Path, workers: int = 1,
+              on_done: Callable[[InstanceResult], None] = lambda r: None, executor: ExecutorOptions | None = None,
+              work: Callable[[SweInstance, str, HarnessPolicy, Path], InstanceResult] = run_one,
+              reuse: Callable[[Path, str], InstanceResult | None] = finished, tally: Tally | None = None) -> list[InstanceResult]:
+    """Run `work` on every instance not already finished (per `reuse`), on the local executor or Ray."""
     batch_dir.mkdir(parents=True, exist_ok=True)
-    client = docker.from_env(timeout=300)
+    options = executor or ExecutorOptions(workers=workers)
+    tally = tally or Tally(total=len(instances))
     results: dict[str, InstanceResult] = {}
     todo = []
     for inst in instances:
-        done = finished(batch_dir, inst.instance_id)
+        done = reuse(batch_dir, inst.instance_id)
         if done is not None:
             results[inst.instance_id] = done
+            tally.reused(inst.instance_id)
             on_done(done)
         else:
             clear_incomplete(batch_dir, inst.instance_id)
             todo.append(inst)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = {pool.submit(run_instance, inst, model_spec, policy, batch_dir, client, log): inst for inst in todo}
-        for future in as_completed(futures):
-            inst = futures[future]
-            try:
-                result = future.result()
-            except Exception as e:  # a harness failure on one instance must not lose the others
-                result = InstanceResult(instance_id=inst.instance_id, run_dir=str(batch_dir / inst.instance_id),
-                                        stop_reason="harness_error", model_patch=None, error=f"{type(e).__name__}: {e}")
-            results[inst.instance_id] = result
-            on_done(result)
+
+    def arrived(done: Done) -> None:
+        run_dir = str(batch_dir / done.key)  # where the local executor wrote it, or where Ray's blob was unpacked
+        if done.error is None:
+            result = done.result.model_copy(update={"run_dir": run_dir})
+        else:  # a harness failure on one instance must not lose the others
+            result = InstanceResult(instance_id=done.key, run_dir=run_dir, stop_reason="harness_error", model_patch=None,
+                                    error=done.error)
+        results[done.key] = result
+        on_done(result)
+
+    jobs = [Job(inst.instance_id, work, (inst, model_spec, policy), docker=True) for inst in todo]
+    try:
+        run_jobs(jobs, batch_dir, options, arrived, tally)
+    finally:  # an interrupted batch still says where its finished instances ran
+        tally.write(batch_dir / "executor.json", [i.instance_id for i in instances])
     ordered = [results[i.instance_id] for i in instances]
     write_predictions(batch_dir / "predictions.jsonl", ordered, model_spec)
     return ordered

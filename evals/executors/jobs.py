@@ -1,0 +1,84 @@
+"""Jobs, their outcomes, and the one entry point that picks an executor."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.errors import HarnessError
+from evals.executors.tally import Tally
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    kind: str = "local"  # local | ray
+    workers: int = 1  # local: threads; ray: CPUs of the Ray instance started for the batch (no --ray-address)
+    address: str | None = None  # ray: a running cluster ("auto", "HOST:PORT", "ray://HOST:PORT"); None starts one here
+    cpus: float = 1.0  # ray: CPUs each task asks for
+    memory_mb: int | None = None  # ray: memory each task asks for
+    retries: int = 1  # ray: runs again of a task whose worker process or node died
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise HarnessError(f"Unknown executor {self.kind!r}; choose {' or '.join(EXECUTORS)}.")
+        if self.retries < 0:
+            raise HarnessError("retries must be 0 or more.")
+
+
+@dataclass(frozen=True)
+class Job:
+    """`fn(*args, out_dir)` runs one item and writes its run directories under `out_dir`.
+
+    The function must be importable by name (a module-level function) and its arguments
+    picklable, so that a Ray worker can run it. Paths in its result point into the
+    `out_dir` it was given, which on Ray is a temporary folder on the worker: callers
+    find the run directory on the driver by its folder name.
+    """
+
+    key: str
+    fn: Callable[..., Any]
+    args: tuple = ()
+    docker: bool = False  # needs a Docker engine: on Ray it asks for the custom `docker` resource
+
+
+@dataclass(frozen=True)
+class Done:
+    key: str
+    result: Any = None
+    error: str | None = None  # the harness failed on this item (it raised, or its worker died past the retries)
+    attempts: int = 1
+    node: str = ""
+
+
+def call(job: Job, out_dir: Path) -> tuple[Any, str | None]:
+    """Run one job into `out_dir`: the single code path both executors share."""
+    try:
+        return job.fn(*job.args, out_dir), None
+    except Exception as e:  # one item's failure must not lose the others; its partial run directory stays
+        return None, f"{type(e).__name__}: {e}"
+
+
+def this_node() -> str:
+    return socket.gethostname()
+
+
+def run_jobs(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
+             tally: Tally | None = None) -> list[Done]:
+    """Run every job; `on_done` is called on this thread as each finishes. Returns the outcomes in job order."""
+    tally = tally or Tally(total=len(jobs))
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    if options.kind == "ray":
+        from evals.executors.ray_executor import run_on_ray  # Ray is optional: imported only when asked for
+
+        done = run_on_ray(jobs, Path(out_dir), options, on_done, tally)
+    else:
+        from evals.executors.local import run_locally
+
+        done = run_locally(jobs, Path(out_dir), options, on_done, tally)
+    order = {job.key: i for i, job in enumerate(jobs)}
+    return sorted(done, key=lambda d: order[d.key])

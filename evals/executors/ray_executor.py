@@ -1,0 +1,150 @@
+"""The Ray executor: each job is a Ray task that runs into a temporary folder on its node
+and returns the result with that folder packed as a tar blob; the driver unpacks it into
+the batch folder, so a batch on Ray leaves the same files as a local one.
+
+Retries are the driver's, not Ray's: a task whose worker process or node died is
+submitted again (up to `retries` times) and its attempt number is recorded; a task
+that raised is an error at once, as re-running the same code would raise again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from agent.errors import HarnessError
+from evals.executors.jobs import Done, ExecutorOptions, Job, call
+from evals.executors.pack import pack, unpack
+from evals.executors.tally import Tally
+
+try:
+    import ray
+    from ray import exceptions as rex
+except ImportError:  # the local executor never needs Ray
+    raise HarnessError("--executor ray needs Ray, which is not installed: pip install 'harness[ray]' "
+                       "(or pip install 'ray>=2.40').") from None
+
+# Ray's object store for a batch it starts itself: results and run directories are small.
+LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
+# The worker process or its node went away: the job itself may be fine, so it runs again.
+WORKER_LOST = (rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError, rex.ObjectLostError,
+               rex.OwnerDiedError)
+
+
+def node_name() -> str:
+    ctx = ray.get_runtime_context()
+    return f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()[:8]}"
+
+
+@ray.remote(num_returns="streaming", max_retries=0)
+def harness_job(job: Job):
+    """First yields where it runs (for the progress line), then (result, error, tar blob)."""
+    yield node_name(), os.getpid()
+    # Named by pid: the folder of a task whose worker was killed can be found and removed.
+    with tempfile.TemporaryDirectory(prefix=f"harness-ray-{os.getpid()}-") as tmp:
+        result, error = call(job, Path(tmp))
+        yield result, error, pack(Path(tmp))
+
+
+def connect(options: ExecutorOptions) -> bool:
+    """Join the cluster at `options.address`, or start a small one here. True when we must shut it down."""
+    if ray.is_initialized():
+        return False
+    quiet = dict(log_to_driver=False, logging_level=logging.WARNING)
+    if options.address:
+        ray.init(address=options.address, **quiet)
+    else:
+        slots = max(1, options.workers)
+        ray.init(num_cpus=slots, resources={"docker": slots} if docker_here() else {}, include_dashboard=False,
+                 object_store_memory=LOCAL_OBJECT_STORE_BYTES, **quiet)
+    return True
+
+
+def docker_here() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=10).ping()
+        return True
+    except Exception:
+        return False
+
+
+def submit(job: Job, options: ExecutorOptions):
+    resources = {"docker": 1} if job.docker else {}
+    memory = options.memory_mb * 2**20 if options.memory_mb else None
+    return harness_job.options(num_cpus=options.cpus, memory=memory, resources=resources).remote(job)
+
+
+def check_feasible(jobs: Sequence[Job]) -> None:
+    """Ray would wait forever for a resource no node has; say so instead."""
+    if any(j.docker for j in jobs) and not ray.cluster_resources().get("docker"):
+        raise HarnessError("No node of the Ray cluster offers the `docker` resource these tasks need. Start the nodes "
+                           "that have a Docker engine with `ray start ... --resources='{\"docker\": N}'` "
+                           "(N sandboxes at once); see evals/RAY.md.")
+
+
+def run_on_ray(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
+               tally: Tally) -> list[Done]:
+    owned = connect(options)
+    try:
+        check_feasible(jobs)
+        tally.executor = "ray"
+        tally.nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        return drive(jobs, out_dir, options, on_done, tally)
+    finally:
+        if owned:
+            ray.shutdown()
+
+
+def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
+          tally: Tally) -> list[Done]:
+    by_key = {j.key: j for j in jobs}
+    attempts = {j.key: 1 for j in jobs}
+    nodes: dict[str, str] = {}
+    outstanding = {submit(j, options): j.key for j in jobs}
+    finished: list[Done] = []
+
+    def finish(done: Done) -> None:
+        tally.finished(done.key, done.node, done.attempts, done.error is None)
+        finished.append(done)
+        on_done(done)
+
+    try:
+        while outstanding:
+            ready, _ = ray.wait(list(outstanding), num_returns=1, timeout=1.0)
+            for gen in ready:
+                key = outstanding.pop(gen)
+                try:
+                    item = ray.get(next(gen))
+                except StopIteration:  # the task yields twice; ending early means it went wrong
+                    finish(Done(key, None, "the task ended without a result", attempts[key], nodes.get(key, "")))
+                    continue
+                except WORKER_LOST as e:
+                    if attempts[key] <= options.retries:
+                        attempts[key] += 1
+                        tally.retrying(key)
+                        outstanding[submit(by_key[key], options)] = key
+                    else:
+                        finish(Done(key, None, f"the worker died {attempts[key]} time(s): {type(e).__name__}",
+                                    attempts[key], nodes.get(key, "")))
+                    continue
+                except rex.RayError as e:  # the task could not run (e.g. its arguments did not unpickle)
+                    finish(Done(key, None, f"{type(e).__name__}: {e}", attempts[key], nodes.get(key, "")))
+                    continue
+                if len(item) == 2:  # the task started on a node: wait for its result next
+                    nodes[key] = item[0]
+                    tally.started(key, item[0])
+                    outstanding[gen] = key
+                    continue
+                result, error, blob = item
+                unpack(blob, out_dir)
+                finish(Done(key, result, error, attempts[key], nodes.get(key, "")))
+    except BaseException:  # Ctrl-C: cancel what is left; finished items are already on disk
+        for gen in outstanding:
+            ray.cancel(gen, force=True)
+        raise
+    return finished

@@ -1,0 +1,68 @@
+"""Counts a batch's progress line shows: running, done, failed, retried, and the nodes in use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.journal import write_json_atomic
+
+
+@dataclass
+class Tally:
+    total: int
+    running: dict[str, str] = field(default_factory=dict)  # key → node running it
+    done: int = 0  # finished with a result, reused ones included
+    failed: int = 0  # finished with an error
+    retried: int = 0
+    nodes: int = 1  # nodes in the cluster
+    executor: str = "local"
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)  # key → attempts, node, status
+    on_change: Callable[[Tally], None] = lambda t: None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def started(self, key: str, node: str) -> None:
+        with self.lock:
+            self.running[key] = node
+        self.on_change(self)
+
+    def retrying(self, key: str) -> None:
+        with self.lock:
+            self.running.pop(key, None)
+            self.retried += 1
+        self.on_change(self)
+
+    def finished(self, key: str, node: str, attempts: int, ok: bool) -> None:
+        with self.lock:
+            self.running.pop(key, None)
+            if ok:
+                self.done += 1
+            else:
+                self.failed += 1
+            self.items[key] = {"status": "done" if ok else "error", "attempts": attempts, "node": node}
+        self.on_change(self)
+
+    def reused(self, key: str) -> None:
+        """A finished item from an earlier run of the same batch, kept as it is."""
+        with self.lock:
+            self.done += 1
+            self.items[key] = {"status": "reused", "attempts": 0, "node": ""}
+        self.on_change(self)
+
+    def line(self) -> str:
+        in_use = len(set(self.running.values()))
+        retried = f" · retried {self.retried}" if self.retried else ""
+        return (f"running {len(self.running)} · done {self.done} · failed {self.failed}{retried} · "
+                f"nodes in use {in_use}/{self.nodes}")
+
+    def write(self, path: Path, order: list[str]) -> None:
+        """executor.json: where and how often each item ran (written by both executors, so layouts match)."""
+        write_json_atomic(path, {
+            "executor": self.executor,
+            "nodes": self.nodes,
+            "retries": self.retried,
+            "items": {k: self.items[k] for k in order if k in self.items},
+        })
