@@ -14,10 +14,12 @@ fails only the requests of that step.
 """
 
 import asyncio
+import atexit
 import itertools
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -225,15 +227,21 @@ class Engine:
             chunk = self._chunk(seq, new_ids)
             loop.call_soon_threadsafe(queue.put_nowait, chunk)
 
-        rid = self.submit(prompt, params, request_id, on_update)
+        # submit() and abort() wait for the engine lock, which a running step holds: from the
+        # event loop they would stall every other request for up to a step. Submit from a
+        # worker thread, and abort only a request that did not finish.
+        rid = await asyncio.to_thread(self.submit, prompt, params, request_id, on_update)
+        finished = False
         try:
             while True:
                 chunk = await queue.get()
+                finished = chunk.finished
                 yield chunk
-                if chunk.finished:
+                if finished:
                     return
         finally:
-            self.abort(rid)
+            if not finished:
+                self.abort(rid)
             self._handles.pop(rid, None)
 
     def _output(self, seq: Sequence) -> RequestOutput:
@@ -278,6 +286,9 @@ class Engine:
                 if self._thread is None or not self._thread.is_alive():
                     self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
                     self._thread.start()
+                    # Stop the loop before interpreter teardown pulls torch out from under it.
+                    ref = weakref.ref(self)
+                    atexit.register(lambda: (e := ref()) is not None and e.shutdown())
 
     def _loop(self) -> None:
         torch.set_grad_enabled(False)

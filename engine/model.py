@@ -90,20 +90,21 @@ class Model:
         h, d = c.num_heads, c.head_dim
         q_dim, kv_dim = h * d, c.num_kv_heads * d
         eps = c.rms_norm_eps
-        cos, sin = self.cos[positions][:, None, :], self.sin[positions][:, None, :]
+        cos = self.cos.index_select(0, positions)[:, None, :]
+        sin = self.sin.index_select(0, positions)[:, None, :]
         k_cache, v_cache = kv_cache
-        x = self.embed[input_ids]
+        x = self.embed.index_select(0, input_ids)
         for i, layer in enumerate(self.layers):
             y = F.rms_norm(x, (c.hidden_size,), layer.attn_norm, eps)
             qkv = y @ layer.qkv if layer.qkv_bias is None else torch.addmm(layer.qkv_bias, y, layer.qkv)
-            q, k, v = qkv.split((q_dim, kv_dim, kv_dim), dim=-1)
-            q = apply_rope(q.view(t, h, d), cos, sin)
-            k = apply_rope(k.view(t, c.num_kv_heads, d), cos, sin)
-            attn = paged_attention(q, k, v.view(t, c.num_kv_heads, d), k_cache[i], v_cache[i], meta, self.scale)
+            # Q and K heads rotate together: one RoPE over (T, H + KVH, D).
+            qk = apply_rope(qkv[:, : q_dim + kv_dim].view(t, h + c.num_kv_heads, d), cos, sin)
+            v = qkv[:, q_dim + kv_dim :].view(t, c.num_kv_heads, d)
+            attn = paged_attention(qk[:, :h], qk[:, h:], v, k_cache[i], v_cache[i], meta, self.scale)
             x = x + attn.reshape(t, q_dim) @ layer.o
             y = F.rms_norm(x, (c.hidden_size,), layer.mlp_norm, eps)
             gate, up = (y @ layer.gate_up).chunk(2, dim=-1)
             x = x + (F.silu(gate) * up) @ layer.down
         if logits_rows is not None:
-            x = x[logits_rows]
+            x = x.index_select(0, logits_rows)
         return F.rms_norm(x, (c.hidden_size,), self.norm, eps) @ self.lm_head

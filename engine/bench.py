@@ -1,0 +1,116 @@
+"""Benchmark: decode throughput against transformers, TTFT with and without the prefix cache.
+
+    python -m engine.bench                  # the embedded SmolLM2-135M-Instruct
+    python -m engine.bench --model PATH --tokens 64 --threads 2 --skip-transformers
+
+Decode tokens/s counts tokens after the first one, from the first token to the
+last, so prompt processing is excluded on both sides; for transformers it is
+(N - 1) * batch / (time for N new tokens - time for 1 new token).
+"""
+
+import argparse
+import logging
+import time
+
+import torch
+
+from engine.config import EngineConfig
+from engine.engine import Engine
+from engine.sampler import SamplingParams
+from engine.weights import default_model_path
+
+
+def _engine_decode_rate(engine: Engine, prompt: list[int], batch: int, tokens: int) -> float:
+    params = SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True)
+    engine.generate([prompt] * batch, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm up
+    start = time.perf_counter()
+    outs = engine.generate([prompt] * batch, params)
+    end = time.perf_counter()
+    # All requests arrive together; decode time runs from the last first-token to the end.
+    first = max(o.ttft_s for o in outs)
+    decode_s = (end - start) - first
+    return sum(len(o.token_ids) - 1 for o in outs) / decode_s
+
+
+def _transformers_decode_rate(model, prompt: list[int], batch: int, tokens: int) -> float:
+    ids = torch.tensor([prompt] * batch)
+    mask = torch.ones_like(ids)
+
+    def run(n):
+        t = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=2)
+        return time.perf_counter() - t
+
+    run(2)  # warm up
+    return (tokens - 1) * batch / (run(tokens) - run(1))
+
+
+def _ttft(engine: Engine, prompt: list[int]) -> tuple[float, int]:
+    out = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=1))[0]
+    return out.ttft_s, out.usage.cached_tokens
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=None, help="GGUF file or HF directory (default: embedded SmolLM2-135M)")
+    ap.add_argument("--tokens", type=int, default=64, help="tokens generated per request in the decode runs")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ttft-tokens", type=int, default=4000)
+    ap.add_argument("--skip-transformers", action="store_true")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    torch.set_num_threads(args.threads)
+
+    path = args.model or str(default_model_path())
+    engine = Engine(path, EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512))
+    prompt = engine.encode_chat([{"role": "user", "content": "Write a long story about a lighthouse keeper."}])
+    ours = {b: _engine_decode_rate(engine, prompt, b, args.tokens) for b in (1, 8)}
+
+    # TTFT: a cold prompt, then one sharing its first 95% with it.
+    text = " ".join(f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(2000))
+    long_ids = engine.encode(text)[: args.ttft_tokens]
+    cold_s, cold_cached = _ttft(engine, long_ids)
+    keep = int(len(long_ids) * 0.95)
+    warm_ids = long_ids[:keep] + engine.encode(" A different ending: " + "tail " * 400)[: len(long_ids) - keep]
+    warm_s, warm_cached = _ttft(engine, warm_ids)
+    max_batch = engine.max_batch_seqs
+    engine.shutdown()
+
+    ref = {}
+    if not args.skip_transformers:
+        from pathlib import Path
+
+        from transformers import AutoModelForCausalLM
+
+        p = Path(path)
+        t = time.perf_counter()
+        if p.is_dir():
+            model = AutoModelForCausalLM.from_pretrained(str(p), dtype=torch.float32)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=torch.float32)
+        model.eval()
+        print(f"transformers loaded the model in {time.perf_counter() - t:.1f}s")
+        ref = {b: _transformers_decode_rate(model, prompt, b, args.tokens) for b in (1, 8)}
+
+    print()
+    print(f"model: {path}")
+    print(f"threads: {args.threads}, decode tokens per request: {args.tokens}, prompt: {len(prompt)} tokens")
+    print(f"KV cache bytes per token: {engine.kv.bytes_per_token}")
+    print()
+    print(f"{'decode tokens/s':<20}{'engine':>10}{'transformers':>14}{'ratio':>8}")
+    for b in (1, 8):
+        r = ref.get(b)
+        print(
+            f"{'batch ' + str(b):<20}{ours[b]:>10.1f}"
+            + (f"{r:>14.1f}{ours[b] / r:>7.1f}x" if r else f"{'-':>14}{'-':>8}")
+        )
+    print()
+    print(f"TTFT cold, {len(long_ids)} tokens:         {cold_s:8.3f} s  (cached {cold_cached})")
+    print(f"TTFT 95% cached, {len(warm_ids)} tokens:   {warm_s:8.3f} s  (cached {warm_cached})")
+    print(f"cached / cold:                    {warm_s / cold_s:8.1%}")
+    print(f"most sequences batched in one step: {max_batch}")
+
+
+if __name__ == "__main__":
+    main()
