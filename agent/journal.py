@@ -6,6 +6,7 @@ comparisons read these files and never need the process that wrote them.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -57,8 +58,9 @@ class Journal:
         self.dir = run_dir
         self.artifacts = run_dir / "artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        self.seq = _last_seq(run_dir / "events.jsonl")
         self._file = open(run_dir / "events.jsonl", "a", encoding="utf-8")
+        _lock(self._file, run_dir)
+        self.seq = _last_seq(run_dir / "events.jsonl")
         if self._file.tell() > 0 and not _ends_with_newline(run_dir / "events.jsonl"):
             self._file.write("\n")  # a crash tore the last line: new events start on a line of their own
         self.listeners: list[Callable[[Event], None]] = []
@@ -113,6 +115,19 @@ def read_events(run_dir: Path, on_bad_line: Callable[[int, str], None] | None = 
                 if on_bad_line is not None:
                     on_bad_line(lineno, str(e).splitlines()[0])
     return events
+
+
+def _lock(file, run_dir: Path) -> None:
+    """One writer per journal: a resume or an approval must not append beside a live run.
+    The kernel drops the lock when its process dies, kill -9 included."""
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        raise HarnessError(
+            f"Run {run_dir.name} is in use: another process is writing its journal (the run itself, or a resume). "
+            "Wait until it stops, or stop it, then try again."
+        ) from None
 
 
 def _last_seq(path: Path) -> int:

@@ -9,6 +9,7 @@ as a kill -9 would (test_crash.py does that part with real SIGKILLs).
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -247,3 +248,15 @@ def test_a_finished_run_is_left_as_it_is(tmp_path):
     done = resume(run_dir, model=ScriptedModel(SCRIPT))
     assert done.summary is None and "already finished (submitted" in done.notes[0]
     assert (run_dir / "events.jsonl").read_bytes() == before
+
+
+def test_a_sandbox_that_is_gone_is_recreated_from_the_task_and_the_output_says_so(tmp_path):
+    task = Task(prompt="x", files={"data.txt": "42\n"})
+    replies = [call("write_file", path="a.txt", content="A"), call("shell", command="cat data.txt"), call("submit", answer="42")]
+    _, run_dir = launch(task, ScriptedModel(replies), "local", GATED, tmp_path)
+    shutil.rmtree(run_dir / "workspace")
+    record_decision(run_dir, "call_1_0", True)
+    done = resume(run_dir, model=ScriptedModel(replies))
+    [note] = [n for n in done.notes if "sandbox" in n]
+    assert "could not be reconnected, so it was recreated" in note and "not implemented yet" in note
+    assert done.summary.stop_reason == "submitted" and (run_dir / "workspace" / "data.txt").read_text() == "42\n"
