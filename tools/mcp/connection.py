@@ -51,6 +51,7 @@ class Connection:
         self.lost = False  # the connection dropped; restart before the next call
         self.restarts_left = server.reconnects
         self._stop: asyncio.Event | None = None
+        self._ready: asyncio.Future[None] | None = None
         self._owner: asyncio.Task | None = None
         self._errlog: Any = None
         self._changed = asyncio.Event()
@@ -60,7 +61,7 @@ class Connection:
 
     async def open(self) -> None:
         """Start the server, shake hands and list its tools; raises with a readable reason."""
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._ready = ready = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if self.server.command else None
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp:{self.server.name}")
@@ -79,6 +80,8 @@ class Connection:
         if self._stop is not None:
             self._stop.set()
         if owner is not None:
+            if self._ready is not None and not self._ready.done():
+                owner.cancel()  # still starting: there is no session to wind down politely
             try:
                 await asyncio.wait_for(owner, STOP_WAIT_S)
             except BaseException:  # a crashed session may fail on the way out; closing goes on
@@ -102,10 +105,12 @@ class Connection:
                 ready.set_result(None)
                 await stop.wait()
                 tasks.cancel_scope.cancel()
+        except asyncio.CancelledError:
+            ready.cancel()  # if still pending: the opener has already given up and said why
         except BaseException as e:
             if not ready.done():
                 ready.set_exception(e if isinstance(e, Exception) else RuntimeError(describe(e)))
-            elif not isinstance(e, asyncio.CancelledError) and not stop.is_set():
+            elif not stop.is_set():
                 self.lost = True
         finally:
             self.client = None

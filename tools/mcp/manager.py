@@ -42,8 +42,13 @@ class McpTools:
     def start(self) -> McpTools:
         """Start every server at once; if any fails, close them all and say which and why."""
         self._thread.start()
-        deadline = max((s.connect_timeout_s for s in self.servers), default=0) + STOP_WAIT_S
-        outcomes = self._wait(self._open_all(), deadline)
+        # Each server gives up after its connect_timeout_s and then stops within STOP_WAIT_S.
+        deadline = max((s.connect_timeout_s for s in self.servers), default=0) + 2 * STOP_WAIT_S
+        try:
+            outcomes = self._wait(self._open_all(), deadline)
+        except TimeoutError:
+            self.close()
+            raise McpStartError(f"The MCP servers did not start within {deadline:g} s.") from None
         failed = [
             f"MCP server {s.name} ({s.where}) did not start: {outcome}"
             for s, outcome in zip(self.servers, outcomes, strict=True)

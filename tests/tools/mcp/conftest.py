@@ -53,7 +53,7 @@ def wait_for_port(port: int, process: subprocess.Popen, within_s: float = 30.0) 
     raise RuntimeError(f"the HTTP MCP server did not listen on port {port} within {within_s} s")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def http_url():
     """basic.py serving Streamable HTTP on a free 127.0.0.1 port, as a subprocess."""
     port = free_port()
@@ -67,8 +67,8 @@ def http_url():
         process.wait(10)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def trusted_basic():
-    """basic.py over stdio, trusted, shared by the tests of one module."""
+    """basic.py over stdio, trusted, shared by the tests that do not restart or reconfigure it."""
     with with_mcp([stdio("basic", "basic.py", trusted=True)], standard_tools()) as registry:
         yield registry

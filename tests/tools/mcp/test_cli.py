@@ -21,23 +21,18 @@ def rows(output: str) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in cells}
 
 
-def test_tools_list_shows_built_in_and_mcp_tools_with_server_effect_and_summary(http_url):
-    result = runner.invoke(app, ["tools", "list", "--mcp", BASIC, "--mcp-url", f"web={http_url}"])
-    assert result.exit_code == 0, result.output
-    table = rows(result.output)
-    assert table["shell"] == ["built-in", "write", "", "Run a bash command and see its output and exit code."]
-    assert table["basic__echo"] == ["basic", "write", "yes", "Echo"]  # untrusted: its read-only hint does not count
-    assert table["web__weather"] == ["web", "write", "yes", "Structured output."]
-
-
-def test_tools_list_reads_trust_from_a_config_file(tmp_path):
+def test_tools_list_shows_built_in_and_mcp_tools_with_server_effect_and_summary(http_url, tmp_path):
     config = tmp_path / "servers.toml"
     config.write_text(f'[[mcp]]\nname = "mine"\ncommand = {json.dumps(sys.executable)}\n'
                       f'args = [{json.dumps(str(SERVERS / "basic.py"))}]\ntrusted = true\n')
-    result = runner.invoke(app, ["tools", "list", "--config", str(config)])
+    result = runner.invoke(app, ["tools", "list", "--config", str(config), "--mcp-url", f"web={http_url}"])
     assert result.exit_code == 0, result.output
     table = rows(result.output)
-    assert table["mine__echo"] == ["mine", "read", "", "Echo"] and table["mine__write_note"][1] == "write"
+    assert table["shell"] == ["built-in", "write", "", "Run a bash command and see its output and exit code."]
+    assert table["mine__echo"] == ["mine", "read", "", "Echo"]  # trusted, and it declares readOnlyHint
+    assert table["mine__write_note"] == ["mine", "write", "", "Pretend to store a note."]
+    assert table["web__echo"] == ["web", "write", "yes", "Echo"]  # untrusted: its read-only hint does not count
+    assert table["web__weather"] == ["web", "write", "yes", "Structured output."]
 
 
 def test_tools_list_prints_problems_and_startup_errors():
