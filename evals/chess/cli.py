@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -84,7 +85,7 @@ def chess_command(
                                        listeners=(watch,) if one_by_one else (), on_game=finished, executor=options,
                                        resume=resume, tally=tally)
     except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
+        console.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(2)
     console.print(batch_table(batch))
     console.print(f"batch folder: {folder}  (batch.json, one run directory per game)")

@@ -12,6 +12,8 @@ from agent.errors import HarnessError
 from evals.executors.tally import Tally
 
 EXECUTORS = ("local", "ray")
+NO_RAY = ("--executor ray needs Ray, which is not installed: pip install 'harness[ray]' "
+          "(or pip install 'ray>=2.40').")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,16 @@ class ExecutorOptions:
             raise HarnessError(f"Unknown executor {self.kind!r}; choose {' or '.join(EXECUTORS)}.")
         if self.retries < 0:
             raise HarnessError("retries must be 0 or more.")
+        if self.kind == "ray":
+            require_ray()
+
+
+def require_ray() -> None:
+    """Fail before a batch starts, not after its folder exists."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise HarnessError(NO_RAY) from None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agent.errors import HarnessError
-from evals.executors.jobs import Done, ExecutorOptions, Job, call
+from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
 from evals.executors.pack import pack, unpack
 from evals.executors.tally import Tally
 
@@ -24,11 +24,11 @@ try:
     import ray
     from ray import exceptions as rex
 except ImportError:  # the local executor never needs Ray
-    raise HarnessError("--executor ray needs Ray, which is not installed: pip install 'harness[ray]' "
-                       "(or pip install 'ray>=2.40').") from None
+    raise HarnessError(NO_RAY) from None
 
 # Ray's object store for a batch it starts itself: results and run directories are small.
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
+CANCEL_GRACE_S = 10.0
 # The worker process or its node went away: the job itself may be fine, so it runs again.
 WORKER_LOST = (rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError, rex.ObjectLostError,
                rex.OwnerDiedError)
@@ -144,7 +144,15 @@ def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done:
                 unpack(blob, out_dir)
                 finish(Done(key, result, error, attempts[key], nodes.get(key, "")))
     except BaseException:  # Ctrl-C: cancel what is left; finished items are already on disk
-        for gen in outstanding:
-            ray.cancel(gen, force=True)
+        cancel(list(outstanding))
         raise
     return finished
+
+
+def cancel(gens: list) -> None:
+    """Queued tasks never start; running ones get a KeyboardInterrupt, so their sandboxes close and their
+    temporary folders go, and we wait a little for that before the driver lets go of the cluster."""
+    for gen in gens:
+        ray.cancel(gen, force=False)
+    if gens:
+        ray.wait(gens, num_returns=len(gens), timeout=CANCEL_GRACE_S)

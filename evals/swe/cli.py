@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -56,7 +57,7 @@ def swe_command(
         the_policy = load_policy(policy)
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
     except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
+        console.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(2)
     if only:
         instances = [i for i in instances if i.instance_id in set(only)]
@@ -83,7 +84,7 @@ def swe_command(
             report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded, executor=options,
                                    tally=tally)
         except HarnessError as e:
-            console.print(f"[red]error:[/] {e}")
+            console.print(f"[red]error:[/] {escape(str(e))}")
             raise typer.Exit(2)
     console.print(_table(report, batch_dir))
     console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}", soft_wrap=True)
@@ -99,7 +100,7 @@ def swe_grade_command(
         instances = load_instances(suite_path(suite))
         preds = load_predictions(predictions)
     except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
+        console.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(2)
     except (OSError, ValueError, KeyError) as e:
         console.print(f"[red]error:[/] cannot read predictions {predictions}: {e}")

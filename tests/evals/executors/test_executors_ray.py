@@ -1,0 +1,71 @@
+"""Batches on a real two-node Ray cluster leave the same files and results as the local executor.
+
+SWE uses three instances of the bundled suite (one per package) to keep the test
+within its time on a two-core machine; the benchmark runs all ten.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from agent.policy import HarnessPolicy
+from evals.chess.batch import play_batch
+from evals.chess.cli import model_maker
+from evals.chess.game import GameRules
+from evals.executors import ExecutorOptions
+from evals.swe.batch import run_and_grade
+from evals.swe.task import load_instances, suite_path
+from tests.evals.executors.compare import files, same_run
+from tests.evals.executors.conftest import node_ids_with
+
+SUBSET = ["acme__configlite-41", "acme__inventory-12", "acme__textkit-7"]
+
+
+def test_a_swe_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_path):
+    instances = [i for i in load_instances(suite_path("builtin")) if i.instance_id in SUBSET]
+    local = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path / "local", workers=1)
+    on_ray = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path / "ray",
+                           executor=ExecutorOptions(kind="ray", address=ray_cluster.address))
+    assert local.resolved_ids == on_ray.resolved_ids == sorted(SUBSET)
+    assert files(tmp_path / "local") == files(tmp_path / "ray")
+    for name in ("report.json", "predictions.jsonl"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes()
+    for iid in SUBSET:
+        same_run(tmp_path / "local" / iid, tmp_path / "ray" / iid)
+        for name in ("grade.json", "artifacts/model.patch"):
+            assert (tmp_path / "local" / iid / name).read_bytes() == (tmp_path / "ray" / iid / name).read_bytes()
+    # Every SWE task ran on the node that offers `docker`, once.
+    record = json.loads((tmp_path / "ray" / "executor.json").read_text())
+    assert record["executor"] == "ray" and record["nodes"] == 2 and record["retries"] == 0
+    docker_nodes = node_ids_with(ray_cluster, "docker")
+    assert {item["node"].split("/")[1] for item in record["items"].values()} <= docker_nodes
+    assert [item["attempts"] for item in record["items"].values()] == [1, 1, 1]
+
+
+def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
+    settings = dict(games=3, make_model=model_maker("player:random"), opponent="stockfish:depth=1", color="alternate",
+                    seed=5, rules=GameRules(max_plies=24), analysis_depth=4)
+    local, local_dir = play_batch(**settings, out=tmp_path / "local")
+    on_ray, ray_dir = play_batch(**settings, out=tmp_path / "ray",
+                                 executor=ExecutorOptions(kind="ray", address=ray_cluster.address))
+    assert [g.game for g in on_ray.games] == [1, 2, 3]
+    assert [g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in local.games] == \
+           [g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in on_ray.games]
+    assert local.aggregate.model_dump(exclude={"avg_game_time_s"}) == on_ray.aggregate.model_dump(exclude={"avg_game_time_s"})
+    for a, b in zip(local.games, on_ray.games):
+        same_run(local_dir / a.run_dir, ray_dir / b.run_dir)
+    assert sorted(p.name for p in ray_dir.iterdir() if p.is_file()) == ["batch.json", "executor.json"]
+    # Games need no Docker, so they spread over both nodes (one CPU each).
+    record = json.loads((ray_dir / "executor.json").read_text())
+    assert len({item["node"] for item in record["items"].values()}) == 2
+
+
+def test_asking_for_ray_without_it_installed_is_a_clear_error(tmp_path):
+    # A child interpreter where `import ray` fails, as on a machine without it.
+    code = ("import sys; sys.modules['ray'] = None; from agent.cli import app; "
+            f"app(['chess', '--model', 'player:random', '--opponent', 'random', '--executor', 'ray', '--out', {str(tmp_path)!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pip install 'harness[ray]'" in " ".join(proc.stdout.split()) and not any(tmp_path.iterdir())
