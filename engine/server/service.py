@@ -74,6 +74,7 @@ class Service:
             if chunk.finished:
                 break
             chunk = await chunks.__anext__()
+        await chunks.aclose()
         self.metrics.record(chunk.output)
         yield Delta("", chunk.output)
 
