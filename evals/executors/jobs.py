@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,14 +66,17 @@ class Done:
     error: str | None = None  # the harness failed on this item (it raised, or its worker died past the retries)
     attempts: int = 1
     node: str = ""
+    wall_s: float = 0.0  # the job's own time on its node (its last attempt), without queueing or transfer
 
 
-def call(job: Job, out_dir: Path) -> tuple[Any, str | None]:
+def call(job: Job, out_dir: Path) -> tuple[Any, str | None, float]:
     """Run one job into `out_dir`: the single code path both executors share."""
+    start = time.perf_counter()
     try:
-        return job.fn(*job.args, out_dir), None
+        result, error = job.fn(*job.args, out_dir), None
     except Exception as e:  # one item's failure must not lose the others; its partial run directory stays
-        return None, f"{type(e).__name__}: {e}"
+        result, error = None, f"{type(e).__name__}: {e}"
+    return result, error, round(time.perf_counter() - start, 3)
 
 
 def this_node() -> str:

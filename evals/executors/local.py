@@ -17,8 +17,8 @@ def run_locally(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on
 
     def run(job: Job) -> Done:
         tally.started(job.key, node)
-        result, error = call(job, out_dir)
-        return Done(job.key, result, error, attempts=1, node=node)
+        result, error, wall_s = call(job, out_dir)
+        return Done(job.key, result, error, attempts=1, node=node, wall_s=wall_s)
 
     finished: list[Done] = []
     pool = ThreadPoolExecutor(max_workers=max(1, options.workers))
@@ -26,7 +26,7 @@ def run_locally(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on
         futures = [pool.submit(run, job) for job in jobs]
         for future in as_completed(futures):
             done = future.result()
-            tally.finished(done.key, done.node, done.attempts, done.error is None)
+            tally.finished(done)
             finished.append(done)
             on_done(done)
     except BaseException:  # Ctrl-C: start nothing new; items already running finish and keep their run directories

@@ -41,12 +41,12 @@ def node_name() -> str:
 
 @ray.remote(num_returns="streaming", max_retries=0)
 def harness_job(job: Job):
-    """First yields where it runs (for the progress line), then (result, error, tar blob)."""
+    """First yields where it runs (for the progress line), then (result, error, seconds, tar blob)."""
     yield node_name(), os.getpid()
     # Named by pid: the folder of a task whose worker was killed can be found and removed.
     with tempfile.TemporaryDirectory(prefix=f"harness-ray-{os.getpid()}-") as tmp:
-        result, error = call(job, Path(tmp))
-        yield result, error, pack(Path(tmp))
+        result, error, wall_s = call(job, Path(tmp))
+        yield result, error, wall_s, pack(Path(tmp))
 
 
 def connect(options: ExecutorOptions) -> bool:
@@ -109,7 +109,7 @@ def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done:
     finished: list[Done] = []
 
     def finish(done: Done) -> None:
-        tally.finished(done.key, done.node, done.attempts, done.error is None)
+        tally.finished(done)
         finished.append(done)
         on_done(done)
 
@@ -140,9 +140,9 @@ def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done:
                     tally.started(key, item[0])
                     outstanding[gen] = key
                     continue
-                result, error, blob = item
+                result, error, wall_s, blob = item
                 unpack(blob, out_dir)
-                finish(Done(key, result, error, attempts[key], nodes.get(key, "")))
+                finish(Done(key, result, error, attempts[key], nodes.get(key, ""), wall_s))
     except BaseException:  # Ctrl-C: cancel what is left; finished items are already on disk
         cancel(list(outstanding))
         raise

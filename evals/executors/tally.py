@@ -6,9 +6,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.journal import write_json_atomic
+
+if TYPE_CHECKING:
+    from evals.executors.jobs import Done
 
 
 @dataclass
@@ -35,21 +38,23 @@ class Tally:
             self.retried += 1
         self.on_change(self)
 
-    def finished(self, key: str, node: str, attempts: int, ok: bool) -> None:
+    def finished(self, done: Done) -> None:
+        ok = done.error is None
         with self.lock:
-            self.running.pop(key, None)
+            self.running.pop(done.key, None)
             if ok:
                 self.done += 1
             else:
                 self.failed += 1
-            self.items[key] = {"status": "done" if ok else "error", "attempts": attempts, "node": node}
+            self.items[done.key] = {"status": "done" if ok else "error", "attempts": done.attempts, "node": done.node,
+                                    "wall_s": done.wall_s}
         self.on_change(self)
 
     def reused(self, key: str) -> None:
         """A finished item from an earlier run of the same batch, kept as it is."""
         with self.lock:
             self.done += 1
-            self.items[key] = {"status": "reused", "attempts": 0, "node": ""}
+            self.items[key] = {"status": "reused", "attempts": 0, "node": "", "wall_s": 0.0}
         self.on_change(self)
 
     def line(self) -> str:
@@ -59,7 +64,7 @@ class Tally:
                 f"nodes in use {in_use}/{self.nodes}")
 
     def write(self, path: Path, order: list[str]) -> None:
-        """executor.json: where and how often each item ran (written by both executors, so layouts match)."""
+        """executor.json: where, how often and how long each item ran (written by both executors, so layouts match)."""
         write_json_atomic(path, {
             "executor": self.executor,
             "nodes": self.nodes,
