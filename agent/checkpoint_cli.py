@@ -49,12 +49,13 @@ def resume_command(
         return
     console.print(summary_table(done.summary))
     console.print(f"run directory: {run_dir}", soft_wrap=True)
-    _say_how_to_approve(run_dir)
+    say_how_to_approve(run_dir)
     if done.summary.stop_reason in FAILED:
         raise typer.Exit(1)
 
 
-def _say_how_to_approve(run_dir: Path) -> None:
+def say_how_to_approve(run_dir: Path) -> None:
+    """After a run stops awaiting approval: the command that decides each waiting call."""
     for call_id in pending_calls(run_dir):
         console.print(f"waiting on call {call_id}: harness approve {run_dir} --call {call_id} --yes (or --no --note WHY)",
                       soft_wrap=True)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.checkpoint_cli import approve_command, replay_command, resume_command
+from agent.checkpoint_cli import approve_command, replay_command, resume_command, say_how_to_approve
 from agent.errors import HarnessError
 from agent.launch import SANDBOXES, launch
 from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -60,6 +60,7 @@ def run_command(
         fail(e)
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}", soft_wrap=True)
+    say_how_to_approve(run_dir)
     if summary.stop_reason in ("model_error", "model_unavailable", "sandbox_dead"):
         raise typer.Exit(1)
 

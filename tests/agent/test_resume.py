@@ -260,3 +260,20 @@ def test_a_sandbox_that_is_gone_is_recreated_from_the_task_and_the_output_says_s
     [note] = [n for n in done.notes if "sandbox" in n]
     assert "could not be reconnected, so it was recreated" in note and "not implemented yet" in note
     assert done.summary.stop_reason == "submitted" and (run_dir / "workspace" / "data.txt").read_text() == "42\n"
+
+
+def test_harness_run_says_how_to_approve_and_resume_continues(tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text("- tool_calls: [{name: write_file, arguments: {path: a.txt, content: A}}]\n"
+                      "- tool_calls: [{name: submit, arguments: {answer: done}}]\n")
+    policy = tmp_path / "gated.toml"
+    policy.write_text('[approval]\nper_tool = {write_file = "always"}\n')
+    runner = CliRunner()
+    ran = runner.invoke(app, ["run", "--task", "Write a.", "--model", f"scripted:{script}", "--policy", str(policy),
+                              "--out", str(tmp_path / "runs")])
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert ran.exit_code == 0 and f"harness approve {run_dir} --call call_1_0 --yes" in " ".join(ran.output.split())
+    assert runner.invoke(app, ["approve", str(run_dir), "--call", "call_1_0", "--yes"]).exit_code == 0
+    resumed = runner.invoke(app, ["resume", str(run_dir)])
+    assert resumed.exit_code == 0 and "submitted" in resumed.output
+    assert (run_dir / "workspace" / "a.txt").read_text() == "A"
