@@ -50,7 +50,9 @@ def harness_job(job: Job):
 
 
 def connect(options: ExecutorOptions) -> bool:
-    """Join the cluster at `options.address`, or start a small one here. True when we must shut it down."""
+    """Join the cluster at `options.address`, or start a small one here. True when we must shut it down.
+
+    A process already connected to Ray (a notebook, a benchmark) keeps its connection and owns it."""
     if ray.is_initialized():
         return False
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING)
