@@ -409,6 +409,7 @@ class Engine:
                 "free_blocks": self.pool.num_free,
                 "total_blocks": self.pool.num_blocks,
                 "cached_blocks": self.radix.num_nodes if self.radix else 0,
+                "evicted_blocks": self.radix.num_evicted if self.radix else 0,
                 "preemptions": self.scheduler.total_preemptions,
                 "kv_bytes_per_token": self.kv.bytes_per_token,
                 "recent_steps": recent,

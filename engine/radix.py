@@ -36,6 +36,7 @@ class RadixCache:
         self.root = Node((), -1, None)
         self.num_nodes = 0
         self.num_locked = 0
+        self.num_evicted = 0  # blocks evicted over the cache's life
         self._clock = itertools.count(1)
 
     @property
@@ -103,6 +104,7 @@ class RadixCache:
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
                 heapq.heappush(leaves, (parent.last_access, id(parent), parent))
         self.pool.free(freed)
+        self.num_evicted += len(freed)
         return len(freed)
 
     def _iter_nodes(self):

@@ -98,25 +98,26 @@ def test_cached_tokens_never_cover_the_whole_prompt(engine):
 
 def _workload(eng):
     rng = random.Random(1)
-    shared = eng.encode("You are a careful assistant. " * 12)
-    prompts = [shared + [rng.randrange(100, 40000) for _ in range(rng.randrange(5, 60))] for _ in range(6)]
-    prompts += [[rng.randrange(100, 40000) for _ in range(90)] for _ in range(2)]
-    return prompts
+    shared = eng.encode("You are a careful assistant. " * 10)  # 60 tokens
+    prompts = [shared + [rng.randrange(100, 40000) for _ in range(n)] for n in (7, 30, 52)]
+    return prompts + [[rng.randrange(100, 40000) for _ in range(70)]]
 
 
 def test_small_cache_evicts_and_preempts_without_changing_any_output(checkpoint, engine):
-    params = SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
+    params = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
     prompts = _workload(engine)
-    expected = [engine.generate([p], params)[0].token_ids for p in prompts]
-    # 24 blocks of 16 tokens hold 384 tokens: far less than the eight requests need at once.
-    small = make_engine(checkpoint, kv_cache_bytes=24 * 16 * 46080, max_num_batched_tokens=128)
+    expected = [o.token_ids for o in engine.generate(prompts, params)]  # ample cache: no preemption
+    # 14 blocks of 16 tokens hold 224 tokens; the four requests need about 380 at once.
+    small = make_engine(checkpoint, kv_cache_bytes=14 * 16 * 46080, max_num_batched_tokens=128)
     try:
+        small.generate([prompts[0]], params)  # leaves the shared prefix cached, unlocked
         outs = small.generate(prompts, params)
         assert [o.token_ids for o in outs] == expected
-        assert small.scheduler.total_preemptions > 0
+        assert outs[1].usage.cached_tokens >= 48  # the shared prefix was still there at admission
+        assert small.scheduler.total_preemptions > 0 and small.radix.num_evicted > 0
         assert any(o.num_preemptions > 0 for o in outs)
         assert sum(s.num_preempted for s in small.step_stats) == small.scheduler.total_preemptions
-        # The cache was full and got evicted, and nothing leaked: free + cached = all.
+        # Nothing leaked: every block is free or cached, and no path is left locked.
         assert small.pool.num_free + small.radix.num_nodes == small.pool.num_blocks
         assert small.radix.num_locked == 0
         outs = small.generate(prompts[:2], params)  # still serving, same answers
@@ -126,10 +127,10 @@ def test_small_cache_evicts_and_preempts_without_changing_any_output(checkpoint,
 
 
 def test_preempted_sampled_request_resumes_with_the_same_tokens(checkpoint, engine):
-    params = [SamplingParams(temperature=0.8, top_p=0.9, seed=s, max_tokens=60, ignore_eos=True) for s in (1, 2)]
+    params = [SamplingParams(temperature=0.8, top_p=0.9, seed=s, max_tokens=40, ignore_eos=True) for s in (1, 2)]
     prompts = [engine.encode("Tell me a story about a dragon."), engine.encode("Tell me a story about a robot.")]
     expected = [o.token_ids for o in engine.generate(prompts, params)]
-    small = make_engine(checkpoint, kv_cache_bytes=9 * 16 * 46080)  # 144 tokens for two 70-token runs
+    small = make_engine(checkpoint, kv_cache_bytes=5 * 16 * 46080)  # 80 tokens for two runs of ~48
     try:
         outs = small.generate(prompts, params)
         assert small.scheduler.total_preemptions > 0
