@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pytest
 from mcp.types import Tool as McpTool
 
+from agent.dispatch import needs_approval
+from agent.policy import ApprovalPolicy
 from tools.base import Effect, Registry, ToolResult
 from tools.builtin import standard_tools
 from tools.mcp import McpServer, with_mcp
@@ -60,6 +61,14 @@ def test_approve_setting_decides_which_tools_ask(approve, asks):
         asks if approve is not None else (False, False))
     untrusted = McpServer(name="s", command="x", approve=approve)
     assert adapt(untrusted, spec_write, never).asks_approval == (approve != "never")
+
+
+def test_the_policy_per_tool_rule_still_decides():
+    tool = adapt(McpServer(name="s", command="x"), McpTool(name="w", input_schema={"type": "object"}), lambda *a: None)
+    assert tool.asks_approval and needs_approval(tool, ApprovalPolicy())
+    assert not needs_approval(tool, ApprovalPolicy(per_tool={"s__w": "never"}))
+    trusted = adapt(McpServer(name="s", command="x", trusted=True), McpTool(name="w", input_schema={}), lambda *a: None)
+    assert not needs_approval(trusted, ApprovalPolicy()) and needs_approval(trusted, ApprovalPolicy(approve="writes"))
 
 
 def test_pagination_follows_the_cursor_to_the_end():
