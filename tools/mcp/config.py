@@ -96,9 +96,16 @@ def from_command(text: str, taken: set[str] = frozenset()) -> McpServer:
     if not words:
         raise ValueError(f"--mcp {text!r}: give the command that starts the server")
     if name is None:
-        script = next((w for w in words[1:] if w.endswith(_SCRIPT_SUFFIXES)), words[0])
-        name = _unique(_plain(Path(script).stem), taken)
+        name = _unique(_plain(_what_runs(words)), taken)
     return McpServer(name=name, command=words[0], args=words[1:])
+
+
+def _what_runs(words: list[str]) -> str:
+    """The script, module or package a command starts: `python srv.py`, `python -m pkg.srv`, `npx -y @org/srv`."""
+    target = Path(next((w for w in words[1:] if not w.startswith("-")), words[0])).name
+    if target.endswith(_SCRIPT_SUFFIXES):
+        return Path(target).stem
+    return target.rsplit(".", 1)[-1]
 
 
 def from_url(text: str, taken: set[str] = frozenset()) -> McpServer:

@@ -82,7 +82,9 @@ def test_headers_read_host_variables_when_the_connection_opens():
 
 def test_command_line_servers_get_plain_unique_names():
     assert from_command("python servers/my-files.py --root /tmp").name == "my_files"
-    assert from_command("npx server").name == "npx"
+    assert from_command("python -m tools.servers.git").name == "git"
+    assert from_command("npx -y @modelcontextprotocol/server-filesystem /tmp").name == "server_filesystem"
+    assert from_command("mcp-fetch").name == "mcp_fetch"
     named = from_command("fs=python server.py --flag=1")
     assert named.name == "fs" and named.args == ["server.py", "--flag=1"]
     assert from_url("http://127.0.0.1:9000/mcp").name == "127"
