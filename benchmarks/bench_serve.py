@@ -13,7 +13,6 @@ so neither mode is served from the other's cache.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
