@@ -35,8 +35,8 @@ class McpServer(BaseModel):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict, description="variables set in the child, as given")
-    env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child")
+    env: dict[str, str] = Field(default_factory=dict, description="set in the child as written (and recorded in run.json)")
+    env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child: the way to pass secrets")
     # Streamable HTTP
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict, description="values may name host variables as ${NAME}")
