@@ -39,9 +39,17 @@ class StepCost:
 
 
 @dataclass
+class Request:
+    kind: str  # "agent" or "summariser"
+    step: int
+    messages: list[Message]
+    tools: list[Tool]
+
+
+@dataclass
 class Rerendered:
     steps: list[StepCost] = field(default_factory=list)
-    prompts: list[list[Message]] = field(default_factory=list)  # kept only when asked for
+    requests: list[Request] = field(default_factory=list)  # every request in order, kept only when asked for
     folds: list[Fold] = field(default_factory=list)
     summariser: Usage = Usage()
     cut_offs: int = 0
@@ -79,8 +87,9 @@ def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: T
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
     text = tools_text(shown) if shown else ""
     cfg = compact_step(context)
-    summariser = ExtractiveSummariser(counter)
-    out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0)
+    requests: list[Request] = []
+    summariser = _Recording(ExtractiveSummariser(counter), requests if keep_prompts else None)
+    out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0, requests=requests)
     reuse = PrefixReuse()
     previous_step = 0
     for step, history, _reply in replay_history(events):
@@ -89,6 +98,7 @@ def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: T
             last = out.folds[-1].at_step if out.folds else 0
             trigger = due(cfg, counter.prompt_tokens(prompt, text), previous_step, last)
             if trigger is not None:
+                summariser.step = step
                 result = compact(history, out.folds, cfg, prompt, counter, summariser, trigger, shown)
                 out.summariser = out.summariser + result.usage
                 out.cut_offs += sum(a.finish_reason == "length" for a in result.attempts)
@@ -98,9 +108,21 @@ def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: T
         ids = counter.prompt_ids(prompt, text)
         out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt)))
         if keep_prompts:
-            out.prompts.append(prompt)
+            out.requests.append(Request("agent", step, prompt, list(shown)))
         previous_step = step
     return out
+
+
+class _Recording:
+    """Passes summary requests through, noting each one (a benchmark sends them to an engine too)."""
+
+    def __init__(self, inner: ExtractiveSummariser, sink: list | None):
+        self.inner, self.sink, self.step = inner, sink, 0
+
+    def summarise(self, request):
+        if self.sink is not None:
+            self.sink.append(Request("summariser", self.step, list(request.messages), list(request.tools)))
+        return self.inner.summarise(request)
 
 
 def with_describe_tool_list(tools: Sequence[Tool]) -> list[Tool]:

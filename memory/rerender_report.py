@@ -33,10 +33,11 @@ def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool
     }
     console.print(HELD_FIXED)
     console.print(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of the standard tool set.")
-    table = Table("policy", "steps", "prompt tokens", "peak context", "ideal prefix reuse", "compactions", "summariser tokens")
+    table = Table("policy", "steps", "prompt tokens", "peak context", "ideal prefix reuse", "compactions",
+                  "summariser tokens", "tool schema tokens per request")
     for name, r in results.items():
         table.add_row(name, str(len(r.steps)), f"{r.total:,}", f"{r.peak:,}", _pct(r.reuse_rate), str(len(r.folds)),
-                      f"{r.summariser.prompt_tokens + r.summariser.completion_tokens:,}")
+                      f"{r.summariser.prompt_tokens + r.summariser.completion_tokens:,}", f"{r.tools_tokens:,}")
     console.print(table)
     if per_step:
         steps = Table("step", *[f"{n}: tokens / reused" for n in results])
@@ -64,7 +65,7 @@ def rerender_command(
     and report prompt tokens, peak context and ideal prefix reuse. The model's replies are held fixed."""
     from agent.policy import load_policy
 
-    console = Console()
+    console = Console(width=160)  # a table this wide stays readable when piped
     try:
         report(run_dir, load_policy(policy), console, per_step)
     except HarnessError as e:
