@@ -35,8 +35,8 @@ class McpServer(BaseModel):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict, description="set in the child as written (and recorded in run.json)")
-    env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child: the way to pass secrets")
+    env: dict[str, str] = Field(default_factory=dict, description="set in the child as written (recorded in run.json)")
+    env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child: pass secrets so")
     # Streamable HTTP
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict, description="values may name host variables as ${NAME}")
@@ -154,7 +154,8 @@ def load_servers(path: str | Path) -> list[McpServer]:
         try:
             servers.append(McpServer.model_validate(entry))
         except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in e.errors())
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+                                 for err in e.errors())
             raise ValueError(f"MCP config file {path}, server {number}: {problems}") from None
     return servers
 
@@ -171,6 +172,7 @@ def gather(commands: list[str], urls: list[str], files: list[str], known: list[M
     seen: set[str] = set()
     for server in servers:
         if server.name in seen:
-            raise ValueError(f"Two MCP servers are named {server.name!r}; give one another name (NAME=... on the command line).")
+            raise ValueError(f"Two MCP servers are named {server.name!r}; "
+                             "give one another name (NAME=... on the command line).")
         seen.add(server.name)
     return servers

@@ -151,7 +151,8 @@ class Connection:
                 break
             seen.add(cursor)
         else:
-            self.report(f"MCP server {self.server.name}: stopped listing tools after {MAX_PAGES} pages; the rest are left out")
+            self.report(f"MCP server {self.server.name}: stopped listing tools after {MAX_PAGES} pages; "
+                        "the rest are left out")
         self.listed(self.server, specs)
 
     async def _on_message(self, message: Any) -> None:
@@ -204,8 +205,10 @@ class Connection:
                                   ok=False, timed_out=True)
             if e.code == CONNECTION_CLOSED:
                 report = await self._restart(f"the connection closed {time.monotonic() - start:.1f} s into this call")
-                return ToolResult(f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.", ok=False)
-            return ToolResult(f"{note}MCP server {self.server.name} refused the call (error {e.code}): {_said(e.message)}", ok=False)
+                return ToolResult(f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.",
+                                  ok=False)
+            return ToolResult(f"{note}MCP server {self.server.name} refused the call (error {e.code}): "
+                              f"{_said(e.message)}", ok=False)
         except Exception as e:  # a malformed answer, a transport fault: still one observation
             return ToolResult(f"{note}The call to {name} on MCP server {self.server.name} failed: {describe(e)}", ok=False)
         shown = render(result)
@@ -229,7 +232,8 @@ class Connection:
                 try:
                     await self.open()
                 except Exception as e:
-                    self.gone = f"{crashed} It could not be {again}: {_said(str(e))}. Its tools cannot be used in this run."
+                    self.gone = (f"{crashed} It could not be {again}: {_said(str(e))}. "
+                                 "Its tools cannot be used in this run.")
             told = self.gone or f"{crashed} It was {again} and its tools were listed again."
             self.report(told)
             return told

@@ -74,7 +74,8 @@ class McpTools:
             return future.result(deadline)
         except TimeoutError:
             future.cancel()
-            return ToolResult(f"{name} on MCP server {server} gave no answer within {deadline:g} s.", ok=False, timed_out=True)
+            return ToolResult(f"{name} on MCP server {server} gave no answer within {deadline:g} s.", ok=False,
+                              timed_out=True)
 
     def refresh(self, server: str) -> None:
         """List a server's tools again now, as after a change notification."""
