@@ -16,7 +16,6 @@ from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from agent.progress import LiveStatus, summary_table
 from agent.task import load_task
 from memory.rerender_report import rerender_command
-from memory.rerender_report import rerender_command
 from sandboxes.cli import app as sandbox_app
 from evals.chess.cli import chess_command
 from evals.ab.command import ab_command
@@ -81,15 +80,18 @@ def policies_command(name: str = typer.Argument(None, help="Show this preset (or
 
 
 @app.command("demo")
-def demo_command(out: Path = typer.Option(Path("runs"), help="Folder that receives the run directory.")) -> None:
-    """Run the bundled demo: a scripted agent writes, runs and submits a small program in a local sandbox."""
-    run_command(
-        task=str(EXAMPLES / "demo_task.yaml"),
-        model=f"scripted:{EXAMPLES / 'demo_script.yaml'}",
-        sandbox="local",
-        policy="default",
-        out=out,
-    )
+def demo_command(
+    out: Path = typer.Option(Path("runs"), help="Folder that receives the batch folder."),
+    max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
+) -> None:
+    """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.
+
+    Replies are grammar-constrained, so each is a valid tool call; the summary table and the
+    run directory (events.jsonl, summary.json, artifacts/game.pgn) show what happened.
+    """
+    args = ["chess", "--games", "1", "--model", "local", "--opponent", "stockfish:skill=0", "--color", "white",
+            "--policy", str(EXAMPLES / "chess_demo.toml"), "--max-plies", str(max_plies), "--no-resign", "--out", str(out)]
+    typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
 
 
 @app.command("serve")
@@ -118,14 +120,13 @@ app.add_typer(mcp_cli.app, name="tools")
 
 app.add_typer(sandbox_app, name="sandbox")
 app.command("rerender")(rerender_command)
-app.command("rerender")(rerender_command)
 app.command("swe")(swe_command)
 app.command("swe-grade")(swe_grade_command)
+app.command("report")(report_command)
+app.command("ab")(ab_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
-app.command("report")(report_command)
-app.command("ab")(ab_command)
 
 
 def main() -> None:

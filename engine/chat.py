@@ -30,6 +30,9 @@ class ChatRequest:
     tools: list[dict] = field(default_factory=list)  # OpenAI-style function tools
     tool_choice: str = "auto"  # "auto" | "none" | "required" | "tool" (then tool_name)
     tool_name: str | None = None
+    # Tighter schemas for the grammar only, never rendered into the prompt: the prompt (and so
+    # the prefix cache) stays the same while decoding follows live state, e.g. legal chess moves.
+    grammar_tools: list[dict] | None = None
     response_format: str = "text"  # "text" | "json_object" | "json_schema"
     response_schema: dict | None = None
     max_tokens: int | None = None  # None: as many as the context window leaves
@@ -82,11 +85,14 @@ def check_tools(tools: list[dict]) -> None:
 def prepare(engine: Engine, request: ChatRequest) -> tuple[list[int], SamplingParams]:
     """Render and tokenize the conversation and choose sampling. Raises InvalidRequestError."""
     check_tools(request.tools)
+    if request.grammar_tools is not None:
+        check_tools(request.grammar_tools)
     if request.tool_choice == "tool" and not request.tool_name:
         raise InvalidRequestError("tool_choice names no tool")
     processor = None
     if request.constrained_call:
-        compiled = grammars(engine).tool_call(request.tools, request.tool_name if request.tool_choice == "tool" else None)
+        shapes = request.grammar_tools if request.grammar_tools is not None else request.tools
+        compiled = grammars(engine).tool_call(shapes, request.tool_name if request.tool_choice == "tool" else None)
         processor = grammar_processor(compiled)
     elif request.tool_choice in ("required", "tool"):
         raise InvalidRequestError(f"tool_choice {request.tool_choice!r} needs at least one tool in `tools`")

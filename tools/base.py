@@ -58,6 +58,9 @@ class Tool:
     run: Callable[[Any, ToolContext], ToolResult]
     # JSON schema of the arguments when it comes from outside (MCP); else derived from `args`.
     input_schema: dict[str, Any] | None = None
+    # A tighter schema for constrained decoding only (never shown to the model), computed at
+    # each call from live state; a local engine can follow it, other providers ignore it.
+    constraint: Callable[[], dict[str, Any]] | None = None
     # Ask for approval even where the policy's global rule would not (a write tool of an
     # untrusted MCP server); a per_tool rule in the policy still decides.
     asks_approval: bool = False

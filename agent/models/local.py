@@ -42,6 +42,7 @@ class LocalModel:
         request = ChatRequest(
             messages=to_openai(messages),
             tools=[openai_schema(t) for t in tools],
+            grammar_tools=grammar_shapes(tools),
             tool_choice=params.tool_choice if tools else "auto",
             max_tokens=params.max_tokens,
             temperature=params.temperature,
@@ -69,3 +70,16 @@ class LocalModel:
             model=self.name,
             latency_s=time.perf_counter() - start,
         )
+
+
+def grammar_shapes(tools: Sequence[Tool]) -> list[dict] | None:
+    """Each tool's schema for the grammar: its live constraint where it has one."""
+    if not any(t.constraint for t in tools):
+        return None
+    shapes = []
+    for t in tools:
+        shape = openai_schema(t)
+        if t.constraint is not None:
+            shape["function"]["parameters"] = t.constraint()
+        shapes.append(shape)
+    return shapes

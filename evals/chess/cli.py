@@ -45,6 +45,7 @@ def chess_command(
     max_plies: int = typer.Option(200, min=1, help="A game is drawn after this many plies."),
     max_failed_moves: int = typer.Option(3, min=1, help="Failed moves per turn before the game is forfeited."),
     max_replies: int = typer.Option(10, min=1, help="Model replies per turn before the game is forfeited."),
+    resign: bool = typer.Option(True, help="Offer the agent the resign tool."),
     analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
     workers: int = typer.Option(1, min=1, help="Games played at once (with --executor ray and no --ray-address: the "
                                                "CPUs of the Ray instance started here)."),
@@ -64,7 +65,8 @@ def chess_command(
         check_spec(opponent)
         the_policy = load_policy(policy)
         make = model_maker(model)
-        rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies)
+        rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies,
+                          allow_resign=resign)
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
                       TimeElapsedColumn(), console=console) as progress:

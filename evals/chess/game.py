@@ -24,6 +24,7 @@ class GameRules(BaseModel):
     max_plies: int = Field(200, ge=1, description="the game is drawn once this many plies were played")
     max_failed_moves: int = Field(3, ge=1, description="illegal, invalid or ambiguous moves per turn before a forfeit")
     max_replies: int = Field(10, ge=1, description="model replies per turn before a forfeit")
+    allow_resign: bool = Field(True, description="offer the resign tool")
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,18 @@ def chess_tools(game: Game) -> Registry:
         # never counted toward the harness's consecutive-failure backstop.
         return ToolResult(attempt.text, ok=attempt.ok, domain_error=not attempt.ok, rejects_later=attempt.later_calls)
 
+    def legal_moves_schema() -> dict:
+        legal = sorted(m.uci() for m in game.board.legal_moves) or ["0000"]
+        return {"type": "object", "properties": {"move": {"type": "string", "enum": legal}},
+                "required": ["move"], "additionalProperties": False}
+
     def resign(args: NoArgs, ctx: ToolContext) -> ToolResult:
         if game.ending is not None:
             return ToolResult(OVER, ok=False, domain_error=True, rejects_later=OVER)
         game.resign()
         return ToolResult(f"{game.ending.message} The game is over.", rejects_later="Not run: the game is over.")
 
-    return Registry.of([
+    tools = [
         Tool("get_board", "Show the position.",
              "Show the current position: FEN, an ASCII board from your side, whose move it is and the opponent's last move.",
              NoArgs, Effect.READ, get_board),
@@ -56,6 +61,7 @@ def chess_tools(game: Game) -> Registry:
         Tool("make_move", "Play your move.",
              "Play one move in UCI (e2e4) or SAN (Nf3). The opponent replies at once, so only the first make_move of a "
              "reply is played; read the board again before the next one.",
-             MoveArgs, Effect.WRITE, make_move),
+             MoveArgs, Effect.WRITE, make_move, constraint=legal_moves_schema),
         Tool("resign", "Resign the game.", "Give up the game; it ends at once as a loss.", NoArgs, Effect.WRITE, resign),
-    ])
+    ]
+    return Registry.of(t for t in tools if t.name != "resign" or game.rules.allow_resign)

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.cli import EXAMPLES, app
 
 runner = CliRunner()
 
@@ -18,8 +18,9 @@ def test_help_lists_every_command():
         assert command in result.output
 
 
-def test_demo_writes_a_complete_run_directory(tmp_path):
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+def test_the_scripted_example_writes_a_complete_run_directory(tmp_path):
+    result = runner.invoke(app, ["run", "--task", str(EXAMPLES / "demo_task.yaml"),
+                                 "--model", f"scripted:{EXAMPLES / 'demo_script.yaml'}", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     [run_dir] = list(tmp_path.iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
