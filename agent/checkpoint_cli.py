@@ -36,7 +36,8 @@ def resume_command(
     model: a scripted model continues after the replies already journaled. A write that was
     running when the process died is settled by its tool's own check, else by the policy's
     checkpoint.interrupted_writes (ask, rerun or unknown). Recorded approval decisions
-    (`harness approve`) are applied. A finished run is left as it is.
+    (`harness approve`) are applied. A finished run is left as it is. Exits 1 when the run
+    stops on a model or sandbox failure, 2 on a usage error (such as a run still in use).
     """
     try:
         with LiveStatus(console) as live:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.events import ApprovalGiven, Event, RunResumed, RunStopped
-from agent.journal import Journal, read_events, read_run_info, write_json_atomic
+from agent.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
+from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
 from agent.launch import make_sandbox, prepare
 from agent.loop import run
 from agent.models import load_model
@@ -51,17 +51,28 @@ def resume(
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
+    journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
+    journal.listeners.extend(listeners)
+    try:
+        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules)
+    finally:
+        journal.close()
+
+
+def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelClient | None, tools: Registry | None,
+            sandbox: Callable[[Path], Sandbox] | None, stop_rules: Sequence[StopRule]) -> Resumed:
     notes: list[str] = []
     events = read_events(run_dir, on_bad_line=lambda n, why: notes.append(
-        f"events.jsonl line {n} is damaged (cut short by a crash mid-write?) and was skipped: {why}"
-    )) if (run_dir / "events.jsonl").exists() else []
+        f"events.jsonl line {n} is damaged (cut short by a crash mid-write?) and was skipped: {why}"))
     ended = finished(events)
     if ended is not None:
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary
-            write_json_atomic(run_dir / "summary.json", summarize(events, info, 0.0).model_dump(mode="json"))
+            wall = events[-1].ts - events[0].ts  # the journal's own span: the best figure left
+            write_json_atomic(run_dir / "summary.json", summarize(events, info, wall).model_dump(mode="json"))
         return Resumed(None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."])
 
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
+    client = continue_model(model or info.model, sum(isinstance(e, ModelReplied) for e in events))
     if events:
         snap, why = load_snapshot(run_dir)
         notes += [why] if why is not None else []
@@ -72,21 +83,17 @@ def resume(
     else:  # it died before its first event, perhaps while its sandbox was being prepared: begin again
         restored = None
         box = sandbox(run_dir / "workspace") if sandbox is not None else make_sandbox(info.sandbox, run_dir / "workspace")
-        prepare(task, box, policy.dispatch.tool_timeout_s)
         notes.append("The run had not begun when it stopped; it starts from the beginning.")
-    client = continue_model(model or info.model, restored.model_replies if restored is not None else 0)
-
-    journal = Journal(run_dir)
-    journal.listeners.extend(listeners)
     try:
-        if restored is not None:
+        if restored is None:
+            prepare(task, box, policy.dispatch.tool_timeout_s)
+        else:
             journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
         with with_mcp(policy.mcp, tools or standard_tools()) as registry:
             summary = run(task, client, registry, box, policy, journal, approvals=restored.approvals if restored else None,
                           stop_rules=stop_rules, resumed=restored)
     finally:
         box.close()
-        journal.close()
     return Resumed(summary, notes)
 
 

@@ -277,3 +277,11 @@ def test_harness_run_says_how_to_approve_and_resume_continues(tmp_path):
     resumed = runner.invoke(app, ["resume", str(run_dir)])
     assert resumed.exit_code == 0 and "submitted" in resumed.output
     assert (run_dir / "workspace" / "a.txt").read_text() == "A"
+
+
+def test_help_lists_resume_replay_and_approve():
+    runner = CliRunner()
+    listing = runner.invoke(app, ["--help"])
+    for command in ("resume", "replay", "approve"):
+        assert command in listing.output
+        assert runner.invoke(app, [command, "--help"]).exit_code == 0
