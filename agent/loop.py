@@ -55,7 +55,7 @@ def run(
     if disclose is not None:
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
-    accounting = PromptAccounting(counter_for(model.name), tools_text(shown))
+    accounting = PromptAccounting(counter_for(model), tools_text(shown))
     if resumed is None:
         for message in initial_messages(task, policy):
             add_message(state, journal, message)

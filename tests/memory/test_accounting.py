@@ -59,3 +59,19 @@ def test_accounting_sees_an_append_only_run_reuse_everything_it_resends():
     results = [accounting.measure(h[:t]) for t in (2, 4, 6, 8, 10, 12)]
     for (before, _), (_, reused) in zip(results, results[1:]):
         assert reused == before
+
+
+def test_an_in_process_engine_client_lends_its_own_tokenizer():
+    class Tok:
+        def encode(self, text):
+            return [7] * len(text.split())
+
+    class Engine:
+        tokenizer = Tok()
+
+    class Client:
+        name = "local"
+        engine = Engine()
+
+    counter = counter_for(Client())
+    assert counter.name == "engine" and counter.text_ids("a b c") == (7, 7, 7)
