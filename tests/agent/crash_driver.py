@@ -113,11 +113,12 @@ def model(script_file: Path, log: Path) -> PromptLoggingModel:
     return scripted
 
 
-def start(out: Path, steps: int) -> None:
+def start(out: Path, steps: int, announce: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     script_file = out / "script.json"
     script_file.write_text(json.dumps(script(steps)))
-    print("ready", flush=True)
+    if announce:
+        print("ready", flush=True)
     launch(Task(id="crash", prompt="Append 1, 2, 3, ... to the counter, then submit."),
            model(script_file, out / "prompts.jsonl"), "local", POLICY, out / "runs", tools=tools())
 
@@ -221,6 +222,6 @@ def _run_dir(out: Path) -> Path | None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "start":
-        start(Path(sys.argv[2]), int(sys.argv[3]))
+        start(Path(sys.argv[2]), int(sys.argv[3]), announce=True)
     else:
         resume_run(Path(sys.argv[2]))
