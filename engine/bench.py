@@ -2,6 +2,7 @@
 
     python -m engine.bench                  # the embedded SmolLM2-135M-Instruct
     python -m engine.bench --model PATH --tokens 64 --threads 2 --skip-transformers
+    python -m engine.bench --dummy          # random weights of SmolLM2-135M's shape, no files
 
 Decode tokens/s counts tokens after the first one, from the first token to the
 last, so prompt processing is excluded on both sides; for transformers it is
@@ -14,10 +15,10 @@ import time
 
 import torch
 
-from engine.config import EngineConfig
+from engine.config import SMOLLM2_135M, EngineConfig
 from engine.engine import Engine
 from engine.sampler import SamplingParams
-from engine.weights import default_model_path
+from engine.weights import default_model_path, dummy_checkpoint
 
 
 def _engine_decode_rate(engine: Engine, prompt: list[int], batch: int, tokens: int) -> float:
@@ -58,21 +59,29 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--ttft-tokens", type=int, default=4000)
     ap.add_argument("--skip-transformers", action="store_true")
+    ap.add_argument("--dummy", action="store_true", help="random weights of SmolLM2-135M's shape (both engines)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(args.threads)
 
-    path = args.model or str(default_model_path())
-    engine = Engine(path, EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512))
-    prompt = engine.encode_chat([{"role": "user", "content": "Write a long story about a lighthouse keeper."}])
+    path = "dummy weights, SmolLM2-135M shape" if args.dummy else args.model or str(default_model_path())
+    source = dummy_checkpoint(SMOLLM2_135M) if args.dummy else path
+    engine = Engine(source, EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512))
+    if args.dummy:
+        prompt = [(i * 7919) % 40000 + 100 for i in range(39)]
+        long_ids = [(i * 104729) % 40000 + 100 for i in range(args.ttft_tokens)]
+        tail = [(i * 31) % 40000 + 100 for i in range(args.ttft_tokens)]
+    else:
+        prompt = engine.encode_chat([{"role": "user", "content": "Write a long story about a lighthouse keeper."}])
+        text = " ".join(f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(2000))
+        long_ids = engine.encode(text)[: args.ttft_tokens]
+        tail = engine.encode(" A different ending: " + "tail " * 400)
     ours = {b: _engine_decode_rate(engine, prompt, b, args.tokens) for b in (1, 8)}
 
     # TTFT: a cold prompt, then one sharing its first 95% with it.
-    text = " ".join(f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(2000))
-    long_ids = engine.encode(text)[: args.ttft_tokens]
     cold_s, cold_cached = _ttft(engine, long_ids)
     keep = int(len(long_ids) * 0.95)
-    warm_ids = long_ids[:keep] + engine.encode(" A different ending: " + "tail " * 400)[: len(long_ids) - keep]
+    warm_ids = long_ids[:keep] + tail[: len(long_ids) - keep]
     warm_s, warm_cached = _ttft(engine, warm_ids)
     max_batch = engine.max_batch_seqs
     engine.shutdown()
@@ -85,7 +94,18 @@ def main(argv=None) -> None:
 
         p = Path(path)
         t = time.perf_counter()
-        if p.is_dir():
+        if args.dummy:
+            import transformers
+
+            c = SMOLLM2_135M
+            model = transformers.LlamaForCausalLM(
+                transformers.LlamaConfig(
+                    vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
+                    num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
+                    rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, tie_word_embeddings=True,
+                )
+            )
+        elif p.is_dir():
             model = AutoModelForCausalLM.from_pretrained(str(p), dtype=torch.float32)
         else:
             model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=torch.float32)

@@ -41,3 +41,11 @@ class EngineConfig:
     device: str = "cpu"
     enable_prefix_cache: bool = True
     step_stats_history: int = 4096  # how many per-step records to keep for a server to expose
+
+
+# The shape of SmolLM2-135M, for benchmarking dummy weights where the GGUF file is absent.
+SMOLLM2_135M = ModelConfig(
+    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_layers=30, num_heads=9, num_kv_heads=3,
+    head_dim=64, rope_theta=100000.0, rms_norm_eps=1e-5, max_position_embeddings=8192, tie_word_embeddings=True,
+    bos_token_id=1, eos_token_ids=(2,),
+)

@@ -33,7 +33,7 @@ from engine.errors import ContextLengthError, EngineError, EngineStoppedError, I
 from engine.kv_cache import BlockPool, allocate_kv_cache
 from engine.model import Model
 from engine.radix import RadixCache
-from engine.sampler import SamplingParams, make_generator, sample
+from engine.sampler import SamplingParams, apply_processors, make_generator, sample
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence, Status
 from engine.tokenizer import Tokenizer
@@ -322,17 +322,25 @@ class Engine:
         try:
             inputs = runner.prepare(batch.items, self.config.block_size, self.model.device)
             logits = runner.run(self.model, self.kv, inputs)
-            seqs = inputs.sample_seqs
             for seq, n in batch.items:
                 seq.num_computed += n
-            new_tokens = (
-                sample(logits, [s.params for s in seqs], [s.generator for s in seqs], [s.output_ids for s in seqs])
-                if seqs
-                else []
-            )
+            seqs = inputs.sample_seqs
+            logits, failed = apply_processors(logits, [s.params for s in seqs], [s.output_ids for s in seqs])
+            for i, err in failed.items():  # a processor raised: fail that request alone
+                log.warning("logits processor of %s failed: %r", seqs[i].request_id, err)
+                seqs[i].error = err
+                self.scheduler.finish(seqs[i], "error")
+                self._notify(self._handles.get(seqs[i].request_id), [])
+            if failed:
+                keep = [i for i in range(len(seqs)) if i not in failed]
+                seqs = [seqs[i] for i in keep]
+                logits = logits[keep]
+            new_tokens = sample(logits, [s.params for s in seqs], [s.generator for s in seqs]) if seqs else []
         except Exception as e:  # fail this step's requests, keep serving the others
             log.exception("engine step failed; failing %d requests", len(batch.items))
             for seq, _ in batch.items:
+                if seq.status is Status.FINISHED:
+                    continue
                 seq.error = e
                 self.scheduler.finish(seq, "error")
                 self._notify(self._handles.get(seq.request_id), [])

@@ -78,24 +78,38 @@ def _filter(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
     return logits
 
 
+def apply_processors(
+    logits: torch.Tensor, params: list[SamplingParams], generated: list[list[int]]
+) -> tuple[torch.Tensor, dict[int, Exception]]:
+    """Run each row's logits processor. A processor that raises fails only its own row:
+    the error is returned for the engine to fail that request, the batch goes on."""
+    rows = [i for i, p in enumerate(params) if p.logits_processor is not None]
+    errors: dict[int, Exception] = {}
+    if not rows:
+        return logits, errors
+    # The model's logits are inference-mode tensors, which refuse in-place writes
+    # outside inference mode; processors (and this loop) need a normal copy.
+    logits = logits.clone()
+    for i in rows:
+        try:
+            out = params[i].logits_processor(generated[i], logits[i])
+            if not isinstance(out, torch.Tensor) or out.shape != logits[i].shape:
+                raise TypeError(f"logits processor returned {type(out).__name__}, expected a tensor of shape {tuple(logits[i].shape)}")
+            if not bool((out > float("-inf")).any()):
+                raise ValueError("logits processor left no token to sample (every logit is -inf or NaN)")
+            logits[i] = out
+        except Exception as e:  # a user callable: anything can come out of it
+            errors[i] = e
+    return logits, errors
+
+
 def sample(
-    logits: torch.Tensor,  # (B, vocab) float
+    logits: torch.Tensor,  # (B, vocab) float, processors already applied
     params: list[SamplingParams],
     generators: list[torch.Generator],
-    generated: list[list[int]],
 ) -> list[int]:
     """One next token per row."""
     logits = logits.float()
-    rows = []
-    for i, p in enumerate(params):
-        if p.logits_processor is not None:
-            rows.append(i)
-    if rows:
-        # The model's logits are inference-mode tensors, which refuse in-place writes
-        # outside inference mode; processors (and this loop) need a normal copy.
-        logits = logits.clone()
-    for i in rows:
-        logits[i] = params[i].logits_processor(generated[i], logits[i])
     if all(p.greedy for p in params):
         return logits.argmax(-1).tolist()
     out = []

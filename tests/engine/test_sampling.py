@@ -88,3 +88,25 @@ def test_logits_processor_masks_what_may_be_generated(engine, prompt):
 def test_invalid_sampling_parameters_are_rejected_clearly(engine, kwargs, words):
     with pytest.raises(InvalidRequestError, match=words):
         engine.generate(["hi"], SamplingParams(**kwargs))
+
+
+def test_a_failing_logits_processor_fails_only_its_own_request(engine, prompt):
+    def broken(generated, logits):
+        if len(generated) == 2:
+            raise RuntimeError("grammar exploded")
+        return logits
+
+    def masks_everything(generated, logits):
+        return torch.full_like(logits, float("-inf"))
+
+    greedy = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    expected = engine.generate([prompt], greedy)[0].token_ids
+    outs = engine.generate(
+        [prompt, prompt, prompt],
+        [SamplingParams(temperature=0, max_tokens=6, logits_processor=broken), greedy,
+         SamplingParams(temperature=0.5, max_tokens=6, logits_processor=masks_everything)],
+    )
+    assert outs[0].finish_reason == "error" and "grammar exploded" in outs[0].error
+    assert len(outs[0].token_ids) == 2
+    assert outs[1].finish_reason == "length" and outs[1].token_ids == expected
+    assert outs[2].finish_reason == "error" and "left no token to sample" in outs[2].error
