@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -43,10 +45,38 @@ def node_name() -> str:
 def harness_job(job: Job):
     """First yields where it runs (for the progress line), then (result, error, seconds, tar blob)."""
     yield node_name(), os.getpid()
-    # Named by pid: the folder of a task whose worker was killed can be found and removed.
-    with tempfile.TemporaryDirectory(prefix=f"harness-ray-{os.getpid()}-") as tmp:
+    root = scratch_root()
+    sweep(root)
+    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as tmp:
         result, error, wall_s = call(job, Path(tmp))
-        yield result, error, wall_s, pack(Path(tmp))
+        blob = pack(Path(tmp))
+    # Yielded after the folder is gone: once the driver has the last item, nothing is left to clean up.
+    yield result, error, wall_s, blob
+
+
+def scratch_root() -> Path:
+    root = Path(tempfile.gettempdir()) / "harness-ray"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def sweep(root: Path) -> None:
+    """Remove the folders of tasks whose worker process is gone (killed, or cancelled mid-run):
+    each folder is named by the pid of the worker that made it, and a dead one cannot clean up."""
+    for folder in root.iterdir():
+        pid = folder.name.split("-", 1)[0]
+        if pid.isdigit() and not alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 def connect(options: ExecutorOptions) -> bool:
@@ -156,5 +186,9 @@ def cancel(gens: list) -> None:
     temporary folders go, and we wait a little for that before the driver lets go of the cluster."""
     for gen in gens:
         ray.cancel(gen, force=False)
-    if gens:
-        ray.wait(gens, num_returns=len(gens), timeout=CANCEL_GRACE_S)
+    deadline = time.monotonic() + CANCEL_GRACE_S
+    for gen in gens:  # a cancelled task's next item resolves once the task has really ended (its finally blocks ran)
+        try:
+            ray.get(next(gen), timeout=max(0.1, deadline - time.monotonic()))
+        except (StopIteration, rex.RayError):  # cancelled, failed or past the grace period
+            pass

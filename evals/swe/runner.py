@@ -1,22 +1,24 @@
 """Run agents on SWE instances: one Docker sandbox per instance, then a predictions file.
 
-    harness swe --suite builtin --model oracle --workers 2
+    harness swe --suite builtin --model oracle --workers 2 [--executor ray]
 
 Each instance gets an ordinary run directory (named after the instance, so a
 re-run skips instances that already finished); the batch folder also gets
 `predictions.jsonl` in the official format and, after grading, `report.json`.
+Each instance is one job for an executor (evals/executors): threads here, or Ray tasks.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 import docker
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from agent.events import RunStopped
 from agent.journal import Journal, RunInfo
@@ -32,8 +34,9 @@ from evals.swe.image import instance_image
 from evals.swe.task import SweInstance
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import DockerOptions
-from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
+from tools.base import Registry
 from tools.builtin import STANDARD
+from tools.builtin.submit import SUBMIT as BUILTIN_SUBMIT
 
 SYSTEM = (
     "You are a software engineer fixing an issue in the repository at /testbed, inside a sandboxed Linux "
@@ -43,21 +46,11 @@ SYSTEM = (
 )
 
 
-class SubmitArgs(BaseModel):
-    answer: str = Field(description="What you changed and why, in a paragraph.")
-
-
-def submit(args: SubmitArgs, ctx: ToolContext) -> ToolResult:
-    return ToolResult("Submitted; your changes to /testbed are collected as a patch.", submission=args.answer)
-
-
-SUBMIT = Tool(
-    name="submit",
+# The standard submit tool, described for SWE work: the answer is the work tree, not the text.
+SUBMIT = replace(
+    BUILTIN_SUBMIT,
     summary="Finish: your changes to /testbed become the patch.",
     description="Call once the fix is done. The run ends; every change in /testbed (new files included) is collected as a git diff.",
-    args=SubmitArgs,
-    effect=Effect.WRITE,
-    run=submit,
 )
 
 

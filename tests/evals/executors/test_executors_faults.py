@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+
+import psutil
 
 from agent.policy import HarnessPolicy
 from evals.executors import ExecutorOptions
@@ -35,8 +38,8 @@ def remove_leftovers(client, pid: int) -> None:
     """What a killed worker could not clean up: its sandbox containers and its temporary folder."""
     for c in client.containers.list(all=True, filters={"label": f"harness.pid={pid}"}):
         c.remove(force=True, v=True)
-    for folder in Path("/tmp").glob(f"harness-ray-{pid}-*"):
-        subprocess.run(["rm", "-rf", str(folder)], check=False)
+    for folder in (Path(tempfile.gettempdir()) / "harness-ray").glob(f"{pid}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_killed_worker_is_retried_and_a_rerun_skips_finished_instances(docker_ready, ray_cluster, tmp_path):
@@ -110,3 +113,6 @@ def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster,
     assert all((folder / g["run_dir"] / "summary.json").exists() for g in games)
     statuses = [item["status"] for item in json.loads((folder / "executor.json").read_text())["items"].values()]
     assert statuses.count("reused") == len(kept) and statuses.count("done") == 6 - len(kept)
+    # The cancelled tasks' scratch folders were swept by the tasks that ran after them.
+    scratch = Path(tempfile.gettempdir()) / "harness-ray"
+    assert [f.name for f in scratch.iterdir() if not psutil.pid_exists(int(f.name.split("-")[0]))] == []
