@@ -10,6 +10,9 @@ import json
 import subprocess
 import sys
 
+from typer.testing import CliRunner
+
+from agent.cli import app
 from agent.policy import HarnessPolicy
 from evals.chess.batch import play_batch
 from evals.chess.cli import model_maker
@@ -69,3 +72,12 @@ def test_asking_for_ray_without_it_installed_is_a_clear_error(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "pip install 'harness[ray]'" in " ".join(proc.stdout.split()) and not any(tmp_path.iterdir())
+
+
+def test_harness_swe_on_ray_shows_the_batch_and_the_nodes(docker_ready, ray_cluster, tmp_path):
+    result = CliRunner().invoke(app, ["swe", "--model", "oracle", "--only", "acme__textkit-14", "--out", str(tmp_path),
+                                      "--executor", "ray", "--ray-address", ray_cluster.address, "--retries", "2"])
+    assert result.exit_code == 0, result.output
+    line = " ".join(result.output.split())
+    assert "running 0 · done 1 · failed 0" in line and "nodes in use 0/2" in line and "resolved 1" in line
+    assert json.loads((tmp_path / "report.json").read_text())["resolved_ids"] == ["acme__textkit-14"]
