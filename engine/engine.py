@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from engine import runner
+from engine.backend import make_runner, model_dtype
 from engine.config import EngineConfig
 from engine.errors import ContextLengthError, EngineError, EngineStoppedError, InvalidRequestError
 from engine.kv_cache import BlockPool, allocate_kv_cache
@@ -102,9 +102,11 @@ class Engine:
         self.model_config = ckpt.config
         self.tokenizer: Tokenizer | None = Tokenizer.from_checkpoint(ckpt)
         self.max_model_len = min(self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings)
-        self.model = Model(ckpt, self.config.device, max_len=self.max_model_len)
+        dtype = model_dtype(self.config.device)
+        self.model = Model(ckpt, self.config.device, dtype=dtype, max_len=self.max_model_len)
         del ckpt
-        self.kv = allocate_kv_cache(self.model_config, self.config)
+        self.kv = allocate_kv_cache(self.model_config, self.config, dtype)
+        self.runner = make_runner(self.model, self.kv, self.config, self.max_model_len)
         self.pool = BlockPool(self.kv.num_blocks)
         self.radix = RadixCache(self.pool, self.config.block_size) if self.config.enable_prefix_cache else None
         self.scheduler = Scheduler(self.config, self.pool, self.radix)
@@ -320,8 +322,10 @@ class Engine:
         if not batch:
             return None
         try:
-            inputs = runner.prepare(batch.items, self.config.block_size, self.model.device)
-            logits = runner.run(self.model, self.kv, inputs)
+            inputs = self.runner.prepare(batch.items)
+            logits = self.runner.run(inputs)
+            if logits.is_cuda and any(s.params.logits_processor or not s.params.greedy for s in inputs.sample_seqs):
+                logits = logits.cpu()  # processors and the seeded generators work on host tensors
             for seq, n in batch.items:
                 seq.num_computed += n
             seqs = inputs.sample_seqs
@@ -437,8 +441,8 @@ class Engine:
                         raise EngineError("not enough KV blocks for these prompts; raise kv_cache_bytes")
                     seq.owned_blocks = self.pool.allocate(need)
                     seqs.append(seq)
-                inputs = runner.prepare([(s, len(s.token_ids)) for s in seqs], bs, self.model.device)
-                logits = runner.run(self.model, self.kv, inputs, all_logits=True)
+                inputs = self.runner.prepare([(s, len(s.token_ids)) for s in seqs])
+                logits = self.runner.run(inputs, all_logits=True)
             finally:
                 for s in seqs:
                     self.pool.free(s.owned_blocks)

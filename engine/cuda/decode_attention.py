@@ -1,0 +1,120 @@
+"""Decode attention over the paged KV cache: one query token per sequence.
+
+Split-K (flash-decoding): each sequence's context is cut into partitions of
+`part` tokens; one program per (sequence, KV head, partition) reads its keys and
+values through the block table (no gather into a contiguous copy) and keeps an
+online softmax for all the query heads that share the KV head (GQA), so each K/V
+byte is read once. A second kernel merges the partitions. The grid depends only on
+the block table's width, never on the context lengths, so a captured CUDA graph
+stays valid as sequences grow; partitions past a sequence's end exit at once, and a
+sequence of length 0 (a padding row) yields zeros.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_PARTS = 64  # partitions per sequence: the merge kernel holds them all in registers
+
+
+@triton.jit
+def _decode_part_kernel(
+    q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, m_ptr, l_ptr, acc_ptr,
+    scale, table_stride, num_parts,
+    G: tl.constexpr, GP: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
+    BS: tl.constexpr, PART: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    b = tl.program_id(0).to(tl.int64)
+    kh = tl.program_id(1)
+    p = tl.program_id(2)
+    length = tl.load(lens_ptr + b)
+    start = p * PART
+    if start >= length:
+        return
+    end = tl.minimum(start + PART, length)
+    g = tl.arange(0, GP)
+    d = tl.arange(0, D)
+    heads = kh * G + g
+    gmask = g < G
+    q = tl.load(q_ptr + (b * KVH * G + heads[:, None]) * D + d[None, :], mask=gmask[:, None], other=0.0)
+    m = tl.full((GP,), float("-inf"), tl.float32)
+    l = tl.zeros((GP,), tl.float32)
+    acc = tl.zeros((GP, D), tl.float32)
+    for n in range(start, end, BLOCK_N):
+        tok = n + tl.arange(0, BLOCK_N)
+        valid = tok < end
+        block = tl.load(table_ptr + b * table_stride + tok // BS, mask=valid, other=0).to(tl.int64)
+        slot = block * BS + tok % BS
+        kv_off = (slot[:, None] * KVH + kh) * D + d[None, :]
+        k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
+        s = tl.dot(q, tl.trans(k)) * scale
+        s = tl.where(valid[None, :], s, float("-inf"))
+        m_new = tl.maximum(m, tl.max(s, axis=1))
+        alpha = tl.exp(m - m_new)
+        pr = tl.exp(s - m_new[:, None])
+        l = l * alpha + tl.sum(pr, axis=1)
+        v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)
+        acc = acc * alpha[:, None] + tl.dot(pr.to(v.dtype), v)
+        m = m_new
+    row = (b * KVH * G + heads) * num_parts + p
+    tl.store(m_ptr + row, m, mask=gmask)
+    tl.store(l_ptr + row, l, mask=gmask)
+    tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gmask[:, None])
+
+
+@triton.jit
+def _decode_merge_kernel(m_ptr, l_ptr, acc_ptr, lens_ptr, out_ptr, H: tl.constexpr, num_parts,
+                         PART: tl.constexpr, MAXP: tl.constexpr, D: tl.constexpr):
+    b = tl.program_id(0).to(tl.int64)
+    h = tl.program_id(1)
+    length = tl.load(lens_ptr + b)
+    used = (length + PART - 1) // PART
+    parts = tl.arange(0, MAXP)
+    pmask = parts < used
+    row = (b * H + h) * num_parts + parts
+    m = tl.load(m_ptr + row, mask=pmask, other=float("-inf"))
+    big = tl.max(m, axis=0)
+    w = tl.where(pmask, tl.exp(m - big), 0.0)
+    l = tl.sum(tl.load(l_ptr + row, mask=pmask, other=0.0) * w, axis=0)
+    d = tl.arange(0, D)
+    acc = tl.load(acc_ptr + row[:, None] * D + d[None, :], mask=pmask[:, None], other=0.0)
+    out = tl.sum(acc * w[:, None], axis=0) / tl.where(l > 0, l, 1.0)
+    tl.store(out_ptr + (b * H + h) * D + d, out.to(out_ptr.dtype.element_ty))
+
+
+def partition_size(max_tokens: int) -> int:
+    """Tokens per partition: 256, or more when the table is so wide that 64 would not cover it."""
+    part = 256
+    while part * MAX_PARTS < max_tokens:
+        part *= 2
+    return part
+
+
+def decode_attention(
+    q: torch.Tensor,  # (B, H, D), contiguous
+    k_cache: torch.Tensor,  # (num_blocks, block_size, KVH, D) of one layer
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,  # (B, W) int32; entries past a sequence's blocks are never read
+    context_lens: torch.Tensor,  # (B,) int32: tokens of context, the new one included
+    scale: float,
+    out: torch.Tensor,  # (>= B, H, D): rows [0, B) are written
+) -> None:
+    b, h, d = q.shape
+    _, bs, kvh, _ = k_cache.shape
+    group = h // kvh
+    width = block_tables.shape[1]
+    part = partition_size(width * bs)
+    num_parts = triton.cdiv(width * bs, part)
+    m = torch.empty((b, h, num_parts), dtype=torch.float32, device=q.device)
+    l = torch.empty_like(m)
+    acc = torch.empty((b, h, num_parts, d), dtype=torch.float32, device=q.device)
+    _decode_part_kernel[(b, kvh, num_parts)](
+        q, k_cache, v_cache, block_tables, context_lens, m, l, acc,
+        scale, block_tables.stride(0), num_parts,
+        G=group, GP=max(16, triton.next_power_of_2(group)), KVH=kvh, D=d, BS=bs, PART=part,
+        BLOCK_N=64, num_warps=4, num_stages=2,
+    )
+    _decode_merge_kernel[(b, h)](
+        m, l, acc, context_lens, out, H=h, num_parts=num_parts, PART=part,
+        MAXP=max(2, triton.next_power_of_2(num_parts)), D=d, num_warps=4,
+    )

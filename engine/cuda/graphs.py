@@ -1,0 +1,70 @@
+"""CUDA graphs of the decode step for a ladder of batch sizes.
+
+A decode step of a small batch is hundreds of short kernels; replaying a captured
+graph launches them all at once, so the step costs what the GPU takes, not what
+Python takes to launch. Inputs live in static buffers the graphs were captured
+over: a batch of B sequences is copied into the smallest captured size >= B, its
+padding rows with slot -1 (nothing stored) and context length 0 (attention writes
+zeros), and the first B rows of the output are its logits. The block-table buffer
+is as wide as the longest context the engine allows, so the decode kernel's grid
+never changes after capture.
+"""
+
+import bisect
+
+import torch
+
+from engine.cuda.forward import CudaAttentionMetadata, forward
+from engine.kv_cache import KVCache
+from engine.model import Model
+
+
+def batch_ladder(max_batch: int) -> list[int]:
+    sizes = [s for s in (1, 2, 4, 8) if s < max_batch] + list(range(16, max_batch, 16))
+    return sorted(set(sizes + [max_batch]))
+
+
+class DecodeGraphs:
+    def __init__(self, model: Model, kv: KVCache, max_batch: int, table_width: int):
+        dev = model.device
+        self.model, self.kv = model, kv
+        self.sizes = batch_ladder(max_batch)
+        self.max_batch = self.sizes[-1]
+        # Rows: input ids, positions, slots, context lengths (int64, one host-to-device copy).
+        self.buf = torch.zeros((4, self.max_batch), dtype=torch.long, device=dev)
+        self.tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, device=dev)
+        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self.outputs: dict[int, torch.Tensor] = {}
+        self._capture()
+
+    def _forward(self, size: int) -> torch.Tensor:
+        ids, pos, slots, lens = (self.buf[i, :size] for i in range(4))
+        meta = CudaAttentionMetadata(slots, num_decode=size, decode_tables=self.tables[:size], decode_lens=lens)
+        return forward(self.model, ids, pos, meta, self.kv.k, self.kv.v)
+
+    def _capture(self) -> None:
+        self.buf[2].fill_(-1)  # capture over padding rows: nothing is stored in the cache
+        pool = None
+        with torch.inference_mode():
+            for size in reversed(self.sizes):  # largest first: the others reuse its memory pool
+                self._forward(size)  # warm up: Triton compiles, cuBLAS picks its kernels
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=pool):
+                    self.outputs[size] = self._forward(size)
+                pool = graph.pool() if pool is None else pool
+                self.graphs[size] = graph
+        torch.cuda.synchronize()
+
+    def run(self, host: torch.Tensor, tables: torch.Tensor) -> torch.Tensor:
+        """host: (4, B) int64 on the CPU (ids, positions, slots, lengths); tables: (B, w) int32."""
+        b = host.shape[1]
+        size = self.sizes[bisect.bisect_left(self.sizes, b)]
+        if size > b:
+            pad = torch.zeros((4, size - b), dtype=torch.long)
+            pad[2] = -1
+            host = torch.cat([host, pad], 1)
+        self.buf[:, :size].copy_(host, non_blocking=True)
+        self.tables[:b, : tables.shape[1]].copy_(tables, non_blocking=True)
+        self.graphs[size].replay()
+        return self.outputs[size][:b]

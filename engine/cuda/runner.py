@@ -1,0 +1,87 @@
+"""Turn a scheduled batch into CUDA inputs and logits: the CUDA twin of engine/runner.py.
+
+Same contract as the CPU runner (rows that end a sequence's uncomputed span get
+logits; `sample_seqs` in row order), different metadata: block tables and lengths
+for the Triton attention kernels instead of masks and gathers. A batch made only of
+single-token queries, small enough for a captured graph, replays a CUDA graph;
+anything else (prefill chunks, mixed batches, logits of every row) runs eagerly.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.cuda.forward import CudaAttentionMetadata, forward
+from engine.cuda.graphs import DecodeGraphs
+from engine.kv_cache import KVCache
+from engine.model import Model
+from engine.sequence import Sequence
+
+
+@dataclass
+class CudaStepInputs:
+    host: torch.Tensor  # (4, T) int64 on the CPU: input ids, positions, slots, context length (decode rows)
+    decode_tables: list[list[int]]
+    prefills: list[tuple[int, int, int, list[int]]]  # (first row, q_len, kv_len, block table)
+    logits_rows: list[int]
+    sample_seqs: list[Sequence]
+
+
+def _pad(tables: list[list[int]]) -> torch.Tensor:
+    width = max(len(t) for t in tables)
+    return torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
+
+
+class CudaRunner:
+    def __init__(self, model: Model, kv: KVCache, block_size: int, max_model_len: int, max_batch: int,
+                 use_graphs: bool = True):
+        self.model, self.kv, self.block_size = model, kv, block_size
+        width = -(-max_model_len // block_size)
+        self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
+
+    def prepare(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
+        bs = self.block_size
+        cols: list[torch.Tensor] = []
+        decode_tables: list[list[int]] = []
+        prefills: list[tuple[int, int, int, list[int]]] = []
+        logits_rows: list[int] = []
+        sample_seqs: list[Sequence] = []
+        row = 0
+        for seq, n in items:
+            start, end = seq.num_computed, seq.num_computed + n
+            table = seq.block_table
+            if n == 1:  # any single-token query is a decode row, as in the CPU runner
+                slot = table[start // bs] * bs + start % bs
+                cols.append(torch.tensor([[seq.token_ids[start]], [start], [slot], [end]]))
+                decode_tables.append(table)
+            else:
+                pos = torch.arange(start, end)
+                slots = torch.tensor(table)[pos // bs] * bs + pos % bs
+                cols.append(torch.stack([torch.tensor(seq.token_ids[start:end]), pos, slots, torch.full_like(pos, end)]))
+                prefills.append((row, n, end, table))
+            row += n
+            if end == len(seq.token_ids):
+                logits_rows.append(row - 1)
+                sample_seqs.append(seq)
+        return CudaStepInputs(torch.cat(cols, 1), decode_tables, prefills, logits_rows, sample_seqs)
+
+    def run(self, inputs: CudaStepInputs, all_logits: bool = False) -> torch.Tensor:
+        with torch.inference_mode():
+            nd = len(inputs.decode_tables)
+            if (self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch):
+                return self.graphs.run(inputs.host, _pad(inputs.decode_tables))  # every decode row has logits
+            dev = self.model.device
+            host = inputs.host.to(dev, non_blocking=True)
+            meta = CudaAttentionMetadata(host[2], num_decode=nd)
+            if nd:
+                meta.decode_tables = _pad(inputs.decode_tables).to(dev, non_blocking=True)
+                meta.decode_lens = host[3, :nd]
+            if inputs.prefills:
+                starts, lens, kv_lens, tables = zip(*inputs.prefills)
+                meta.prefill_tables = _pad(list(tables)).to(dev, non_blocking=True)
+                meta.prefill_q_start, meta.prefill_q_len, meta.prefill_kv_len = (
+                    torch.tensor(v, dtype=torch.int32).to(dev, non_blocking=True) for v in (starts, lens, kv_lens)
+                )
+                meta.max_prefill_len = max(lens)
+            rows = None if all_logits else torch.tensor(inputs.logits_rows, dtype=torch.long).to(dev, non_blocking=True)
+            return forward(self.model, host[0], host[1], meta, self.kv.k, self.kv.v, rows)
