@@ -50,7 +50,7 @@ def test_a_swe_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_
 def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
     settings = dict(games=3, make_model=model_maker("player:random"), opponent="stockfish:depth=1", color="alternate",
                     seed=5, rules=GameRules(max_plies=24), analysis_depth=4)
-    local, local_dir = play_batch(**settings, out=tmp_path / "local")
+    local, local_dir = play_batch(**settings, out=tmp_path / "local", executor=ExecutorOptions(workers=2))
     on_ray, ray_dir = play_batch(**settings, out=tmp_path / "ray",
                                  executor=ExecutorOptions(kind="ray", address=ray_cluster.address))
     assert [g.game for g in on_ray.games] == [1, 2, 3]
@@ -76,7 +76,8 @@ def test_asking_for_ray_without_it_installed_is_a_clear_error(tmp_path):
 
 def test_harness_swe_on_ray_shows_the_batch_and_the_nodes(docker_ready, ray_cluster, tmp_path):
     result = CliRunner().invoke(app, ["swe", "--model", "oracle", "--only", "acme__textkit-14", "--out", str(tmp_path),
-                                      "--executor", "ray", "--ray-address", ray_cluster.address, "--retries", "2"])
+                                      "--executor", "ray", "--ray-address", ray_cluster.address, "--retries", "2",
+                                      "--task-cpus", "0.5", "--task-memory-mb", "256"])
     assert result.exit_code == 0, result.output
     line = " ".join(result.output.split())
     assert "running 0 · done 1 · failed 0" in line and "nodes in use 0/2" in line and "resolved 1" in line
