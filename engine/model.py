@@ -101,10 +101,10 @@ class Model:
             qk = apply_rope(qkv[:, : q_dim + kv_dim].view(t, h + c.num_kv_heads, d), cos, sin)
             v = qkv[:, q_dim + kv_dim :].view(t, c.num_kv_heads, d)
             attn = paged_attention(qk[:, :h], qk[:, h:], v, k_cache[i], v_cache[i], meta, self.scale)
-            x = x + attn.reshape(t, q_dim) @ layer.o
+            x = torch.addmm(x, attn.reshape(t, q_dim), layer.o)  # residual add fused into the matmul
             y = F.rms_norm(x, (c.hidden_size,), layer.mlp_norm, eps)
             gate, up = (y @ layer.gate_up).chunk(2, dim=-1)
-            x = x + (F.silu(gate) * up) @ layer.down
+            x = torch.addmm(x, F.silu(gate) * up, layer.down)
         if logits_rows is not None:
             x = x.index_select(0, logits_rows)
         return F.rms_norm(x, (c.hidden_size,), self.norm, eps) @ self.lm_head
