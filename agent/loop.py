@@ -149,6 +149,7 @@ def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: ModelSumm
     if trigger is None:
         return
     result = compact(state.history, state.folds, cfg, prompt, accounting.counter, summariser, trigger, shown)
+    state.usage = state.usage + result.usage  # a summary is spending too: it counts toward stop.max_tokens
     if result.fold is not None:
         state.folds.append(result.fold)
     if not (result.ok or result.attempts):

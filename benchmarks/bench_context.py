@@ -8,7 +8,8 @@ token generated, then discarded). The engine's radix prefix cache reports how
 many prompt tokens it served; the harness's own radix tree gives the ideal.
 Summariser requests (compaction) are sent too, in their place in the run.
 
-Policies: append_only; masked (last 5 tool outputs verbatim); naive compaction
+Policies: append_only; masked (last 5 tool outputs verbatim); masked_batched (the
+mask boundary moves 10 outputs at a time); naive compaction
 (a fresh summary prompt, the memory rewritten after the task, 4 recent steps
 kept); cache-aware compaction (the summary asked for by appending to the
 agent's own prompt, memory notes appended, 1 recent step kept). Both
@@ -72,6 +73,7 @@ def policies(trigger: int) -> dict[str, list[ContextStep]]:
     return {
         "append_only": [],
         "masked": [StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)],
+        "masked_batched": [StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)],
         "compact_naive": [Compact(trigger_tokens=trigger, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")],
         "compact_cache_aware": [Compact(trigger_tokens=trigger, keep_recent_steps=1, layout="append", summariser_prompt="fork")],
     }

@@ -121,7 +121,7 @@ def compact(
             break  # invalid even after the repair attempt: a bigger cap will not help
     return CompactionResult(ok=False, trigger=trigger, tokens_before=before, tokens_after=before, usage=usage,
                             finish_reason=finish, cut_off=any(a.finish_reason == "length" for a in attempts),
-                            attempts=attempts, message="Compaction failed; the history stays as it was. " + _warning(attempts))
+                            attempts=attempts, message=_failure(attempts))
 
 
 def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
@@ -165,6 +165,11 @@ def _make_fold(history, folds, cfg: Compact, counter: TokenCounter, previous: Wo
         return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory,
                     text=full_text(memory, version, all_steps), restart=True)
     return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory, text=text, restart=False)
+
+
+def _failure(attempts: list[Attempt]) -> str:
+    why = attempts[-1].problem if attempts else "no attempt was made"
+    return f"Compaction failed ({why}); the history stays as it was. {_warning(attempts)}".strip()
 
 
 def _warning(attempts: list[Attempt]) -> str:

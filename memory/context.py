@@ -39,6 +39,10 @@ class MaskObservations(_Step):
 
     kind: Literal["mask_observations"] = "mask_observations"
     keep_last: int = Field(5, ge=0)
+    # Move the mask boundary only in jumps of this many outputs. With 1, every step rewrites one
+    # old output and the cache breaks there every step; with K, the prompt is append-only between
+    # jumps, at the price of up to K-1 extra verbatim outputs.
+    every: int = Field(1, ge=1)
 
 
 class Compact(_Step):
@@ -106,7 +110,8 @@ def _turn_unfinished(messages: list[Message], i: int) -> bool:
 
 def mask_observations(messages: list[Message], step: MaskObservations) -> list[Message]:
     tool_idx = [i for i, m in enumerate(messages) if m.role == "tool"]
-    hide = set(tool_idx[: max(0, len(tool_idx) - step.keep_last)])
+    hidden = max(0, len(tool_idx) - step.keep_last)
+    hide = set(tool_idx[: hidden - hidden % step.every])
     return [m.model_copy(update={"text": placeholder(m)}) if i in hide else m for i, m in enumerate(messages)]
 
 

@@ -14,6 +14,10 @@ CONTEXT_PRESETS: dict[str, tuple[str, list[ContextStep]]] = {
         "past reasoning stripped, all but the last 5 tool outputs replaced by placeholders",
         [StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)],
     ),
+    "masked_batched": (
+        "as `masked`, but the mask moves 10 outputs at a time, so the prompt is append-only in between",
+        [StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)],
+    ),
     "compact_naive": (
         "at 12k tokens, a fresh summary of all but the last 4 steps rewrites the history",
         [Compact(trigger_tokens=12000, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")],

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agent.events import Event, MessageAdded, ModelReplied, ToolObserved
+from agent.events import Compacted, Event, MessageAdded, ModelReplied, ToolObserved
 from agent.types import Message, Usage
 from memory.compaction import compact, due
 from memory.context import ContextStep, DiscloseTools
@@ -69,20 +69,26 @@ class Rerendered:
 
 
 def replay_history(events: Iterable[Event]):
-    """Yield (step, history before that step's reply, the reply) for every model call, in order."""
+    """Yield (step, history before that step's reply, the reply, the folds the run had made by then)
+    for every model call, in order."""
     history: list[Message] = []
+    folds: list[Fold] = []
     for e in events:
         if isinstance(e, MessageAdded):
             history.append(e.message)
         elif isinstance(e, ModelReplied):
-            yield e.step, history, e.reply
+            yield e.step, history, e.reply, folds
             history.append(e.reply.message)
         elif isinstance(e, ToolObserved):
             history.append(e.observation.to_message())
+        elif isinstance(e, Compacted) and e.fold is not None:
+            folds.append(e.fold)
 
 
 def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: TokenCounter, tools: Sequence[Tool] = (),
-             keep_prompts: bool = False) -> Rerendered:
+             keep_prompts: bool = False, recorded_folds: bool = False) -> Rerendered:
+    """`recorded_folds`: use the compactions the run journaled (re-rendering its own policy)
+    instead of folding again with the extractive summariser."""
     disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
     text = tools_text(shown) if shown else ""
@@ -92,8 +98,10 @@ def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: T
     out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0, requests=requests)
     reuse = PrefixReuse()
     previous_step = 0
-    for step, history, _reply in replay_history(events):
-        if cfg is not None and previous_step:
+    for step, history, _reply, journaled in replay_history(events):
+        if recorded_folds:
+            out.folds = list(journaled)
+        elif cfg is not None and previous_step:
             prompt = render(history, context, out.folds)
             last = out.folds[-1].at_step if out.folds else 0
             trigger = due(cfg, counter.prompt_tokens(prompt, text), previous_step, last)

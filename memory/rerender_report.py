@@ -28,7 +28,7 @@ def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool
     counter = counter_for(info.model)
     recorded = STEPS.validate_python(info.policy.get("context", []))
     results = {
-        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(events, recorded, counter, STANDARD),
+        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(events, recorded, counter, STANDARD, recorded_folds=True),
         other.name: rerender(events, other.context, counter, STANDARD),
     }
     console.print(HELD_FIXED)

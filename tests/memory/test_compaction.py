@@ -109,3 +109,16 @@ def test_fork_mode_sends_the_agents_own_prompt_first():
     model.complete = lambda messages, tools, params: seen.append(list(messages)) or original(messages, tools, params)
     compact(h, [], cfg, prompt, COUNTER, ModelSummariser(model, ModelParams()), "every_steps")
     assert seen[0][: len(prompt)] == prompt and "Fold steps 1-2" in seen[0][-1].text
+
+
+def test_what_the_summariser_spends_counts_toward_the_token_budget(tmp_path):
+    from agent.policy import StopPolicy
+    from agent.types import Usage
+
+    cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9)
+    costly = summary(usage=Usage(prompt_tokens=50_000, completion_tokens=100))
+    replies = [call("shell", command=f"echo {i}") for i in range(2)] + [costly] + [call("shell", command=f"echo {i}") for i in range(2, 9)]
+    policy = HarnessPolicy(context=[cfg], stop=StopPolicy(max_tokens=40_000))
+    summary_, _ = launch(Task(prompt="print hi"), ScriptedModel(replies), "local", policy, tmp_path)
+    assert summary_.stop_reason == "token_budget" and summary_.steps == 3
+    assert summary_.summariser_tokens.prompt == 50_000

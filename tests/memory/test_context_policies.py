@@ -66,3 +66,15 @@ def test_policies_apply_in_order_and_leave_the_history_alone():
     out = render(h, [StripReasoning(keep="none"), MaskObservations(keep_last=1)])
     assert [m.model_dump() for m in h] == before
     assert sum(m.role == "tool" and m.text.startswith("[output of") for m in out) == 5
+
+
+def test_batched_masking_moves_the_boundary_in_jumps_and_is_append_only_in_between():
+    h = history(30, output="out\n" * 20)
+    bounds = [i for i, m in enumerate(h) if m.role == "assistant"] + [len(h)]
+    step = MaskObservations(keep_last=3, every=10)
+    prompts = [mask_observations(h[:b], step) for b in bounds]
+    masked = [sum(m.text.startswith("[output of") for m in p) for p in prompts]
+    assert set(masked) == {0, 10, 20} and masked == sorted(masked)
+    for a, b, na, nb in zip(prompts, prompts[1:], masked, masked[1:]):
+        if na == nb:
+            assert b[: len(a)] == a  # no jump: the earlier prompt is a prefix of the next

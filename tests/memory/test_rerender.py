@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from agent.cli import app
 from agent.journal import read_events
 from agent.launch import launch
-from agent.models.scripted import ScriptedModel
+from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.policy import HarnessPolicy, StopPolicy
 from agent.task import Task
 from memory.context import Compact, MaskObservations
@@ -56,6 +56,26 @@ def test_rerendering_under_the_recorded_policy_reproduces_the_recorded_prompts(t
     assert [s.reused for s in again.steps] == [e.prefix_reused for e in recorded]
 
 
+def test_a_compacted_run_rerenders_with_its_own_journaled_folds(tmp_path):
+    cfg = Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")
+    memory = '{"goal": "read big.txt", "failed_approaches": [{"approach": "cat", "why": "too long"}]}'
+    replies = []
+    for i in range(9):
+        replies.append(call("read_file", path="big.txt", start_line=1 + 50 * i, end_line=40 + 50 * i))
+        if i in (2, 5, 8):
+            replies.append(ScriptedReply(text=memory))
+    replies.append(call("submit", answer="ok"))
+    policy = HarnessPolicy(context=[cfg])
+    summary, run_dir = launch(Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path)
+    assert summary.compactions == 3 and summary.stop_reason == "submitted"
+    events = read_events(run_dir)
+    again = rerender(events, [cfg], counter_for("scripted"), STANDARD, recorded_folds=True)
+    recorded = [e for e in events if e.type == "model_replied"]
+    assert [s.messages for s in again.steps] == [e.prompt_messages for e in recorded]
+    assert [s.prompt_tokens for s in again.steps] == [e.counted_tokens for e in recorded]
+    assert [f.memory.failed_approaches[0].approach for f in again.folds] == ["cat"] * 3
+
+
 def test_a_fixture_under_other_policies():
     events = read_events(FIXTURES / "tenacity-stop-off-by-one")
     counter = counter_for("scripted")
@@ -67,6 +87,6 @@ def test_a_fixture_under_other_policies():
     assert append.reuse_rate > 0.95 and masked.reuse_rate < append.reuse_rate
     assert folded.folds and folded.summariser.prompt_tokens > 0
     # The replies are the recorded ones: every rebuilt prompt ends where the journal says the step began.
-    histories = [list(h) for _, h, _ in replay_history(events)]
+    histories = [list(h) for _, h, _, _ in replay_history(events)]
     assert render(histories[-1], []) == histories[-1]
     assert "held fixed" in HELD_FIXED
