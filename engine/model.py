@@ -33,17 +33,21 @@ def _t(w: torch.Tensor, device, dtype) -> torch.Tensor:
 
 
 def rope_tables(config: ModelConfig, device, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin of every position, computed in float32 the way Hugging Face does."""
+    """cos and signed sin of every position, (length, D), computed in float32 the way
+    Hugging Face does; the sin table carries rotate_half's minus sign in its first half."""
     d = config.head_dim
     inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
     freqs = torch.arange(length, dtype=torch.float32)[:, None] * inv_freq[None, :]  # (L, D/2)
-    return freqs.cos().to(device), freqs.sin().to(device)
+    cos, sin = freqs.cos(), freqs.sin()
+    return torch.cat((cos, cos), -1).to(device), torch.cat((-sin, sin), -1).to(device)
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """rotate_half RoPE on (T, heads, D) with half-width tables (T, 1, D/2)."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """rotate_half RoPE on (T, heads, D) with tables (T, 1, D): x*cos + rotate_half(x)*sin,
+    in three kernels (the sign of rotate_half lives in the table)."""
+    half = x.shape[-1] // 2
+    swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+    return torch.addcmul(x * cos, swapped, signed_sin)
 
 
 class Model:
