@@ -154,7 +154,8 @@ def table(rows: list[Row]) -> str:
         summ = f"{r.summariser_prompt:,} + {r.summariser_completion:,}" if r.summariser_prompt else "0"
         lines.append(" | ".join([
             r.trajectory, r.policy, f"{r.prompt_tokens:,}", f"{r.cached_share:.1%}", f"{r.ideal_reuse:.1%}",
-            f"{r.peak_context:,}", f"{r.peak_context / peaks[r.trajectory]:.0%}", summ, f"{r.all_cached_share:.1%}",
+            f"{r.peak_context:,}", f"{r.peak_context / peaks[r.trajectory]:.0%}" if r.trajectory in peaks else "-", summ,
+            f"{r.all_cached_share:.1%}",
         ]))
     return "\n".join(lines)
 
