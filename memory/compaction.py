@@ -94,11 +94,12 @@ def compact(
                                 message=f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).")
     start, upto = span
     previous = folds[-1].memory if folds else first_memory(history)
-    half = step_starts(history, start)
-    half = half[len(half) // 2] if len(half) > 1 else upto
+    starts = step_starts(history, start)
+    older_half = starts[len(starts) // 2] if len(starts) > 1 else upto
+    # (token cap, fold up to): as planned; with twice the cap; then fold only the older half.
     plans = [(cfg.summary_max_tokens, upto), (cfg.summary_max_tokens * 2, upto)]
-    if half < upto:
-        plans.append((cfg.summary_max_tokens * 2, half))
+    if older_half < upto:
+        plans.append((cfg.summary_max_tokens * 2, older_half))
     usage, attempts, finish = Usage(), [], ""
     for cap, end in plans:
         steps = steps_of(history, start, end)

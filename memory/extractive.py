@@ -87,10 +87,10 @@ class ExtractiveSummariser:
         ids = self.counter.text_ids(text)
         finish = "stop"
         if len(ids) > request.cap:  # as a model would be: stopped mid-object at its cap
-            text, finish = self.counter_decode_prefix(text, request.cap), "length"
+            text, finish = self._cut(text, request.cap), "length"
         usage = Usage(prompt_tokens=self.counter.prompt_tokens(request.messages), completion_tokens=min(len(ids), request.cap))
         return ModelReply(message=Message(role="assistant", text=text), usage=usage, finish_reason=finish, model=self.name)
 
-    def counter_decode_prefix(self, text: str, cap: int) -> str:
+    def _cut(self, text: str, cap: int) -> str:
         # Characters in proportion to tokens: the reply only needs to be visibly incomplete.
         return text[: max(1, len(text) * cap // max(1, len(self.counter.text_ids(text))))]

@@ -122,3 +122,20 @@ def test_what_the_summariser_spends_counts_toward_the_token_budget(tmp_path):
     summary_, _ = launch(Task(prompt="print hi"), ScriptedModel(replies), "local", policy, tmp_path)
     assert summary_.stop_reason == "token_budget" and summary_.steps == 3
     assert summary_.summariser_tokens.prompt == 50_000
+
+
+def test_the_extractive_summariser_is_cut_off_at_its_cap_like_a_model_and_compaction_recovers():
+    from memory.extractive import ExtractiveSummariser
+
+    h = history(12, output="Traceback\nValueError: boom", status="error")
+
+    def fold(cap):
+        cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9, summary_max_tokens=cap)
+        return compact(h, [], cfg, render(h, [cfg]), COUNTER, ExtractiveSummariser(COUNTER), "every_steps")
+
+    recovered = fold(700)  # the memory needs more than 700 tokens and fewer than 1400
+    assert recovered.ok and recovered.cut_off and [a.finish_reason for a in recovered.attempts] == ["length", "stop"]
+    assert len(recovered.fold.memory.failed_approaches) == 11 and "cut off by its token cap 1 time" in recovered.message
+    hopeless = fold(40)
+    assert not hopeless.ok and hopeless.fold is None and len(hopeless.attempts) == 3
+    assert hopeless.message.startswith("Compaction failed (cut off by its token cap)")
