@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from engine.backend import make_runner, model_dtype
+from engine.backend import make_runner
 from engine.config import EngineConfig
 from engine.errors import ContextLengthError, EngineError, EngineStoppedError, InvalidRequestError
 from engine.kv_cache import BlockPool, allocate_kv_cache
@@ -102,10 +102,14 @@ class Engine:
         self.model_config = ckpt.config
         self.tokenizer: Tokenizer | None = Tokenizer.from_checkpoint(ckpt)
         self.max_model_len = min(self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings)
-        dtype = model_dtype(self.config.device)
-        self.model = Model(ckpt, self.config.device, dtype=dtype, max_len=self.max_model_len)
+        if torch.device(self.config.device).type == "cuda":
+            from engine.cuda.model import CudaModel  # Triton is imported only where a GPU is used
+
+            self.model = CudaModel(ckpt, self.config.device, max_len=self.max_model_len)
+        else:
+            self.model = Model(ckpt, self.config.device, max_len=self.max_model_len)
         del ckpt
-        self.kv = allocate_kv_cache(self.model_config, self.config, dtype)
+        self.kv = allocate_kv_cache(self.model_config, self.config, self.model.dtype)
         self.runner = make_runner(self.model, self.kv, self.config, self.max_model_len)
         self.pool = BlockPool(self.kv.num_blocks)
         self.radix = RadixCache(self.pool, self.config.block_size) if self.config.enable_prefix_cache else None

@@ -2,9 +2,8 @@
 
 Tokens of all scheduled sequences are concatenated into one (T,) batch with their
 positions; attention reads and writes the paged KV cache through `paged_attention`.
-Weights are prepared once for speed on CPU: float32, contiguous, pre-transposed to
-(in, out) so each projection is one `x @ W`, with Q/K/V fused into one matmul and
-gate/up into another.
+Weights are prepared once (linear.py): float32, Q/K/V fused into one projection and
+gate/up into another, each packed for oneDNN on CPU or pre-transposed for a plain matmul.
 """
 
 from dataclasses import dataclass
@@ -14,22 +13,18 @@ import torch.nn.functional as F
 
 from engine.attention import AttentionMetadata, paged_attention
 from engine.config import ModelConfig
+from engine.linear import Linear, linear, make_linear, onednn_available
 from engine.weights import Checkpoint
 
 
 @dataclass
 class LayerWeights:
     attn_norm: torch.Tensor  # (hidden,)
-    qkv: torch.Tensor  # (hidden, q_dim + 2 * kv_dim)
-    qkv_bias: torch.Tensor | None
-    o: torch.Tensor  # (q_dim, hidden)
+    qkv: Linear  # hidden -> q_dim + 2 * kv_dim (with Qwen2's bias)
+    o: Linear  # q_dim -> hidden
     mlp_norm: torch.Tensor
-    gate_up: torch.Tensor  # (hidden, 2 * intermediate)
-    down: torch.Tensor  # (intermediate, hidden)
-
-
-def _t(w: torch.Tensor, device, dtype) -> torch.Tensor:
-    return w.t().to(device=device, dtype=dtype).contiguous()
+    gate_up: Linear  # hidden -> 2 * intermediate
+    down: Linear  # intermediate -> hidden
 
 
 def rope_tables(config: ModelConfig, device, length: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,33 +46,44 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> 
 
 
 class Model:
-    def __init__(self, ckpt: Checkpoint, device: str = "cpu", dtype: torch.dtype = torch.float32, max_len: int | None = None):
+    def __init__(
+        self,
+        ckpt: Checkpoint,
+        device: str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        max_len: int | None = None,
+        use_onednn: bool = True,
+    ):
         c = ckpt.config
         self.config = c
         self.device = torch.device(device)
         self.dtype = dtype
+        onednn = use_onednn and onednn_available(self.device)
+
+        def lin(weight, bias=None):
+            return make_linear(weight, bias, device, dtype, onednn)
+
         w = ckpt.tensors
         self.embed = w["model.embed_tokens.weight"].to(device=device, dtype=dtype).contiguous()
-        head = w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"]
-        self.lm_head = _t(head, device, dtype)  # (hidden, vocab)
+        self.lm_head = lin(w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"])
         self.norm = w["model.norm.weight"].to(device=device, dtype=dtype)
         self.layers: list[LayerWeights] = []
         for i in range(c.num_layers):
             p = f"model.layers.{i}."
             qkv = torch.cat([w[p + f"self_attn.{n}_proj.weight"] for n in "qkv"], 0)
-            bias = torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]).to(device, dtype) if c.qkv_bias else None
+            bias = torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]) if c.qkv_bias else None
             gate_up = torch.cat([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]], 0)
             self.layers.append(
                 LayerWeights(
                     attn_norm=w[p + "input_layernorm.weight"].to(device, dtype),
-                    qkv=_t(qkv, device, dtype),
-                    qkv_bias=bias,
-                    o=_t(w[p + "self_attn.o_proj.weight"], device, dtype),
+                    qkv=lin(qkv, bias),
+                    o=lin(w[p + "self_attn.o_proj.weight"]),
                     mlp_norm=w[p + "post_attention_layernorm.weight"].to(device, dtype),
-                    gate_up=_t(gate_up, device, dtype),
-                    down=_t(w[p + "mlp.down_proj.weight"], device, dtype),
+                    gate_up=lin(gate_up),
+                    down=lin(w[p + "mlp.down_proj.weight"]),
                 )
             )
+        self.packed = onednn and self.lm_head.packed
         self.cos, self.sin = rope_tables(c, device, max_len or c.max_position_embeddings)
         self.scale = c.head_dim**-0.5
 
@@ -100,15 +106,15 @@ class Model:
         x = self.embed.index_select(0, input_ids)
         for i, layer in enumerate(self.layers):
             y = F.rms_norm(x, (c.hidden_size,), layer.attn_norm, eps)
-            qkv = y @ layer.qkv if layer.qkv_bias is None else torch.addmm(layer.qkv_bias, y, layer.qkv)
+            qkv = linear(y, layer.qkv)
             # Q and K heads rotate together: one RoPE over (T, H + KVH, D).
             qk = apply_rope(qkv[:, : q_dim + kv_dim].view(t, h + c.num_kv_heads, d), cos, sin)
             v = qkv[:, q_dim + kv_dim :].view(t, c.num_kv_heads, d)
             attn = paged_attention(qk[:, :h], qk[:, h:], v, k_cache[i], v_cache[i], meta, self.scale)
-            x = torch.addmm(x, attn.reshape(t, q_dim), layer.o)  # residual add fused into the matmul
+            x = x + linear(attn.reshape(t, q_dim), layer.o)
             y = F.rms_norm(x, (c.hidden_size,), layer.mlp_norm, eps)
-            gate, up = (y @ layer.gate_up).chunk(2, dim=-1)
-            x = torch.addmm(x, F.silu(gate) * up, layer.down)
+            gate, up = linear(y, layer.gate_up).chunk(2, dim=-1)
+            x = x + linear(F.silu(gate) * up, layer.down)
         if logits_rows is not None:
             x = x.index_select(0, logits_rows)
-        return F.rms_norm(x, (c.hidden_size,), self.norm, eps) @ self.lm_head
+        return linear(F.rms_norm(x, (c.hidden_size,), self.norm, eps), self.lm_head)
