@@ -107,7 +107,7 @@ class Engine:
 
             self.model = CudaModel(ckpt, self.config.device, max_len=self.max_model_len)
         else:
-            self.model = Model(ckpt, self.config.device, max_len=self.max_model_len)
+            self.model = Model(ckpt, self.config.device, max_len=self.max_model_len, use_onednn=self.config.use_onednn)
         del ckpt
         self.kv = allocate_kv_cache(self.model_config, self.config, self.model.dtype)
         self.runner = make_runner(self.model, self.kv, self.config, self.max_model_len)

@@ -18,6 +18,7 @@ def _ref_logits(reference, ids):
 
 
 def test_batched_prompt_logits_match_transformers(engine, reference):
+    assert engine.model.packed  # the oneDNN path, the default on CPU
     prompts = [engine.encode(p) for p in PROMPTS]
     prompts.append(engine.encode_chat([{"role": "user", "content": "Write a haiku about rain."}]))
     ours = engine.prompt_logits(prompts)  # one flattened batch through the paged cache
@@ -25,6 +26,17 @@ def test_batched_prompt_logits_match_transformers(engine, reference):
         ref = _ref_logits(reference, ids)
         assert logits.shape == ref.shape
         assert (logits - ref).abs().max().item() < 1e-3
+
+
+def test_plain_matmul_path_matches_transformers_too(checkpoint, reference):
+    eng = make_engine(checkpoint, kv_cache_bytes=16 << 20, use_onednn=False)
+    try:
+        assert not eng.model.packed
+        ids = eng.encode(PROMPTS[1])
+        logits = eng.prompt_logits([ids])[0]
+        assert (logits - _ref_logits(reference, ids)).abs().max().item() < 1e-3
+    finally:
+        eng.shutdown()
 
 
 def test_greedy_32_tokens_match_transformers(engine, reference):
