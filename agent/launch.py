@@ -20,14 +20,23 @@ from tools.base import Registry
 from tools.builtin import standard_tools
 from tools.mcp import with_mcp
 
-SANDBOXES = ("local",)
+SANDBOXES = ("local", "docker", "docker:IMAGE")
 
 
 def make_sandbox(name: str, workdir: Path) -> Sandbox:
+    kind, _, image = name.partition(":")
     if name == "local":
         from sandboxes.local import LocalSandbox
 
         return LocalSandbox(workdir)
+    if kind == "docker":
+        from sandboxes.docker import DockerSandbox, DockerUnavailable
+        from sandboxes.docker_options import DockerOptions
+
+        try:
+            return DockerSandbox.start(DockerOptions(image=image) if image else None)
+        except DockerUnavailable as e:
+            raise HarnessError(f"The Docker sandbox cannot start: {e}.") from None
     raise HarnessError(f"Unknown sandbox {name!r}; choose one of: {', '.join(SANDBOXES)}.")
 
 
