@@ -23,14 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_context import FIXTURES, chat_dicts, policies  # noqa: E402
-
-from agent.journal import read_events  # noqa: E402
-from memory.rerender import rerender  # noqa: E402
-from memory.tokens import TokenCounter  # noqa: E402
-from tools.base import openai_schema  # noqa: E402
-from tools.builtin import STANDARD  # noqa: E402
-
+DEFAULT_PATH = ROOT / "benchmarks" / "data" / "trace_prompts.json.gz"
 POLICIES = ("append_only", "compact_naive", "compact_cache_aware")
 
 
@@ -66,11 +59,19 @@ def load(path: Path) -> dict[str, dict[str, list[tuple[str, list[int]]]]]:
 
 
 def main() -> None:
+    # The harness is imported here only: `load` must work where the harness's dependencies are absent.
+    from bench_context import FIXTURES, chat_dicts, policies
+
+    from agent.journal import read_events
     from engine.tokenizer import Tokenizer
+    from memory.rerender import rerender
+    from memory.tokens import TokenCounter
+    from tools.base import openai_schema
+    from tools.builtin import STANDARD
     from engine.weights import default_model_path, load_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "data" / "trace_prompts.json.gz")
+    ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
     ap.add_argument("--trigger-fraction", type=float, default=0.38)
     args = ap.parse_args()
 

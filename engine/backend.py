@@ -14,10 +14,6 @@ from engine.kv_cache import KVCache
 from engine.model import Model
 
 
-def model_dtype(device: str) -> torch.dtype:
-    return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
-
-
 class CpuRunner:
     def __init__(self, model: Model, kv: KVCache, block_size: int):
         self.model, self.kv, self.block_size = model, kv, block_size
@@ -29,7 +25,7 @@ class CpuRunner:
         return runner.run(self.model, self.kv, inputs, all_logits)
 
 
-def make_runner(model: Model, kv: KVCache, config: EngineConfig, max_model_len: int):
+def make_runner(model, kv: KVCache, config: EngineConfig, max_model_len: int):
     if model.device.type == "cuda":
         from engine.cuda.runner import CudaRunner  # imports Triton, which a CPU install need not have
 

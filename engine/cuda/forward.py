@@ -1,4 +1,4 @@
-"""The forward pass on CUDA: the CPU path's weights (engine/model.py), fused kernels.
+"""The forward pass on CUDA: the weights of engine/cuda/model.py, fused kernels.
 
 Per layer: RMSNorm (fused with the residual add that precedes it), the QKV matmul,
 RoPE + K/V store into the paged cache (one kernel), attention over the block
@@ -17,7 +17,7 @@ from engine.cuda.decode_attention import decode_attention
 from engine.cuda.norm import add_rms_norm, rms_norm
 from engine.cuda.prefill_attention import prefill_attention
 from engine.cuda.rope_store import rope_and_store
-from engine.model import Model
+from engine.cuda.model import CudaModel
 
 
 @dataclass
@@ -45,7 +45,7 @@ def attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, met
 
 
 def forward(
-    model: Model,
+    model: CudaModel,
     input_ids: torch.Tensor,  # (T,)
     positions: torch.Tensor,  # (T,)
     meta: CudaAttentionMetadata,

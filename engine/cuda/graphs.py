@@ -16,7 +16,7 @@ import torch
 
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.kv_cache import KVCache
-from engine.model import Model
+from engine.cuda.model import CudaModel
 
 
 def batch_ladder(max_batch: int) -> list[int]:
@@ -25,7 +25,7 @@ def batch_ladder(max_batch: int) -> list[int]:
 
 
 class DecodeGraphs:
-    def __init__(self, model: Model, kv: KVCache, max_batch: int, table_width: int):
+    def __init__(self, model: CudaModel, kv: KVCache, max_batch: int, table_width: int):
         dev = model.device
         self.model, self.kv = model, kv
         self.sizes = batch_ladder(max_batch)
@@ -33,6 +33,10 @@ class DecodeGraphs:
         # Rows: input ids, positions, slots, context lengths (int64, one host-to-device copy).
         self.buf = torch.zeros((4, self.max_batch), dtype=torch.long, device=dev)
         self.tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, device=dev)
+        # Pinned twins: the step's inputs go up in two asynchronous copies, with no staging on the way.
+        # Reusing them is safe: the previous step's sampling waited for its copies to finish.
+        self.host_buf = torch.zeros((4, self.max_batch), dtype=torch.long, pin_memory=True)
+        self.host_tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, pin_memory=True)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
         self._capture()
@@ -60,11 +64,13 @@ class DecodeGraphs:
         """host: (4, B) int64 on the CPU (ids, positions, slots, lengths); tables: (B, w) int32."""
         b = host.shape[1]
         size = self.sizes[bisect.bisect_left(self.sizes, b)]
-        if size > b:
-            pad = torch.zeros((4, size - b), dtype=torch.long)
-            pad[2] = -1
-            host = torch.cat([host, pad], 1)
-        self.buf[:, :size].copy_(host, non_blocking=True)
-        self.tables[:b, : tables.shape[1]].copy_(tables, non_blocking=True)
+        w = tables.shape[1]
+        self.host_buf[:, :b] = host
+        if size > b:  # padding rows: token 0 at position 0, no slot, no context
+            self.host_buf[:, b:size] = 0
+            self.host_buf[2, b:size] = -1
+        self.host_tables[:b, :w] = tables
+        self.buf[:, :size].copy_(self.host_buf[:, :size], non_blocking=True)
+        self.tables[:b, :w].copy_(self.host_tables[:b, :w], non_blocking=True)
         self.graphs[size].replay()
         return self.outputs[size][:b]

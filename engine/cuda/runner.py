@@ -14,7 +14,7 @@ import torch
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.kv_cache import KVCache
-from engine.model import Model
+from engine.cuda.model import CudaModel
 from engine.sequence import Sequence
 
 
@@ -33,13 +33,15 @@ def _pad(tables: list[list[int]]) -> torch.Tensor:
 
 
 class CudaRunner:
-    def __init__(self, model: Model, kv: KVCache, block_size: int, max_model_len: int, max_batch: int,
+    def __init__(self, model: CudaModel, kv: KVCache, block_size: int, max_model_len: int, max_batch: int,
                  use_graphs: bool = True):
         self.model, self.kv, self.block_size = model, kv, block_size
         width = -(-max_model_len // block_size)
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
 
     def prepare(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
+        if all(n == 1 for _, n in items):
+            return self._prepare_decode(items)
         bs = self.block_size
         cols: list[torch.Tensor] = []
         decode_tables: list[list[int]] = []
@@ -65,11 +67,31 @@ class CudaRunner:
                 sample_seqs.append(seq)
         return CudaStepInputs(torch.cat(cols, 1), decode_tables, prefills, logits_rows, sample_seqs)
 
+    def _prepare_decode(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
+        """The common step, kept lean: one host tensor built from plain lists."""
+        bs = self.block_size
+        cols: list[list[int]] = [[], [], [], []]
+        tables = []
+        for seq, _ in items:
+            start = seq.num_computed
+            table = seq.block_table
+            cols[0].append(seq.token_ids[start])
+            cols[1].append(start)
+            cols[2].append(table[start // bs] * bs + start % bs)
+            cols[3].append(start + 1)
+            tables.append(table)
+        # A single-token chunk of a longer prompt (the step's budget ran out) gets no logits.
+        rows = [i for i, (seq, _) in enumerate(items) if seq.num_computed + 1 == len(seq.token_ids)]
+        return CudaStepInputs(torch.tensor(cols, dtype=torch.long), tables, [], rows, [items[i][0] for i in rows])
+
     def run(self, inputs: CudaStepInputs, all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():
             nd = len(inputs.decode_tables)
             if (self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch):
-                return self.graphs.run(inputs.host, _pad(inputs.decode_tables))  # every decode row has logits
+                logits = self.graphs.run(inputs.host, _pad(inputs.decode_tables))
+                if all_logits or len(inputs.logits_rows) == nd:
+                    return logits
+                return logits[torch.tensor(inputs.logits_rows, device=logits.device)]
             dev = self.model.device
             host = inputs.host.to(dev, non_blocking=True)
             meta = CudaAttentionMetadata(host[2], num_decode=nd)

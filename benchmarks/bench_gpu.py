@@ -1,0 +1,363 @@
+"""The engine on a CUDA GPU: decode against the bandwidth roofline, batching, prefill
+against the matmul peak, transformers `generate` on the same weights, and the
+prefix cache's effect on time to first token over recorded agent traces.
+
+    python benchmarks/bench_gpu.py --part model     # Llama-3-8B shape: roofline, batching, prefill, transformers
+    python benchmarks/bench_gpu.py --part traces    # agent traces, cached vs cold TTFT (Llama-3.2-1B shape)
+
+Weights are random (dummy) at the real shapes: speed depends on shapes, not values.
+Ceilings are measured in the same run (a device-to-device copy; an 8192^3 bf16
+matmul) and printed beside the datasheet figures (4.8 TB/s, 989 TFLOP/s dense bf16).
+Decode tokens/s counts tokens after each sequence's first, from the last first
+token to the end (prompt processing excluded), as engine/bench.py does; for
+transformers it is (N - 1) * batch / (time for N new tokens - time for 1).
+The trace prompts come from benchmarks/data/trace_prompts.json.gz (made by
+benchmarks/trace_prompts.py from tests/fixtures/trajectories, so the GPU machine
+needs neither the harness nor the tokenizer file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint  # noqa: E402
+
+LLAMA3_8B = ModelConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_layers=32, num_heads=32,
+                        num_kv_heads=8, head_dim=128, rope_theta=500000.0, max_position_embeddings=8192,
+                        tie_word_embeddings=False, eos_token_ids=(128001,))
+LLAMA32_1B = ModelConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_layers=16, num_heads=32,
+                         num_kv_heads=8, head_dim=64, rope_theta=500000.0, max_position_embeddings=131072,
+                         tie_word_embeddings=True, eos_token_ids=(128001,))
+DATASHEET_BW = 4.8e12
+DATASHEET_BF16 = 989e12
+
+
+def log(*a) -> None:
+    print(*a, flush=True)
+
+
+def cuda_time(fn, reps: int = 20) -> float:
+    """Median seconds of fn() over reps, timed with CUDA events after a warm-up."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def ceilings() -> tuple[float, float]:
+    x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    bw = 2 * x.numel() / cuda_time(lambda: y.copy_(x))
+    del x, y
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn_like(a)
+    flops = 2 * 8192**3 / cuda_time(lambda: a @ b)
+    return bw, flops
+
+
+def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
+    """GPU time per kernel name for one call of fn, averaged over reps (CUPTI sees kernels inside graphs)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    out: dict[str, list] = {}
+    for e in prof.events():
+        if e.device_type.name == "CUDA":
+            row = out.setdefault(e.name, [0, 0.0])
+            row[0] += 1
+            row[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+    rows = {k: (v[0] // reps, v[1] / reps) for k, v in out.items()}
+    return sorted(rows.items(), key=lambda kv: -kv[1][1])
+
+
+def rand_prompt(n: int, seed: int, vocab: int = 32000) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(100, vocab, (n,), generator=g).tolist()
+
+
+def engine_decode_rate(engine: Engine, batch: int, tokens: int, prompt_len: int, seed: int) -> float:
+    prompts = [rand_prompt(prompt_len, seed + i) for i in range(batch)]
+    params = SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True)
+    start = time.perf_counter()
+    outs = engine.generate(prompts, params)
+    decode_s = time.perf_counter() - start - max(o.ttft_s for o in outs)
+    return sum(len(o.token_ids) - 1 for o in outs) / decode_s
+
+
+def weight_bytes(model) -> tuple[int, int]:
+    """(all weight bytes incl. the embedding table, bytes a decode step reads: all but the embedding table)."""
+    mats = [model.lm_head, model.norm]
+    for layer in model.layers:
+        mats += [layer.attn_norm, layer.qkv, layer.o, layer.mlp_norm, layer.gate_up, layer.down]
+        if layer.qkv_bias is not None:
+            mats.append(layer.qkv_bias)
+    read = sum(t.numel() * t.element_size() for t in mats)
+    return read + model.embed.numel() * model.embed.element_size(), read
+
+
+def matmul_flops_per_token(c: ModelConfig) -> int:
+    h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
+    per_layer = h * (q + 2 * kv) + q * h + 2 * h * i + i * h
+    return 2 * (c.num_layers * per_layer + h * c.vocab_size)
+
+
+def hf_model(ckpt, c: ModelConfig):
+    import transformers
+
+    cfg = transformers.LlamaConfig(
+        vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
+        num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
+        rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, rms_norm_eps=c.rms_norm_eps,
+        tie_word_embeddings=c.tie_word_embeddings)
+    with torch.device("meta"):
+        model = transformers.LlamaForCausalLM(cfg)
+    model.load_state_dict(ckpt.tensors, strict=False, assign=True)  # share the engine's checkpoint tensors
+    # Buffers are not in the state dict: rebuild the rotary table on the GPU, in float32 as HF makes it.
+    with torch.device("cuda"):
+        model.model.rotary_emb = type(model.model.rotary_emb)(cfg)
+    if c.tie_word_embeddings:
+        model.tie_weights()
+    return model.eval()
+
+
+def hf_decode_rate(model, batch: int, tokens: int, prompt_len: int) -> float:
+    ids = torch.tensor([rand_prompt(prompt_len, 1)] * batch, device="cuda")
+    mask = torch.ones_like(ids)
+
+    def run(n):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t
+
+    run(2)
+    return (tokens - 1) * batch / (run(tokens) - run(1))
+
+
+# ---------------------------------------------------------------- part 1: the 8B shape
+
+
+def part_model(args, results: dict) -> None:
+    c = LLAMA3_8B
+    bw, peak = ceilings()
+    log(f"measured ceilings: copy {bw / 1e12:.2f} TB/s (read + write), bf16 matmul 8192^3 {peak / 1e12:.0f} TFLOP/s")
+    t = time.perf_counter()
+    ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
+    ecfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=128,
+                        max_num_batched_tokens=8192, max_model_len=4096)
+    engine = Engine(ckpt, ecfg)
+    log(f"engine ready in {time.perf_counter() - t:.1f}s (dummy weights made on the GPU, graphs captured for "
+        f"{engine.runner.graphs.sizes})")
+    all_bytes, read_bytes = weight_bytes(engine.model)
+    roof = DATASHEET_BW / all_bytes
+    roof_read_measured = bw / read_bytes
+    log(f"weights {all_bytes / 1e9:.2f} GB ({read_bytes / 1e9:.2f} GB read per decode step); roofline "
+        f"{roof:.0f} tok/s at 4.8 TB/s over all weight bytes, {roof_read_measured:.0f} tok/s at the measured copy "
+        "bandwidth over the bytes read")
+
+    engine.generate([rand_prompt(64, 999)], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))  # warm up
+    decode = {}
+    for b in (1, 8, 32, 128):
+        decode[b] = engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b)
+        log(f"engine decode, {b:>3} sequences: {decode[b]:8.0f} tok/s")
+
+    # The forward pass alone: one replay of the captured graph per step (no scheduler, no sampling).
+    g = engine.runner.graphs
+    fwd = {b: cuda_time(g.graphs[b].replay, 50) for b in (1, 8, 32, 128)}
+    eager1 = cuda_time(lambda: g._forward(1), 10)
+    for b in fwd:
+        log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.2f} ms/step = {b / fwd[b]:8.0f} tok/s")
+    log(f"eager forward, batch 1: {eager1 * 1e3:6.2f} ms/step (no CUDA graph)")
+    kernels = kernel_breakdown(g.graphs[1].replay)
+    log("batch-1 step by kernel (profiler, inside the graph):")
+    for name, (calls, us) in kernels[:12]:
+        log(f"  {us:8.1f} us  {calls:4d} calls  {name[:90]}")
+
+    # Prefill: 16 fresh prompts of 2048 tokens submitted together, chunked at 8192 tokens per step.
+    n_p, len_p = 16, 2048
+    prompts = [rand_prompt(len_p, 50_000 + i) for i in range(n_p)]
+    engine.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=1))  # warm up the prefill kernels
+    prompts = [rand_prompt(len_p, 60_000 + i) for i in range(n_p)]
+    start = time.perf_counter()
+    outs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=1))
+    prefill_s = time.perf_counter() - start
+    assert all(o.usage.cached_tokens == 0 for o in outs)
+    tokens = n_p * len_p
+    attn_flops = 2 * n_p * len_p**2 * c.num_heads * c.head_dim * c.num_layers  # causal: QK and PV, half the square
+    flops = tokens * matmul_flops_per_token(c) + attn_flops
+    log(f"prefill {n_p} x {len_p} tokens: {prefill_s:.3f} s = {tokens / prefill_s:,.0f} tok/s, "
+        f"{flops / prefill_s / 1e12:.0f} TFLOP/s")
+    engine.shutdown()
+
+    hf = {}
+    if args.skip_transformers:
+        log("transformers: skipped")
+    else:
+        try:
+            import transformers
+
+            model = hf_model(ckpt, c)
+            for b in (1, 8, 32):
+                hf[b] = hf_decode_rate(model, b, args.hf_tokens, 64)
+                log(f"transformers {transformers.__version__} generate, {b:>3} sequences: {hf[b]:8.0f} tok/s")
+            del model
+        except ImportError as e:
+            log(f"transformers unavailable: {e}")
+    results["model"] = {
+        "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
+        "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
+        "prefill_s": prefill_s, "prefill_tokens": tokens, "prefill_flops": flops, "hf_tok_s": hf,
+    }
+    log("")
+    log("| measure | engine | reference | ratio |")
+    log("| --- | --- | --- | --- |")
+    log(f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s (4.8 TB/s) | {decode[1] / roof:.0%} |")
+    log(f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.0%} |")
+    log(f"| batch-1 decode step bytes / time | {read_bytes / fwd[1] / 1e12:.2f} TB/s | measured copy {bw / 1e12:.2f} TB/s | {read_bytes / fwd[1] / bw:.0%} |")
+    for b in (1, 8, 32, 128):
+        r = hf.get(b)
+        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s | " + (f"transformers {r:.0f} tok/s | {decode[b] / r:.1f}x |" if r else "- | - |"))
+    log(f"| prefill {n_p} x {len_p} | {flops / prefill_s / 1e12:.0f} TFLOP/s ({tokens / prefill_s:,.0f} tok/s) | "
+        f"measured matmul {peak / 1e12:.0f} / datasheet 989 TFLOP/s | {flops / prefill_s / peak:.0%} / {flops / prefill_s / DATASHEET_BF16:.0%} |")
+
+
+def part_layout(args, results: dict) -> None:
+    """One decode step's matmuls at batch 1, weights stored (in, out) as the engine keeps them
+    (x @ W) against (out, in) as torch.nn.Linear keeps them (x @ W.T): which layout cuBLAS
+    reads faster from memory."""
+    c = LLAMA3_8B
+    h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
+    shapes = {"qkv": (h, q + 2 * kv), "o": (q, h), "gate_up": (h, 2 * i), "down": (i, h), "lm_head": (h, c.vocab_size)}
+    out = {}
+    for batch in (1, 8):
+        for name, (k, n) in shapes.items():
+            ws = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(4)]  # rotate past the L2
+            wt = [w.t().contiguous() for w in ws]
+            x = torch.randn(batch, k, device="cuda", dtype=torch.bfloat16)
+            a = cuda_time(lambda: [x @ w for w in ws], 20) / 4
+            b = cuda_time(lambda: [x @ w.t() for w in wt], 20) / 4
+            tb = k * n * 2 / 1e12
+            out[f"{name}/b{batch}"] = (a, b)
+            log(f"batch {batch} {name:<8} {k}x{n}: (in,out) {a * 1e6:7.1f} us {tb / a:5.2f} TB/s | "
+                f"(out,in) {b * 1e6:7.1f} us {tb / b:5.2f} TB/s")
+            del ws, wt
+    results["layout"] = out
+
+
+# ---------------------------------------------------------------- part 2: agent traces
+
+
+def replay(engine: Engine, requests: list[tuple[str, list[int]]]) -> list[dict]:
+    once = SamplingParams(temperature=0, max_tokens=1)
+    rows = []
+    for kind, ids in requests:
+        out = engine.generate([ids], once)[0]
+        rows.append({"kind": kind, "prompt": len(ids), "cached": out.usage.cached_tokens, "ttft_s": out.ttft_s})
+    return rows
+
+
+def part_traces(args, results: dict) -> None:
+    from trace_prompts import load
+
+    c = LLAMA32_1B if args.trace_shape == "llama3.2-1b" else LLAMA3_8B
+    data = load(ROOT / "benchmarks" / "data" / "trace_prompts.json.gz")
+    names = args.trajectories or sorted(data)
+    ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
+    kv = args.trace_cache_tokens * c.kv_bytes_per_token(2)
+    common = dict(device="cuda", kv_cache_bytes=kv, max_num_seqs=8, max_num_batched_tokens=args.chunk,
+                  max_model_len=c.max_position_embeddings)
+    cold = Engine(ckpt, EngineConfig(**common, enable_prefix_cache=False))
+    # Warm up the kernels at several prefill lengths (Triton compiles per specialisation).
+    cold.generate([rand_prompt(n, n) for n in (100, 3000, args.chunk + 500)], SamplingParams(temperature=0, max_tokens=1))
+    out = {}
+    log(f"trace replay on {args.trace_shape} dummy weights, chunked prefill at {args.chunk} tokens, one request at a time")
+    for name in names:
+        for policy, requests in data[name].items():
+            warm_engine = Engine(ckpt, EngineConfig(**common))  # a cold cache per run, as a fresh server would have
+            warm_engine.generate([rand_prompt(300, 1)], SamplingParams(temperature=0, max_tokens=1))
+            cached = replay(warm_engine, requests)
+            warm_engine.shutdown()
+            del warm_engine
+            torch.cuda.empty_cache()
+            fresh = replay(cold, requests)
+            rows = [dict(step=i, kind=a["kind"], prompt=a["prompt"], cached=a["cached"], ttft_cached_s=a["ttft_s"],
+                         ttft_cold_s=b["ttft_s"]) for i, (a, b) in enumerate(zip(cached, fresh))]
+            out[f"{name}/{policy}"] = rows
+            hi = [r for r in rows if r["kind"] == "agent" and r["cached"] >= 0.9 * r["prompt"]]
+            ratios = sorted(r["ttft_cached_s"] / r["ttft_cold_s"] for r in hi)
+            tot_c = sum(r["ttft_cached_s"] for r in rows)
+            tot_f = sum(r["ttft_cold_s"] for r in rows)
+            log(f"{name} / {policy}: {len(rows)} requests, {sum(r['prompt'] for r in rows):,} prompt tokens, "
+                f"{sum(r['cached'] for r in rows) / sum(r['prompt'] for r in rows):.1%} cached; total prefill "
+                f"{tot_c:.2f} s cached vs {tot_f:.2f} s cold ({tot_c / tot_f:.1%}); steps >= 90% cached: {len(hi)}, "
+                f"TTFT cached/cold median {ratios[len(ratios) // 2]:.1%} max {ratios[-1]:.1%}" if ratios else "")
+    cold.shutdown()
+    results["traces"] = out
+    log("")
+    log("| trajectory / policy | requests | prompt tokens | cached | total prefill, cache | total prefill, no cache | "
+        "ratio | steps >= 90% cached | median TTFT cached | median TTFT cold | cached/cold median (max) |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for key, rows in out.items():
+        hi = [r for r in rows if r["kind"] == "agent" and r["cached"] >= 0.9 * r["prompt"]]
+        ratios = sorted(r["ttft_cached_s"] / r["ttft_cold_s"] for r in hi)
+        med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")  # noqa: E731
+        p = sum(r["prompt"] for r in rows)
+        tc, tf = sum(r["ttft_cached_s"] for r in rows), sum(r["ttft_cold_s"] for r in rows)
+        log(f"| {key} | {len(rows)} | {p:,} | {sum(r['cached'] for r in rows) / p:.1%} | {tc:.2f} s | {tf:.2f} s | "
+            f"{tc / tf:.1%} | {len(hi)} | {med([r['ttft_cached_s'] for r in hi]) * 1e3:.1f} ms | "
+            f"{med([r['ttft_cold_s'] for r in hi]) * 1e3:.1f} ms | {med(ratios):.1%} ({ratios[-1] if ratios else float('nan'):.1%}) |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", choices=["model", "layout", "traces", "all"], default="all")
+    ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
+    ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
+    ap.add_argument("--kv-gib", type=int, default=24)
+    ap.add_argument("--skip-transformers", action="store_true")
+    ap.add_argument("--trace-shape", choices=["llama3.2-1b", "llama3-8b"], default="llama3.2-1b")
+    ap.add_argument("--trajectories", nargs="*", help="names under tests/fixtures/trajectories (default: all)")
+    ap.add_argument("--trace-cache-tokens", type=int, default=400_000)
+    ap.add_argument("--chunk", type=int, default=16384, help="prefill tokens per step in the trace replay")
+    ap.add_argument("--json", type=Path, help="write every measurement here")
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    results: dict = {}
+    if args.part in ("model", "all"):
+        part_model(args, results)
+    if args.part in ("layout", "all"):
+        part_layout(args, results)
+    if args.part in ("traces", "all"):
+        part_traces(args, results)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The model's weights as the CUDA path keeps them: bf16 on the GPU, laid out for its kernels.
+
+Built from a Checkpoint (Hugging Face names, (out, in) matrices) independently of the
+CPU path's Model, so each path can lay its weights out for its own kernels: here Q/K/V
+and gate/up are fused into one matrix each and every matrix is stored (in, out)
+contiguous, so each projection is one cuBLAS `x @ W` (at batch 1 this read the
+weights as fast as the (out, in) layout or faster on an H200: benchmarks/bench_gpu.py
+--part layout). RoPE tables are float32 half-width cos/sin, what rope_store.py reads.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from engine.config import ModelConfig
+from engine.weights import Checkpoint
+
+
+@dataclass
+class CudaLayer:
+    attn_norm: torch.Tensor  # (hidden,)
+    qkv: torch.Tensor  # (hidden, q_dim + 2 * kv_dim)
+    qkv_bias: torch.Tensor | None
+    o: torch.Tensor  # (q_dim, hidden)
+    mlp_norm: torch.Tensor
+    gate_up: torch.Tensor  # (hidden, 2 * intermediate)
+    down: torch.Tensor  # (intermediate, hidden)
+
+
+class CudaModel:
+    def __init__(self, ckpt: Checkpoint, device: str = "cuda", dtype: torch.dtype = torch.bfloat16,
+                 max_len: int | None = None):
+        c: ModelConfig = ckpt.config
+        assert c.head_dim & (c.head_dim - 1) == 0, "the Triton kernels need a power-of-two head_dim"
+        self.config, self.device, self.dtype = c, torch.device(device), dtype
+        w = ckpt.tensors
+
+        def vec(name):
+            return w[name].to(device=device, dtype=dtype).contiguous()
+
+        def mat(t):  # (out, in) -> (in, out) contiguous
+            return t.to(device=device, dtype=dtype).t().contiguous()
+
+        self.embed = vec("model.embed_tokens.weight")
+        self.lm_head = mat(w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"])
+        self.norm = vec("model.norm.weight")
+        self.layers: list[CudaLayer] = []
+        for i in range(c.num_layers):
+            p = f"model.layers.{i}."
+            self.layers.append(CudaLayer(
+                attn_norm=vec(p + "input_layernorm.weight"),
+                qkv=mat(torch.cat([w[p + f"self_attn.{n}_proj.weight"].to(device) for n in "qkv"], 0)),
+                qkv_bias=torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]).to(device, dtype)
+                if c.qkv_bias else None,
+                o=mat(w[p + "self_attn.o_proj.weight"]),
+                mlp_norm=vec(p + "post_attention_layernorm.weight"),
+                gate_up=mat(torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)),
+                down=mat(w[p + "mlp.down_proj.weight"]),
+            ))
+        length = max_len or c.max_position_embeddings
+        inv_freq = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.int64).float() / c.head_dim))
+        freqs = torch.arange(length, dtype=torch.float32)[:, None] * inv_freq[None, :]  # as Hugging Face computes it
+        self.cos, self.sin = freqs.cos().to(device), freqs.sin().to(device)
+        self.scale = c.head_dim**-0.5

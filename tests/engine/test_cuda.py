@@ -1,0 +1,152 @@
+"""The CUDA path against the CPU path, transformers, and itself (cached vs cold, graph vs eager).
+
+Dummy weights of SmolLM2-135M's shape (the GGUF file need not be on the GPU machine).
+bf16 against float32 is compared by relative error ||a - b|| / ||b||.
+"""
+
+import pytest
+import torch
+
+from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint
+from engine.config import SMOLLM2_135M
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+BF16_TOL = 2e-2
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double().cpu(), b.double().cpu()
+    return float((a - b).norm() / b.norm())
+
+
+def prompt(n: int, seed: int) -> list[int]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(3, SMOLLM2_135M.vocab_size, (n,), generator=g).tolist()
+
+
+@pytest.fixture(scope="module")
+def ckpt():
+    return dummy_checkpoint(SMOLLM2_135M, seed=3)
+
+
+def cuda_engine(ckpt, **kw) -> Engine:
+    return Engine(ckpt, EngineConfig(device="cuda", kv_cache_bytes=1 << 30, max_num_seqs=16, **kw))
+
+
+def capture_first_logits(store: list):
+    def proc(generated, logits):
+        if not generated:
+            store.append(logits.float().clone())
+        return logits
+    return proc
+
+
+def test_decode_and_prefill_kernels_match_a_float64_reference():
+    from engine.attention import lower_right_causal_mask
+    from engine.cuda.decode_attention import decode_attention
+    from engine.cuda.prefill_attention import prefill_attention
+
+    torch.manual_seed(0)
+    dev, h, kvh, d, bs, nb = "cuda", 32, 8, 128, 16, 600
+    kc = torch.randn(nb, bs, kvh, d, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    scale = d**-0.5
+
+    def ref(qr, table, kv_len, q_len):
+        kk = kc[table].reshape(-1, kvh, d)[:kv_len].double().repeat_interleave(h // kvh, 1)
+        vv = vc[table].reshape(-1, kvh, d)[:kv_len].double().repeat_interleave(h // kvh, 1)
+        s = torch.einsum("qhd,lhd->hql", qr.double(), kk) * scale
+        s = s.masked_fill(~lower_right_causal_mask(q_len, kv_len, dev)[None], float("-inf"))
+        return torch.einsum("hql,lhd->qhd", s.softmax(-1), vv)
+
+    lens = [1, 17, 300, 5000]  # one partition, several, and a long context
+    tables = [torch.randperm(nb, device=dev)[: -(-n // bs)] for n in lens]
+    width = max(len(t) for t in tables) + 3
+    tt = torch.zeros(len(lens), width, dtype=torch.int32, device=dev)
+    for i, t in enumerate(tables):
+        tt[i, : len(t)] = t
+    q = torch.randn(len(lens), h, d, device=dev, dtype=torch.bfloat16)
+    out = torch.full_like(q, float("nan"))
+    decode_attention(q, kc, vc, tt, torch.tensor(lens, dtype=torch.int32, device=dev), scale, out)
+    for i, n in enumerate(lens):
+        assert rel(out[i], ref(q[i : i + 1], tables[i], n, 1)[0]) < 1e-2
+
+    specs = [(0, 200, 200), (200, 77, 77 + 1000), (277, 16, 16 + 64)]  # cold, after a prefix, one block
+    t_rows = sum(s[1] for s in specs)
+    q = torch.randn(t_rows, h, d, device=dev, dtype=torch.bfloat16)
+    tables = [torch.randperm(nb, device=dev)[: -(-kl // bs)] for _, _, kl in specs]
+    tt = torch.zeros(len(specs), max(len(t) for t in tables), dtype=torch.int32, device=dev)
+    for i, t in enumerate(tables):
+        tt[i, : len(t)] = t
+    col = lambda j: torch.tensor([s[j] for s in specs], dtype=torch.int32, device=dev)  # noqa: E731
+    out = torch.full_like(q, float("nan"))
+    prefill_attention(q, kc, vc, tt, col(0), col(1), col(2), max(s[1] for s in specs), scale, out)
+    for (qs, ql, kl), t in zip(specs, tables):
+        assert rel(out[qs : qs + ql], ref(q[qs : qs + ql], t, kl, ql)) < 1e-2
+
+
+def test_cuda_logits_match_the_cpu_path(ckpt):
+    prompts = [prompt(40, 1), prompt(300, 2)]
+    cpu = Engine(ckpt, EngineConfig(kv_cache_bytes=256 << 20))
+    want = cpu.prompt_logits(prompts)
+    cpu.shutdown()
+    gpu = cuda_engine(ckpt)
+    got = gpu.prompt_logits(prompts)
+    gpu.shutdown()
+    for g, w in zip(got, want):
+        assert rel(g, w) < BF16_TOL
+
+
+def test_cuda_logits_match_transformers(ckpt):
+    transformers = pytest.importorskip("transformers")
+    c = SMOLLM2_135M
+    with torch.device("cuda"):  # float32: the reference is held to a higher precision than the bf16 engine
+        ref = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
+            num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
+            rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, rms_norm_eps=c.rms_norm_eps,
+            tie_word_embeddings=True))
+    ref.load_state_dict({k: v.to("cuda") for k, v in ckpt.tensors.items()}, strict=False)
+    ref.tie_weights()
+    ref.eval()
+    ids = prompt(200, 5)
+    with torch.inference_mode():
+        want = ref(torch.tensor([ids], device="cuda")).logits[0].float()
+    gpu = cuda_engine(ckpt)
+    got = gpu.prompt_logits([ids])[0]
+    gpu.shutdown()
+    assert rel(got, want) < BF16_TOL
+
+
+def test_prefix_cached_prefill_equals_cold_prefill(ckpt):
+    base = prompt(700, 7)
+    follow = base[:640] + prompt(50, 8)
+    warm = cuda_engine(ckpt, max_num_batched_tokens=256)  # chunked: chunks after a prefix as well
+    warm.generate([base], SamplingParams(temperature=0, max_tokens=1))
+    got: list = []
+    out = warm.generate([follow], SamplingParams(temperature=0, max_tokens=1, logits_processor=capture_first_logits(got)))[0]
+    warm.shutdown()
+    assert out.usage.cached_tokens == 640
+    cold = cuda_engine(ckpt, enable_prefix_cache=False, max_num_batched_tokens=4096)
+    want: list = []
+    out = cold.generate([follow], SamplingParams(temperature=0, max_tokens=1, logits_processor=capture_first_logits(want)))[0]
+    cold.shutdown()
+    assert out.usage.cached_tokens == 0
+    assert rel(got[0], want[0]) < 1e-2
+
+
+def test_graph_decode_equals_eager_decode(ckpt):
+    from engine.cuda.runner import CudaRunner
+
+    prompts = [prompt(30 + 9 * i, 20 + i) for i in range(5)]
+    sp = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    graphed = cuda_engine(ckpt)
+    assert graphed.runner.graphs is not None
+    want = [o.token_ids for o in graphed.generate(prompts, sp)]
+    graphed.shutdown()
+    eager = cuda_engine(ckpt)
+    eager.runner = CudaRunner(eager.model, eager.kv, eager.config.block_size, eager.max_model_len, 16, use_graphs=False)
+    got = [o.token_ids for o in eager.generate(prompts, sp)]
+    eager.shutdown()
+    assert got == want
