@@ -6,7 +6,6 @@ Read this file top to bottom; everything it calls is one import away.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
 
 from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
@@ -77,7 +76,7 @@ def run(
                     stop = reply
                     break
                 counted, reused = accounting.measure(prompt)
-                journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=text_chars(prompt),
+                journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=accounting.chars,
                                             counted_tokens=counted, prefix_reused=reused))
                 recovered = None
             stop = awaiting_approval(reply, tools, policy, approvals, recovered)
@@ -179,10 +178,6 @@ def awaiting_approval(reply: ModelReply, tools: Registry, policy: HarnessPolicy,
         parts.append(f"Calls {', '.join(again)} were cut short by a crash and may have taken effect; "
                      "approve running them again, or refuse and the model is told the outcome is unknown.")
     return Stop("awaiting_approval", " ".join(parts), {"pending": gated + again})
-
-
-def text_chars(messages: list[Message]) -> int:
-    return sum(map(len, map(attrgetter("text"), messages)))  # C-level loop: stays cheap at 1,000 messages
 
 
 def nudge(tools: Registry) -> Message:

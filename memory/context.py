@@ -9,6 +9,7 @@ first or after policies that only rewrite text (all the others).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,11 +96,12 @@ def strip_reasoning(messages: list[Message], step: StripReasoning) -> list[Messa
         payload = m.reasoning.payload if i == pending else []
         text = m.reasoning.text if keep_text else ""
         if not text and not payload:
-            out.append(m.model_copy(update={"reasoning": None}))
+            out.append(derived(m, "no-reasoning", lambda m=m: m.model_copy(update={"reasoning": None})))
         elif text == m.reasoning.text and payload == m.reasoning.payload:
             out.append(m)
         else:
-            out.append(m.model_copy(update={"reasoning": m.reasoning.model_copy(update={"text": text, "payload": payload})}))
+            out.append(derived(m, f"reasoning:{bool(text)}:{bool(payload)}", lambda m=m, t=text, p=payload: m.model_copy(
+                update={"reasoning": m.reasoning.model_copy(update={"text": t, "payload": p})})))
     return out
 
 
@@ -112,13 +114,32 @@ def mask_observations(messages: list[Message], step: MaskObservations) -> list[M
     tool_idx = [i for i, m in enumerate(messages) if m.role == "tool"]
     hidden = max(0, len(tool_idx) - step.keep_last)
     hide = set(tool_idx[: hidden - hidden % step.every])
-    return [m.model_copy(update={"text": placeholder(m)}) if i in hide else m for i, m in enumerate(messages)]
+    return [derived(m, "masked", lambda m=m: m.model_copy(update={"text": placeholder(m)})) if i in hide else m
+            for i, m in enumerate(messages)]
 
 
 def placeholder(m: Message) -> str:
     lines = m.text.count("\n") + 1 if m.text else 0
     status = m.status or "unknown"
     return f"[output of {m.name} hidden to save context: {len(m.text)} characters, {lines} lines, status {status}]"
+
+
+_DERIVED: dict[tuple[int, str], tuple[Message, Message]] = {}
+_DERIVED_CAP = 200_000
+
+
+def derived(m: Message, how: str, make: Callable[[], Message]) -> Message:
+    """A policy's rewrite of `m`, made once: re-rendering a long history then allocates nothing,
+    and a rewritten message keeps its identity from step to step, so comparing consecutive
+    prompts (prefix accounting) runs at C speed. Keyed by identity; the entry holds `m` alive."""
+    hit = _DERIVED.get((id(m), how))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_DERIVED) >= _DERIVED_CAP:  # a long-lived process must not grow without bound
+        _DERIVED.clear()
+    out = make()
+    _DERIVED[(id(m), how)] = (m, out)
+    return out
 
 
 def _last_index(messages: list[Message], role: str) -> int:

@@ -17,47 +17,55 @@ class _Node:
     children: dict[int, _Node] = field(default_factory=dict)
 
 
-def _common(label: list[int], ids: Sequence[int], pos: int) -> int:
-    n = min(len(label), len(ids) - pos)
-    if label[:n] == ids[pos : pos + n]:  # the usual case, compared at C speed
+def _common(label: list[int], k: int, ids: Sequence[int], pos: int) -> int:
+    """How many of label[k:] match ids[pos:]."""
+    n = min(len(label) - k, len(ids) - pos)
+    if label[k : k + n] == ids[pos : pos + n]:  # the usual case, compared at C speed
         return n
     i = 0
-    while i < n and label[i] == ids[pos + i]:
+    while i < n and label[k + i] == ids[pos + i]:
         i += 1
     return i
+
+
+Cursor = tuple[_Node, int]  # a position in the tree: a node and how much of its edge label is matched
 
 
 class RadixTree:
     def __init__(self) -> None:
         self.root = _Node()
 
-    def longest_prefix(self, ids: Sequence[int]) -> int:
-        node, pos = self.root, 0
+    def walk(self, ids: Sequence[int], at: Cursor | None = None) -> tuple[int, _Node, int]:
+        """Follow `ids` from `at` (default: the root) as far as the tree has them: (matched, node, offset)."""
+        node, k = at or (self.root, 0)
+        pos = 0
         while pos < len(ids):
+            if k < len(node.label):
+                m = _common(node.label, k, ids, pos)
+                pos, k = pos + m, k + m
+                if k < len(node.label):
+                    break
+                continue
             child = node.children.get(ids[pos])
             if child is None:
-                return pos
-            k = _common(child.label, ids, pos)
-            pos += k
-            if k < len(child.label):
-                return pos
-            node = child
-        return pos
+                break
+            node, k = child, 0
+        return pos, node, k
 
-    def insert(self, ids: Sequence[int]) -> None:
-        ids = list(ids)
-        node, pos = self.root, 0
-        while pos < len(ids):
-            child = node.children.get(ids[pos])
-            if child is None:
-                node.children[ids[pos]] = _Node(ids[pos:])
-                return
-            k = _common(child.label, ids, pos)
-            if k < len(child.label):  # split the edge where the new sequence leaves it
-                rest = _Node(child.label[k:], child.children)
-                child.label, child.children = child.label[:k], {rest.label[0]: rest}
-            pos += k
-            node = child
+    def longest_prefix(self, ids: Sequence[int]) -> int:
+        return self.walk(ids)[0]
+
+    def insert(self, ids: Sequence[int], at: Cursor | None = None) -> Cursor:
+        """Add `ids` (continuing from `at`); return the cursor at its end."""
+        pos, node, k = self.walk(ids, at)
+        if pos == len(ids):
+            return node, k
+        if k < len(node.label):  # split the edge where the new sequence leaves it
+            rest = _Node(node.label[k:], node.children)
+            node.label, node.children = node.label[:k], {rest.label[0]: rest}
+        leaf = _Node(list(ids[pos:]))
+        node.children[ids[pos]] = leaf
+        return leaf, len(leaf.label)
 
 
 @dataclass
@@ -69,10 +77,21 @@ class PrefixReuse:
     reused: int = 0
     per_request: list[int] = field(default_factory=list)
 
+    cursor: Cursor | None = None  # where the last request ended in the tree
+    last_len: int = 0
+
     def add(self, ids: Sequence[int]) -> int:
-        hit = self.tree.longest_prefix(ids)
-        self.tree.insert(ids)
-        self.total += len(ids)
+        return self._record(len(ids), ids, None, 0)
+
+    def add_extension(self, suffix: Sequence[int]) -> int:
+        """The request is the previous one plus `suffix`: walk on from where that one ended,
+        so an append-only run costs the new tokens per step, not the whole prompt."""
+        return self._record(self.last_len + len(suffix), suffix, self.cursor, self.last_len)
+
+    def _record(self, length: int, ids: Sequence[int], at: Cursor | None, before: int) -> int:
+        hit = before + self.tree.walk(ids, at)[0]
+        self.cursor, self.last_len = self.tree.insert(ids, at), length
+        self.total += length
         self.reused += hit
         self.per_request.append(hit)
         return hit

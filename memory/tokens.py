@@ -50,12 +50,17 @@ class TokenCounter:
         self.name = name
         self._ids: dict[tuple, tuple[int, ...]] = {}
         self._text: dict[str, tuple[int, ...]] = {}
+        self._seen: dict[int, tuple[Message, tuple[int, ...]]] = {}  # by identity; holds the message alive
 
     def message_ids(self, m: Message) -> tuple[int, ...]:
+        seen = self._seen.get(id(m))  # the same object again (the usual case): no key to build
+        if seen is not None and seen[0] is m:
+            return seen[1]
         key = _key(m)
         ids = self._ids.get(key)
         if ids is None:
             ids = self._ids[key] = tuple(self.encode(message_text(m)))
+        self._seen[id(m)] = (m, ids)
         return ids
 
     def text_ids(self, text: str) -> tuple[int, ...]:
@@ -92,10 +97,25 @@ class PromptAccounting:
         self.counter = counter
         self.tools_text = tools_text
         self.reuse = PrefixReuse()
+        self.last_prompt: list[Message] | None = None
+        self.chars = 0  # visible text of the last measured prompt
 
     def measure(self, prompt: Sequence[Message]) -> tuple[int, int]:
-        ids = self.counter.prompt_ids(prompt, self.tools_text)
-        return len(ids), self.reuse.add(ids)
+        """(prompt tokens, ideally reused tokens). A prompt that extends the previous one (the
+        usual step of an append-only run) costs only its new messages."""
+        prev = self.last_prompt
+        if prev is not None and len(prompt) >= len(prev) and list(prompt[: len(prev)]) == prev:
+            new = prompt[len(prev) :]
+            suffix: list[int] = []
+            for m in new:
+                suffix.extend(self.counter.message_ids(m))
+            hit = self.reuse.add_extension(suffix)
+            self.chars += sum(len(m.text) for m in new)
+        else:
+            hit = self.reuse.add(self.counter.prompt_ids(prompt, self.tools_text))
+            self.chars = sum(len(m.text) for m in prompt)
+        self.last_prompt = list(prompt)
+        return self.reuse.last_len, hit
 
 
 @lru_cache(maxsize=1)

@@ -29,6 +29,19 @@ def test_the_radix_tree_finds_the_longest_shared_prefix(requests):
         earlier.append(ids)
 
 
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 3), max_size=8)), max_size=14))
+def test_walking_on_from_the_last_request_equals_a_walk_from_the_root(steps):
+    """add_extension (the append-only fast path) must give what add() of the whole request gives."""
+    fast, slow, previous = PrefixReuse(), PrefixReuse(), []
+    for extend, ids in steps:
+        request = previous + ids if extend else ids
+        hit = fast.add_extension(ids) if extend else fast.add(ids)
+        assert hit == slow.add(request)
+        assert fast.last_len == len(request)
+        previous = request
+    assert (fast.total, fast.reused) == (slow.total, slow.reused)
+
+
 def test_prefix_reuse_counts_what_an_ideal_cache_serves():
     reuse = PrefixReuse()
     assert reuse.add([1, 2, 3]) == 0

@@ -78,3 +78,13 @@ def test_batched_masking_moves_the_boundary_in_jumps_and_is_append_only_in_betwe
     for a, b, na, nb in zip(prompts, prompts[1:], masked, masked[1:]):
         if na == nb:
             assert b[: len(a)] == a  # no jump: the earlier prompt is a prefix of the next
+
+
+def test_rewritten_messages_are_made_once_and_keep_their_identity():
+    """Re-rendering a long history must not re-copy every masked or stripped message each step."""
+    h = history(12, reasoning="thinking")
+    steps = [StripReasoning(keep="none"), MaskObservations(keep_last=2)]
+    first, second = render(h, steps), render(h + step(13, reasoning="more"), steps)
+    rewritten = [i for i, (a, b) in enumerate(zip(first, h)) if a is not b]
+    assert len(rewritten) > 12  # reasoning stripped from every turn, old outputs masked
+    assert all(second[i] is first[i] for i in rewritten)  # the rewrites are reused, not remade
