@@ -40,7 +40,7 @@ class EngineConfig:
     num_threads: int | None = None  # torch intra-op threads; None leaves torch's default
     device: str = "cpu"
     enable_prefix_cache: bool = True
-    use_onednn: bool = True  # CPU: oneDNN with pre-packed weights (see linear.py); False = plain matmuls
+    use_onednn: bool | None = None  # CPU kernel for projections (linear.py); None: time both, keep the faster
     step_stats_history: int = 4096  # how many per-step records to keep for a server to expose
 
 

@@ -1,15 +1,21 @@
 """Dense projections, y = x Wᵀ + b, prepared once for the fastest kernel on the device.
 
-On CPU the weight is pre-packed for oneDNN when torch has it: on the 2-core AMD EPYC
-box this engine was tuned on, MKL's sgemm for a handful of rows (decode) ran at a
-fraction of memory bandwidth, and oneDNN with a packed weight was about 2x faster for
-one row, 4x for eight and 2.4x for a 512-token prefill chunk. Elsewhere (a GPU, or a
-torch without oneDNN) a plain matmul against a pre-transposed contiguous weight.
+Two CPU kernels, and which wins depends on the CPU: on the 2-core AMD EPYC box this
+engine was tuned on, MKL's sgemm for a handful of rows (decode) ran at a fraction of
+memory bandwidth, and oneDNN with a pre-packed weight was about 2x faster for one row,
+4x for eight and 2.4x for a 512-token prefill chunk; on an Intel Xeon, MKL was the
+faster one. So by default the engine times both once per process on decode-shaped
+projections (`onednn_is_faster`) and keeps the winner. Elsewhere (a GPU, or a torch
+without oneDNN) a plain matmul against a pre-transposed contiguous weight.
 """
 
+import logging
+import time
 from dataclasses import dataclass
 
 import torch
+
+log = logging.getLogger("engine")
 
 
 @dataclass
@@ -54,3 +60,41 @@ def linear(x: torch.Tensor, lin: Linear) -> torch.Tensor:
     if lin.bias is None:
         return x @ lin.weight
     return torch.addmm(lin.bias, x, lin.weight)
+
+
+_measured: dict[str, bool] = {}
+
+
+def onednn_is_faster(device: torch.device) -> bool:
+    """Time both kernels on 1- and 8-row products with SmolLM2-sized weights (more of
+    them than fit in cache, as in a real forward pass); remembered per device."""
+    key = str(device)
+    if key not in _measured:
+        if not onednn_available(device):
+            _measured[key] = False
+            return False
+        g = torch.Generator().manual_seed(0)
+        weights = [torch.randn(3072, 576, generator=g) for _ in range(6)]
+        inputs = [torch.randn(m, 576, generator=g) for m in (1, 8)]
+
+        def best_time(lins: list[Linear]) -> float:
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                for x in inputs:
+                    for lin in lins:
+                        linear(x, lin)
+                times.append(time.perf_counter() - start)
+            return min(times)
+
+        with torch.inference_mode():
+            packed = [make_linear(w, None, device, torch.float32, True) for w in weights]
+            plain = [make_linear(w, None, device, torch.float32, False) for w in weights]
+            best_time(packed), best_time(plain)  # warm up both
+            t_packed, t_plain = best_time(packed), best_time(plain)
+        _measured[key] = packed[0].packed and t_packed < t_plain
+        log.info(
+            "CPU projections: oneDNN packed %.2f ms, plain matmul %.2f ms -> %s",
+            t_packed * 1e3, t_plain * 1e3, "oneDNN" if _measured[key] else "plain matmul",
+        )
+    return _measured[key]

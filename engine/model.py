@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from engine.attention import AttentionMetadata, paged_attention
 from engine.config import ModelConfig
-from engine.linear import Linear, linear, make_linear, onednn_available
+from engine.linear import Linear, linear, make_linear, onednn_available, onednn_is_faster
 from engine.weights import Checkpoint
 
 
@@ -52,12 +52,14 @@ class Model:
         device: str = "cpu",
         dtype: torch.dtype = torch.float32,
         max_len: int | None = None,
-        use_onednn: bool = True,
+        use_onednn: bool | None = None,  # None: whichever CPU kernel measures faster here
     ):
         c = ckpt.config
         self.config = c
         self.device = torch.device(device)
         self.dtype = dtype
+        if use_onednn is None:
+            use_onednn = onednn_is_faster(self.device)
         onednn = use_onednn and onednn_available(self.device)
 
         def lin(weight, bias=None):

@@ -1,8 +1,10 @@
 """Our forward pass against transformers loading the same GGUF file."""
 
+import pytest
 import torch
 
 from engine import SamplingParams
+from engine.linear import onednn_available
 from tests.engine.conftest import make_engine
 
 PROMPTS = [
@@ -18,7 +20,6 @@ def _ref_logits(reference, ids):
 
 
 def test_batched_prompt_logits_match_transformers(engine, reference):
-    assert engine.model.packed  # the oneDNN path, the default on CPU
     prompts = [engine.encode(p) for p in PROMPTS]
     prompts.append(engine.encode_chat([{"role": "user", "content": "Write a haiku about rain."}]))
     ours = engine.prompt_logits(prompts)  # one flattened batch through the paged cache
@@ -28,10 +29,11 @@ def test_batched_prompt_logits_match_transformers(engine, reference):
         assert (logits - ref).abs().max().item() < 1e-3
 
 
-def test_plain_matmul_path_matches_transformers_too(checkpoint, reference):
-    eng = make_engine(checkpoint, kv_cache_bytes=16 << 20, use_onednn=False)
+@pytest.mark.parametrize("use_onednn", [True, False], ids=["onednn", "plain-matmul"])
+def test_both_cpu_projection_kernels_match_transformers(checkpoint, reference, use_onednn):
+    eng = make_engine(checkpoint, kv_cache_bytes=16 << 20, use_onednn=use_onednn)
     try:
-        assert not eng.model.packed
+        assert eng.model.packed == (use_onednn and onednn_available(eng.model.device))
         ids = eng.encode(PROMPTS[1])
         logits = eng.prompt_logits([ids])[0]
         assert (logits - _ref_logits(reference, ids)).abs().max().item() < 1e-3
