@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -35,12 +38,15 @@ class ExecutorOptions:
             require_ray()
 
 
+# Ray on Linux registers nodes under the machine's outward address unless this is "0"; Ray
+# reads it once, at import. A Ray instance started for one batch serves this machine only.
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
 def require_ray() -> None:
-    """Fail before a batch starts, not after its folder exists."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise HarnessError(NO_RAY) from None
+    """Fail before a batch starts, not after its folder exists (without importing Ray yet)."""
+    if importlib.util.find_spec("ray") is None:
+        raise HarnessError(NO_RAY)
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,8 @@ def run_jobs(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_do
     tally = tally or Tally(total=len(jobs))
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     if options.kind == "ray":
+        if not options.address:
+            os.environ.setdefault(LOOPBACK_ONLY, "0")
         from evals.executors.ray_executor import run_on_ray  # Ray is optional: imported only when asked for
 
         done = run_on_ray(jobs, Path(out_dir), options, on_done, tally)

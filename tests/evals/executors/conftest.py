@@ -15,9 +15,12 @@ import tempfile
 import psutil
 import pytest
 
+from evals.executors.jobs import LOOPBACK_ONLY
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 
 OBJECT_STORE_BYTES = 150 * 2**20
+# Every node, and the driver, on 127.0.0.1: no traffic leaves loopback. Set before Ray is imported.
+os.environ[LOOPBACK_ONLY] = "0"
 
 
 @pytest.fixture(scope="session")
