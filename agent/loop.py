@@ -55,11 +55,12 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
-    if resumed is None:
-        for message in initial_messages(task, policy):
+    opening = initial_messages(task, policy)
+    if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
+        for message in opening[len(state.history) :]:
             add_message(state, journal, message)
         state.settled_seq = journal.seq
-    elif resumed.last_prompt is not None:  # the prefix-reuse figures go on from the last prompt the run sent
+    if resumed is not None and resumed.last_prompt is not None:  # prefix-reuse figures go on from the last prompt sent
         upto, folds = resumed.last_prompt
         accounting.measure(render(state.history[:upto], policy.context, state.folds[:folds]))
 

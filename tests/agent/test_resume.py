@@ -285,3 +285,17 @@ def test_help_lists_resume_replay_and_approve():
     for command in ("resume", "replay", "approve"):
         assert command in listing.output
         assert runner.invoke(app, [command, "--help"]).exit_code == 0
+
+
+def test_a_run_killed_between_its_opening_messages_gets_the_rest_on_resume(tmp_path):
+    """A kill after the system message was journaled and before the task was: the task must not be lost."""
+    want, _, reference = uninterrupted(tmp_path)
+    _, run_dir = launch(TASK, ScriptedModel(SCRIPT), "local", HarnessPolicy(), tmp_path / "early")
+    journal = run_dir / "events.jsonl"
+    journal.write_text(journal.read_text().splitlines(keepends=True)[0])  # only the system message survived
+    for name in ("snapshot.json", "summary.json"):
+        (run_dir / name).unlink()
+    prompts: list[str] = []
+    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    assert done.summary.stop_reason == "submitted"
+    assert history(run_dir) == history(reference) and prompts == want
