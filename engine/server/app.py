@@ -9,6 +9,7 @@ malformed request gets a 4xx in the shape of the API it was sent to.
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -67,30 +68,27 @@ def create_app(engine: Engine, model_names: list[str]) -> FastAPI:
         text = await asyncio.to_thread(service.metrics.render)
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request):
-        body = openai_api.parse(await request.body())
+    async def answer(request: Request, api, kind: str, final: Callable[[object, str], dict]):
+        """One chat request through either API: parse, check, run (streamed or not), count."""
+        body = api.parse(await request.body())
         service.check_model(body.model)
-        chat = openai_api.to_chat(body)
+        chat = api.to_chat(body)
         if body.stream:
-            events = await openai_api.stream_events(service, chat, body)
-            service.metrics.request("openai", 200)
+            events = await api.stream_events(service, chat, body)
+            service.metrics.request(kind, 200)
             return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
         reply = await service.complete(chat)
-        service.metrics.request("openai", 200)
-        return openai_api.completion(reply, body.model).model_dump(exclude_none=False)
+        service.metrics.request(kind, 200)
+        return final(reply, body.model)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        return await answer(request, openai_api, "openai",
+                            lambda reply, model: openai_api.completion(reply, model).model_dump(exclude_none=False))
 
     @app.post("/v1/messages")
     async def messages(request: Request):
-        body = anthropic_api.parse(await request.body())
-        service.check_model(body.model)
-        chat = anthropic_api.to_chat(body)
-        if body.stream:
-            events = await anthropic_api.stream_events(service, chat, body)
-            service.metrics.request("anthropic", 200)
-            return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
-        reply = await service.complete(chat)
-        service.metrics.request("anthropic", 200)
-        return anthropic_api.message(reply, body.model).model_dump()
+        return await answer(request, anthropic_api, "anthropic",
+                            lambda reply, model: anthropic_api.message(reply, model).model_dump())
 
     return app
