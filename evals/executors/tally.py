@@ -58,10 +58,10 @@ class Tally:
         self.on_change(self)
 
     def line(self) -> str:
-        in_use = len(set(self.running.values()))
         retried = f" · retried {self.retried}" if self.retried else ""
-        return (f"running {len(self.running)} · done {self.done} · failed {self.failed}{retried} · "
-                f"nodes in use {in_use}/{self.nodes}")
+        # Nodes mean something only on a cluster; a local batch runs on this machine alone.
+        nodes = f" · nodes in use {len(set(self.running.values()))}/{self.nodes}" if self.executor != "local" else ""
+        return f"running {len(self.running)} · done {self.done} · failed {self.failed}{retried}{nodes}"
 
     def write(self, path: Path, order: list[str]) -> None:
         """executor.json: where, how often and how long each item ran (written by both executors, so layouts match)."""
