@@ -77,21 +77,39 @@ class PrefixReuse:
     reused: int = 0
     per_request: list[int] = field(default_factory=list)
 
-    cursor: Cursor | None = None  # where the last request ended in the tree
-    last_len: int = 0
+    # Where each chunk (message) of the last request ended in the tree, and at which token:
+    # a later request that shares its first chunks walks on from there instead of the root.
+    marks: list[tuple[Cursor | None, int]] = field(default_factory=lambda: [(None, 0)])
+
+    @property
+    def last_len(self) -> int:
+        return self.marks[-1][1]
 
     def add(self, ids: Sequence[int]) -> int:
-        return self._record(len(ids), ids, None, 0)
+        return self.add_chunks([ids], shared=0)
 
     def add_extension(self, suffix: Sequence[int]) -> int:
-        """The request is the previous one plus `suffix`: walk on from where that one ended,
-        so an append-only run costs the new tokens per step, not the whole prompt."""
-        return self._record(self.last_len + len(suffix), suffix, self.cursor, self.last_len)
+        """The request is the previous one plus `suffix`."""
+        return self.add_chunks([suffix], shared=len(self.marks) - 1)
 
-    def _record(self, length: int, ids: Sequence[int], at: Cursor | None, before: int) -> int:
-        hit = before + self.tree.walk(ids, at)[0]
-        self.cursor, self.last_len = self.tree.insert(ids, at), length
-        self.total += length
+    def add_chunks(self, chunks: Sequence[Sequence[int]], shared: int) -> int:
+        """The request is the previous request's first `shared` chunks followed by `chunks`.
+
+        The walk starts where those shared chunks ended, so a step costs its new tokens, not
+        the whole prompt. Marks up to the divergence point stay valid: an edge split keeps its
+        upper part in the same node, and every split happens at or after that point."""
+        at, before = self.marks[shared]
+        marks = self.marks[: shared + 1]
+        hit, matching = before, True
+        for ids in chunks:
+            if matching:
+                walked = self.tree.walk(ids, at)[0]
+                hit += walked
+                matching = walked == len(ids)
+            at = self.tree.insert(ids, at)
+            marks.append((at, marks[-1][1] + len(ids)))
+        self.marks = marks
+        self.total += self.last_len
         self.reused += hit
         self.per_request.append(hit)
         return hit

@@ -88,6 +88,17 @@ class TokenCounter:
         return len(self._ids)
 
 
+def shared_prefix(a: list[Message], b: list[Message]) -> int:
+    """How many leading messages two prompts share."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the usual case, compared at C speed (identity first)
+        return n
+    i = 0
+    while a[i] is b[i] or a[i] == b[i]:  # `==` alone would compare every field of identical messages
+        i += 1
+    return i
+
+
 class PromptAccounting:
     """Per run: each request's token count and its ideal prefix reuse against all earlier requests."""
 
@@ -97,24 +108,29 @@ class PromptAccounting:
         self.counter = counter
         self.tools_text = tools_text
         self.reuse = PrefixReuse()
-        self.last_prompt: list[Message] | None = None
-        self.chars = 0  # visible text of the last measured prompt
+        self.last_prompt: list[Message] = []
+        self.char_marks = [0]  # visible characters of the last prompt up to each message
+
+    @property
+    def chars(self) -> int:
+        return self.char_marks[-1]
 
     def measure(self, prompt: Sequence[Message]) -> tuple[int, int]:
-        """(prompt tokens, ideally reused tokens). A prompt that extends the previous one (the
-        usual step of an append-only run) costs only its new messages."""
-        prev = self.last_prompt
-        if prev is not None and len(prompt) >= len(prev) and list(prompt[: len(prev)]) == prev:
-            new = prompt[len(prev) :]
-            suffix: list[int] = []
-            for m in new:
-                suffix.extend(self.counter.message_ids(m))
-            hit = self.reuse.add_extension(suffix)
-            self.chars += sum(len(m.text) for m in new)
+        """(prompt tokens, ideally reused tokens). Only the messages from the first one that
+        differs from the previous prompt on are counted and walked: an append-only step costs its
+        new messages, a step that rewrites the middle costs from there on."""
+        prompt = list(prompt)
+        if self.reuse.per_request:  # chunk 0 (the tool schemas) and `same` messages are shared
+            same = shared_prefix(self.last_prompt, prompt)
+            shared, chunks = 1 + same, []
         else:
-            hit = self.reuse.add(self.counter.prompt_ids(prompt, self.tools_text))
-            self.chars = sum(len(m.text) for m in prompt)
-        self.last_prompt = list(prompt)
+            same, shared, chunks = 0, 0, [self.counter.text_ids(self.tools_text) if self.tools_text else ()]
+        chunks += [self.counter.message_ids(m) for m in prompt[same:]]
+        hit = self.reuse.add_chunks(chunks, shared)
+        marks = self.char_marks[: same + 1]
+        for m in prompt[same:]:
+            marks.append(marks[-1] + len(m.text))
+        self.char_marks, self.last_prompt = marks, prompt
         return self.reuse.last_len, hit
 
 

@@ -88,3 +88,20 @@ def test_an_in_process_engine_client_lends_its_own_tokenizer():
 
     counter = counter_for(Client())
     assert counter.name == "engine" and counter.text_ids("a b c") == (7, 7, 7)
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.booleans()), min_size=1, max_size=12))
+def test_accounting_from_the_first_changed_message_equals_counting_from_scratch(steps):
+    """Prompts that grow, shrink or have a message rewritten in the middle (masking, compaction):
+    walking on from the first changed message must give what a whole recount gives."""
+    counter = TokenCounter(lambda text: list(text.encode()), "bytes")
+    accounting = PromptAccounting(counter, tools_text="[tools]")
+    h, earlier = history(15), []
+    for length, rewrite_at, rewrite in steps:
+        prompt = list(h[: max(1, length)])
+        if rewrite and rewrite_at < len(prompt):
+            prompt[rewrite_at] = prompt[rewrite_at].model_copy(update={"text": f"[hidden {rewrite_at}]"})
+        ids = counter.prompt_ids(prompt, "[tools]")
+        assert accounting.measure(prompt) == (len(ids), brute_force(earlier, ids))
+        assert accounting.chars == sum(len(m.text) for m in prompt)
+        earlier.append(ids)
