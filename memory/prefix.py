@@ -88,10 +88,6 @@ class PrefixReuse:
     def add(self, ids: Sequence[int]) -> int:
         return self.add_chunks([ids], shared=0)
 
-    def add_extension(self, suffix: Sequence[int]) -> int:
-        """The request is the previous one plus `suffix`."""
-        return self.add_chunks([suffix], shared=len(self.marks) - 1)
-
     def add_chunks(self, chunks: Sequence[Sequence[int]], shared: int) -> int:
         """The request is the previous request's first `shared` chunks followed by `chunks`.
 
