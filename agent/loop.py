@@ -55,6 +55,7 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
+    summariser = ModelSummariser(model, policy.model)
     opening = initial_messages(task, policy)
     if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
         for message in opening[len(state.history) :]:
@@ -90,7 +91,7 @@ def run(
                 add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
             stop = after_step(state, done, policy, sandbox, stop_rules)
             if stop is None:
-                compact_if_due(state, policy, ModelSummariser(model, policy.model), accounting, journal, shown)
+                compact_if_due(state, policy, summariser, accounting, journal, shown)
             state.settled_seq = journal.seq  # the state now holds every journaled event: a snapshot may cover them
             if stop is None and state.step % policy.checkpoint.snapshot_every == 0:
                 write_snapshot(state, journal, sandbox)
