@@ -5,8 +5,12 @@
     async for chunk in engine.stream(prompt, params):  # from any asyncio loop
         print(chunk.delta, end="")
 
-One background thread owns the model and runs `step()` while there is work; every
-request is a `Sequence` the scheduler batches with the others (continuous batching).
+One background thread owns the model and the scheduler and runs `step()` while there
+is work; every request is a `Sequence` the scheduler batches with the others
+(continuous batching). Other threads never touch the scheduler: `submit`, `generate`
+and `abort` put their request in an inbox the loop drains before each step, so a
+caller waits for a short lock, never for a step (a lock held across steps starves
+callers: the loop thread takes it back before a waiter wakes).
 `generate` blocks on per-request events; `stream` receives per-request updates
 through an asyncio queue fed thread-safely from the loop. A bad request raises an
 `EngineError` at submission and never reaches the loop; an exception inside a step
@@ -121,8 +125,9 @@ class Engine:
         self._handles: dict[str, _Handle] = {}
         self._ids = itertools.count()
         self._arrivals = itertools.count()
-        self._lock = threading.Lock()
-        self._work = threading.Condition(self._lock)
+        self._inbox: list[Callable[[], None]] = []  # scheduler changes for the loop to apply
+        self._work = threading.Condition()  # guards the inbox and _stopped
+        self._lock = threading.Lock()  # held by the loop thread around each step
         self._thread: threading.Thread | None = None
         self._stopped = False
         log.info(
@@ -180,22 +185,44 @@ class Engine:
         """Queue a request; returns its id. Raises EngineError subclasses for bad input."""
         seq = self._make_sequence(prompt, params or SamplingParams(), request_id)
         handle = _Handle(seq, on_update)
-        with self._work:
-            if self._stopped:
-                raise EngineStoppedError("the engine is shut down; create a new Engine")
-            seq.arrival = next(self._arrivals)
-            self._handles[seq.request_id] = handle
-            self.scheduler.add(seq)
-            self._work.notify()
-        self._ensure_loop()
+        self._enqueue([handle])
         return seq.request_id
 
     def abort(self, request_id: str) -> None:
-        with self._lock:
-            handle = self._handles.get(request_id)
-            if handle and handle.seq.status is not Status.FINISHED:
+        """Stop a request; it finishes with reason "abort" before the next step."""
+        handle = self._handles.get(request_id)
+        if handle is None:
+            return
+
+        def apply() -> None:
+            if handle.seq.status is not Status.FINISHED:
                 self.scheduler.finish(handle.seq, "abort")
                 self._notify(handle, [])
+
+        self._post(apply)
+
+    def _enqueue(self, handles: list[_Handle]) -> None:
+        def apply() -> None:
+            for h in handles:
+                self.scheduler.add(h.seq)
+
+        with self._work:
+            if self._stopped:
+                raise EngineStoppedError("the engine is shut down; create a new Engine")
+            for h in handles:
+                h.seq.arrival = next(self._arrivals)
+                self._handles[h.seq.request_id] = h
+            self._inbox.append(apply)
+            self._work.notify()
+        self._ensure_loop()
+
+    def _post(self, change: Callable[[], None]) -> None:
+        with self._work:
+            if self._stopped:
+                return
+            self._inbox.append(change)
+            self._work.notify()
+        self._ensure_loop()
 
     def generate(
         self, prompts: list[str | list[int]] | str, params: SamplingParams | list[SamplingParams] | None = None
@@ -211,13 +238,7 @@ class Engine:
         # Validate every prompt before queueing any, so a bad one leaves nothing behind.
         seqs = [self._make_sequence(p, sp, None) for p, sp in zip(prompts, params)]
         handles = [_Handle(s) for s in seqs]
-        with self._work:
-            for h in handles:
-                h.seq.arrival = next(self._arrivals)
-                self._handles[h.seq.request_id] = h
-                self.scheduler.add(h.seq)
-            self._work.notify()
-        self._ensure_loop()
+        self._enqueue(handles)
         for h in handles:
             h.done.wait()
         return [self._pop_output(h) for h in handles]
@@ -231,12 +252,12 @@ class Engine:
 
         def on_update(seq: Sequence, new_ids: list[int]) -> None:
             chunk = self._chunk(seq, new_ids)
-            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, chunk)
+            except RuntimeError:  # the consumer's loop has closed; the abort below is on its way
+                pass
 
-        # submit() and abort() wait for the engine lock, which a running step holds: from the
-        # event loop they would stall every other request for up to a step. Submit from a
-        # worker thread, and abort only a request that did not finish.
-        rid = await asyncio.to_thread(self.submit, prompt, params, request_id, on_update)
+        rid = self.submit(prompt, params, request_id, on_update)
         finished = False
         try:
             while True:
@@ -288,7 +309,9 @@ class Engine:
 
     def _ensure_loop(self) -> None:
         if self._thread is None or not self._thread.is_alive():
-            with self._lock:
+            with self._work:
+                if self._stopped:
+                    return
                 if self._thread is None or not self._thread.is_alive():
                     self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
                     self._thread.start()
@@ -300,27 +323,33 @@ class Engine:
         torch.set_grad_enabled(False)
         while True:
             with self._work:
-                while not self.scheduler.has_work() and not self._stopped:
+                while not self._inbox and not self.scheduler.has_work() and not self._stopped:
                     self._work.wait()
                 if self._stopped:
                     return
+                changes, self._inbox = self._inbox, []
+            with self._lock:
+                for change in changes:
+                    change()
                 self.step()
 
     def shutdown(self) -> None:
         with self._work:
             self._stopped = True
+            self._inbox.clear()
+            self._work.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with self._lock:
             for handle in list(self._handles.values()):
                 if handle.seq.status is not Status.FINISHED:
                     handle.seq.error = EngineStoppedError("the engine was shut down")
                     self.scheduler.finish(handle.seq, "abort")
                     self._notify(handle, [])
-            self._work.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.
-        Called by the loop thread with the lock held."""
+        Called by the loop thread with `_lock` held."""
         t0 = time.perf_counter()
         batch = self.scheduler.schedule()
         if not batch:
@@ -414,22 +443,23 @@ class Engine:
     # ------------------------------------------------------------ tools for tests and servers
 
     def stats(self) -> dict:
-        """A snapshot a server can expose: cache occupancy and batching history."""
-        with self._lock:
-            recent = list(self.step_stats)
-            return {
-                "num_steps": self.num_steps,
-                "max_batch_seqs": self.max_batch_seqs,
-                "running": len(self.scheduler.running),
-                "waiting": len(self.scheduler.waiting),
-                "free_blocks": self.pool.num_free,
-                "total_blocks": self.pool.num_blocks,
-                "cached_blocks": self.radix.num_nodes if self.radix else 0,
-                "evicted_blocks": self.radix.num_evicted if self.radix else 0,
-                "preemptions": self.scheduler.total_preemptions,
-                "kv_bytes_per_token": self.kv.bytes_per_token,
-                "recent_steps": recent,
-            }
+        """A snapshot a server can expose: cache occupancy and batching history. Read
+        without the step lock (each read is atomic under the GIL), so a metrics scrape never
+        waits for a step; figures may straddle a step boundary."""
+        recent = list(self.step_stats)
+        return {
+            "num_steps": self.num_steps,
+            "max_batch_seqs": self.max_batch_seqs,
+            "running": len(self.scheduler.running),
+            "waiting": len(self.scheduler.waiting),
+            "free_blocks": self.pool.num_free,
+            "total_blocks": self.pool.num_blocks,
+            "cached_blocks": self.radix.num_nodes if self.radix else 0,
+            "evicted_blocks": self.radix.num_evicted if self.radix else 0,
+            "preemptions": self.scheduler.total_preemptions,
+            "kv_bytes_per_token": self.kv.bytes_per_token,
+            "recent_steps": recent,
+        }
 
     def prompt_logits(self, prompts: list[list[int]]) -> list[torch.Tensor]:
         """Logits at every position of each prompt, computed in one batched prefill through
