@@ -103,14 +103,19 @@ def serve_command(
     max_model_len: int = typer.Option(None, help="Context length cap; default: the model's own."),
     name: str = typer.Option(None, help="Model name clients ask for; default: smollm2 (embedded) or the file's stem."),
     threads: int = typer.Option(None, help="Torch CPU threads; default: torch's choice."),
+    weights: str = typer.Option(
+        "float32", help="CPU weights: float32 (matches transformers) or int4 (4-bit, bfloat16 activations, faster decode)."
+    ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
     from engine import EngineError
     from engine.server import serve
 
     try:
-        serve(model, host, port, kv_cache_mb << 20, max_model_len, threads, name)
-    except EngineError as e:
+        if weights not in ("float32", "int4"):
+            raise HarnessError(f"--weights must be float32 or int4, got {weights!r}")
+        serve(model, host, port, kv_cache_mb << 20, max_model_len, threads, name, weights=weights)
+    except (EngineError, HarnessError) as e:
         fail(HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}"))
 
 

@@ -3,6 +3,12 @@
     python -m engine.bench                  # the embedded SmolLM2-135M-Instruct
     python -m engine.bench --model PATH --tokens 64 --threads 2 --repeats 3 --skip-transformers
     python -m engine.bench --dummy          # random weights of SmolLM2-135M's shape, no files
+    python -m engine.bench --weights int4   # only the 4-bit engine
+
+The engine runs once per --weights value (float32 matches transformers to 1e-3;
+int4 keeps 4-bit projections with bfloat16 activations), then transformers runs in
+float32 after the engines have shut down: torch's OpenMP workers slow down once two
+threads have each run parallel ops (see engine.py), so the two sides never overlap.
 
 Decode tokens/s counts tokens after the first one, from the first token to the
 last, so prompt processing is excluded on both sides; for transformers it is
@@ -70,6 +76,35 @@ def _transformers_model(path: str, dummy: bool):
     return transformers.AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=torch.float32).eval()
 
 
+def _measure_engine(source, weights: str, args, n: int) -> dict:
+    engine = Engine(source, EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512, weights=weights))
+    try:
+        if args.dummy:
+            prompt = [(i * 7919) % 40000 + 100 for i in range(39)]
+            corpus = [(i * 104729) % 40000 + 100 for i in range(args.ttft_tokens * (n + 1))]
+            tail = [(i * 31) % 40000 + 100 for i in range(args.ttft_tokens)]
+        else:
+            prompt = engine.encode_chat([{"role": "user", "content": "Write a long story about a lighthouse keeper."}])
+            text = " ".join(f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(600 * (n + 1)))
+            corpus = engine.encode(text)
+            tail = engine.encode(" A different ending: " + "tail " * 400)
+        engine.generate([prompt] * 8, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm up
+        decode = {b: max(_engine_decode_rate(engine, prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)}
+        cold, warm = [], []
+        for r in range(n):
+            # A prompt never seen before (cold), then one sharing its first 95% (warm).
+            long_ids = corpus[r * 1000 : r * 1000 + args.ttft_tokens]
+            keep = int(len(long_ids) * 0.95)
+            cold.append(_ttft(engine, long_ids))
+            warm.append(_ttft(engine, long_ids[:keep] + tail[: len(long_ids) - keep]))
+        return {
+            "prompt": prompt, "decode": decode, "cold": min(cold), "warm": min(warm),
+            "max_batch": engine.max_batch_seqs, "kv_bytes": engine.kv.bytes_per_token,
+        }
+    finally:
+        engine.shutdown()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="GGUF file or HF directory (default: embedded SmolLM2-135M)")
@@ -79,41 +114,19 @@ def main(argv=None) -> None:
     ap.add_argument("--ttft-tokens", type=int, default=4000)
     ap.add_argument("--skip-transformers", action="store_true")
     ap.add_argument("--dummy", action="store_true", help="random weights of SmolLM2-135M's shape (both engines)")
+    ap.add_argument("--weights", default="float32,int4", help="engine weight formats to measure, comma-separated")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    torch.set_num_threads(args.threads)
     n = max(1, args.repeats)
 
     path = "dummy weights, SmolLM2-135M shape" if args.dummy else args.model or str(default_model_path())
     source = dummy_checkpoint(SMOLLM2_135M) if args.dummy else path
-    engine = Engine(source, EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512))
-    if args.dummy:
-        prompt = [(i * 7919) % 40000 + 100 for i in range(39)]
-        corpus = [(i * 104729) % 40000 + 100 for i in range(args.ttft_tokens * (n + 1))]
-        tail = [(i * 31) % 40000 + 100 for i in range(args.ttft_tokens)]
-    else:
-        prompt = engine.encode_chat([{"role": "user", "content": "Write a long story about a lighthouse keeper."}])
-        text = " ".join(f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(600 * (n + 1)))
-        corpus = engine.encode(text)
-        tail = engine.encode(" A different ending: " + "tail " * 400)
-    engine.generate([prompt] * 8, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm up
-    ours = {b: max(_engine_decode_rate(engine, prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)}
-
-    cold, warm = [], []
-    for r in range(n):
-        # A prompt never seen before (cold), then one sharing its first 95% (warm).
-        long_ids = corpus[r * 1000 : r * 1000 + args.ttft_tokens]
-        keep = int(len(long_ids) * 0.95)
-        cold.append(_ttft(engine, long_ids))
-        warm.append(_ttft(engine, long_ids[:keep] + tail[: len(long_ids) - keep]))
-    cold_s, cold_cached = min(cold)
-    warm_s, warm_cached = min(warm)
-    max_batch = engine.max_batch_seqs
-    bytes_per_token = engine.kv.bytes_per_token
-    engine.shutdown()
+    runs = {w: _measure_engine(source, w, args, n) for w in args.weights.split(",")}
+    prompt = next(iter(runs.values()))["prompt"]
 
     ref = {}
     if not args.skip_transformers:
+        torch.set_num_threads(args.threads)
         t = time.perf_counter()
         model = _transformers_model(path, args.dummy)
         print(f"transformers loaded the model in {time.perf_counter() - t:.1f}s")
@@ -123,20 +136,23 @@ def main(argv=None) -> None:
     print()
     print(f"model: {path}")
     print(f"threads: {args.threads}, decode tokens per request: {args.tokens}, prompt: {len(prompt)} tokens, best of {n}")
-    print(f"KV cache bytes per token: {bytes_per_token}")
+    print("KV cache bytes per token: " + ", ".join(f"{r['kv_bytes']} ({w})" for w, r in runs.items()))
     print()
-    print(f"{'decode tokens/s':<20}{'engine':>10}{'transformers':>14}{'ratio':>8}")
+    print(f"{'decode tokens/s':<20}" + "".join(f"{'engine ' + w:>16}" for w in runs) + f"{'transformers':>14}"
+          + "".join(f"{'ratio ' + w:>14}" for w in runs))
     for b in (1, 8):
         r = ref.get(b)
-        print(
-            f"{'batch ' + str(b):<20}{ours[b]:>10.1f}"
-            + (f"{r:>14.1f}{ours[b] / r:>7.1f}x" if r else f"{'-':>14}{'-':>8}")
-        )
-    print()
-    print(f"TTFT cold, {args.ttft_tokens} tokens:         {cold_s:8.3f} s  (cached {cold_cached})")
-    print(f"TTFT 95% cached, {args.ttft_tokens} tokens:   {warm_s:8.3f} s  (cached {warm_cached})")
-    print(f"cached / cold:                    {warm_s / cold_s:8.1%}")
-    print(f"most sequences batched in one step: {max_batch}")
+        row = f"{'batch ' + str(b):<20}" + "".join(f"{run['decode'][b]:>16.1f}" for run in runs.values())
+        row += f"{r:>14.1f}" + "".join(f"{run['decode'][b] / r:>13.1f}x" for run in runs.values()) if r else f"{'-':>14}"
+        print(row)
+    for w, run in runs.items():
+        (cold_s, cold_cached), (warm_s, warm_cached) = run["cold"], run["warm"]
+        print()
+        print(f"engine {w}:")
+        print(f"  TTFT cold, {args.ttft_tokens} tokens:         {cold_s:8.3f} s  (cached {cold_cached})")
+        print(f"  TTFT 95% cached, {args.ttft_tokens} tokens:   {warm_s:8.3f} s  (cached {warm_cached})")
+        print(f"  cached / cold:                    {warm_s / cold_s:8.1%}")
+        print(f"  most sequences batched in one step: {run['max_batch']}")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,14 @@ class EngineConfig:
     device: str = "cpu"
     enable_prefix_cache: bool = True
     use_onednn: bool | None = None  # CPU kernel for projections (linear.py); None: time both, keep the faster
+    # CPU weights: "float32" (matches transformers to 1e-3) or "int4" (4-bit projections with
+    # bfloat16 activations and KV cache, several times faster decode; quant.py).
+    weights: str = "float32"
     step_stats_history: int = 4096  # how many per-step records to keep for a server to expose
+
+    def __post_init__(self):
+        if self.weights not in ("float32", "int4"):
+            raise ValueError(f"EngineConfig.weights must be 'float32' or 'int4', got {self.weights!r}")
 
 
 # The shape of SmolLM2-135M, for benchmarking dummy weights where the GGUF file is absent.

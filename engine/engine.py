@@ -5,12 +5,20 @@
     async for chunk in engine.stream(prompt, params):  # from any asyncio loop
         print(chunk.delta, end="")
 
-One background thread owns the model and the scheduler and runs `step()` while there
-is work; every request is a `Sequence` the scheduler batches with the others
-(continuous batching). Other threads never touch the scheduler: `submit`, `generate`
-and `abort` put their request in an inbox the loop drains before each step, so a
-caller waits for a short lock, never for a step (a lock held across steps starves
-callers: the loop thread takes it back before a waiter wakes).
+One background thread owns the model and the scheduler: it loads the weights, then
+runs `step()` while there is work; every request is a `Sequence` the scheduler batches
+with the others (continuous batching). Other threads never touch either: `submit`,
+`generate`, `abort` and `prompt_logits` put their change in an inbox the loop drains
+before each step, so a caller waits for a short lock, never for a step (a lock held
+across steps starves callers: the loop thread takes it back before a waiter wakes).
+
+All torch work stays on that one thread because torch's OpenMP runtime gives every
+thread that runs parallel ops its own worker team, and once the teams together hold
+more threads than there are cores its workers stop spin-waiting between the hundreds
+of small parallel regions of a decode step: on the 2-core box this engine was tuned
+on, a step ran 1.5-2x slower as soon as a second thread had run a parallel torch op.
+A program embedding the engine should keep its own torch work off other threads
+when it measures speed.
 `generate` blocks on per-request events; `stream` receives per-request updates
 through an asyncio queue fed thread-safely from the loop. A bad request raises an
 `EngineError` at submission and never reaches the loop; an exception inside a step
@@ -26,6 +34,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,8 +107,38 @@ class _Handle:
 class Engine:
     def __init__(self, model: str | Path | Checkpoint | None = None, config: EngineConfig | None = None):
         self.config = config or EngineConfig()
+        self.step_stats: deque[StepStats] = deque(maxlen=self.config.step_stats_history)
+        self.num_steps = 0
+        self.max_batch_seqs = 0  # the most sequences ever batched in one step
+        self._handles: dict[str, _Handle] = {}
+        self._ids = itertools.count()
+        self._arrivals = itertools.count()
+        self._inbox: list[Callable[[], None]] = []  # changes for the loop thread to apply
+        self._work = threading.Condition()  # guards the inbox and _stopped
+        self._lock = threading.Lock()  # held by the loop thread around each step
+        self._stopped = False
+        loaded: Future = Future()
+        self._thread = threading.Thread(target=self._run, args=(model, loaded), name="engine-loop", daemon=True)
+        self._thread.start()
+        loaded.result()  # a bad model file raises here, in the caller's thread
+        # Stop the loop before interpreter teardown pulls torch out from under it.
+        ref = weakref.ref(self)
+        atexit.register(lambda: (e := ref()) is not None and e.shutdown())
+
+    def _run(self, model: str | Path | Checkpoint | None, loaded: Future) -> None:
+        torch.set_grad_enabled(False)
         if self.config.num_threads:
             torch.set_num_threads(self.config.num_threads)
+        try:
+            self._load(model)
+        except BaseException as e:
+            self._stopped = True
+            loaded.set_exception(e)
+            return
+        loaded.set_result(None)
+        self._loop()
+
+    def _load(self, model: str | Path | Checkpoint | None) -> None:
         t0 = time.perf_counter()
         ckpt = model if isinstance(model, Checkpoint) else load_checkpoint(model or default_model_path())
         self.model_path = ckpt.path
@@ -111,7 +150,11 @@ class Engine:
 
             self.model = CudaModel(ckpt, self.config.device, max_len=self.max_model_len)
         else:
-            self.model = Model(ckpt, self.config.device, max_len=self.max_model_len, use_onednn=self.config.use_onednn)
+            int4 = self.config.weights == "int4"
+            self.model = Model(
+                ckpt, self.config.device, torch.bfloat16 if int4 else torch.float32, self.max_model_len,
+                self.config.use_onednn, int4,
+            )
         del ckpt
         self.kv = allocate_kv_cache(self.model_config, self.config, self.model.dtype)
         self.runner = make_runner(self.model, self.kv, self.config, self.max_model_len)
@@ -119,17 +162,6 @@ class Engine:
         self.radix = RadixCache(self.pool, self.config.block_size) if self.config.enable_prefix_cache else None
         self.scheduler = Scheduler(self.config, self.pool, self.radix)
         self.eos_ids = set(self.model_config.eos_token_ids)
-        self.step_stats: deque[StepStats] = deque(maxlen=self.config.step_stats_history)
-        self.num_steps = 0
-        self.max_batch_seqs = 0  # the most sequences ever batched in one step
-        self._handles: dict[str, _Handle] = {}
-        self._ids = itertools.count()
-        self._arrivals = itertools.count()
-        self._inbox: list[Callable[[], None]] = []  # scheduler changes for the loop to apply
-        self._work = threading.Condition()  # guards the inbox and _stopped
-        self._lock = threading.Lock()  # held by the loop thread around each step
-        self._thread: threading.Thread | None = None
-        self._stopped = False
         log.info(
             "engine ready: %s, %d layers, KV %d bytes/token, %d blocks, max_model_len %d, loaded in %.1fs",
             self.model_path or "dummy weights", self.model_config.num_layers, self.kv.bytes_per_token,
@@ -214,15 +246,29 @@ class Engine:
                 self._handles[h.seq.request_id] = h
             self._inbox.append(apply)
             self._work.notify()
-        self._ensure_loop()
 
-    def _post(self, change: Callable[[], None]) -> None:
+    def _post(self, change: Callable[[], None]) -> bool:
+        """Queue a change for the loop thread; False when the engine is shut down."""
         with self._work:
             if self._stopped:
-                return
+                return False
             self._inbox.append(change)
             self._work.notify()
-        self._ensure_loop()
+        return True
+
+    def _on_loop(self, fn: Callable[[], object]) -> object:
+        """Run fn on the loop thread between two steps and return its result (or raise its error)."""
+        result: Future = Future()
+
+        def change() -> None:
+            try:
+                result.set_result(fn())
+            except BaseException as e:
+                result.set_exception(e)
+
+        if not self._post(change):
+            raise EngineStoppedError("the engine is shut down; create a new Engine")
+        return result.result()
 
     def generate(
         self, prompts: list[str | list[int]] | str, params: SamplingParams | list[SamplingParams] | None = None
@@ -307,20 +353,7 @@ class Engine:
 
     # ------------------------------------------------------------ the loop
 
-    def _ensure_loop(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            with self._work:
-                if self._stopped:
-                    return
-                if self._thread is None or not self._thread.is_alive():
-                    self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
-                    self._thread.start()
-                    # Stop the loop before interpreter teardown pulls torch out from under it.
-                    ref = weakref.ref(self)
-                    atexit.register(lambda: (e := ref()) is not None and e.shutdown())
-
     def _loop(self) -> None:
-        torch.set_grad_enabled(False)
         while True:
             with self._work:
                 while not self._inbox and not self.scheduler.has_work() and not self._stopped:
@@ -330,7 +363,10 @@ class Engine:
                 changes, self._inbox = self._inbox, []
             with self._lock:
                 for change in changes:
-                    change()
+                    try:
+                        change()
+                    except Exception:  # a change that fails must not take the loop down with it
+                        log.exception("engine: applying a queued change failed")
                 self.step()
 
     def shutdown(self) -> None:
@@ -338,7 +374,7 @@ class Engine:
             self._stopped = True
             self._inbox.clear()
             self._work.notify_all()
-        if self._thread is not None:
+        if self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         with self._lock:
             for handle in list(self._handles.values()):
@@ -465,7 +501,8 @@ class Engine:
         """Logits at every position of each prompt, computed in one batched prefill through
         the paged cache (no prefix cache, nothing kept). For checking the model itself."""
         bs = self.config.block_size
-        with self._lock:
+
+        def compute() -> torch.Tensor:
             seqs = []
             try:
                 for i, ids in enumerate(prompts):
@@ -476,8 +513,10 @@ class Engine:
                     seq.owned_blocks = self.pool.allocate(need)
                     seqs.append(seq)
                 inputs = self.runner.prepare([(s, len(s.token_ids)) for s in seqs])
-                logits = self.runner.run(inputs, all_logits=True)
+                return self.runner.run(inputs, all_logits=True)
             finally:
                 for s in seqs:
                     self.pool.free(s.owned_blocks)
+
+        logits = self._on_loop(compute)
         return list(logits.split([len(p) for p in prompts]))

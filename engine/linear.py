@@ -6,7 +6,8 @@ memory bandwidth, and oneDNN with a pre-packed weight was about 2x faster for on
 4x for eight and 2.4x for a 512-token prefill chunk; on an Intel Xeon, MKL was the
 faster one. So by default the engine times both once per process on decode-shaped
 projections (`onednn_is_faster`) and keeps the winner. Elsewhere (a GPU, or a torch
-without oneDNN) a plain matmul against a pre-transposed contiguous weight.
+without oneDNN) a plain matmul against a pre-transposed contiguous weight. With
+`weights="int4"` the projections keep 4-bit codes instead (quant.py).
 """
 
 import logging
@@ -15,15 +16,18 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.quant import int4_matmul, int4_supported, pack_int4
+
 log = logging.getLogger("engine")
 
 
 @dataclass
 class Linear:
-    weight: torch.Tensor  # oneDNN-packed (opaque) when `packed`, else (in, out) contiguous
+    weight: torch.Tensor  # oneDNN-packed or int4-packed (opaque), or (in, out) contiguous for "matmul"
     bias: torch.Tensor | None
     out_features: int
-    packed: bool
+    kind: str  # "onednn" | "int4" | "matmul"
+    scale_zero: torch.Tensor | None = None  # int4: (in / 32, out, 2)
 
 
 def onednn_available(device: torch.device) -> bool:
@@ -39,24 +43,33 @@ def onednn_available(device: torch.device) -> bool:
 _PACK_HINT = 64
 
 
-def make_linear(weight: torch.Tensor, bias: torch.Tensor | None, device, dtype, use_onednn: bool) -> Linear:
-    """weight: (out, in) as Hugging Face stores it."""
-    w = weight.to(device=device, dtype=dtype).contiguous()
+def make_linear(
+    weight: torch.Tensor, bias: torch.Tensor | None, device, dtype, use_onednn: bool, int4: bool = False
+) -> Linear:
+    """weight: (out, in) as Hugging Face stores it. `int4` keeps 4-bit codes where the
+    kernel takes the shape (else falls back to a dense weight in `dtype`)."""
     b = None if bias is None else bias.to(device=device, dtype=dtype).contiguous()
+    if int4 and int4_supported(weight.to(device)):
+        packed, scale_zero = pack_int4(weight.to(device), dtype)
+        return Linear(packed, b, weight.shape[0], "int4", scale_zero)
+    w = weight.to(device=device, dtype=dtype).contiguous()
     if use_onednn:
         try:
-            return Linear(torch.ops.mkldnn._reorder_linear_weight(w, _PACK_HINT), b, w.shape[0], True)
+            return Linear(torch.ops.mkldnn._reorder_linear_weight(w, _PACK_HINT), b, w.shape[0], "onednn")
         except RuntimeError:
             pass  # this torch cannot pack the weight: use the portable path
-    return Linear(w.t().contiguous(), b, w.shape[0], False)
+    return Linear(w.t().contiguous(), b, w.shape[0], "matmul")
 
 
 def linear(x: torch.Tensor, lin: Linear) -> torch.Tensor:
     """x: (T, in) -> (T, out)."""
     if x.shape[0] == 0:
         return x.new_empty((0, lin.out_features))
-    if lin.packed:
+    if lin.kind == "onednn":
         return torch.ops.mkldnn._linear_pointwise(x.contiguous(), lin.weight, lin.bias, "none", [], "")
+    if lin.kind == "int4":
+        y = int4_matmul(x, lin.weight, lin.scale_zero)
+        return y if lin.bias is None else y + lin.bias
     if lin.bias is None:
         return x @ lin.weight
     return torch.addmm(lin.bias, x, lin.weight)
@@ -92,7 +105,7 @@ def onednn_is_faster(device: torch.device) -> bool:
             plain = [make_linear(w, None, device, torch.float32, False) for w in weights]
             best_time(packed), best_time(plain)  # warm up both
             t_packed, t_plain = best_time(packed), best_time(plain)
-        _measured[key] = packed[0].packed and t_packed < t_plain
+        _measured[key] = packed[0].kind == "onednn" and t_packed < t_plain
         log.info(
             "CPU projections: oneDNN packed %.2f ms, plain matmul %.2f ms -> %s",
             t_packed * 1e3, t_plain * 1e3, "oneDNN" if _measured[key] else "plain matmul",

@@ -2,8 +2,9 @@
 
 Tokens of all scheduled sequences are concatenated into one (T,) batch with their
 positions; attention reads and writes the paged KV cache through `paged_attention`.
-Weights are prepared once (linear.py): float32, Q/K/V fused into one projection and
-gate/up into another, each packed for oneDNN on CPU or pre-transposed for a plain matmul.
+Weights are prepared once (linear.py): Q/K/V fused into one projection and gate/up
+into another, each packed for oneDNN on CPU or pre-transposed for a plain matmul, in
+float32; or, with int4=True, as 4-bit codes with bfloat16 activations (quant.py).
 """
 
 from dataclasses import dataclass
@@ -53,21 +54,27 @@ class Model:
         dtype: torch.dtype = torch.float32,
         max_len: int | None = None,
         use_onednn: bool | None = None,  # None: whichever CPU kernel measures faster here
+        int4: bool = False,  # 4-bit projections (needs dtype bfloat16)
     ):
         c = ckpt.config
         self.config = c
         self.device = torch.device(device)
         self.dtype = dtype
         if use_onednn is None:
-            use_onednn = onednn_is_faster(self.device)
+            # bfloat16 has no fast plain-matmul path on CPU (4x slower than oneDNN's here),
+            # so with int4 the dense output projection always takes oneDNN where it exists.
+            use_onednn = int4 or onednn_is_faster(self.device)
         onednn = use_onednn and onednn_available(self.device)
 
         def lin(weight, bias=None):
-            return make_linear(weight, bias, device, dtype, onednn)
+            return make_linear(weight, bias, device, dtype, onednn, int4)
 
         w = ckpt.tensors
         self.embed = w["model.embed_tokens.weight"].to(device=device, dtype=dtype).contiguous()
-        self.lm_head = lin(w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"])
+        # The output projection stays dense: GGUF files store it (tied to the embedding) at 8
+        # bits or more, and 4 bits would change the model.
+        head = w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"]
+        self.lm_head = make_linear(head, None, device, dtype, onednn)
         self.norm = w["model.norm.weight"].to(device=device, dtype=dtype)
         self.layers: list[LayerWeights] = []
         for i in range(c.num_layers):
@@ -85,8 +92,8 @@ class Model:
                     down=lin(w[p + "mlp.down_proj.weight"]),
                 )
             )
-        self.packed = onednn and self.lm_head.packed
-        self.cos, self.sin = rope_tables(c, device, max_len or c.max_position_embeddings)
+        self.packed = self.lm_head.kind == "onednn"
+        self.cos, self.sin = (t.to(dtype) for t in rope_tables(c, device, max_len or c.max_position_embeddings))
         self.scale = c.head_dim**-0.5
 
     def forward(
@@ -119,4 +126,4 @@ class Model:
             x = x + linear(F.silu(gate) * up, layer.down)
         if logits_rows is not None:
             x = x.index_select(0, logits_rows)
-        return linear(F.rms_norm(x, (c.hidden_size,), self.norm, eps), self.lm_head)
+        return linear(F.rms_norm(x, (c.hidden_size,), self.norm, eps), self.lm_head).float()

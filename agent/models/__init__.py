@@ -17,7 +17,7 @@ from agent.models.base import ModelClient
 
 KNOWN = (
     "scripted:FILE, openai:MODEL, anthropic:MODEL, openai-compatible:http://HOST:PORT/v1#MODEL, "
-    "anthropic-compatible:http://HOST:PORT#MODEL, local, local:PATH"
+    "anthropic-compatible:http://HOST:PORT#MODEL, local, local:PATH, local-int4, local-int4:PATH"
 )
 
 
@@ -63,8 +63,8 @@ def load_model(spec: str) -> ModelClient:
 
         url, model = _url_and_model(spec, rest, "anthropic-compatible:http://127.0.0.1:8000#smollm2")
         return AnthropicModel(model, api_key=_key("ANTHROPIC_API_KEY", spec, required=False), base_url=url)
-    if kind == "local":
+    if kind in ("local", "local-int4"):
         from agent.models.local import LocalModel
 
-        return LocalModel(path=rest or None)
+        return LocalModel(path=rest or None, weights="int4" if kind == "local-int4" else "float32")
     raise HarnessError(f"Unknown model {spec!r}. Model strings look like: {KNOWN}.")

@@ -2,6 +2,7 @@
 
     LocalModel()                      # `local`: the embedded SmolLM2-135M-Instruct
     LocalModel(path="model.gguf")     # `local:PATH`
+    LocalModel(weights="int4")        # `local-int4`: the file's 4-bit weights, bfloat16 activations
     LocalModel(engine=an_engine)      # share an engine that is already loaded
 
 With `ModelParams.tool_choice == "required"` decoding is constrained by a grammar built
@@ -24,13 +25,14 @@ FINISH: dict[str, FinishReason] = {"stop": "stop", "tool_calls": "tool_calls", "
 
 
 class LocalModel:
-    def __init__(self, path: str | None = None, engine=None, name: str | None = None):
-        from engine import Engine, EngineError
+    def __init__(self, path: str | None = None, engine=None, name: str | None = None, weights: str = "float32"):
+        from engine import Engine, EngineConfig, EngineError
 
-        self.name = name or ("local" if path is None else f"local:{path}")
+        kind = "local" if weights == "float32" else f"local-{weights}"
+        self.name = name or (kind if path is None else f"{kind}:{path}")
         if engine is None:
             try:
-                engine = Engine(path)
+                engine = Engine(path, EngineConfig(weights=weights))
             except EngineError as e:
                 raise HarnessError(f"Cannot load the local model {self.name}: {e}") from None
         self.engine = engine

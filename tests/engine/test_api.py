@@ -8,6 +8,7 @@ import pytest
 from engine import (
     ContextLengthError,
     Engine,
+    EngineConfig,
     EngineError,
     InvalidRequestError,
     ModelConfig,
@@ -105,6 +106,8 @@ def test_bad_inputs_get_clear_errors_and_the_engine_keeps_serving(engine, tmp_pa
     writer.close()
     with pytest.raises(ModelLoadError, match="unsupported architecture 'gpt2'"):
         Engine(other)
+    with pytest.raises(ValueError, match="weights must be 'float32' or 'int4', got 'int8'"):
+        EngineConfig(weights="int8")
     too_long = [5] * 9000
     with pytest.raises(ContextLengthError, match="9000 tokens") as err:
         engine.generate([too_long], GREEDY)
@@ -126,8 +129,6 @@ def test_dummy_weights_of_any_size_run_from_token_ids():
         vocab_size=300, hidden_size=64, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
         head_dim=16, max_position_embeddings=256, tie_word_embeddings=False, qkv_bias=True,
     )
-    from engine import EngineConfig
-
     eng = Engine(dummy_checkpoint(config, seed=1), EngineConfig(kv_cache_bytes=1 << 20))
     try:
         a = eng.generate([[1, 2, 3]], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))[0]
@@ -139,3 +140,21 @@ def test_dummy_weights_of_any_size_run_from_token_ids():
             eng.generate([[1] * 256], GREEDY)
     finally:
         eng.shutdown()
+
+
+def test_the_model_runs_only_on_the_engine_thread(engine, monkeypatch):
+    """torch work from a second thread slows every step (engine.py says why), so calls made
+    from other threads, prompt_logits included, are carried out by the loop thread."""
+    import threading
+
+    seen = []
+    run = engine.runner.run
+
+    def spy(*args, **kwargs):
+        seen.append(threading.current_thread())
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(engine.runner, "run", spy)
+    engine.prompt_logits([engine.encode("Hello there")])
+    engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=2))
+    assert seen and all(t is engine._thread for t in seen) and threading.current_thread() not in seen

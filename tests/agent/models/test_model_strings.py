@@ -50,3 +50,11 @@ def test_compatible_servers_need_no_key(monkeypatch):
 def test_malformed_strings_say_what_to_write(spec):
     with pytest.raises(HarnessError, match="look like"):
         load_model(spec)
+
+
+def test_local_int4_loads_the_engine_with_4_bit_weights():
+    model = load_model("local-int4")
+    try:
+        assert model.name == "local-int4" and model.engine.config.weights == "int4"
+    finally:
+        model.engine.shutdown()

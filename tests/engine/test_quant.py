@@ -1,0 +1,64 @@
+"""4-bit weights: the embedded file's Q4_1 codes survive exactly, other weights round to the
+nearest level, and an int4 engine stays close to the float32 one."""
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.quant import GROUP_SIZE, int4_matmul, pack_int4, quantize_int4
+from tests.engine.conftest import make_engine
+
+
+def dequantize(codes: torch.Tensor, scale_zero: torch.Tensor) -> torch.Tensor:
+    out_features, in_features = codes.shape
+    sz = scale_zero.float().transpose(0, 1)  # (out, groups, 2)
+    grouped = codes.float().view(out_features, in_features // GROUP_SIZE, GROUP_SIZE)
+    return ((grouped - 8) * sz[..., :1] + sz[..., 1:]).view(out_features, in_features)
+
+
+def test_the_embedded_files_q4_1_weights_are_recovered_exactly(checkpoint):
+    for name in ("self_attn.q_proj", "self_attn.k_proj", "mlp.gate_proj", "mlp.down_proj"):
+        for layer in (0, 17, 29):
+            w = checkpoint.tensors[f"model.layers.{layer}.{name}.weight"]
+            codes, scale_zero = quantize_int4(w)
+            assert torch.equal(dequantize(codes, scale_zero), w), (layer, name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    out_groups=st.integers(1, 3), in_groups=st.integers(1, 4), seed=st.integers(0, 2**31 - 1),
+    spread=st.floats(1e-3, 10.0), constant_rows=st.booleans(),
+)
+def test_other_weights_round_to_the_nearest_of_16_levels(out_groups, in_groups, seed, spread, constant_rows):
+    w = torch.randn(16 * out_groups, GROUP_SIZE * in_groups, generator=torch.Generator().manual_seed(seed)) * spread
+    if constant_rows:
+        w[0] = 0.5  # a group whose min equals its max
+    codes, scale_zero = quantize_int4(w)
+    assert codes.min() >= 0 and codes.max() <= 15
+    step = scale_zero[..., 0].transpose(0, 1).repeat_interleave(GROUP_SIZE, dim=1)  # per weight
+    assert torch.all((dequantize(codes, scale_zero) - w).abs() <= step / 2 + 1e-5 * spread)
+
+
+def test_int4_matmul_matches_the_dense_product_of_the_same_weights():
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(96, 128, generator=g)
+    packed, scale_zero = pack_int4(w, torch.bfloat16)
+    dense = dequantize(*quantize_int4(w))
+    for rows in (1, 5):
+        x = torch.randn(rows, 128, generator=g).bfloat16()
+        ref = x.float() @ dense.T
+        assert (int4_matmul(x, packed, scale_zero).float() - ref).abs().max() < 0.02 * ref.abs().max()
+
+
+def test_an_int4_engine_stays_close_to_float32(checkpoint, engine):
+    small = make_engine(checkpoint, kv_cache_bytes=32 << 20, weights="int4")
+    try:
+        assert small.kv.bytes_per_token * 2 == engine.kv.bytes_per_token  # a bfloat16 KV cache
+        texts = ["The quick brown fox jumps over the lazy dog. " * 3, "def add(a, b):\n    return a + b\n" * 2]
+        prompts = [engine.encode(t) for t in texts] + [engine.encode_chat([{"role": "user", "content": "Write a haiku about rain."}])]
+        ref, ours = torch.cat(engine.prompt_logits(prompts)), torch.cat(small.prompt_logits(prompts))
+        assert (ref.argmax(-1) == ours.argmax(-1)).float().mean() >= 0.95
+        p, q = ref.log_softmax(-1), ours.log_softmax(-1)
+        assert (p.exp() * (p - q)).sum(-1).mean() < 0.01  # KL(float32 || int4), nats per token
+    finally:
+        small.shutdown()
