@@ -82,11 +82,13 @@ def _decode_merge_kernel(m_ptr, l_ptr, acc_ptr, lens_ptr, out_ptr, H: tl.constex
     tl.store(out_ptr + (b * H + h) * D + d, out.to(out_ptr.dtype.element_ty))
 
 
-def partition_size(max_tokens: int) -> int:
-    """Tokens per partition: 256, or more when the table is so wide that 64 would not cover it.
-    (64 made a batch-1 step 0.1 ms faster on an H200 but a batch-128 step 15% slower, from
-    merging four times as many partitions: benchmarks/results/gpu-h200.md.)"""
-    part = 256
+def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
+    """Tokens per partition. With few (sequence, KV head) programs, short ones (64 tokens, or as
+    few as MAX_PARTS allows) so a short context still spreads over several SMs; with enough to
+    fill the GPU, 256, because merging many partitions then costs more than it spreads. (64
+    made a batch-1 step 0.1 ms faster on an H200 but a batch-128 step 15% slower:
+    benchmarks/results/gpu-h200.md.)"""
+    part = 64 if programs < num_sms else 256
     while part * MAX_PARTS < max_tokens:
         part *= 2
     return part
@@ -105,7 +107,7 @@ def decode_attention(
     _, bs, kvh, _ = k_cache.shape
     group = h // kvh
     width = block_tables.shape[1]
-    part = partition_size(width * bs)
+    part = partition_size(width * bs, b * kvh, torch.cuda.get_device_properties(q.device).multi_processor_count)
     num_parts = triton.cdiv(width * bs, part)
     m = torch.empty((b, h, num_parts), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
