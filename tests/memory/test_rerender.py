@@ -1,8 +1,7 @@
-"""`harness rerender`: prompts rebuilt from the journal alone, under another policy, fast."""
+"""`harness rerender`: prompts rebuilt from the journal alone, under another policy."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -33,15 +32,13 @@ def hundred_steps(tmp_path) -> Path:
     return run_dir
 
 
-def test_rerender_of_a_100_step_journal_takes_under_5_seconds(tmp_path):
+def test_rerender_of_a_100_step_journal_reports_every_step(tmp_path):
+    # Its speed (the bound is 5 s) is measured by benchmarks/bench_rerender.py, not here.
     run_dir = hundred_steps(tmp_path)
     runner = CliRunner()
     for policy in ("compact_cache_aware", "masked"):
-        start = time.perf_counter()
         result = runner.invoke(app, ["rerender", str(run_dir), "--policy", policy, "--per-step"])
-        elapsed = time.perf_counter() - start
         assert result.exit_code == 0, result.output
-        assert elapsed < 5.0, f"{policy}: {elapsed:.2f} s"
         assert "held fixed" in result.output and policy in result.output
 
 
