@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.errors import HarnessError
 from agent.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
 from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
 from agent.launch import make_sandbox, prepare
@@ -71,6 +72,12 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
             write_json_atomic(run_dir / "summary.json", summarize(events, info, wall).model_dump(mode="json"))
         return Resumed(None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."])
 
+    if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
+        raise HarnessError(
+            f"{run_dir} is a chess game: its board and opponent live in the chess runner, not in the journal, so "
+            "`harness resume` cannot continue it. Play the unfinished games of its batch again with "
+            "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
+        )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
     client = continue_model(model or info.model, sum(isinstance(e, ModelReplied) for e in events))
     if events:

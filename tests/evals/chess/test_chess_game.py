@@ -184,3 +184,19 @@ def test_a_run_that_stops_outside_the_game_leaves_an_unfinished_game(tmp_path):
     assert read_pgn(played.run_dir, r).headers["Result"] == "*"
     totals = aggregate([r])  # a batch counts an unfinished game as a loss
     assert (totals.losses, totals.aborted, totals.win_loss.value) == (1, 1, 0.0)
+
+
+def test_harness_resume_refuses_a_chess_game_and_says_what_to_do(tmp_path):
+    from agent.errors import HarnessError
+    from agent.resume import resume
+
+    played = play_game(RandomPlayer(seed=3), WEAK, "white", out=tmp_path, rules=GameRules(max_plies=4), analysis_depth=0)
+    journal = played.run_dir / "events.jsonl"
+    # As if the process had died mid-game: the last events and the summary never got written.
+    lines = journal.read_text().splitlines(keepends=True)
+    kept = "".join(line for line in lines if '"run_stopped"' not in line)
+    journal.write_text(kept)
+    (played.run_dir / "summary.json").unlink()
+    with pytest.raises(HarnessError, match=r"is a chess game.*harness chess --resume BATCH_DIR"):
+        resume(played.run_dir)
+    assert journal.read_text() == kept  # nothing appended
