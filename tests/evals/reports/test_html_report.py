@@ -74,18 +74,20 @@ def test_the_page_has_the_timeline_findings_and_plots(browser, report):
 
 
 def test_finding_links_open_their_step_and_filters_work(browser, report):
+    from playwright.sync_api import expect  # waits for the page's handlers (hashchange fires after the click)
+
     page, problems = open_page(browser, report)
     page.locator("#collapse-all").click()
-    assert page.locator("#step-12").get_attribute("open") is None
+    expect(page.locator("#step-12")).not_to_have_attribute("open", "")
     page.locator("#findings .steplinks a", has_text=re.compile("^step 12$")).click()
-    assert page.locator("#step-12").get_attribute("open") is not None
+    expect(page.locator("#step-12")).to_have_attribute("open", "")
     page.locator("#only-flagged").click()
     flagged = page.locator("#timeline details.step.flagged").count()
     assert 0 < flagged < 13
-    assert page.locator("#shown-count").inner_text() == f"{flagged} of 13 steps shown"
+    expect(page.locator("#shown-count")).to_have_text(f"{flagged} of 13 steps shown")
     page.locator("#only-flagged").click()
     page.select_option("#detector-filter", "timeout")
-    assert page.locator("#shown-count").inner_text() == "1 of 13 steps shown"
+    expect(page.locator("#shown-count")).to_have_text("1 of 13 steps shown")
     page.close()
     assert problems == []
 
