@@ -397,6 +397,7 @@ class Engine:
                 logits = logits.cpu()  # processors and the seeded generators work on host tensors
             for seq, n in batch.items:
                 seq.num_computed += n
+                self.scheduler.share_computed(seq)
             seqs = inputs.sample_seqs
             logits, failed = apply_processors(logits, [s.params for s in seqs], [s.output_ids for s in seqs])
             for i, err in failed.items():  # a processor raised: fail that request alone

@@ -8,7 +8,8 @@ form of SGLang's radix cache. A node owns the KV block holding its tokens.
 - `lock(path)` / `unlock(path)` pin a path while a request runs on it; locking a
   node always locks its ancestors too, so an unlocked node has no locked descendant.
 - `insert(tokens, blocks)` adds a finished request's blocks; blocks whose tokens are
-  already cached are handed back to be freed.
+  already cached are handed back to be freed. `add_child` adds one block under a node,
+  for a running request handing over blocks as it fills them.
 - `evict(n)` frees least-recently-used unlocked leaves until n blocks are free.
 """
 
@@ -81,14 +82,19 @@ class RadixCache:
         for key, block in zip(self._keys(tokens), blocks):
             child = node.children.get(key)
             if child is None:
-                child = Node(key, block, node, last_access=now)
-                node.children[key] = child
-                self.num_nodes += 1
+                child = self.add_child(node, key, block)
             elif child.block != block:
                 unused.append(block)  # same tokens already cached in another block
             child.last_access = now
             node = child
         return unused
+
+    def add_child(self, parent: Node, key: tuple[int, ...], block: int) -> Node:
+        """Cache `block` (holding tokens `key`) under `parent`, which must not have that key yet."""
+        child = Node(key, block, parent, last_access=next(self._clock))
+        parent.children[key] = child
+        self.num_nodes += 1
+        return child
 
     def evict(self, num_blocks: int) -> int:
         """Free up to `num_blocks` blocks from LRU unlocked leaves; returns how many were freed."""

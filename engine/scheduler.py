@@ -11,6 +11,11 @@ unlocked prefix-cache leaves), the newest running sequence is preempted by
 recompute: its computed blocks go to the prefix cache, the rest are freed, and it
 goes back to the front of the waiting queue; re-admission recomputes what the
 cache no longer holds. Sampled tokens are kept, so its output does not change.
+
+A running sequence hands each block to the prefix cache as soon as the block is full
+(`share_computed`), not when it finishes, so requests admitted meanwhile can borrow
+it: many conversations opened at once share their system prompt from the second
+step on, instead of each prefilling it.
 """
 
 import logging
@@ -87,6 +92,25 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self._release(seq)
+
+    def share_computed(self, seq: Sequence) -> None:
+        """Move the sequence's newly full blocks into the prefix cache, locked by it, so other
+        requests can match them while it runs. A block whose tokens another request cached
+        first stays this sequence's own (freed when it finishes), and so do the ones after it,
+        since a cached path must run from the root."""
+        if self.radix is None:
+            return
+        bs = self.block_size
+        parent = seq.prefix_nodes[-1] if seq.prefix_nodes else self.radix.root
+        for i in range(len(seq.prefix_nodes), seq.num_computed // bs):
+            key = tuple(seq.token_ids[i * bs : (i + 1) * bs])
+            if key in parent.children:
+                return
+            # The block table is the borrowed prefix, then owned blocks in order: block i is owned_blocks[0].
+            node = self.radix.add_child(parent, key, seq.owned_blocks.pop(0))
+            self.radix.lock([node])
+            seq.prefix_nodes.append(node)
+            parent = node
 
     def _preempt(self, seq: Sequence, reason: str) -> None:
         log.info(

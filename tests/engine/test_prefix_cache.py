@@ -149,3 +149,27 @@ def test_engine_without_prefix_cache_reports_no_cached_tokens(checkpoint):
         assert eng.pool.num_free == eng.pool.num_blocks
     finally:
         eng.shutdown()
+
+
+def test_a_request_borrows_the_blocks_of_one_still_running(checkpoint, engine):
+    import threading
+
+    shared = engine.encode("You are a careful assistant who answers in one line. " * 12)[:96]  # six full blocks
+    assert len(shared) == 96
+    first_prompt, second_prompt = shared + engine.encode(" Name a colour."), shared + engine.encode(" Name a fruit.")
+    long = SamplingParams(temperature=0, max_tokens=48, ignore_eos=True)
+    expected = [o.token_ids for o in engine.generate([first_prompt, second_prompt], [long, GREEDY])]
+    eng = make_engine(checkpoint, kv_cache_bytes=64 << 20)
+    try:
+        decoding = threading.Event()
+        first = eng.submit(first_prompt, long, on_update=lambda seq, ids: decoding.set())
+        assert decoding.wait(60)  # its prompt is computed: it now decodes for a while
+        second = eng.generate([second_prompt], GREEDY)[0]
+        handle = eng._handles[first]
+        assert handle.done.wait(60)
+        assert second.usage.cached_tokens == 96  # borrowed from the request still running
+        assert handle.seq.num_preemptions == 0 and handle.seq.output_ids == expected[0]
+        assert second.token_ids == expected[1]
+        assert eng.pool.num_free + eng.radix.num_nodes == eng.pool.num_blocks and eng.radix.num_locked == 0
+    finally:
+        eng.shutdown()
