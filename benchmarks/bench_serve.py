@@ -8,6 +8,7 @@ so neither mode is served from the other's cache.
 
     .venv/bin/python benchmarks/bench_serve.py                    # starts `harness serve` itself
     .venv/bin/python benchmarks/bench_serve.py --url http://127.0.0.1:8000 --turns 2
+    .venv/bin/python benchmarks/bench_serve.py --weights int4         # the 4-bit engine
 """
 
 from __future__ import annotations
@@ -124,9 +125,9 @@ def run_mode(client, url: str, model: str, name: str, n: int, turns: int, max_to
     }
 
 
-def start_server(port: int) -> tuple[subprocess.Popen, str]:
+def start_server(port: int, weights: str) -> tuple[subprocess.Popen, str]:
     harness = str(Path(sys.executable).parent / "harness")
-    proc = subprocess.Popen([harness, "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([harness, "serve", "--port", str(port), "--weights", weights], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -145,6 +146,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", help="an already running server (no /v1); default: start `harness serve`")
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--weights", default="float32", help="weights of the server it starts: float32 or int4")
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--conversations", type=int, default=16)
     ap.add_argument("--turns", type=int, default=3)
@@ -154,7 +156,7 @@ def main() -> None:
     proc = None
     url = args.url
     if url is None:
-        proc, url = start_server(args.port)
+        proc, url = start_server(args.port, args.weights)
     try:
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=600)
         client.chat.completions.create(model=args.model, messages=[{"role": "user", "content": "warm up"}], max_tokens=2)
