@@ -68,3 +68,9 @@ def test_a_broken_scripted_file_names_the_reply_and_field(tmp_path):
     script.write_text("- tool_calls: [{nam: shell}]\n")
     result = run(tmp_path, "--task", "x", "--model", f"scripted:{script}")
     assert result.exit_code == 2 and "Reply 1" in result.output and "tool_calls.0" in result.output
+
+
+def test_serve_names_the_weight_formats_it_knows():
+    result = runner.invoke(app, ["serve", "--weights", "int8"])
+    assert result.exit_code == 2
+    assert "--weights must be float32 or int4, got 'int8'" in " ".join(result.output.split())
