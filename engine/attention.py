@@ -48,6 +48,12 @@ def build_decode_mask(context_lens: torch.Tensor, max_len: int) -> torch.Tensor:
     return (torch.arange(max_len, device=context_lens.device)[None, :] < context_lens[:, None])[:, None, None, :]
 
 
+def _sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, **kwargs) -> torch.Tensor:
+    """SDPA in float32 whatever the cache holds: torch's CPU bfloat16 kernel took 6x as long for
+    16 decode queries, and a 2,000-token prefill ran 15% faster in float32."""
+    return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), **kwargs).to(q.dtype)
+
+
 def paged_attention(
     q: torch.Tensor,  # (T, H, D)
     k: torch.Tensor,  # (T, KVH, D)
@@ -71,17 +77,17 @@ def paged_attention(
         kk = k_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)  # (B, KVH, L, D)
         vv = v_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)
         qq = q[:b].unsqueeze(2)  # (B, H, 1, D)
-        out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=meta.decode_mask, scale=scale, enable_gqa=gqa)
+        out = _sdpa(qq, kk, vv, attn_mask=meta.decode_mask, scale=scale, enable_gqa=gqa)
         parts.append(out.squeeze(2))
     for p in meta.prefills:
         qq = q[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)  # (1, H, q, D)
         if p.mask is None:  # no cached prefix: the chunk's own K/V are the whole context
             kk = k[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)
             vv = v[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)
-            out = F.scaled_dot_product_attention(qq, kk, vv, is_causal=True, scale=scale, enable_gqa=gqa)
+            out = _sdpa(qq, kk, vv, is_causal=True, scale=scale, enable_gqa=gqa)
         else:
             kk = k_cache.index_select(0, p.block_table).view(-1, kvh, d)[: p.kv_len].transpose(0, 1).unsqueeze(0)
             vv = v_cache.index_select(0, p.block_table).view(-1, kvh, d)[: p.kv_len].transpose(0, 1).unsqueeze(0)
-            out = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=p.mask, scale=scale, enable_gqa=gqa)
+            out = _sdpa(qq, kk, vv, attn_mask=p.mask, scale=scale, enable_gqa=gqa)
         parts.append(out.squeeze(0).transpose(0, 1))
     return parts[0] if len(parts) == 1 else torch.cat(parts, 0)

@@ -10,7 +10,10 @@ Q4_0/Q8_0 blocks, dummies) are rounded to the nearest of the group's 16 levels.
 
 torch's CPU kernel (`_weight_int4pack_mm_for_cpu`) computes (code - 8)·scale + zero
 and wants its scales in the activations' dtype; its float32 path is a slow reference
-loop, so 4-bit weights run with bfloat16 activations.
+loop, so 4-bit weights run with bfloat16 activations. Its cost grows with every row
+(8 rows took as long as oneDNN's bfloat16 kernel, 16 rows twice as long), so linear.py
+keeps a dense bfloat16 copy of the same dequantised weights for larger batches and
+prompt chunks.
 """
 
 import torch
@@ -41,10 +44,17 @@ def quantize_int4(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return codes.reshape(out_features, in_features), scale_zero
 
 
-def pack_int4(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """The packed codes and scale_zero (in `dtype`) that `int4_matmul` takes."""
-    codes, scale_zero = quantize_int4(weight)
-    return torch._convert_weight_to_int4pack_for_cpu(codes, 2), scale_zero.to(dtype)
+def dequantize_int4(codes: torch.Tensor, scale_zero: torch.Tensor) -> torch.Tensor:
+    """The float32 (out, in) weight that codes and scale_zero stand for."""
+    out_features, in_features = codes.shape
+    sz = scale_zero.float().transpose(0, 1)  # (out, groups, 2)
+    grouped = codes.float().view(out_features, in_features // GROUP_SIZE, GROUP_SIZE)
+    return ((grouped - 8) * sz[..., :1] + sz[..., 1:]).view(out_features, in_features)
+
+
+def pack_int4(codes: torch.Tensor) -> torch.Tensor:
+    """Codes in the layout `int4_matmul` reads."""
+    return torch._convert_weight_to_int4pack_for_cpu(codes, 2)
 
 
 def int4_matmul(x: torch.Tensor, packed: torch.Tensor, scale_zero: torch.Tensor) -> torch.Tensor:
