@@ -21,8 +21,9 @@ A program embedding the engine should keep its own torch work off other threads
 when it measures speed.
 `generate` blocks on per-request events; `stream` receives per-request updates
 through an asyncio queue fed thread-safely from the loop. A bad request raises an
-`EngineError` at submission and never reaches the loop; an exception inside a step
-fails only the requests of that step.
+`EngineError` at submission and never reaches the loop; an exception inside the model
+fails only the requests of that step, and one in the engine's own bookkeeping fails
+the requests queued at the time; either way the loop goes on serving.
 """
 
 import asyncio
@@ -236,7 +237,8 @@ class Engine:
     def _enqueue(self, handles: list[_Handle]) -> None:
         def apply() -> None:
             for h in handles:
-                self.scheduler.add(h.seq)
+                if h.seq.status is not Status.FINISHED:  # not failed while it waited in the inbox
+                    self.scheduler.add(h.seq)
 
         with self._work:
             if self._stopped:
@@ -367,7 +369,19 @@ class Engine:
                         change()
                     except Exception:  # a change that fails must not take the loop down with it
                         log.exception("engine: applying a queued change failed")
-                self.step()
+                try:
+                    self.step()
+                except Exception as e:  # outside the model (scheduling, bookkeeping): fail what was queued
+                    log.exception("engine step failed outside the model; failing every queued request")
+                    self._fail_all(e, "error")
+
+    def _fail_all(self, error: Exception, reason: str) -> None:
+        """Finish every unfinished request with `error`; the engine keeps serving new ones."""
+        for handle in list(self._handles.values()):
+            if handle.seq.status is not Status.FINISHED:
+                handle.seq.error = error
+                self.scheduler.finish(handle.seq, reason)
+                self._notify(handle, [])
 
     def shutdown(self) -> None:
         with self._work:
@@ -377,11 +391,7 @@ class Engine:
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=10)
         with self._lock:
-            for handle in list(self._handles.values()):
-                if handle.seq.status is not Status.FINISHED:
-                    handle.seq.error = EngineStoppedError("the engine was shut down")
-                    self.scheduler.finish(handle.seq, "abort")
-                    self._notify(handle, [])
+            self._fail_all(EngineStoppedError("the engine was shut down"), "abort")
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.

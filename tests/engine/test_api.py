@@ -162,3 +162,27 @@ def test_the_model_runs_only_on_the_engine_thread(engine, monkeypatch):
     engine.prompt_logits([engine.encode("Hello there")])
     engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=2))
     assert seen and all(t is engine._thread for t in seen) and threading.current_thread() not in seen
+
+
+def test_a_scheduler_fault_fails_the_queued_requests_and_the_engine_keeps_serving(checkpoint, monkeypatch):
+    """Fault injection (a patched schedule() that raises once): no real input makes the
+    scheduler fail, and the loop must survive it if one ever does."""
+    eng = make_engine(checkpoint, kv_cache_bytes=32 << 20)
+    try:
+        real, calls = eng.scheduler.schedule, []
+
+        def once():
+            calls.append(1)
+            if len(calls) == 1:
+                raise RuntimeError("scheduler bug")
+            return real()
+
+        monkeypatch.setattr(eng.scheduler, "schedule", once)
+        outs = eng.generate([[5, 6, 7], [8, 9]], SamplingParams(temperature=0, max_tokens=4))
+        assert [o.finish_reason for o in outs] == ["error", "error"]
+        assert all("scheduler bug" in o.error for o in outs)
+        out = eng.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))[0]
+        assert out.finish_reason == "length" and len(out.token_ids) == 4
+        assert eng.pool.num_free + eng.radix.num_nodes == eng.pool.num_blocks
+    finally:
+        eng.shutdown()
