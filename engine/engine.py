@@ -240,20 +240,18 @@ class Engine:
                 if h.seq.status is not Status.FINISHED:  # not failed while it waited in the inbox
                     self.scheduler.add(h.seq)
 
-        with self._work:
-            if self._stopped:
-                raise EngineStoppedError("the engine is shut down; create a new Engine")
-            for h in handles:
-                h.seq.arrival = next(self._arrivals)
-                self._handles[h.seq.request_id] = h
-            self._inbox.append(apply)
-            self._work.notify()
+        if not self._post(apply, handles):
+            raise EngineStoppedError("the engine is shut down; create a new Engine")
 
-    def _post(self, change: Callable[[], None]) -> bool:
-        """Queue a change for the loop thread; False when the engine is shut down."""
+    def _post(self, change: Callable[[], None], handles: list[_Handle] = ()) -> bool:
+        """Queue a change for the loop thread, registering the requests it brings in the same
+        critical section (so a shutdown either sees them or refuses them); False when shut down."""
         with self._work:
             if self._stopped:
                 return False
+            for h in handles:
+                h.seq.arrival = next(self._arrivals)
+                self._handles[h.seq.request_id] = h
             self._inbox.append(change)
             self._work.notify()
         return True

@@ -52,12 +52,13 @@ def make_linear(
 ) -> Linear:
     """weight: (out, in) as Hugging Face stores it. `int4` keeps 4-bit codes where the
     kernel takes the shape (else falls back to a dense weight in `dtype`)."""
+    weight = weight.to(device)
     b = None if bias is None else bias.to(device=device, dtype=dtype).contiguous()
-    if int4 and int4_supported(weight.to(device)):
-        codes, scale_zero = quantize_int4(weight.to(device))
+    if int4 and int4_supported(weight):
+        codes, scale_zero = quantize_int4(weight)
         dense = make_linear(dequantize_int4(codes, scale_zero), bias, device, dtype, use_onednn)
         return Linear(pack_int4(codes), b, weight.shape[0], "int4", scale_zero.to(dtype), dense)
-    w = weight.to(device=device, dtype=dtype).contiguous()
+    w = weight.to(dtype=dtype).contiguous()
     if use_onednn:
         try:
             return Linear(torch.ops.mkldnn._reorder_linear_weight(w, _PACK_HINT), b, w.shape[0], "onednn")
