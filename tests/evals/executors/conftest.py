@@ -29,6 +29,10 @@ def ray_cluster():
     from ray.cluster_utils import Cluster
 
     temp = tempfile.mkdtemp(prefix="rh-", dir="/tmp")  # short: Ray's unix socket paths have a length limit
+    # Ray writes the cluster's address file into RAY_TMPDIR/ray whatever temp_dir says, and does not
+    # create that folder: point it at ours, so nothing depends on an earlier Ray run on this machine.
+    os.environ["RAY_TMPDIR"] = temp
+    os.makedirs(os.path.join(temp, "ray"), exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "resources": {"docker": 1}, "object_store_memory": OBJECT_STORE_BYTES,
         "include_dashboard": False, "temp_dir": temp,
