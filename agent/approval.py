@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.errors import HarnessError
-from agent.events import ApprovalGiven, Event, RunStopped
+from core.errors import HarnessError
+from core.events import ApprovalGiven, Event, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 from pydantic import ValidationError
 
 from agent.approval import refusal_text
-from agent.events import ToolIntent, ToolObserved
+from core.events import ToolIntent, ToolObserved
 from agent.journal import Journal
-from agent.policy import HarnessPolicy
-from agent.policy import ApprovalPolicy
+from core.policy import HarnessPolicy
+from core.policy import ApprovalPolicy
 from agent.reconcile import Recovered, settle
-from agent.types import ErrorKind, Observation, Status, ToolCall, Truncation
+from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agent.errors import HarnessError
-from agent.events import EVENT, Event
+from core.errors import HarnessError
+from core.events import EVENT, Event
 
 HARNESS_VERSION = "0.1.0"
 

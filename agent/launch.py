@@ -6,13 +6,13 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from agent.errors import HarnessError
-from agent.events import Event
+from core.errors import HarnessError
+from core.events import Event
 from agent.journal import Journal, RunInfo, new_run_id
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.summary import Summary
 from agent.task import Task
 from sandboxes.base import Sandbox

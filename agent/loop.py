@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 
 from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
-from agent.errors import PermanentModelError, TransientModelError, with_retries
-from agent.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
+from agent.retry import with_retries
+from core.errors import PermanentModelError, TransientModelError
+from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.reconcile import Recovered, needs_decision
 from agent.restore import Restored
 from agent.snapshot import write_snapshot
@@ -21,13 +22,14 @@ from agent.state import RunState, advance
 from agent.stopping import Stop, StopRule, after_step
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
-from agent.types import Message, ModelReply
+from core.types import Message, ModelReply
 from memory.compaction import compact, due
-from memory.context import DiscloseTools
-from memory.disclosure import request_tools, tools_text, with_describe_tool
+from core.context_policy import DiscloseTools
+from tools.disclosure import request_tools, tools_text, with_describe_tool
 from memory.render import compact_step, render
 from memory.summariser import ModelSummariser
-from memory.tokens import PromptAccounting, counter_for
+from agent.tokens import counter_for
+from memory.tokens import PromptAccounting
 from sandboxes.base import Sandbox
 from tools.base import Registry, Tool, ToolContext
 

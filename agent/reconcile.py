@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.approval import Decision
-from agent.events import ToolIntent, ToolObserved
-from agent.policy import CheckpointPolicy
-from agent.types import Observation, ToolCall
+from core.events import ToolIntent, ToolObserved
+from core.policy import CheckpointPolicy
+from core.types import Observation, ToolCall
 from tools.base import Tool, ToolContext, ToolResult
 
 UNKNOWN = (

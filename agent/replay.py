@@ -16,14 +16,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.approval import decisions
-from agent.events import ModelReplied, RunStopped, ToolObserved
+from core.events import ModelReplied, RunStopped, ToolObserved
 from agent.journal import Journal, RunInfo, read_events, read_run_info
 from agent.launch import make_sandbox, prepare
 from agent.loop import run
 from agent.models.scripted import ScriptedModel
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.task import Task
-from agent.types import Observation
+from core.types import Observation
 from sandboxes.base import Sandbox
 from tools.base import Registry
 from tools.builtin import standard_tools

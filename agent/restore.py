@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 
 from agent.approval import Decision, decisions
 from agent.dispatch import Dispatched
-from agent.events import ApprovalGiven, Event, MessageAdded, ModelReplied, RunResumed, ToolIntent, ToolObserved
+from core.events import ApprovalGiven, Event, MessageAdded, ModelReplied, RunResumed, ToolIntent, ToolObserved
 from agent.reconcile import Recovered
 from agent.snapshot import Snapshot, state_from
 from agent.state import RunState, tally
 from agent.task import Task
-from agent.types import Message, ModelReply
+from core.types import Message, ModelReply
 
 
 @dataclass

@@ -12,15 +12,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.errors import HarnessError
-from agent.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
+from core.errors import HarnessError
+from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
 from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
 from agent.launch import make_sandbox, prepare
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.restore import Restored, restore
 from agent.snapshot import load_snapshot
 from agent.stopping import StopRule

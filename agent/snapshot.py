@@ -20,7 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from agent.journal import Journal, write_json_atomic
 from agent.state import RunState
 from agent.stopping import Stop
-from agent.types import Message
+from core.types import Message
 
 SNAPSHOT = "snapshot.json"
 WINDOW = 8  # messages: enough for a resume to check the rebuilt history against, and bounded

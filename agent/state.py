@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 
 from agent.dispatch import Dispatched
 from agent.task import Task
-from agent.types import Message, ModelReply, Usage
-from memory.folds import Fold
+from core.types import Message, ModelReply, Usage
+from core.memory_types import Fold
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.dispatch import Dispatched
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.state import RunState
 from sandboxes.base import Sandbox, SandboxDead
 

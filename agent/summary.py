@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.events import Compacted, Event, ModelFailed, ModelReplied, RunStopped, ToolObserved
+from core.events import Compacted, Event, ModelFailed, ModelReplied, RunStopped, ToolObserved
 from agent.journal import RunInfo
-from agent.types import Usage
+from core.types import Usage
 
 
 class Tokens(BaseModel):

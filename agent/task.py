@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.errors import HarnessError, describe_validation_error
+from core.errors import HarnessError, describe_validation_error
 
 DEFAULT_SYSTEM = (
     "You are an autonomous agent working in a sandboxed Linux machine. "

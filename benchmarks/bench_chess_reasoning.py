@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agent.policy import HarnessPolicy  # noqa: E402
+from core.policy import HarnessPolicy  # noqa: E402
 from evals.chess.game import GameRules  # noqa: E402
 from evals.chess.players import RandomPlayer  # noqa: E402
 from evals.chess.runner import play_game  # noqa: E402
-from memory.context import StripReasoning  # noqa: E402
+from core.context_policy import StripReasoning  # noqa: E402
 
 
 def main() -> None:

@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import BaseModel  # noqa: E402
 
-from agent.events import ModelReplied  # noqa: E402
+from core.events import ModelReplied  # noqa: E402
 from agent.launch import launch  # noqa: E402
-from agent.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
+from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
-from agent.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
+from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from tools.base import Effect, Registry, Tool, ToolResult  # noqa: E402
 
 STEPS = 1000

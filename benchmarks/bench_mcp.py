@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tools.base import Registry  # noqa: E402
-from tools.mcp import McpServer, with_mcp  # noqa: E402
+from core.mcp_settings import McpServer  # noqa: E402
+from tools.mcp import with_mcp
 
 SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "paged.py"
 GOAL_S = 2.0

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from agent.policy import HarnessPolicy  # noqa: E402
+from core.policy import HarnessPolicy  # noqa: E402
 from evals.executors import ExecutorOptions  # noqa: E402
 from evals.swe.batch import run_and_grade  # noqa: E402
 from evals.swe.image import instance_image  # noqa: E402

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from agent.policy import HarnessPolicy, StopPolicy  # noqa: E402
+from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
-from agent.types import Usage  # noqa: E402
+from core.types import Usage  # noqa: E402
 from evals.pricing import load_prices  # noqa: E402
 from evals.reports.html import render_run  # noqa: E402
 from evals.reports.load import load_run  # noqa: E402

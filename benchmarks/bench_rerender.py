@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from typer.testing import CliRunner  # noqa: E402
 
-from agent.cli import app  # noqa: E402
+from cli.main import app  # noqa: E402
 from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from agent.policy import HarnessPolicy, StopPolicy  # noqa: E402
+from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
 
 BIG = "".join(f"line {i}: " + "x" * (i % 90) + "\n" for i in range(3000))
@@ -46,7 +46,7 @@ def main() -> None:
         summary, run_dir = launch(task, ScriptedModel(script(args.steps)), "local", policy, Path(tmp))
         print(f"run: {summary.steps} steps, stop: {summary.stop_reason}")
         runner = CliRunner()
-        for name in ("compact_cache_aware", "masked"):
+        for name in ("compact_cache_aware", "lean"):
             start = time.perf_counter()
             result = runner.invoke(app, ["rerender", str(run_dir), "--policy", name, "--per-step"])
             elapsed = time.perf_counter() - start

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.approval import record_decision  # noqa: E402
-from agent.events import ModelReplied  # noqa: E402
+from core.events import ModelReplied  # noqa: E402
 from agent.journal import read_events, read_run_info  # noqa: E402
 from agent.models.scripted import ScriptedModel  # noqa: E402
 from agent.restore import restore  # noqa: E402

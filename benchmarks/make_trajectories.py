@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from agent.policy import HarnessPolicy, StopPolicy  # noqa: E402
+from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
-from memory.truncate import TruncationPolicy  # noqa: E402
+from core.context_policy import TruncationPolicy  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "trajectories"
 SITE = Path(sysconfig.get_paths()["purelib"])

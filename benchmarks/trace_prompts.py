@@ -64,7 +64,7 @@ def main() -> None:
 
     from agent.journal import read_events
     from engine.tokenizer import Tokenizer
-    from memory.rerender import rerender
+    from agent.rerender import rerender
     from memory.tokens import TokenCounter
     from tools.base import openai_schema
     from tools.builtin import STANDARD

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.toml")
 # A dated or aliased release of a listed model costs what the listed model costs.

@@ -14,12 +14,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.types import Message, Usage
-from memory.context import Compact
-from memory.folds import Fold, delta_text, full_text, head_len, render_folds
+from core.types import Message, Usage
+from core.context_policy import Compact
+from core.memory_types import Fold
+from memory.folds import delta_text, full_text, head_len, render_folds
 from memory.summariser import Summariser, SummaryRequest, fork_request, fresh_request, parse_memory, repair_request
 from memory.tokens import TokenCounter
-from memory.working_memory import WorkingMemory, keep_failures
+from core.memory_types import WorkingMemory, keep_failures
 
 
 class Attempt(BaseModel):

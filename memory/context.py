@@ -1,83 +1,14 @@
-"""Context policies: pure functions from the run's message history to the prompt.
+"""Context steps as pure functions from the run's message history to the prompt.
 
-Each policy is a value (a pydantic model with a `kind`), so a run's context
-handling can be printed, diffed and compared. `HarnessPolicy.context` holds a
-list of them, applied in order by `memory.render.render`. Only `Compact`
-changes how many messages there are, and it works on history indices, so put it
-first or after policies that only rewrite text (all the others).
+The steps' settings are values in core.context_policy; this module holds what they do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from agent.types import Message
-
-
-class _Step(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class StripReasoning(_Step):
-    """Drop hidden reasoning from past turns.
-
-    `none` drops it everywhere, `last_turn` keeps the newest assistant turn's, `all`
-    keeps everything. Whatever the value, a provider's signed blocks
-    (`Reasoning.payload`) of an unfinished tool-use turn stay: the provider
-    rejects the request without them.
-    """
-
-    kind: Literal["strip_reasoning"] = "strip_reasoning"
-    keep: Literal["none", "last_turn", "all"] = "last_turn"
-
-
-class MaskObservations(_Step):
-    """Keep the newest `keep_last` tool outputs verbatim; older ones become a one-line placeholder
-    that says which tool ran, how much it printed and how it ended."""
-
-    kind: Literal["mask_observations"] = "mask_observations"
-    keep_last: int = Field(5, ge=0)
-    # Move the mask boundary only in jumps of this many outputs. With 1, every step rewrites one
-    # old output and the cache breaks there every step; with K, the prompt is append-only between
-    # jumps, at the price of up to K-1 extra verbatim outputs.
-    every: int = Field(1, ge=1)
-
-
-class Compact(_Step):
-    """Fold old steps into a structured working memory once the prompt grows past a threshold.
-
-    `layout="rewrite"` (naive): the memory replaces everything between the task and
-    the recent steps, and each fold rewrites it, so the cached prefix ends at the task.
-    `layout="append"` (cache-aware): each fold appends the memory's changes after the
-    earlier ones, so everything before the newest fold stays byte-identical; the notes
-    are consolidated into one rewrite only when they outgrow `max_memory_tokens`.
-    `summariser_prompt="fork"` asks for the summary by appending one instruction to the
-    agent's own prompt (a cache hit on all of it); `fresh` sends a new prompt with a
-    readable transcript of the folded steps.
-    """
-
-    kind: Literal["compact"] = "compact"
-    trigger_tokens: int = Field(16000, ge=1, description="fold when the prompt reaches this many tokens")
-    every_steps: int | None = Field(None, ge=1, description="also fold every K steps")
-    keep_recent_steps: int = Field(4, ge=0, description="steps kept verbatim after a fold")
-    layout: Literal["rewrite", "append"] = "append"
-    summariser_prompt: Literal["fresh", "fork"] = "fork"
-    summary_max_tokens: int = Field(1024, ge=16, description="the summariser's first token cap; doubled on a cut-off")
-    max_memory_tokens: int = Field(4000, ge=1, description="append layout: consolidate notes past this size")
-
-
-class DiscloseTools(_Step):
-    """Send each tool's one-line summary instead of its full schema; `describe_tool` gives the rest
-    on demand (see memory/disclosure.py). Changes the tool list, not the messages."""
-
-    kind: Literal["disclose_tools"] = "disclose_tools"
-    always_full: list[str] = Field(default_factory=list, description="tools whose full schema is always sent")
-
-
-ContextStep = Annotated[StripReasoning | MaskObservations | Compact | DiscloseTools, Field(discriminator="kind")]
+from core.context_policy import MaskObservations, StripReasoning
+from core.types import Message
 
 
 def strip_reasoning(messages: list[Message], step: StripReasoning) -> list[Message]:

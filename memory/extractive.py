@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from agent.types import Message, ModelReply, Usage
+from core.types import Message, ModelReply, Usage
 from memory.summariser import SummaryRequest
 from memory.tokens import TokenCounter
-from memory.working_memory import ArtifactRef, FailedApproach, StepStatus, WorkingMemory
+from core.memory_types import ArtifactRef, FailedApproach, StepStatus, WorkingMemory
 
 KEEP_STEPS = 8
 KEEP_ARTIFACTS = 12

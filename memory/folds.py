@@ -10,22 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
-from agent.types import Message
-from memory.working_memory import WorkingMemory, memory_text
-
-
-class Fold(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    version: int  # 1, 2, ...: the working memory's version after this fold
-    upto: int  # history messages before this index are folded (a step boundary)
-    first_step: int  # the steps this fold covers
-    last_step: int
-    memory: WorkingMemory  # the full memory after this fold
-    text: str  # the user message this fold contributes to the prompt, frozen at fold time
-    restart: bool  # True: `text` holds the whole memory and replaces every earlier fold's text
-    at_step: int = 0  # the step after which the fold was made (`every_steps` counts from here)
+from core.types import Message
+from core.memory_types import Fold, WorkingMemory, memory_text
 
 
 def head_len(history: Sequence[Message]) -> int:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.types import Message
-from memory.context import Compact, ContextStep, MaskObservations, StripReasoning, mask_observations, strip_reasoning
-from memory.folds import Fold, render_folds
+from core.types import Message
+from core.context_policy import Compact, ContextStep, MaskObservations, StripReasoning
+from memory.context import mask_observations, strip_reasoning
+from core.memory_types import Fold
+from memory.folds import render_folds
 
 
 def render(history: Sequence[Message], steps: Sequence[ContextStep], folds: Sequence[Fold] = ()) -> list[Message]:

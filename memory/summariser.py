@@ -15,9 +15,10 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from agent.types import Message, ModelReply
-from memory.truncate import Limits, head_tail
-from memory.working_memory import MEMORY_SCHEMA, WorkingMemory
+from core.types import Message, ModelReply
+from core.context_policy import Limits
+from memory.truncate import head_tail
+from core.memory_types import MEMORY_SCHEMA, WorkingMemory
 
 SYSTEM = (
     "You maintain the working memory of an autonomous agent. You receive the previous memory and the "

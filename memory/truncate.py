@@ -7,20 +7,7 @@ how much was cut and where the full text lives.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class Limits(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    head_chars: int = Field(4900, ge=0)
-    tail_chars: int = Field(4900, ge=0)
-
-
-class TruncationPolicy(Limits):
-    per_tool: dict[str, Limits] = Field(default_factory=dict)
-
-    def for_tool(self, name: str) -> Limits:
-        return self.per_tool.get(name, self)
+from core.context_policy import Limits
 
 
 def notice(cut_chars: int, cut_lines: int, artifact: str | None) -> str:

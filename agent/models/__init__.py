@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from agent.models.base import ModelClient
 
 KNOWN = (

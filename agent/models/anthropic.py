@@ -17,8 +17,8 @@ import anthropic
 
 from agent.models.convert import ANTHROPIC_FINISH, anthropic_usage, reasoning_payload, to_anthropic
 from agent.models.provider_errors import map_error
-from agent.policy import ModelParams
-from agent.types import Message, ModelReply, Reasoning, ToolCall
+from core.policy import ModelParams
+from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, anthropic_schema
 
 TOOL_CHOICE = {"auto": "auto", "required": "any", "none": "none"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from agent.policy import ModelParams
-from agent.types import Message, ModelReply
+from core.policy import ModelParams
+from core.types import Message, ModelReply
 from tools.base import Tool
 
 

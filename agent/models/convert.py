@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent.types import FinishReason, Message, Usage
+from core.types import FinishReason, Message, Usage
 
 # ------------------------------------------------------------------ OpenAI
 

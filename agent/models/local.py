@@ -15,10 +15,10 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from agent.errors import HarnessError, PermanentModelError, TransientModelError
+from core.errors import HarnessError, PermanentModelError, TransientModelError
 from agent.models.convert import to_openai
-from agent.policy import ModelParams
-from agent.types import FinishReason, Message, ModelReply, ToolCall, Usage
+from core.policy import ModelParams
+from core.types import FinishReason, Message, ModelReply, ToolCall, Usage
 from tools.base import Tool, openai_schema
 
 FINISH: dict[str, FinishReason] = {"stop": "stop", "tool_calls": "tool_calls", "length": "length"}

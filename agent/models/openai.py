@@ -3,7 +3,7 @@
     OpenAIModel("gpt-5")                                              # openai:gpt-5
     OpenAIModel("smollm2", base_url="http://127.0.0.1:8000/v1")       # openai-compatible:...#smollm2
 
-The SDK's own retries are off: the harness's retry policy (agent.errors) decides,
+The SDK's own retries are off: the harness's retry policy (core.errors) decides,
 from the transient/permanent errors this client raises.
 """
 
@@ -18,8 +18,8 @@ import openai
 
 from agent.models.convert import OPENAI_FINISH, openai_usage, to_openai
 from agent.models.provider_errors import map_error
-from agent.policy import ModelParams
-from agent.types import Message, ModelReply, Reasoning, ToolCall
+from core.policy import ModelParams
+from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, openai_schema
 
 # OpenAI's reasoning models refuse any temperature but the default.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import email.utils
 import time
 
-from agent.errors import PermanentModelError, TransientModelError
+from core.errors import PermanentModelError, TransientModelError
 
 # Statuses worth retrying: timeout, conflict, rate limit, and the server's own failures.
 RETRYABLE = {408, 409, 429}

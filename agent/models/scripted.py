@@ -17,10 +17,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.errors import HarnessError, PermanentModelError, describe_validation_error
+from core.errors import HarnessError, PermanentModelError, describe_validation_error
 from agent.models.base import estimate_tokens
-from agent.policy import ModelParams
-from agent.types import FinishReason, Message, ModelReply, Reasoning, ToolCall, Usage
+from core.policy import ModelParams
+from core.types import FinishReason, Message, ModelReply, Reasoning, ToolCall, Usage
 from tools.base import Tool
 
 

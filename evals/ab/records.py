@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from agent.journal import read_run_info
 from evals.pricing import PriceTable, cost_usd, find_price
 from evals.reports.load import is_run_dir, run_dirs_in

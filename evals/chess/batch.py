@@ -17,11 +17,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.errors import HarnessError
-from agent.events import Event
+from core.errors import HarnessError
+from core.events import Event
 from agent.journal import new_run_id, write_json_atomic
 from agent.models.base import ModelClient
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from evals.chess.game import GameRules
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.chess.opponents import check_spec

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agent.events import Event, MessageAdded, ModelReplied, ToolObserved
-from agent.types import Message
-from memory.context import ContextStep
+from core.events import Event, MessageAdded, ModelReplied, ToolObserved
+from core.types import Message
+from core.context_policy import ContextStep
 from memory.render import render
 
 # Observations that mean the model's action could not even be read as a tool call.

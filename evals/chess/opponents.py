@@ -24,7 +24,7 @@ import chess
 import chess.engine
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.errors import HarnessError, describe_validation_error
+from core.errors import HarnessError, describe_validation_error
 
 STOCKFISH = "/usr/games/stockfish"
 # Stockfish 15.1 refuses UCI_Elo outside this range.

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import chess
 
-from agent.errors import HarnessError
-from agent.policy import ModelParams
-from agent.types import Message, ModelReply, Reasoning, ToolCall, Usage
+from core.errors import HarnessError
+from core.policy import ModelParams
+from core.types import Message, ModelReply, Reasoning, ToolCall, Usage
 from evals.chess.metrics import message_chars
 from tools.base import Tool
 

@@ -18,11 +18,11 @@ import chess
 from pydantic import BaseModel
 
 from agent.dispatch import Dispatched
-from agent.events import Event
+from core.events import Event
 from agent.journal import Journal, RunInfo, new_run_id, read_events
 from agent.loop import run
 from agent.models.base import ModelClient
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.state import RunState
 from agent.stopping import Stop
 from agent.summary import Summary

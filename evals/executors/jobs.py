@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.executors.tally import Tally
 
 EXECUTORS = ("local", "ray")

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
 from evals.executors.pack import pack, unpack
 from evals.executors.tally import Tally

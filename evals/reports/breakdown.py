@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.types import Message
+from core.types import Message
 from evals.reports.steps import Step
 
 PARTS = ("system", "task", "replies", "reasoning", "observations", "summaries", "schemas")

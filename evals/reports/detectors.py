@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.models.base import estimate_tokens
-from agent.types import ToolCall
+from core.types import ToolCall
 from evals.reports.steps import CUT_REASONS, Compaction, Step
 
 # Errors that the same call cannot escape by being sent again: the arguments or the tool

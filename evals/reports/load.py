@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from agent.journal import RunInfo, read_run_info
 from agent.summary import Summary
-from agent.types import Message
+from core.types import Message
 from evals.pricing import Price, PriceTable, cost_usd, find_price
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.events import EVENT, Event, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.events import EVENT, Event, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
 from agent.journal import RunInfo
 from agent.summary import Summary, summarize
-from agent.types import Message, ModelReply, Observation, ToolCall, Usage
+from core.types import Message, ModelReply, Observation, ToolCall, Usage
 
 CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}  # finish reasons of a reply cut off
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import docker
 
 from agent.journal import write_json_atomic
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from evals.executors import ExecutorOptions, Tally
 from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
 from evals.swe.runner import InstanceResult, finished, run_batch, run_instance

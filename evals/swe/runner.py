@@ -20,12 +20,12 @@ from pathlib import Path
 import docker
 from pydantic import BaseModel
 
-from agent.events import RunStopped
+from core.events import RunStopped
 from agent.journal import Journal, RunInfo
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.task import Task
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent

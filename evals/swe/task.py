@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent.errors import HarnessError, describe_validation_error
+from core.errors import HarnessError, describe_validation_error
 
 SUITES = Path(__file__).resolve().parent / "suites"
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-\d+$")

@@ -28,11 +28,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.events import MessageAdded, ModelReplied, RunResumed, ToolObserved
+from core.events import MessageAdded, ModelReplied, RunResumed, ToolObserved
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import CheckpointPolicy, HarnessPolicy
+from core.policy import CheckpointPolicy, HarnessPolicy
 from agent.resume import resume
 from agent.task import Task
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult

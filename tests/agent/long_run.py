@@ -15,13 +15,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.events import Event
+from core.events import Event
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import ApprovalPolicy, CheckpointPolicy, HarnessPolicy, StopPolicy
+from core.policy import ApprovalPolicy, CheckpointPolicy, HarnessPolicy, StopPolicy
 from agent.summary import Summary
 from agent.task import Task
-from memory.context import MaskObservations
+from core.context_policy import MaskObservations
 from tests.agent.helpers import call
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 from tools.builtin import STANDARD

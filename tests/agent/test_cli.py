@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from agent.cli import EXAMPLES, app
+from cli.main import EXAMPLES, app
 
 runner = CliRunner()
 

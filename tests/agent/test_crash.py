@@ -19,8 +19,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.events import ModelReplied, ToolObserved
+from cli.main import app
+from core.events import ModelReplied, ToolObserved
 from agent.journal import read_events
 from tests.agent import crash_driver
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from agent.dispatch import dispatch
-from agent.events import ToolIntent, ToolObserved
+from core.events import ToolIntent, ToolObserved
 from agent.journal import read_events
-from agent.policy import ApprovalPolicy, DispatchPolicy, HarnessPolicy
-from agent.types import ToolCall
-from memory.truncate import TruncationPolicy
+from core.policy import ApprovalPolicy, DispatchPolicy, HarnessPolicy
+from core.types import ToolCall
+from core.context_policy import TruncationPolicy
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import new_journal
 from tools.base import ToolContext

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from agent.dispatch import dispatch
-from agent.policy import DispatchPolicy, HarnessPolicy
-from agent.types import ToolCall
+from core.policy import DispatchPolicy, HarnessPolicy
+from core.types import ToolCall
 from sandboxes.base import SandboxDead
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import new_journal

@@ -6,9 +6,9 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.policy import ErrorPolicy, HarnessPolicy, StopPolicy
+from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from agent.task import Task
-from agent.types import ModelReply
+from core.types import ModelReply
 from tests.agent.helpers import call, calls, events
 
 RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "policy", "harness_version", "seed", "started_at"}

@@ -6,10 +6,10 @@ real providers over real HTTP are tested with the provider clients.
 
 from __future__ import annotations
 
-from agent.errors import PermanentModelError, TransientModelError
+from core.errors import PermanentModelError, TransientModelError
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import ErrorPolicy, HarnessPolicy
+from core.policy import ErrorPolicy, HarnessPolicy
 from agent.task import Task
 from tests.agent.helpers import call, events
 

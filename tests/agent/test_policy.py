@@ -1,8 +1,8 @@
 import pytest
 
-from agent.errors import HarnessError
-from agent.policy import PRESETS, load_policy
-from memory.context import MaskObservations
+from core.errors import HarnessError
+from core.policy import PRESETS, load_policy
+from core.context_policy import MaskObservations
 
 
 def test_presets_load_by_name():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import ApprovalPolicy, HarnessPolicy
+from core.policy import ApprovalPolicy, HarnessPolicy
 from agent.replay import replay
 from agent.resume import resume
 from agent.approval import record_decision

@@ -18,12 +18,12 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from agent.approval import record_decision
-from agent.cli import app
-from agent.events import ModelReplied, RunResumed, ToolObserved
+from cli.main import app
+from core.events import ModelReplied, RunResumed, ToolObserved
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
+from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
 from agent.reconcile import NOT_RERUN, UNKNOWN
 from agent.resume import resume
 from agent.task import Task

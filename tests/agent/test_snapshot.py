@@ -6,11 +6,11 @@ import json
 import tempfile
 from pathlib import Path
 
-from agent.events import ModelReplied, RunStopped
+from core.events import ModelReplied, RunStopped
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import CheckpointPolicy, HarnessPolicy
+from core.policy import CheckpointPolicy, HarnessPolicy
 from agent.task import Task
 from tests.agent.helpers import call
 from tests.agent.long_run import fast_dir, long_run

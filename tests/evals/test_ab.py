@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.task import Task
-from agent.types import Usage
+from core.types import Usage
 from evals.ab.compare import compare
 from evals.ab.pairing import pair_runs
 from evals.ab.records import RunRecord

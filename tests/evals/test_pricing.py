@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agent.types import Message, Observation, Reasoning, ToolCall
+from core.types import Message, Observation, Reasoning, ToolCall
 
 SYSTEM = Message(role="system", text="You are an agent.")
 TASK = Message(role="user", text="Fix the failing test in pkg/.")

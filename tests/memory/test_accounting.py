@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory.prefix import PrefixReuse, RadixTree
-from memory.tokens import PromptAccounting, TokenCounter, counter_for
+from agent.tokens import counter_for
+from memory.tokens import PromptAccounting, TokenCounter
 from tests.memory.helpers import history
 
 

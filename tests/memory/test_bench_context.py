@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.journal import read_events
-from memory.context import Compact
+from core.context_policy import Compact
 from memory.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -6,14 +6,14 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.policy import HarnessPolicy, ModelParams
+from core.policy import HarnessPolicy, ModelParams
 from agent.task import Task
 from memory.compaction import compact
-from memory.context import Compact
+from core.context_policy import Compact
 from memory.render import render
 from memory.summariser import ModelSummariser, fresh_request
 from memory.tokens import TokenCounter
-from memory.working_memory import FailedApproach, WorkingMemory
+from core.memory_types import FailedApproach, WorkingMemory
 from tests.agent.helpers import call, events
 from tests.memory.helpers import history
 
@@ -112,8 +112,8 @@ def test_fork_mode_sends_the_agents_own_prompt_first():
 
 
 def test_what_the_summariser_spends_counts_toward_the_token_budget(tmp_path):
-    from agent.policy import StopPolicy
-    from agent.types import Usage
+    from core.policy import StopPolicy
+    from core.types import Usage
 
     cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9)
     costly = summary(usage=Usage(prompt_tokens=50_000, completion_tokens=100))

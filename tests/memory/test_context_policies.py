@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from agent.types import Message
-from memory.context import MaskObservations, StripReasoning, mask_observations, strip_reasoning
+from core.types import Message
+from core.context_policy import MaskObservations, StripReasoning
+from memory.context import mask_observations, strip_reasoning
 from memory.render import render
 from tests.memory.helpers import SYSTEM, TASK, history, step
 

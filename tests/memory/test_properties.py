@@ -9,16 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.policy import ModelParams
-from agent.types import Message
+from core.policy import ModelParams
+from core.types import Message
 from memory.compaction import compact
-from memory.context import Compact, MaskObservations, StripReasoning
+from core.context_policy import Compact, MaskObservations, StripReasoning
 from memory.folds import head_len
 from memory.render import render
 from memory.summariser import ModelSummariser
 from memory.tokens import TokenCounter
-from memory.truncate import Limits, TruncationPolicy, head_tail
-from memory.working_memory import FailedApproach, WorkingMemory
+from core.context_policy import Limits, TruncationPolicy
+from memory.truncate import head_tail
+from core.memory_types import FailedApproach, WorkingMemory
 from tests.memory.helpers import SYSTEM, TASK, step
 
 # A byte-level tokenizer: real ids, no vocabulary to load, so properties run fast.

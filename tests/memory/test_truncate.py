@@ -1,7 +1,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.truncate import Limits, head_tail
+from core.context_policy import Limits
+
+from memory.truncate import head_tail
 
 
 @given(st.text(), st.integers(0, 300), st.integers(0, 300))

@@ -4,7 +4,7 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.task import Task
 from sandboxes.docker import DockerSandbox
 

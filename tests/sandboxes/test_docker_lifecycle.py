@@ -12,7 +12,7 @@ from docker.errors import APIError, NotFound
 from typer.testing import CliRunner
 
 from sandboxes.base import SandboxDead
-from sandboxes.cli import app
+from cli.sandbox import app
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import LABEL, DockerOptions
 

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 
 
 def test_harness_run_in_the_docker_sandbox(docker_ready, tmp_path):

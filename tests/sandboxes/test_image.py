@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sandboxes.cli import app
+from cli.sandbox import app
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import BASE_IMAGE, DockerOptions
 from sandboxes.image import build_derived, context_hash, debian_mirror

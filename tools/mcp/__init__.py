@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from tools.base import Registry
-from tools.mcp.config import McpServer
+from core.mcp_settings import McpServer
 
 
 @contextmanager

@@ -1,13 +1,5 @@
-"""MCP server settings: the `mcp` list of a policy file, or servers named on the command line.
-
-A server is either a stdio command or a Streamable HTTP URL. Servers are
-untrusted unless marked `trusted`: then every tool they offer is a write tool,
-and write tools ask for approval (`approve` says otherwise, explicitly).
-Nothing secret needs to live here: a stdio child gets only the variables named
-in `env` and `env_pass` (plus the SDK's HOME, LOGNAME, PATH, SHELL, TERM,
-USER), and header values may name host variables as `${NAME}`, read when the
-connection opens, so the run record never holds the secret itself.
-"""
+"""MCP servers from the command line and config files, and what a server's child process and
+connection are given. The settings themselves are a policy value: core.mcp_settings."""
 
 from __future__ import annotations
 
@@ -16,59 +8,16 @@ import re
 import shlex
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
-SERVER_NAME = r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$"  # no "__": it separates server and tool in names
+from core.mcp_settings import SERVER_NAME, McpServer
+
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts")
-
-
-class McpServer(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(pattern=SERVER_NAME, max_length=32, description="prefix of its tools' names: NAME__tool")
-    # stdio
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict, description="set in the child as written (recorded in run.json)")
-    env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child: pass secrets so")
-    # Streamable HTTP
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict, description="values may name host variables as ${NAME}")
-    # "auto" negotiates the newest protocol both sides speak; "legacy" forces the initialize
-    # handshake, for servers that mishandle the newer discovery request
-    protocol: Literal["auto", "legacy"] = "auto"
-    # trust and limits
-    trusted: bool = False
-    approve: Literal["writes", "never", "always"] | None = Field(
-        None, description='which of its tools ask for approval; default "writes" when untrusted, "never" when trusted'
-    )
-    timeout_s: float | None = Field(None, gt=0, description="per call; default the policy's tool_timeout_s")
-    connect_timeout_s: float = Field(30.0, gt=0, description="start, handshake and listing the tools")
-    reconnects: int = Field(1, ge=0, description="how many times a crashed server is restarted")
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> McpServer:
-        if (self.command is None) == (self.url is None):
-            raise ValueError(f"MCP server {self.name!r} needs exactly one of `command` (stdio) or `url` (HTTP)")
-        if self.url is not None and urlsplit(self.url).scheme not in ("http", "https"):
-            raise ValueError(f"MCP server {self.name!r}: url must start with http:// or https://, not {self.url!r}")
-        return self
-
-    @property
-    def approval(self) -> Literal["writes", "never", "always"]:
-        if self.approve is not None:
-            return self.approve
-        return "never" if self.trusted else "writes"
-
-    @property
-    def where(self) -> str:
-        return self.url if self.url is not None else shlex.join([self.command or "", *self.args])
 
 
 def host_env(server: McpServer, environ: dict[str, str] | None = None) -> dict[str, str]:

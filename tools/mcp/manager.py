@@ -15,10 +15,10 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from tools.base import Tool, ToolResult
 from tools.mcp.adapter import adapt
-from tools.mcp.config import McpServer
+from core.mcp_settings import McpServer
 from tools.mcp.connection import STOP_WAIT_S, Connection
 
 log = logging.getLogger("harness.mcp")

@@ -16,7 +16,7 @@ import pytest
 
 from agent.launch import launch
 from agent.models import load_model
-from agent.policy import load_policy
+from core.policy import load_policy
 from agent.task import Task
 from tests.engine.serving import free_port
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from agent.models import load_model
 from agent.models.anthropic import AnthropicModel
 from agent.models.openai import OpenAIModel
@@ -23,7 +23,7 @@ def test_provider_strings(monkeypatch):
 
 
 def test_reasoning_models_get_no_temperature_and_use_max_completion_tokens(monkeypatch):
-    from agent.policy import ModelParams
+    from core.policy import ModelParams
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     kwargs = load_model("openai:gpt-5").request([], [], ModelParams())

@@ -4,7 +4,7 @@ provider (a real loopback server standing in for Anthropic and OpenAI)."""
 from __future__ import annotations
 
 from agent.launch import launch
-from agent.policy import HarnessPolicy, ModelParams
+from core.policy import HarnessPolicy, ModelParams
 from agent.task import Task
 from tests.agent.helpers import events
 from tests.agent.models.provider_double import anthropic_message, openai_completion, provider, reply

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent.errors import PermanentModelError, TransientModelError
+from core.errors import PermanentModelError, TransientModelError
 from agent.launch import launch
 from agent.models import load_model
-from agent.policy import ErrorPolicy, HarnessPolicy, ModelParams
+from core.policy import ErrorPolicy, HarnessPolicy, ModelParams
 from agent.task import Task
 from tests.agent.helpers import events
 from tests.agent.models.provider_double import (

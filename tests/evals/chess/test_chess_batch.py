@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 from evals.chess.batch import play_batch
 from evals.chess.game import GameRules
 from evals.chess.players import PlannedPlayer, RandomPlayer

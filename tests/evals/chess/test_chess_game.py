@@ -10,10 +10,10 @@ import chess
 import chess.pgn
 import pytest
 
-from agent.events import ToolObserved
+from core.events import ToolObserved
 from agent.journal import read_events
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from agent.policy import ErrorPolicy, HarnessPolicy
+from core.policy import ErrorPolicy, HarnessPolicy
 from evals.chess.batch import aggregate
 from evals.chess.game import Game, GameRules
 from evals.chess.opponents import RandomOpponent
@@ -187,7 +187,7 @@ def test_a_run_that_stops_outside_the_game_leaves_an_unfinished_game(tmp_path):
 
 
 def test_harness_resume_refuses_a_chess_game_and_says_what_to_do(tmp_path):
-    from agent.errors import HarnessError
+    from core.errors import HarnessError
     from agent.resume import resume
 
     played = play_game(RandomPlayer(seed=3), WEAK, "white", out=tmp_path, rules=GameRules(max_plies=4), analysis_depth=0)

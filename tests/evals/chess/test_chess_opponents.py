@@ -5,7 +5,7 @@ from __future__ import annotations
 import chess
 import pytest
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.chess.opponents import RandomOpponent, StockfishSpec, check_spec, open_opponent, parse_stockfish
 
 

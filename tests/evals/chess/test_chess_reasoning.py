@@ -7,11 +7,11 @@ import json
 
 import chess.pgn
 
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from evals.chess.game import GameRules
 from evals.chess.players import RandomPlayer
 from evals.chess.runner import play_game
-from memory.context import StripReasoning
+from core.context_policy import StripReasoning
 
 # Stockfish with only a depth limit and one thread plays the same moves every time,
 # so with a seeded player both runs play the same game and differ only in their prompts.

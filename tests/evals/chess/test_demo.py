@@ -8,7 +8,7 @@ import json
 import chess.pgn
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 
 
 def test_demo_plays_a_game_and_leaves_a_complete_run_directory(tmp_path):

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
 from evals.swe.task import load_instances, suite_path

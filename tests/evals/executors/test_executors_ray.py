@@ -12,10 +12,10 @@ import sys
 
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.policy import HarnessPolicy
+from cli.main import app
+from core.policy import HarnessPolicy
 from evals.chess.batch import play_batch
-from evals.chess.cli import model_maker
+from cli.chess import model_maker
 from evals.chess.game import GameRules
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
@@ -65,7 +65,7 @@ def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
 
 def test_asking_for_ray_without_it_installed_is_a_clear_error(tmp_path):
     # A child interpreter where `import ray` fails, as on a machine without it.
-    code = ("import sys; sys.modules['ray'] = None; from agent.cli import app; "
+    code = ("import sys; sys.modules['ray'] = None; from cli.main import app; "
             f"app(['chess', '--model', 'player:random', '--opponent', 'random', '--executor', 'ray', '--out', {str(tmp_path)!r}])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr

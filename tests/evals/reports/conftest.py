@@ -9,9 +9,9 @@ import pytest
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from agent.policy import DispatchPolicy, HarnessPolicy, StopPolicy
+from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
 from agent.task import Task
-from agent.types import Usage
+from core.types import Usage
 
 
 def reply(text: str = "", *calls: tuple[str, dict], prompt: int, cached: int = 0, reasoning: str | None = None,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.events import ModelFailed, ModelReplied, ToolObserved
-from agent.types import Message, ModelReply, Observation, Reasoning, ToolCall, Usage
+from core.events import ModelFailed, ModelReplied, ToolObserved
+from core.types import Message, ModelReply, Observation, Reasoning, ToolCall, Usage
 from evals.reports.steps import Compaction, parse_compaction
 
 

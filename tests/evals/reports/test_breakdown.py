@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from crafted import act, compaction
 
-from agent.types import Message
+from core.types import Message
 from evals.reports.breakdown import breakdowns, reasoning_kept
 from evals.reports.steps import steps_of
 

@@ -10,12 +10,12 @@ import pytest
 from conftest import make_run
 
 from agent.models.scripted import ScriptedCall, ScriptedReply
-from agent.policy import HarnessPolicy, StopPolicy
+from core.policy import HarnessPolicy, StopPolicy
 from evals.pricing import cost_usd, load_prices
 from evals.reports.breakdown import breakdowns
 from evals.reports.html import render_run
 from evals.reports.load import load_run
-from memory.context import Compact
+from core.context_policy import Compact
 
 MEMORY_1 = {"goal": "count to six", "plan": ["echo each number"], "decisions": ["use echo"]}
 MEMORY_2 = {"goal": "count to six", "plan": ["echo five and six", "submit"], "decisions": ["use echo", "one per step"]}

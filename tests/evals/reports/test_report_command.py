@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import make_run, reply
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.policy import HarnessPolicy
+from cli.main import app
+from core.policy import HarnessPolicy
 
 runner = CliRunner()
 

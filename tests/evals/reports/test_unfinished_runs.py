@@ -6,7 +6,7 @@ import shutil
 
 from conftest import make_run, reply
 
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from evals.pricing import load_prices
 from evals.reports.html import render_run
 from evals.reports.load import load_run

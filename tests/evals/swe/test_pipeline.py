@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from evals.swe.batch import grade_file, load_predictions, run_and_grade
 from evals.swe.grader import grade
 from evals.swe.task import Environment, load_instances, suite_path

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.swe.task import load_instances, suite_path
 from evals.swe.testlog import parse_pytest
 

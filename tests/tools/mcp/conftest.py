@@ -13,7 +13,8 @@ import pytest
 
 from tools.base import ToolContext
 from tools.builtin import standard_tools
-from tools.mcp import McpServer, with_mcp
+from core.mcp_settings import McpServer
+from tools.mcp import with_mcp
 
 SERVERS = Path(__file__).parent / "servers"
 

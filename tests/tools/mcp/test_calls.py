@@ -16,11 +16,12 @@ import time
 
 
 from agent.dispatch import dispatch
-from agent.policy import HarnessPolicy
-from agent.types import ToolCall
+from core.policy import HarnessPolicy
+from core.types import ToolCall
 from tests.agent.helpers import new_journal
 from tools.base import Registry
-from tools.mcp import McpServer, with_mcp
+from core.mcp_settings import McpServer
+from tools.mcp import with_mcp
 
 from .conftest import SERVERS, alive, context, free_port, stdio, wait_for_port
 

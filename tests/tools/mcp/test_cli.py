@@ -8,7 +8,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 
 from .conftest import SERVERS
 

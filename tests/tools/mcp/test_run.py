@@ -6,7 +6,7 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.task import Task
 from tests.agent.helpers import call, events
 

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.ab.compare import compare
 from evals.ab.html import delta, render
 from evals.ab.records import load_batch

@@ -1,4 +1,4 @@
-"""The structured working memory that compaction folds old steps into.
+"""The structured working memory that compaction folds old steps into, and the record of each fold.
 
 It is a value, not prose: each field has one job, so a report can diff two
 versions field by field, and a merge can enforce rules a summariser might
@@ -65,3 +65,18 @@ def memory_text(memory: WorkingMemory, version: int, steps: tuple[int, int] | No
     span = f" (steps {steps[0]}-{steps[1]} folded)" if steps else ""
     body = json.dumps(memory.model_dump(mode="json"), sort_keys=True, indent=1, ensure_ascii=False)
     return f"[Working memory v{version}{span}: what earlier steps established. Trust it over your assumptions.]\n{body}"
+
+
+class Fold(BaseModel):
+    """One compaction: which steps it folded and the prompt text it contributes, frozen when made, so every
+    later render of it is byte-identical and a prefix cache stays warm."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    version: int  # 1, 2, ...: the working memory's version after this fold
+    upto: int  # history messages before this index are folded (a step boundary)
+    first_step: int  # the steps this fold covers
+    last_step: int
+    memory: WorkingMemory  # the full memory after this fold
+    text: str  # the user message this fold contributes to the prompt, frozen at fold time
+    restart: bool  # True: `text` holds the whole memory and replaces every earlier fold's text
+    at_step: int = 0  # the step after which the fold was made (`every_steps` counts from here)

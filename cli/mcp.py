@@ -10,11 +10,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.errors import HarnessError
-from agent.policy import HarnessPolicy
+from core.errors import HarnessError
+from core.policy import HarnessPolicy
 from tools.builtin import standard_tools
 from tools.mcp import with_mcp
-from tools.mcp.config import McpServer, gather
+from core.mcp_settings import McpServer
+from tools.mcp.config import gather
 
 McpCommands = Annotated[
     list[str] | None,

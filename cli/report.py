@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from evals.pricing import load_prices
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run

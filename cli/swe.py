@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent.errors import HarnessError
-from agent.policy import load_policy
+from core.errors import HarnessError
+from core.policy import load_policy
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 from evals.swe.batch import grade_file, load_predictions, run_and_grade

@@ -14,11 +14,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.errors import HarnessError, describe_validation_error
-from memory.context import ContextStep, MaskObservations, StripReasoning
-from memory.presets import CONTEXT_PRESETS
-from memory.truncate import TruncationPolicy
-from tools.mcp.config import McpServer
+from core.context_policy import Compact, ContextStep, DiscloseTools, MaskObservations, StripReasoning, TruncationPolicy
+from core.errors import HarnessError, describe_validation_error
+from core.mcp_settings import McpServer
 
 
 class _Knobs(BaseModel):
@@ -88,30 +86,29 @@ class HarnessPolicy(_Knobs):
     mcp: list[McpServer] = Field(default_factory=list)  # MCP servers whose tools join the built-in ones
 
 
-PRESETS: dict[str, HarnessPolicy] = {
-    p.name: p
-    for p in [
-        HarnessPolicy(name="default"),
-        HarnessPolicy(name="one_call", dispatch=DispatchPolicy(parallel="one_call_only")),
-        HarnessPolicy(name="parallel", dispatch=DispatchPolicy(parallel="all")),
-        HarnessPolicy(
-            name="lean",
-            context=[StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)],
-        ),
-    ]
-}
-
-PRESET_SUMMARIES = {
-    "default": "append-only context, first_write_wins dispatch, 50 steps",
-    "one_call": "only the first tool call of each reply runs",
-    "parallel": "every tool call of a reply runs, in order",
-    "lean": "strips past reasoning and masks all but the last 5 tool outputs",
-}
-
-# Context presets (memory/presets.py) as whole policies: the default policy with that context.
-for _name, (_what, _steps) in CONTEXT_PRESETS.items():
-    PRESETS.setdefault(_name, HarnessPolicy(name=_name, context=_steps))
-    PRESET_SUMMARIES.setdefault(_name, _what)
+# The one preset table: name -> (what it does, the policy). Context numbers are starting points for
+# 100k-token-class models; a policy file varies them.
+_PRESETS: list[tuple[str, HarnessPolicy]] = [
+    ("append-only context, first_write_wins dispatch, 50 steps", HarnessPolicy(name="default")),
+    ("only the first tool call of each reply runs",
+     HarnessPolicy(name="one_call", dispatch=DispatchPolicy(parallel="one_call_only"))),
+    ("every tool call of a reply runs, in order", HarnessPolicy(name="parallel", dispatch=DispatchPolicy(parallel="all"))),
+    ("every message resent verbatim: the cache's best case, the context's worst", HarnessPolicy(name="append_only")),
+    ("past reasoning stripped, all but the last 5 tool outputs replaced by placeholders",
+     HarnessPolicy(name="lean", context=[StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)])),
+    ("as `lean`, but the mask moves 10 outputs at a time, so the prompt is append-only in between",
+     HarnessPolicy(name="masked_batched", context=[StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)])),
+    ("at 12k tokens, a fresh summary of all but the last 4 steps rewrites the history",
+     HarnessPolicy(name="compact_naive", context=[
+         Compact(trigger_tokens=12000, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")])),
+    ("at 12k tokens, fold all but the last 2 steps; memory changes are appended, the prefix never moves",
+     HarnessPolicy(name="compact_cache_aware", context=[
+         Compact(trigger_tokens=12000, keep_recent_steps=2, layout="append", summariser_prompt="fork")])),
+    ("tool summaries in every request, full schemas through describe_tool",
+     HarnessPolicy(name="disclosed", context=[DiscloseTools()])),
+]
+PRESETS: dict[str, HarnessPolicy] = {p.name: p for _, p in _PRESETS}
+PRESET_SUMMARIES: dict[str, str] = {p.name: what for what, p in _PRESETS}
 
 
 def load_policy(name_or_path: str) -> HarnessPolicy:

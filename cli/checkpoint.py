@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent.approval import pending_calls, record_decision
-from agent.errors import HarnessError
-from agent.progress import LiveStatus, summary_table
+from core.errors import HarnessError
+from cli.progress import LiveStatus, summary_table
 from agent.replay import replay
 from agent.resume import resume
 

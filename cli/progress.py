@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.table import Table
 
-from agent.events import Event, ModelFailed, ModelReplied, ToolObserved
+from core.events import Event, ModelFailed, ModelReplied, ToolObserved
 from agent.summary import Summary
 
 

@@ -10,12 +10,12 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from agent.errors import HarnessError
+from core.errors import HarnessError
 from agent.journal import read_events, read_run_info
-from agent.policy import HarnessPolicy
-from memory.context import ContextStep
-from memory.rerender import HELD_FIXED, Rerendered, rerender
-from memory.tokens import counter_for
+from core.policy import HarnessPolicy
+from core.context_policy import ContextStep
+from agent.rerender import HELD_FIXED, Rerendered, rerender
+from agent.tokens import counter_for
 from tools.builtin import STANDARD
 
 STEPS = TypeAdapter(list[ContextStep])
@@ -63,7 +63,7 @@ def rerender_command(
 ) -> None:
     """Rebuild every step's prompt under another context policy from the journal alone (no model, no sandbox)
     and report prompt tokens, peak context and ideal prefix reuse. The model's replies are held fixed."""
-    from agent.policy import load_policy
+    from core.policy import load_policy
 
     console = Console(width=160)  # a table this wide stays readable when piped
     try:

@@ -9,19 +9,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.checkpoint_cli import approve_command, replay_command, resume_command, say_how_to_approve
-from agent.errors import HarnessError
+from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
+from core.errors import HarnessError
 from agent.launch import SANDBOXES, launch
-from agent.policy import PRESET_SUMMARIES, PRESETS, load_policy
-from agent.progress import LiveStatus, summary_table
+from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
+from cli.progress import LiveStatus, summary_table
 from agent.task import load_task
-from memory.rerender_report import rerender_command
-from sandboxes.cli import app as sandbox_app
-from evals.chess.cli import chess_command
-from evals.ab.command import ab_command
-from evals.reports.command import report_command
-from evals.swe.cli import swe_command, swe_grade_command
-from tools.mcp import cli as mcp_cli
+from cli.rerender import rerender_command
+from cli.sandbox import app as sandbox_app
+from cli.chess import chess_command
+from cli.ab import ab_command
+from cli.report import report_command
+from cli.swe import swe_command, swe_grade_command
+from cli import mcp as mcp_cli
 
 app = typer.Typer(
     help="Run LLM agents against real work, and measure the harness itself.",

@@ -6,11 +6,11 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from agent.policy import HarnessPolicy
+from core.policy import HarnessPolicy
 from agent.task import Task
-from memory.context import DiscloseTools
-from memory.disclosure import request_tools, tools_text, with_describe_tool
-from memory.tokens import counter_for
+from core.context_policy import DiscloseTools
+from tools.disclosure import request_tools, tools_text, with_describe_tool
+from agent.tokens import counter_for
 from agent.models.scripted import ScriptedCall, ScriptedReply
 from tests.agent.helpers import call, events
 from tools.builtin import standard_tools

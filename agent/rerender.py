@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agent.events import Compacted, Event, MessageAdded, ModelReplied, ToolObserved
-from agent.types import Message, Usage
+from core.events import Compacted, Event, MessageAdded, ModelReplied, ToolObserved
+from core.types import Message, Usage
 from memory.compaction import compact, due
-from memory.context import ContextStep, DiscloseTools
-from memory.disclosure import request_tools, tools_text, with_describe_tool
+from core.context_policy import ContextStep, DiscloseTools
+from tools.disclosure import request_tools, tools_text, with_describe_tool
 from memory.extractive import ExtractiveSummariser
-from memory.folds import Fold
+from core.memory_types import Fold
 from memory.prefix import PrefixReuse
 from memory.render import compact_step, render
 from memory.tokens import TokenCounter

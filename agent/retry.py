@@ -1,8 +1,4 @@
-"""Error kinds the harness distinguishes, and the retry policy for model calls.
-
-`HarnessError` is for the user: its message is one paragraph that says what is
-wrong and what to do, and the CLI prints it instead of a traceback.
-"""
+"""The retry policy for model calls: transient errors back off and try again, permanent ones pass through."""
 
 from __future__ import annotations
 
@@ -10,7 +6,6 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from pydantic import ValidationError
 from tenacity import (
     Retrying,
     before_sleep_log,
@@ -19,36 +14,10 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from core.errors import TransientModelError
+
 log = logging.getLogger("harness")
 T = TypeVar("T")
-
-
-class HarnessError(Exception):
-    """A problem the user can fix; the message says what and how."""
-
-
-class TransientModelError(Exception):
-    """Worth retrying: rate limit, 5xx, dropped connection, timeout."""
-
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class PermanentModelError(HarnessError):
-    """Retrying cannot help: bad request, authentication, unknown model, script exhausted."""
-
-
-def describe_validation_error(err: ValidationError, what: str) -> str:
-    """One paragraph naming each bad field, the problem and the allowed values."""
-    parts = []
-    for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = e["msg"]
-        if e["type"] == "extra_forbidden":
-            msg = "is not a known field"
-        parts.append(f"`{where}` {msg} (got {e.get('input')!r})" if e["type"] != "missing" else f"`{where}` is required")
-    return f"{what} is invalid: " + "; ".join(parts) + "."
 
 
 def _wait(multiplier: float, cap: float):

@@ -10,11 +10,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent.errors import HarnessError
-from agent.events import Event, ModelReplied, ToolObserved
+from core.errors import HarnessError
+from core.events import Event, ModelReplied, ToolObserved
 from agent.models import load_model
 from agent.models.base import ModelClient
-from agent.policy import load_policy
+from core.policy import load_policy
 from evals.chess.batch import COLORS, Batch, Estimate, play_batch
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from pydantic import BaseModel, Field
 
-from memory.context import DiscloseTools
+from core.context_policy import DiscloseTools
 
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult, openai_schema
 

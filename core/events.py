@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agent.types import Message, ModelReply, Observation, Usage
-from memory.folds import Fold
+from core.types import Message, ModelReply, Observation, Usage
+from core.memory_types import Fold
 
 
 class _Event(BaseModel):

@@ -6,16 +6,16 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.cli import app
+from cli.main import app
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.policy import HarnessPolicy, StopPolicy
+from core.policy import HarnessPolicy, StopPolicy
 from agent.task import Task
-from memory.context import Compact, MaskObservations
+from core.context_policy import Compact, MaskObservations
 from memory.render import render
-from memory.rerender import HELD_FIXED, replay_history, rerender
-from memory.tokens import counter_for
+from agent.rerender import HELD_FIXED, replay_history, rerender
+from agent.tokens import counter_for
 from tests.agent.helpers import call
 from tools.builtin import STANDARD
 
@@ -36,7 +36,7 @@ def test_rerender_of_a_100_step_journal_reports_every_step(tmp_path):
     # Its speed (the bound is 5 s) is measured by benchmarks/bench_rerender.py, not here.
     run_dir = hundred_steps(tmp_path)
     runner = CliRunner()
-    for policy in ("compact_cache_aware", "masked"):
+    for policy in ("compact_cache_aware", "lean"):
         result = runner.invoke(app, ["rerender", str(run_dir), "--policy", policy, "--per-step"])
         assert result.exit_code == 0, result.output
         assert "held fixed" in result.output and policy in result.output

@@ -1,0 +1,37 @@
+"""Error kinds the harness distinguishes.
+
+`HarnessError` is for the user: its message is one paragraph that says what is
+wrong and what to do, and the CLI prints it instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+class HarnessError(Exception):
+    """A problem the user can fix; the message says what and how."""
+
+
+class TransientModelError(Exception):
+    """Worth retrying: rate limit, 5xx, dropped connection, timeout."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentModelError(HarnessError):
+    """Retrying cannot help: bad request, authentication, unknown model, script exhausted."""
+
+
+def describe_validation_error(err: ValidationError, what: str) -> str:
+    """One paragraph naming each bad field, the problem and the allowed values."""
+    parts = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "is not a known field"
+        parts.append(f"`{where}` {msg} (got {e.get('input')!r})" if e["type"] != "missing" else f"`{where}` is required")
+    return f"{what} is invalid: " + "; ".join(parts) + "."
