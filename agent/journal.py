@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from core.errors import HarnessError
 from core.events import EVENT, Event
@@ -29,7 +29,11 @@ class RunInfo(BaseModel):
     run_id: str
     task: dict[str, Any]
     model: str
-    sandbox: str
+    sandbox: str  # local, docker, none (a chess game), or a custom factory's kind
+    image: str | None = None  # docker: the image the run started from
+    workdir: str | None = None  # docker: where its commands start
+    toolset: str = "standard"  # the named tool set (tools.builtin.TOOLSETS) the MCP tools joined
+    tools: list[dict[str, str]] = Field(default_factory=list)  # offered: name, server, effect, schema_sha256
     policy: dict[str, Any]
     harness_version: str = HARNESS_VERSION
     seed: int | None = None

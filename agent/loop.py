@@ -5,6 +5,7 @@ Read this file top to bottom; everything it calls is one import away.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Mapping, Sequence
 
 from agent.approval import Decision
@@ -99,6 +100,10 @@ def run(
                 write_snapshot(state, journal, sandbox)
     except KeyboardInterrupt:
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
+    except Exception as e:  # a bug, a full disk, a reply no client expected: the run still ends on the record
+        where = journal.store_artifact("harness_error.txt", traceback.format_exc())
+        stop = Stop("harness_error", f"The harness failed at step {state.step}: {type(e).__name__}: {e} (traceback: {where}). "
+                    "Everything journaled before it is kept; `harness resume` continues from there.")
 
     journal.append(RunStopped(step=state.step, reason=stop.reason, message=stop.message, outcome=stop.outcome))
     write_snapshot(state, journal, sandbox, stop)

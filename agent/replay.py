@@ -10,24 +10,20 @@ from __future__ import annotations
 
 import difflib
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.approval import decisions
 from core.events import ModelReplied, RunStopped, ToolObserved
-from agent.journal import Journal, RunInfo, read_events, read_run_info
-from agent.launch import make_sandbox, prepare
-from agent.loop import run
+from agent.journal import RunInfo, read_events, read_run_info
 from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox
 from core.policy import HarnessPolicy
 from agent.task import Task
 from core.types import Observation
-from sandboxes.base import Sandbox
+from core.errors import HarnessError
 from tools.base import Registry
-from tools.builtin import standard_tools
-from tools.mcp import with_mcp
 
 
 @dataclass(frozen=True)
@@ -49,24 +45,23 @@ class ReplayReport:
 
 
 def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None,
-           sandbox: Callable[[Path], Sandbox] | None = None) -> ReplayReport:
+           sandbox: SandboxFactory | None = None) -> ReplayReport:
     """Re-drive the loop of `run_dir` with its recorded replies in a fresh sandbox; the new run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     events = read_events(run_dir)
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
     replies = [e.reply for e in events if isinstance(e, ModelReplied)]
-    journal = Journal.create(Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-replay-")),
-                             _replay_info(info))
-    box = sandbox(journal.dir / "workspace") if sandbox is not None else make_sandbox(info.sandbox, journal.dir / "workspace")
-    try:
-        prepare(task, box, policy.dispatch.tool_timeout_s)
-        with with_mcp(policy.mcp, tools or standard_tools()) as registry:
-            summary = run(task, ScriptedModel(replies, name=f"replay:{info.run_id}"), registry, box, policy, journal,
-                          approvals=decisions(events))
-    finally:
-        box.close()
-        journal.close()
+    box = sandbox if sandbox is not None else recorded_sandbox(info)
+    if box is None:
+        raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); replay it from code, "
+                           "passing the same sandbox factory.")
+    out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-replay-"))
+    spec = RunSpec(task, ScriptedModel(replies, name=f"replay:{info.run_id}"), policy, out_dir, sandbox=box,
+                   toolset=info.toolset, tools=tools, run_id=_replay_id(info), seed=info.seed)
+    with open_run(spec) as session:
+        summary = session.run(approvals=decisions(events))
+    journal = session.journal
     recorded = [e for e in events if isinstance(e, ToolObserved)]
     replayed = [e for e in read_events(journal.dir) if isinstance(e, ToolObserved)]
     stops = [e for e in events if isinstance(e, RunStopped)]
@@ -102,9 +97,5 @@ def _diff(a: Observation, b: Observation) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _replay_info(info: RunInfo) -> RunInfo:
-    return info.model_copy(update={
-        "run_id": f"{info.run_id}-replay-{datetime.now(timezone.utc).strftime('%H%M%S%f')}",
-        "model": f"replay:{info.run_id}",
-        "started_at": datetime.now(timezone.utc).isoformat(),
-    })
+def _replay_id(info: RunInfo) -> str:
+    return f"{info.run_id}-replay-{datetime.now(timezone.utc).strftime('%H%M%S%f')}"

@@ -15,24 +15,21 @@ from pathlib import Path
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
 from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
-from agent.launch import make_sandbox, prepare
-from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
 from core.policy import HarnessPolicy
 from agent.restore import Restored, restore
+from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from agent.snapshot import load_snapshot
 from agent.stopping import StopRule
 from agent.summary import Summary, summarize
 from agent.task import Task
 from sandboxes.base import Sandbox
 from tools.base import Registry
-from tools.builtin import standard_tools
-from tools.mcp import with_mcp
 
 # A run that stopped for one of these can go on; any other stop is the end of it.
-RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable")
+RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable", "harness_error")
 
 
 @dataclass
@@ -45,7 +42,7 @@ def resume(
     run_dir: Path,
     model: str | ModelClient | None = None,
     tools: Registry | None = None,
-    sandbox: Callable[[Path], Sandbox] | None = None,
+    sandbox: SandboxFactory | None = None,
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
 ) -> Resumed:
@@ -61,7 +58,7 @@ def resume(
 
 
 def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelClient | None, tools: Registry | None,
-            sandbox: Callable[[Path], Sandbox] | None, stop_rules: Sequence[StopRule]) -> Resumed:
+            sandbox: SandboxFactory | None, stop_rules: Sequence[StopRule]) -> Resumed:
     notes: list[str] = []
     events = read_events(run_dir, on_bad_line=lambda n, why: notes.append(
         f"events.jsonl line {n} is damaged (cut short by a crash mid-write?) and was skipped: {why}"))
@@ -85,22 +82,18 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
         notes += [why] if why is not None else []
         restored = restore(task, events, snap)
         notes += restored.notes + describe_open_step(restored)
-        box, note = reconnect(info.sandbox, run_dir, task, policy, sandbox)
+        box, note = reconnect(info, run_dir, task, policy, sandbox)
         notes += [note] if note is not None else []
     else:  # it died before its first event, perhaps while its sandbox was being prepared: begin again
         restored = None
-        box = sandbox(run_dir / "workspace") if sandbox is not None else make_sandbox(info.sandbox, run_dir / "workspace")
+        box = make_box(info, run_dir, sandbox)
         notes.append("The run had not begun when it stopped; it starts from the beginning.")
-    try:
+    with reopen_run(info, journal, client, box, tools, stop_rules) as session:
         if restored is None:
             prepare(task, box, policy.dispatch.tool_timeout_s)
         else:
             journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-        with with_mcp(policy.mcp, tools or standard_tools()) as registry:
-            summary = run(task, client, registry, box, policy, journal, approvals=restored.approvals if restored else None,
-                          stop_rules=stop_rules, resumed=restored)
-    finally:
-        box.close()
+        summary = session.run(approvals=restored.approvals if restored else None, resumed=restored)
     return Resumed(summary, notes)
 
 
@@ -119,20 +112,31 @@ def continue_model(model: str | ModelClient, replies: int) -> ModelClient:
     return client
 
 
-def reconnect(kind: str, run_dir: Path, task: Task, policy: HarnessPolicy,
-              factory: Callable[[Path], Sandbox] | None) -> tuple[Sandbox, str | None]:
+def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sandbox:
+    workspace = run_dir / "workspace"
+    if factory is not None:
+        return factory(workspace)
+    spec = recorded_sandbox(info)
+    if spec is None:
+        raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); resume it from code, "
+                           "passing the same sandbox factory.")
+    return open_sandbox(spec, workspace)
+
+
+def reconnect(info: RunInfo, run_dir: Path, task: Task, policy: HarnessPolicy,
+              factory: SandboxFactory | None) -> tuple[Sandbox, str | None]:
     """The run's sandbox again: the local one's workspace persists under the run dir; others are made anew."""
     workspace = run_dir / "workspace"
-    if factory is None and kind == "local" and workspace.is_dir():
-        return make_sandbox(kind, workspace), None
-    box = factory(workspace) if factory is not None else make_sandbox(kind, workspace)
+    kept = info.sandbox == "local" and factory is None and workspace.is_dir()
+    box = make_box(info, run_dir, factory)
+    if kept:
+        return box, None
     if factory is not None and workspace.is_dir() and any(workspace.iterdir()):
         return box, None
     prepare(task, box, policy.dispatch.tool_timeout_s)
     return box, (
-        f"The {kind} sandbox could not be reconnected, so it was recreated from the task's files and setup: "
-        "changes the run made to it before are gone. (Recreating a sandbox from the recorded workspace state "
-        "is not implemented yet.)"
+        f"The {info.sandbox} sandbox could not be reconnected, so it was recreated from the task's files and setup: "
+        "changes the run made to it before are gone."
     )
 
 

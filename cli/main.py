@@ -11,7 +11,8 @@ from rich.table import Table
 
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from core.errors import HarnessError
-from agent.launch import SANDBOXES, launch
+from agent.launch import launch
+from agent.session import SANDBOXES
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from cli.progress import LiveStatus, summary_table
 from agent.task import load_task

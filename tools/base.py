@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -132,3 +134,36 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self.tools)
+
+
+class ToolRecord(BaseModel):
+    """A tool as a run offered it to the model: what run.json and artifacts/tools.json keep, so
+    rerender, reports and resume know exactly what the model saw."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    server: str  # "builtin", or the MCP server whose tool it is
+    effect: Effect
+    summary: str
+    description: str
+    input_schema: dict[str, Any]
+
+    @property
+    def schema_sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.input_schema, sort_keys=True).encode()).hexdigest()
+
+
+def record(tool: Tool) -> ToolRecord:
+    server, sep, _ = tool.name.partition("__")  # MCP tools are named SERVER__tool
+    return ToolRecord(name=tool.name, server=server if sep else "builtin", effect=tool.effect, summary=tool.summary,
+                      description=tool.description, input_schema=tool.schema())
+
+
+def recorded_tool(rec: ToolRecord) -> Tool:
+    """A recorded tool with its schema and texts, for pricing and reports: it cannot run."""
+
+    def unavailable(args: Any, ctx: ToolContext) -> ToolResult:
+        return ToolResult(f"{rec.name} is a recorded tool description; it cannot run here.", ok=False)
+
+    return Tool(name=rec.name, summary=rec.summary, description=rec.description, args=FreeArgs, effect=rec.effect,
+                run=unavailable, input_schema=rec.input_schema)

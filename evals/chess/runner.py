@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,8 @@ from pydantic import BaseModel
 
 from agent.dispatch import Dispatched
 from core.events import Event
-from agent.journal import Journal, RunInfo, new_run_id, read_events
-from agent.loop import run
+from agent.journal import read_events
+from agent.session import RunSpec, SandboxSpec, open_run
 from agent.models.base import ModelClient
 from core.policy import HarnessPolicy
 from agent.state import RunState
@@ -32,7 +31,6 @@ from evals.chess.game import Game, GameRules, color_name, material
 from evals.chess.metrics import journal_figures
 from evals.chess.opponents import open_opponent
 from evals.chess.tools import chess_tools
-from sandboxes.base import ExecResult, SandboxDead
 
 SYSTEM = (
     "You are a professional chess player and you play as {color}. Act only through tools: get_board shows the "
@@ -82,27 +80,6 @@ class GameRun:
     summary: Summary
     run_dir: Path
     record: GameRecord
-
-
-class NoSandbox:
-    """A game reads and writes no files and runs no commands; the loop still wants a sandbox."""
-
-    workdir = "."
-
-    def exec(self, command: str, timeout: float) -> ExecResult:
-        raise SandboxDead("a chess game has no sandbox to run commands in")
-
-    def read_file(self, path: str) -> bytes:
-        raise SandboxDead("a chess game has no files")
-
-    def write_file(self, path: str, data: bytes) -> None:
-        raise SandboxDead("a chess game has no files")
-
-    def alive(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        pass
 
 
 def chess_policy(policy: HarnessPolicy, rules: GameRules) -> HarnessPolicy:
@@ -169,20 +146,16 @@ def play_game(
         game = Game(chess.WHITE if color == "white" else chess.BLACK, engine, rules, start_fen)
         game.open()
         task = game_task(game, opponent)
-        info = RunInfo(run_id=new_run_id(task.id), task=task.model_dump(mode="json"), model=model.name,
-                       sandbox="none", policy=the_policy.model_dump(mode="json"), seed=seed,
-                       started_at=datetime.now(timezone.utc).isoformat())
-        journal = Journal.create(out, info)
-        journal.listeners.extend(listeners)
-        try:
-            summary = run(task, model, chess_tools(game), NoSandbox(), the_policy, journal, stop_rules=[game_rule(game)])
+        spec = RunSpec(task, model, the_policy, out, sandbox=SandboxSpec(kind="none"), toolset="chess",
+                       tools=chess_tools(game), seed=seed, listeners=listeners, stop_rules=[game_rule(game)])
+        with open_run(spec) as session:
+            summary = session.run()
+            journal = session.journal
             game.abort(f"the run stopped ({summary.stop_reason}: {summary.message})")
             pgn = journal.store_artifact("game.pgn", game.pgn(model.name))
             record = game_record(game, summary, journal.dir, pgn, model.name, opponent, seed, the_policy, analysis_depth)
             summary = summary.model_copy(update={"outcome": record.model_dump(mode="json")})
             journal.write_summary(summary)
-        finally:
-            journal.close()
     finally:
         engine.close()
     return GameRun(summary, journal.dir, record)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import replace
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,9 +19,7 @@ from pathlib import Path
 import docker
 from pydantic import BaseModel
 
-from core.events import RunStopped
-from agent.journal import Journal, RunInfo
-from agent.loop import run
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from core.policy import HarnessPolicy
@@ -32,11 +29,9 @@ from evals.swe.agents import is_reference, reference_agent
 from evals.swe.grader import InstanceReport
 from evals.swe.image import instance_image
 from evals.swe.task import SweInstance
+from core.errors import HarnessError
+from sandboxes.base import Sandbox
 from sandboxes.docker import DockerSandbox
-from sandboxes.docker_options import DockerOptions
-from tools.base import Registry
-from tools.builtin import STANDARD
-from tools.builtin.submit import SUBMIT as BUILTIN_SUBMIT
 
 SYSTEM = (
     "You are a software engineer fixing an issue in the repository at /testbed, inside a sandboxed Linux "
@@ -44,18 +39,6 @@ SYSTEM = (
     "fix it, and check your change. Do not edit or delete tests: hidden tests will judge the fix. When the "
     "fix is done, call `submit` with a one-paragraph summary; your changes to /testbed are the answer."
 )
-
-
-# The standard submit tool, described for SWE work: the answer is the work tree, not the text.
-SUBMIT = replace(
-    BUILTIN_SUBMIT,
-    summary="Finish: your changes to /testbed become the patch.",
-    description="Call once the fix is done. The run ends; every change in /testbed (new files included) is collected as a git diff.",
-)
-
-
-def swe_tools() -> Registry:
-    return Registry.of([t for t in STANDARD if t.name != "submit"] + [SUBMIT])
 
 
 def task_for(inst: SweInstance) -> Task:
@@ -90,33 +73,33 @@ def model_for(spec: str, inst: SweInstance) -> ModelClient:
 
 def run_instance(inst: SweInstance, model_spec: str, policy: HarnessPolicy, batch_dir: Path,
                  client: docker.DockerClient, log: Callable[[str], None] = lambda s: None) -> InstanceResult:
-    model = model_for(model_spec, inst)
-    task = task_for(inst)
-    info = RunInfo(run_id=inst.instance_id, task=task.model_dump(mode="json"), model=model.name, sandbox="docker",
-                   policy=policy.model_dump(mode="json"), seed=policy.model.seed,
-                   started_at=datetime.now(timezone.utc).isoformat())
-    journal = Journal.create(batch_dir, info)
     try:
-        try:
-            image = instance_image(inst, client, log)
-            box = DockerSandbox.start(DockerOptions(image=image, workdir="/testbed"), client=client)
-        except Exception as e:  # the environment failed, not the agent: an error instance, and the batch goes on
-            message = f"The environment could not be built or started: {e}"
-            journal.append(RunStopped(reason="environment_error", message=message))
-            return InstanceResult(instance_id=inst.instance_id, run_dir=str(journal.dir), stop_reason="environment_error",
-                                  model_patch=None, error=message)
-        try:
-            summary = run(task, model, swe_tools(), box, policy, journal)
-            patch = final_diff(box, inst.base_commit) if summary.stop_reason != "sandbox_dead" else None
-        finally:
-            box.close()
-        if patch is not None:
-            journal.store_artifact("model.patch", patch)
-        return InstanceResult(instance_id=inst.instance_id, run_dir=str(journal.dir), stop_reason=summary.stop_reason,
-                              model_patch=patch, steps=summary.steps,
-                              tokens=summary.tokens.prompt + summary.tokens.completion)
-    finally:
-        journal.close()
+        sandbox: SandboxSpec | SandboxFactory = SandboxSpec(kind="docker", image=instance_image(inst, client, log),
+                                                            workdir="/testbed")
+    except Exception as e:  # the environment failed, not the agent: the run records it, and the batch goes on
+        sandbox = _unbuildable(e)
+    spec = RunSpec(task_for(inst), model_for(model_spec, inst), policy, batch_dir, sandbox=sandbox,
+                   toolset="repository", run_id=inst.instance_id)
+    try:
+        with open_run(spec) as session:
+            summary = session.run()
+            patch = final_diff(session.sandbox, inst.base_commit) if summary.stop_reason != "sandbox_dead" else None
+            if patch is not None:
+                session.journal.store_artifact("model.patch", patch)
+    except HarnessError as e:
+        if not (batch_dir / inst.instance_id / "events.jsonl").exists():
+            raise
+        return InstanceResult(instance_id=inst.instance_id, run_dir=str(batch_dir / inst.instance_id),
+                              stop_reason="environment_error", model_patch=None, error=str(e))
+    return InstanceResult(instance_id=inst.instance_id, run_dir=str(session.journal.dir), stop_reason=summary.stop_reason,
+                          model_patch=patch, steps=summary.steps, tokens=summary.tokens.prompt + summary.tokens.completion)
+
+
+def _unbuildable(error: Exception) -> SandboxFactory:
+    def start(workspace: Path) -> Sandbox:
+        raise RuntimeError(f"the instance image could not be built: {error}")
+
+    return start
 
 
 def finished(batch_dir: Path, instance_id: str) -> InstanceResult | None:

@@ -11,7 +11,8 @@ from agent.task import Task
 from core.types import ModelReply
 from tests.agent.helpers import call, calls, events
 
-RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "policy", "harness_version", "seed", "started_at"}
+RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "image", "workdir", "toolset", "tools", "policy", "harness_version",
+                   "seed", "started_at"}
 SUMMARY_FIELDS = {
     "run_id", "task_id", "model", "policy", "stop_reason", "message", "outcome", "steps", "tokens", "cache_hit_rate",
     "wall_s", "model_calls", "model_failures", "tool_calls", "tool_calls_total", "errors", "truncated_outputs",
@@ -38,7 +39,10 @@ def test_write_run_fail_submit(tmp_path):
     assert summary.steps == 4 and summary.tool_calls == {"shell": 2, "submit": 1, "write_file": 1}
     assert summary.errors == {"nonzero_exit": 1}
 
-    assert set(json.loads((run_dir / "run.json").read_text())) == RUN_JSON_FIELDS
+    info = json.loads((run_dir / "run.json").read_text())
+    assert set(info) == RUN_JSON_FIELDS
+    assert [t["name"] for t in info["tools"]] == ["shell", "read_file", "write_file", "replace", "grep", "find", "submit"]
+    assert all(t["server"] == "builtin" and len(t["schema_sha256"]) == 64 for t in info["tools"])
     saved = json.loads((run_dir / "summary.json").read_text())
     assert set(saved) == SUMMARY_FIELDS and saved["stop_reason"] == "submitted"
     assert set(saved["tokens"]) == {"prompt", "completion", "cached", "cache_write", "reasoning"}

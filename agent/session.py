@@ -1,0 +1,214 @@
+"""The one run builder: a run spec opens everything a run needs, and one place closes it.
+
+`harness run`, resume, replay, chess games and SWE instances all open their runs here,
+so each gets the policy's MCP servers, a sandbox of the recorded kind (image and
+workdir included), and a run.json that records the tool set offered to the model.
+
+    with open_run(spec) as session:
+        summary = session.run()
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.journal import Journal, RunInfo, new_run_id, write_json_atomic
+from agent.loop import run
+from agent.models import load_model
+from agent.models.base import ModelClient
+from agent.stopping import StopRule
+from agent.summary import Summary
+from agent.task import Task
+from core.errors import HarnessError
+from core.events import Event, RunStopped
+from core.mcp_settings import McpServer
+from core.policy import HarnessPolicy
+from sandboxes.base import Sandbox
+from tools.base import Registry, ToolRecord, record
+from tools.builtin import toolset
+from tools.mcp import with_mcp
+
+SANDBOXES = ("local", "docker", "docker:IMAGE")
+
+
+class SandboxSpec(BaseModel):
+    """Where a run's tools act; recorded in run.json, so a resume reopens the same kind, image and workdir."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    kind: Literal["local", "docker", "none"] = "local"
+    image: str | None = None  # docker: a local image (default: the base image)
+    workdir: str | None = None  # docker: where commands start (default: the image's /workspace volume)
+
+    @classmethod
+    def parse(cls, text: str) -> SandboxSpec:
+        kind, _, image = text.partition(":")
+        if text in ("local", "none", "docker") or (kind == "docker" and image):
+            return cls(kind=kind, image=image or None)  # type: ignore[arg-type]
+        raise HarnessError(f"Unknown sandbox {text!r}; choose one of: {', '.join(SANDBOXES)}.")
+
+
+def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:
+    if spec.kind == "local":
+        from sandboxes.local import LocalSandbox
+
+        return LocalSandbox(workspace)
+    if spec.kind == "none":
+        from sandboxes.none import NoSandbox
+
+        return NoSandbox()
+    from sandboxes.docker import DockerSandbox, DockerUnavailable
+    from sandboxes.docker_options import DockerOptions
+
+    settings = {k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None}
+    try:
+        return DockerSandbox.start(DockerOptions(**settings))
+    except DockerUnavailable as e:
+        raise HarnessError(f"The Docker sandbox cannot start: {e}.") from None
+
+
+SandboxFactory = Callable[[Path], Sandbox]
+
+
+@dataclass
+class RunSpec:
+    """Everything that decides a run. `sandbox` may be a factory given the run's workspace folder
+    (tests, custom sandboxes); `tools` replaces the named tool set with live tools (a chess game's)."""
+
+    task: Task
+    model: str | ModelClient
+    policy: HarnessPolicy
+    out: Path
+    sandbox: SandboxSpec | SandboxFactory = field(default_factory=SandboxSpec)
+    toolset: str = "standard"
+    tools: Registry | None = None
+    mcp: Sequence[McpServer] = ()  # servers named on the command line, beside the policy's own
+    run_id: str | None = None
+    seed: int | None = None  # default: the policy's model seed
+    listeners: Sequence[Callable[[Event], None]] = ()
+    stop_rules: Sequence[StopRule] = ()
+
+
+@dataclass
+class Session:
+    """An open run: its journal, sandbox, model and the tools it offers (MCP servers connected)."""
+
+    task: Task
+    policy: HarnessPolicy
+    model: ModelClient
+    journal: Journal
+    sandbox: Sandbox
+    tools: Registry
+    stop_rules: Sequence[StopRule] = ()
+
+    def run(self, **resume) -> Summary:
+        """Run the loop to a stop; `resume` passes approvals/resumed state through (agent.resume)."""
+        return run(self.task, self.model, self.tools, self.sandbox, self.policy, self.journal,
+                   stop_rules=self.stop_rules, **resume)
+
+
+@contextmanager
+def open_run(spec: RunSpec) -> Iterator[Session]:
+    """Create the run directory, start the sandbox, prepare the task, connect MCP servers, record the tools.
+
+    A sandbox that cannot start ends the run as `environment_error` (journaled) and raises HarnessError."""
+    client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
+    policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
+    sandbox = spec.sandbox if isinstance(spec.sandbox, SandboxSpec) else None
+    info = RunInfo(
+        run_id=spec.run_id or new_run_id(spec.task.id),
+        task=spec.task.model_dump(mode="json"),
+        model=client.name,
+        sandbox=sandbox.kind if sandbox else getattr(spec.sandbox, "kind", "custom"),
+        image=sandbox.image if sandbox else None,
+        workdir=sandbox.workdir if sandbox else None,
+        toolset=spec.toolset,
+        policy=policy.model_dump(mode="json"),
+        seed=spec.seed if spec.seed is not None else policy.model.seed,
+        started_at=datetime.now(timezone.utc).isoformat(),
+    )
+    journal = Journal.create(spec.out, info)
+    journal.listeners.extend(spec.listeners)
+    try:
+        box = _start_sandbox(spec.sandbox, journal)
+        try:
+            prepare(spec.task, box, policy.dispatch.tool_timeout_s)
+            base = spec.tools if spec.tools is not None else toolset(spec.toolset)
+            with with_mcp(policy.mcp, base) as registry:  # MCP servers live as long as the run
+                record_tools(journal, info, registry)
+                yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules)
+        finally:
+            box.close()
+    finally:
+        journal.close()
+
+
+def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> Sandbox:
+    workspace = journal.dir / "workspace"
+    try:
+        return open_sandbox(sandbox, workspace) if isinstance(sandbox, SandboxSpec) else sandbox(workspace)
+    except Exception as e:  # the environment failed, not the agent: say so in the record
+        message = f"The sandbox could not be started: {e}"
+        journal.append(RunStopped(reason="environment_error", message=message))
+        raise HarnessError(message) from None
+
+
+def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:
+    """Write the task's files and run its setup commands before the agent starts."""
+    for path, content in task.files.items():
+        sandbox.write_file(path, content.encode())
+    for command in task.setup:
+        result = sandbox.exec(command, timeout=timeout_s)
+        if result.exit_code != 0:
+            raise HarnessError(f"Task {task.id}: setup command `{command}` failed (exit {result.exit_code}):\n{result.output[-2000:]}")
+
+
+def record_tools(journal: Journal, info: RunInfo, tools: Registry) -> None:
+    """run.json names each tool offered (with its server, effect and schema hash); artifacts/tools.json
+    keeps the texts and schemas, which rerender and reports price."""
+    records = [record(t) for t in tools]
+    journal.store_artifact("tools.json", json.dumps([r.model_dump(mode="json") for r in records], indent=1))
+    offered = [{"name": r.name, "server": r.server, "effect": r.effect.value, "schema_sha256": r.schema_sha256}
+               for r in records]
+    write_json_atomic(journal.dir / "run.json", info.model_copy(update={"tools": offered}).model_dump(mode="json"))
+
+
+def recorded_tools(run_dir: Path) -> list[ToolRecord] | None:
+    """The tools a run offered, as it recorded them; None for runs recorded before tool sets were kept."""
+    path = Path(run_dir) / "artifacts" / "tools.json"
+    if not path.exists():
+        return None
+    return [ToolRecord.model_validate(r) for r in json.loads(path.read_text())]
+
+
+def recorded_sandbox(info: RunInfo) -> SandboxSpec | None:
+    """The sandbox a run recorded, or None for a custom factory's (the caller must bring one)."""
+    if info.sandbox not in ("local", "docker", "none"):
+        return None
+    return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir)  # type: ignore[arg-type]
+
+
+@contextmanager
+def reopen_run(info: RunInfo, journal: Journal, model: ModelClient, sandbox: Sandbox, tools: Registry | None = None,
+               stop_rules: Sequence[StopRule] = ()) -> Iterator[Session]:
+    """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
+    The sandbox is the caller's (reconnected or recreated); it is closed here."""
+    policy = HarnessPolicy.model_validate(info.policy)
+    try:
+        with with_mcp(policy.mcp, tools if tools is not None else toolset(info.toolset)) as registry:
+            yield Session(Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules)
+    finally:
+        sandbox.close()
+
+
+def start(spec: RunSpec) -> tuple[Summary, Path]:
+    """Open the run, run it to a stop, close it."""
+    with open_run(spec) as session:
+        return session.run(), session.journal.dir

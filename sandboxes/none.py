@@ -1,0 +1,24 @@
+"""A sandbox with no files and no commands, for tasks that act only through their own tools (chess)."""
+
+from __future__ import annotations
+
+from sandboxes.base import ExecResult, SandboxDead
+
+
+class NoSandbox:
+    workdir = "."
+
+    def exec(self, command: str, timeout: float) -> ExecResult:
+        raise SandboxDead("this run has no sandbox to run commands in")
+
+    def read_file(self, path: str) -> bytes:
+        raise SandboxDead("this run has no sandbox files")
+
+    def write_file(self, path: str, data: bytes) -> None:
+        raise SandboxDead("this run has no sandbox files")
+
+    def alive(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
