@@ -12,10 +12,12 @@ from rich.table import Table
 
 from core.errors import HarnessError
 from agent.journal import read_events, read_run_info
+from agent.session import recorded_tools
 from core.policy import HarnessPolicy
 from core.context_policy import ContextStep
 from agent.rerender import HELD_FIXED, Rerendered, rerender
 from agent.tokens import counter_for
+from tools.base import recorded_tool
 from tools.builtin import STANDARD
 
 STEPS = TypeAdapter(list[ContextStep])
@@ -27,12 +29,16 @@ def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool
     events = read_events(run_dir)
     counter = counter_for(info.model)
     recorded = STEPS.validate_python(info.policy.get("context", []))
+    records = recorded_tools(run_dir)
+    tools = [recorded_tool(r) for r in records] if records is not None else list(STANDARD)
     results = {
-        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(events, recorded, counter, STANDARD, recorded_folds=True),
-        other.name: rerender(events, other.context, counter, STANDARD),
+        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(events, recorded, counter, tools, recorded_folds=True),
+        other.name: rerender(events, other.context, counter, tools),
     }
     console.print(HELD_FIXED)
-    console.print(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of the standard tool set.")
+    where = (f"the {len(tools)} tools the run offered" if records is not None
+             else "the standard tool set (this run did not record its tools)")
+    console.print(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of {where}.")
     table = Table("policy", "steps", "prompt tokens", "peak context", "ideal prefix reuse", "compactions",
                   "summariser tokens", "tool schema tokens per request")
     for name, r in results.items():

@@ -54,3 +54,12 @@ def test_a_permanent_error_stops_at_once_with_its_message(tmp_path):
     summary, run_dir = go(tmp_path, [PermanentModelError("401 Unauthorized: check OPENAI_API_KEY")])
     assert summary.stop_reason == "model_error" and "401 Unauthorized" in summary.message
     assert summary.model_failures == 1 and events(run_dir)[-1]["type"] == "run_stopped"
+
+
+def test_an_unexpected_exception_ends_the_run_on_the_record(tmp_path):
+    summary, run_dir = go(tmp_path, [None, KeyError("choices")])
+    stop = events(run_dir)[-1]
+    assert stop["type"] == "run_stopped" and stop["reason"] == "harness_error"
+    assert "KeyError" in stop["message"] and "step 2" in stop["message"]
+    assert summary.stop_reason == "harness_error" and (run_dir / "summary.json").exists()
+    assert "KeyError" in (run_dir / "artifacts" / "harness_error.txt").read_text()

@@ -87,3 +87,20 @@ def test_a_fixture_under_other_policies():
     histories = [list(h) for _, h, _, _ in replay_history(events)]
     assert render(histories[-1], []) == histories[-1]
     assert "held fixed" in HELD_FIXED
+
+
+def test_rerender_prices_the_tools_the_run_recorded(tmp_path):
+    """A chess game offers the chess tools, not the standard set: rerender under the recorded policy
+    must give the very token counts the run measured while it ran."""
+    result = CliRunner().invoke(app, ["chess", "--games", "1", "--model", "player:random", "--opponent",
+                                      "stockfish:skill=0,depth=1", "--max-plies", "6", "--analysis-depth", "0",
+                                      "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    [run_dir] = [p.parent for p in tmp_path.rglob("run.json")]
+    events = read_events(run_dir)
+    counted = sum(e.counted_tokens for e in events if e.type == "model_replied")
+    result = CliRunner().invoke(app, ["rerender", str(run_dir), "--policy", "default"])
+    assert result.exit_code == 0, result.output
+    assert "tools the run offered" in result.output
+    recorded_row = next(line for line in result.output.splitlines() if "(recorded)" in line)
+    assert f"{counted:,}" in recorded_row

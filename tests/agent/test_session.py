@@ -1,0 +1,51 @@
+"""The one run builder: every command's runs get the policy's MCP servers and record the tools they offered."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
+from tests.tools.mcp.conftest import SERVERS
+
+POLICY = f"""
+extends = "default"
+
+[[mcp]]
+name = "notes"
+command = "{sys.executable}"
+args = ["{SERVERS / 'basic.py'}"]
+"""
+
+
+def offered(run_dir) -> dict[str, str]:
+    return {t["name"]: t["server"] for t in json.loads((run_dir / "run.json").read_text())["tools"]}
+
+
+def test_a_chess_game_offers_the_policys_mcp_tools(tmp_path):
+    (tmp_path / "policy.toml").write_text(POLICY)
+    result = CliRunner().invoke(app, ["chess", "--games", "1", "--model", "player:random", "--opponent",
+                                      "stockfish:skill=0,depth=1", "--max-plies", "4", "--analysis-depth", "0",
+                                      "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    [game] = [p.parent for p in (tmp_path / "out").rglob("run.json")]
+    tools = offered(game)
+    assert tools["make_move"] == "builtin" and tools["notes__write_note"] == "notes"
+    records = json.loads((game / "artifacts" / "tools.json").read_text())
+    assert {r["name"] for r in records} == set(tools) and all(r["input_schema"] for r in records)
+
+
+def test_a_swe_instance_offers_the_policys_mcp_tools(docker_ready, tmp_path):
+    (tmp_path / "policy.toml").write_text(POLICY)
+    result = CliRunner().invoke(app, ["swe", "--suite", "builtin", "--model", "null", "--only", "acme__configlite-41",
+                                      "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "batch")])
+    assert result.exit_code == 0, result.output
+    run_dir = tmp_path / "batch" / "acme__configlite-41"
+    tools = offered(run_dir)
+    assert tools["shell"] == "builtin" and tools["notes__write_note"] == "notes"
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["sandbox"] == "docker" and info["workdir"] == "/testbed" and info["image"]
+    assert info["toolset"] == "repository"
