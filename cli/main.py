@@ -12,7 +12,7 @@ from rich.table import Table
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from core.errors import HarnessError
 from agent.launch import launch
-from agent.session import SANDBOXES
+from agent.session import SANDBOXES, policy_for
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from cli.progress import LiveStatus, summary_table
 from agent.task import load_task
@@ -44,7 +44,8 @@ def run_command(
     task: str = typer.Option(..., help="The task: its text, or a .yaml/.json/.txt/.md task file."),
     model: str = typer.Option(..., help="Model string, e.g. scripted:FILE."),
     sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
-    policy: str = typer.Option("default", help="A preset name (see `harness policies`) or a .toml/.yaml policy file."),
+    policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
+                               "default: `local` for the embedded model, else `default`."),
     out: Path = typer.Option(Path("runs"), help="Folder that receives the run directory."),
     mcp: mcp_cli.McpCommands = None,
     mcp_url: mcp_cli.McpUrls = None,
@@ -52,7 +53,7 @@ def run_command(
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
     try:
-        the_task, the_policy = load_task(task), load_policy(policy)
+        the_task, the_policy = load_task(task), policy_for(policy, model)
         the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
         with LiveStatus(console) as live:
             summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(live,))

@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from agent.session import policy_for
 from core.errors import HarnessError
-from core.policy import load_policy
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 from evals.swe.batch import grade_file, load_predictions, run_and_grade
@@ -40,7 +40,8 @@ def _table(report: RunReport, where: Path) -> Table:
 def swe_command(
     suite: str = typer.Option("builtin", help="A bundled suite name, or a JSONL file of SWE-bench instance records."),
     model: str = typer.Option(..., help="A model string, or a reference agent: oracle, null, test-deleter."),
-    policy: str = typer.Option("default", help="Policy preset or file."),
+    policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
+                               "default: `local` for the embedded model, else `default`."),
     workers: int = typer.Option(1, min=1, help="Instances run at once, each in its own container (with --executor ray and "
                                                "no --ray-address: the CPUs of the Ray instance started here)."),
     out: Path = typer.Option(None, help="Batch folder (default runs/swe-<suite>-<model>-<time>); re-running one skips finished instances."),
@@ -54,7 +55,7 @@ def swe_command(
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     try:
         instances = load_instances(suite_path(suite))
-        the_policy = load_policy(policy)
+        the_policy = policy_for(policy, model)
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
     except HarnessError as e:
         console.print(f"[red]error:[/] {escape(str(e))}")

@@ -106,6 +106,11 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
          Compact(trigger_tokens=12000, keep_recent_steps=2, layout="append", summariser_prompt="fork")])),
     ("tool summaries in every request, full schemas through describe_tool",
      HarnessPolicy(name="disclosed", context=[DiscloseTools()])),
+    # A small local model wanders in free text; a grammar that admits only a schema-valid tool call,
+    # and a short cap per reply, keep it acting and every step bounded.
+    ("the embedded model's default: every reply one grammar-constrained tool call of at most 256 tokens, 30 steps",
+     HarnessPolicy(name="local", model=ModelParams(tool_choice="required", max_tokens=256),
+                   stop=StopPolicy(max_steps=30))),
 ]
 PRESETS: dict[str, HarnessPolicy] = {p.name: p for _, p in _PRESETS}
 PRESET_SUMMARIES: dict[str, str] = {p.name: what for what, p in _PRESETS}

@@ -15,8 +15,8 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from core.errors import HarnessError, PermanentModelError, TransientModelError
 from agent.models.convert import to_openai
+from core.errors import HarnessError, PermanentModelError, TransientModelError
 from core.policy import ModelParams
 from core.types import FinishReason, Message, ModelReply, ToolCall, Usage
 from tools.base import Tool, openai_schema

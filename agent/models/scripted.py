@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.errors import HarnessError, PermanentModelError, describe_validation_error
 from agent.models.base import estimate_tokens
+from core.errors import HarnessError, PermanentModelError, describe_validation_error
 from core.policy import ModelParams
 from core.types import FinishReason, Message, ModelReply, Reasoning, ToolCall, Usage
 from tools.base import Tool
