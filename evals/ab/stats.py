@@ -79,12 +79,26 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     return float(stats.binomtest(only_a, only_a + only_b).pvalue)
 
 
-def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson's score interval for a rate: never of zero width, even for 0 or n out of n."""
+def wilson(successes: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval for a rate: never of zero width, even for 0 or n out of n. Successes
+    may be fractional (a chess score counts a draw as half a win)."""
     if n == 0:
         return math.nan, math.nan
-    ci = stats.binomtest(successes, n).proportion_ci(level, method="wilson")
-    return float(ci.low), float(ci.high)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def poisson_rate(events: int, exposure: float, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Garwood) interval for events per unit of exposure, e.g. wrong moves per move."""
+    if exposure <= 0:
+        return math.nan, math.nan
+    tail = (1 - level) / 2
+    low = float(stats.chi2.ppf(tail, 2 * events)) / 2 if events else 0.0
+    high = float(stats.chi2.ppf(1 - tail, 2 * events + 2)) / 2
+    return low / exposure, high / exposure
 
 
 def newcombe_paired(both: int, only_first: int, only_second: int, neither: int, level: float = 0.95) -> tuple[float, float]:
