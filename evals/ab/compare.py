@@ -53,7 +53,10 @@ class MetricResult:
     p: float
     primary: bool = False
     p_adjusted: float = 1.0  # the primary's own p; Holm among the secondaries for the rest
-    effect: float = math.nan  # Cohen's d_z for amounts
+    effect: float = math.nan  # Cohen's d_z for amounts, on the scale tested
+    ratio: float = math.nan  # geometric mean of B / A with its interval: amounts above zero in every run
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
     counts: dict[str, int] = field(default_factory=dict)  # B>A, B<A, ties; or only A, only B
     detectable: bool = False
 
@@ -165,7 +168,8 @@ def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: s
         for side, runs in (("a", [p.a for p in pairs]), ("b", [p.b for p in pairs])):
             wins = sum(r.success for r in runs)
             setattr(comparison, f"success_{side}", (wins / n, *wilson(wins, n, level)))
-            setattr(comparison, f"spend_{side}", mean_interval([float(spend.value(r)) for r in runs], level))
+            mean, low, high = mean_interval([float(spend.value(r)) for r in runs], level)
+            setattr(comparison, f"spend_{side}", (mean, max(0.0, low), high))  # tokens and dollars are never below zero
     return comparison
 
 
@@ -182,7 +186,7 @@ def _test(m: Metric, pairs: list[Pair], level: float, resamples: int, seed: int)
         diffs = [float(y) - float(x) for x, y in zip(xa, xb)]
         counts = {"B higher": sum(d > 0 for d in diffs), "B lower": sum(d < 0 for d in diffs), "ties": sum(d == 0 for d in diffs)}
     return MetricResult(m.name, m.label, m.kind, m.better, n, mean_a, mean_b, res.diff, res.low, res.high, res.test, res.p,
-                        effect=res.effect, counts=counts)
+                        effect=res.effect, ratio=res.ratio, ratio_low=res.ratio_low, ratio_high=res.ratio_high, counts=counts)
 
 
 def amount(r: MetricResult, value: float, sign: bool = True) -> str:
@@ -203,24 +207,40 @@ def p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
-def effect_text(r: MetricResult) -> str:
-    """The effect beyond the raw difference: the share of A's mean and Cohen's d_z."""
-    parts = []
-    if math.isfinite(r.relative):
-        parts.append(f"{r.relative:+.0%} of A")
-    if r.kind != "binary" and not math.isnan(r.effect):
-        parts.append("d_z = " + (f"{r.effect:+.2f}" if math.isfinite(r.effect) else ("+∞" if r.effect > 0 else "-∞")))
-    return ", ".join(parts)
+def ratio_text(r: MetricResult, level: float | None = None) -> str:
+    """B / A as a geometric mean ratio, with its interval when a level is given; '' where there is none."""
+    if not math.isfinite(r.ratio):
+        return ""
+    text = f"B/A ×{r.ratio:.3g}"
+    if level is not None and math.isfinite(r.ratio_low) and math.isfinite(r.ratio_high):
+        text += f", {level:.0%} CI ×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}"
+    return text
+
+
+def dz_text(r: MetricResult) -> str:
+    """Cohen's d_z, the standardised effect of an amount; '' for outcomes."""
+    if r.kind == "binary" or math.isnan(r.effect):
+        return ""
+    return "d_z = " + (f"{r.effect:+.2f}" if math.isfinite(r.effect) else ("+∞" if r.effect > 0 else "-∞"))
+
+
+def effect_text(r: MetricResult, level: float | None = None) -> list[str]:
+    """The effect beyond the raw difference: B / A (or the share of A's mean), and Cohen's d_z."""
+    size = ratio_text(r, level) or (f"{r.relative:+.0%} of A" if math.isfinite(r.relative) else "")
+    return [part for part in (size, dz_text(r)) if part]
 
 
 def describe(r: MetricResult, level: float = 0.95) -> str:
-    """One finding: the metric, by how much B differs from A, the interval, effect and test."""
-    effect = effect_text(r)
+    """One finding: the metric, by how much B differs from A, the interval of what was tested, and the test."""
     adjusted = "" if r.primary else f", Holm-adjusted {p_text(r.p_adjusted)}"
     reading = f" — {r.direction} for B" if r.better else ""
-    return (f"{r.label}{' (primary)' if r.primary else ''} {amount(r, r.diff)}"
-            f"{f' ({effect})' if effect else ''}, {level:.0%} CI {amount(r, r.ci_low)} to {amount(r, r.ci_high)}, "
-            f"{r.test} {p_text(r.p)}{adjusted}{reading}")
+    if math.isfinite(r.ratio):  # tested as a ratio: its interval is the one that goes with the test
+        size = f"{amount(r, r.diff)} per task ({ratio_text(r, level)})"
+    else:
+        relative = f", {r.relative:+.0%} of A" if math.isfinite(r.relative) else ""
+        size = f"{amount(r, r.diff)}{' per task' if r.kind != 'binary' else ''} ({level:.0%} CI {amount(r, r.ci_low)} to " \
+               f"{amount(r, r.ci_high)}{relative})"
+    return f"{r.label}{' (primary)' if r.primary else ''} {size}, {r.test} {p_text(r.p)}{adjusted}{reading}"
 
 
 def verdict(results: list[MetricResult], pairs: int, alpha: float, level: float) -> Verdict:

@@ -1,10 +1,12 @@
 """Paired statistics for A/B comparisons, on scipy.
 
-Amounts (steps, tokens, cost, time) are judged by the paired t-test on the per-pair differences
-B − A, which has power with a handful of pairs: it assumes the mean difference is roughly normal,
-which holds when the differences are not heavy-tailed or the pairs are many. When there are enough
-pairs to tell (8 or more) and a Shapiro–Wilk test rejects normal differences at the 1% level, the
-Wilcoxon signed-rank test judges instead, with a bootstrap interval for the mean difference.
+Amounts (steps, tokens, cost, time) are judged by the paired t-test, which has power with a
+handful of pairs. Amounts above zero in every run are compared as ratios B / A (the t-test on
+their logs, giving a geometric mean ratio), since a policy tends to save a share of a long task's
+tokens rather than a fixed number; amounts with zeros, as differences B − A. The t-test assumes
+the mean of what it tests is roughly normal, which holds when that is not heavy-tailed or the
+pairs are many. When there are enough pairs to tell (8 or more) and a Shapiro–Wilk test rejects
+normality at the 1% level, the Wilcoxon signed-rank test judges instead, with a bootstrap interval.
 Outcomes (success) are judged by the exact McNemar test on the discordant pairs, with Newcombe's
 interval for the difference of paired rates; a single batch's rate gets a Wilson interval.
 """
@@ -27,36 +29,62 @@ class PairedResult:
     test: str
     p: float
     diff: float  # the estimate of B − A: mean difference, or difference of rates
+    low: float  # its interval
+    high: float
+    effect: float  # Cohen's d_z on the scale tested (mean / sd); nan for outcomes
+    ratio: float = math.nan  # geometric mean of B / A, for amounts above zero in every run
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
+
+
+@dataclass(frozen=True)
+class _OneSample:
+    test: str
+    p: float
+    mean: float
     low: float
     high: float
-    effect: float  # standardised effect: Cohen's d_z (mean / sd of the differences); nan for outcomes
+    effect: float
 
 
 def paired_amounts(a: Sequence[float], b: Sequence[float], level: float = 0.95, *, resamples: int = 10_000,
                    seed: int = 0) -> PairedResult:
-    """Compare paired amounts: the t-test (or Wilcoxon when the differences are heavy-tailed)."""
-    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    n = len(d)
+    """Compare paired amounts. Amounts above zero in every run (steps, tokens, cost, time) usually
+    differ by a share rather than a fixed amount, a long task saving more than a short one, so they
+    are tested on the log of B / A; amounts with zeros, on B − A."""
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = xb - xa
+    if len(d) and (xa > 0).all() and (xb > 0).all():
+        r = _one_sample(np.log(xb / xa), level, resamples, seed)
+        _, low, high = mean_interval(d, level)
+        return PairedResult(r.test + " on log ratios", r.p, float(d.mean()), low, high, r.effect,
+                            math.exp(r.mean), math.exp(r.low), math.exp(r.high))
+    r = _one_sample(d, level, resamples, seed)
+    return PairedResult(r.test, r.p, r.mean, r.low, r.high, r.effect)
+
+
+def _one_sample(x: np.ndarray, level: float, resamples: int, seed: int) -> _OneSample:
+    """Is the mean of x zero: the t-test, or Wilcoxon's signed-rank test when x is heavy-tailed."""
+    n = len(x)
     if n == 0:
-        return PairedResult("none (no pairs)", 1.0, math.nan, math.nan, math.nan, math.nan)
-    mean = float(d.mean())
+        return _OneSample("none (no pairs)", 1.0, math.nan, math.nan, math.nan, math.nan)
+    mean = float(x.mean())
     if n == 1:
-        return PairedResult("none (one pair)", 1.0, mean, math.nan, math.nan, math.nan)
-    sd = float(d.std(ddof=1))
+        return _OneSample("none (one pair)", 1.0, mean, math.nan, math.nan, math.nan)
+    sd = float(x.std(ddof=1))
     if sd == 0 or sd < 1e-12 * abs(mean):
         # every pair differs by the same amount: the t statistic is infinite (or 0/0 when nothing differs)
-        return PairedResult("paired t-test", 0.0 if mean else 1.0, mean, mean, mean, math.copysign(math.inf, mean) if mean else 0.0)
+        return _OneSample("paired t-test", 0.0 if mean else 1.0, mean, mean, mean, math.copysign(math.inf, mean) if mean else 0.0)
     effect = mean / sd
-    if n >= HEAVY_TAIL_MIN_PAIRS and stats.shapiro(d).pvalue < HEAVY_TAIL_ALPHA:
-        nonzero = d[d != 0]
+    if n >= HEAVY_TAIL_MIN_PAIRS and stats.shapiro(x).pvalue < HEAVY_TAIL_ALPHA:
+        nonzero = x[x != 0]
         p = float(stats.wilcoxon(nonzero).pvalue) if len(nonzero) else 1.0
-        low, high = percentile_interval(bootstrap_means([d], resamples, seed)[0], level)
-        return PairedResult("Wilcoxon signed-rank", p, mean, low, high, effect)
+        low, high = percentile_interval(bootstrap_means([x], resamples, seed)[0], level)
+        return _OneSample("Wilcoxon signed-rank", p, mean, low, high, effect)
     se = sd / math.sqrt(n)
-    t = mean / se
-    p = float(2 * stats.t.sf(abs(t), n - 1))
+    p = float(2 * stats.t.sf(abs(mean / se), n - 1))
     half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * se
-    return PairedResult("paired t-test", p, mean, mean - half, mean + half, effect)
+    return _OneSample("paired t-test", p, mean, mean - half, mean + half, effect)
 
 
 def paired_outcomes(a: Sequence[bool], b: Sequence[bool], level: float = 0.95) -> tuple[PairedResult, int, int]:

@@ -28,15 +28,26 @@ from evals.ab.stats import (bootstrap_means, holm, mcnemar_exact, mean_interval,
                             paired_outcomes, percentile_interval, wilson)
 
 
-def test_paired_t_test_matches_scipy_on_small_samples():
+def test_positive_amounts_are_tested_as_ratios_matching_scipy():
     a = [12.1, 14.3, 11.0, 15.2, 13.3]
     b = [11.0, 13.9, 9.8, 14.1, 13.0]
     res = paired_amounts(a, b)
+    logs = stats.ttest_rel([math.log(x) for x in b], [math.log(x) for x in a])
+    log_ci = logs.confidence_interval(0.95)
+    raw_ci = stats.ttest_rel(b, a).confidence_interval(0.95)
+    assert res.test == "paired t-test on log ratios" and res.p == pytest.approx(logs.pvalue)
+    assert (res.ratio_low, res.ratio_high) == pytest.approx((math.exp(log_ci.low), math.exp(log_ci.high)))
+    assert res.ratio == pytest.approx(math.exp(sum(math.log(y / x) for x, y in zip(a, b)) / 5))
+    assert res.diff == pytest.approx(sum(b) / 5 - sum(a) / 5) and (res.low, res.high) == pytest.approx((raw_ci.low, raw_ci.high))
+
+
+def test_amounts_with_zeros_are_tested_as_differences_matching_scipy():
+    a = [0.0, 4.0, 2.0, 7.0, 1.0]
+    b = [1.0, 6.0, 2.5, 9.0, 3.0]
+    res = paired_amounts(a, b)
     ref = stats.ttest_rel(b, a)
-    ci = ref.confidence_interval(0.95)
-    assert res.test == "paired t-test"
-    assert res.p == pytest.approx(ref.pvalue) and (res.low, res.high) == pytest.approx((ci.low, ci.high))
-    assert res.diff == pytest.approx(sum(b) / 5 - sum(a) / 5)
+    assert res.test == "paired t-test" and res.p == pytest.approx(ref.pvalue) and math.isnan(res.ratio)
+    assert (res.low, res.high) == pytest.approx(tuple(ref.confidence_interval(0.95)))
 
 
 def test_paired_t_test_textbook_value():
@@ -47,9 +58,18 @@ def test_paired_t_test_textbook_value():
     assert res.effect == pytest.approx(2.0)
 
 
-def test_a_constant_difference_in_six_pairs_is_certain():
-    res = paired_amounts([300_000 + i for i in range(6)], [300_000 + i - 131_697 for i in range(6)])
-    assert res.p == 0.0 and res.diff == res.low == res.high == -131_697 and res.effect == -math.inf
+def test_a_constant_difference_in_six_pairs_is_significant():
+    a = [300_000 + 1000 * i for i in range(6)]
+    res = paired_amounts(a, [x - 131_697 for x in a])
+    assert res.p < 1e-9 and res.diff == res.low == res.high == -131_697
+    assert res.ratio_high < 0.6
+
+
+def test_a_constant_ratio_or_a_constant_difference_from_zero_is_certain():
+    res = paired_amounts([100, 200, 300], [50, 100, 150])
+    assert res.p == 0.0 and res.ratio == pytest.approx(0.5) and res.ratio_low == pytest.approx(res.ratio_high)
+    res = paired_amounts([0, 0, 0, 0], [5, 5, 5, 5])
+    assert res.p == 0.0 and res.diff == res.low == res.high == 5 and res.effect == math.inf
 
 
 def test_no_difference_at_all_is_p_one():
@@ -190,7 +210,7 @@ def test_a_constant_token_saving_over_six_pairs_is_named_in_the_verdict():
     assert tokens.detectable and tokens.diff == -131_697 and tokens.p_adjusted < 0.001 and tokens.direction == "better"
     assert not by["success"].detectable and not by["steps"].detectable and not by["wall_s"].detectable
     assert c.verdict.distinguishable and c.verdict.differences == ["prompt_tokens"]
-    assert "prompt tokens -131,697" in c.verdict.text and "-44% of A" in c.verdict.text
+    assert "prompt tokens -131,697 per task (B/A ×0.565, 95% CI ×0.56" in c.verdict.text
     assert c.verdict.text.count("B differs from A") == 1
 
 
