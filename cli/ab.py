@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -9,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from core.errors import HarnessError
-from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare, p_text
+from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
 from evals.pricing import load_prices
@@ -40,11 +41,12 @@ def ab_command(
     out = out or b_dir.parent / f"ab-{a_dir.name}-vs-{b_dir.name}"
     html_path, json_path = render(c, out)
     console.print(f"A = {a_dir.name}\nB = {b_dir.name}")
-    summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} interval", "test", "p (Holm)", "reading")
+    summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:
-        summary.add_row(r.label + (" (primary)" if r.primary else ""), cell(r, r.mean_a),
-                        cell(r, r.mean_b), amount(r, r.diff), f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}",
-                        r.test, p_text(r.p_adjusted), r.direction or "—")
+        tested = (f"×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}" if math.isfinite(r.ratio)
+                  else f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}")
+        summary.add_row(r.label + (" (primary)" if r.primary else ""), cell(r, r.mean_a), cell(r, r.mean_b),
+                        amount(r, r.diff), tested, f"{r.p_adjusted:.2g}" if r.p_adjusted >= 0.001 else "< 0.001", r.direction or "—")
     console.print(summary)
     console.print(("[bold green]" if c.verdict.distinguishable else "[bold]") + c.verdict.text + "[/]")
     console.print(f"wrote {html_path} and {json_path}")

@@ -147,7 +147,7 @@ def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: s
                            "choose another with --primary, or give --price-model.")
     results = [_test(m, pairs, level, resamples, seed) for m in metrics]
     secondary = [r for r in results if r.name != primary]
-    for r, p_adj in zip(secondary, holm([r.p for r in secondary])):
+    for r, p_adj in zip(secondary, holm([r.p for r in secondary]), strict=True):
         r.p_adjusted = p_adj
     for r in results:
         if r.name == primary:
@@ -183,7 +183,7 @@ def _test(m: Metric, pairs: list[Pair], level: float, resamples: int, seed: int)
         counts = {"only A": only_a, "only B": only_b, "both or neither": n - only_a - only_b}
     else:
         res = paired_amounts([float(x) for x in xa], [float(x) for x in xb], level, resamples=resamples, seed=seed)
-        diffs = [float(y) - float(x) for x, y in zip(xa, xb)]
+        diffs = [float(y) - float(x) for x, y in zip(xa, xb, strict=True)]
         counts = {"B higher": sum(d > 0 for d in diffs), "B lower": sum(d < 0 for d in diffs), "ties": sum(d == 0 for d in diffs)}
     return MetricResult(m.name, m.label, m.kind, m.better, n, mean_a, mean_b, res.diff, res.low, res.high, res.test, res.p,
                         effect=res.effect, ratio=res.ratio, ratio_low=res.ratio_low, ratio_high=res.ratio_high, counts=counts)

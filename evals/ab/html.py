@@ -18,7 +18,7 @@ A_COLOR, B_COLOR = "#64748b", "#2563eb"
 
 def to_json(c: Comparison) -> dict:
     data = asdict(c)
-    for m, r in zip(data["metrics"], c.metrics):
+    for m, r in zip(data["metrics"], c.metrics, strict=True):
         m["direction"], m["relative"] = r.direction, r.relative
     data["verdict"]["text"] = c.verdict.text
     return _finite(data)

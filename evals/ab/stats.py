@@ -89,13 +89,13 @@ def _one_sample(x: np.ndarray, level: float, resamples: int, seed: int) -> _OneS
 
 def paired_outcomes(a: Sequence[bool], b: Sequence[bool], level: float = 0.95) -> tuple[PairedResult, int, int]:
     """(result, pairs only A got right, pairs only B got right): exact McNemar and Newcombe's interval."""
-    only_a = sum(bool(x) and not y for x, y in zip(a, b))
-    only_b = sum(bool(y) and not x for x, y in zip(a, b))
+    only_a = sum(bool(x) and not y for x, y in zip(a, b, strict=True))
+    only_b = sum(bool(y) and not x for x, y in zip(a, b, strict=True))
     n = len(a)
     if n == 0:
         return PairedResult("McNemar (exact)", 1.0, math.nan, math.nan, math.nan, math.nan), 0, 0
     p = mcnemar_exact(only_a, only_b)
-    both = sum(bool(x) and bool(y) for x, y in zip(a, b))
+    both = sum(bool(x) and bool(y) for x, y in zip(a, b, strict=True))
     low, high = newcombe_paired(both, only_b, only_a, n - both - only_a - only_b, level)
     return PairedResult("McNemar (exact)", p, (only_b - only_a) / n, low, high, math.nan), only_a, only_b
 

@@ -85,7 +85,7 @@ def test_the_chess_report_shows_the_board_the_moves_and_the_record(browser, page
     assert agent_losses >= 2
     first = rows.nth(0).locator("td").all_inner_texts()
     assert first[0] == "1" and first[1] and first[2].strip().isdigit()  # the agent plays white: its loss is shown
-    record = dict(zip(page.locator("#game-record th").all_inner_texts(), page.locator("#game-record td").all_inner_texts()))
+    record = dict(zip(page.locator("#game-record th").all_inner_texts(), page.locator("#game-record td").all_inner_texts(), strict=True))
     assert record["opponent"] == "stockfish:skill=0" and "for the agent" in record["result"]
     assert "=" not in page.locator("#summary .outcome").inner_text()  # no key = value dump
     page.close()
