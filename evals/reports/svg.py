@@ -86,10 +86,11 @@ class Frame:
     width: int = W
     height: int = H
     top: int = PAD_T  # room above the plot: one row of legend, more when it wraps
+    left: float = PAD_L  # room left of the plot: the y axis's title and its widest tick label
 
     def x(self, v: float) -> float:
         span = (self.x1 - self.x0) or 1
-        return PAD_L + (v - self.x0) / span * (self.width - PAD_L - PAD_R)
+        return self.left + (v - self.x0) / span * (self.width - self.left - PAD_R)
 
     def y(self, v: float) -> float:
         span = (self.y1 - self.y0) or 1
@@ -101,14 +102,14 @@ def _axes(f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: F
     out = []
     for t in y_ticks:
         y = f.y(t)
-        out.append(f'<line class="grid" x1="{PAD_L}" x2="{f.width - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text class="tick" x="{PAD_L - 6}" y="{y + 3.5:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
+        out.append(f'<line class="grid" x1="{f.left}" x2="{f.width - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        out.append(f'<text class="tick" x="{f.left - 6}" y="{y + 3.5:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
     for t in x_ticks:
         x = f.x(t)
         out.append(f'<text class="tick" x="{x:.1f}" y="{f.height - PAD_B + 15}" text-anchor="middle">{escape(x_fmt(t))}</text>')
     base = f.height - PAD_B
-    out.append(f'<line class="axis" x1="{PAD_L}" x2="{f.width - PAD_R}" y1="{base}" y2="{base}"/>')
-    out.append(f'<text class="label" x="{(PAD_L + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<line class="axis" x1="{f.left}" x2="{f.width - PAD_R}" y1="{base}" y2="{base}"/>')
+    out.append(f'<text class="label" x="{(f.left + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>')
     out.append(f'<text class="label" transform="translate(12 {(f.top + base) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>')
     return out
 
@@ -129,6 +130,11 @@ def _legend_rows(items: Sequence[tuple[str, str]], width: int) -> list[list[tupl
         rows[-1].append((x, name, color))
         x += w
     return rows
+
+
+def _left(y_ticks: Sequence[float], y_fmt: Fmt) -> float:
+    """Room for the rotated y-axis title (about 20 px) and, right of it, the widest y tick label."""
+    return max(PAD_L, 26 + CHAR_W["tick"] * max(len(y_fmt(t)) for t in y_ticks))
 
 
 def _legend_top(items: Sequence[tuple[str, str]], width: int) -> int:
@@ -162,7 +168,7 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
     x_ticks = [t for t in x_ticks if min(xs) <= t <= max(xs)] or [min(xs)]
     legend = [(s.name, s.color) for s in series] + ([("compaction", markers[0].color)] if markers else [])
     top = _legend_top(legend, W)
-    f = Frame(min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1], W, H + top - PAD_T, top)
+    f = Frame(min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1], W, H + top - PAD_T, top, _left(y_ticks, y_fmt))
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for m in markers:
         x = f.x(m.x)
@@ -202,7 +208,8 @@ def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors:
     lo, hi = min(bar_x), max(bar_x)
     legend = [(n, colors[n]) for n in stacks if any(stacks[n])]
     top = _legend_top(legend, width)
-    f = Frame(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), 0, y_ticks[-1], width, height + top - PAD_T, top)
+    f = Frame(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), 0, y_ticks[-1], width, height + top - PAD_T, top,
+              _left(y_ticks, y_fmt))
     x_ticks = [t for t in nice_ticks(lo, max(hi, lo + 1), 6, integer=_whole(xs)) if lo <= t <= hi] or [lo]
     body = _axes(f, x_ticks, y_ticks, compact, y_fmt, x_label, y_label)
     bar_w = max(1.0, (f.x(lo + _gap(bar_x)) - f.x(lo)) * 0.8)
@@ -264,7 +271,7 @@ def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, 
     whole = _whole([p.x for p in points if not p.x_err] + [x for c in clouds for x, _ in c.points])
     x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs) * 1.1, 1e-9), integer=whole)  # room for labels right of the points
     y_ticks = nice_ticks(*(y_range or (min(0.0, min(ys)), max(max(ys), 1e-9))))
-    f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1])
+    f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1], left=_left(y_ticks, y_fmt))
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for c in clouds:
         body.extend(f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="2.5" fill="{c.color}" fill-opacity="0.25"/>' for x, y in c.points)

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals.reports.svg import Marker, Point, Series, hbars, line_chart, nice_ticks, scatter, stacked_bars
+from evals.reports.svg import Marker, Point, Series, hbars, line_chart, nice_ticks, scatter, stacked_bars, usd
 
 values = st.floats(min_value=0, max_value=1e7, allow_nan=False)
 
@@ -86,3 +86,10 @@ def test_a_long_legend_wraps_inside_the_chart():
     legend = [t for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "legend"]
     assert len({t.get("y") for t in legend}) > 1
     assert all(float(t.get("x")) + 6.4 * len(t.text) <= width for t in legend)
+
+
+def test_wide_y_tick_labels_push_the_plot_right_of_the_axis_title():
+    svg = line_chart([Series("cost", [(1, 0.0), (2, 0.0125), (3, 0.0113)], "#123456")], "t", "step", "USD", y_fmt=usd)
+    ticks = [t for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "end"]
+    assert max(len(t.text) for t in ticks) >= 6
+    assert all(float(t.get("x")) - 6.0 * len(t.text) >= 20 for t in ticks)  # the rotated title ends near x = 18
