@@ -120,6 +120,19 @@ def test_outcome_intervals_hold_the_estimate_within_minus_one_to_one(pairs):
     assert 0.0 <= res.p <= 1.0
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=2, max_size=30))
+def test_swapping_the_batches_swaps_the_sign_and_keeps_the_p_value(pairs):
+    a, b = [float(x) for x, _ in pairs], [float(y) for _, y in pairs]
+    ab, ba = paired_amounts(a, b, resamples=200), paired_amounts(b, a, resamples=200)
+    assert 0.0 <= ab.p <= 1.0 and ab.p == pytest.approx(ba.p, abs=1e-9)
+    assert ab.diff == pytest.approx(-ba.diff)
+    if ab.test.startswith("paired t-test"):  # (a bootstrap interval need not hold its mean)
+        assert ab.low <= ab.diff + 1e-6 * (1 + abs(ab.diff)) and ab.diff <= ab.high + 1e-6 * (1 + abs(ab.diff))
+    if math.isfinite(ab.ratio) and ab.test.startswith("paired t-test"):
+        assert ab.ratio == pytest.approx(1 / ba.ratio) and ab.ratio_low <= ab.ratio * (1 + 1e-9) <= ab.ratio_high * (1 + 1e-9)
+
+
 def test_holm_adjustment():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
