@@ -10,6 +10,7 @@ from agent.dispatch import Dispatched
 from agent.task import Task
 from core.types import Message, ModelReply, Usage
 from core.memory_types import Fold
+from core.volatile import normalise
 
 
 @dataclass
@@ -52,9 +53,10 @@ def tally(state: RunState, reply: ModelReply, dispatched: Dispatched) -> None:
         state.failures_in_a_row += 1
 
     # A digest, not the texts: it is compared and saved in every snapshot, whose size must stay bounded.
+    # Volatile parts (line numbers, times, temp paths...) are normalised: a loop still repeats when they move.
     action = hashlib.sha256(repr((
-        tuple((c.name, c.arguments) for c in reply.message.tool_calls),
-        tuple((o.status, o.text) for o in obs),
+        tuple((c.name, normalise(c.arguments)) for c in reply.message.tool_calls),
+        tuple((o.status, normalise(o.text)) for o in obs),
     )).encode()).hexdigest()
     same = bool(obs) and action == state.last_action
     state.repeats_in_a_row = state.repeats_in_a_row + 1 if same else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -9,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from core.errors import HarnessError
-from evals.ab.compare import compare
-from evals.ab.html import delta, render
+from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
+from evals.ab.html import cell, render
 from evals.ab.records import load_batch
 from evals.pricing import load_prices
 
@@ -25,22 +26,27 @@ def ab_command(
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. openai:gpt-5."),
     resamples: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of the bootstrap, so the intervals are reproducible."),
-    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level, after the Holm correction."),
+    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level (the secondary metrics' after a Holm correction)."),
+    primary: str = typer.Option(DEFAULT_PRIMARY, help=f"The metric the comparison is about, judged without correction: "
+                                                      f"one of {', '.join(METRIC_NAMES)}."),
 ) -> None:
     """Pair runs by task (and seed) and say whether B differs from A: outcome, steps, tokens, cost, wall time."""
     try:
         table = load_prices(prices)
         a, b = load_batch(a_dir, table, price_model), load_batch(b_dir, table, price_model)
+        c = compare(a, b, a_dir.name, b_dir.name, primary=primary, resamples=resamples, seed=seed, alpha=alpha)
     except HarnessError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
-    c = compare(a, b, a_dir.name, b_dir.name, resamples=resamples, seed=seed, alpha=alpha)
     out = out or b_dir.parent / f"ab-{a_dir.name}-vs-{b_dir.name}"
     html_path, json_path = render(c, out)
-    summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} interval", "Holm p", "reading")
+    console.print(f"A = {a_dir.name}\nB = {b_dir.name}")
+    summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:
-        summary.add_row(r.label, f"{r.mean_a:,.3g}", f"{r.mean_b:,.3g}", delta(r, r.diff),
-                        f"{delta(r, r.ci_low)} to {delta(r, r.ci_high)}", f"{r.p_adjusted:.2g}", r.direction or "—")
+        tested = (f"×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}" if math.isfinite(r.ratio)
+                  else f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}")
+        summary.add_row(r.label + (" (primary)" if r.primary else ""), cell(r, r.mean_a), cell(r, r.mean_b),
+                        amount(r, r.diff), tested, f"{r.p_adjusted:.2g}" if r.p_adjusted >= 0.001 else "< 0.001", r.direction or "—")
     console.print(summary)
     console.print(("[bold green]" if c.verdict.distinguishable else "[bold]") + c.verdict.text + "[/]")
     console.print(f"wrote {html_path} and {json_path}")

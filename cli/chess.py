@@ -132,4 +132,6 @@ def fmt(e: Estimate, digits: int) -> str:
     if e.value is None:
         return "—"
     value = f"{e.value:,.{digits}f}"
-    return value if e.margin is None else f"{value} ± {e.margin:,.{digits}f}"
+    if e.low is None or e.high is None:
+        return value
+    return f"{value} (95% CI {e.low:,.{digits}f} to {e.high:,.{digits}f})"

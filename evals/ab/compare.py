@@ -1,6 +1,6 @@
-"""The paired comparison of two batches: per-metric differences with bootstrap intervals,
-exact tests, a Holm correction across metrics, and a verdict that says when the data
-cannot tell the policies apart."""
+"""The paired comparison of two batches: one primary metric judged at the significance level as
+it is, the secondary metrics judged after a Holm correction among themselves, each with its effect
+size and interval, and a verdict that names every metric that differs and by how much."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.errors import HarnessError
 from evals.ab.pairing import Pair, pair_runs
 from evals.ab.records import RunRecord
-from evals.ab.stats import bootstrap_means, holm, mcnemar_exact, percentile_interval, sign_test
+from evals.ab.stats import holm, mean_interval, paired_amounts, paired_outcomes, wilson
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ METRICS = (
     Metric("cost_usd", "cost (USD)", "usd", "lower", lambda r: r.cost_usd),
     Metric("wall_s", "wall time (s)", "seconds", "lower", lambda r: r.wall_s),
 )
+METRIC_NAMES = tuple(m.name for m in METRICS)
+DEFAULT_PRIMARY = "success"
 
 
 @dataclass
@@ -43,14 +46,24 @@ class MetricResult:
     n: int
     mean_a: float
     mean_b: float
-    diff: float  # mean of B − A over the pairs
+    diff: float  # B − A: mean difference over the pairs, or difference of rates
     ci_low: float
     ci_high: float
     test: str
     p: float
-    p_adjusted: float = 1.0
+    primary: bool = False
+    p_adjusted: float = 1.0  # the primary's own p; Holm among the secondaries for the rest
+    effect: float = math.nan  # Cohen's d_z for amounts, on the scale tested
+    ratio: float = math.nan  # geometric mean of B / A with its interval: amounts above zero in every run
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
     counts: dict[str, int] = field(default_factory=dict)  # B>A, B<A, ties; or only A, only B
     detectable: bool = False
+
+    @property
+    def relative(self) -> float:
+        """B − A as a share of A's mean (nan when A's mean is zero or the metric is a rate)."""
+        return self.diff / self.mean_a if self.kind != "binary" and self.mean_a else math.nan
 
     @property
     def direction(self) -> str:
@@ -65,8 +78,13 @@ class MetricResult:
 @dataclass
 class Verdict:
     distinguishable: bool
-    text: str
-    differences: list[str]
+    headline: str
+    findings: list[str]  # one line per metric that differs
+    differences: list[str]  # their names
+
+    @property
+    def text(self) -> str:
+        return f"{self.headline}: {'; '.join(self.findings)}." if self.findings else f"{self.headline}."
 
 
 @dataclass
@@ -79,13 +97,14 @@ class TaskRow:
 
 @dataclass
 class Comparison:
-    a_name: str
+    a_name: str  # the folders behind the labels A and B
     b_name: str
     a_policies: list[str]
     b_policies: list[str]
     pairs: int
     unpaired_a: list[str]
     unpaired_b: list[str]
+    primary: str
     alpha: float
     level: float
     resamples: int
@@ -94,7 +113,7 @@ class Comparison:
     notes: list[str]
     verdict: Verdict
     rows: list[TaskRow]
-    # for the cost-vs-success chart: (mean, ci_low, ci_high) per batch
+    # for the cost-vs-success chart: (mean, low, high) per batch; Wilson for rates, t for means
     success_a: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     success_b: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     spend_a: tuple[float, float, float] = (math.nan, math.nan, math.nan)
@@ -115,78 +134,124 @@ def usable_metrics(pairs: list[Pair], notes: list[str]) -> list[Metric]:
     return out
 
 
-def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: str = "B", *, resamples: int = 10_000,
-            seed: int = 0, alpha: float = 0.05, level: float = 0.95) -> Comparison:
+def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: str = "B", *,
+            primary: str = DEFAULT_PRIMARY, resamples: int = 10_000, seed: int = 0, alpha: float = 0.05,
+            level: float = 0.95) -> Comparison:
+    if primary not in METRIC_NAMES:
+        raise HarnessError(f"unknown primary metric {primary!r}; choose one of {', '.join(METRIC_NAMES)}.")
     pairs, lone_a, lone_b = pair_runs(a, b)
     notes: list[str] = []
     metrics = usable_metrics(pairs, notes) if pairs else []
-    results = [_test(m, pairs) for m in metrics]
-    spend = next((m for m in metrics if m.name == "cost_usd"), None) or next(m for m in METRICS if m.name == "prompt_tokens")
-    columns = [[float(m.value(p.b)) - float(m.value(p.a)) for p in pairs] for m in metrics]
-    columns += [[float(p.a.success) for p in pairs], [float(p.b.success) for p in pairs],
-                [float(spend.value(p.a)) for p in pairs], [float(spend.value(p.b)) for p in pairs]]
-    boot = bootstrap_means(columns, resamples, seed) if pairs else [[] for _ in columns]
-    for r, samples in zip(results, boot):
-        r.ci_low, r.ci_high = percentile_interval(samples, level)
-    for r, p_adj in zip(results, holm([r.p for r in results])):
+    if pairs and primary not in {m.name for m in metrics}:
+        raise HarnessError(f"the primary metric {primary!r} has no value for some runs (no price for the model?); "
+                           "choose another with --primary, or give --price-model.")
+    results = [_test(m, pairs, level, resamples, seed) for m in metrics]
+    secondary = [r for r in results if r.name != primary]
+    for r, p_adj in zip(secondary, holm([r.p for r in secondary]), strict=True):
         r.p_adjusted = p_adj
-        # both the exact test (after Holm) and the interval must agree that B differs from A
-        r.detectable = p_adj < alpha and (r.ci_low > 0 or r.ci_high < 0)
-    extra = boot[len(metrics):]
+    for r in results:
+        if r.name == primary:
+            r.primary, r.p_adjusted = True, r.p
+        r.detectable = r.p_adjusted < alpha
+    spend = next((m for m in metrics if m.name == "cost_usd"), None) or next(m for m in METRICS if m.name == "prompt_tokens")
     comparison = Comparison(
         a_name=a_name, b_name=b_name,
         a_policies=sorted({r.policy for r in a}), b_policies=sorted({r.policy for r in b}),
         pairs=len(pairs), unpaired_a=[r.run_id for r in lone_a], unpaired_b=[r.run_id for r in lone_b],
-        alpha=alpha, level=level, resamples=resamples, seed=seed, metrics=results, notes=notes,
-        verdict=verdict(results, len(pairs), alpha, level, a_name, b_name),
+        primary=primary, alpha=alpha, level=level, resamples=resamples, seed=seed, metrics=results, notes=notes,
+        verdict=verdict(results, len(pairs), alpha, level),
         rows=[TaskRow(p.a.task_id, p.a.seed, p.a, p.b) for p in pairs],
         spend_label=spend.label,
     )
     if pairs:
-        comparison.success_a = _summary([float(p.a.success) for p in pairs], extra[0], level)
-        comparison.success_b = _summary([float(p.b.success) for p in pairs], extra[1], level)
-        comparison.spend_a = _summary([float(spend.value(p.a)) for p in pairs], extra[2], level)
-        comparison.spend_b = _summary([float(spend.value(p.b)) for p in pairs], extra[3], level)
+        n = len(pairs)
+        for side, runs in (("a", [p.a for p in pairs]), ("b", [p.b for p in pairs])):
+            wins = sum(r.success for r in runs)
+            setattr(comparison, f"success_{side}", (wins / n, *wilson(wins, n, level)))
+            mean, low, high = mean_interval([float(spend.value(r)) for r in runs], level)
+            setattr(comparison, f"spend_{side}", (mean, max(0.0, low), high))  # tokens and dollars are never below zero
     return comparison
 
 
-def _summary(values: list[float], samples: list[float], level: float) -> tuple[float, float, float]:
-    lo, hi = percentile_interval(samples, level)
-    return sum(values) / len(values), lo, hi
-
-
-def _test(m: Metric, pairs: list[Pair]) -> MetricResult:
+def _test(m: Metric, pairs: list[Pair], level: float, resamples: int, seed: int) -> MetricResult:
     xa = [m.value(p.a) for p in pairs]
     xb = [m.value(p.b) for p in pairs]
     n = len(pairs)
     mean_a, mean_b = sum(map(float, xa)) / n, sum(map(float, xb)) / n
     if m.kind == "binary":
-        p, only_a, only_b = mcnemar_exact([bool(x) for x in xa], [bool(x) for x in xb])
-        test, counts = "McNemar (exact)", {"only A": only_a, "only B": only_b, "both or neither": n - only_a - only_b}
+        res, only_a, only_b = paired_outcomes([bool(x) for x in xa], [bool(x) for x in xb], level)
+        counts = {"only A": only_a, "only B": only_b, "both or neither": n - only_a - only_b}
     else:
-        p, pos, neg, ties = sign_test([float(y) - float(x) for x, y in zip(xa, xb)])
-        test, counts = "sign test (exact)", {"B higher": pos, "B lower": neg, "ties": ties}
-    return MetricResult(m.name, m.label, m.kind, m.better, n, mean_a, mean_b, mean_b - mean_a, math.nan, math.nan, test, p,
-                        counts=counts)
+        res = paired_amounts([float(x) for x in xa], [float(x) for x in xb], level, resamples=resamples, seed=seed)
+        diffs = [float(y) - float(x) for x, y in zip(xa, xb, strict=True)]
+        counts = {"B higher": sum(d > 0 for d in diffs), "B lower": sum(d < 0 for d in diffs), "ties": sum(d == 0 for d in diffs)}
+    return MetricResult(m.name, m.label, m.kind, m.better, n, mean_a, mean_b, res.diff, res.low, res.high, res.test, res.p,
+                        effect=res.effect, ratio=res.ratio, ratio_low=res.ratio_low, ratio_high=res.ratio_high, counts=counts)
+
+
+def amount(r: MetricResult, value: float, sign: bool = True) -> str:
+    """A value of the metric as read: points for rates, dollars, seconds, whole tokens and steps."""
+    if not math.isfinite(value):
+        return "—"
+    plus = "+" if sign else ""
+    if r.kind == "binary":
+        return f"{100 * value:{plus}.1f} pts"
+    if r.kind == "usd":
+        return f"{'-' if value < 0 else plus}${abs(value):.4g}"
+    if r.kind == "seconds" or abs(value) < 100:
+        return f"{value:{plus},.1f}"
+    return f"{value:{plus},.0f}"
+
+
+def p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def ratio_text(r: MetricResult, level: float | None = None) -> str:
+    """B / A as a geometric mean ratio, with its interval when a level is given; '' where there is none."""
+    if not math.isfinite(r.ratio):
+        return ""
+    text = f"B/A ×{r.ratio:.3g}"
+    if level is not None and math.isfinite(r.ratio_low) and math.isfinite(r.ratio_high):
+        text += f", {level:.0%} CI ×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}"
+    return text
+
+
+def dz_text(r: MetricResult) -> str:
+    """Cohen's d_z, the standardised effect of an amount; '' for outcomes."""
+    if r.kind == "binary" or math.isnan(r.effect):
+        return ""
+    return "d_z = " + (f"{r.effect:+.2f}" if math.isfinite(r.effect) else ("+∞" if r.effect > 0 else "-∞"))
+
+
+def effect_text(r: MetricResult, level: float | None = None) -> list[str]:
+    """The effect beyond the raw difference: B / A (or the share of A's mean), and Cohen's d_z."""
+    size = ratio_text(r, level) or (f"{r.relative:+.0%} of A" if math.isfinite(r.relative) else "")
+    return [part for part in (size, dz_text(r)) if part]
 
 
 def describe(r: MetricResult, level: float = 0.95) -> str:
-    diff, lo, hi = (100 * r.diff, 100 * r.ci_low, 100 * r.ci_high) if r.kind == "binary" else (r.diff, r.ci_low, r.ci_high)
-    unit = " points" if r.kind == "binary" else ""
-    fmt = "{:+.3g}" if r.kind == "usd" else "{:+,.1f}"
-    return (f"{r.label} {fmt.format(diff)}{unit} ({level:.0%} CI {fmt.format(lo)} to {fmt.format(hi)}; "
-            f"{r.test} p={r.p:.2g}, Holm-adjusted {r.p_adjusted:.2g})")
+    """One finding: the metric, by how much B differs from A, the interval of what was tested, and the test."""
+    adjusted = "" if r.primary else f", Holm-adjusted {p_text(r.p_adjusted)}"
+    reading = f" — {r.direction} for B" if r.better else ""
+    if math.isfinite(r.ratio):  # tested as a ratio: its interval is the one that goes with the test
+        size = f"{amount(r, r.diff)} per task ({ratio_text(r, level)})"
+    else:
+        relative = f", {r.relative:+.0%} of A" if math.isfinite(r.relative) else ""
+        size = f"{amount(r, r.diff)}{' per task' if r.kind != 'binary' else ''} ({level:.0%} CI {amount(r, r.ci_low)} to " \
+               f"{amount(r, r.ci_high)}{relative})"
+    return f"{r.label}{' (primary)' if r.primary else ''} {size}, {r.test} {p_text(r.p)}{adjusted}{reading}"
 
 
-def verdict(results: list[MetricResult], pairs: int, alpha: float, level: float, a_name: str, b_name: str) -> Verdict:
+def verdict(results: list[MetricResult], pairs: int, alpha: float, level: float) -> Verdict:
     if pairs == 0:
-        return Verdict(False, "No task appears in both batches, so nothing can be compared: pair runs by task id and seed.", [])
+        return Verdict(False, "No task appears in both batches, so nothing can be compared: pair runs by task id and seed.", [], [])
     found = [r for r in results if r.detectable]
-    family = f"{len(results)} metrics"
     if not found:
+        primary = next((r for r in results if r.primary), None)
+        on_primary = f"the primary metric, {primary.label}, has {p_text(primary.p)}; " if primary else ""
         return Verdict(False, (
-            f"No detectable difference: on {pairs} paired tasks the data cannot distinguish {b_name} from {a_name} "
-            f"(no metric differs at the {alpha:.0%} level after a Holm correction over {family}). "
-            "More tasks or repeated seeds would narrow the intervals."), [])
-    parts = "; ".join(f"{describe(r, level)}" + (f" — {r.direction} for {b_name}" if r.better else "") for r in found)
-    return Verdict(True, f"{b_name} differs from {a_name} on {pairs} paired tasks: {parts}.", [r.name for r in found])
+            f"No detectable difference between B and A on {pairs} paired tasks: {on_primary}no secondary metric "
+            f"differs at the {alpha:g} level after a Holm correction over {len(results) - 1}. "
+            "More tasks or repeated seeds would narrow the intervals"), [], [])
+    return Verdict(True, f"B differs from A on {pairs} paired tasks", [describe(r, level) for r in found], [r.name for r in found])

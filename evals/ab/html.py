@@ -9,7 +9,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from evals.ab.compare import Comparison, MetricResult, describe
+from evals.ab.compare import Comparison, MetricResult, amount, effect_text, p_text
 from evals.reports.html import common, environment
 from evals.reports.svg import Point, compact, percent, scatter, usd
 
@@ -18,8 +18,9 @@ A_COLOR, B_COLOR = "#64748b", "#2563eb"
 
 def to_json(c: Comparison) -> dict:
     data = asdict(c)
-    for m, r in zip(data["metrics"], c.metrics):
-        m["direction"] = r.direction
+    for m, r in zip(data["metrics"], c.metrics, strict=True):
+        m["direction"], m["relative"] = r.direction, r.relative
+    data["verdict"]["text"] = c.verdict.text
     return _finite(data)
 
 
@@ -38,32 +39,19 @@ def chart(c: Comparison) -> str:
     if not c.pairs:
         return '<p class="empty">No paired tasks.</p>'
     is_usd = c.spend_label.startswith("cost")
+    note = f"{c.level:.0%} intervals: Wilson for the rate, Student's t for the mean"
     points = [
-        Point(c.a_name, c.spend_a[0], c.success_a[0], A_COLOR, c.spend_a[1:], c.success_a[1:],
-              note=f"{c.level:.0%} intervals over tasks"),
-        Point(c.b_name, c.spend_b[0], c.success_b[0], B_COLOR, c.spend_b[1:], c.success_b[1:],
-              note=f"{c.level:.0%} intervals over tasks"),
+        Point("A", c.spend_a[0], c.success_a[0], A_COLOR, c.spend_a[1:], c.success_a[1:], note=note),
+        Point("B", c.spend_b[0], c.success_b[0], B_COLOR, c.spend_b[1:], c.success_b[1:], note=note),
     ]
-    return scatter(points, "Cost against success", f"mean {c.spend_label} per task", "success rate",
-                   x_fmt=usd if is_usd else compact, y_fmt=percent, y_range=(0.0, 1.0))
+    return scatter(points, f"Success rate against mean {c.spend_label} per task", f"mean {c.spend_label} per task",
+                   "success rate", x_fmt=usd if is_usd else compact, y_fmt=percent, y_range=(0.0, 1.0))
 
 
 def cell(r: MetricResult, value: float) -> str:
     if r.kind == "binary":
-        return f"{value:+.1%}".replace("+", "") if value >= 0 else f"{value:.1%}"
-    if r.kind == "usd":
-        return f"${value:,.4f}"
-    return f"{value:,.1f}"
-
-
-def delta(r: MetricResult, value: float) -> str:
-    if not math.isfinite(value):
-        return "—"
-    if r.kind == "binary":
-        return f"{100 * value:+.1f} pts"
-    if r.kind == "usd":
-        return f"{value:+,.4f}"
-    return f"{value:+,.1f}"
+        return f"{value:.0%}"
+    return amount(r, value, sign=False)
 
 
 def render(c: Comparison, out_dir: Path) -> tuple[Path, Path]:
@@ -71,6 +59,7 @@ def render(c: Comparison, out_dir: Path) -> tuple[Path, Path]:
     json_path = out_dir / "ab.json"
     json_path.write_text(json.dumps(to_json(c), indent=2) + "\n")
     html_path = out_dir / "ab.html"
-    context = {**common(), "c": c, "chart": Markup(chart(c)), "cell": cell, "delta": delta, "describe": describe}
+    context = {**common(), "c": c, "chart": Markup(chart(c)), "cell": cell, "amount": amount, "effect": effect_text,
+               "p_text": p_text}
     html_path.write_text(environment().get_template("ab.html.j2").render(context), encoding="utf-8")
     return html_path, json_path

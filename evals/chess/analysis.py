@@ -22,6 +22,14 @@ CP_CAP = 1000
 INACCURACY, MISTAKE, BLUNDER = 0.05, 0.10, 0.15
 
 
+class MoveLoss(BaseModel):
+    """One of the agent's moves: its ply (1 is White's first move), and what it cost."""
+
+    ply: int
+    cp_loss: int
+    kind: str | None  # inaccuracy, mistake, blunder, or None
+
+
 class MoveQuality(BaseModel):
     depth: int
     analysed_moves: int
@@ -29,6 +37,7 @@ class MoveQuality(BaseModel):
     inaccuracies: int
     mistakes: int
     blunders: int
+    moves: list[MoveLoss] = []  # the agent's moves in order (empty in records written before it was kept)
 
 
 def win_probability(cp: int) -> float:
@@ -49,7 +58,7 @@ def classify(drop: float) -> str | None:
 def analyse_game(start_fen: str, moves: Sequence[chess.Move], player: chess.Color, depth: int,
                  engine_path: str = STOCKFISH) -> MoveQuality:
     board = chess.Board(start_fen)
-    losses: list[int] = []
+    losses: list[MoveLoss] = []
     kinds = {"inaccuracy": 0, "mistake": 0, "blunder": 0}
     with chess.engine.SimpleEngine.popen_uci(engine_path) as engine:
         engine.configure({"Threads": 1})  # one thread: the same depth gives the same numbers
@@ -57,20 +66,22 @@ def analyse_game(start_fen: str, moves: Sequence[chess.Move], player: chess.Colo
             if board.turn != player:
                 board.push(move)
                 continue
+            ply = board.ply() + 1
             before = _evaluate(engine, board, player, depth)
             board.push(move)
             after = _evaluate(engine, board, player, depth)
-            losses.append(max(0, before - after))
             kind = classify(win_probability(before) - win_probability(after))
+            losses.append(MoveLoss(ply=ply, cp_loss=max(0, before - after), kind=kind))
             if kind is not None:
                 kinds[kind] += 1
     return MoveQuality(
         depth=depth,
         analysed_moves=len(losses),
-        avg_cp_loss=round(sum(losses) / len(losses), 1) if losses else None,
+        avg_cp_loss=round(sum(m.cp_loss for m in losses) / len(losses), 1) if losses else None,
         inaccuracies=kinds["inaccuracy"],
         mistakes=kinds["mistake"],
         blunders=kinds["blunder"],
+        moves=losses,
     )
 
 

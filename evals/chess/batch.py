@@ -2,7 +2,9 @@
 
 The aggregate follows llm_chess: W/D/L, `win_loss = ((W − L)/N + 1)/2`, wrong
 moves and wrong actions per 1,000 moves, tokens per move, each with a 95%
-margin (1.96 standard errors over the games). A game the run stopped before it
+interval that holds for a few games: Wilson's for the score (a draw is half a
+win), the exact Poisson interval for wrong moves and actions per move, and
+Student's t over the games for tokens per move. A game the run stopped before it
 ended (`aborted`) counts as a loss, as a game the agent failed to finish.
 """
 
@@ -22,6 +24,7 @@ from core.events import Event
 from agent.journal import new_run_id, write_json_atomic
 from agent.models.base import ModelClient
 from core.policy import HarnessPolicy
+from evals.ab.stats import mean_interval, poisson_rate, wilson
 from evals.chess.game import GameRules
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.chess.opponents import check_spec
@@ -32,7 +35,8 @@ COLORS = ("white", "black", "alternate", "random")
 
 class Estimate(BaseModel):
     value: float | None
-    margin: float | None  # half-width of the 95% interval; None with fewer than two games
+    low: float | None = None  # the 95% interval; None where it cannot be had (t with fewer than two games)
+    high: float | None = None
 
 
 class Aggregate(BaseModel):
@@ -70,24 +74,38 @@ class Batch(BaseModel):
     aggregate: Aggregate
 
 
-def mean_margin(values: Sequence[float]) -> Estimate:
-    if not values:
-        return Estimate(value=None, margin=None)
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return Estimate(value=round(mean, 4), margin=None)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return Estimate(value=round(mean, 4), margin=round(1.96 * math.sqrt(var / len(values)), 4))
+def estimate(value: float | None, low: float = math.nan, high: float = math.nan) -> Estimate:
+    def r(x: float) -> float | None:
+        return round(x, 4) if x is not None and math.isfinite(x) else None
+    return Estimate(value=r(value), low=r(low), high=r(high))
 
 
-def per_move(records: Sequence[GameRecord], count: Callable[[GameRecord], float], scale: float = 1.0) -> Estimate:
-    """The pooled rate over all moves, with a margin from the per-game rates (games with a move)."""
+def score(records: Sequence[GameRecord]) -> Estimate:
+    """The mean score (win 1, draw 0.5, loss 0) with Wilson's interval, which two games leave wide, not zero."""
+    if not records:
+        return Estimate(value=None)
+    points = sum(1.0 if r.player_result == "win" else 0.5 if r.player_result == "draw" else 0.0 for r in records)
+    return estimate(points / len(records), *wilson(points, len(records)))
+
+
+def per_move(records: Sequence[GameRecord], count: Callable[[GameRecord], int], scale: float = 1.0) -> Estimate:
+    """A count per move over all moves, with the exact Poisson interval."""
     moves = sum(r.moves for r in records)
     if not moves:
-        return Estimate(value=None, margin=None)
-    pooled = scale * sum(count(r) for r in records) / moves
-    spread = mean_margin([scale * count(r) / r.moves for r in records if r.moves])
-    return Estimate(value=round(pooled, 4), margin=spread.margin)
+        return Estimate(value=None)
+    events = sum(count(r) for r in records)
+    low, high = poisson_rate(events, moves)
+    return estimate(scale * events / moves, scale * low, scale * high)
+
+
+def amount_per_move(records: Sequence[GameRecord], amount: Callable[[GameRecord], float]) -> Estimate:
+    """An amount per move over all moves, with Student's t interval from the games' own rates."""
+    moves = sum(r.moves for r in records)
+    if not moves:
+        return Estimate(value=None)
+    pooled = sum(amount(r) for r in records) / moves
+    mean, low, high = mean_interval([amount(r) / r.moves for r in records if r.moves])
+    return estimate(pooled, pooled - (mean - low), pooled + (high - mean))
 
 
 def aggregate(records: Sequence[GameRecord]) -> Aggregate:
@@ -96,17 +114,15 @@ def aggregate(records: Sequence[GameRecord]) -> Aggregate:
     draws = sum(r.player_result == "draw" for r in records)
     aborted = sum(r.player_result == "aborted" for r in records)
     losses = n - wins - draws
-    # Per game: 1 a win, 0.5 a draw, 0 a loss; its mean is ((W − L)/N + 1)/2.
-    scores = [1.0 if r.player_result == "win" else 0.5 if r.player_result == "draw" else 0.0 for r in records]
     analysed = [r.quality for r in records if r.quality is not None and r.quality.analysed_moves]
     analysed_moves = sum(q.analysed_moves for q in analysed)
     return Aggregate(
         games=n, wins=wins, draws=draws, losses=losses, aborted=aborted,
-        win_loss=mean_margin(scores),
+        win_loss=score(records),  # its mean is ((W − L)/N + 1)/2
         wrong_moves_per_1000_moves=per_move(records, lambda r: r.wrong_moves, 1000),
         wrong_actions_per_1000_moves=per_move(records, lambda r: r.wrong_actions, 1000),
-        prompt_tokens_per_move=per_move(records, lambda r: r.tokens["prompt"]),
-        completion_tokens_per_move=per_move(records, lambda r: r.tokens["completion"]),
+        prompt_tokens_per_move=amount_per_move(records, lambda r: r.tokens["prompt"]),
+        completion_tokens_per_move=amount_per_move(records, lambda r: r.tokens["completion"]),
         avg_game_time_s=round(sum(r.game_time_s for r in records) / n, 3) if n else None,
         avg_plies=round(sum(r.plies for r in records) / n, 1) if n else None,
         avg_cp_loss=round(sum(q.avg_cp_loss * q.analysed_moves for q in analysed) / analysed_moves, 1)

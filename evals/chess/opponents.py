@@ -3,19 +3,22 @@
 An opponent is named by a spec string:
 
     random                      a uniformly random legal move (seeded per game)
-    stockfish                   full strength, 0.1 s a move
-    stockfish:skill=0           Stockfish's weakest `Skill Level` (0..20)
-    stockfish:elo=1400,depth=5  `UCI_LimitStrength` at an Elo (1350..2850 for Stockfish 15.1)
+    stockfish                   full strength, 100,000 nodes a move
+    stockfish:skill=0           weakened like Stockfish's `Skill Level` (0..20)
+    stockfish:elo=1400,depth=5  weakened to an Elo (1350..2850), as Stockfish's `UCI_Elo`
     stockfish:nodes=2000        also: depth=, nodes=, time= (seconds a move), path=
 
-Reproducibility: the random mover and Stockfish with only depth/nodes limits
-(one thread) repeat exactly for a seed. Stockfish's `Skill Level` and `UCI_Elo`
-pick among moves with Stockfish's own time-seeded generator, so games against a
-weakened Stockfish cannot be replayed move for move.
+Reproducibility: every opponent repeats its moves for a seed, so two batches with the same
+seeds play the same games wherever the agent plays the same moves (an A/B pair is one game).
+Stockfish's own `Skill Level` picks its weaker moves with a generator seeded from the clock, so
+the weakening is done here instead, by the same rule (a multi-PV search to depth 1 + level,
+then a seeded random push towards weaker moves). Only a `time=` limit makes Stockfish's moves
+depend on the machine's speed.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import shutil
 from typing import Protocol
@@ -27,6 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.errors import HarnessError, describe_validation_error
 
 STOCKFISH = "/usr/games/stockfish"
+DEFAULT_NODES = 100_000  # about 0.1 s a move on one core, the same moves on any machine
+PAWN = 100  # centipawns
+WEAK_LINES = 4  # how many best lines a weakened Stockfish chooses among, as Stockfish's Skill Level
 # Stockfish 15.1 refuses UCI_Elo outside this range.
 ELO_MIN, ELO_MAX = 1350, 2850
 
@@ -50,30 +56,52 @@ class StockfishSpec(BaseModel):
 
     def limit(self) -> chess.engine.Limit:
         if self.depth is None and self.nodes is None and self.time is None:
-            return chess.engine.Limit(time=0.1)
+            return chess.engine.Limit(nodes=DEFAULT_NODES)
         return chess.engine.Limit(depth=self.depth, nodes=self.nodes, time=self.time)
 
     def options(self) -> dict[str, int | bool]:
-        opts: dict[str, int | bool] = {"Threads": 1}  # one thread: deterministic for a fixed depth or node count
-        if self.skill is not None:
-            opts["Skill Level"] = self.skill
+        return {"Threads": 1}  # one thread: deterministic for a fixed depth or node count
+
+    def level(self) -> float:
+        """Stockfish 15's skill level (0..20, fractional for an Elo); 20 is full strength."""
         if self.elo is not None:
-            opts["UCI_LimitStrength"] = True
-            opts["UCI_Elo"] = self.elo
-        return opts
+            return min(20.0, max(0.0, ((self.elo - 1346.6) / 143.4) ** (1 / 0.806)))
+        return float(self.skill) if self.skill is not None else 20.0
+
+
+def weakened_choice(lines: list[chess.engine.InfoDict], level: float, rng: random.Random, turn: chess.Color) -> chess.Move:
+    """Stockfish's Skill::pick_best with a seeded generator: among the best lines, push each score up by a
+    deterministic share of its gap to the best (more for weaker levels) plus a random share, take the highest."""
+    scores = [info["score"].pov(turn).score(mate_score=100_000) for info in lines]
+    weakness = 120 - 2 * level
+    delta = min(scores[0] - scores[-1], PAWN)
+    best, best_score = lines[0]["pv"][0], -math.inf
+    for info, score in zip(lines, scores):
+        push = (weakness * (scores[0] - score) + delta * rng.randrange(int(weakness))) / 128
+        if score + push >= best_score:
+            best, best_score = info["pv"][0], score + push
+    return best
 
 
 class StockfishOpponent:
-    def __init__(self, spec: StockfishSpec, name: str):
+    def __init__(self, spec: StockfishSpec, name: str, seed: int | None = 0):
         binary = shutil.which(spec.path)
         if binary is None:
             raise HarnessError(f"Stockfish is not at {spec.path}. Install it (apt-get install stockfish) or pass path=... in the opponent spec.")
         self.name = name
         self.spec = spec
+        self.level = spec.level()
+        self.rng = random.Random(seed)
         self.engine = chess.engine.SimpleEngine.popen_uci(binary)
         self.engine.configure(spec.options())
 
     def choose(self, board: chess.Board) -> chess.Move:
+        if self.level < 20:
+            limit = self.spec.limit()
+            depth = 1 + int(self.level) if limit.depth is None else min(limit.depth, 1 + int(self.level))
+            lines = self.engine.analyse(board, chess.engine.Limit(depth=depth, nodes=limit.nodes, time=limit.time),
+                                        multipv=WEAK_LINES)
+            return weakened_choice(lines, self.level, self.rng, board.turn)
         move = self.engine.play(board, self.spec.limit()).move
         if move is None:
             raise RuntimeError(f"Stockfish returned no move in {board.fen()}")
@@ -126,4 +154,4 @@ def open_opponent(spec: str, seed: int | None) -> Opponent:
     check_spec(spec)
     if spec == "random":
         return RandomOpponent(seed)
-    return StockfishOpponent(parse_stockfish(spec), name=spec)
+    return StockfishOpponent(parse_stockfish(spec), name=spec, seed=seed)

@@ -66,13 +66,18 @@ def prompt_lines(runs: list[RunData]) -> str:
     return line_chart(series, "Prompt tokens per step", "step", "tokens")
 
 
+def cost_title(runs: list[RunData]) -> str:
+    return "Steps and cost per run" if all(r.cost is not None for r in runs) else "Steps and prompt tokens per run"
+
+
 def cost_scatter(runs: list[RunData]) -> str:
+    """Each run's steps against its cost (its prompt tokens where some model has no price)."""
     priced = all(r.cost is not None for r in runs)
     good = Cloud("#16a34a", [(r.summary.steps, r.cost if priced else r.summary.tokens.prompt) for r in runs if success(r.summary)])
     bad = Cloud("#dc2626", [(r.summary.steps, r.cost if priced else r.summary.tokens.prompt) for r in runs if not success(r.summary)])
     points = [Point(f"{'succeeded' if c is good else 'failed'} ({len(c.points)})", sum(x for x, _ in c.points) / len(c.points),
                     sum(y for _, y in c.points) / len(c.points), c.color) for c in (good, bad) if c.points]
-    return scatter(points, "Steps and cost per run", "steps", "cost (USD)" if priced else "prompt tokens",
+    return scatter(points, cost_title(runs), "steps", "cost (USD)" if priced else "prompt tokens",
                    clouds=[good, bad], y_fmt=usd if priced else compact)
 
 
@@ -90,6 +95,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "cards": batch_cards(runs),
         "rows": rows,
         "detectors": [(d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS],
+        "cost_title": cost_title(runs),
         "charts": {
             "prompt": Markup(prompt_lines(runs)),
             "cost": Markup(cost_scatter(runs)),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from agent.models.base import estimate_tokens
 from core.types import ToolCall
+from core.volatile import normalise
 from evals.reports.steps import CUT_REASONS, Compaction, Step
 
 # Errors that the same call cannot escape by being sent again: the arguments or the tool
@@ -49,12 +50,12 @@ class Detector:
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:
-    """Tool name and arguments, with JSON key order and spacing made irrelevant."""
+    """Tool name and arguments, with JSON key order, spacing and volatile parts made irrelevant."""
     try:
         args = json.dumps(json.loads(call.arguments), sort_keys=True)
     except (ValueError, RecursionError):
         args = call.arguments.strip()
-    return call.name, args
+    return call.name, normalise(args)
 
 
 def prompt_tokens(step: Step) -> int:
@@ -104,7 +105,7 @@ def repeated_action(steps: list[Step]) -> list[Finding]:
     for n, call, obs in _calls_with_results(steps):
         if obs is None or obs.error_kind in PERMANENT_KINDS:
             continue  # permanent failures have their own detector
-        key = (call_key(call), obs.status, obs.text)
+        key = (call_key(call), obs.status, normalise(obs.text))
         if key in seen and seen[key] != n:
             out.append(Finding("repeated_action", n, f"{_describe(call)} repeats step {seen[key]}'s call and got the same result."))
         seen.setdefault(key, n)

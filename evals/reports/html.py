@@ -17,6 +17,7 @@ from agent.journal import HARNESS_VERSION
 from evals.pricing import format_usd
 from evals.reports.breakdown import METHOD, PART_LABELS, breakdowns
 from evals.reports.charts import PART_COLORS, run_charts
+from evals.reports.chess import chess_view
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
@@ -95,6 +96,7 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         "summary": run.summary,
         "outcome": outcome_label(run.summary),
         "outcome_class": outcome_class(run),
+        "chess": chess_view(run.dir, run.summary.outcome),
         "cards": cards(run),
         "cost_note": cost_note(run),
         "bad_lines": run.bad_lines,

@@ -40,13 +40,17 @@ def usd(v: float) -> str:
     return f"${v:.2f}" if abs(v) >= 1 else f"${v:.3g}" if v else "$0"
 
 
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5 or 5 times a power of ten) from at most lo to at least hi."""
+def nice_ticks(lo: float, hi: float, count: int = 5, *, integer: bool = False) -> list[float]:
+    """Round tick values (1, 2, 2.5 or 5 times a power of ten) from at most lo to at least hi;
+    `integer` ticks (steps, counts) are whole numbers: 1, 2 or 5 times a power of ten, at least 1."""
     if hi - lo <= 1e-9 * max(1.0, abs(lo), abs(hi)):  # a flat or degenerate range: give it some height
         hi = lo + max(1.0, abs(lo) * 0.1)
     raw = (hi - lo) / count
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    steps = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
+    step = next(m * mag for m in steps if m * mag >= raw)
+    if integer:
+        step = max(1, round(step))
     first, last = math.floor(lo / step), math.ceil(hi / step)
     while first * step > lo:  # float rounding must not leave data outside the axis
         first -= 1
@@ -81,14 +85,16 @@ class Frame:
     y1: float
     width: int = W
     height: int = H
+    top: int = PAD_T  # room above the plot: one row of legend, more when it wraps
+    left: float = PAD_L  # room left of the plot: the y axis's title and its widest tick label
 
     def x(self, v: float) -> float:
         span = (self.x1 - self.x0) or 1
-        return PAD_L + (v - self.x0) / span * (self.width - PAD_L - PAD_R)
+        return self.left + (v - self.x0) / span * (self.width - self.left - PAD_R)
 
     def y(self, v: float) -> float:
         span = (self.y1 - self.y0) or 1
-        return self.height - PAD_B - (v - self.y0) / span * (self.height - PAD_T - PAD_B)
+        return self.height - PAD_B - (v - self.y0) / span * (self.height - self.top - PAD_B)
 
 
 def _axes(f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: Fmt, y_fmt: Fmt,
@@ -96,24 +102,52 @@ def _axes(f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: F
     out = []
     for t in y_ticks:
         y = f.y(t)
-        out.append(f'<line class="grid" x1="{PAD_L}" x2="{f.width - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
-        out.append(f'<text class="tick" x="{PAD_L - 6}" y="{y + 3.5:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
+        out.append(f'<line class="grid" x1="{f.left}" x2="{f.width - PAD_R}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        out.append(f'<text class="tick" x="{f.left - 6}" y="{y + 3.5:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
     for t in x_ticks:
         x = f.x(t)
         out.append(f'<text class="tick" x="{x:.1f}" y="{f.height - PAD_B + 15}" text-anchor="middle">{escape(x_fmt(t))}</text>')
     base = f.height - PAD_B
-    out.append(f'<line class="axis" x1="{PAD_L}" x2="{f.width - PAD_R}" y1="{base}" y2="{base}"/>')
-    out.append(f'<text class="label" x="{(PAD_L + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>')
-    out.append(f'<text class="label" transform="translate(12 {(PAD_T + base) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>')
+    out.append(f'<line class="axis" x1="{f.left}" x2="{f.width - PAD_R}" y1="{base}" y2="{base}"/>')
+    out.append(f'<text class="label" x="{(f.left + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text class="label" transform="translate(12 {(f.top + base) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>')
     return out
 
 
-def _legend(items: Sequence[tuple[str, str]], width: int) -> list[str]:
-    out, x = [], PAD_L
+LEGEND_ROW = 16
+CHAR_W = {"legend": 6.4, "point-label": 7.6, "tick": 6.0}  # generous widths per character, by text class
+
+
+def _legend_rows(items: Sequence[tuple[str, str]], width: int) -> list[list[tuple[float, str, str]]]:
+    """Legend entries placed left to right, wrapping onto a new row before the right edge."""
+    rows: list[list[tuple[float, str, str]]] = [[]]
+    x = PAD_L
     for name, color in items:
-        out.append(f'<rect x="{x}" y="9" width="10" height="10" rx="2" fill="{color}"/>')
-        out.append(f'<text class="legend" x="{x + 14}" y="18">{escape(name)}</text>')
-        x += 24 + 6.2 * len(name)
+        w = 24 + CHAR_W["legend"] * len(name)
+        if rows[-1] and x + w > width - PAD_R:
+            rows.append([])
+            x = PAD_L
+        rows[-1].append((x, name, color))
+        x += w
+    return rows
+
+
+def _left(y_ticks: Sequence[float], y_fmt: Fmt) -> float:
+    """Room for the rotated y-axis title (about 20 px) and, right of it, the widest y tick label."""
+    return max(PAD_L, 26 + CHAR_W["tick"] * max(len(y_fmt(t)) for t in y_ticks))
+
+
+def _legend_top(items: Sequence[tuple[str, str]], width: int) -> int:
+    return PAD_T + LEGEND_ROW * (len(_legend_rows(items, width)) - 1)
+
+
+def _legend(items: Sequence[tuple[str, str]], width: int) -> list[str]:
+    out = []
+    for i, row in enumerate(_legend_rows(items, width)):
+        for x, name, color in row:
+            y = 9 + i * LEGEND_ROW
+            out.append(f'<rect x="{x:.1f}" y="{y}" width="10" height="10" rx="2" fill="{color}"/>')
+            out.append(f'<text class="legend" x="{x + 14:.1f}" y="{y + 9}">{escape(name)}</text>')
     return out
 
 
@@ -130,13 +164,15 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
         return f'<p class="empty">No data for “{escape(title)}”.</p>'
     y_lo = min(ys) if y_min is None else min(y_min, min(ys))
     y_ticks = nice_ticks(y_lo, y_max if y_max is not None else max(max(ys), y_lo + 1e-9))
-    x_ticks = nice_ticks(min(xs), max(max(xs), min(xs) + 1), 6)
+    x_ticks = nice_ticks(min(xs), max(max(xs), min(xs) + 1), 6, integer=_whole(xs))
     x_ticks = [t for t in x_ticks if min(xs) <= t <= max(xs)] or [min(xs)]
-    f = Frame(min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1])
+    legend = [(s.name, s.color) for s in series] + ([("compaction", markers[0].color)] if markers else [])
+    top = _legend_top(legend, W)
+    f = Frame(min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1], W, H + top - PAD_T, top, _left(y_ticks, y_fmt))
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for m in markers:
         x = f.x(m.x)
-        body.append(f'<g class="marker"><line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_T}" y2="{f.height - PAD_B}" stroke="{m.color}"/>'
+        body.append(f'<g class="marker"><line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{f.height - PAD_B}" stroke="{m.color}"/>'
                     f'<title>{escape(m.label)}</title></g>')
     for s in series:
         pts = " ".join(f"{f.x(x):.1f},{f.y(y):.1f}" for x, y in s.points)
@@ -154,8 +190,8 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
                 f'{escape(y_fmt(y))}</title></circle>'
                 for x, y in s.points
             )
-    body.extend(_legend([(s.name, s.color) for s in series] + ([("compaction", markers[0].color)] if markers else []), f.width))
-    return _svg(body, title)
+    body.extend(_legend(legend, f.width))
+    return _svg(body, title, f.width, f.height)
 
 
 def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors: dict[str, str], title: str,
@@ -170,8 +206,11 @@ def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors:
     totals = [sum(stacks[n][j] for n in stacks) for j in range(len(bins))]
     y_ticks = nice_ticks(0, max(max(totals), 1))
     lo, hi = min(bar_x), max(bar_x)
-    f = Frame(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), 0, y_ticks[-1], width, height)
-    x_ticks = [t for t in nice_ticks(lo, max(hi, lo + 1), 6) if lo <= t <= hi] or [lo]
+    legend = [(n, colors[n]) for n in stacks if any(stacks[n])]
+    top = _legend_top(legend, width)
+    f = Frame(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), 0, y_ticks[-1], width, height + top - PAD_T, top,
+              _left(y_ticks, y_fmt))
+    x_ticks = [t for t in nice_ticks(lo, max(hi, lo + 1), 6, integer=_whole(xs)) if lo <= t <= hi] or [lo]
     body = _axes(f, x_ticks, y_ticks, compact, y_fmt, x_label, y_label)
     bar_w = max(1.0, (f.x(lo + _gap(bar_x)) - f.x(lo)) * 0.8)
     for j, x in enumerate(bar_x):
@@ -187,8 +226,12 @@ def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors:
             body.append(f'<rect x="{f.x(x) - bar_w / 2:.1f}" y="{top:.1f}" width="{bar_w:.1f}" height="{bottom - top:.1f}" fill="{colors[name]}"/>')
             y_acc += v
         body.append("</g>")
-    body.extend(_legend([(n, colors[n]) for n in stacks if any(stacks[n])], f.width))
-    return _svg(body, title, width, height)
+    body.extend(_legend(legend, f.width))
+    return _svg(body, title, f.width, f.height)
+
+
+def _whole(values: Sequence[float]) -> bool:
+    return all(float(v).is_integer() for v in values)
 
 
 def _bins(n: int, max_bars: int) -> list[list[int]]:
@@ -225,12 +268,14 @@ def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, 
     ys = [v for p in points for v in (p.y, *(p.y_err or ()))] + [y for c in clouds for _, y in c.points]
     if not xs:
         return f'<p class="empty">No data for “{escape(title)}”.</p>'
-    x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs) * 1.1, 1e-9))  # room for the labels right of the points
+    whole = _whole([p.x for p in points if not p.x_err] + [x for c in clouds for x, _ in c.points])
+    x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs) * 1.1, 1e-9), integer=whole)  # room for labels right of the points
     y_ticks = nice_ticks(*(y_range or (min(0.0, min(ys)), max(max(ys), 1e-9))))
-    f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1])
+    f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1], left=_left(y_ticks, y_fmt))
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for c in clouds:
         body.extend(f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="2.5" fill="{c.color}" fill-opacity="0.25"/>' for x, y in c.points)
+    placed: list[Box] = []
     for p in points:
         cx, cy = f.x(p.x), f.y(p.y)
         body.append("<g>")
@@ -239,12 +284,39 @@ def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, 
         if p.y_err:
             body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{f.y(p.y_err[0]):.1f}" y2="{f.y(p.y_err[1]):.1f}" stroke="{p.color}" stroke-width="2"/>')
         body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{p.color}" stroke="#fff" stroke-width="1.5"/>')
-        right = cx > 0.7 * f.width  # near the right edge the label goes to the left of its point
-        body.append(f'<text class="point-label" x="{cx - 9 if right else cx + 9:.1f}" y="{cy - 8:.1f}" '
-                    f'text-anchor="{"end" if right else "start"}">{escape(p.name)}</text>')
+        box = label_box(cx, cy, p.name, f, placed)
+        placed.append(box)
+        body.append(f'<text class="point-label" x="{box.x0 if box.anchor == "start" else box.x1:.1f}" y="{box.y1 - 3:.1f}" '
+                    f'text-anchor="{box.anchor}">{escape(p.name)}</text>')
         body.append(f"<title>{escape(p.name)}: {escape(x_label)} {escape(x_fmt(p.x))}, {escape(y_label)} {escape(y_fmt(p.y))}"
                     f"{escape(' — ' + p.note) if p.note else ''}</title></g>")
     return _svg(body, title)
+
+
+@dataclass(frozen=True)
+class Box:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    anchor: str = "start"
+
+    def overlaps(self, other: Box) -> bool:
+        return self.x0 < other.x1 and other.x0 < self.x1 and self.y0 < other.y1 and other.y0 < self.y1
+
+
+def label_box(cx: float, cy: float, text: str, f: Frame, placed: Sequence[Box]) -> Box:
+    """Where a point's label goes: beside the point (right, or left near the right edge), above or below it,
+    and on past the labels already placed until it overlaps none of them."""
+    w, h = CHAR_W["point-label"] * len(text), 14.0
+    right = cx > 0.7 * f.width
+    x0 = cx - 9 - w if right else cx + 9
+    anchor = "end" if right else "start"
+    for dy in (-8, 18, -24, 34, -40, 50, -56, 66):
+        box = Box(x0, cy + dy - h, x0 + w, cy + dy, anchor)
+        if not any(box.overlaps(b) for b in placed):
+            return box
+    return Box(x0, cy - 8 - h, x0 + w, cy - 8, anchor)
 
 
 def hbars(labels: Sequence[str], values: Sequence[float], title: str, *, color: str = "#2563eb",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import chess
 import pytest
 
 from evals.chess.analysis import analyse_game, classify, win_probability
-from evals.chess.batch import aggregate, game_colors, mean_margin
+from evals.chess.batch import aggregate, game_colors, score
 from evals.chess.game import ascii_board, material, parse_move
 
 
@@ -44,9 +46,17 @@ def test_material_and_the_board_drawn_from_either_side():
     assert black[1] == "1 R N B K Q B N R 1" and black[0] == "  h g f e d c b a"
 
 
-def test_margins_and_colours():
-    assert mean_margin([1.0, 0.0]).value == 0.5 and mean_margin([1.0, 0.0]).margin == pytest.approx(0.98)  # 1.96 · 0.707 / √2
-    assert mean_margin([1.0]).margin is None and mean_margin([]).value is None
+def two(results):
+    """Stand-ins for game records: the score reads only each game's result."""
+    return [SimpleNamespace(player_result=r) for r in results]
+
+
+def test_intervals_and_colours():
+    # Wilson for 1 of 2 and for 0 of 2: never a zero-width interval after two games
+    assert (score(two(("win", "loss"))).low, score(two(("win", "loss"))).high) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+    lost = score(two(("loss", "loss")))
+    assert lost.value == 0.0 and lost.low == 0.0 and lost.high == pytest.approx(0.6576, abs=1e-4)
+    assert score([]).value is None
     assert game_colors("alternate", 3, 0) == ["white", "black", "white"]
     assert game_colors("random", 20, 1) == game_colors("random", 20, 1)
     assert set(game_colors("random", 20, 1)) == {"white", "black"}

@@ -10,11 +10,12 @@ from evals.chess.opponents import RandomOpponent, StockfishSpec, check_spec, ope
 
 
 def test_specs_parse_into_engine_options_and_limits():
-    assert parse_stockfish("stockfish:skill=0").options() == {"Threads": 1, "Skill Level": 0}
+    assert parse_stockfish("stockfish:skill=0").options() == {"Threads": 1}
+    assert parse_stockfish("stockfish:skill=0").level() == 0.0 and parse_stockfish("stockfish").level() == 20.0
     spec = parse_stockfish("stockfish:elo=1400,depth=5")
-    assert spec.options() == {"Threads": 1, "UCI_LimitStrength": True, "UCI_Elo": 1400}
+    assert 0.0 < spec.level() < 1.0 and 18.0 < parse_stockfish("stockfish:elo=2850").level() < 20.0
     assert spec.limit().depth == 5 and spec.limit().time is None
-    assert parse_stockfish("stockfish").limit().time == 0.1
+    assert parse_stockfish("stockfish").limit().nodes == 100_000 and parse_stockfish("stockfish").limit().time is None
     assert parse_stockfish("stockfish:nodes=500,time=0.5").limit().nodes == 500
     assert check_spec("random") == "random"
 
@@ -76,3 +77,21 @@ def test_full_strength_stockfish_with_a_depth_limit_repeats():
         return board.move_stack
 
     assert first_moves() == first_moves()
+
+
+@pytest.mark.parametrize("spec", ["stockfish:skill=0", "stockfish:elo=1500", "stockfish:nodes=3000"])
+def test_every_stockfish_opponent_repeats_its_game_for_a_seed(spec):
+    """The weakened Stockfish is seeded by the harness, so an A/B pair with one seed plays one game."""
+    def game(seed):
+        sf, board = open_opponent(spec, seed), chess.Board()
+        try:
+            for _ in range(12):
+                board.push(sf.choose(board))
+        finally:
+            sf.close()
+        return [m.uci() for m in board.move_stack]
+
+    first = game(3)
+    assert first == game(3)
+    if "nodes" not in spec:  # a weakened engine picks other moves under another seed
+        assert any(game(s) != first for s in (4, 5, 6))

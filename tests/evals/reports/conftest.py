@@ -118,3 +118,21 @@ def long_run(tmp_path_factory) -> Path:
     policy = HarnessPolicy(name="long", stop=StopPolicy(max_steps=steps + 1))
     return make_run(tmp_path_factory.mktemp("long"), long_script(steps), policy, task_id="long",
                     prompt="Read log.txt and submit.", files=LONG_TASK_FILES)
+
+
+@pytest.fixture(scope="session")
+def chess_batches(tmp_path_factory) -> tuple[Path, Path]:
+    """Two real chess batches of the same seeded games against a weakened Stockfish: A's player
+    writes long reasoning, B's none; the moves do not depend on it, so each pair is one game."""
+    from evals.chess.batch import play_batch
+    from evals.chess.game import GameRules
+    from evals.chess.players import RandomPlayer
+
+    root = tmp_path_factory.mktemp("chess-ab")
+    out = []
+    for name, chars in (("reasoning", 2000), ("silent", 0)):
+        _, folder = play_batch(3, lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars), "stockfish:skill=0",
+                               policy=HarnessPolicy(name=name), out=root / name, seed=11, rules=GameRules(max_plies=24),
+                               analysis_depth=4)
+        out.append(folder)
+    return out[0], out[1]

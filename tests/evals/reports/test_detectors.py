@@ -65,6 +65,15 @@ def test_repeated_action_ignores_json_key_order():
     assert flagged("repeated_action", events) == [2]
 
 
+def test_repeated_failing_calls_whose_messages_move_line_numbers_are_repeats():
+    events = [e for n in range(1, 6) for e in act(n, "shell", {"command": "slugify hello"},
+                                                    f"bash: line {n + 3}: slugify: command not found\n\n[exit code 127]",
+                                                    "error", "nonzero_exit")]
+    assert flagged("repeated_action", events) == [2, 3, 4, 5]
+    moved = [*act(1, "shell", {"command": "pytest"}, "1 failed in 0.53s"), *act(2, "shell", {"command": "pytest"}, "2 failed in 0.61s")]
+    assert flagged("repeated_action", moved) == []  # a different count of failures is news
+
+
 def test_retry_after_permanent_failure():
     events = [
         *act(1, "edit", {"path": "a.py"}, "Unknown tool 'edit'.", "error", "unknown_tool"),
