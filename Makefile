@@ -29,8 +29,13 @@ test: setup system
 	# pytest exits 5 when it collects no test: that fails this target, as it should.
 	$(VENV)/bin/pytest -q tests
 
+# Every benchmark in turn, each with its defaults (the GPU one says so and is skipped without CUDA);
+# one benchmark: .venv/bin/python benchmarks/bench_NAME.py --help.
 bench: setup system
-	$(PY) benchmarks/run_all.py
+	@for script in benchmarks/bench_*.py; do \
+	  if [ $$script = benchmarks/bench_gpu.py ] && ! $(PY) -c 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then \
+	    echo "== $$script: skipped, it needs a CUDA GPU"; continue; fi; \
+	  echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
