@@ -30,10 +30,9 @@ from agent.task import Task
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent
 from evals.swe.grader import InstanceReport
-from evals.swe.image import instance_image
+from evals.swe.image import BASELINE_REF, instance_image, sandbox_options
 from evals.swe.task import SweInstance
 from sandboxes.docker import DockerSandbox
-from sandboxes.docker_options import DockerOptions
 from tools.base import Registry
 from tools.builtin import STANDARD
 from tools.builtin.submit import SUBMIT as BUILTIN_SUBMIT
@@ -66,8 +65,10 @@ def task_for(inst: SweInstance) -> Task:
 
 
 def final_diff(box: DockerSandbox, base_commit: str) -> str:
-    """Every change since the base commit, new files included, as `git apply -p1` wants it."""
-    result = box.exec(f"git add -A && git diff --cached --binary {shlex.quote(base_commit)}", timeout=120)
+    """Every change since the environment's baseline (the base commit in images without one), new
+    files included, as `git apply -p1` wants it: what the installation wrote is not the agent's."""
+    base = f"$(git rev-parse -q --verify {BASELINE_REF} || echo {shlex.quote(base_commit)})"
+    result = box.exec(f"git add -A && git diff --cached --binary {base}", timeout=120)
     if result.exit_code != 0:
         raise RuntimeError(f"collecting the patch failed: {result.output[-500:]}")
     return result.output
@@ -99,7 +100,7 @@ def run_instance(inst: SweInstance, model_spec: str, policy: HarnessPolicy, batc
     try:
         try:
             image = instance_image(inst, client, log)
-            box = DockerSandbox.start(DockerOptions(image=image, workdir="/testbed"), client=client)
+            box = DockerSandbox.start(sandbox_options(image, client), client=client)
         except Exception as e:  # the environment failed, not the agent: an error instance, and the batch goes on
             message = f"The environment could not be built or started: {e}"
             journal.append(RunStopped(reason="environment_error", message=message))

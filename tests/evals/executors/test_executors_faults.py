@@ -15,7 +15,7 @@ from pathlib import Path
 from core.policy import HarnessPolicy
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
-from evals.swe.task import load_instances, suite_path
+from evals.swe.suite import load_instances, suite_path
 from tests.evals.executors.conftest import task_processes
 
 SUBSET = ["acme__configlite-44", "acme__inventory-17", "acme__textkit-9"]
