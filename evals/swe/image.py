@@ -62,7 +62,7 @@ def baseline_layer() -> str:
 def instance_image(inst: SweInstance, client: docker.DockerClient, log: Callable[[str], None] = print) -> str:
     """The task image for `inst`: a prebuilt image with the baseline on top, or one built from its spec."""
     prebuilt = inst.image or official_image(inst.instance_id)
-    if image_exists(client, prebuilt):
+    if _local(client, prebuilt):
         log(f"building image for {inst.instance_id} on {prebuilt}")
         dockerfile = f"FROM {prebuilt}\nUSER root\nENV PATH={CONDA_PATH}:$PATH\n" + baseline_layer()
         return _build(inst, dockerfile, None, client, log)
@@ -84,6 +84,13 @@ def instance_image(inst: SweInstance, client: docker.DockerClient, log: Callable
             if inst.source is None:  # the GitHub clone is the usual failure offline
                 raise HarnessError(f"{e}\nWithout network access, {how_to_provide(inst.instance_id, inst.repo)}.") from None
             raise
+
+
+def _local(client: docker.DockerClient, image: str) -> bool:
+    try:
+        return image_exists(client, image)
+    except docker.errors.DockerException:  # an id that makes no valid image name has no official image
+        return False
 
 
 def _build(inst: SweInstance, dockerfile: str, ctx: Path | None, client: docker.DockerClient, log: Callable[[str], None]) -> str:

@@ -51,6 +51,14 @@ class SweInstance(BaseModel):
     spec: Spec | None = None
     build_env: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("instance_id")
+    @classmethod
+    def _one_path_part(cls, v: str) -> str:
+        # The id names the instance's run and log folders.
+        if "/" in v or "\0" in v or v in (".", ".."):
+            raise ValueError("must be usable as a folder name (no '/')")
+        return v
+
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
     def _json_list(cls, v):
