@@ -24,7 +24,7 @@ NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl",
 HEREDOC = "EOF_HARNESS_TEST_PATCH"
 
 
-def test_directives(inst: SweInstance) -> list[str]:
+def directives(inst: SweInstance) -> list[str]:
     """What the classic harness appends to test_cmd: the test patch's files, Django's as modules."""
     files = [f for f in inst.test_files() if not f.endswith(NON_TEST_EXTS)]
     if inst.repo == "django/django":
@@ -45,7 +45,7 @@ def classic_script(inst: SweInstance) -> str:
     files = [shlex.quote(f) for f in inst.test_files()]
     reset = [f"git checkout -q {base} -- {f} 2>/dev/null || rm -f {f}" for f in files]
     commands = [spec.test_cmd] if isinstance(spec.test_cmd, str) else list(spec.test_cmd)
-    commands[-1] = with_junit(commands[-1]) + "".join(" " + shlex.quote(d) for d in test_directives(inst))
+    commands[-1] = with_junit(commands[-1]) + "".join(" " + shlex.quote(d) for d in directives(inst))
     lines = [
         "#!/bin/bash",
         "set -uxo pipefail",
@@ -73,7 +73,7 @@ def eval_script(inst: SweInstance) -> str:
     return classic_script(inst)
 
 
-def test_output(log: str) -> str | None:
+def marked_output(log: str) -> str | None:
     """The part of a log between the markers; None when the tests never started or the log says they broke."""
     if RESET_FAILED in log or START not in log or END not in log:
         return None

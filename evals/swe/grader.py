@@ -18,7 +18,7 @@ from pathlib import Path
 import docker
 from pydantic import BaseModel, Field
 
-from evals.swe.evalscript import APPLIED, APPLY_FAILED, JUNIT_PATH, TIMED_OUT, eval_script, test_output
+from evals.swe.evalscript import APPLIED, APPLY_FAILED, JUNIT_PATH, TIMED_OUT, eval_script, marked_output
 from evals.swe.image import instance_image, sandbox_options
 from evals.swe.task import SweInstance
 from evals.swe.testlog import lookup, maintained, passed, statuses
@@ -146,7 +146,7 @@ def run_tests(inst: SweInstance, patch: str, client: docker.DockerClient, out: I
         junit = _junit(box)
         if junit is not None:
             out.write("junit.xml", junit)
-        sliced = test_output(whole)
+        sliced = marked_output(whole)
         if sliced is None:
             raise GradingError("the tests did not run: the log lacks the test output markers or the test patch did not "
                                "apply (see test_output.txt)", applied=True)
