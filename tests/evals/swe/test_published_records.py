@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from cli.main import app
+from core.errors import HarnessError
 from evals.swe.image import BASELINE_REF, instance_image
 from evals.swe.suite import load_instances
 from tests.evals.swe import sizes_repo as sizes
@@ -135,3 +136,18 @@ def test_validate_lists_instances_whose_tests_do_not_flip(suite, tmp_path):
     assert "sizes-wrong" in result.output and "test_megabytes" in result.output
     assert "1 of 2 instances flip as declared" in result.output
     assert (tmp_path / "v" / "logs" / "validate" / sizes.INSTANCE_ID / "gold" / "test_output.txt").exists()
+
+
+def test_a_missing_image_is_an_error_that_says_how_to_provide_the_repository(suite, docker_ready, tmp_path):
+    record = sizes.self_contained_record(suite["base"], suite["gold"], suite["tests"], "harness-test/not-here:latest")
+    [inst] = load_instances(write_records(tmp_path, record))
+    with pytest.raises(HarnessError) as err:
+        instance_image(inst, docker_ready, log=lambda s: None)
+    message = str(err.value)
+    assert "harness-test/not-here:latest" in message and "docker load" in message and "--repos" in message
+
+
+def write_records(folder, *records):
+    path = folder / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
