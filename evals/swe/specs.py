@@ -1,5 +1,6 @@
 """Classic environments by repository and version, in the shape of the classic harness's
-MAP_REPO_VERSION_TO_SPECS: a JSON or YAML file `{repo: {version: {...}}}`.
+MAP_REPO_VERSION_TO_SPECS: a JSON or YAML file `{repo: {version: {...}}}` (in YAML, numbers stay text:
+`1.10` is version "1.10").
 
 Keys of the classic table keep their meaning: `python`, `packages` ("requirements.txt" or
 requirement specifiers separated by spaces), `pip_packages`, `pre_install`, `install`,
@@ -49,6 +50,16 @@ class Spec(BaseModel):
 SpecTable = dict[str, dict[str, Spec]]
 
 
+class _TextLoader(yaml.SafeLoader):
+    """YAML without number resolution: versions such as 1.10 and `python: 3.10` stay as written."""
+
+
+_TextLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def load_specs(path: str | Path) -> SpecTable:
     path = Path(path)
     try:
@@ -56,7 +67,7 @@ def load_specs(path: str | Path) -> SpecTable:
     except OSError as e:
         raise HarnessError(f"Cannot read spec file {path}: {e.strerror}.") from None
     try:
-        data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
+        data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_TextLoader)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         raise HarnessError(f"Spec file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):

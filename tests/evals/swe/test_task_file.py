@@ -6,7 +6,7 @@ import pytest
 from core.errors import HarnessError
 from evals.swe.evalscript import classic_script, directives, marked_output
 from evals.swe.sources import local_repository, official_image
-from evals.swe.specs import Spec
+from evals.swe.specs import Spec, load_specs
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
 from evals.swe.task import SweInstance, read_records
 
@@ -42,12 +42,13 @@ def test_a_classic_record_loads_with_a_spec_file_in_yaml_or_json(tmp_path):
     path = write(tmp_path, published(), published(instance_id="any string at all: ü [1]"))
     (tmp_path / "specs.json").write_text(json.dumps({"psf/requests": {"2.4": {"python": "3.9", "test_cmd": "pytest -rA",
                                                                              "nano_cpus": 2}}}))
-    (tmp_path / "specs.yml").write_text('psf/requests:\n  "2.4":\n    test_cmd: pytest -rA\n    env: {A: 1}\n')
+    (tmp_path / "specs.yml").write_text("psf/requests:\n  2.4:\n    test_cmd: pytest -rA\n    env: {A: 1}\n  1.10:\n    python: 3.10\n")
     for specs in ("specs.json", "specs.yml"):
         instances = load_instances(path, tmp_path / specs)
         assert [i.instance_id for i in instances] == ["psf__requests-2317", "any string at all: ü [1]"]
         assert instances[0].spec.test_cmd == "pytest -rA"
     assert load_instances(path, tmp_path / "specs.yml")[0].spec.env == {"A": "1"}
+    assert load_specs(tmp_path / "specs.yml")["psf/requests"]["1.10"].python == "3.10"  # YAML numbers stay as written
 
 
 def test_a_classic_record_without_a_spec_names_what_is_missing(tmp_path):
