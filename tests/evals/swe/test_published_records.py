@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from core.errors import HarnessError
 from evals.swe.image import BASELINE_REF, instance_image
+from evals.swe.sources import official_image
 from evals.swe.suite import load_instances
 from tests.evals.swe import sizes_repo as sizes
 
@@ -151,3 +152,21 @@ def write_records(folder, *records):
     path = folder / "records.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+def test_an_official_instance_image_in_the_local_engine_comes_first(suite, docker_ready, tmp_path):
+    """A classic record with no local repository: its official image (here one made by the tests) is used."""
+    root = suite["root"]
+    [classic] = load_instances(root / "records.jsonl", root / "specs.yaml", root / "repos")
+    docker_ready.images.get(instance_image(classic, docker_ready, log=lambda s: None)).tag(official_image("example__sizes-1"))
+    record = dict(json.loads((root / "records.jsonl").read_text()), instance_id="example__sizes-1")
+    records = write_records(tmp_path, record)
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text(json.dumps({"instance_id": "example__sizes-1", "model_name_or_path": "gold", "model_patch": suite["gold"]}))
+    try:
+        cli("swe-grade", str(preds), "--suite", str(records), "--specs", str(root / "specs.yaml"), "--out", str(tmp_path / "g"))
+    finally:  # no stand-in for an official image outlives the test
+        docker_ready.images.remove(official_image("example__sizes-1"))
+    assert json.loads((tmp_path / "g" / "report.json").read_text())["resolved_ids"] == ["example__sizes-1"]
+    log = (tmp_path / "g" / "logs" / "preds" / "example__sizes-1" / "run_instance.log").read_text()
+    assert official_image("example__sizes-1") in log
