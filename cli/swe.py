@@ -17,7 +17,7 @@ from core.errors import HarnessError
 from core.policy import load_policy
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
-from evals.swe.batch import grade_file, load_predictions, run_and_grade
+from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
 from evals.swe.grader import RunReport
 from evals.swe.image import instance_image
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
@@ -115,7 +115,7 @@ def swe_command(
     if only:
         instances = [i for i in instances if i.instance_id in set(only)]
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    batch_dir = out or Path("runs") / f"swe-{Path(suite).stem}-{model.replace(':', '-').replace('/', '-')}-{stamp}"
+    batch_dir = out or Path("runs") / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp}"
     if executor == "local":
         _build_images(instances)
     counts = {"resolved": 0, "tokens": 0}
@@ -142,7 +142,7 @@ def swe_command(
             _fail(str(e))
     console.print(_table(report, batch_dir))
     console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
-                  f"logs: {batch_dir / 'logs' / batch_dir.name}/<instance_id>/", soft_wrap=True)
+                  f"logs: {batch_dir / 'logs' / batch_run_id(model)}/<instance_id>/", soft_wrap=True)
 
 
 @swe_app.command("validate")

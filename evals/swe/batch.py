@@ -22,6 +22,11 @@ def log_dir(out: Path, run_id: str, instance_id: str) -> Path:
     return out / "logs" / run_id / instance_id
 
 
+def batch_run_id(model: str) -> str:
+    """A batch's grading run is named after its model, so a batch's files do not depend on its folder's name."""
+    return model.replace(":", "-").replace("/", "-")
+
+
 def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None,
                  logs: Path | None = None) -> InstanceReport:
     """The grade of a run; a run that failed (no client needed then) is an error instance."""
@@ -72,7 +77,7 @@ def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolic
         on_graded(result, report)
 
     results = run_batch(instances, model, policy, batch_dir, workers, on_done=graded, executor=executor,
-                        work=partial(run_and_grade_one, run_id=batch_dir.name), reuse=finished_and_graded, tally=tally)
+                        work=partial(run_and_grade_one, run_id=batch_run_id(model)), reuse=finished_and_graded, tally=tally)
     predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
     report = run_report(instances, predictions, reports)
     write_json_atomic(batch_dir / "report.json", report.model_dump(mode="json"))

@@ -34,7 +34,7 @@ def test_reference_agents(docker_ready, instances, tmp_path, agent, resolved):
         assert report.resolved_ids == [] and report.unresolved_ids == ids
     for iid in ids:
         assert RUN_FILES <= {p.name for p in (tmp_path / iid).iterdir()}
-        assert GRADE_FILES <= {p.name for p in (tmp_path / "logs" / tmp_path.name / iid).iterdir()}
+        assert GRADE_FILES <= {p.name for p in (tmp_path / "logs" / agent / iid).iterdir()}
         assert json.loads((tmp_path / iid / "summary.json").read_text())["stop_reason"] == "submitted"
     predictions = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert sorted(p["instance_id"] for p in predictions) == ids

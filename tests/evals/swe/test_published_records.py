@@ -58,7 +58,7 @@ def test_a_classic_record_runs_and_grades_without_edits(suite, model):
         assert patch == ""
     else:
         assert "egg-info" not in patch and "_version.py" not in patch
-        logs = report["out"] / "logs" / report["out"].name / iid
+        logs = report["out"] / "logs" / model / iid
         assert {"run_instance.log", "test_output.txt", "patch.diff", "report.json"} <= {p.name for p in logs.iterdir()}
         graded = json.loads((logs / "report.json").read_text())[iid]
         assert graded["patch_successfully_applied"]
