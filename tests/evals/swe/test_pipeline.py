@@ -46,7 +46,7 @@ def test_grading_twice_gives_identical_reports(docker_ready, instances, tmp_path
     preds.write_text("".join(json.dumps({"instance_id": i.instance_id, "model_name_or_path": "gold", "model_patch": i.patch}) + "\n"
                              for i in instances[:2]))
     first = grade_file(instances, load_predictions(preds), tmp_path / "a")
-    second = grade_file(instances, load_predictions(preds), tmp_path / "b")
+    grade_file(instances, load_predictions(preds), tmp_path / "b")
     assert first.resolved_instances == 2 and len(first.incomplete_ids) == len(instances) - 2
     for name in ("report.json", "instance_reports.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
