@@ -66,7 +66,7 @@ def instance_image(inst: SweInstance, client: docker.DockerClient, log: Callable
         log(f"building image for {inst.instance_id} on {prebuilt}")
         dockerfile = f"FROM {prebuilt}\nUSER root\nENV PATH={CONDA_PATH}:$PATH\n" + baseline_layer()
         return _build(inst, dockerfile, None, client, log)
-    if inst.image is not None and inst.source is None:
+    if inst.image is not None:  # the record's own image is its environment: its eval script was written for it
         raise HarnessError(f"Instance {inst.instance_id}: its image {inst.image} is not in the local Docker engine and "
                            f"nothing is pulled here; {how_to_provide(inst.instance_id, inst.repo)}.")
     if inst.spec is None:

@@ -1,7 +1,8 @@
 """Where an instance's repository comes from, in this order:
 
-1. an official prebuilt instance image in the local Docker engine (repository at /testbed,
-   conda environment `testbed`), or the image a self-contained record names;
+1. the image a self-contained record names (it must be in the local Docker engine: its eval
+   script was written for it), else an official prebuilt instance image in the local engine
+   (repository at /testbed, conda environment `testbed`);
 2. a local clone or git bundle under `--repos DIR`: `DIR/<instance_id>` (a folder per
    instance), or `DIR/<owner>__<name>`, `DIR/<owner>/<name>`, `DIR/<name>` (a folder per
    repository, holding the base commit), each also as `<that>.bundle`;
