@@ -32,6 +32,7 @@ class RunInfo(BaseModel):
     sandbox: str  # local, docker, none (a chess game), or a custom factory's kind
     image: str | None = None  # docker: the image the run started from
     workdir: str | None = None  # docker: where its commands start
+    env: dict[str, str] = Field(default_factory=dict)  # docker: variables set over the sandbox's defaults
     toolset: str = "standard"  # the named tool set (tools.builtin.TOOLSETS) the MCP tools joined
     tools: list[dict[str, str]] = Field(default_factory=list)  # offered: name, server, effect, schema_sha256
     policy: dict[str, Any]

@@ -47,6 +47,7 @@ class SandboxSpec(BaseModel):
     kind: Literal["local", "docker", "none"] = "local"
     image: str | None = None  # docker: a local image (default: the base image)
     workdir: str | None = None  # docker: where commands start (default: the image's /workspace volume)
+    env: dict[str, str] = {}  # docker: variables set over the sandbox's defaults (a task image's PATH)
 
     @classmethod
     def parse(cls, text: str) -> SandboxSpec:
@@ -79,9 +80,10 @@ def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:
     from sandboxes.docker import DockerSandbox, DockerUnavailable
     from sandboxes.docker_options import DockerOptions
 
-    settings = {k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None}
+    options = DockerOptions(**{k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None})
+    options = options.model_copy(update={"env": {**options.env, **spec.env}})
     try:
-        return DockerSandbox.start(DockerOptions(**settings))
+        return DockerSandbox.start(options)
     except DockerUnavailable as e:
         raise HarnessError(f"The Docker sandbox cannot start: {e}.") from None
 
@@ -141,6 +143,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         sandbox=sandbox.kind if sandbox else getattr(spec.sandbox, "kind", "custom"),
         image=sandbox.image if sandbox else None,
         workdir=sandbox.workdir if sandbox else None,
+        env=sandbox.env if sandbox else {},
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
@@ -204,7 +207,7 @@ def recorded_sandbox(info: RunInfo) -> SandboxSpec | None:
     """The sandbox a run recorded, or None for a custom factory's (the caller must bring one)."""
     if info.sandbox not in ("local", "docker", "none"):
         return None
-    return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir)  # type: ignore[arg-type]
+    return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env)  # type: ignore[arg-type]
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from cli.sandbox import app as sandbox_app
 from cli.chess import chess_command
 from cli.ab import ab_command
 from cli.report import report_command
-from cli.swe import swe_command, swe_grade_command
+from cli.swe import swe_app, swe_grade_command
 from cli import mcp as mcp_cli
 
 app = typer.Typer(
@@ -127,7 +127,7 @@ app.add_typer(mcp_cli.app, name="tools")
 
 app.add_typer(sandbox_app, name="sandbox")
 app.command("rerender")(rerender_command)
-app.command("swe")(swe_command)
+app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.command("report")(report_command)
 app.command("ab")(ab_command)

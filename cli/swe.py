@@ -1,10 +1,12 @@
-"""`harness swe` (run and grade a suite) and `harness swe-grade` (grade any predictions file)."""
+"""`harness swe` (run and grade a suite), `harness swe validate` (do a dataset's tests flip as declared?)
+and `harness swe-grade` (grade any predictions file)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
 
+import docker
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -15,16 +17,40 @@ from agent.session import policy_for
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
-from evals.swe.batch import grade_file, load_predictions, run_and_grade
+from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
 from evals.swe.grader import RunReport
-from evals.swe.task import load_instances, suite_path
+from evals.swe.image import instance_image
+from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
+from evals.swe.task import SweInstance
+from evals.swe.validate import validate
 
 console = Console()
+
+SUITE = typer.Option("builtin", help="A bundled suite name, or a JSON/JSONL file of SWE-bench records (classic or self-contained).")
+SPECS = typer.Option(None, help="JSON/YAML environments of classic records: {repo: {version: {python, packages, pip_packages, "
+                                "pre_install, install, eval_commands, test_cmd, env, build_env, log_parser}}}.")
+REPOS = typer.Option(None, help="Local repositories: DIR/<instance_id>/, DIR/<owner>__<repo>/ (a clone holding the base commit), "
+                                "or the same names with .bundle; used when no prebuilt instance image is in the local engine.")
+BUILD_ENV = typer.Option(None, "--build-env", help="KEY=VALUE set while images are built (CA bundle, proxy, version "
+                                                   "pretends), never inside a container (repeatable).")
 
 
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
                     TimeElapsedColumn(), console=console)
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/] {escape(message)}")
+    raise typer.Exit(2)
+
+
+def _load(suite: str, specs: Path | None, repos: Path | None, build_env: list[str] | None) -> list[SweInstance]:
+    return load_instances(suite_path(suite), specs, repos, parse_build_env(build_env))
+
+
+def _first_line(step: str) -> str:
+    return escape(step.splitlines()[0] if step else "")[:100]
 
 
 def _table(report: RunReport, where: Path) -> Table:
@@ -37,9 +63,33 @@ def _table(report: RunReport, where: Path) -> Table:
     return table
 
 
+def _build_images(instances: list[SweInstance]) -> None:
+    """Build every task image up front, naming each, so the batch's bar measures agents, not builds.
+    A failure is left for the instance's run to report as an environment error."""
+    client = docker.from_env(timeout=300)
+    with _progress() as progress:
+        bar = progress.add_task("images", total=len(instances), note="")
+        for inst in instances:
+            progress.update(bar, note=f"building image of {escape(inst.instance_id)}")
+            try:
+                instance_image(inst, client, log=lambda s: progress.update(bar, note=_first_line(s)))
+            except HarnessError as e:
+                console.print(f"[yellow]warning:[/] {escape(str(e).splitlines()[0])}")
+            progress.update(bar, advance=1)
+
+
+swe_app = typer.Typer(help="Run and grade SWE-bench instances; `harness swe validate` checks a dataset.",
+                      invoke_without_command=True, add_completion=False)
+
+
+@swe_app.callback()
 def swe_command(
-    suite: str = typer.Option("builtin", help="A bundled suite name, or a JSONL file of SWE-bench instance records."),
-    model: str = typer.Option(..., help="A model string, or a reference agent: oracle, null, test-deleter."),
+    ctx: typer.Context,
+    suite: str = SUITE,
+    specs: Path = SPECS,
+    repos: Path = REPOS,
+    build_env: list[str] = BUILD_ENV,
+    model: str = typer.Option(None, help="A model string, or a reference agent: oracle, null, test-deleter."),
     policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
                                "default: `local` for the embedded model, else `default`."),
     workers: int = typer.Option(1, min=1, help="Instances run at once, each in its own container (with --executor ray and "
@@ -53,17 +103,22 @@ def swe_command(
     retries: int = RETRIES,
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None:
+        _fail("--model is required: a model string, or a reference agent (oracle, null, test-deleter).")
     try:
-        instances = load_instances(suite_path(suite))
+        instances = _load(suite, specs, repos, build_env)
         the_policy = policy_for(policy, model)
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
     except HarnessError as e:
-        console.print(f"[red]error:[/] {escape(str(e))}")
-        raise typer.Exit(2)
+        _fail(str(e))
     if only:
         instances = [i for i in instances if i.instance_id in set(only)]
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    batch_dir = out or Path("runs") / f"swe-{Path(suite).stem}-{model.replace(':', '-').replace('/', '-')}-{stamp}"
+    batch_dir = out or Path("runs") / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp}"
+    if executor == "local":
+        _build_images(instances)
     counts = {"resolved": 0, "tokens": 0}
     with _progress() as progress:
         bar = progress.add_task("instances", total=len(instances), note="")
@@ -79,34 +134,70 @@ def swe_command(
         def graded(result, report):
             counts["resolved"] += report.resolved
             counts["tokens"] += result.tokens
-            progress.update(bar, note=f"{note(tally)} · last {result.instance_id}")
+            progress.update(bar, note=f"{note(tally)} · last {escape(result.instance_id)}")
 
         try:
             report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded, executor=options,
                                    tally=tally)
         except HarnessError as e:
-            console.print(f"[red]error:[/] {escape(str(e))}")
-            raise typer.Exit(2)
+            _fail(str(e))
     console.print(_table(report, batch_dir))
-    console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}", soft_wrap=True)
+    console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
+                  f"logs: {batch_dir / 'logs' / batch_run_id(model)}/<instance_id>/", soft_wrap=True)
+
+
+@swe_app.command("validate")
+def validate_command(
+    dataset: str = typer.Argument(..., help="A bundled suite name, or a JSON/JSONL file of SWE-bench records."),
+    specs: Path = SPECS,
+    repos: Path = REPOS,
+    build_env: list[str] = BUILD_ENV,
+    out: Path = typer.Option(Path("runs/swe-validate"), help="Folder for logs/validate/<instance_id>/{gold,empty}/."),
+) -> None:
+    """Grade the gold patch and the empty patch of every instance; list instances whose tests do not flip as declared."""
+    try:
+        instances = _load(dataset, specs, repos, build_env)
+    except HarnessError as e:
+        _fail(str(e))
+    with _progress() as progress:
+        bar = progress.add_task("validating", total=len(instances), note="")
+        flips = validate(instances, out, on_done=lambda f: progress.update(bar, advance=1),
+                         progress=lambda s: progress.update(bar, note=_first_line(s)))
+    wrong = [f for f in flips if not f.as_declared]
+    for flip in wrong:
+        console.print(f"[red]{escape(flip.instance_id)}[/]" + (f": {escape(flip.error)}" if flip.error else ""))
+        for field in ("fail_to_pass_passing_before", "fail_to_pass_failing_after", "pass_to_pass_failing_before",
+                      "pass_to_pass_failing_after"):
+            for test in getattr(flip, field):
+                console.print(f"  {field.replace('_', ' ')}: {escape(test)}", soft_wrap=True)
+    console.print(f"{len(flips) - len(wrong)} of {len(flips)} instances flip as declared; logs: {out / 'logs' / 'validate'}")
+    if wrong:
+        raise typer.Exit(1)
 
 
 def swe_grade_command(
     predictions: Path = typer.Argument(..., help="Predictions: JSONL (or JSON list/dict) with instance_id, model_name_or_path, model_patch."),
-    suite: str = typer.Option("builtin", help="The suite the predictions answer: a bundled name or a JSONL file."),
-    out: Path = typer.Option(Path("runs/swe-grade"), help="Folder for report.json and instance_reports.json."),
+    suite: str = SUITE,
+    specs: Path = SPECS,
+    repos: Path = REPOS,
+    build_env: list[str] = BUILD_ENV,
+    out: Path = typer.Option(Path("runs/swe-grade"), help="Folder for report.json, instance_reports.json and logs/<run_id>/."),
+    run_id: str = typer.Option(None, help="Names the logs folder (default: the predictions file's name)."),
 ) -> None:
     """Grade a predictions file against a suite's hidden tests, each in a fresh container."""
     try:
-        instances = load_instances(suite_path(suite))
+        instances = _load(suite, specs, repos, build_env)
         preds = load_predictions(predictions)
     except HarnessError as e:
-        console.print(f"[red]error:[/] {escape(str(e))}")
-        raise typer.Exit(2)
+        _fail(str(e))
     except (OSError, ValueError, KeyError) as e:
-        console.print(f"[red]error:[/] cannot read predictions {predictions}: {e}")
-        raise typer.Exit(2)
+        _fail(f"cannot read predictions {predictions}: {e}")
+    for unknown in unknown_predictions(instances, list(preds)):
+        console.print(f"[yellow]warning:[/] prediction {escape(unknown)} names no instance of the dataset; it is not graded.")
+    run_id = run_id or predictions.stem
     with _progress() as progress:
         bar = progress.add_task("grading", total=sum(i.instance_id in preds for i in instances), note="")
-        report = grade_file(instances, preds, out, on_graded=lambda iid, r: progress.update(bar, advance=1, note=iid))
+        report = grade_file(instances, preds, out, run_id, on_graded=lambda iid, r: progress.update(bar, advance=1),
+                            on_step=lambda s: progress.update(bar, note=_first_line(s)))
     console.print(_table(report, out))
+    console.print(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/", soft_wrap=True)

@@ -37,11 +37,17 @@ def null(inst: SweInstance) -> list[ScriptedReply]:
     return [_submit("No change.")]
 
 
+# Every tracked test file: in a tests/ or test/ folder, or named test_*.py or *_test.py.
+TEST_FILES = r"(^|/)(tests?/|test_[^/]*\.py$|[^/]*_test\.py$)"
+
+
 def test_deleter(inst: SweInstance) -> list[ScriptedReply]:
-    """Makes the suite 'green' by deleting the tests: grading must not be fooled."""
+    """Makes the suite 'green' by deleting the tests, those it can see and those the dataset names:
+    grading must not be fooled."""
     files = " ".join(shlex.quote(f) for f in inst.test_files())
+    command = f"git ls-files -z | grep -zE {shlex.quote(TEST_FILES)} | xargs -0 rm -f; rm -f {files}; git status --short"
     return [
-        ScriptedReply(text="Removing the failing tests.", tool_calls=[_shell(f"rm -f {files}; git status --short")]),
+        ScriptedReply(text="Removing the failing tests.", tool_calls=[_shell(command)]),
         _submit("Removed the failing tests."),
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import docker
@@ -16,23 +17,35 @@ from evals.swe.runner import InstanceResult, finished, run_batch, run_instance
 from evals.swe.task import SweInstance
 
 
-def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None) -> InstanceReport:
+def log_dir(out: Path, run_id: str, instance_id: str) -> Path:
+    """The official layout: logs/<run_id>/<instance_id>/ (run_instance.log, test_output.txt, patch.diff, report.json)."""
+    return out / "logs" / run_id / instance_id
+
+
+def batch_run_id(model: str) -> str:
+    """A batch's grading run is named after its model, so a batch's files do not depend on its folder's name."""
+    return model.replace(":", "-").replace("/", "-")
+
+
+def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None,
+                 logs: Path | None = None) -> InstanceReport:
     """The grade of a run; a run that failed (no client needed then) is an error instance."""
     if result.error is not None:
         return InstanceReport(patch_is_None=True, patch_exists=False, patch_successfully_applied=False, resolved=False,
                               error=result.error)
-    return grade(inst, result.model_patch, client or docker.from_env(timeout=300), log=lambda s: None)
+    return grade(inst, result.model_patch, client or docker.from_env(timeout=300), log=lambda s: None, log_dir=logs)
 
 
 def write_grade(run_dir: Path, instance_id: str, report: InstanceReport) -> None:
     write_json_atomic(run_dir / "grade.json", {instance_id: report.model_dump(mode="json")})
 
 
-def run_and_grade_one(inst: SweInstance, model: str, policy: HarnessPolicy, out_dir: Path) -> InstanceResult:
-    """A batch job: run one instance, grade its patch in a fresh container, leave grade.json in its run directory."""
+def run_and_grade_one(inst: SweInstance, model: str, policy: HarnessPolicy, out_dir: Path, run_id: str = "run") -> InstanceResult:
+    """A batch job: run one instance, grade its patch in a fresh container, leave grade.json in its run
+    directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
     client = docker.from_env(timeout=300)
     result = run_instance(inst, model, policy, out_dir, client)
-    report = grade_result(inst, result, client)
+    report = grade_result(inst, result, client, log_dir(out_dir, run_id, inst.instance_id))
     write_grade(Path(result.run_dir), inst.instance_id, report)
     return result.model_copy(update={"grade": report})
 
@@ -64,7 +77,7 @@ def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolic
         on_graded(result, report)
 
     results = run_batch(instances, model, policy, batch_dir, workers, on_done=graded, executor=executor,
-                        work=run_and_grade_one, reuse=finished_and_graded, tally=tally)
+                        work=partial(run_and_grade_one, run_id=batch_run_id(model)), reuse=finished_and_graded, tally=tally)
     predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
     report = run_report(instances, predictions, reports)
     write_json_atomic(batch_dir / "report.json", report.model_dump(mode="json"))
@@ -72,7 +85,7 @@ def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolic
 
 
 def load_predictions(path: Path) -> dict[str, Prediction]:
-    """Predictions as JSONL, a JSON list, or a JSON dict keyed by instance id."""
+    """Predictions as JSONL, a JSON list, or a JSON dict keyed by instance id (the forms the official harness reads)."""
     raw = path.read_text()
     stripped = raw.lstrip()
     if stripped.startswith("["):
@@ -85,13 +98,16 @@ def load_predictions(path: Path) -> dict[str, Prediction]:
     return {p["instance_id"]: Prediction(p["instance_id"], p.get("model_name_or_path", ""), p.get("model_patch")) for p in items}
 
 
-def grade_file(instances: list[SweInstance], predictions: dict[str, Prediction], out: Path,
-               on_graded: Callable[[str, InstanceReport], None] = lambda i, g: None) -> RunReport:
+def grade_file(instances: list[SweInstance], predictions: dict[str, Prediction], out: Path, run_id: str = "run",
+               on_graded: Callable[[str, InstanceReport], None] = lambda i, g: None,
+               on_step: Callable[[str], None] = lambda s: None) -> RunReport:
+    """Grade every predicted instance; each leaves its files under out/logs/<run_id>/<instance_id>/."""
     client = docker.from_env(timeout=300)
     reports = {}
     for inst in instances:
         if inst.instance_id in predictions:
-            reports[inst.instance_id] = grade(inst, predictions[inst.instance_id].model_patch, client, log=lambda s: None)
+            reports[inst.instance_id] = grade(inst, predictions[inst.instance_id].model_patch, client, log=on_step,
+                                              log_dir=log_dir(out, run_id, inst.instance_id))
             on_graded(inst.instance_id, reports[inst.instance_id])
     report = run_report(instances, predictions, reports)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,33 +1,38 @@
-"""Grade predictions in fresh containers: apply the patch, reset and apply the hidden tests, run, decide.
+"""Grade predictions in fresh containers: apply the patch, run the eval script, parse, decide.
 
-Resolved means every FAIL_TO_PASS and every PASS_TO_PASS test passes: the first
-list proves the bug is fixed, the second that nothing else broke (and it is what
-catches an agent that made the suite green by deleting tests).
-Reports mirror the official harness's fields and are deterministic: no times,
-sorted lists.
+Resolved means every FAIL_TO_PASS and every PASS_TO_PASS test passes (a skipped
+FAIL_TO_PASS test does not; a skipped PASS_TO_PASS test is no regression), as upstream
+decides; `fail_only` records count a test as failed only when the log says FAILED.
+Each graded instance leaves the official layout in its log folder: run_instance.log (every
+step), patch.diff, eval.sh, test_output.txt, report.json, and junit.xml where pytest wrote one.
+Reports mirror the official harness's fields and are deterministic: no times, sorted lists.
 """
 
 from __future__ import annotations
 
-import shlex
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker
 from pydantic import BaseModel, Field
 
-from evals.swe.image import instance_image
+from evals.swe.evalscript import APPLIED, APPLY_FAILED, JUNIT_PATH, TIMED_OUT, eval_script, marked_output
+from evals.swe.image import instance_image, sandbox_options
 from evals.swe.task import SweInstance
-from evals.swe.testlog import parse_pytest, passed
+from evals.swe.testlog import lookup, maintained, passed, statuses
 from sandboxes.docker import DockerSandbox
-from sandboxes.docker_options import DockerOptions
 
 APPLY_STEPS = (
     "git apply -v {p}",
     "git apply -v --3way {p}",
     "patch --batch --forward --fuzz=5 -p1 -i {p}",
 )
-TEST_TIMEOUT_S = 600
+TEST_TIMEOUT_S = 1800
+# The grader's container holds no agent: it runs as root, as the official harness does, so
+# eval scripts may write where they need to; it still has no network.
+GRADER_SANDBOX = {"user": "0:0", "read_only_root": False, "memory": "4g", "pids": 4096}
 
 
 class Outcome(BaseModel):
@@ -58,57 +63,134 @@ class Prediction:
     model_patch: str | None
 
 
-def grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, log: Callable[[str], None] = print) -> InstanceReport:
+class InstanceLog:
+    """The per-instance log folder; without one, lines go only to `progress`."""
+
+    def __init__(self, folder: Path | None, progress: Callable[[str], None]):
+        self.folder, self.progress = folder, progress
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "run_instance.log").write_text("")
+
+    def step(self, line: str) -> None:
+        self.progress(line)
+        self.write("run_instance.log", line + "\n", append=True)
+
+    def write(self, name: str, text: str, append: bool = False) -> None:
+        if self.folder is not None:
+            with open(self.folder / name, "a" if append else "w", encoding="utf-8") as f:
+                f.write(text)
+
+
+def grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, log: Callable[[str], None] = print,
+          log_dir: Path | None = None) -> InstanceReport:
+    """Grade one patch; `log_dir` (e.g. logs/<run_id>/<instance_id>) receives the official files."""
+    out = InstanceLog(log_dir, log)
+    report = _grade(inst, patch, client, out)
+    out.step(f"{inst.instance_id}: " + ("error: " + report.error if report.error else f"resolved={report.resolved}"))
+    out.write("report.json", json.dumps({inst.instance_id: report.model_dump(mode="json")}, indent=2) + "\n")
+    return report
+
+
+def _grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, out: InstanceLog) -> InstanceReport:
+    out.write("patch.diff", patch or "")
     if not patch or not patch.strip():
+        out.step(f"{inst.instance_id}: empty patch, nothing to run")
         return InstanceReport(patch_is_None=patch is None, patch_exists=False, patch_successfully_applied=False, resolved=False)
     try:
-        image = instance_image(inst, client, log)
-        box = DockerSandbox.start(DockerOptions(image=image, workdir="/testbed"), client=client)
-    except Exception as e:  # an environment that cannot start is an error instance, not a crash
-        return _error(f"environment: {e}")
+        return decide(inst, run_tests(inst, patch, client, out))
+    except NotApplied:
+        return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=False, resolved=False)
+    except GradingError as e:
+        return _error(str(e), e.applied)
+
+
+class NotApplied(Exception):
+    """The patch applies in none of the ways the official harness tries."""
+
+
+class GradingError(Exception):
+    """The environment or the test run failed: an error instance, not the patch's fault."""
+
+    def __init__(self, message: str, applied: bool):
+        super().__init__(message)
+        self.applied = applied
+
+
+def run_tests(inst: SweInstance, patch: str, client: docker.DockerClient, out: InstanceLog) -> dict[str, str]:
+    """Per-test statuses after `patch` (empty: none) in a fresh container of the instance's image."""
     try:
-        if not _apply(box, patch):
-            return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=False, resolved=False)
-        _reset_tests(box, inst)
-        result = box.exec(f"{inst.environment.test_command} {' '.join(map(shlex.quote, inst.test_files()))} 2>&1", timeout=TEST_TIMEOUT_S)
+        out.step(f"building image of {inst.instance_id}")
+        image = instance_image(inst, client, out.step)
+        box = DockerSandbox.start(sandbox_options(image, client, **GRADER_SANDBOX), client=client)
+    except Exception as e:  # an environment that cannot start is an error instance, not a crash
+        raise GradingError(f"environment: {e}", applied=False) from None
+    try:
+        if patch.strip():
+            out.step(f"applying the patch of {inst.instance_id}")
+            if not _apply(box, patch, out):
+                out.step(APPLY_FAILED)
+                raise NotApplied
+            out.step(APPLIED)
+        script = eval_script(inst)
+        out.write("eval.sh", script)
+        box.write_file("/tmp/eval.sh", script.encode())
+        out.step(f"running the tests of {inst.instance_id}")
+        result = box.exec("bash /tmp/eval.sh > /tmp/test_output.txt 2>&1; echo $?", timeout=TEST_TIMEOUT_S)
+        whole = box.read_file("/tmp/test_output.txt").decode("utf-8", "replace")
+        out.write("test_output.txt", whole)
         if result.timed_out:
-            return _error(f"the tests ran past {TEST_TIMEOUT_S} s", applied=True)
-        return decide(inst, parse_pytest(result.output))
+            out.step(TIMED_OUT)
+            raise GradingError(f"the tests ran past {TEST_TIMEOUT_S} s", applied=True)
+        out.step(f"eval script exit status {result.output.strip()}")
+        junit = _junit(box)
+        if junit is not None:
+            out.write("junit.xml", junit)
+        sliced = marked_output(whole)
+        if sliced is None:
+            raise GradingError("the tests did not run: the log lacks the test output markers or the test patch did not "
+                               "apply (see test_output.txt)", applied=True)
+        return statuses(inst, sliced, whole, junit)
+    except (NotApplied, GradingError):
+        raise
     except Exception as e:
-        return _error(f"grader: {type(e).__name__}: {e}", applied=True)
+        raise GradingError(f"grader: {type(e).__name__}: {e}", applied=True) from None
     finally:
         box.close()
 
 
-def _apply(box: DockerSandbox, patch: str) -> bool:
+def _apply(box: DockerSandbox, patch: str, out: InstanceLog) -> bool:
     box.write_file("/tmp/model.patch", patch.encode())
     for step in APPLY_STEPS:
-        if box.exec(step.format(p="/tmp/model.patch"), timeout=120).exit_code == 0:
+        result = box.exec(step.format(p="/tmp/model.patch"), timeout=120)
+        out.step(f"$ {step.format(p='patch.diff')} (exit {result.exit_code})\n{result.output.rstrip()}")
+        if result.exit_code == 0:
             return True
         box.exec("git checkout -q -- . && git clean -fdq", timeout=60)  # undo a partial attempt
     return False
 
 
-def _reset_tests(box: DockerSandbox, inst: SweInstance) -> None:
-    """Put every file the test patch touches back to the base commit, then apply the test patch."""
-    box.write_file("/tmp/test.patch", inst.test_patch.encode())
-    files = box.exec("git apply --numstat /tmp/test.patch | cut -f3", timeout=60).output.split()
-    for f in files:
-        q = shlex.quote(f)
-        box.exec(f"git checkout -q {shlex.quote(inst.base_commit)} -- {q} 2>/dev/null || rm -f {q}", timeout=60)
-    result = box.exec("git apply -v /tmp/test.patch", timeout=60)
-    if result.exit_code != 0:
-        raise RuntimeError(f"the test patch does not apply: {result.output[-500:]}")
+def _junit(box: DockerSandbox) -> str | None:
+    if box.exec(f"test -s {JUNIT_PATH}", timeout=30).exit_code != 0:
+        return None
+    return box.read_file(JUNIT_PATH).decode("utf-8", "replace")
 
 
-def decide(inst: SweInstance, status: dict[str, str]) -> InstanceReport:
+def decide(inst: SweInstance, found: dict[str, str]) -> InstanceReport:
+    status = lookup(found)
+    f2p_ok, p2p_ok = (not_failed, not_failed) if inst.eval_type == "fail_only" else (passed, maintained)
     ts = TestsStatus()
     for test in inst.FAIL_TO_PASS:
-        (ts.FAIL_TO_PASS.success if passed(status.get(test)) else ts.FAIL_TO_PASS.failure).append(test)
+        (ts.FAIL_TO_PASS.success if f2p_ok(status(test)) else ts.FAIL_TO_PASS.failure).append(test)
     for test in inst.PASS_TO_PASS:
-        (ts.PASS_TO_PASS.success if passed(status.get(test)) else ts.PASS_TO_PASS.failure).append(test)
+        (ts.PASS_TO_PASS.success if p2p_ok(status(test)) else ts.PASS_TO_PASS.failure).append(test)
     resolved = not ts.FAIL_TO_PASS.failure and not ts.PASS_TO_PASS.failure
     return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=True, resolved=resolved, tests_status=ts)
+
+
+def not_failed(status: str | None) -> bool:
+    """`fail_only` records: only a test the log calls FAILED fails (upstream's check_fail_only)."""
+    return status != "FAILED"
 
 
 def _error(message: str, applied: bool = False) -> InstanceReport:

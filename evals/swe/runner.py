@@ -27,7 +27,7 @@ from agent.task import Task
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent
 from evals.swe.grader import InstanceReport
-from evals.swe.image import instance_image
+from evals.swe.image import BASELINE_REF, instance_image, sandbox_options
 from evals.swe.task import SweInstance
 from core.errors import HarnessError
 from sandboxes.base import Sandbox
@@ -49,8 +49,10 @@ def task_for(inst: SweInstance) -> Task:
 
 
 def final_diff(box: DockerSandbox, base_commit: str) -> str:
-    """Every change since the base commit, new files included, as `git apply -p1` wants it."""
-    result = box.exec(f"git add -A && git diff --cached --binary {shlex.quote(base_commit)}", timeout=120)
+    """Every change since the environment's baseline (the base commit in images without one), new
+    files included, as `git apply -p1` wants it: what the installation wrote is not the agent's."""
+    base = f"$(git rev-parse -q --verify {BASELINE_REF} || echo {shlex.quote(base_commit)})"
+    result = box.exec(f"git add -A && git diff --cached --binary {base}", timeout=120)
     if result.exit_code != 0:
         raise RuntimeError(f"collecting the patch failed: {result.output[-500:]}")
     return result.output
@@ -74,8 +76,9 @@ def model_for(spec: str, inst: SweInstance) -> ModelClient:
 def run_instance(inst: SweInstance, model_spec: str, policy: HarnessPolicy, batch_dir: Path,
                  client: docker.DockerClient, log: Callable[[str], None] = lambda s: None) -> InstanceResult:
     try:
-        sandbox: SandboxSpec | SandboxFactory = SandboxSpec(kind="docker", image=instance_image(inst, client, log),
-                                                            workdir="/testbed")
+        options = sandbox_options(instance_image(inst, client, log), client)
+        sandbox: SandboxSpec | SandboxFactory = SandboxSpec(kind="docker", image=options.image, workdir=options.workdir,
+                                                            env={"PATH": options.env["PATH"]})
     except Exception as e:  # the environment failed, not the agent: the run records it, and the batch goes on
         sandbox = _unbuildable(e)
     spec = RunSpec(task_for(inst), model_for(model_spec, inst), policy, batch_dir, sandbox=sandbox,

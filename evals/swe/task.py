@@ -1,8 +1,12 @@
-"""SWE-bench instance records, with the declared environment our runner and grader need.
+"""SWE-bench instance records, read exactly as published, plus how this machine sets each one up.
 
-The official fields keep their names and encodings (FAIL_TO_PASS and PASS_TO_PASS are
-JSON-encoded lists), so records from SWE-bench load as they are; where the repository
-comes from and how its environment is set up are declared per record, never hard-coded.
+Both published forms load as they are: the classic form (Verified, Lite), whose environment
+comes from a spec table (evals/swe/specs.py), and the self-contained form of swebench 5.x,
+whose records carry `image`, `eval_script`, `log_parser` and `eval_type`. FAIL_TO_PASS and
+PASS_TO_PASS may be JSON-encoded lists, as published, or plain lists. `instance_id` is any
+string. `source` (a git bundle or clone, relative to the task file) is this project's own
+optional field; `spec`, `build_env` and a resolved `source` are filled in when a suite is
+loaded (evals/swe/suite.py), so a loaded instance says everything needed to build it.
 """
 
 from __future__ import annotations
@@ -10,29 +14,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import HarnessError, describe_validation_error
+from evals.swe.specs import Spec
 
-SUITES = Path(__file__).resolve().parent / "suites"
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-\d+$")
-
-
-class Environment(BaseModel):
-    """How to build the instance's image on top of the SWE base image (network on during the build only)."""
-
-    model_config = ConfigDict(extra="forbid")
-    apt: list[str] = Field(default_factory=list, description="Debian packages to install")
-    install: list[str] = Field(default_factory=list, description="shell commands run in /testbed as root")
-    test_command: str = Field("python3 -m pytest -v -rA -p no:cacheprovider", description="test files are appended")
+DIFF_FILE = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
 
 
 class SweInstance(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # SWE-bench records carry more fields than we use
+    model_config = ConfigDict(extra="ignore")  # published records carry more fields than we use
 
-    instance_id: str
-    repo: str
+    instance_id: str = Field(min_length=1)
+    repo: str = Field(min_length=1)
     base_commit: str = Field(min_length=7)
     patch: str = ""
     test_patch: str = Field(min_length=1)
@@ -43,17 +39,24 @@ class SweInstance(BaseModel):
     FAIL_TO_PASS: list[str]
     PASS_TO_PASS: list[str] = Field(default_factory=list)
     environment_setup_commit: str = ""
-    # Where the repository comes from: a bundled git archive or folder (our suites), or a
-    # prebuilt image that already holds it at /testbed (users with SWE-bench's images).
-    source: str | None = None
+    # The self-contained form (swebench 5.x): an image holding the repository at /testbed,
+    # the script that runs the tests, and the name of the parser that reads its log.
     image: str | None = None
-    environment: Environment = Environment()
+    eval_script: str | None = None
+    log_parser: str | None = None
+    eval_type: Literal["pass_and_fail", "fail_only"] = "pass_and_fail"
+    # This project's own: a git bundle or clone holding base_commit (bundled suites).
+    source: str | None = None
+    # Filled in when the suite is loaded: the classic environment and the build-time variables.
+    spec: Spec | None = None
+    build_env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("instance_id")
     @classmethod
-    def _id_shape(cls, v: str) -> str:
-        if not ID_PATTERN.match(v):
-            raise ValueError("must look like owner__repo-N")
+    def _one_path_part(cls, v: str) -> str:
+        # The id names the instance's run and log folders.
+        if "/" in v or "\0" in v or v in (".", ".."):
+            raise ValueError("must be usable as a folder name (no '/')")
         return v
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
@@ -66,33 +69,39 @@ class SweInstance(BaseModel):
                 raise ValueError(f"must be a JSON-encoded list of test ids ({e.msg})") from None
         return v
 
+    @field_validator("eval_type", mode="before")
+    @classmethod
+    def _no_eval_type(cls, v):
+        return "pass_and_fail" if v in (None, "") else v
+
     def test_files(self) -> list[str]:
-        return sorted({t.split("::")[0] for t in self.FAIL_TO_PASS + self.PASS_TO_PASS})
+        """The files the test patch touches, in patch order (what the classic harness runs)."""
+        return list(dict.fromkeys(DIFF_FILE.findall(self.test_patch)))
 
 
-def load_instances(path: str | Path) -> list[SweInstance]:
-    """Read a JSONL (or JSON list) file; a bad record is named by line and field."""
+def read_records(path: str | Path) -> list[SweInstance]:
+    """Read a JSONL file or a JSON list; a bad record is named by line and field."""
     path = Path(path)
     try:
         raw = path.read_text()
     except OSError as e:
         raise HarnessError(f"Cannot read task file {path}: {e.strerror}.") from None
-    records = _records(raw, path)
     instances, seen = [], set()
-    for where, record in records:
+    for where, record in _records(raw, path):
         try:
             inst = SweInstance.model_validate(record)
         except ValidationError as e:
             name = record.get("instance_id", "?") if isinstance(record, dict) else "?"
             raise HarnessError(describe_validation_error(e, f"Task file {path}, {where} (instance {name})")) from None
-        if inst.source is None and inst.image is None:
-            raise HarnessError(f"Task file {path}, {where} (instance {inst.instance_id}): set `source` (a git bundle or folder) or `image`.")
-        if inst.source is not None and not (path.parent / inst.source).exists():
-            raise HarnessError(f"Task file {path}, {where} (instance {inst.instance_id}): source {inst.source} does not exist.")
         if inst.instance_id in seen:
             raise HarnessError(f"Task file {path}, {where}: instance {inst.instance_id} appears twice.")
         seen.add(inst.instance_id)
-        instances.append(inst.model_copy(update={"source": str(path.parent / inst.source) if inst.source else None}))
+        if inst.source is not None:
+            source = path.parent / inst.source
+            if not source.exists():
+                raise HarnessError(f"Task file {path}, {where} (instance {inst.instance_id}): source {inst.source} does not exist.")
+            inst = inst.model_copy(update={"source": str(source)})
+        instances.append(inst)
     return instances
 
 
@@ -111,14 +120,3 @@ def _records(raw: str, path: Path) -> list[tuple[str, object]]:
         except json.JSONDecodeError as e:
             raise HarnessError(f"Task file {path}, line {lineno} is not valid JSON: {e.msg}.") from None
     return out
-
-
-def suite_path(name: str) -> Path:
-    """`builtin` or another bundled suite name, else a path to a JSONL file."""
-    bundled = SUITES / name / "instances.jsonl"
-    if bundled.exists():
-        return bundled
-    if Path(name).exists():
-        return Path(name)
-    known = sorted(p.name for p in SUITES.iterdir() if (p / "instances.jsonl").exists())
-    raise HarnessError(f"No suite {name!r}: bundled suites are {', '.join(known) or '(none)'}; or pass a JSONL file.")

@@ -11,7 +11,7 @@ from agent.task import Task
 from core.types import ModelReply
 from tests.agent.helpers import call, calls, events
 
-RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "image", "workdir", "toolset", "tools", "policy", "harness_version",
+RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "image", "workdir", "env", "toolset", "tools", "policy", "harness_version",
                    "seed", "started_at"}
 SUMMARY_FIELDS = {
     "run_id", "task_id", "model", "policy", "stop_reason", "message", "outcome", "steps", "tokens", "cache_hit_rate",

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import yaml
 
-from evals.swe.image import instance_image
+from evals.swe.grader import InstanceLog, run_tests
+from evals.swe.specs import load_specs, spec_for
 from evals.swe.task import SweInstance
-from evals.swe.testlog import parse_pytest, passed
-from sandboxes.docker import DockerSandbox, docker_client
-from sandboxes.docker_options import DockerOptions
+from evals.swe.testlog import passed
+from sandboxes.docker import docker_client
 
 HERE = Path(__file__).resolve().parent
 SRC, OUT = HERE / "src", HERE / "builtin"
@@ -75,19 +75,8 @@ def make_repo(package: Path, spec: dict, inst: dict, work: Path) -> tuple[str, s
 
 
 def validate(inst: SweInstance, client) -> tuple[list[str], list[str]]:
-    """Run the hidden tests before and after the gold patch, in the instance's image."""
-    image = instance_image(inst, client, log=lambda s: None)
-    runs = []
-    for with_gold in (False, True):
-        box = DockerSandbox.start(DockerOptions(image=image, workdir="/testbed"), client=client)
-        try:
-            box.write_file("/tmp/test.patch", inst.test_patch.encode())
-            box.write_file("/tmp/gold.patch", inst.patch.encode())
-            apply = "git apply /tmp/test.patch" + (" && git apply /tmp/gold.patch" if with_gold else "")
-            assert box.exec(apply, timeout=60).exit_code == 0, f"{inst.instance_id}: patches do not apply"
-            runs.append(parse_pytest(box.exec(f"{inst.environment.test_command} tests 2>&1", timeout=300).output))
-        finally:
-            box.close()
+    """Run the hidden tests before and after the gold patch, in the instance's image, as the grader runs them."""
+    runs = [run_tests(inst, patch, client, InstanceLog(None, lambda s: None)) for patch in ("", inst.patch)]
     before, after = runs
     broken = sorted(t for t, s in after.items() if not passed(s))
     if broken:
@@ -103,6 +92,7 @@ def main() -> int:
     OUT.mkdir(exist_ok=True)
     (OUT / "repos").mkdir(exist_ok=True)
     client = docker_client()
+    specs = load_specs(OUT / "specs.yaml")
     records = []
     for spec_file in sorted(SRC.glob("*.yaml")):
         spec = yaml.safe_load(spec_file.read_text())
@@ -119,10 +109,10 @@ def main() -> int:
                 instance_id=iid, repo=spec["repo"], base_commit=base, patch=gold, test_patch=tests,
                 problem_statement=raw["problem_statement"], hints_text=raw.get("hints", ""),
                 created_at=spec["created_at"], version=spec["version"], FAIL_TO_PASS=[], PASS_TO_PASS=[],
-                environment_setup_commit=base, source=str(bundle),
+                environment_setup_commit=base, source=str(bundle), spec=spec_for(specs, spec["repo"], spec["version"]),
             )
             f2p, p2p = validate(inst, client)
-            record = inst.model_dump(mode="json", exclude={"source", "image", "environment"})
+            record = inst.model_dump(mode="json", exclude={"source", "image", "eval_script", "log_parser", "eval_type", "spec", "build_env"})
             record.update(FAIL_TO_PASS=json.dumps(f2p), PASS_TO_PASS=json.dumps(p2p), source=f"repos/{iid}.bundle",
                           bug_kind=raw["kind"])
             records.append(record)

@@ -15,7 +15,7 @@ from pathlib import Path
 from core.policy import HarnessPolicy
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
-from evals.swe.task import load_instances, suite_path
+from evals.swe.suite import load_instances, suite_path
 from tests.evals.executors.conftest import task_processes
 
 SUBSET = ["acme__configlite-44", "acme__inventory-17", "acme__textkit-9"]
@@ -61,7 +61,7 @@ def test_a_killed_worker_is_retried_and_a_rerun_skips_finished_instances(docker_
     assert sorted(item["attempts"] for item in record["items"].values()) == [1, 1, 2]
     predictions = [json.loads(line)["instance_id"] for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert sorted(predictions) == sorted(SUBSET)  # none missing, none twice
-    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == sorted(SUBSET)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and p.name != "logs") == sorted(SUBSET)
 
     again = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path, executor=options)
     assert again == report

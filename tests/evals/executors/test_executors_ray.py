@@ -19,7 +19,7 @@ from cli.chess import model_maker
 from evals.chess.game import GameRules
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
-from evals.swe.task import load_instances, suite_path
+from evals.swe.suite import load_instances, suite_path
 from tests.evals.executors.compare import files, same_run
 from tests.evals.executors.conftest import node_ids_with
 

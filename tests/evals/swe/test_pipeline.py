@@ -9,9 +9,10 @@ import pytest
 from core.policy import HarnessPolicy
 from evals.swe.batch import grade_file, load_predictions, run_and_grade
 from evals.swe.grader import grade
-from evals.swe.task import Environment, load_instances, suite_path
+from evals.swe.suite import load_instances, suite_path
 
 RUN_FILES = {"run.json", "events.jsonl", "summary.json", "grade.json", "artifacts"}
+GRADE_FILES = {"run_instance.log", "patch.diff", "report.json"}
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +29,12 @@ def test_reference_agents(docker_ready, instances, tmp_path, agent, resolved):
         assert report.resolved_ids == ids
     elif agent == "null":
         assert report.resolved_ids == [] and report.empty_patch_ids == ids
+        assert all((tmp_path / iid / "artifacts" / "model.patch").read_text() == "" for iid in ids)
     else:  # the suite goes green only by deleting tests; the test reset and PASS_TO_PASS catch it
         assert report.resolved_ids == [] and report.unresolved_ids == ids
     for iid in ids:
         assert RUN_FILES <= {p.name for p in (tmp_path / iid).iterdir()}
+        assert GRADE_FILES <= {p.name for p in (tmp_path / "logs" / agent / iid).iterdir()}
         assert json.loads((tmp_path / iid / "summary.json").read_text())["stop_reason"] == "submitted"
     predictions = [json.loads(line) for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert sorted(p["instance_id"] for p in predictions) == ids
@@ -43,7 +46,7 @@ def test_grading_twice_gives_identical_reports(docker_ready, instances, tmp_path
     preds.write_text("".join(json.dumps({"instance_id": i.instance_id, "model_name_or_path": "gold", "model_patch": i.patch}) + "\n"
                              for i in instances[:2]))
     first = grade_file(instances, load_predictions(preds), tmp_path / "a")
-    second = grade_file(instances, load_predictions(preds), tmp_path / "b")
+    grade_file(instances, load_predictions(preds), tmp_path / "b")
     assert first.resolved_instances == 2 and len(first.incomplete_ids) == len(instances) - 2
     for name in ("report.json", "instance_reports.json"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
@@ -56,8 +59,8 @@ def test_a_patch_that_does_not_apply_is_reported_not_raised(docker_ready, instan
 
 
 def test_an_environment_that_fails_to_build_is_an_error_instance(docker_ready, instances, tmp_path):
-    broken = instances[0].model_copy(update={"instance_id": "acme__broken-1",
-                                             "environment": Environment(apt=["no-such-package-harness-test"])})
+    spec = instances[0].spec.model_copy(update={"pre_install": ["apt-get install -y no-such-package-harness-test"]})
+    broken = instances[0].model_copy(update={"instance_id": "acme__broken-1", "spec": spec})
     report = run_and_grade([broken, instances[1]], "oracle", HarnessPolicy(), tmp_path, workers=1)
     assert report.error_ids == ["acme__broken-1"] and report.resolved_ids == [instances[1].instance_id]
     summary = tmp_path / "acme__broken-1" / "events.jsonl"
