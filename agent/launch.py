@@ -76,7 +76,8 @@ def launch(
     box = make_sandbox(sandbox, workspace) if isinstance(sandbox, str) else sandbox(workspace)
     try:
         prepare(task, box, policy.dispatch.tool_timeout_s)
-        with with_mcp(policy.mcp, tools or standard_tools()) as registry:  # MCP servers live as long as the run
+        # MCP servers live as long as the run
+        with with_mcp(policy.mcp, tools or standard_tools(), policy.mcp_max_tools) as registry:
             summary = run(task, client, registry, box, policy, journal)
     finally:
         box.close()

@@ -61,7 +61,7 @@ def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None
     box = sandbox(journal.dir / "workspace") if sandbox is not None else make_sandbox(info.sandbox, journal.dir / "workspace")
     try:
         prepare(task, box, policy.dispatch.tool_timeout_s)
-        with with_mcp(policy.mcp, tools or standard_tools()) as registry:
+        with with_mcp(policy.mcp, tools or standard_tools(), policy.mcp_max_tools) as registry:
             summary = run(task, ScriptedModel(replies, name=f"replay:{info.run_id}"), registry, box, policy, journal,
                           approvals=decisions(events))
     finally:

@@ -96,7 +96,7 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
             prepare(task, box, policy.dispatch.tool_timeout_s)
         else:
             journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-        with with_mcp(policy.mcp, tools or standard_tools()) as registry:
+        with with_mcp(policy.mcp, tools or standard_tools(), policy.mcp_max_tools) as registry:
             summary = run(task, client, registry, box, policy, journal, approvals=restored.approvals if restored else None,
                           stop_rules=stop_rules, resumed=restored)
     finally:

@@ -202,8 +202,8 @@ class Connection:
             result = await self.client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
-                return ToolResult(f"{note}{name} on MCP server {self.server.name} gave no answer within {timeout_s:g} s.",
-                                  ok=False, timed_out=True)
+                late = timed_out(name, self.server.name, timeout_s)
+                return ToolResult(f"{note}{late.text}", ok=False, timed_out=True)
             if e.code == CONNECTION_CLOSED:
                 report = await self._restart(f"the connection closed {time.monotonic() - start:.1f} s into this call")
                 return ToolResult(f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.",
@@ -250,6 +250,13 @@ class Connection:
             return ""
         tail = clean(tail).strip()
         return f"; its last words on stderr: {tail!r}" if tail else ""
+
+
+def timed_out(name: str, server: str, seconds: float) -> ToolResult:
+    """A call given up on. The server was asked to cancel it, but nothing makes it stop."""
+    return ToolResult(f"{name} on MCP server {server} gave no answer within {seconds:g} s. The server was asked to "
+                      "cancel it, but the call may still be running there and may yet take effect: check its effect "
+                      "before calling it again.", ok=False, timed_out=True)
 
 
 def _announces_changes(client: Client) -> bool:
