@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
 from core.mcp_settings import McpServer
+from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
 from tools.mcp.text import SUMMARY_CHARS, clean_schema, fenced, one_line
 
 NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name

@@ -27,8 +27,8 @@ from mcp.types import Implementation, ToolListChangedNotification
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tools.base import ToolResult
 from core.mcp_settings import McpServer
+from tools.base import ToolResult
 from tools.mcp.config import expand_headers, host_env
 from tools.mcp.render import render
 from tools.mcp.text import cap, clean

@@ -16,9 +16,9 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from core.errors import HarnessError
+from core.mcp_settings import McpServer
 from tools.base import Tool, ToolResult
 from tools.mcp.adapter import adapt
-from core.mcp_settings import McpServer
 from tools.mcp.connection import STOP_WAIT_S, Connection, timed_out
 from tools.mcp.text import one_line
 

@@ -6,8 +6,8 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import HarnessPolicy
 from agent.task import Task
+from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
 
 from .conftest import stdio
