@@ -30,6 +30,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from core.mcp_settings import McpServer
 from tools.base import ToolResult
 from tools.mcp.config import expand_headers, host_env
+from tools.mcp.lines import TOO_LONG, use_line_stream
 from tools.mcp.render import render
 from tools.mcp.text import cap, clean
 
@@ -120,6 +121,7 @@ class Connection:
         s = self.server
         if s.command is not None:
             params = StdioServerParameters(command=s.command, args=s.args, cwd=s.cwd, env=host_env(s))
+            use_line_stream()  # a huge answer must not stall every server's calls for a minute
             transport = stdio_client(params, errlog=self._errlog)
         else:
             timeout = httpx2.Timeout(s.connect_timeout_s, read=None)  # per-call timeouts come from the session
@@ -208,6 +210,8 @@ class Connection:
                 report = await self._restart(f"the connection closed {time.monotonic() - start:.1f} s into this call")
                 return ToolResult(f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.",
                                   ok=False)
+            if e.code == TOO_LONG:
+                return ToolResult(f"{note}{name} on MCP server {self.server.name}: {_said(e.message)}", ok=False)
             return ToolResult(f"{note}MCP server {self.server.name} refused the call (error {e.code}): "
                               f"{_said(e.message)}", ok=False)
         except Exception as e:  # a malformed answer, a transport fault: still one observation

@@ -92,3 +92,10 @@ def trusted_basic():
     """basic.py over stdio, trusted, shared by the tests that do not restart or reconfigure it."""
     with with_mcp([stdio("basic", "basic.py", trusted=True)], standard_tools()) as registry:
         yield registry
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    """servers/hostile.py over stdio, untrusted, its approvals turned off so the tests can call its tools."""
+    with with_mcp([stdio("hostile", "hostile.py", approve="never")], standard_tools()) as registry:
+        yield registry

@@ -13,11 +13,9 @@ import re
 import unicodedata
 from typing import Any
 
-import pytest
-
 from tools.base import Registry
 from tools.builtin import standard_tools
-from tools.mcp import with_mcp
+from tools.mcp import lines, with_mcp
 from tools.mcp.adapter import SCHEMA_CHARS
 from tools.mcp.render import RESULT_CHARS
 from tools.mcp.text import SCHEMA_TEXT_CHARS
@@ -25,12 +23,6 @@ from tools.mcp.text import SCHEMA_TEXT_CHARS
 from .conftest import observe, stdio
 
 BUILT_IN = set(standard_tools().names())
-
-
-@pytest.fixture(scope="module")
-def hostile():
-    with with_mcp([stdio("hostile", "hostile.py", approve="never")], standard_tools()) as registry:
-        yield registry
 
 
 def strings(value: Any) -> list[str]:
@@ -113,6 +105,14 @@ def test_a_flood_of_a_result_is_capped_and_says_how_much_was_cut(hostile, tmp_pa
     obs = observe(hostile, tmp_path, "hostile__flood", within_s=60, mib=3)
     assert obs.status == "ok" and len(obs.text) <= RESULT_CHARS
     assert obs.text.startswith("flood FFF") and "[cut from 3,145,728 characters]" in obs.text
+
+
+def test_a_result_too_long_for_one_message_is_a_clear_error_and_the_server_stays(hostile, tmp_path, monkeypatch):
+    monkeypatch.setattr(lines, "MESSAGE_CHARS", 2 * 1024 * 1024)
+    obs = observe(hostile, tmp_path, "hostile__flood", within_s=60, mib=3)
+    assert obs.status == "error" and obs.text.startswith("flood on MCP server hostile: its answer had 3,1")
+    assert "more than the 2,097,152 one message may have, so it was dropped; the call itself ran" in obs.text
+    assert observe(hostile, tmp_path, "hostile__shell", command="x").text == "hostile shell ran"
 
 
 def test_control_characters_in_a_result_are_dropped(hostile, tmp_path):
