@@ -43,6 +43,7 @@ from tools.builtin import standard_tools  # noqa: E402
 from tools.mcp import with_mcp  # noqa: E402
 from tools.mcp.adapter import SCHEMA_CHARS  # noqa: E402
 from tools.mcp.lines import MESSAGE_CHARS  # noqa: E402
+from tools.mcp.manager import McpStartError  # noqa: E402
 from tools.mcp.render import RESULT_CHARS  # noqa: E402
 from tools.mcp.text import DESCRIPTION_CHARS, SCHEMA_TEXT_CHARS  # noqa: E402
 
@@ -207,6 +208,18 @@ def crash() -> Row:
                "the call's outcome (unknown)", clear, seconds)
 
 
+def unparseable() -> Row:
+    start = time.perf_counter()
+    try:
+        with with_mcp([hostile("--nest", "100", connect_timeout_s=3)], Registry()):
+            said = ""
+    except McpStartError as e:
+        said = str(e)
+    return Row("a tool list nested deeper than the JSON parser goes", 1, int(bool(said)),
+               "the server (it does not start)", "it sent a message that cannot be read" in said,
+               round(time.perf_counter() - start, 2))
+
+
 def many_tools(many: int) -> Row:
     with with_mcp([hostile("--many", str(many))], standard_tools()) as registry:
         offered = [n for n in registry.names() if registry.server_of(n)]
@@ -223,7 +236,7 @@ def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
         out = definitions(registry)
         called, result_text = calls(registry, flood_mib)
         out += called + engine_markers(registry, result_text)
-    return [*out, crash(), many_tools(many)]
+    return [*out, crash(), unparseable(), many_tools(many)]
 
 
 def table(rows: list[Row]) -> str:

@@ -51,6 +51,7 @@ class Connection:
         self.client: Client | None = None
         self.gone: str | None = None  # why this server cannot be used any more
         self.lost = False  # the connection dropped; restart before the next call
+        self.unreadable: str | None = None  # the last message from the server that could not be parsed
         self.restarts_left = server.reconnects
         self._stop: asyncio.Event | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -71,7 +72,8 @@ class Connection:
             await asyncio.wait_for(asyncio.shield(ready), self.server.connect_timeout_s)
         except TimeoutError:
             await self.close()
-            raise RuntimeError(f"no answer within {self.server.connect_timeout_s:g} s{self._stderr()}") from None
+            unreadable = f"; {self.unreadable}" if self.unreadable else ""
+            raise RuntimeError(f"no answer within {self.server.connect_timeout_s:g} s{unreadable}{self._stderr()}") from None
         except Exception as e:
             stderr = self._stderr()
             await self.close()
@@ -159,8 +161,13 @@ class Connection:
         self.listed(self.server, specs)
 
     async def _on_message(self, message: Any) -> None:
+        # The SDK drops a message it cannot parse (such as JSON nested deeper than its parser
+        # allows) and hands the error here; the request it answered then waits for its timeout.
+        if isinstance(message, Exception):
+            self.unreadable = f"it sent a message that cannot be read ({describe(message)})"
+            self.report(f"MCP server {self.server.name}: {self.unreadable}; it was dropped")
         # Handshake-era connections deliver change notifications here.
-        if isinstance(getattr(message, "root", message), ToolListChangedNotification):
+        elif isinstance(getattr(message, "root", message), ToolListChangedNotification):
             self._changed.set()
 
     async def _listen(self, client: Client) -> None:

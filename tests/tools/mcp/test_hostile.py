@@ -13,10 +13,13 @@ import re
 import unicodedata
 from typing import Any
 
+import pytest
+
 from tools.base import Registry
 from tools.builtin import standard_tools
 from tools.mcp import lines, with_mcp
 from tools.mcp.adapter import SCHEMA_CHARS
+from tools.mcp.manager import McpStartError
 from tools.mcp.render import RESULT_CHARS
 from tools.mcp.text import SCHEMA_TEXT_CHARS
 
@@ -155,3 +158,12 @@ def test_a_server_max_tools_keeps_its_first_tools_and_says_which_were_left_out()
 def test_a_policy_without_mcp_tools_offers_none():
     with with_mcp([stdio("p", "paged.py", "3", "3")], Registry(), max_tools=0) as registry:
         assert len(registry) == 0 and "left out: p__tool_000, p__tool_001, p__tool_002" in registry.mcp.problems[-1]
+
+
+def test_a_tool_list_nested_too_deep_to_parse_is_named_in_the_start_error():
+    with pytest.raises(McpStartError) as caught:
+        with with_mcp([stdio("hostile", "hostile.py", "--nest", "100", connect_timeout_s=3)], Registry()):
+            pass
+    message = str(caught.value)
+    assert "MCP server hostile" in message and "did not start: no answer within 3 s" in message
+    assert "it sent a message that cannot be read (ValidationError" in message and "recursion limit" in message
