@@ -31,37 +31,44 @@ _TEMPLATE_MARK = re.compile(r"<\|([^|<>\n]{0,64})\|>")
 def clean(text: str, keep_newlines: bool = True) -> str:
     """Drop control and invisible characters; keep tabs, and newlines unless told otherwise."""
     text = _ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    kept = "\n\t" if keep_newlines else ""
+    kept = "\n\t" if keep_newlines else "\t"  # the tab becomes a space below
     out = "".join(c if c in kept or unicodedata.category(c) not in _HIDDEN else "" for c in text)
     if not keep_newlines:
         out = " ".join(out.replace("\t", " ").split())
     return out
 
 
-def cap(text: str, limit: int) -> str:
-    """At most `limit` characters; a cut text says how long it was."""
-    if len(text) <= limit:
+def cap(text: str, limit: int, whole: int | None = None) -> str:
+    """At most `limit` characters; a cut text says how long it was.
+
+    `whole`: the length of the original when `text` is already a cut part of it.
+    """
+    if len(text) <= limit and whole is None:
         return text
-    note = f"… [cut from {len(text):,} characters]"
+    note = f"… [cut from {whole or len(text):,} characters]"
     return text[: max(limit - len(note), 0)].rstrip() + note
 
 
-def untrusted(text: str, limit: int) -> str:
+def untrusted(text: str, limit: int, keep_newlines: bool = True) -> str:
     """A string of a tool definition as the model may see it: cleaned and capped, and unable to close
     the fence it is shown in or to pass for a chat-template marker.
 
-    NFKC first, so fullwidth and other look-alikes of the fence's name are caught too.
+    NFKC first, so fullwidth and other look-alikes of the fence's name are caught too. Only the
+    first 4 × `limit` characters are read: cleaning is per character, and all this runs on the
+    thread every MCP server of the run shares.
     """
-    text = cap(clean(unicodedata.normalize("NFKC", text)), limit)
+    head = text[: limit * 4]
+    whole = len(text) if len(head) < len(text) else None
+    text = cap(clean(unicodedata.normalize("NFKC", head), keep_newlines), limit, whole)
     return _TEMPLATE_MARK.sub(r"<¦\1¦>", _FENCE.sub("mcp_untrusted", text))
 
 
 def one_line(text: str | None, limit: int) -> str:
-    """The first non-empty line, cleaned, capped and defused: for titles, summaries and names in messages."""
-    for line in clean(text or "").split("\n"):
-        line = clean(line, keep_newlines=False)
-        if line:
-            return untrusted(line, limit)
+    """The first non-empty line (of the first `limit`), cleaned, capped and defused: for titles, summaries
+    and names in messages."""
+    for line in re.split(r"\r\n?|\n", text or "", maxsplit=limit)[:limit]:
+        if clean(line[: limit * 4], keep_newlines=False):
+            return untrusted(line, limit, keep_newlines=False)
     return ""
 
 
@@ -82,8 +89,8 @@ def fenced(server: str, trusted: bool, title: str | None, description: str | Non
 def clean_schema(schema: Any, depth: int = 0) -> Any:
     """Every string of a JSON schema, keys included, cleaned, capped and defused; its structure kept.
 
-    Keys and the strings that name them (`required`, `$ref`) go through the same function, so
-    they still match. Raises ValueError for a schema nested deeper than SCHEMA_DEPTH.
+    Keys and the strings that name them (`required`) go through the same function, so they
+    still match. Raises ValueError for a schema nested deeper than SCHEMA_DEPTH.
     """
     if depth > SCHEMA_DEPTH:
         raise ValueError(f"nested deeper than {SCHEMA_DEPTH} levels")

@@ -57,6 +57,7 @@ def test_cap_never_exceeds_its_limit_and_says_it_cut(text, limit):
 def test_one_line_takes_the_first_non_empty_line():
     assert one_line("\n\n  First line.  \nSecond", 100) == "First line."
     assert one_line(None, 10) == ""
+    assert one_line("\x1b[31m\r\n a\tb  c", 10) == "a b c"
 
 
 def test_fence_names_the_server_and_cannot_be_closed_from_inside():
@@ -137,3 +138,8 @@ def test_a_schema_nested_too_deep_is_refused():
         schema = {"items": schema}
     with pytest.raises(ValueError, match=f"nested deeper than {SCHEMA_DEPTH} levels"):
         clean_schema(schema)
+
+
+def test_a_flood_is_read_only_as_far_as_needed_and_still_says_how_long_it_was():
+    assert untrusted("x" * 10_000_000, 100).endswith("[cut from 10,000,000 characters]")
+    assert untrusted("\u200b" * 5000, 1000) == "… [cut from 5,000 characters]"  # all hidden: nothing left to show
