@@ -63,6 +63,12 @@ class LiveRegistry(Registry):
             self.mcp.report(left_out(f"The MCP servers offer {self.max_tools + len(over):,} tools, more than the "
                                      f"policy's mcp_max_tools of {self.max_tools}", over))
 
+    def add(self, tool: Tool) -> None:
+        """A tool added after the MCP ones stays through later rebuilds, as a built-in one does."""
+        self.sync()
+        super().add(tool)
+        self.base[tool.name] = tool
+
     def server_of(self, name: str) -> str | None:
         return next((server for server, names in self.owned.items() if name in names), None)
 

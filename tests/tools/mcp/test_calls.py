@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 from core.mcp_settings import McpServer
 from tools.base import Registry
@@ -65,6 +66,17 @@ def test_a_tool_added_at_run_time_appears_after_the_change_notification(trusted_
         time.sleep(0.05)
     assert observe(trusted_basic, tmp_path, "basic__late").text == "late tool here"
     assert "basic__echo" in trusted_basic.names()  # the rest of the server's tools stay
+
+
+def test_a_tool_added_to_the_registry_stays_when_a_server_changes_its_list(tmp_path):
+    with with_mcp([stdio("mine", "basic.py", trusted=True)], Registry()) as registry:
+        extra = replace(registry.get("mine__echo"), name="extra")
+        registry.add(extra)
+        assert observe(registry, tmp_path, "mine__grow").status == "ok"
+        deadline = time.monotonic() + 10
+        while registry.get("mine__late") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert registry.get("mine__late") is not None and registry.get("extra") is extra
 
 
 def test_a_handshake_era_connection_also_follows_tool_list_changes(tmp_path):
