@@ -117,7 +117,7 @@ def definitions(registry: Registry) -> list[Row]:
     mcp = [tool for tool in registry if registry.server_of(tool.name) == "hostile"]
     weather = registry.get("hostile__weather")
     one_fence = weather.description.count("<mcp-untrusted") == 1 and weather.description.count("</mcp-untrusted>") == 1
-    texts = [s for tool in mcp for s in (tool.summary, fenced_text(tool), *strings(tool.schema()))]
+    texts = [s for tool in mcp for s in (tool.name, tool.summary, fenced_text(tool), *strings(tool.schema()))]
     bomb = list(strings(registry.get("hostile__schema_bomb").schema()))
     said = "\n".join(registry.mcp.problems)
     builtin_names = ("shell", "submit")
