@@ -255,6 +255,7 @@ def main() -> None:
     ap.add_argument("--many", type=int, default=2000)
     args = ap.parse_args()
     logging.getLogger("harness.mcp").setLevel(logging.ERROR)  # the notices are checked in the table instead
+    logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)  # its traceback of the unparseable message
     start = time.perf_counter()
     print(table(rows(args.flood_mib, args.many)))
     print(f"{time.perf_counter() - start:.0f} s in all, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
