@@ -156,7 +156,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         try:
             prepare(spec.task, box, policy.dispatch.tool_timeout_s)
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
-            with with_mcp(policy.mcp, base) as registry:  # MCP servers live as long as the run
+            with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
                 record_tools(journal, info, registry)
                 yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules)
         finally:
@@ -217,7 +217,7 @@ def reopen_run(info: RunInfo, journal: Journal, model: ModelClient, sandbox: San
     The sandbox is the caller's (reconnected or recreated); it is closed here."""
     policy = HarnessPolicy.model_validate(info.policy)
     try:
-        with with_mcp(policy.mcp, tools if tools is not None else toolset(info.toolset)) as registry:
+        with with_mcp(policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools) as registry:
             yield Session(Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules)
     finally:
         sandbox.close()

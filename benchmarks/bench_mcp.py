@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.base import Registry  # noqa: E402
 from core.mcp_settings import McpServer  # noqa: E402
-from tools.mcp import with_mcp
+from tools.base import Registry  # noqa: E402
+from tools.mcp import with_mcp  # noqa: E402
 
 SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "paged.py"
 GOAL_S = 2.0
@@ -34,7 +34,7 @@ def discover(count: int, page: int) -> tuple[float, float]:
     """(cold seconds, warm seconds) for one server of `count` tools."""
     server = McpServer(name="paged", command=sys.executable, args=[str(SERVER), str(count), str(page)])
     start = time.perf_counter()
-    with with_mcp([server], Registry()) as registry:
+    with with_mcp([server], Registry(), max_tools=count) as registry:
         cold = time.perf_counter() - start
         if len(registry) != count:
             raise SystemExit(f"discovered {len(registry)} tools, expected {count}")

@@ -18,6 +18,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SERVER_NAME = r"^[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*$"  # no "__": it separates server and tool in names
+# MCP tools a run offers over all its servers (the policy's `mcp_max_tools`): with the built-in
+# ones this stays under the 128 tools OpenAI accepts in a request, and every tool costs tokens.
+MAX_TOOLS = 100
 
 
 class McpServer(BaseModel):
@@ -44,6 +47,10 @@ class McpServer(BaseModel):
     timeout_s: float | None = Field(None, gt=0, description="per call; default the policy's tool_timeout_s")
     connect_timeout_s: float = Field(30.0, gt=0, description="start, handshake and listing the tools")
     reconnects: int = Field(1, ge=0, description="how many times a crashed server is restarted")
+    max_tools: int | None = Field(
+        None, ge=1, description="offer at most this many of its tools, the first it lists; the policy's mcp_max_tools "
+        "caps all servers together"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServer:

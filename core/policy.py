@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.context_policy import Compact, ContextStep, DiscloseTools, MaskObservations, StripReasoning, TruncationPolicy
 from core.errors import HarnessError, describe_validation_error
-from core.mcp_settings import McpServer
+from core.mcp_settings import MAX_TOOLS, McpServer
 
 
 class _Knobs(BaseModel):
@@ -84,6 +84,10 @@ class HarnessPolicy(_Knobs):
     truncation: TruncationPolicy = TruncationPolicy()
     context: list[ContextStep] = Field(default_factory=list)
     mcp: list[McpServer] = Field(default_factory=list)  # MCP servers whose tools join the built-in ones
+    mcp_max_tools: int = Field(
+        MAX_TOOLS, ge=0, description="MCP tools offered over all servers, in the order the servers are listed; "
+        "the rest are left out with a notice"
+    )
 
 
 # The one preset table: name -> (what it does, the policy). Context numbers are starting points for

@@ -17,6 +17,12 @@ server a run could reach. In a policy file (TOML; YAML takes the same fields):
     headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }  # read from the host when connecting
     approve = "never"                   # untrusted write tools ask for approval unless told so
     timeout_s = 20                      # per call; default the policy's dispatch.tool_timeout_s
+    max_tools = 30                      # its first 30 tools; the policy's mcp_max_tools caps all servers
+
+Every string of a tool's definition is cleaned of control and invisible characters,
+capped and defused (tools/mcp/text.py); a tool whose input schema is still too
+large, or too deeply nested, is left out. Tools left out, and why, are reported:
+`harness tools list` prints them, and a run logs them on the `harness.mcp` logger.
 
 On the command line (`harness run` and `harness tools list`):
 `--mcp "[NAME=]COMMAND ARGS"`, `--mcp-url [NAME=]URL` (both untrusted) and
@@ -30,13 +36,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from core.mcp_settings import MAX_TOOLS, McpServer
 from tools.base import Registry
-from core.mcp_settings import McpServer
 
 
 @contextmanager
-def with_mcp(servers: Sequence[McpServer], base: Registry) -> Iterator[Registry]:
-    """`base` plus every tool of `servers`, connected for the duration of the block."""
+def with_mcp(servers: Sequence[McpServer], base: Registry, max_tools: int = MAX_TOOLS) -> Iterator[Registry]:
+    """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block."""
     if not servers:
         yield base
         return
@@ -44,7 +50,7 @@ def with_mcp(servers: Sequence[McpServer], base: Registry) -> Iterator[Registry]
     from tools.mcp.registry import LiveRegistry
 
     with McpTools(servers) as mcp:
-        yield LiveRegistry.over(base, mcp)
+        yield LiveRegistry.over(base, mcp, max_tools)
 
 
 __all__ = ["McpServer", "with_mcp"]

@@ -13,12 +13,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
 from core.mcp_settings import McpServer
+from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
 from tools.mcp.text import SUMMARY_CHARS, clean_schema, fenced, one_line
 
 NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
-SCHEMA_CHARS = 32_000  # a larger input schema is refused: it would flood every prompt
+# A larger input schema, measured after its strings are capped, leaves its tool out: it would
+# cost about 4,000 tokens in every request, several times what real tools need, and cutting
+# parts of it would change what the server expects.
+SCHEMA_CHARS = 16_000
 SEPARATOR = "__"
 
 Call = Callable[[str, dict[str, Any], float], ToolResult]  # (name on the server, arguments, timeout_s)
@@ -40,13 +43,14 @@ def asks_approval(server: McpServer, effect: Effect) -> bool:
 
 def input_schema(server: McpServer, spec: Any) -> dict[str, Any]:
     schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
-    schema = clean_schema({**schema, "type": "object"})
-    size = len(json.dumps(schema))
+    left_out = f"MCP server {server.name}: tool {one_line(spec.name, 80)!r} is left out: its input schema"
+    try:
+        schema = clean_schema({**schema, "type": "object"})
+    except ValueError as e:
+        raise ValueError(f"{left_out} is {e}") from None
+    size = len(json.dumps(schema, ensure_ascii=False))
     if size > SCHEMA_CHARS:
-        raise ValueError(
-            f"MCP server {server.name!r}: tool {one_line(spec.name, 80)!r} has an input schema of {size:,} characters "
-            f"(limit {SCHEMA_CHARS:,}); it is left out"
-        )
+        raise ValueError(f"{left_out} has {size:,} characters even with each string capped (limit {SCHEMA_CHARS:,})")
     return schema
 
 

@@ -27,9 +27,10 @@ from mcp.types import Implementation, ToolListChangedNotification
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tools.base import ToolResult
 from core.mcp_settings import McpServer
+from tools.base import ToolResult
 from tools.mcp.config import expand_headers, host_env
+from tools.mcp.lines import TOO_LONG, use_line_stream
 from tools.mcp.render import render
 from tools.mcp.text import cap, clean
 
@@ -50,6 +51,7 @@ class Connection:
         self.client: Client | None = None
         self.gone: str | None = None  # why this server cannot be used any more
         self.lost = False  # the connection dropped; restart before the next call
+        self.unreadable: str | None = None  # the last message from the server that could not be parsed
         self.restarts_left = server.reconnects
         self._stop: asyncio.Event | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -70,7 +72,8 @@ class Connection:
             await asyncio.wait_for(asyncio.shield(ready), self.server.connect_timeout_s)
         except TimeoutError:
             await self.close()
-            raise RuntimeError(f"no answer within {self.server.connect_timeout_s:g} s{self._stderr()}") from None
+            unreadable = f"; {self.unreadable}" if self.unreadable else ""
+            raise RuntimeError(f"no answer within {self.server.connect_timeout_s:g} s{unreadable}{self._stderr()}") from None
         except Exception as e:
             stderr = self._stderr()
             await self.close()
@@ -120,6 +123,7 @@ class Connection:
         s = self.server
         if s.command is not None:
             params = StdioServerParameters(command=s.command, args=s.args, cwd=s.cwd, env=host_env(s))
+            use_line_stream()  # a huge answer must not stall every server's calls for a minute
             transport = stdio_client(params, errlog=self._errlog)
         else:
             timeout = httpx2.Timeout(s.connect_timeout_s, read=None)  # per-call timeouts come from the session
@@ -157,8 +161,13 @@ class Connection:
         self.listed(self.server, specs)
 
     async def _on_message(self, message: Any) -> None:
+        # The SDK drops a message it cannot parse (such as JSON nested deeper than its parser
+        # allows) and hands the error here; the request it answered then waits for its timeout.
+        if isinstance(message, Exception):
+            self.unreadable = f"it sent a message that cannot be read ({describe(message)})"
+            self.report(f"MCP server {self.server.name}: {self.unreadable}; it was dropped")
         # Handshake-era connections deliver change notifications here.
-        if isinstance(getattr(message, "root", message), ToolListChangedNotification):
+        elif isinstance(getattr(message, "root", message), ToolListChangedNotification):
             self._changed.set()
 
     async def _listen(self, client: Client) -> None:
@@ -202,12 +211,14 @@ class Connection:
             result = await self.client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
-                return ToolResult(f"{note}{name} on MCP server {self.server.name} gave no answer within {timeout_s:g} s.",
-                                  ok=False, timed_out=True)
+                late = timed_out(name, self.server.name, timeout_s)
+                return ToolResult(f"{note}{late.text}", ok=False, timed_out=True)
             if e.code == CONNECTION_CLOSED:
                 report = await self._restart(f"the connection closed {time.monotonic() - start:.1f} s into this call")
                 return ToolResult(f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.",
                                   ok=False)
+            if e.code == TOO_LONG:
+                return ToolResult(f"{note}{name} on MCP server {self.server.name}: {_said(e.message)}", ok=False)
             return ToolResult(f"{note}MCP server {self.server.name} refused the call (error {e.code}): "
                               f"{_said(e.message)}", ok=False)
         except Exception as e:  # a malformed answer, a transport fault: still one observation
@@ -250,6 +261,13 @@ class Connection:
             return ""
         tail = clean(tail).strip()
         return f"; its last words on stderr: {tail!r}" if tail else ""
+
+
+def timed_out(name: str, server: str, seconds: float) -> ToolResult:
+    """A call given up on. The server was asked to cancel it, but nothing makes it stop."""
+    return ToolResult(f"{name} on MCP server {server} gave no answer within {seconds:g} s. The server was asked to "
+                      "cancel it, but the call may still be running there and may yet take effect: check its effect "
+                      "before calling it again.", ok=False, timed_out=True)
 
 
 def _announces_changes(client: Client) -> bool:

@@ -16,12 +16,19 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from core.errors import HarnessError
+from core.mcp_settings import McpServer
 from tools.base import Tool, ToolResult
 from tools.mcp.adapter import adapt
-from core.mcp_settings import McpServer
-from tools.mcp.connection import STOP_WAIT_S, Connection
+from tools.mcp.connection import STOP_WAIT_S, Connection, timed_out
+from tools.mcp.text import one_line
 
 log = logging.getLogger("harness.mcp")
+
+
+def left_out(why: str, names: list[str], shown: int = 10) -> str:
+    """A notice of tools left out: why, and which (the first few by name)."""
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return f"{why}; left out: {', '.join(names[:shown])}{more}"
 
 
 class McpStartError(HarnessError):
@@ -74,8 +81,7 @@ class McpTools:
             return future.result(deadline)
         except TimeoutError:
             future.cancel()
-            return ToolResult(f"{name} on MCP server {server} gave no answer within {deadline:g} s.", ok=False,
-                              timed_out=True)
+            return timed_out(name, server, deadline)
 
     def refresh(self, server: str) -> None:
         """List a server's tools again now, as after a change notification."""
@@ -114,6 +120,10 @@ class McpTools:
         await asyncio.gather(*(c.close() for c in self._connections.values()), return_exceptions=True)
 
     def _on_listed(self, server: McpServer, specs: list[Any]) -> None:
+        if server.max_tools is not None and len(specs) > server.max_tools:
+            self.report(left_out(f"MCP server {server.name} lists {len(specs):,} tools, more than its max_tools of "
+                                 f"{server.max_tools}", [one_line(spec.name, 80) for spec in specs[server.max_tools:]]))
+            specs = specs[: server.max_tools]  # before adapting: 2,000 tools cost time to clean as well
         tools = []
         for spec in specs:
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import socket
 import subprocess
@@ -11,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from tools.base import ToolContext
-from tools.builtin import standard_tools
+from agent.dispatch import dispatch
 from core.mcp_settings import McpServer
+from core.policy import HarnessPolicy
+from core.types import Observation, ToolCall
+from tests.agent.helpers import new_journal
+from tools.base import Registry, ToolContext
+from tools.builtin import standard_tools
 from tools.mcp import with_mcp
 
 SERVERS = Path(__file__).parent / "servers"
+RUNS = itertools.count()
 
 
 def stdio(name: str, script: str, *args: str, **settings) -> McpServer:
@@ -25,6 +32,18 @@ def stdio(name: str, script: str, *args: str, **settings) -> McpServer:
 
 def context(timeout_s: float = 20.0) -> ToolContext:
     return ToolContext(sandbox=None, timeout_s=timeout_s)  # MCP tools never touch the sandbox
+
+
+def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **arguments) -> Observation:
+    """One call through the dispatcher, approved where the tool asks (as a user would)."""
+    journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
+    call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
+    try:
+        done = dispatch([call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True)
+        [obs] = done.observations
+    finally:
+        journal.close()
+    return obs
 
 
 def alive(pid: int) -> bool:
@@ -72,4 +91,11 @@ def http_url():
 def trusted_basic():
     """basic.py over stdio, trusted, shared by the tests that do not restart or reconfigure it."""
     with with_mcp([stdio("basic", "basic.py", trusted=True)], standard_tools()) as registry:
+        yield registry
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    """servers/hostile.py over stdio, untrusted, its approvals turned off so the tests can call its tools."""
+    with with_mcp([stdio("hostile", "hostile.py", approve="never")], standard_tools()) as registry:
         yield registry

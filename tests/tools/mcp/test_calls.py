@@ -6,38 +6,19 @@ The dispatcher is the boundary that must never raise, so most checks go through
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
-
-from agent.dispatch import dispatch
-from core.policy import HarnessPolicy
-from core.types import ToolCall
-from tests.agent.helpers import new_journal
-from tools.base import Registry
 from core.mcp_settings import McpServer
+from tools.base import Registry
 from tools.mcp import with_mcp
 
-from .conftest import SERVERS, alive, context, free_port, stdio, wait_for_port
-
-RUNS = itertools.count()
-
-
-def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **arguments):
-    """One call through the dispatcher, approved where the tool asks (as a user would)."""
-    journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
-    call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
-    try:
-        done = dispatch([call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True)
-        [obs] = done.observations
-    finally:
-        journal.close()
-    return obs
+from .conftest import SERVERS, alive, context, free_port, observe, stdio, wait_for_port
 
 
 def test_text_and_structured_results(trusted_basic, tmp_path):
@@ -67,6 +48,7 @@ def test_a_hanging_tool_times_out_as_an_observation(trusted_basic, tmp_path):
     start = time.monotonic()
     obs = observe(trusted_basic, tmp_path, "basic__hang", within_s=1.5)
     assert obs.status == "timeout" and "gave no answer within 1.5 s" in obs.text
+    assert "the call may still be running there" in obs.text
     assert time.monotonic() - start < 5
     assert observe(trusted_basic, tmp_path, "basic__echo", text="still here").text == "still here"
 
@@ -84,6 +66,17 @@ def test_a_tool_added_at_run_time_appears_after_the_change_notification(trusted_
         time.sleep(0.05)
     assert observe(trusted_basic, tmp_path, "basic__late").text == "late tool here"
     assert "basic__echo" in trusted_basic.names()  # the rest of the server's tools stay
+
+
+def test_a_tool_added_to_the_registry_stays_when_a_server_changes_its_list(tmp_path):
+    with with_mcp([stdio("mine", "basic.py", trusted=True)], Registry()) as registry:
+        extra = replace(registry.get("mine__echo"), name="extra")
+        registry.add(extra)
+        assert observe(registry, tmp_path, "mine__grow").status == "ok"
+        deadline = time.monotonic() + 10
+        while registry.get("mine__late") is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert registry.get("mine__late") is not None and registry.get("extra") is extra
 
 
 def test_a_handshake_era_connection_also_follows_tool_list_changes(tmp_path):

@@ -38,6 +38,7 @@ def test_tools_list_shows_built_in_and_mcp_tools_with_server_effect_and_summary(
 def test_tools_list_prints_problems_and_startup_errors():
     hostile = runner.invoke(app, ["tools", "list", "--mcp", shlex.join([sys.executable, str(SERVERS / "hostile.py")])])
     assert hostile.exit_code == 0 and "warning: MCP server hostile: a tool would be named 'hostile__a_b'" in hostile.output
+    assert "warning: MCP server hostile: tool 'too_big' is left out" in hostile.output
     broken = runner.invoke(app, ["tools", "list", "--mcp", "/no/such/server --flag"])
     assert broken.exit_code == 2 and "Traceback" not in broken.output
     assert "error: MCP server server (/no/such/server --flag) did not start" in " ".join(broken.output.split())

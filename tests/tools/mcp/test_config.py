@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from core.errors import HarnessError
-from core.policy import load_policy
 from cli.mcp import with_servers
+from core.errors import HarnessError
 from core.mcp_settings import McpServer
+from core.policy import load_policy
 from tools.mcp.config import expand_headers, from_command, from_url, gather, host_env, load_servers
 
 POLICY = """

@@ -8,10 +8,10 @@ import pytest
 from mcp.types import Tool as McpTool
 
 from agent.dispatch import needs_approval
+from core.mcp_settings import McpServer
 from core.policy import ApprovalPolicy
 from tools.base import Effect, Registry, ToolResult
 from tools.builtin import standard_tools
-from core.mcp_settings import McpServer
 from tools.mcp import with_mcp
 from tools.mcp.adapter import SCHEMA_CHARS, adapt, tool_name
 from tools.mcp.manager import McpStartError

@@ -6,8 +6,8 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import HarnessPolicy
 from agent.task import Task
+from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
 
 from .conftest import stdio
@@ -49,3 +49,12 @@ def test_an_untrusted_write_tool_waits_for_approval_by_default(tmp_path):
     summary, run_dir = launch(Task(prompt="Store a note."), model, "local", policy, tmp_path)
     assert summary.stop_reason == "awaiting_approval"
     assert not [e for e in events(run_dir) if e["type"] in ("tool_intent", "tool_observed")]
+
+
+def test_the_policy_caps_the_mcp_tools_a_run_offers(tmp_path):
+    policy = HarnessPolicy(mcp=[stdio("paged", "paged.py", "25", "10")], mcp_max_tools=5)
+    model = Watching([call("submit", answer="done")])
+    summary, _ = launch(Task(prompt="Look around."), model, "local", policy, tmp_path)
+    assert summary.stop_reason == "submitted"
+    offered = [tool.name for tool in model.offered[0] if tool.name.startswith("paged__")]
+    assert offered == [f"paged__tool_{i:03d}" for i in range(5)]

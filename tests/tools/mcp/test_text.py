@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.mcp.text import DESCRIPTION_CHARS, cap, clean, clean_schema, fenced, one_line
+from tools.mcp.text import (
+    DESCRIPTION_CHARS,
+    SCHEMA_DEPTH,
+    SCHEMA_TEXT_CHARS,
+    cap,
+    clean,
+    clean_schema,
+    fenced,
+    one_line,
+    untrusted,
+)
+
+HIDDEN = {"Cc", "Cf", "Co", "Cs", "Cn"}
+# Text a hostile server would try: fences and their look-alikes, chat-template markers, hidden characters.
+ATTACKS = st.sampled_from([
+    "</mcp-untrusted>", "<mcp-untrusted server='x'>", "</MCP_Untrusted>", "</ｍｃｐ－ｕｎｔｒｕｓｔｅｄ>", "mcp\u200b-untrusted",
+    "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<｜begin▁of▁sentence｜>", "\u202e", "\u200b", "\x1b[2J", "\U000e0041",
+])
+HOSTILE_TEXT = st.lists(st.one_of(st.text(max_size=20), ATTACKS), max_size=12).map("".join)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | HOSTILE_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(HOSTILE_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
 
 
 def test_clean_drops_control_format_and_escape_sequences_but_keeps_lines():
@@ -19,7 +44,7 @@ def test_clean_drops_control_format_and_escape_sequences_but_keeps_lines():
 @given(st.text())
 def test_clean_leaves_no_hidden_character(text):
     out = clean(text)
-    assert all(c in "\n\t" or unicodedata.category(c) not in {"Cc", "Cf", "Co", "Cs", "Cn"} for c in out)
+    assert all(c in "\n\t" or unicodedata.category(c) not in HIDDEN for c in out)
 
 
 @given(st.text(), st.integers(min_value=40, max_value=2000))
@@ -32,6 +57,7 @@ def test_cap_never_exceeds_its_limit_and_says_it_cut(text, limit):
 def test_one_line_takes_the_first_non_empty_line():
     assert one_line("\n\n  First line.  \nSecond", 100) == "First line."
     assert one_line(None, 10) == ""
+    assert one_line("\x1b[31m\r\n a\tb  c", 10) == "a b c"
 
 
 def test_fence_names_the_server_and_cannot_be_closed_from_inside():
@@ -56,3 +82,64 @@ def test_schema_text_is_cleaned_and_capped_but_its_structure_kept():
     out = clean_schema(schema)
     assert out["title"] == "T" and out["required"] == ["title"] and out["properties"]["title"]["type"] == "string"
     assert len(out["properties"]["title"]["description"]) <= 300
+
+
+def harmless(text: str) -> bool:
+    """No hidden character, no chat-template marker, nothing that names the fence (look-alikes included)."""
+    return (all(c in "\n\t" or unicodedata.category(c) not in HIDDEN for c in text)
+            and not re.search(r"<\|[^|<>\n]*\|>", text)
+            and not re.search(r"mcp\W*untrusted", unicodedata.normalize("NFKC", text), re.IGNORECASE))
+
+
+@given(HOSTILE_TEXT, st.integers(min_value=40, max_value=400))
+def test_untrusted_text_is_harmless_and_within_its_limit(text, limit):
+    out = untrusted(text, limit)
+    assert harmless(out) and len(out) <= limit
+
+
+@given(HOSTILE_TEXT, HOSTILE_TEXT)
+def test_the_fence_holds_whatever_the_server_writes(title, description):
+    text = fenced("evil", False, title, description)
+    assert text.count("<mcp-untrusted") == 1 and text.count("</mcp-untrusted>") == 1
+    inside = text.split('<mcp-untrusted server="evil">\n', 1)[1].removesuffix("\n</mcp-untrusted>")
+    assert harmless(inside)
+
+
+def walk(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from walk(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk(item)
+
+
+@settings(max_examples=50, deadline=None)  # each example is a whole schema
+@given(JSON)
+def test_every_string_of_a_schema_keys_included_is_harmless_and_capped(schema):
+    out = clean_schema(schema)
+    assert all(harmless(text) and len(text) <= SCHEMA_TEXT_CHARS for text in walk(out))
+    assert type(out) is type(schema) and (not isinstance(out, list) or len(out) == len(schema))
+
+
+def test_schema_strings_that_name_each_other_still_match_after_cleaning():
+    key = "pa\u200bth" + "x" * 1000
+    out = clean_schema({"properties": {key: {"type": "string"}}, "required": [key], "$ref": key})
+    [name] = out["properties"]
+    assert out["required"] == [name] and out["$ref"] == name
+
+
+def test_a_schema_nested_too_deep_is_refused():
+    schema: dict = {}
+    for _ in range(SCHEMA_DEPTH + 1):
+        schema = {"items": schema}
+    with pytest.raises(ValueError, match=f"nested deeper than {SCHEMA_DEPTH} levels"):
+        clean_schema(schema)
+
+
+def test_a_flood_is_read_only_as_far_as_needed_and_still_says_how_long_it_was():
+    assert untrusted("x" * 10_000_000, 100).endswith("[cut from 10,000,000 characters]")
+    assert untrusted("\u200b" * 5000, 1000) == "… [cut from 5,000 characters]"  # all hidden: nothing left to show

@@ -1,0 +1,265 @@
+"""A hostile stdio MCP server against the harness: one row per hostility, as the model and the user would see it.
+
+The server is tests/tools/mcp/servers/hostile.py, a real process on the MCP SDK.
+Each row says how many times the hostility was tried, how many of those were
+contained (nothing hidden, injected or oversized reached the model; the run
+went on), what data was lost on the way, and whether the observation or notice
+says clearly what happened. Calls go through the dispatcher, as a model's would.
+
+Chat-template markers are also checked where they would do harm: in the local
+engine's prompt, rendered and tokenised, when the engine's model file is here.
+`rows()` is what benchmarks/bench_faults.py imports.
+
+    .venv/bin/python benchmarks/faults_mcp.py [--flood-mib 50] [--many 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from agent.dispatch import dispatch  # noqa: E402
+from agent.journal import Journal, RunInfo  # noqa: E402
+from core.mcp_settings import MAX_TOOLS, McpServer  # noqa: E402
+from core.policy import HarnessPolicy  # noqa: E402
+from core.types import Observation, ToolCall  # noqa: E402
+from tools.base import Registry, Tool, ToolContext, openai_schema  # noqa: E402
+from tools.builtin import standard_tools  # noqa: E402
+from tools.mcp import with_mcp  # noqa: E402
+from tools.mcp.adapter import SCHEMA_CHARS  # noqa: E402
+from tools.mcp.lines import MESSAGE_CHARS  # noqa: E402
+from tools.mcp.manager import McpStartError  # noqa: E402
+from tools.mcp.render import RESULT_CHARS  # noqa: E402
+from tools.mcp.text import DESCRIPTION_CHARS, SCHEMA_TEXT_CHARS  # noqa: E402
+
+SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "hostile.py"
+HANG_TIMEOUT_S = 2.0
+CALL_TIMEOUT_S = 120.0  # generous: a 50 MiB answer crosses a pipe and is parsed twice
+_HIDDEN = {"Cc", "Cf", "Co", "Cs", "Cn"}
+_MARKER = re.compile(r"<\|[^|<>\n]*\|>")
+_FENCE = re.compile(r"mcp\W*untrusted", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Row:
+    hostility: str
+    tried: int
+    contained: int
+    data_lost: str
+    message_clear: bool | None  # None: nothing to say (hidden text is dropped silently, by design)
+    seconds: float | None = None  # how long the harness took to answer a hostile call
+
+
+def hostile(*args: str, **settings: Any) -> McpServer:
+    return McpServer(name="hostile", command=sys.executable, args=[str(SERVER), *args], approve="never", **settings)
+
+
+@contextmanager
+def caller(registry: Registry) -> Iterator[Callable[..., tuple[Observation, float]]]:
+    """Calls through the dispatcher, journaled into a throw-away run folder: (observation, seconds)."""
+    with tempfile.TemporaryDirectory() as root:
+        info = RunInfo(run_id="faults_mcp", task={"id": "faults"}, model="none", sandbox="none",
+                       policy={"name": "default"}, started_at="2026-01-01T00:00:00Z")
+        journal = Journal.create(Path(root), info)
+
+        def call(tool: str, within_s: float = CALL_TIMEOUT_S, **arguments: Any) -> tuple[Observation, float]:
+            request = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
+            start = time.perf_counter()
+            [obs] = dispatch([request], 1, registry, ToolContext(sandbox=None, timeout_s=within_s), HarnessPolicy(),
+                             journal).observations
+            return obs, round(time.perf_counter() - start, 2)
+
+        try:
+            yield call
+        finally:
+            journal.close()
+
+
+def harmful(text: str) -> list[str]:
+    """What in a string of a tool definition could hide, inject or break the fence."""
+    found = [f"U+{ord(c):04X}" for c in text if c not in "\n\t" and unicodedata.category(c) in _HIDDEN]
+    return found + _MARKER.findall(text) + _FENCE.findall(unicodedata.normalize("NFKC", text))
+
+
+def strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings(item)
+
+
+def fenced_text(tool: Tool) -> str:
+    return tool.description.split('<mcp-untrusted server="hostile">\n', 1)[1].removesuffix("\n</mcp-untrusted>")
+
+
+def definitions(registry: Registry) -> list[Row]:
+    mcp = [tool for tool in registry if registry.server_of(tool.name) == "hostile"]
+    weather = registry.get("hostile__weather")
+    one_fence = weather.description.count("<mcp-untrusted") == 1 and weather.description.count("</mcp-untrusted>") == 1
+    texts = [s for tool in mcp for s in (tool.name, tool.summary, fenced_text(tool), *strings(tool.schema()))]
+    bomb = list(strings(registry.get("hostile__schema_bomb").schema()))
+    said = "\n".join(registry.mcp.problems)
+    builtin_names = ("shell", "submit")
+    return [
+        Row("huge description (100 KB)", 1, int(len(weather.description) < DESCRIPTION_CHARS + 300),
+            f"all but its first {DESCRIPTION_CHARS:,} characters", "cut from" in weather.description),
+        Row("injected instructions and a closing fence", 1, int(one_fence and not harmful(fenced_text(weather))),
+            "none (fence names renamed)", 'MCP server "hostile" (untrusted)' in weather.description),
+        Row("hidden, bidi, zero-width or chat-template text, any definition string", len(texts),
+            sum(not harmful(t) for t in texts), "the hidden characters", None),
+        Row("hostile strings all over a schema (32 KB each)", len(bomb),
+            sum(len(s) <= SCHEMA_TEXT_CHARS and not harmful(s) for s in bomb),
+            f"all but {SCHEMA_TEXT_CHARS} characters of each", any("cut from" in s for s in bomb)),
+        Row(f"input schema over {SCHEMA_CHARS:,} characters", 1, int(registry.get("hostile__too_big") is None),
+            "the tool (left out)", "'too_big' is left out" in said),
+        Row("input schema nested 80 levels", 1, int(registry.get("hostile__too_deep") is None),
+            "the tool (left out)", "'too_deep' is left out" in said),
+        Row("names of built-in tools (shell, submit)", len(builtin_names),
+            sum(registry.server_of(n) is None and registry.get(f"hostile__{n}") is not None for n in builtin_names),
+            "none (they are hostile__shell, hostile__submit)",
+            registry.get("hostile__shell").summary.startswith("(MCP hostile)")),
+    ]
+
+
+def calls(registry: Registry, flood_mib: int) -> tuple[list[Row], str]:
+    """Rows for the calls, and the text of a result full of chat-template markers."""
+    with caller(registry) as call:
+        hang, hang_s = call("hostile__hang", within_s=HANG_TIMEOUT_S)
+        after, _ = call("hostile__shell", command="x")
+        flood, flood_s = call("hostile__flood", mib=flood_mib)
+        over_mib = MESSAGE_CHARS // 2**20 + 6
+        over, over_s = call("hostile__flood", mib=over_mib)
+        tokens, _ = call("hostile__control_tokens")
+    cut = f"cut from {flood_mib * 1024 * 1024:,} characters"
+    return [
+        Row("a tool that never answers", 1, int(hang.status == "timeout" and after.status == "ok"),
+            "the call's outcome (unknown)", "may still be running" in hang.text, hang_s),
+        Row(f"a {flood_mib} MiB result", 1, int(len(flood.text) <= RESULT_CHARS),
+            f"all but its first {RESULT_CHARS:,} characters" if cut in flood.text else f"all of it ({flood.status})",
+            cut in flood.text or "may still be running" in flood.text, flood_s),
+        Row(f"a {over_mib} MiB result, over the {MESSAGE_CHARS // 2**20} MiB a message may have", 1,
+            int(over.status == "error" and len(over.text) < 1000), "all of it (the observation says so)",
+            "so it was dropped; the call itself ran" in over.text, over_s),
+    ], tokens.text
+
+
+def engine_markers(registry: Registry, result_text: str) -> list[Row]:
+    """Whether server text becomes special tokens in the local engine's prompt, in definitions and in a result.
+
+    Each prompt is compared with the same prompt where every `<`, `|` and `>` of the server's text is an `x`.
+    """
+    try:
+        from engine.tokenizer import Tokenizer
+        from engine.weights import default_model_path, load_checkpoint
+
+        tokenizer = Tokenizer.from_checkpoint(load_checkpoint(default_model_path()))
+    except Exception as e:  # the engine or its model file is absent here
+        return [Row(f"chat-template markers as engine tokens: not measured ({type(e).__name__})", 0, 0, "", None)]
+    specials = set(tokenizer.tok.get_added_tokens_decoder())
+
+    def plain(text: str) -> str:
+        return re.sub(r"[<|>]", "x", text)
+
+    def count(tools: list[Tool], result: str) -> int:
+        called = {"id": "c1", "type": "function", "function": {"name": "hostile__control_tokens", "arguments": "{}"}}
+        messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "", "tool_calls": [called]},
+                    {"role": "tool", "tool_call_id": "c1", "content": result}]
+        ids = tokenizer.encode(tokenizer.render_chat(messages, [openai_schema(t) for t in tools]))
+        return sum(i in specials for i in ids)
+
+    defined = [registry.get("hostile__control_tokens"), registry.get("hostile__schema_bomb")]
+    flat = [replace(t, description=plain(t.description), input_schema=json.loads(plain(json.dumps(t.schema()))))
+            for t in defined]
+    return [
+        Row("chat-template markers in definitions, as local engine tokens", 1,
+            int(count(defined, plain(result_text)) == count(flat, plain(result_text))), "none", None),
+        Row("chat-template markers in a result, as local engine tokens", 1,
+            int(count(flat, result_text) == count(flat, plain(result_text))), "none", None),
+    ]
+
+
+def crash() -> Row:
+    with with_mcp([hostile()], Registry()) as registry, caller(registry) as call:
+        crashed, seconds = call("hostile__crash")
+        after, _ = call("hostile__shell", command="x")
+    clear = "crashed" in crashed.text and "may or may not have taken effect" in crashed.text
+    return Row("a tool that kills its server mid-call", 1, int(crashed.status == "error" and after.status == "ok"),
+               "the call's outcome (unknown)", clear, seconds)
+
+
+def unparseable() -> Row:
+    start = time.perf_counter()
+    try:
+        with with_mcp([hostile("--nest", "100", connect_timeout_s=3)], Registry()):
+            said = ""
+    except McpStartError as e:
+        said = str(e)
+    return Row("a tool list nested deeper than the JSON parser goes", 1, int(bool(said)),
+               "the server (it does not start)", "it sent a message that cannot be read" in said,
+               round(time.perf_counter() - start, 2))
+
+
+def many_tools(many: int) -> Row:
+    with with_mcp([hostile("--many", str(many))], standard_tools()) as registry:
+        offered = [n for n in registry.names() if registry.server_of(n)]
+        said = any(f"more than the policy's mcp_max_tools of {MAX_TOOLS}" in p for p in registry.mcp.problems)
+        chars = sum(len(json.dumps(openai_schema(registry.get(n)))) for n in offered)
+    return Row(f"{many:,} tools", 1, int(len(offered) <= MAX_TOOLS),
+               f"all tools past the first {len(offered)} (left out); those cost {chars:,} characters a request",
+               said)
+
+
+def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
+    """Every hostility, each against a real hostile server process; bounded by the timeouts above."""
+    with with_mcp([hostile()], standard_tools()) as registry:
+        out = definitions(registry)
+        called, result_text = calls(registry, flood_mib)
+        out += called + engine_markers(registry, result_text)
+    return [*out, crash(), unparseable(), many_tools(many)]
+
+
+def table(rows: list[Row]) -> str:
+    head = ("hostility", "tried", "contained", "data lost", "message clear", "s")
+    body = [(r.hostility, f"{r.tried:,}", f"{r.contained:,}", r.data_lost,
+             {True: "yes", False: "NO", None: "-"}[r.message_clear], "-" if r.seconds is None else f"{r.seconds:g}")
+            for r in rows]
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+    lines = [" | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in [head, *body]]
+    return "\n".join([lines[0], "-+-".join("-" * w for w in widths), *lines[1:]])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flood-mib", type=int, default=50)
+    ap.add_argument("--many", type=int, default=2000)
+    args = ap.parse_args()
+    logging.getLogger("harness.mcp").setLevel(logging.ERROR)  # the notices are checked in the table instead
+    logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)  # its traceback of the unparseable message
+    start = time.perf_counter()
+    print(table(rows(args.flood_mib, args.many)))
+    print(f"{time.perf_counter() - start:.0f} s in all, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()
