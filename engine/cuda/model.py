@@ -2,10 +2,11 @@
 
 Built from a Checkpoint (Hugging Face names, (out, in) matrices) independently of the
 CPU path's Model, so each path can lay its weights out for its own kernels: here Q/K/V
-and gate/up are fused into one matrix each and every matrix is stored (in, out)
-contiguous, so each projection is one cuBLAS `x @ W` (at batch 1 this read the
-weights as fast as the (out, in) layout or faster on an H200: benchmarks/bench_gpu.py
---part layout). RoPE tables are float32 half-width cos/sin, what rope_store.py reads.
+and gate/up are fused into one matrix each, and every matrix stays (out, in) contiguous,
+as nn.Linear keeps it: the matrix-vector kernel of decode steps (linear.py) then reads
+each output's weights as one contiguous row, with no split over the input dimension,
+and larger steps are cuBLAS `F.linear`. A tied LM head is the embedding table itself.
+RoPE tables are float32 half-width cos/sin, what rope_store.py reads.
 """
 
 from dataclasses import dataclass
@@ -19,12 +20,12 @@ from engine.weights import Checkpoint
 @dataclass
 class CudaLayer:
     attn_norm: torch.Tensor  # (hidden,)
-    qkv: torch.Tensor  # (hidden, q_dim + 2 * kv_dim)
+    qkv: torch.Tensor  # (q_dim + 2 * kv_dim, hidden)
     qkv_bias: torch.Tensor | None
-    o: torch.Tensor  # (q_dim, hidden)
+    o: torch.Tensor  # (hidden, q_dim)
     mlp_norm: torch.Tensor
-    gate_up: torch.Tensor  # (hidden, 2 * intermediate)
-    down: torch.Tensor  # (intermediate, hidden)
+    gate_up: torch.Tensor  # (2 * intermediate, hidden)
+    down: torch.Tensor  # (hidden, intermediate)
 
 
 class CudaModel:
@@ -38,11 +39,11 @@ class CudaModel:
         def vec(name):
             return w[name].to(device=device, dtype=dtype).contiguous()
 
-        def mat(t):  # (out, in) -> (in, out) contiguous
-            return t.to(device=device, dtype=dtype).t().contiguous()
+        def mat(t):
+            return t.to(device=device, dtype=dtype).contiguous()
 
         self.embed = vec("model.embed_tokens.weight")
-        self.lm_head = mat(w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"])
+        self.lm_head = self.embed if c.tie_word_embeddings else mat(w["lm_head.weight"])  # (vocab, hidden)
         self.norm = vec("model.norm.weight")
         self.layers: list[CudaLayer] = []
         for i in range(c.num_layers):

@@ -1,0 +1,111 @@
+"""Projections: y = x @ W.T with W stored (out, in), the RMSNorm before, SiLU·up before, or the
+residual add after fused in.
+
+A decode step of a few rows is a matrix-vector product bound by reading W once, so a
+handful of rows (up to GEMV_MAX_ROWS) take one Triton kernel that fuses its neighbours:
+
+- norm: x is the residual stream; each program reads its whole row anyway (there is no
+  split over K), so it sums x² on the way and scales its dot products by 1/rms at the end;
+- gated: x is [gate | up] from the gate/up projection; SiLU(gate)·up is made on the fly;
+- residual: the result is added into the residual stream in place, nothing else is written.
+
+Each program owns BLOCK_N whole output rows and walks K with no split, so there is no
+second reduction kernel and no atomics; rows of a step are a grid axis whose programs
+run side by side and read the same weight tile, so W comes from memory once.
+More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
+in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
+"""
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+from engine.cuda.activation import silu_and_mul
+from engine.cuda.norm import rms_norm
+
+GEMV_MAX_ROWS = 4
+
+
+@triton.jit
+def _gemv_kernel(
+    x_ptr, w_ptr, g_ptr, bias_ptr, out_ptr, N, K, eps,
+    NORM: tl.constexpr, GATED: tl.constexpr, RESIDUAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    m = tl.program_id(0).to(tl.int64)
+    rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rmask = rows < N
+    x_row = x_ptr + m * (2 * K if GATED else K)
+    w_rows = w_ptr + rows[:, None].to(tl.int64) * K
+    acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
+    sq = tl.zeros((BLOCK_K,), tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        kmask = ks < K
+        w = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
+        x = tl.load(x_row + ks, mask=kmask, other=0.0).to(tl.float32)
+        if NORM:
+            sq += x * x
+            x *= tl.load(g_ptr + ks, mask=kmask, other=0.0).to(tl.float32)
+        if GATED:
+            up = tl.load(x_row + K + ks, mask=kmask, other=0.0).to(tl.float32)
+            x = x / (1.0 + tl.exp(-x)) * up
+        acc += w.to(tl.float32) * x[None, :]
+    y = tl.sum(acc, axis=1)
+    if NORM:
+        y *= 1.0 / tl.sqrt(tl.sum(sq, axis=0) / K + eps)
+    if HAS_BIAS:
+        y += tl.load(bias_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
+    out = out_ptr + m * N + rows
+    if RESIDUAL:
+        y += tl.load(out, mask=rmask, other=0.0).to(tl.float32)
+    tl.store(out, y.to(out_ptr.dtype.element_ty), mask=rmask)
+
+
+def gemv_config(n: int, k: int) -> tuple[int, int, int]:
+    """(BLOCK_N, BLOCK_K, num_warps) for an (n, k) weight."""
+    block_k = min(512, triton.next_power_of_2(k))
+    return 8, block_k, 4
+
+
+def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None) -> None:
+    """out[m] (+)= f(x[m]) @ w.T for the few rows of x, in one kernel (see the module docstring)."""
+    n, k = w.shape
+    assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
+    assert x.shape[-1] == (2 * k if gated else k) and out.shape == (x.shape[0], n)
+    block_n, block_k, warps = config or gemv_config(n, k)
+    _gemv_kernel[(x.shape[0], triton.cdiv(n, block_n))](
+        x, w, norm if norm is not None else w, bias if bias is not None else w, out, n, k, eps,
+        NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps,
+    )
+
+
+def project(
+    x: torch.Tensor,  # (T, in), or (T, 2 * in) when gated
+    w: torch.Tensor,  # (out, in)
+    *,
+    norm: torch.Tensor | None = None,  # RMSNorm weight: x is normalised first
+    eps: float = 0.0,
+    gated: bool = False,  # x is [gate | up]: SiLU(gate) * up first
+    bias: torch.Tensor | None = None,
+    residual: torch.Tensor | None = None,  # (T, out): residual += result, in place, and returned
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    t = x.shape[0]
+    if t <= GEMV_MAX_ROWS:
+        out = residual if residual is not None else torch.empty(
+            (t, w.shape[0]), dtype=out_dtype or x.dtype, device=x.device)
+        if t:
+            gemv(x, w, out, norm, eps, gated, residual is not None, bias)
+        return out
+    if norm is not None:
+        x = rms_norm(x, norm, eps)
+    if gated:
+        x = silu_and_mul(x)
+    if residual is not None:
+        assert bias is None
+        return residual.addmm_(x, w.t())
+    y = F.linear(x, w, bias)
+    return y if out_dtype is None else y.to(out_dtype)
