@@ -172,7 +172,7 @@ def part_model(args, results: dict) -> None:
     log(f"measured ceilings: copy {bw / 1e12:.2f} TB/s (read + write), bf16 matmul 8192^3 {peak / 1e12:.0f} TFLOP/s")
     t = time.perf_counter()
     ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
-    ecfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=128,
+    ecfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=max(args.batches),
                         max_num_batched_tokens=8192, max_model_len=4096)
     engine = Engine(ckpt, ecfg)
     log(f"engine ready in {time.perf_counter() - t:.1f}s (dummy weights made on the GPU, graphs captured for "
