@@ -1,8 +1,8 @@
 """Projections: y = x @ W.T with W stored (out, in), the RMSNorm before, SiLU·up before, or the
 residual add after fused in.
 
-A decode step of a few rows is a matrix-vector product bound by reading W once, so a
-handful of rows (up to GEMV_MAX_ROWS) take one Triton kernel that fuses its neighbours:
+A decode step of one row is a matrix-vector product bound by reading W once, so it takes
+one Triton kernel that fuses its neighbours:
 
 - norm: x is the residual stream; each program reads its whole row anyway (there is no
   split over K), so it sums x² on the way and scales its dot products by 1/rms at the end;
@@ -10,8 +10,9 @@ handful of rows (up to GEMV_MAX_ROWS) take one Triton kernel that fuses its neig
 - residual: the result is added into the residual stream in place, nothing else is written.
 
 Each program owns BLOCK_N whole output rows and walks K with no split, so there is no
-second reduction kernel and no atomics; rows of a step are a grid axis whose programs
-run side by side and read the same weight tile, so W comes from memory once.
+second reduction kernel and no atomics. It is launched as a programmatic dependent
+launch: its first weight tile is read before it waits for the kernel in front, so the
+weights start streaming during that kernel's tail instead of after it.
 More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
 in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
 """
@@ -20,11 +21,28 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine.cuda.activation import silu_and_mul
 from engine.cuda.norm import rms_norm
 
-GEMV_MAX_ROWS = 4
+# Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.4x
+# and 2.4x the time of one on an H200, cuBLAS 1.0x): so only single rows take the kernel.
+GEMV_MAX_ROWS = 1
+
+
+@triton.jit
+def _x_chunk(x_row, g_ptr, ks, K, NORM: tl.constexpr, GATED: tl.constexpr):
+    """One chunk of the row as the matrix sees it, in float32, and its squares (for the norm)."""
+    kmask = ks < K
+    x = tl.load(x_row + ks, mask=kmask, other=0.0).to(tl.float32)
+    sq = x * x
+    if NORM:
+        x *= tl.load(g_ptr + ks, mask=kmask, other=0.0).to(tl.float32)
+    if GATED:
+        up = tl.load(x_row + K + ks, mask=kmask, other=0.0).to(tl.float32)
+        x = x / (1.0 + tl.exp(-x)) * up
+    return x, sq
 
 
 @triton.jit
@@ -33,24 +51,26 @@ def _gemv_kernel(
     NORM: tl.constexpr, GATED: tl.constexpr, RESIDUAL: tl.constexpr, HAS_BIAS: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
+    gdc_launch_dependents()
     m = tl.program_id(0).to(tl.int64)
     rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     rmask = rows < N
     x_row = x_ptr + m * (2 * K if GATED else K)
     w_rows = w_ptr + rows[:, None].to(tl.int64) * K
+    # The weights are no kernel's output: the first tile is on its way while the kernel
+    # before finishes (programmatic dependent launch), and each tile is requested one
+    # step ahead of its use, so two are in flight per program.
+    ks = tl.arange(0, BLOCK_K)
+    w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
+    gdc_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        ks = k0 + tl.arange(0, BLOCK_K)
-        kmask = ks < K
-        w = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & kmask[None, :], other=0.0)
-        x = tl.load(x_row + ks, mask=kmask, other=0.0).to(tl.float32)
-        if NORM:
-            sq += x * x
-            x *= tl.load(g_ptr + ks, mask=kmask, other=0.0).to(tl.float32)
-        if GATED:
-            up = tl.load(x_row + K + ks, mask=kmask, other=0.0).to(tl.float32)
-            x = x / (1.0 + tl.exp(-x)) * up
+        w = w_next
+        kn = k0 + BLOCK_K + tl.arange(0, BLOCK_K)
+        w_next = tl.load(w_rows + kn[None, :], mask=rmask[:, None] & (kn < K)[None, :], other=0.0)
+        x, s = _x_chunk(x_row, g_ptr, k0 + tl.arange(0, BLOCK_K), K, NORM, GATED)
+        sq += s
         acc += w.to(tl.float32) * x[None, :]
     y = tl.sum(acc, axis=1)
     if NORM:
@@ -65,12 +85,13 @@ def _gemv_kernel(
 
 def gemv_config(n: int, k: int) -> tuple[int, int, int]:
     """(BLOCK_N, BLOCK_K, num_warps) for an (n, k) weight."""
-    block_k = min(512, triton.next_power_of_2(k))
-    return 8, block_k, 4
+    block_k = min(1024, triton.next_power_of_2(k))
+    return 4096 // block_k, block_k, 4
 
 
-def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None) -> None:
-    """out[m] (+)= f(x[m]) @ w.T for the few rows of x, in one kernel (see the module docstring)."""
+def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None, pdl=True) -> None:
+    """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring).
+    pdl=False launches it plainly (for measuring what the dependent launch is worth)."""
     n, k = w.shape
     assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
     assert x.shape[-1] == (2 * k if gated else k) and out.shape == (x.shape[0], n)
@@ -78,7 +99,7 @@ def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, 
     _gemv_kernel[(x.shape[0], triton.cdiv(n, block_n))](
         x, w, norm if norm is not None else w, bias if bias is not None else w, out, n, k, eps,
         NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl,
     )
 
 
