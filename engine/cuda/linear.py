@@ -46,22 +46,32 @@ def _x_chunk(x_row, g_ptr, ks, K, NORM: tl.constexpr, GATED: tl.constexpr):
 
 
 @triton.jit
+def _prefetch_l2(ptrs):
+    """Ask for the 128-byte lines at ptrs to be brought into L2; nothing waits for them."""
+    tl.inline_asm_elementwise("mov.u32 $0, 0;\n\tprefetch.global.L2 [$1];", "=r,l", [ptrs], dtype=tl.int32,
+                              is_pure=False, pack=1)
+
+
+@triton.jit
 def _gemv_kernel(
     x_ptr, w_ptr, g_ptr, bias_ptr, out_ptr, N, K, eps,
     NORM: tl.constexpr, GATED: tl.constexpr, RESIDUAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     gdc_launch_dependents()
-    m = tl.program_id(0).to(tl.int64)
-    rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = tl.program_id(1).to(tl.int64)
     rmask = rows < N
     x_row = x_ptr + m * (2 * K if GATED else K)
     w_rows = w_ptr + rows[:, None].to(tl.int64) * K
-    # The weights are no kernel's output: the first tile is on its way while the kernel
-    # before finishes (programmatic dependent launch), and each tile is requested one
-    # step ahead of its use, so two are in flight per program.
+    # The weights are no kernel's output, so they are asked for before waiting on the kernel
+    # in front (programmatic dependent launch): the first tile into registers, the next
+    # PREFETCH tiles into L2. Then each tile is requested one step ahead of its use.
     ks = tl.arange(0, BLOCK_K)
     w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
+    in_rows = w_ptr + tl.minimum(rows, N - 1)[:, None].to(tl.int64) * K  # addresses stay inside W
+    for t in tl.static_range(1, PREFETCH + 1):  # one address per 128-byte line
+        _prefetch_l2(in_rows + tl.minimum(t * BLOCK_K + tl.arange(0, BLOCK_K // 64) * 64, K - 1)[None, :])
     gdc_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
@@ -83,23 +93,29 @@ def _gemv_kernel(
     tl.store(out, y.to(out_ptr.dtype.element_ty), mask=rmask)
 
 
+# Tiles of 4,096 weights: 16 x 256 with 4 warps for wide matrices (gate/up, LM head), 8 x 512 with
+# 8 warps otherwise, the best or near it for every Llama-3-8B projection on an H200 (bench_gpu.py
+# --part gemv). L2_PREFETCH tiles per program are requested before the kernel in front ends.
+L2_PREFETCH = 2
+
+
 def gemv_config(n: int, k: int) -> tuple[int, int, int]:
     """(BLOCK_N, BLOCK_K, num_warps) for an (n, k) weight."""
-    block_k = min(1024, triton.next_power_of_2(k))
-    return 4096 // block_k, block_k, 4
+    return (16, 256, 4) if n >= 16384 else (8, 512, 8)
 
 
-def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None, pdl=True) -> None:
+def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None, pdl=True,
+         prefetch=L2_PREFETCH) -> None:
     """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring).
-    pdl=False launches it plainly (for measuring what the dependent launch is worth)."""
+    pdl=False launches it plainly, prefetch=0 asks for nothing ahead (to measure what each is worth)."""
     n, k = w.shape
     assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
     assert x.shape[-1] == (2 * k if gated else k) and out.shape == (x.shape[0], n)
     block_n, block_k, warps = config or gemv_config(n, k)
-    _gemv_kernel[(x.shape[0], triton.cdiv(n, block_n))](
+    _gemv_kernel[(triton.cdiv(n, block_n), x.shape[0])](
         x, w, norm if norm is not None else w, bias if bias is not None else w, out, n, k, eps,
         NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl,
+        BLOCK_N=block_n, BLOCK_K=block_k, PREFETCH=prefetch, num_warps=warps, launch_pdl=pdl,
     )
 
 
