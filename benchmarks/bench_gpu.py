@@ -305,7 +305,7 @@ def part_gemv(args, results: dict) -> None:
     reads them from memory, timed inside a CUDA graph."""
     import torch.nn.functional as F
 
-    from engine.cuda.linear import L2_PREFETCH, gemv, gemv_config
+    from engine.cuda.linear import gemv, gemv_config
 
     out: dict = {}
     for shape, c in SHAPES.items():
@@ -324,10 +324,10 @@ def part_gemv(args, results: dict) -> None:
                 xin = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
                 norm = g if "norm" in kind else None
 
-                def fused(cfg, pdl=True, prefetch=L2_PREFETCH, ws=ws, x=x, y=y, norm=norm, kind=kind):
+                def fused(cfg, pdl=True, ws=ws, x=x, y=y, norm=norm, kind=kind):
                     for w in ws:
                         gemv(x, w, y, norm=norm, eps=1e-5, gated="gated" in kind, residual="residual" in kind,
-                             config=cfg, pdl=pdl, prefetch=prefetch)
+                             config=cfg, pdl=pdl)
 
                 def cublas(ws=ws, xin=xin):
                     for w in ws:
@@ -337,9 +337,7 @@ def part_gemv(args, results: dict) -> None:
                 configs = set(GEMV_CONFIGS if rows == 1 else []) | {mine}
                 times = {cfg: graph_time(lambda cfg=cfg: fused(cfg)) / copies for cfg in sorted(configs)}
                 tc = graph_time(cublas) / copies
-                variants = {"no PDL, no prefetch": dict(pdl=False, prefetch=0), "PDL, no prefetch": dict(prefetch=0),
-                            "PDL, prefetch 4": dict(prefetch=4)}
-                other = {v: graph_time(lambda kw=kw: fused(mine, **kw)) / copies for v, kw in variants.items()}
+                other = {"without PDL": graph_time(lambda: fused(mine, pdl=False)) / copies}
                 best = min(times, key=times.get)
                 row[rows] = {"cublas_s": tc, "fused_s": {str(k_): v for k_, v in times.items()}, "best": best,
                              "engine_config": mine, "engine_config_variants_s": other}

@@ -70,13 +70,13 @@ def _decode_kernel(
         slot = block * BS + tok % BS
         kv_off = (slot[:, None] * KVH + kh) * D + d[None, :]
         k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
+        v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)  # in flight with k, not after the softmax
         s = tl.dot(q, tl.trans(k)) * scale
         s = tl.where(valid[None, :], s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=1))
         alpha = tl.exp(m - m_new)
         pr = tl.exp(s - m_new[:, None])
         l = l * alpha + tl.sum(pr, axis=1)
-        v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)
         acc = acc * alpha[:, None] + tl.dot(pr.to(v.dtype), v)
         m = m_new
     if used == 1:

@@ -46,17 +46,10 @@ def _x_chunk(x_row, g_ptr, ks, K, NORM: tl.constexpr, GATED: tl.constexpr):
 
 
 @triton.jit
-def _prefetch_l2(ptrs):
-    """Ask for the 128-byte lines at ptrs to be brought into L2; nothing waits for them."""
-    tl.inline_asm_elementwise("mov.u32 $0, 0;\n\tprefetch.global.L2 [$1];", "=r,l", [ptrs], dtype=tl.int32,
-                              is_pure=False, pack=1)
-
-
-@triton.jit
 def _gemv_kernel(
     x_ptr, w_ptr, g_ptr, bias_ptr, out_ptr, N, K, eps,
     NORM: tl.constexpr, GATED: tl.constexpr, RESIDUAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PREFETCH: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
     gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -64,14 +57,12 @@ def _gemv_kernel(
     rmask = rows < N
     x_row = x_ptr + m * (2 * K if GATED else K)
     w_rows = w_ptr + rows[:, None].to(tl.int64) * K
-    # The weights are no kernel's output, so they are asked for before waiting on the kernel
-    # in front (programmatic dependent launch): the first tile into registers, the next
-    # PREFETCH tiles into L2. Then each tile is requested one step ahead of its use.
+    # The weights are no kernel's output, so the first tile is asked for before waiting on
+    # the kernel in front (programmatic dependent launch); then each tile is requested one
+    # step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait, with
+    # prefetch.global.L2, made every projection 5-30% slower on an H200: bench_gpu.py --part gemv.)
     ks = tl.arange(0, BLOCK_K)
     w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
-    in_rows = w_ptr + tl.minimum(rows, N - 1)[:, None].to(tl.int64) * K  # addresses stay inside W
-    for t in tl.static_range(1, PREFETCH + 1):  # one address per 128-byte line
-        _prefetch_l2(in_rows + tl.minimum(t * BLOCK_K + tl.arange(0, BLOCK_K // 64) * 64, K - 1)[None, :])
     gdc_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
@@ -95,8 +86,7 @@ def _gemv_kernel(
 
 # Tiles of 4,096 weights: 16 x 256 with 4 warps for wide matrices (gate/up, LM head), 8 x 512 with
 # 8 warps otherwise, the best or near it for every Llama-3-8B projection on an H200 (bench_gpu.py
-# --part gemv). L2_PREFETCH tiles per program are requested before the kernel in front ends.
-L2_PREFETCH = 2
+# --part gemv).
 
 
 def gemv_config(n: int, k: int) -> tuple[int, int, int]:
@@ -104,10 +94,9 @@ def gemv_config(n: int, k: int) -> tuple[int, int, int]:
     return (16, 256, 4) if n >= 16384 else (8, 512, 8)
 
 
-def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None, pdl=True,
-         prefetch=L2_PREFETCH) -> None:
+def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, config=None, pdl=True) -> None:
     """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring).
-    pdl=False launches it plainly, prefetch=0 asks for nothing ahead (to measure what each is worth)."""
+    pdl=False launches it plainly (to measure what the dependent launch is worth)."""
     n, k = w.shape
     assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
     assert x.shape[-1] == (2 * k if gated else k) and out.shape == (x.shape[0], n)
@@ -115,7 +104,7 @@ def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, 
     _gemv_kernel[(triton.cdiv(n, block_n), x.shape[0])](
         x, w, norm if norm is not None else w, bias if bias is not None else w, out, n, k, eps,
         NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
-        BLOCK_N=block_n, BLOCK_K=block_k, PREFETCH=prefetch, num_warps=warps, launch_pdl=pdl,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl,
     )
 
 
