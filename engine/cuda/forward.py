@@ -1,12 +1,12 @@
 """The forward pass on CUDA: the weights of engine/cuda/model.py, fused kernels.
 
-Per layer: the QKV projection of the normalised residual stream, RoPE + K/V store
-into the paged cache (one kernel), attention over the block tables (decode rows and
-prefill chunks, each one launch), the output projection added into the residual
-stream, the gate/up projection of the normalised stream, and the down projection of
+Per layer: the QKV projection of the normalised residual stream with RoPE + K/V store
+into the paged cache (one kernel at batch 1, two beyond), attention over the block
+tables (decode rows and prefill chunks, each one launch), the output projection added
+into the residual stream, the gate/up projection of the normalised stream, and the down projection of
 SiLU(gate)*up added into the stream. A step of a few rows does each projection in one
-kernel with its norm, activation or residual add fused in (linear.py), so a batch-1
-layer is six kernels and the step costs little more than reading the weights once.
+kernel with its norm, activation, RoPE or residual add fused in (linear.py), so a batch-1
+layer is five kernels and the step costs little more than reading the weights once.
 """
 
 from dataclasses import dataclass
@@ -14,10 +14,9 @@ from dataclasses import dataclass
 import torch
 
 from engine.cuda.decode_attention import decode_attention
-from engine.cuda.linear import project
+from engine.cuda.linear import RopeStore, project, qkv_rope_store
 from engine.cuda.model import CudaModel
 from engine.cuda.prefill_attention import prefill_attention
-from engine.cuda.rope_store import rope_and_store
 
 
 @dataclass
@@ -60,8 +59,8 @@ def forward(
     layers = model.layers
     x = model.embed.index_select(0, input_ids)  # the residual stream
     for i, layer in enumerate(layers):
-        qkv = project(x, layer.qkv, norm=layer.attn_norm, eps=eps, bias=layer.qkv_bias)
-        q = rope_and_store(qkv, positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
+        rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
+        q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
         project(o.view(t, h * d), layer.o, residual=x)
         gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)

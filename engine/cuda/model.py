@@ -6,7 +6,9 @@ and gate/up are fused into one matrix each, and every matrix stays (out, in) con
 as nn.Linear keeps it: the matrix-vector kernel of decode steps (linear.py) then reads
 each output's weights as one contiguous row, with no split over the input dimension,
 and larger steps are cuBLAS `F.linear`. A tied LM head is the embedding table itself.
-RoPE tables are float32 half-width cos/sin, what rope_store.py reads.
+Each Q and K head's rows are pair-ordered for RoPE (rows i and i + D/2 side by side), so
+the decode projection rotates in its epilogue (linear.py). RoPE tables are float32
+half-width cos/sin, what rope_store.py and linear.py read.
 """
 
 from dataclasses import dataclass
@@ -28,6 +30,12 @@ class CudaLayer:
     down: torch.Tensor  # (hidden, intermediate)
 
 
+def rope_pairs(t: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    """Reorder each head's rows (dim 0) from [0 .. D) to [0, D/2, 1, D/2 + 1, ...]."""
+    order = torch.arange(head_dim, device=t.device).view(2, head_dim // 2).t().reshape(-1)
+    return t.reshape(heads, head_dim, *t.shape[1:])[:, order].reshape(t.shape)
+
+
 class CudaModel:
     def __init__(self, ckpt: Checkpoint, device: str = "cuda", dtype: torch.dtype = torch.bfloat16,
                  max_len: int | None = None):
@@ -46,13 +54,16 @@ class CudaModel:
         self.lm_head = self.embed if c.tie_word_embeddings else mat(w["lm_head.weight"])  # (vocab, hidden)
         self.norm = vec("model.norm.weight")
         self.layers: list[CudaLayer] = []
+        def fused_qkv(prefix, kind):  # Q and K pair-ordered for RoPE, then V
+            q, k, v = (w[f"{prefix}self_attn.{n}_proj.{kind}"].to(device) for n in "qkv")
+            return torch.cat([rope_pairs(q, c.num_heads, c.head_dim), rope_pairs(k, c.num_kv_heads, c.head_dim), v])
+
         for i in range(c.num_layers):
             p = f"model.layers.{i}."
             self.layers.append(CudaLayer(
                 attn_norm=vec(p + "input_layernorm.weight"),
-                qkv=mat(torch.cat([w[p + f"self_attn.{n}_proj.weight"].to(device) for n in "qkv"], 0)),
-                qkv_bias=torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]).to(device, dtype)
-                if c.qkv_bias else None,
+                qkv=mat(fused_qkv(p, "weight")),
+                qkv_bias=fused_qkv(p, "bias").to(dtype) if c.qkv_bias else None,
                 o=mat(w[p + "self_attn.o_proj.weight"]),
                 mlp_norm=vec(p + "post_attention_layernorm.weight"),
                 gate_up=mat(torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)),

@@ -13,8 +13,8 @@ import torch
 
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
-from engine.kv_cache import KVCache
 from engine.cuda.model import CudaModel
+from engine.kv_cache import KVCache
 from engine.sequence import Sequence
 
 

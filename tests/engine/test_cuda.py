@@ -134,6 +134,27 @@ def test_cuda_logits_match_the_cpu_path(ckpt):
         assert rel(g, w) < BF16_TOL
 
 
+def test_single_sequence_decode_logits_match_the_cpu_path(ckpt):
+    """One sequence decodes through the fused kernels (projections with the norm, SiLU, residual
+    add and RoPE + K/V store in them) replayed from a CUDA graph."""
+    ids = prompt(50, 9)
+    got: list = []
+
+    def keep(generated, logits):
+        got.append(logits.float().clone())
+        return logits
+
+    gpu = cuda_engine(ckpt)
+    out = gpu.generate([ids], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logits_processor=keep))[0]
+    gpu.shutdown()
+    cpu = Engine(ckpt, EngineConfig(kv_cache_bytes=256 << 20))
+    want = cpu.prompt_logits([ids + out.token_ids[:-1]])[0][len(ids) - 1 :]
+    cpu.shutdown()
+    assert len(got) == len(want) == 8
+    for g, w in zip(got, want):
+        assert rel(g, w) < BF16_TOL
+
+
 def test_cuda_logits_match_transformers(ckpt):
     transformers = pytest.importorskip("transformers")
     c = SMOLLM2_135M
