@@ -95,6 +95,46 @@ def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
     return sorted(rows.items(), key=lambda kv: -kv[1][1])
 
 
+def sync_time(fn, reps: int = 50) -> float:
+    """Median host seconds of fn() followed by a device synchronisation: what a step that waits
+    for its result pays, the launch included."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def host_breakdown(engine: Engine, tokens: int) -> dict:
+    """Median per batch-1 decode step: wall time per token, the engine's step (schedule to
+    append), and inside it the runner's prepare and run (run returns once the graph is launched;
+    the rest of the step is sampling, which waits for the GPU, and bookkeeping)."""
+    r = engine.runner
+    spent: dict = {"prepare": [], "run": []}
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            out = fn(*a, **k)
+            spent[name].append(time.perf_counter() - t)
+            return out
+        return wrapper
+
+    r.prepare, r.run = timed("prepare", r.prepare), timed("run", r.run)
+    start = time.perf_counter()
+    out = engine.generate([rand_prompt(64, 7)], SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True))[0]
+    wall = (time.perf_counter() - start - out.ttft_s) / (len(out.token_ids) - 1)
+    del r.prepare, r.run
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    steps = [s.duration_s for s in list(engine.step_stats)[-(len(out.token_ids) - 1):] if s.num_prefill == 0]
+    return {"wall_per_token_s": wall, "step_s": med(steps), "prepare_s": med(spent["prepare"][1:]),
+            "run_s": med(spent["run"][1:])}
+
+
 def rand_prompt(n: int, seed: int, vocab: int = 32000) -> list[int]:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(100, vocab, (n,), generator=g).tolist()
@@ -199,6 +239,24 @@ def part_model(args, results: dict) -> None:
     for b in fwd:
         log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s")
     log(f"eager forward, batch 1: {eager1 * 1e3:6.3f} ms/step (no CUDA graph)")
+    replay_sync = sync_time(g.graphs[1].replay)
+    host = host_breakdown(engine, args.tokens)
+    log(f"batch-1 host view: graph replay + synchronise {replay_sync * 1e3:.3f} ms; engine decode "
+        f"{host['wall_per_token_s'] * 1e3:.3f} ms/token, of which the step {host['step_s'] * 1e3:.3f} ms "
+        f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us)")
+    # The same batch-1 step captured without programmatic dependent launches.
+    import engine.cuda as engine_cuda
+    from engine.cuda.graphs import DecodeGraphs
+
+    engine_cuda.PDL = False
+    engine.runner.graphs = DecodeGraphs(engine.model, engine.kv, 1, g.tables.shape[1])
+    no_pdl = {"graph_step_s": cuda_time(engine.runner.graphs.graphs[1].replay, 50),
+              "replay_sync_s": sync_time(engine.runner.graphs.graphs[1].replay),
+              "host": host_breakdown(engine, args.tokens)}
+    engine_cuda.PDL = True
+    engine.runner.graphs = g
+    log(f"batch-1 without PDL: graph replay {no_pdl['graph_step_s'] * 1e3:.3f} ms, replay + synchronise "
+        f"{no_pdl['replay_sync_s'] * 1e3:.3f} ms, engine decode {no_pdl['host']['wall_per_token_s'] * 1e3:.3f} ms/token")
     kernels = kernel_breakdown(g.graphs[1].replay)
     log(f"batch-1 step by kernel (profiler, inside the graph; {sum(us for _, (_, us) in kernels):.1f} us of kernels "
         f"in a {fwd[1] * 1e6:.1f} us step):")
@@ -208,7 +266,7 @@ def part_model(args, results: dict) -> None:
     results["model"] = {
         "shape": args.shape, "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
         "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
-        "kernels_b1": kernels,
+        "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "without_pdl_b1": no_pdl,
     }
     log("")
     log("| measure | engine | reference | ratio |")
@@ -305,6 +363,7 @@ def part_gemv(args, results: dict) -> None:
     reads them from memory, timed inside a CUDA graph."""
     import torch.nn.functional as F
 
+    import engine.cuda as engine_cuda
     from engine.cuda.linear import gemv, gemv_config
 
     out: dict = {}
@@ -324,10 +383,10 @@ def part_gemv(args, results: dict) -> None:
                 xin = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
                 norm = g if "norm" in kind else None
 
-                def fused(cfg, pdl=True, ws=ws, x=x, y=y, norm=norm, kind=kind):
+                def fused(cfg, ws=ws, x=x, y=y, norm=norm, kind=kind):
                     for w in ws:
                         gemv(x, w, y, norm=norm, eps=1e-5, gated="gated" in kind, residual="residual" in kind,
-                             config=cfg, pdl=pdl)
+                             config=cfg)
 
                 def cublas(ws=ws, xin=xin):
                     for w in ws:
@@ -337,7 +396,9 @@ def part_gemv(args, results: dict) -> None:
                 configs = set(GEMV_CONFIGS if rows == 1 else []) | {mine}
                 times = {cfg: graph_time(lambda cfg=cfg: fused(cfg)) / copies for cfg in sorted(configs)}
                 tc = graph_time(cublas) / copies
-                other = {"without PDL": graph_time(lambda: fused(mine, pdl=False)) / copies}
+                engine_cuda.PDL = False
+                other = {"without PDL": graph_time(lambda mine=mine: fused(mine)) / copies}
+                engine_cuda.PDL = True
                 best = min(times, key=times.get)
                 row[rows] = {"cublas_s": tc, "fused_s": {str(k_): v for k_, v in times.items()}, "best": best,
                              "engine_config": mine, "engine_config_variants_s": other}

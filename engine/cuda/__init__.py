@@ -6,3 +6,9 @@ prefix cache, block pool, sampler): only how a scheduled batch becomes logits di
 The CPU path (engine/model.py, engine/attention.py) stays the reference the CUDA
 path is checked against.
 """
+
+# The decode kernels (projections, RoPE + store, decode attention) are programmatic dependent
+# launches: each starts while the kernel in front finishes and waits for it only where it reads
+# that kernel's output. Read at every launch (so at graph capture); benchmarks/bench_gpu.py turns
+# it off to measure what it is worth.
+PDL = True

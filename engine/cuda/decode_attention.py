@@ -20,6 +20,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from engine import cuda
+
 MAX_PARTS = 64  # partitions per sequence at most: bounds the scratch buffer and the merge
 
 _counters: dict[torch.device, torch.Tensor] = {}
@@ -142,5 +144,5 @@ def decode_attention(
         q, k_cache, v_cache, block_tables, context_lens, m, l, acc, _counter_buffer(q.device, b * kvh), out,
         scale, block_tables.stride(0), num_parts,
         G=group, GP=max(16, triton.next_power_of_2(group)), KVH=kvh, D=d, BS=bs, PART=part,
-        BLOCK_N=64, num_warps=4, num_stages=2, launch_pdl=True,
+        BLOCK_N=64, num_warps=4, num_stages=2, launch_pdl=cuda.PDL,
     )

@@ -29,6 +29,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from engine import cuda
 from engine.cuda.activation import silu_and_mul
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
@@ -153,9 +154,9 @@ class RopeStore(NamedTuple):
 
 
 def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, rope: RopeStore | None = None,
-         config=None, pdl=True) -> None:
+         config=None) -> None:
     """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring); with
-    rope, out is Q (T, H, D). pdl=False launches it plainly (to measure what that is worth)."""
+    rope, out is Q (T, H, D)."""
     n, k = w.shape
     assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
     assert x.shape[-1] == (2 * k if gated else k) and out.numel() == x.shape[0] * (rope.num_heads * rope.head_dim
@@ -168,7 +169,7 @@ def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, 
         r.positions, r.cos, r.sin, r.slots, r.k_cache, r.v_cache,
         NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
         ROPE=rope is not None, H=r.num_heads, KVH=r.num_kv_heads, D=r.head_dim,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=cuda.PDL,
     )
 
 

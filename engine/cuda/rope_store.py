@@ -16,6 +16,8 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from engine import cuda
+
 
 @triton.jit
 def _rope_store_kernel(
@@ -69,6 +71,6 @@ def rope_and_store(
     if t:
         _rope_store_kernel[(t, num_heads + num_kv_heads)](
             qkv, positions, cos, sin, slot_mapping, q, k_cache, v_cache,
-            H=num_heads, KVH=num_kv_heads, D=head_dim, num_warps=1, launch_pdl=True,
+            H=num_heads, KVH=num_kv_heads, D=head_dim, num_warps=1, launch_pdl=cuda.PDL,
         )
     return q
