@@ -112,9 +112,10 @@ def sync_time(fn, reps: int = 50) -> float:
 def host_breakdown(engine: Engine, tokens: int) -> dict:
     """Median per batch-1 decode step: wall time per token, the engine's step (schedule to
     append), and inside it the runner's prepare and run (run returns once the graph is launched;
-    the rest of the step is sampling, which waits for the GPU, and bookkeeping)."""
+    the rest of the step is sampling, which waits for the GPU, and bookkeeping), and the host
+    time of the graph launch itself."""
     r = engine.runner
-    spent: dict = {"prepare": [], "run": []}
+    spent: dict = {"prepare": [], "run": [], "graph_launch": []}
 
     def timed(name, fn):
         def wrapper(*a, **k):
@@ -125,14 +126,17 @@ def host_breakdown(engine: Engine, tokens: int) -> dict:
         return wrapper
 
     r.prepare, r.run = timed("prepare", r.prepare), timed("run", r.run)
+    graph = r.graphs.graphs[1]
+    r.graphs.graphs[1] = type("Timed", (), {"replay": staticmethod(timed("graph_launch", graph.replay))})()
     start = time.perf_counter()
     out = engine.generate([rand_prompt(64, 7)], SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True))[0]
     wall = (time.perf_counter() - start - out.ttft_s) / (len(out.token_ids) - 1)
     del r.prepare, r.run
+    r.graphs.graphs[1] = graph
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     steps = [s.duration_s for s in list(engine.step_stats)[-(len(out.token_ids) - 1):] if s.num_prefill == 0]
     return {"wall_per_token_s": wall, "step_s": med(steps), "prepare_s": med(spent["prepare"][1:]),
-            "run_s": med(spent["run"][1:])}
+            "run_s": med(spent["run"][1:]), "graph_launch_s": med(spent["graph_launch"][1:])}
 
 
 def rand_prompt(n: int, seed: int, vocab: int = 32000) -> list[int]:
@@ -236,14 +240,19 @@ def part_model(args, results: dict) -> None:
     g = engine.runner.graphs
     fwd = {b: cuda_time(g.graphs[b].replay, 50) for b in args.batches}
     eager1 = cuda_time(lambda: g._forward(1), 10)
-    for b in fwd:
-        log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s")
+    kv_token = c.kv_bytes_per_token(2)
+    step_bytes = {}
+    for b in fwd:  # the graphs replay the last decode step of the runs above: its context lengths
+        step_bytes[b] = read_bytes + int(g.buf[3, :b].sum()) * kv_token
+        log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s; reads "
+            f"{step_bytes[b] / 1e9:.2f} GB (weights + KV) = {step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} of 4.8 TB/s")
     log(f"eager forward, batch 1: {eager1 * 1e3:6.3f} ms/step (no CUDA graph)")
     replay_sync = sync_time(g.graphs[1].replay)
     host = host_breakdown(engine, args.tokens)
     log(f"batch-1 host view: graph replay + synchronise {replay_sync * 1e3:.3f} ms; engine decode "
         f"{host['wall_per_token_s'] * 1e3:.3f} ms/token, of which the step {host['step_s'] * 1e3:.3f} ms "
-        f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us)")
+        f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us, of which "
+        f"the graph launch {host['graph_launch_s'] * 1e6:.0f} us)")
     # The same batch-1 step captured without programmatic dependent launches.
     import engine.cuda as engine_cuda
     from engine.cuda.graphs import DecodeGraphs
@@ -266,7 +275,7 @@ def part_model(args, results: dict) -> None:
     results["model"] = {
         "shape": args.shape, "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
         "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
-        "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "without_pdl_b1": no_pdl,
+        "step_bytes": step_bytes, "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "without_pdl_b1": no_pdl,
     }
     log("")
     log("| measure | engine | reference | ratio |")
@@ -277,7 +286,9 @@ def part_model(args, results: dict) -> None:
         log(f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.1%} |")
         log(f"| batch-1 decode step bytes / time | {read_bytes / fwd[1] / 1e12:.2f} TB/s | measured copy {bw / 1e12:.2f} TB/s | {read_bytes / fwd[1] / bw:.0%} |")
     for b in args.batches:
-        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s (graph {fwd[b] * 1e3:.2f} ms/step) | | |")
+        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s (graph {fwd[b] * 1e3:.2f} ms/step) | "
+            f"{step_bytes[b] / 1e9:.2f} GB read per step at 4.8 TB/s: {step_bytes[b] / DATASHEET_BW * 1e3:.2f} ms | "
+            f"{step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} |")
     if args.skip_prefill:
         engine.shutdown()
         return

@@ -7,8 +7,7 @@ The CPU path (engine/model.py, engine/attention.py) stays the reference the CUDA
 path is checked against.
 """
 
-# The decode kernels (projections, RoPE + store, decode attention) are programmatic dependent
-# launches: each starts while the kernel in front finishes and waits for it only where it reads
-# that kernel's output. Read at every launch (so at graph capture); benchmarks/bench_gpu.py turns
-# it off to measure what it is worth.
+# A batch-1 projection that follows another is a programmatic dependent launch: it starts while
+# the one in front finishes and waits for it only where it reads its output (linear.py). Read at
+# every launch (so at graph capture); benchmarks/bench_gpu.py turns it off to measure its worth.
 PDL = True

@@ -10,17 +10,12 @@ counter, and the last one in merges all partitions and sets the counter back to 
 no second kernel, and a captured graph finds the counters zeroed on every replay). The
 grid depends only on the block table's width, never on the context lengths, so a
 captured CUDA graph stays valid as sequences grow; partitions past a sequence's end
-exit at once, and a sequence of length 0 (a padding row) yields zeros. Launched as a
-programmatic dependent launch: the launch and the read of the context lengths overlap
-the kernel in front.
+exit at once, and a sequence of length 0 (a padding row) yields zeros.
 """
 
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-
-from engine import cuda
 
 MAX_PARTS = 64  # partitions per sequence at most: bounds the scratch buffer and the merge
 
@@ -43,13 +38,11 @@ def _decode_kernel(
     G: tl.constexpr, GP: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
     BS: tl.constexpr, PART: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
-    gdc_launch_dependents()
     b = tl.program_id(0).to(tl.int64)
     kh = tl.program_id(1)
     p = tl.program_id(2)
     length = tl.load(lens_ptr + b)
     used = (length + PART - 1) // PART
-    gdc_wait()
     g = tl.arange(0, GP)
     d = tl.arange(0, D)
     gmask = g < G
@@ -144,5 +137,5 @@ def decode_attention(
         q, k_cache, v_cache, block_tables, context_lens, m, l, acc, _counter_buffer(q.device, b * kvh), out,
         scale, block_tables.stride(0), num_parts,
         G=group, GP=max(16, triton.next_power_of_2(group)), KVH=kvh, D=d, BS=bs, PART=part,
-        BLOCK_N=64, num_warps=4, num_stages=2, launch_pdl=cuda.PDL,
+        BLOCK_N=64, num_warps=4, num_stages=2,
     )

@@ -62,7 +62,7 @@ def forward(
         rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
         q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
-        project(o.view(t, h * d), layer.o, residual=x)
+        project(o.view(t, h * d), layer.o, residual=x, pdl=False)
         gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)
         project(gate_up, layer.down, gated=True, residual=x)
     if logits_rows is not None:

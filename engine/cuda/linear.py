@@ -14,9 +14,11 @@ one Triton kernel that fuses its neighbours:
   every pair it rotates, and the QKV output itself is never written.
 
 Each program owns BLOCK_N whole output rows and walks K with no split, so there is no
-second reduction kernel and no atomics. It is launched as a programmatic dependent
-launch: its first weight tile is read before it waits for the kernel in front, so the
-weights start streaming during that kernel's tail instead of after it.
+second reduction kernel and no atomics. A projection that follows another one is a
+programmatic dependent launch (pdl): its first weight tile is read before it waits for
+the kernel in front, so the weights start streaming during that kernel's tail. (After
+the attention kernel, and for the attention kernel itself, that made the whole step
+slower on an H200: benchmarks/results/gpu-h200-2026-12-01.md.)
 More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
 in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
 """
@@ -68,8 +70,8 @@ def _gemv_kernel(
     x_row = x_ptr + m * (2 * K if GATED else K)
     w_rows = w_ptr + rows[:, None].to(tl.int64) * K
     # The weights are no kernel's output, so the first tile is asked for before waiting on
-    # the kernel in front (programmatic dependent launch); then each tile is requested one
-    # step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait, with
+    # the kernel in front (a no-op unless launched as a dependent launch); then each tile is
+    # requested one step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait, with
     # prefetch.global.L2, made every projection 5-30% slower on an H200: bench_gpu.py --part gemv.)
     ks = tl.arange(0, BLOCK_K)
     w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
@@ -154,7 +156,7 @@ class RopeStore(NamedTuple):
 
 
 def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, rope: RopeStore | None = None,
-         config=None) -> None:
+         pdl=True, config=None) -> None:
     """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring); with
     rope, out is Q (T, H, D)."""
     n, k = w.shape
@@ -169,7 +171,7 @@ def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, 
         r.positions, r.cos, r.sin, r.slots, r.k_cache, r.v_cache,
         NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
         ROPE=rope is not None, H=r.num_heads, KVH=r.num_kv_heads, D=r.head_dim,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=cuda.PDL,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl and cuda.PDL,
     )
 
 
@@ -197,13 +199,14 @@ def project(
     bias: torch.Tensor | None = None,
     residual: torch.Tensor | None = None,  # (T, out): residual += result, in place, and returned
     out_dtype: torch.dtype | None = None,
+    pdl: bool = True,  # the kernel in front is a projection: start during its tail
 ) -> torch.Tensor:
     t = x.shape[0]
     if t <= GEMV_MAX_ROWS:
         out = residual if residual is not None else torch.empty(
             (t, w.shape[0]), dtype=out_dtype or x.dtype, device=x.device)
         if t:
-            gemv(x, w, out, norm, eps, gated, residual is not None, bias)
+            gemv(x, w, out, norm, eps, gated, residual is not None, bias, pdl=pdl)
         return out
     if norm is not None:
         x = rms_norm(x, norm, eps)

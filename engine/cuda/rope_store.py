@@ -7,16 +7,11 @@ K heads are rotated and stored with their V head straight into the paged cache a
 the token's slot (block_id * block_size + offset), so the new K/V never exist as a
 separate tensor. A slot of -1 (a padding row of a captured CUDA graph) stores nothing.
 Rotation is rotate_half RoPE in float32 with the model's float32 cos/sin tables.
-Launched as a programmatic dependent launch: positions and the cos/sin rows (no
-kernel's output) are read while the projection in front finishes.
 """
 
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-
-from engine import cuda
 
 
 @triton.jit
@@ -24,7 +19,6 @@ def _rope_store_kernel(
     qkv_ptr, pos_ptr, cos_ptr, sin_ptr, slot_ptr, q_out_ptr, k_cache_ptr, v_cache_ptr,
     H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
 ):
-    gdc_launch_dependents()
     t = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1)
     half = tl.arange(0, D // 2)
@@ -32,7 +26,6 @@ def _rope_store_kernel(
     pos = tl.load(pos_ptr + t).to(tl.int64)
     cos = tl.load(cos_ptr + pos * (D // 2) + half)
     sin = tl.load(sin_ptr + pos * (D // 2) + half)
-    gdc_wait()
     x1 = tl.load(row + h * D + 2 * half).to(tl.float32)
     x2 = tl.load(row + h * D + 2 * half + 1).to(tl.float32)
     o1 = x1 * cos - x2 * sin
@@ -71,6 +64,6 @@ def rope_and_store(
     if t:
         _rope_store_kernel[(t, num_heads + num_kv_heads)](
             qkv, positions, cos, sin, slot_mapping, q, k_cache, v_cache,
-            H=num_heads, KVH=num_kv_heads, D=head_dim, num_warps=1, launch_pdl=cuda.PDL,
+            H=num_heads, KVH=num_kv_heads, D=head_dim, num_warps=1,
         )
     return q
