@@ -253,29 +253,39 @@ def part_model(args, results: dict) -> None:
         f"{host['wall_per_token_s'] * 1e3:.3f} ms/token, of which the step {host['step_s'] * 1e3:.3f} ms "
         f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us, of which "
         f"the graph launch {host['graph_launch_s'] * 1e6:.0f} us)")
-    # The same batch-1 step captured without programmatic dependent launches.
+    # The batch-1 step captured afresh with and without programmatic dependent launches (a fresh
+    # capture alone moves the replay time by a few percent, so both sides are fresh captures).
     import engine.cuda as engine_cuda
     from engine.cuda.graphs import DecodeGraphs
 
-    engine_cuda.PDL = False
-    engine.runner.graphs = DecodeGraphs(engine.model, engine.kv, 1, g.tables.shape[1])
-    no_pdl = {"graph_step_s": cuda_time(engine.runner.graphs.graphs[1].replay, 50),
-              "replay_sync_s": sync_time(engine.runner.graphs.graphs[1].replay),
-              "host": host_breakdown(engine, args.tokens)}
+    pdl_ab = {}
+    for pdl in (True, False):
+        engine_cuda.PDL = pdl
+        engine.runner.graphs = DecodeGraphs(engine.model, engine.kv, 1, g.tables.shape[1])
+        replay = engine.runner.graphs.graphs[1].replay
+        runs = sorted((host_breakdown(engine, args.tokens) for _ in range(3)), key=lambda h: h["wall_per_token_s"])
+        pdl_ab["with PDL" if pdl else "without PDL"] = {
+            "graph_step_s": cuda_time(replay, 50), "replay_sync_s": sync_time(replay), "host": runs[1],
+            "kernels": kernel_breakdown(replay)}
     engine_cuda.PDL = True
     engine.runner.graphs = g
-    log(f"batch-1 without PDL: graph replay {no_pdl['graph_step_s'] * 1e3:.3f} ms, replay + synchronise "
-        f"{no_pdl['replay_sync_s'] * 1e3:.3f} ms, engine decode {no_pdl['host']['wall_per_token_s'] * 1e3:.3f} ms/token")
+    for name, v in pdl_ab.items():
+        log(f"batch-1, fresh capture {name}: graph replay {v['graph_step_s'] * 1e3:.3f} ms, replay + synchronise "
+            f"{v['replay_sync_s'] * 1e3:.3f} ms, engine decode {v['host']['wall_per_token_s'] * 1e3:.3f} ms/token "
+            "(median of 3)")
+    log("batch-1 step by kernel without PDL (profiler, inside the graph; kernels do not overlap):")
+    for name, (calls, us) in pdl_ab["without PDL"]["kernels"]:
+        log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
     kernels = kernel_breakdown(g.graphs[1].replay)
     log(f"batch-1 step by kernel (profiler, inside the graph; {sum(us for _, (_, us) in kernels):.1f} us of kernels "
-        f"in a {fwd[1] * 1e6:.1f} us step):")
+        f"in a {fwd[1] * 1e6:.1f} us step; a dependent launch's time includes its wait for the kernel in front):")
     for name, (calls, us) in kernels:
         log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
 
     results["model"] = {
         "shape": args.shape, "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
         "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
-        "step_bytes": step_bytes, "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "without_pdl_b1": no_pdl,
+        "step_bytes": step_bytes, "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "pdl_ab_b1": pdl_ab,
     }
     log("")
     log("| measure | engine | reference | ratio |")
