@@ -16,9 +16,10 @@ one Triton kernel that fuses its neighbours:
 Each program owns BLOCK_N whole output rows and walks K with no split, so there is no
 second reduction kernel and no atomics. A projection that follows another one is a
 programmatic dependent launch (pdl): its first weight tile is read before it waits for
-the kernel in front, so the weights start streaming during that kernel's tail. (After
-the attention kernel, and for the attention kernel itself, that made the whole step
-slower on an H200: benchmarks/results/gpu-h200-2026-12-01.md.)
+the kernel in front, so the weights start streaming during that kernel's tail (0.5-1.6 us
+per projection on an H200; making the attention kernel and the projection after it
+dependent launches as well gained nothing measurable over a whole step:
+benchmarks/results/gpu-h200-2026-12-01.md).
 More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
 in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
 """
@@ -36,8 +37,8 @@ from engine.cuda.activation import silu_and_mul
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
 
-# Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.4x
-# and 2.4x the time of one on an H200, cuBLAS 1.0x): so only single rows take the kernel.
+# Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.2-2x
+# and 1.8-3.9x the time of one on an H200, cuBLAS the same time): so only single rows take it.
 GEMV_MAX_ROWS = 1
 
 
@@ -71,8 +72,8 @@ def _gemv_kernel(
     w_rows = w_ptr + rows[:, None].to(tl.int64) * K
     # The weights are no kernel's output, so the first tile is asked for before waiting on
     # the kernel in front (a no-op unless launched as a dependent launch); then each tile is
-    # requested one step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait, with
-    # prefetch.global.L2, made every projection 5-30% slower on an H200: bench_gpu.py --part gemv.)
+    # requested one step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait,
+    # with prefetch.global.L2, made each projection 2-40% slower on an H200.)
     ks = tl.arange(0, BLOCK_K)
     w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
     gdc_wait()
