@@ -3,6 +3,8 @@ against the matmul peak, transformers `generate` on the same weights, and the
 prefix cache's effect on time to first token over recorded agent traces.
 
     python benchmarks/bench_gpu.py --part model     # Llama-3-8B shape: roofline, batching, prefill, transformers
+    python benchmarks/bench_gpu.py --part model --shape llama3.2-1b --batches 1 --skip-prefill --skip-transformers
+    python benchmarks/bench_gpu.py --part gemv      # the decode projections: fused kernel configs against cuBLAS
     python benchmarks/bench_gpu.py --part traces    # agent traces, cached vs cold TTFT (Llama-3.2-1B shape)
 
 Weights are random (dummy) at the real shapes: speed depends on shapes, not values.
@@ -38,6 +40,7 @@ LLAMA3_8B = ModelConfig(vocab_size=128256, hidden_size=4096, intermediate_size=1
 LLAMA32_1B = ModelConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_layers=16, num_heads=32,
                          num_kv_heads=8, head_dim=64, rope_theta=500000.0, max_position_embeddings=131072,
                          tie_word_embeddings=True, eos_token_ids=(128001,))
+SHAPES = {"llama3-8b": LLAMA3_8B, "llama3.2-1b": LLAMA32_1B}
 DATASHEET_BW = 4.8e12
 DATASHEET_BF16 = 989e12
 
@@ -92,6 +95,50 @@ def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
     return sorted(rows.items(), key=lambda kv: -kv[1][1])
 
 
+def sync_time(fn, reps: int = 50) -> float:
+    """Median host seconds of fn() followed by a device synchronisation: what a step that waits
+    for its result pays, the launch included."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2]
+
+
+def host_breakdown(engine: Engine, tokens: int) -> dict:
+    """Median per batch-1 decode step: wall time per token, the engine's step (schedule to
+    append), and inside it the runner's prepare and run (run returns once the graph is launched;
+    the rest of the step is sampling, which waits for the GPU, and bookkeeping), and the host
+    time of the graph launch itself."""
+    r = engine.runner
+    spent: dict = {"prepare": [], "run": [], "graph_launch": []}
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            out = fn(*a, **k)
+            spent[name].append(time.perf_counter() - t)
+            return out
+        return wrapper
+
+    r.prepare, r.run = timed("prepare", r.prepare), timed("run", r.run)
+    graph = r.graphs.graphs[1]
+    r.graphs.graphs[1] = type("Timed", (), {"replay": staticmethod(timed("graph_launch", graph.replay))})()
+    start = time.perf_counter()
+    out = engine.generate([rand_prompt(64, 7)], SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True))[0]
+    wall = (time.perf_counter() - start - out.ttft_s) / (len(out.token_ids) - 1)
+    del r.prepare, r.run
+    r.graphs.graphs[1] = graph
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    steps = [s.duration_s for s in list(engine.step_stats)[-(len(out.token_ids) - 1):] if s.num_prefill == 0]
+    return {"wall_per_token_s": wall, "step_s": med(steps), "prepare_s": med(spent["prepare"][1:]),
+            "run_s": med(spent["run"][1:]), "graph_launch_s": med(spent["graph_launch"][1:])}
+
+
 def rand_prompt(n: int, seed: int, vocab: int = 32000) -> list[int]:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(100, vocab, (n,), generator=g).tolist()
@@ -107,14 +154,16 @@ def engine_decode_rate(engine: Engine, batch: int, tokens: int, prompt_len: int,
 
 
 def weight_bytes(model) -> tuple[int, int]:
-    """(all weight bytes incl. the embedding table, bytes a decode step reads: all but the embedding table)."""
+    """(all weight bytes incl. the embedding table, bytes a decode step reads: all but the embedding
+    table, which a tied LM head reads whole)."""
     mats = [model.lm_head, model.norm]
     for layer in model.layers:
         mats += [layer.attn_norm, layer.qkv, layer.o, layer.mlp_norm, layer.gate_up, layer.down]
         if layer.qkv_bias is not None:
             mats.append(layer.qkv_bias)
     read = sum(t.numel() * t.element_size() for t in mats)
-    return read + model.embed.numel() * model.embed.element_size(), read
+    tied = model.embed.data_ptr() == model.lm_head.data_ptr()
+    return read + (0 if tied else model.embed.numel() * model.embed.element_size()), read
 
 
 def matmul_flops_per_token(c: ModelConfig) -> int:
@@ -162,12 +211,12 @@ def hf_decode_rate(model, batch: int, tokens: int, prompt_len: int) -> float:
 
 
 def part_model(args, results: dict) -> None:
-    c = LLAMA3_8B
+    c = SHAPES[args.shape]
     bw, peak = ceilings()
     log(f"measured ceilings: copy {bw / 1e12:.2f} TB/s (read + write), bf16 matmul 8192^3 {peak / 1e12:.0f} TFLOP/s")
     t = time.perf_counter()
     ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
-    ecfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=128,
+    ecfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=max(args.batches),
                         max_num_batched_tokens=8192, max_model_len=4096)
     engine = Engine(ckpt, ecfg)
     log(f"engine ready in {time.perf_counter() - t:.1f}s (dummy weights made on the GPU, graphs captured for "
@@ -175,27 +224,84 @@ def part_model(args, results: dict) -> None:
     all_bytes, read_bytes = weight_bytes(engine.model)
     roof = DATASHEET_BW / all_bytes
     roof_read_measured = bw / read_bytes
+    roof_read = DATASHEET_BW / read_bytes
     log(f"weights {all_bytes / 1e9:.2f} GB ({read_bytes / 1e9:.2f} GB read per decode step); roofline "
-        f"{roof:.0f} tok/s at 4.8 TB/s over all weight bytes, {roof_read_measured:.0f} tok/s at the measured copy "
-        "bandwidth over the bytes read")
+        f"{roof:.0f} tok/s at 4.8 TB/s over all weight bytes, {roof_read:.0f} tok/s over the bytes read, "
+        f"{roof_read_measured:.0f} tok/s at the measured copy bandwidth over the bytes read")
 
     engine.generate([rand_prompt(64, 999)], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))  # warm up
     decode = {}
-    for b in (1, 8, 32, 128):
-        decode[b] = engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b)
-        log(f"engine decode, {b:>3} sequences: {decode[b]:8.0f} tok/s")
+    for b in args.batches:
+        runs = [engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b + r) for r in range(args.repeats)]
+        decode[b] = sorted(runs)[len(runs) // 2]
+        log(f"engine decode, {b:>3} sequences: {decode[b]:8.0f} tok/s (median of {' '.join(f'{r:.0f}' for r in runs)})")
 
     # The forward pass alone: one replay of the captured graph per step (no scheduler, no sampling).
     g = engine.runner.graphs
-    fwd = {b: cuda_time(g.graphs[b].replay, 50) for b in (1, 8, 32, 128)}
+    fwd = {b: cuda_time(g.graphs[b].replay, 50) for b in args.batches}
     eager1 = cuda_time(lambda: g._forward(1), 10)
-    for b in fwd:
-        log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.2f} ms/step = {b / fwd[b]:8.0f} tok/s")
-    log(f"eager forward, batch 1: {eager1 * 1e3:6.2f} ms/step (no CUDA graph)")
+    kv_token = c.kv_bytes_per_token(2)
+    step_bytes = {}
+    for b in fwd:  # the graphs replay the last decode step of the runs above: its context lengths
+        step_bytes[b] = read_bytes + int(g.buf[3, :b].sum()) * kv_token
+        log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s; reads "
+            f"{step_bytes[b] / 1e9:.2f} GB (weights + KV) = {step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} of 4.8 TB/s")
+    log(f"eager forward, batch 1: {eager1 * 1e3:6.3f} ms/step (no CUDA graph)")
+    replay_sync = sync_time(g.graphs[1].replay)
+    host = host_breakdown(engine, args.tokens)
+    log(f"batch-1 host view: graph replay + synchronise {replay_sync * 1e3:.3f} ms; engine decode "
+        f"{host['wall_per_token_s'] * 1e3:.3f} ms/token, of which the step {host['step_s'] * 1e3:.3f} ms "
+        f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us, of which "
+        f"the graph launch {host['graph_launch_s'] * 1e6:.0f} us)")
+    # The batch-1 step captured afresh with and without programmatic dependent launches (a fresh
+    # capture alone moves the replay time by a few percent, so both sides are fresh captures).
+    import engine.cuda as engine_cuda
+    from engine.cuda.graphs import DecodeGraphs
+
+    pdl_ab = {}
+    for pdl in (True, False):
+        engine_cuda.PDL = pdl
+        engine.runner.graphs = DecodeGraphs(engine.model, engine.kv, 1, g.tables.shape[1])
+        replay = engine.runner.graphs.graphs[1].replay
+        runs = sorted((host_breakdown(engine, args.tokens) for _ in range(3)), key=lambda h: h["wall_per_token_s"])
+        pdl_ab["with PDL" if pdl else "without PDL"] = {
+            "graph_step_s": cuda_time(replay, 50), "replay_sync_s": sync_time(replay), "host": runs[1],
+            "kernels": kernel_breakdown(replay)}
+    engine_cuda.PDL = True
+    engine.runner.graphs = g
+    for name, v in pdl_ab.items():
+        log(f"batch-1, fresh capture {name}: graph replay {v['graph_step_s'] * 1e3:.3f} ms, replay + synchronise "
+            f"{v['replay_sync_s'] * 1e3:.3f} ms, engine decode {v['host']['wall_per_token_s'] * 1e3:.3f} ms/token "
+            "(median of 3)")
+    log("batch-1 step by kernel without PDL (profiler, inside the graph; kernels do not overlap):")
+    for name, (calls, us) in pdl_ab["without PDL"]["kernels"]:
+        log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
     kernels = kernel_breakdown(g.graphs[1].replay)
-    log("batch-1 step by kernel (profiler, inside the graph):")
-    for name, (calls, us) in kernels[:12]:
-        log(f"  {us:8.1f} us  {calls:4d} calls  {name[:90]}")
+    log(f"batch-1 step by kernel (profiler, inside the graph; {sum(us for _, (_, us) in kernels):.1f} us of kernels "
+        f"in a {fwd[1] * 1e6:.1f} us step; a dependent launch's time includes its wait for the kernel in front):")
+    for name, (calls, us) in kernels:
+        log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
+
+    results["model"] = {
+        "shape": args.shape, "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
+        "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
+        "step_bytes": step_bytes, "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "pdl_ab_b1": pdl_ab,
+    }
+    log("")
+    log("| measure | engine | reference | ratio |")
+    log("| --- | --- | --- | --- |")
+    if 1 in decode:
+        log(f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s (4.8 TB/s, all weights) | {decode[1] / roof:.1%} |")
+        log(f"| batch-1 decode (engine, end to end) | {decode[1] * read_bytes / 1e12:.2f} TB/s | 4.8 TB/s over the bytes read | {decode[1] / roof_read:.1%} |")
+        log(f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.1%} |")
+        log(f"| batch-1 decode step bytes / time | {read_bytes / fwd[1] / 1e12:.2f} TB/s | measured copy {bw / 1e12:.2f} TB/s | {read_bytes / fwd[1] / bw:.0%} |")
+    for b in args.batches:
+        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s (graph {fwd[b] * 1e3:.2f} ms/step) | "
+            f"{step_bytes[b] / 1e9:.2f} GB read per step at 4.8 TB/s: {step_bytes[b] / DATASHEET_BW * 1e3:.2f} ms | "
+            f"{step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} |")
+    if args.skip_prefill:
+        engine.shutdown()
+        return
 
     # Prefill: 16 fresh prompts of 2048 tokens submitted together, chunked at 8192 tokens per step.
     n_p, len_p = 16, 2048
@@ -221,26 +327,15 @@ def part_model(args, results: dict) -> None:
             import transformers
 
             model = hf_model(ckpt, c)
-            for b in (1, 8, 32):
+            for b in [b for b in args.batches if b <= 32]:
                 hf[b] = hf_decode_rate(model, b, args.hf_tokens, 64)
                 log(f"transformers {transformers.__version__} generate, {b:>3} sequences: {hf[b]:8.0f} tok/s")
             del model
         except ImportError as e:
             log(f"transformers unavailable: {e}")
-    results["model"] = {
-        "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
-        "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
-        "prefill_s": prefill_s, "prefill_tokens": tokens, "prefill_flops": flops, "hf_tok_s": hf,
-    }
-    log("")
-    log("| measure | engine | reference | ratio |")
-    log("| --- | --- | --- | --- |")
-    log(f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s (4.8 TB/s) | {decode[1] / roof:.0%} |")
-    log(f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.0%} |")
-    log(f"| batch-1 decode step bytes / time | {read_bytes / fwd[1] / 1e12:.2f} TB/s | measured copy {bw / 1e12:.2f} TB/s | {read_bytes / fwd[1] / bw:.0%} |")
-    for b in (1, 8, 32, 128):
-        r = hf.get(b)
-        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s | " + (f"transformers {r:.0f} tok/s | {decode[b] / r:.1f}x |" if r else "- | - |"))
+    results["model"].update(prefill_s=prefill_s, prefill_tokens=tokens, prefill_flops=flops, hf_tok_s=hf)
+    for b, r in hf.items():
+        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s | transformers {r:.0f} tok/s | {decode[b] / r:.1f}x |")
     log(f"| prefill {n_p} x {len_p} | {flops / prefill_s / 1e12:.0f} TFLOP/s ({tokens / prefill_s:,.0f} tok/s) | "
         f"measured matmul {peak / 1e12:.0f} / datasheet 989 TFLOP/s | {flops / prefill_s / peak:.0%} / {flops / prefill_s / DATASHEET_BF16:.0%} |")
 
@@ -266,6 +361,77 @@ def part_layout(args, results: dict) -> None:
                 f"(out,in) {b * 1e6:7.1f} us {tb / b:5.2f} TB/s")
             del ws, wt
     results["layout"] = out
+
+
+def graph_time(fn, reps: int = 20) -> float:
+    """Median seconds of fn() replayed from a CUDA graph (as the decode step runs it)."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return cuda_time(graph.replay, reps)
+
+
+GEMV_CONFIGS = [(2, 1024, 4), (4, 512, 4), (4, 1024, 8), (8, 256, 4), (8, 512, 4), (8, 512, 8), (8, 1024, 8),
+                (16, 256, 4), (16, 256, 8), (16, 512, 8), (32, 256, 8)]
+
+
+def part_gemv(args, results: dict) -> None:
+    """Each decode projection of both shapes, with the fusions the forward pass uses: the fused
+    kernel (engine/cuda/linear.py) in several tile configurations and the engine's current choice,
+    against cuBLAS F.linear without the fusions; weights rotated over >= 400 MB so each launch
+    reads them from memory, timed inside a CUDA graph."""
+    import torch.nn.functional as F
+
+    import engine.cuda as engine_cuda
+    from engine.cuda.linear import gemv, gemv_config
+
+    out: dict = {}
+    for shape, c in SHAPES.items():
+        h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
+        projections = {"qkv": (q + 2 * kv, h, {"norm"}), "o": (h, q, {"residual"}), "gate_up": (2 * i, h, {"norm"}),
+                       "down": (h, i, {"gated", "residual"}), "lm_head": (c.vocab_size, h, {"norm", "fp32"})}
+        for name, (n, k, kind) in projections.items():
+            copies = max(2, -(-400_000_000 // (n * k * 2)))
+            ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(copies)]
+            g = torch.rand(k, device="cuda", dtype=torch.bfloat16) + 0.5
+            gb = n * k * 2 / 1e9
+            row: dict = {}
+            for rows in args.gemv_rows:
+                x = torch.randn(rows, 2 * k if "gated" in kind else k, device="cuda", dtype=torch.bfloat16)
+                y = torch.zeros(rows, n, device="cuda", dtype=torch.float32 if "fp32" in kind else torch.bfloat16)
+                xin = torch.randn(rows, k, device="cuda", dtype=torch.bfloat16)
+                norm = g if "norm" in kind else None
+
+                def fused(cfg, ws=ws, x=x, y=y, norm=norm, kind=kind):
+                    for w in ws:
+                        gemv(x, w, y, norm=norm, eps=1e-5, gated="gated" in kind, residual="residual" in kind,
+                             config=cfg)
+
+                def cublas(ws=ws, xin=xin):
+                    for w in ws:
+                        F.linear(xin, w)
+
+                mine = gemv_config(n, k)
+                configs = set(GEMV_CONFIGS if rows == 1 else []) | {mine}
+                times = {cfg: graph_time(lambda cfg=cfg: fused(cfg)) / copies for cfg in sorted(configs)}
+                tc = graph_time(cublas) / copies
+                engine_cuda.PDL = False
+                other = {"without PDL": graph_time(lambda mine=mine: fused(mine)) / copies}
+                engine_cuda.PDL = True
+                best = min(times, key=times.get)
+                row[rows] = {"cublas_s": tc, "fused_s": {str(k_): v for k_, v in times.items()}, "best": best,
+                             "engine_config": mine, "engine_config_variants_s": other}
+                log(f"{shape:<12} {name:<8} {n:>6}x{k:<6} rows {rows}: cuBLAS {tc * 1e6:7.1f} us {gb / tc / 1e3:5.2f} TB/s | "
+                    f"fused {mine} {times[mine] * 1e6:7.1f} us {gb / times[mine] / 1e3:5.2f} TB/s | best {best} "
+                    f"{times[best] * 1e6:7.1f} us {gb / times[best] / 1e3:5.2f} TB/s")
+                log("    engine config: " + ", ".join(f"{v} {t * 1e6:.1f} us" for v, t in other.items()))
+                if rows == 1:
+                    log("    " + "  ".join(f"{cfg}:{gb / t / 1e3:.2f}" for cfg, t in times.items()))
+            out[f"{shape}/{name}"] = row
+            del ws
+    results["gemv"] = out
 
 
 # ---------------------------------------------------------------- part 2: agent traces
@@ -334,7 +500,12 @@ def part_traces(args, results: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["model", "layout", "traces", "all"], default="all")
+    ap.add_argument("--part", choices=["model", "layout", "gemv", "traces", "all"], default="all")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b", help="model shape of --part model")
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128], help="decode batch sizes")
+    ap.add_argument("--repeats", type=int, default=1, help="engine decode runs per batch size (the median is kept)")
+    ap.add_argument("--skip-prefill", action="store_true")
+    ap.add_argument("--gemv-rows", type=int, nargs="+", default=[1, 2, 4, 8], help="rows of --part gemv")
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
     ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
     ap.add_argument("--kv-gib", type=int, default=24)
@@ -353,10 +524,13 @@ def main() -> None:
         part_model(args, results)
     if args.part in ("layout", "all"):
         part_layout(args, results)
+    if args.part in ("gemv", "all"):
+        part_gemv(args, results)
     if args.part in ("traces", "all"):
         part_traces(args, results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
+    log(f"done {time.strftime('%H:%M:%S UTC', time.gmtime())}")
 
 
 if __name__ == "__main__":

@@ -6,3 +6,8 @@ prefix cache, block pool, sampler): only how a scheduled batch becomes logits di
 The CPU path (engine/model.py, engine/attention.py) stays the reference the CUDA
 path is checked against.
 """
+
+# A batch-1 projection that follows another is a programmatic dependent launch: it starts while
+# the one in front finishes and waits for it only where it reads its output (linear.py). Read at
+# every launch (so at graph capture); benchmarks/bench_gpu.py turns it off to measure its worth.
+PDL = True

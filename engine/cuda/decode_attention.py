@@ -1,25 +1,39 @@
 """Decode attention over the paged KV cache: one query token per sequence.
 
-Split-K (flash-decoding): each sequence's context is cut into partitions of
-`part` tokens; one program per (sequence, KV head, partition) reads its keys and
-values through the block table (no gather into a contiguous copy) and keeps an
-online softmax for all the query heads that share the KV head (GQA), so each K/V
-byte is read once. A second kernel merges the partitions. The grid depends only on
-the block table's width, never on the context lengths, so a captured CUDA graph
-stays valid as sequences grow; partitions past a sequence's end exit at once, and a
-sequence of length 0 (a padding row) yields zeros.
+Split-K (flash-decoding) in one kernel: each sequence's context is cut into partitions
+of `part` tokens; one program per (sequence, KV head, partition) reads its keys and
+values through the block table (no gather into a contiguous copy) and keeps an online
+softmax for all the query heads that share the KV head (GQA), so each K/V byte is read
+once. A context of one partition is written out at once; otherwise each program leaves
+its partial result in a scratch buffer and counts itself in on a per-(sequence, KV head)
+counter, and the last one in merges all partitions and sets the counter back to 0 (so
+no second kernel, and a captured graph finds the counters zeroed on every replay). The
+grid depends only on the block table's width, never on the context lengths, so a
+captured CUDA graph stays valid as sequences grow; partitions past a sequence's end
+exit at once, and a sequence of length 0 (a padding row) yields zeros.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-MAX_PARTS = 64  # partitions per sequence: the merge kernel holds them all in registers
+MAX_PARTS = 64  # partitions per sequence at most: bounds the scratch buffer and the merge
+
+_counters: dict[torch.device, torch.Tensor] = {}
+
+
+def _counter_buffer(device: torch.device, n: int) -> torch.Tensor:
+    """Zeroed int32 counters, kept across calls: every launch leaves them at zero again.
+    Grown only outside graph capture (the decode graphs run each size eagerly first)."""
+    buf = _counters.get(device)
+    if buf is None or buf.numel() < n:
+        buf = _counters[device] = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
+    return buf
 
 
 @triton.jit
-def _decode_part_kernel(
-    q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, m_ptr, l_ptr, acc_ptr,
+def _decode_kernel(
+    q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, m_ptr, l_ptr, acc_ptr, count_ptr, out_ptr,
     scale, table_stride, num_parts,
     G: tl.constexpr, GP: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
     BS: tl.constexpr, PART: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -28,15 +42,19 @@ def _decode_part_kernel(
     kh = tl.program_id(1)
     p = tl.program_id(2)
     length = tl.load(lens_ptr + b)
-    start = p * PART
-    if start >= length:
-        return
-    end = tl.minimum(start + PART, length)
+    used = (length + PART - 1) // PART
     g = tl.arange(0, GP)
     d = tl.arange(0, D)
-    heads = kh * G + g
     gmask = g < G
-    q = tl.load(q_ptr + (b * KVH * G + heads[:, None]) * D + d[None, :], mask=gmask[:, None], other=0.0)
+    heads = b * KVH * G + kh * G + g  # rows of (B, H)
+    out = out_ptr + heads[:, None] * D + d[None, :]
+    if p >= used:
+        if p == 0:  # length 0: a padding row
+            tl.store(out, tl.zeros((GP, D), tl.float32).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
+        return
+    start = p * PART
+    end = tl.minimum(start + PART, length)
+    q = tl.load(q_ptr + heads[:, None] * D + d[None, :], mask=gmask[:, None], other=0.0)
     m = tl.full((GP,), float("-inf"), tl.float32)
     l = tl.zeros((GP,), tl.float32)
     acc = tl.zeros((GP, D), tl.float32)
@@ -47,39 +65,42 @@ def _decode_part_kernel(
         slot = block * BS + tok % BS
         kv_off = (slot[:, None] * KVH + kh) * D + d[None, :]
         k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
+        v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)  # in flight with k, not after the softmax
         s = tl.dot(q, tl.trans(k)) * scale
         s = tl.where(valid[None, :], s, float("-inf"))
         m_new = tl.maximum(m, tl.max(s, axis=1))
         alpha = tl.exp(m - m_new)
         pr = tl.exp(s - m_new[:, None])
         l = l * alpha + tl.sum(pr, axis=1)
-        v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)
         acc = acc * alpha[:, None] + tl.dot(pr.to(v.dtype), v)
         m = m_new
-    row = (b * KVH * G + heads) * num_parts + p
+    if used == 1:
+        tl.store(out, (acc / l[:, None]).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
+        return
+    row = heads * num_parts + p
     tl.store(m_ptr + row, m, mask=gmask)
     tl.store(l_ptr + row, l, mask=gmask)
     tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gmask[:, None])
-
-
-@triton.jit
-def _decode_merge_kernel(m_ptr, l_ptr, acc_ptr, lens_ptr, out_ptr, H: tl.constexpr, num_parts,
-                         PART: tl.constexpr, MAXP: tl.constexpr, D: tl.constexpr):
-    b = tl.program_id(0).to(tl.int64)
-    h = tl.program_id(1)
-    length = tl.load(lens_ptr + b)
-    used = (length + PART - 1) // PART
-    parts = tl.arange(0, MAXP)
-    pmask = parts < used
-    row = (b * H + h) * num_parts + parts
-    m = tl.load(m_ptr + row, mask=pmask, other=float("-inf"))
-    big = tl.max(m, axis=0)
-    w = tl.where(pmask, tl.exp(m - big), 0.0)
-    l = tl.sum(tl.load(l_ptr + row, mask=pmask, other=0.0) * w, axis=0)
-    d = tl.arange(0, D)
-    acc = tl.load(acc_ptr + row[:, None] * D + d[None, :], mask=pmask[:, None], other=0.0)
-    out = tl.sum(acc * w[:, None], axis=0) / tl.where(l > 0, l, 1.0)
-    tl.store(out_ptr + (b * H + h) * D + d, out.to(out_ptr.dtype.element_ty))
+    tl.debug_barrier()  # every thread's partial is stored before the counter says so
+    counter = count_ptr + b * KVH + kh
+    if tl.atomic_add(counter, 1, sem="acq_rel") == used - 1:
+        tl.debug_barrier()
+        mm = tl.full((GP,), float("-inf"), tl.float32)
+        ll = tl.zeros((GP,), tl.float32)
+        aa = tl.zeros((GP, D), tl.float32)
+        for i in range(used):
+            r = heads * num_parts + i
+            # .cg: read from L2, where the other programs' stores are, never a stale L1 line.
+            mi = tl.load(m_ptr + r, mask=gmask, other=0.0, cache_modifier=".cg")
+            li = tl.load(l_ptr + r, mask=gmask, other=0.0, cache_modifier=".cg")
+            ai = tl.load(acc_ptr + r[:, None] * D + d[None, :], mask=gmask[:, None], other=0.0, cache_modifier=".cg")
+            m_new = tl.maximum(mm, mi)
+            a, w = tl.exp(mm - m_new), tl.exp(mi - m_new)
+            ll = ll * a + li * w
+            aa = aa * a[:, None] + ai * w[:, None]
+            mm = m_new
+        tl.store(out, (aa / tl.where(ll > 0, ll, 1.0)[:, None]).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
+        tl.store(counter, 0)
 
 
 def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
@@ -112,13 +133,9 @@ def decode_attention(
     m = torch.empty((b, h, num_parts), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
     acc = torch.empty((b, h, num_parts, d), dtype=torch.float32, device=q.device)
-    _decode_part_kernel[(b, kvh, num_parts)](
-        q, k_cache, v_cache, block_tables, context_lens, m, l, acc,
+    _decode_kernel[(b, kvh, num_parts)](
+        q, k_cache, v_cache, block_tables, context_lens, m, l, acc, _counter_buffer(q.device, b * kvh), out,
         scale, block_tables.stride(0), num_parts,
         G=group, GP=max(16, triton.next_power_of_2(group)), KVH=kvh, D=d, BS=bs, PART=part,
         BLOCK_N=64, num_warps=4, num_stages=2,
-    )
-    _decode_merge_kernel[(b, h)](
-        m, l, acc, context_lens, out, H=h, num_parts=num_parts, PART=part,
-        MAXP=max(2, triton.next_power_of_2(num_parts)), D=d, num_warps=4,
     )

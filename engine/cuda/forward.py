@@ -1,23 +1,22 @@
 """The forward pass on CUDA: the weights of engine/cuda/model.py, fused kernels.
 
-Per layer: RMSNorm (fused with the residual add that precedes it), the QKV matmul,
-RoPE + K/V store into the paged cache (one kernel), attention over the block
-tables (decode rows and prefill chunks, each one launch), the output matmul, the
-fused add + norm, the gate/up matmul, SiLU*up, the down matmul. Matmuls are cuBLAS
-on bf16; everything between them is one Triton kernel each, which is what makes a
-batch-1 decode step close to the time of reading the weights once.
+Per layer: the QKV projection of the normalised residual stream with RoPE + K/V store
+into the paged cache (one kernel at batch 1, two beyond), attention over the block
+tables (decode rows and prefill chunks, each one launch), the output projection added
+into the residual stream, the gate/up projection of the normalised stream, and the down projection of
+SiLU(gate)*up added into the stream. A step of a few rows does each projection in one
+kernel with its norm, activation, RoPE or residual add fused in (linear.py), so a batch-1
+layer is five kernels and the step costs little more than reading the weights once.
 """
 
 from dataclasses import dataclass
 
 import torch
 
-from engine.cuda.activation import silu_and_mul
 from engine.cuda.decode_attention import decode_attention
-from engine.cuda.norm import add_rms_norm, rms_norm
-from engine.cuda.prefill_attention import prefill_attention
-from engine.cuda.rope_store import rope_and_store
+from engine.cuda.linear import RopeStore, project, qkv_rope_store
 from engine.cuda.model import CudaModel
+from engine.cuda.prefill_attention import prefill_attention
 
 
 @dataclass
@@ -59,15 +58,13 @@ def forward(
     eps = c.rms_norm_eps
     layers = model.layers
     x = model.embed.index_select(0, input_ids)  # the residual stream
-    y = rms_norm(x, layers[0].attn_norm, eps)
     for i, layer in enumerate(layers):
-        qkv = y @ layer.qkv if layer.qkv_bias is None else torch.addmm(layer.qkv_bias, y, layer.qkv)
-        q = rope_and_store(qkv, positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
+        rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
+        q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
-        y = add_rms_norm(o.view(t, h * d) @ layer.o, x, layer.mlp_norm, eps)
-        a = silu_and_mul(y @ layer.gate_up)
-        nxt = layers[i + 1].attn_norm if i + 1 < len(layers) else model.norm
-        y = add_rms_norm(a @ layer.down, x, nxt, eps)
+        project(o.view(t, h * d), layer.o, residual=x, pdl=False)
+        gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)
+        project(gate_up, layer.down, gated=True, residual=x)
     if logits_rows is not None:
-        y = y.index_select(0, logits_rows)
-    return (y @ model.lm_head).float()
+        x = x.index_select(0, logits_rows)
+    return project(x, model.lm_head, norm=model.norm, eps=eps, out_dtype=torch.float32)

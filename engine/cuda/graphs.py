@@ -15,8 +15,8 @@ import bisect
 import torch
 
 from engine.cuda.forward import CudaAttentionMetadata, forward
-from engine.kv_cache import KVCache
 from engine.cuda.model import CudaModel
+from engine.kv_cache import KVCache
 
 
 def batch_ladder(max_batch: int) -> list[int]:
@@ -37,6 +37,7 @@ class DecodeGraphs:
         # Reusing them is safe: the previous step's sampling waited for its copies to finish.
         self.host_buf = torch.zeros((4, self.max_batch), dtype=torch.long, pin_memory=True)
         self.host_tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, pin_memory=True)
+        self.host_tables_np = self.host_tables.numpy()  # written row by row from the block tables' lists
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
         self._capture()
@@ -60,16 +61,19 @@ class DecodeGraphs:
                 self.graphs[size] = graph
         torch.cuda.synchronize()
 
-    def run(self, host: torch.Tensor, tables: torch.Tensor) -> torch.Tensor:
-        """host: (4, B) int64 on the CPU (ids, positions, slots, lengths); tables: (B, w) int32."""
+    def run(self, host: torch.Tensor, tables: list[list[int]]) -> torch.Tensor:
+        """host: (4, B) int64 on the CPU (ids, positions, slots, lengths); tables: each sequence's
+        block table. Entries past a table's end keep older values: the kernels never read them."""
         b = host.shape[1]
         size = self.sizes[bisect.bisect_left(self.sizes, b)]
-        w = tables.shape[1]
         self.host_buf[:, :b] = host
         if size > b:  # padding rows: token 0 at position 0, no slot, no context
             self.host_buf[:, b:size] = 0
             self.host_buf[2, b:size] = -1
-        self.host_tables[:b, :w] = tables
+        w = 0
+        for i, table in enumerate(tables):
+            self.host_tables_np[i, : len(table)] = table
+            w = max(w, len(table))
         self.buf[:, :size].copy_(self.host_buf[:, :size], non_blocking=True)
         self.tables[:b, :w].copy_(self.host_tables[:b, :w], non_blocking=True)
         self.graphs[size].replay()

@@ -2,10 +2,13 @@
 
 Built from a Checkpoint (Hugging Face names, (out, in) matrices) independently of the
 CPU path's Model, so each path can lay its weights out for its own kernels: here Q/K/V
-and gate/up are fused into one matrix each and every matrix is stored (in, out)
-contiguous, so each projection is one cuBLAS `x @ W` (at batch 1 this read the
-weights as fast as the (out, in) layout or faster on an H200: benchmarks/bench_gpu.py
---part layout). RoPE tables are float32 half-width cos/sin, what rope_store.py reads.
+and gate/up are fused into one matrix each, and every matrix stays (out, in) contiguous,
+as nn.Linear keeps it: the matrix-vector kernel of decode steps (linear.py) then reads
+each output's weights as one contiguous row, with no split over the input dimension,
+and larger steps are cuBLAS `F.linear`. A tied LM head is the embedding table itself.
+Each Q and K head's rows are pair-ordered for RoPE (rows i and i + D/2 side by side), so
+the decode projection rotates in its epilogue (linear.py). RoPE tables are float32
+half-width cos/sin, what rope_store.py and linear.py read.
 """
 
 from dataclasses import dataclass
@@ -19,12 +22,18 @@ from engine.weights import Checkpoint
 @dataclass
 class CudaLayer:
     attn_norm: torch.Tensor  # (hidden,)
-    qkv: torch.Tensor  # (hidden, q_dim + 2 * kv_dim)
+    qkv: torch.Tensor  # (q_dim + 2 * kv_dim, hidden)
     qkv_bias: torch.Tensor | None
-    o: torch.Tensor  # (q_dim, hidden)
+    o: torch.Tensor  # (hidden, q_dim)
     mlp_norm: torch.Tensor
-    gate_up: torch.Tensor  # (hidden, 2 * intermediate)
-    down: torch.Tensor  # (intermediate, hidden)
+    gate_up: torch.Tensor  # (2 * intermediate, hidden)
+    down: torch.Tensor  # (hidden, intermediate)
+
+
+def rope_pairs(t: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
+    """Reorder each head's rows (dim 0) from [0 .. D) to [0, D/2, 1, D/2 + 1, ...]."""
+    order = torch.arange(head_dim, device=t.device).view(2, head_dim // 2).t().reshape(-1)
+    return t.reshape(heads, head_dim, *t.shape[1:])[:, order].reshape(t.shape)
 
 
 class CudaModel:
@@ -38,20 +47,23 @@ class CudaModel:
         def vec(name):
             return w[name].to(device=device, dtype=dtype).contiguous()
 
-        def mat(t):  # (out, in) -> (in, out) contiguous
-            return t.to(device=device, dtype=dtype).t().contiguous()
+        def mat(t):
+            return t.to(device=device, dtype=dtype).contiguous()
 
         self.embed = vec("model.embed_tokens.weight")
-        self.lm_head = mat(w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"])
+        self.lm_head = self.embed if c.tie_word_embeddings else mat(w["lm_head.weight"])  # (vocab, hidden)
         self.norm = vec("model.norm.weight")
         self.layers: list[CudaLayer] = []
+        def fused_qkv(prefix, kind):  # Q and K pair-ordered for RoPE, then V
+            q, k, v = (w[f"{prefix}self_attn.{n}_proj.{kind}"].to(device) for n in "qkv")
+            return torch.cat([rope_pairs(q, c.num_heads, c.head_dim), rope_pairs(k, c.num_kv_heads, c.head_dim), v])
+
         for i in range(c.num_layers):
             p = f"model.layers.{i}."
             self.layers.append(CudaLayer(
                 attn_norm=vec(p + "input_layernorm.weight"),
-                qkv=mat(torch.cat([w[p + f"self_attn.{n}_proj.weight"].to(device) for n in "qkv"], 0)),
-                qkv_bias=torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]).to(device, dtype)
-                if c.qkv_bias else None,
+                qkv=mat(fused_qkv(p, "weight")),
+                qkv_bias=fused_qkv(p, "bias").to(dtype) if c.qkv_bias else None,
                 o=mat(w[p + "self_attn.o_proj.weight"]),
                 mlp_norm=vec(p + "post_attention_layernorm.weight"),
                 gate_up=mat(torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)),

@@ -1,6 +1,8 @@
 """RoPE on the Q and K heads of the fused QKV projection, and K/V written to the cache.
 
-One program per (token, head). Q heads are rotated into a fresh (T, H, D) tensor;
+The projection's Q and K heads come pair-ordered (the model keeps their weight rows so:
+model.py): outputs 2i and 2i + 1 of a head are dimensions i and i + D/2. One program
+per (token, head). Q heads are rotated into a fresh (T, H, D) tensor;
 K heads are rotated and stored with their V head straight into the paged cache at
 the token's slot (block_id * block_size + offset), so the new K/V never exist as a
 separate tensor. A slot of -1 (a padding row of a captured CUDA graph) stores nothing.
@@ -24,8 +26,8 @@ def _rope_store_kernel(
     pos = tl.load(pos_ptr + t).to(tl.int64)
     cos = tl.load(cos_ptr + pos * (D // 2) + half)
     sin = tl.load(sin_ptr + pos * (D // 2) + half)
-    x1 = tl.load(row + h * D + half).to(tl.float32)
-    x2 = tl.load(row + h * D + D // 2 + half).to(tl.float32)
+    x1 = tl.load(row + h * D + 2 * half).to(tl.float32)
+    x2 = tl.load(row + h * D + 2 * half + 1).to(tl.float32)
     o1 = x1 * cos - x2 * sin
     o2 = x2 * cos + x1 * sin
     if h < H:
@@ -45,7 +47,7 @@ def _rope_store_kernel(
 
 
 def rope_and_store(
-    qkv: torch.Tensor,  # (T, (H + 2 * KVH) * D), contiguous
+    qkv: torch.Tensor,  # (T, (H + 2 * KVH) * D), contiguous, Q and K heads pair-ordered
     positions: torch.Tensor,  # (T,)
     cos: torch.Tensor,  # (max_len, D / 2) float32
     sin: torch.Tensor,

@@ -13,8 +13,8 @@ import torch
 
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
-from engine.kv_cache import KVCache
 from engine.cuda.model import CudaModel
+from engine.kv_cache import KVCache
 from engine.sequence import Sequence
 
 
@@ -88,7 +88,7 @@ class CudaRunner:
         with torch.inference_mode():
             nd = len(inputs.decode_tables)
             if (self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch):
-                logits = self.graphs.run(inputs.host, _pad(inputs.decode_tables))
+                logits = self.graphs.run(inputs.host, inputs.decode_tables)
                 if all_logits or len(inputs.logits_rows) == nd:
                     return logits
                 return logits[torch.tensor(inputs.logits_rows, device=logits.device)]

@@ -60,17 +60,22 @@ def test_decode_and_prefill_kernels_match_a_float64_reference():
         s = s.masked_fill(~lower_right_causal_mask(q_len, kv_len, dev)[None], float("-inf"))
         return torch.einsum("hql,lhd->qhd", s.softmax(-1), vv)
 
-    lens = [1, 17, 300, 5000]  # one partition, several, and a long context
+    lens = [1, 17, 300, 5000, 0]  # one partition, several (merged in-kernel), a long context, a padding row
     tables = [torch.randperm(nb, device=dev)[: -(-n // bs)] for n in lens]
     width = max(len(t) for t in tables) + 3
     tt = torch.zeros(len(lens), width, dtype=torch.int32, device=dev)
     for i, t in enumerate(tables):
         tt[i, : len(t)] = t
     q = torch.randn(len(lens), h, d, device=dev, dtype=torch.bfloat16)
-    out = torch.full_like(q, float("nan"))
-    decode_attention(q, kc, vc, tt, torch.tensor(lens, dtype=torch.int32, device=dev), scale, out)
-    for i, n in enumerate(lens):
+    outs = []
+    for _ in range(2):  # the second launch finds the merge counters reset by the first
+        out = torch.full_like(q, float("nan"))
+        decode_attention(q, kc, vc, tt, torch.tensor(lens, dtype=torch.int32, device=dev), scale, out)
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    for i, n in enumerate(lens[:-1]):
         assert rel(out[i], ref(q[i : i + 1], tables[i], n, 1)[0]) < 1e-2
+    assert (out[-1] == 0).all()
 
     specs = [(0, 200, 200), (200, 77, 77 + 1000), (277, 16, 16 + 64)]  # cold, after a prefix, one block
     t_rows = sum(s[1] for s in specs)
@@ -86,6 +91,37 @@ def test_decode_and_prefill_kernels_match_a_float64_reference():
         assert rel(out[qs : qs + ql], ref(q[qs : qs + ql], t, kl, ql)) < 1e-2
 
 
+@pytest.mark.parametrize("rows,fused_rows", [(1, 1), (3, 4), (7, 1)])  # the fused kernel (1 and 3 rows), cuBLAS
+@pytest.mark.parametrize("n,k", [(300, 576), (1000, 1536)])  # edges inside a tile; several tiles along k
+def test_projections_match_a_float64_reference(rows, fused_rows, n, k, monkeypatch):
+    from engine.cuda import linear
+    from engine.cuda.linear import project
+
+    monkeypatch.setattr(linear, "GEMV_MAX_ROWS", fused_rows)
+
+    torch.manual_seed(rows * n)
+    dev, eps = "cuda", 1e-5
+    bf = {"device": dev, "dtype": torch.bfloat16}
+    w, g, bias = torch.randn(n, k, **bf) * 0.05, torch.rand(k, **bf) + 0.5, torch.randn(n, **bf)
+    x, xg, r = torch.randn(rows, k, **bf), torch.randn(rows, 2 * k, **bf), torch.randn(rows, n, **bf)
+    wd, xd, xgd = w.double(), x.double(), xg.double()
+    normed = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps) * g.double()
+    act = torch.nn.functional.silu(xgd[:, :k]) * xgd[:, k:]
+    cases = {
+        "bias": (lambda: project(x, w, bias=bias), xd @ wd.T + bias.double()),
+        "norm, float32 out": (lambda: project(x, w, norm=g, eps=eps, out_dtype=torch.float32), normed @ wd.T),
+        "gated": (lambda: project(xg, w, gated=True), act @ wd.T),
+    }
+    for name, (run, want) in cases.items():
+        got = run()
+        assert got.isfinite().all(), name
+        assert rel(got, want) < 1e-2, name
+    res = r.clone()
+    got = project(xg, w, gated=True, residual=res)
+    assert got.data_ptr() == res.data_ptr()
+    assert rel(res, r.double() + act @ wd.T) < 1e-2
+
+
 def test_cuda_logits_match_the_cpu_path(ckpt):
     prompts = [prompt(40, 1), prompt(300, 2)]
     cpu = Engine(ckpt, EngineConfig(kv_cache_bytes=256 << 20))
@@ -94,6 +130,27 @@ def test_cuda_logits_match_the_cpu_path(ckpt):
     gpu = cuda_engine(ckpt)
     got = gpu.prompt_logits(prompts)
     gpu.shutdown()
+    for g, w in zip(got, want):
+        assert rel(g, w) < BF16_TOL
+
+
+def test_single_sequence_decode_logits_match_the_cpu_path(ckpt):
+    """One sequence decodes through the fused kernels (projections with the norm, SiLU, residual
+    add and RoPE + K/V store in them) replayed from a CUDA graph."""
+    ids = prompt(50, 9)
+    got: list = []
+
+    def keep(generated, logits):
+        got.append(logits.float().clone())
+        return logits
+
+    gpu = cuda_engine(ckpt)
+    out = gpu.generate([ids], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logits_processor=keep))[0]
+    gpu.shutdown()
+    cpu = Engine(ckpt, EngineConfig(kv_cache_bytes=256 << 20))
+    want = cpu.prompt_logits([ids + out.token_ids[:-1]])[0][len(ids) - 1 :]
+    cpu.shutdown()
+    assert len(got) == len(want) == 8
     for g, w in zip(got, want):
         assert rel(g, w) < BF16_TOL
 

@@ -1,0 +1,220 @@
+"""Projections: y = x @ W.T with W stored (out, in), the RMSNorm before, SiLU·up before, or the
+residual add after fused in.
+
+A decode step of one row is a matrix-vector product bound by reading W once, so it takes
+one Triton kernel that fuses its neighbours:
+
+- norm: x is the residual stream; each program reads its whole row anyway (there is no
+  split over K), so it sums x² on the way and scales its dot products by 1/rms at the end;
+- gated: x is [gate | up] from the gate/up projection; SiLU(gate)·up is made on the fly;
+- residual: the result is added into the residual stream in place, nothing else is written;
+- rope (the QKV projection): Q and K heads are rotated and K and V stored into the paged
+  cache in the epilogue, as rope_store.py does for larger steps; the model keeps each Q and
+  K head's rows in RoPE pairs (i, i + D/2) (model.py), so a program holds both halves of
+  every pair it rotates, and the QKV output itself is never written.
+
+Each program owns BLOCK_N whole output rows and walks K with no split, so there is no
+second reduction kernel and no atomics. A projection that follows another one is a
+programmatic dependent launch (pdl): its first weight tile is read before it waits for
+the kernel in front, so the weights start streaming during that kernel's tail (0.5-1.6 us
+per projection on an H200; making the attention kernel and the projection after it
+dependent launches as well gained nothing measurable over a whole step:
+benchmarks/results/gpu-h200-2026-12-01.md).
+More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
+in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
+"""
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+from engine import cuda
+from engine.cuda.activation import silu_and_mul
+from engine.cuda.norm import rms_norm
+from engine.cuda.rope_store import rope_and_store
+
+# Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.2-2x
+# and 1.8-3.9x the time of one on an H200, cuBLAS the same time): so only single rows take it.
+GEMV_MAX_ROWS = 1
+
+
+@triton.jit
+def _x_chunk(x_row, g_ptr, ks, K, NORM: tl.constexpr, GATED: tl.constexpr):
+    """One chunk of the row as the matrix sees it, in float32, and its squares (for the norm)."""
+    kmask = ks < K
+    x = tl.load(x_row + ks, mask=kmask, other=0.0).to(tl.float32)
+    sq = x * x
+    if NORM:
+        x *= tl.load(g_ptr + ks, mask=kmask, other=0.0).to(tl.float32)
+    if GATED:
+        up = tl.load(x_row + K + ks, mask=kmask, other=0.0).to(tl.float32)
+        x = x / (1.0 + tl.exp(-x)) * up
+    return x, sq
+
+
+@triton.jit
+def _gemv_kernel(
+    x_ptr, w_ptr, g_ptr, bias_ptr, out_ptr, N, K, eps,
+    pos_ptr, cos_ptr, sin_ptr, slot_ptr, k_cache_ptr, v_cache_ptr,
+    NORM: tl.constexpr, GATED: tl.constexpr, RESIDUAL: tl.constexpr, HAS_BIAS: tl.constexpr,
+    ROPE: tl.constexpr, H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    gdc_launch_dependents()
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = tl.program_id(1).to(tl.int64)
+    rmask = rows < N
+    x_row = x_ptr + m * (2 * K if GATED else K)
+    w_rows = w_ptr + rows[:, None].to(tl.int64) * K
+    # The weights are no kernel's output, so the first tile is asked for before waiting on
+    # the kernel in front (a no-op unless launched as a dependent launch); then each tile is
+    # requested one step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait,
+    # with prefetch.global.L2, made each projection 2-40% slower on an H200.)
+    ks = tl.arange(0, BLOCK_K)
+    w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
+    gdc_wait()
+    acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
+    sq = tl.zeros((BLOCK_K,), tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        w = w_next
+        kn = k0 + BLOCK_K + tl.arange(0, BLOCK_K)
+        w_next = tl.load(w_rows + kn[None, :], mask=rmask[:, None] & (kn < K)[None, :], other=0.0)
+        x, s = _x_chunk(x_row, g_ptr, k0 + tl.arange(0, BLOCK_K), K, NORM, GATED)
+        sq += s
+        acc += w.to(tl.float32) * x[None, :]
+    y = tl.sum(acc, axis=1)
+    if NORM:
+        y *= 1.0 / tl.sqrt(tl.sum(sq, axis=0) / K + eps)
+    if HAS_BIAS:
+        y += tl.load(bias_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
+    if ROPE:
+        _rope_store(y, m, tl.program_id(0) * BLOCK_N, pos_ptr, cos_ptr, sin_ptr, slot_ptr, out_ptr,
+                    k_cache_ptr, v_cache_ptr, H, KVH, D, BLOCK_N)
+    else:
+        out = out_ptr + m * N + rows
+        if RESIDUAL:
+            y += tl.load(out, mask=rmask, other=0.0).to(tl.float32)
+        tl.store(out, y.to(out_ptr.dtype.element_ty), mask=rmask)
+
+
+@triton.jit
+def _rope_store(y, m, first, pos_ptr, cos_ptr, sin_ptr, slot_ptr, q_ptr, k_cache_ptr, v_cache_ptr,
+                H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr):
+    """y: BLOCK_N outputs of row m of the pair-ordered QKV projection, from output `first`,
+    all inside one head. Q heads go to q (T, H, D), K and V heads to the cache at row m's slot."""
+    head = first // D
+    if head < H + KVH:  # rotate: pairs (i, i + D/2) sit side by side
+        x1, x2 = tl.split(tl.reshape(y, (BLOCK_N // 2, 2)))
+        i = (first % D) // 2 + tl.arange(0, BLOCK_N // 2)
+        pos = tl.load(pos_ptr + m).to(tl.int64)
+        cos = tl.load(cos_ptr + pos * (D // 2) + i)
+        sin = tl.load(sin_ptr + pos * (D // 2) + i)
+        o1 = x1 * cos - x2 * sin
+        o2 = x2 * cos + x1 * sin
+        if head < H:
+            dst = q_ptr + (m * H + head) * D
+            tl.store(dst + i, o1.to(q_ptr.dtype.element_ty))
+            tl.store(dst + D // 2 + i, o2.to(q_ptr.dtype.element_ty))
+        else:
+            slot = tl.load(slot_ptr + m)
+            if slot >= 0:
+                dst = k_cache_ptr + (slot * KVH + head - H) * D
+                tl.store(dst + i, o1.to(k_cache_ptr.dtype.element_ty))
+                tl.store(dst + D // 2 + i, o2.to(k_cache_ptr.dtype.element_ty))
+    else:
+        slot = tl.load(slot_ptr + m)
+        if slot >= 0:
+            dst = v_cache_ptr + (slot * KVH + head - H - KVH) * D + first % D
+            tl.store(dst + tl.arange(0, BLOCK_N), y.to(v_cache_ptr.dtype.element_ty))
+
+
+# Tiles of 4,096 weights: 16 x 256 with 4 warps for wide matrices (gate/up, LM head), 8 x 512 with
+# 8 warps otherwise, the best or near it for every Llama-3-8B projection on an H200 (bench_gpu.py
+# --part gemv).
+
+
+def gemv_config(n: int, k: int) -> tuple[int, int, int]:
+    """(BLOCK_N, BLOCK_K, num_warps) for an (n, k) weight."""
+    return (16, 256, 4) if n >= 16384 else (8, 512, 8)
+
+
+class RopeStore(NamedTuple):
+    """Where the QKV projection's epilogue puts its result: RoPE at `positions`, K and V
+    into one layer's cache at `slots` (-1 stores nothing)."""
+    positions: torch.Tensor  # (T,)
+    cos: torch.Tensor  # (max_len, D / 2) float32
+    sin: torch.Tensor
+    slots: torch.Tensor  # (T,) int64
+    k_cache: torch.Tensor  # (num_blocks, block_size, KVH, D)
+    v_cache: torch.Tensor
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+
+
+def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, rope: RopeStore | None = None,
+         pdl=True, config=None) -> None:
+    """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring); with
+    rope, out is Q (T, H, D)."""
+    n, k = w.shape
+    assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
+    assert x.shape[-1] == (2 * k if gated else k) and out.numel() == x.shape[0] * (rope.num_heads * rope.head_dim
+                                                                                  if rope else n)
+    block_n, block_k, warps = config or gemv_config(n, k)
+    r = rope or RopeStore(w, w, w, w, w, w, 1, 1, 2)
+    assert not rope or r.head_dim % block_n == 0
+    _gemv_kernel[(triton.cdiv(n, block_n), x.shape[0])](
+        x, w, norm if norm is not None else w, bias if bias is not None else w, out, n, k, eps,
+        r.positions, r.cos, r.sin, r.slots, r.k_cache, r.v_cache,
+        NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
+        ROPE=rope is not None, H=r.num_heads, KVH=r.num_kv_heads, D=r.head_dim,
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl and cuda.PDL,
+    )
+
+
+def qkv_rope_store(x: torch.Tensor, w: torch.Tensor, norm: torch.Tensor, eps: float, bias: torch.Tensor | None,
+                   rope: RopeStore) -> torch.Tensor:
+    """The QKV projection of the normalised residual stream x, RoPE on Q and K, K and V stored
+    into the cache; returns Q (T, H, D). w holds each Q and K head's rows in RoPE pairs."""
+    t = x.shape[0]
+    if t <= GEMV_MAX_ROWS:
+        q = torch.empty((t, rope.num_heads, rope.head_dim), dtype=x.dtype, device=x.device)
+        if t:
+            gemv(x, w, q, norm, eps, bias=bias, rope=rope)
+        return q
+    qkv = project(x, w, norm=norm, eps=eps, bias=bias)
+    return rope_and_store(qkv, *rope)
+
+
+def project(
+    x: torch.Tensor,  # (T, in), or (T, 2 * in) when gated
+    w: torch.Tensor,  # (out, in)
+    *,
+    norm: torch.Tensor | None = None,  # RMSNorm weight: x is normalised first
+    eps: float = 0.0,
+    gated: bool = False,  # x is [gate | up]: SiLU(gate) * up first
+    bias: torch.Tensor | None = None,
+    residual: torch.Tensor | None = None,  # (T, out): residual += result, in place, and returned
+    out_dtype: torch.dtype | None = None,
+    pdl: bool = True,  # the kernel in front is a projection: start during its tail
+) -> torch.Tensor:
+    t = x.shape[0]
+    if t <= GEMV_MAX_ROWS:
+        out = residual if residual is not None else torch.empty(
+            (t, w.shape[0]), dtype=out_dtype or x.dtype, device=x.device)
+        if t:
+            gemv(x, w, out, norm, eps, gated, residual is not None, bias, pdl=pdl)
+        return out
+    if norm is not None:
+        x = rms_norm(x, norm, eps)
+    if gated:
+        x = silu_and_mul(x)
+    if residual is not None:
+        assert bias is None
+        return residual.addmm_(x, w.t())
+    y = F.linear(x, w, bias)
+    return y if out_dtype is None else y.to(out_dtype)
