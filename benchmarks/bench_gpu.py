@@ -67,7 +67,7 @@ def cuda_time(fn, reps: int = 20) -> float:
 def ceilings() -> tuple[float, float]:
     x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    bw = 2 * x.numel() / cuda_time(lambda: y.copy_(x))
+    bw = 2 * x.numel() / cuda_time(lambda src=x, dst=y: dst.copy_(src))
     del x, y
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn_like(a)
@@ -353,8 +353,8 @@ def part_layout(args, results: dict) -> None:
             ws = [torch.randn(k, n, device="cuda", dtype=torch.bfloat16) for _ in range(4)]  # rotate past the L2
             wt = [w.t().contiguous() for w in ws]
             x = torch.randn(batch, k, device="cuda", dtype=torch.bfloat16)
-            a = cuda_time(lambda: [x @ w for w in ws], 20) / 4
-            b = cuda_time(lambda: [x @ w.t() for w in wt], 20) / 4
+            a = cuda_time(lambda x=x, ws=ws: [x @ w for w in ws], 20) / 4
+            b = cuda_time(lambda x=x, wt=wt: [x @ w.t() for w in wt], 20) / 4
             tb = k * n * 2 / 1e12
             out[f"{name}/b{batch}"] = (a, b)
             log(f"batch {batch} {name:<8} {k}x{n}: (in,out) {a * 1e6:7.1f} us {tb / a:5.2f} TB/s | "

@@ -89,7 +89,7 @@ def chess_command(
                                        resume=resume, tally=tally)
     except HarnessError as e:
         console.print(f"[red]error:[/] {escape(str(e))}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     console.print(batch_table(batch))
     console.print(f"batch folder: {folder}  (batch.json, one run directory per game)")
 

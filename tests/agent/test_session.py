@@ -38,7 +38,7 @@ def test_a_chess_game_offers_the_policys_mcp_tools(tmp_path):
     assert {r["name"] for r in records} == set(tools) and all(r["input_schema"] for r in records)
 
 
-def test_a_swe_instance_offers_the_policys_mcp_tools(docker_ready, tmp_path):
+def test_a_swe_instance_offers_the_policys_mcp_tools(docker_ready, tmp_path):  # noqa: F811  (the fixture)
     (tmp_path / "policy.toml").write_text(POLICY)
     result = CliRunner().invoke(app, ["swe", "--suite", "builtin", "--model", "null", "--only", "acme__configlite-41",
                                       "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "batch")])
