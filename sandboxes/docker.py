@@ -23,6 +23,7 @@ import tarfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import docker
@@ -30,7 +31,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
 from sandboxes.base import ExecResult, SandboxDead
-from sandboxes.docker_options import LABEL, DockerOptions
+from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
 from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
 
 log = logging.getLogger("harness.sandbox")
@@ -43,6 +44,16 @@ SETTLE_S = 1.0
 PROBE_TIMEOUT_S = 5.0
 # After a kill, how long to wait for the dead to be reaped (a fork bomb's zombies hold the pids limit).
 REAP_WAIT_S = 3.0
+# Variables bash or the engine set themselves: not part of what a run exported.
+SHELL_OWN_VARS = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME"})
+
+
+@dataclass(frozen=True)
+class ShellState:
+    """What a fresh shell needs to continue where an old one stopped."""
+
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)  # exported by the run's commands
 
 
 class DockerUnavailable(RuntimeError):
@@ -98,36 +109,6 @@ def _utf8(path: str) -> bool:
         return False
 
 
-def _owner_gone(labels: dict[str, str]) -> bool:
-    """True when the container was started from this host by a process that no longer exists."""
-    if labels.get("harness.host") != socket.gethostname():
-        return False
-    try:
-        os.kill(int(labels.get("harness.pid", "0")), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, ValueError):
-        return False
-    return False
-
-
-def prune(client: docker.DockerClient | None = None, everything: bool = False) -> list[str]:
-    """Remove sandbox containers left behind by a crash (or, with `everything`, all of them).
-
-    Without `everything`, only containers whose owning process on this host is gone are
-    removed, so sandboxes of runs still in progress are left alone."""
-    client = client or docker_client()
-    removed = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        if everything or _owner_gone(c.labels):
-            try:
-                c.remove(force=True, v=True)
-                removed.append(c.name)
-            except NotFound:
-                pass
-    return removed
-
-
 class DockerSandbox:
     """A container with a persistent shell; implements sandboxes.base.Sandbox."""
 
@@ -146,21 +127,37 @@ class DockerSandbox:
         self._lock = threading.RLock()
         self._uid, self._gid = _numeric_user(options.user)
 
+    @property
+    def container_id(self) -> str:
+        return self.container.id
+
     @classmethod
     def start(
-        cls, options: DockerOptions | None = None, *, client: docker.DockerClient | None = None, name: str | None = None
+        cls,
+        options: DockerOptions | None = None,
+        *,
+        client: docker.DockerClient | None = None,
+        name: str | None = None,
+        run_dir: str | os.PathLike | None = None,
+        image: str | None = None,
     ) -> DockerSandbox:
-        """Start a container from `options.image` (which must be local) and open its shell."""
+        """Start a container from `image` (default `options.image`; it must be local) and open its shell.
+
+        `run_dir` (the run's folder) goes on the container as the label `harness.run_dir`, so
+        the run's container can be found again (sandboxes.docker_runs.reattach) and is pruned
+        only once no process holds that run."""
         opts = options or DockerOptions()
         client = client or docker_client()
+        image = image or opts.image
         try:
-            client.images.get(opts.image)
+            client.images.get(image)
         except ImageNotFound:
             raise DockerUnavailable(
-                f"image {opts.image!r} is not on this Docker engine and nothing is pulled; "
+                f"image {image!r} is not on this Docker engine and nothing is pulled; "
                 "build the base image with `harness sandbox build`, or name a local image"
             ) from None
-        container = client.containers.create(opts.image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts))
+        labels = run_labels(opts, run_dir)
+        container = client.containers.create(image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts, labels))
         sandbox = cls(client, container, opts)
         try:
             container.start()
@@ -169,6 +166,54 @@ class DockerSandbox:
             sandbox.close()
             raise
         return sandbox
+
+    @classmethod
+    def adopt(cls, client: docker.DockerClient, container, options: DockerOptions, state: ShellState) -> DockerSandbox:
+        """Take over a running container whose owner is gone: end what its old shells were still
+        running, and open a fresh shell in `state.cwd` with `state.env` exported.
+        On failure the container is left as it is: only the caller knows whether to drop it."""
+        sandbox = cls(client, container, options)
+        try:
+            control = sandbox._control_shell()
+            for pid in control.run_framed("__h_old_shells", timeout=15, cap=65536).output.split():
+                # The shell first: once its command is killed, it would run the rest of its line.
+                sandbox._kill_pid(int(pid))
+                sandbox._kill_session(int(pid))
+            sandbox.restore(state)
+        except BaseException:
+            sandbox._closed = True
+            sandbox._close_shells()
+            raise
+        return sandbox
+
+    def restore(self, state: ShellState) -> None:
+        """Continue in a fresh shell at `state.cwd` (the workdir if that is gone) with `state.env` exported."""
+        bad = [k for k in state.env if not k.isidentifier() or not k.isascii()]
+        if bad:
+            raise ValueError(f"cannot export {bad}: not shell variable names")
+        with self._lock:
+            self._drop_shell()
+            self._cwd = state.cwd
+            self._open_shells()
+            if state.env:
+                self._shell_ok("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in state.env.items()))
+
+    def shell_state(self) -> ShellState:
+        """The shell's cwd and the variables its commands exported (those that differ from the
+        container's own environment): what a resumed run passes back to `adopt`."""
+        with self._lock:
+            shell = self._ready_shell()
+            framed = shell.run_framed("env -0", timeout=30, cap=self.options.output_cap)
+            if framed.exit_code != 0:
+                raise OSError(f"could not read the shell's environment in {self.name}: {framed.output[-500:]!r}")
+            self._cwd = shell.cwd or self._cwd
+            base = dict(item.partition("=")[::2] for item in self.container.attrs["Config"]["Env"] or [])
+            env = {}
+            for item in framed.output.decode("utf-8", "surrogateescape").split("\0"):
+                name, eq, value = item.partition("=")
+                if eq and name not in SHELL_OWN_VARS and base.get(name) != value:
+                    env[name] = value
+            return ShellState(cwd=self._cwd, env=env)
 
     # -- commands ---------------------------------------------------------------
 
@@ -363,10 +408,7 @@ class DockerSandbox:
         if self._closed:
             return
         self._closed = True  # set before the lock: a command in flight ends when its container goes
-        for s in (self._shell, self._control):
-            if s is not None:
-                s.close()
-        self._shell = self._control = None
+        self._close_shells()
         try:
             self.container.remove(force=True, v=True)
         except NotFound:
@@ -376,6 +418,12 @@ class DockerSandbox:
             # The label lets `harness sandbox prune` remove the container later.
             if "already in progress" not in str(e):
                 log.warning("could not remove sandbox container %s (%s); `harness sandbox prune` will", self.name, e)
+
+    def _close_shells(self) -> None:
+        for s in (self._shell, self._control):
+            if s is not None:
+                s.close()
+        self._shell = self._control = None
 
     def __enter__(self) -> DockerSandbox:
         return self
@@ -391,7 +439,7 @@ class DockerSandbox:
         if self._uid is None:
             r = self.exec("id -u; id -g", timeout=10)
             self._uid, self._gid = (int(x) for x in r.output.split())
-        if self.exec('test -w "$PWD"', timeout=10).exit_code != 0:
+        if self.exec(f"test -w {shlex.quote(self.workdir)}", timeout=10).exit_code != 0:
             self._chown_workdir()
 
     def _chown_workdir(self) -> None:
@@ -466,11 +514,11 @@ class DockerSandbox:
 
 
 def factory(options: DockerOptions | None = None):
-    """A sandbox factory for `agent.launch.launch`: files live in the container, so the
-    run's workspace folder is not used."""
+    """A sandbox factory for `agent.launch.launch`: files live in the container; the run's
+    workspace folder only names the run (its parent is the run folder the container is labelled with)."""
 
-    def make(_workspace) -> DockerSandbox:
-        return DockerSandbox.start(options)
+    def make(workspace) -> DockerSandbox:
+        return DockerSandbox.start(options, run_dir=os.path.dirname(os.path.abspath(workspace)))
 
     make.kind = "docker"
     return make
@@ -483,7 +531,7 @@ def _numeric_user(user: str) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _run_kwargs(opts: DockerOptions) -> dict:
+def _run_kwargs(opts: DockerOptions, labels: dict[str, str]) -> dict:
     env = dict(opts.env)
     env.update({k: os.environ[k] for k in opts.env_from_host if k in os.environ})
     return dict(
@@ -505,7 +553,7 @@ def _run_kwargs(opts: DockerOptions) -> dict:
         memswap_limit=opts.memory,
         nano_cpus=int(opts.cpus * 1e9),
         pids_limit=opts.pids,
-        labels=_labels(opts),
+        labels=labels,
     )
 
 
@@ -517,3 +565,13 @@ def _labels(opts: DockerOptions) -> dict[str, str]:
         "harness.pid": str(os.getpid()),
         "harness.started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def run_labels(opts: DockerOptions, run_dir: str | os.PathLike | None) -> dict[str, str]:
+    """A sandbox's labels: its owner, and, for a run's sandbox, the run's folder and the
+    options, so the container can be found, reattached and recreated from them alone."""
+    labels = _labels(opts)
+    if run_dir is not None:
+        labels[RUN_LABEL] = os.path.abspath(run_dir)
+        labels[OPTIONS_LABEL] = opts.model_dump_json()
+    return labels

@@ -13,9 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sandboxes.base import DEFAULT_OUTPUT_CAP
 
 BASE_IMAGE = "harness-base:bookworm-1"
-LABEL = "harness.sandbox"
+LABEL = "harness.sandbox"  # every container the harness starts carries it; prune looks for it
+RUN_LABEL = "harness.run_dir"  # the folder of the run a container belongs to
+OPTIONS_LABEL = "harness.options"  # the DockerOptions as JSON: enough to recreate the container
 # Host variables that look like credentials are never copied in, even when named.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^AWS_|^GOOGLE_APPLICATION", re.IGNORECASE)  # every container the harness starts carries it; prune looks for it
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^AWS_|^GOOGLE_APPLICATION", re.IGNORECASE)
 
 
 class DockerOptions(BaseModel):

@@ -32,6 +32,8 @@ _INIT = "exec {__h_fd}>&1; __h_c=\n"
 # It stops every process in the target shell's session but the shell (a stopped
 # process cannot fork, so a bomb cannot outrun the sweep), then kills them.
 # `__h_left` counts what remains, zombies included: they hold pids until reaped.
+# `__h_old_shells` lists the shells of earlier `docker exec`s (their parent is outside
+# the container, so their ppid is 0), for a new owner to end with their sessions.
 KILL_SESSION = r"""
 __h_kill() {
   local target=$1 sig round p line n
@@ -62,6 +64,18 @@ __h_left() {
     [[ ${f[3]} == "$1" ]] && n=$((n + 1))
   done
   printf %d "$n"
+}
+__h_old_shells() {
+  local p line
+  local -a f
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [[ $p == 1 || $p == "$$" ]] && continue
+    read -r line 2>/dev/null < "/proc/$p/stat" || continue
+    f=(${line##*\) })
+    [[ ${f[1]} == 0 ]] && printf '%s ' "$p"
+  done
+  return 0
 }
 """
 
