@@ -13,6 +13,7 @@ what the options name. Nothing is ever pulled: the image must be local.
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -28,7 +29,8 @@ from datetime import datetime, timezone
 
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import Mount
+from docker.types import DriverConfig, Mount
+from docker.utils import parse_bytes
 
 from sandboxes.base import ExecResult, SandboxDead
 from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
@@ -44,6 +46,11 @@ SETTLE_S = 1.0
 PROBE_TIMEOUT_S = 5.0
 # After a kill, how long to wait for the dead to be reaped (a fork bomb's zombies hold the pids limit).
 REAP_WAIT_S = 3.0
+# A command that leaves a job in the background gets this long to show whether it is a fork bomb.
+FORK_SETTLE_S = 0.2
+DRAIN_QUIET_S = 0.05
+FILE_TIMEOUT_S = 60.0
+READ_CAP = 64 << 20  # read_file refuses larger files: they would not fit a model's context anyway
 # Variables bash or the engine set themselves: not part of what a run exported.
 SHELL_OWN_VARS = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME"})
 
@@ -82,33 +89,6 @@ def _tar_one(name: str, data: bytes, mode: int, uid: int, gid: int) -> bytes:
     return buf.getvalue()
 
 
-class _NotAFile(OSError):
-    """The archive holds a link, not the file's bytes."""
-
-
-def _untar_one(blob: bytes, path: str) -> bytes:
-    with tarfile.open(fileobj=io.BytesIO(blob), encoding="utf-8", errors="surrogateescape") as tar:
-        member = tar.next()
-        if member is None:
-            raise FileNotFoundError(path)
-        if member.isdir():
-            raise IsADirectoryError(path)
-        if member.issym() or member.islnk():
-            raise _NotAFile(path)
-        f = tar.extractfile(member)
-        if f is None:
-            raise OSError(f"{path} is not a regular file")
-        return f.read()
-
-
-def _utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
 class DockerSandbox:
     """A container with a persistent shell; implements sandboxes.base.Sandbox."""
 
@@ -123,6 +103,8 @@ class DockerSandbox:
         self._shell: ShellSession | None = None
         self._control: ShellSession | None = None
         self._cwd = options.workdir  # where a restarted shell begins
+        self._fork_failures = -1  # refused forks counted so far (the baseline for the next command)
+        self._seen_running = time.time()  # when the container was last known to run
         # One shell, one conversation at a time: parallel tool calls take turns.
         self._lock = threading.RLock()
         self._uid, self._gid = _numeric_user(options.user)
@@ -161,6 +143,8 @@ class DockerSandbox:
         sandbox = cls(client, container, opts)
         try:
             container.start()
+            if opts.disk:
+                sandbox._fill_workdir()
             sandbox._open_shells()
         except BaseException:
             sandbox.close()
@@ -235,11 +219,49 @@ class DockerSandbox:
         if framed.exit_code is None:
             return self._after_timeout(shell, command, start)
         self._cwd = shell.cwd or self._cwd
+        self._seen_running = time.time()
+        output, note = framed.output, ""
+        if self._hit_process_limit(shell, framed):
+            self._kill_session(shell.pid)
+            output = (output + shell.drain(DRAIN_QUIET_S))[: self.options.output_cap]  # what the killed wrote late
+            note = self._limit_note()
+        if b"No space left on device" in output and self.options.disk:
+            note += f"\n[sandbox: the workspace {self.workdir} is full: its quota is {self.options.disk}; delete files to make room]"
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace"),
+            output=output.decode("utf-8", "replace") + note,
             exit_code=framed.exit_code,
             output_capped=framed.capped,
             duration_s=time.monotonic() - start,
+        )
+
+    def _hit_process_limit(self, shell: ShellSession, framed) -> bool:
+        """Did the process limit refuse forks during the command? A job it left in the
+        background (a fork bomb returns at once) gets FORK_SETTLE_S to show it."""
+        failures = framed.fork_failures
+        if framed.last_background != shell.last_background:
+            shell.last_background = framed.last_background
+            if failures <= self._fork_failures:
+                time.sleep(FORK_SETTLE_S)
+                failures = self._fork_failures_now()
+        return failures > self._fork_failures
+
+    def _fork_failures_now(self) -> int:
+        """The container's count of refused forks, read by builtins of the control shell."""
+        try:
+            return self._control_shell().run_framed("true", timeout=10, cap=64).fork_failures
+        except (ShellExited, APIError):
+            self._control = None
+            return self._fork_failures
+
+    def _limit_note(self) -> str:
+        """After a sweep: say so if forks were refused since the last look, and take a new baseline."""
+        now = self._fork_failures_now()
+        refused, self._fork_failures = now - self._fork_failures, max(now, self._fork_failures)
+        if refused <= 0:
+            return ""
+        return (
+            f"\n[sandbox: the process limit ({self.options.pids} processes) was reached: {refused} process creations were "
+            "refused. Everything this shell had started was killed; the shell keeps its cwd and variables.]"
         )
 
     def _after_exit(self, shell: ShellSession, command: str, start: float) -> ExecResult:
@@ -258,6 +280,7 @@ class DockerSandbox:
             code = shell.exit_code()
         framed = shell.partial()
         note = f"\n[sandbox: the shell exited with status {code}; the next command starts a new shell in {self._cwd}]"
+        note = self._limit_note() + note
         return ExecResult(
             output=framed.output.decode("utf-8", "replace") + note,
             exit_code=code if code is not None else -1,
@@ -280,7 +303,7 @@ class DockerSandbox:
             self._drop_shell()
             self.raise_if_dead(f"running {command[:200]!r}")
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace"),
+            output=framed.output.decode("utf-8", "replace") + self._limit_note(),
             exit_code=None,
             timed_out=True,
             output_capped=framed.capped,
@@ -288,73 +311,77 @@ class DockerSandbox:
         )
 
     # -- files ------------------------------------------------------------------
+    # Both directions run in the control shell: a clean shell of the sandbox user that the
+    # run's commands never touch (no functions or variables of theirs), so a file tool has
+    # exactly the shell's permissions. Only the bytes of a write travel through the archive
+    # API (as root) to a fresh name in the workdir; the user's `cat` copies them into place,
+    # which also keeps an existing file's mode.
 
     def write_file(self, path: str, data: bytes) -> None:
         with self._lock:
-            self._write_file(path, data)
-
-    def _write_file(self, path: str, data: bytes) -> None:
-        target = self._abs(path)
-        if self._on_tmpfs(target):
-            # The archive API cannot see tmpfs mounts: stage in the volume, copy with the shell
-            # (`cat >` keeps an existing file's mode).
+            target = self._abs(path)
             stage = self._stage_name()
+            self._put_stage(stage, data)
             src, dst, parent = shlex.quote(stage), shlex.quote(target), shlex.quote(posixpath.dirname(target))
-            self._put(stage, data, 0o644)
-            self._shell_ok(f"mkdir -p -- {parent} && cat -- {src} > {dst}; rc=$?; rm -f -- {src}; (exit $rc)")
-            return
-        self._put(target, data, self._mode_of(target))
-
-    def _mode_of(self, target: str) -> int:
-        """An existing file keeps its mode (a script stays executable); a new one gets 0644."""
-        r = self._exec(f"stat -c %a -- {shlex.quote(target)} 2>/dev/null", timeout=30)
-        return int(r.output.strip(), 8) if r.exit_code == 0 and r.output.strip().isdigit() else 0o644
+            self._file_op(f"mkdir -p -- {parent} && cat -- {src} > {dst}; __h_rc=$?; rm -f -- {src}; (exit $__h_rc)",
+                          target, "write", cap=65536)
 
     def read_file(self, path: str) -> bytes:
         with self._lock:
-            return self._read_file(path)
+            target = shlex.quote(self._abs(path))
+            # On failure cat runs again for its message alone: the first one's stderr would mix with the bytes.
+            return self._file_op(
+                f"if [ -d {target} ]; then echo 'Is a directory' >&2; (exit 21); elif cat -- {target} 2>/dev/null; then :; "
+                f"else LC_ALL=C cat -- {target} 2>&1 >/dev/null; (exit 1); fi",
+                self._abs(path), "read", cap=READ_CAP + 1,
+            )
 
-    def _read_file(self, path: str) -> bytes:
-        target = self._abs(path)
-        if self._on_tmpfs(target) or not _utf8(target):
-            # Docker's archive writer drops names that are not UTF-8: copy to a plain name first.
-            return self._read_staged(target)
+    def _file_op(self, command: str, target: str, verb: str, cap: int) -> bytes:
+        control = self._control_shell()
         try:
-            return self._get(target)
-        except _NotAFile:
-            return self._read_staged(target)  # a symlink: `cp` follows it
+            framed = control.run_framed(command, timeout=FILE_TIMEOUT_S, cap=cap)
+        except ShellExited:
+            self._control = None
+            self.raise_if_dead(f"{verb}ing {target!r}")
+            raise OSError(f"cannot {verb} {target}: the sandbox's file shell ended; try again") from None
+        if framed.exit_code is None:  # a FIFO, or a device that never ends
+            self._control = None
+            self._kill_pid(control.pid)
+            self._kill_session(control.pid)
+            raise TimeoutError(f"cannot {verb} {target}: it did not finish within {FILE_TIMEOUT_S:.0f} s (a pipe or device?)")
+        if framed.exit_code == 0:
+            if len(framed.output) > READ_CAP:
+                raise OSError(errno.EFBIG, f"{target} is larger than {READ_CAP >> 20} MiB; read parts of it with the shell (head, sed -n)")
+            return framed.output
+        raise self._file_error(framed.output.decode("utf-8", "replace").strip()[-400:], target, verb)
 
-    def _read_staged(self, target: str) -> bytes:
-        stage = self._stage_name()
-        # `(exit 2)`, not `exit 2`: the command runs in the persistent shell itself.
-        src, dst = shlex.quote(target), shlex.quote(stage)
-        self._shell_ok(f"if [ -e {src} ]; then cp -f -- {src} {dst}; else (exit 2); fi", missing=target)
-        try:
-            return self._get(stage)
-        finally:
-            self._shell_ok(f"rm -f -- {dst}")
+    def _file_error(self, message: str, target: str, verb: str) -> OSError:
+        as_user = f"as the sandbox user ({self.options.user})"
+        if "No such file" in message:
+            return FileNotFoundError(errno.ENOENT, f"{target} does not exist", target)
+        if "Read-only file system" in message:
+            return PermissionError(errno.EROFS, f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp")
+        if "Permission denied" in message:
+            return PermissionError(errno.EACCES, f"cannot {verb} {target} {as_user}: permission denied", target)
+        if "No space left" in message:
+            return OSError(errno.ENOSPC, f"cannot write {target}: the workspace is full (quota {self.options.disk}); delete files to make room")
+        if "Is a directory" in message:
+            return IsADirectoryError(errno.EISDIR, f"{target} is a directory", target)
+        if "Not a directory" in message:
+            return NotADirectoryError(errno.ENOTDIR, f"a parent of {target} is not a directory", target)
+        return OSError(f"cannot {verb} {target} {as_user}: {message}")
 
-    def _put(self, target: str, data: bytes, mode: int) -> None:
-        parent, name = posixpath.split(target)
-        blob = _tar_one(name, data, mode, self._uid, self._gid)
+    def _put_stage(self, stage: str, data: bytes) -> None:
+        parent, name = posixpath.split(stage)
         try:
-            self.api.put_archive(self.container.id, os.fsencode(parent), blob)
+            self.api.put_archive(self.container.id, os.fsencode(parent), _tar_one(name, data, 0o600, self._uid, self._gid))
         except NotFound:
-            self.raise_if_dead(f"writing {target!r}")
-            self._shell_ok(f"mkdir -p -- {shlex.quote(parent)}")
-            self.api.put_archive(self.container.id, os.fsencode(parent), blob)
-        except APIError as e:
-            if "read-only" in str(e):
-                raise PermissionError(f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp") from e
+            self.raise_if_dead(f"writing {stage!r}")
             raise
-
-    def _get(self, target: str) -> bytes:
-        try:
-            stream, _stat = self.api.get_archive(self.container.id, os.fsencode(target))
-        except NotFound:
-            self.raise_if_dead(f"reading {target!r}")
-            raise FileNotFoundError(target) from None
-        return _untar_one(b"".join(stream), target)
+        except APIError as e:
+            if "no space left" in str(e).lower():
+                raise OSError(errno.ENOSPC, f"the workspace is full (quota {self.options.disk}): no room for {len(data)} bytes") from e
+            raise
 
     def _shell_ok(self, command: str, missing: str | None = None) -> None:
         r = self.exec(command, timeout=60)
@@ -365,9 +392,6 @@ class DockerSandbox:
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
-
-    def _on_tmpfs(self, path: str) -> bool:
-        return any(path == m or path.startswith(m.rstrip("/") + "/") for m in self.options.tmpfs)
 
     def _stage_name(self) -> str:
         return posixpath.join(self.workdir, f".harness-transfer-{uuid.uuid4().hex}")
@@ -397,12 +421,26 @@ class DockerSandbox:
         except (DockerException, OSError) as e:
             raise SandboxDead(f"the Docker engine stopped answering while {doing} in {what}: {e}") from e
         if state.get("Running"):
+            self._seen_running = time.time()
             return
-        why = "it ran out of memory" if state.get("OOMKilled") else "it was killed or stopped from outside"
+        why = "it ran out of memory" if self._oom_since_seen(state) else "it was killed or stopped from outside or by its own processes"
         raise SandboxDead(
             f"{what} stopped while {doing}: {why} (status {state.get('Status')}, exit code {state.get('ExitCode')}, "
             f"finished {state.get('FinishedAt')})"
         )
+
+    def _oom_since_seen(self, state: dict) -> bool:
+        """Did the memory limit strike after the container was last seen running? Its OOMKilled
+        flag alone stays set for its whole life once any process of it was killed for memory."""
+        if not state.get("OOMKilled"):
+            return False
+        t = self._seen_running
+        try:
+            events = self.client.events(since=f"{int(t)}.{int(t % 1 * 1e9):09d}", until=f"{int(time.time()) + 1}",
+                                        filters={"container": self.container.id, "event": "oom"}, decode=True)
+            return any(True for _ in events)
+        except (DockerException, OSError):
+            return True
 
     def close(self) -> None:
         if self._closed:
@@ -435,12 +473,32 @@ class DockerSandbox:
 
     def _open_shells(self) -> None:
         self._ready_shell()
-        self._control_shell()
+        self._fork_failures = self._fork_failures_now()
         if self._uid is None:
             r = self.exec("id -u; id -g", timeout=10)
             self._uid, self._gid = (int(x) for x in r.output.split())
         if self.exec(f"test -w {shlex.quote(self.workdir)}", timeout=10).exit_code != 0:
             self._chown_workdir()
+
+    def _fill_workdir(self) -> None:
+        """A size-limited workspace (a tmpfs volume) starts empty, unlike a disk volume: copy
+        the image's workdir into it, owners and modes kept, with a short-lived root helper
+        that has only the capabilities `cp -a` needs and shares nothing else."""
+        self.container.reload()
+        volume = next(m["Name"] for m in self.container.attrs["Mounts"] if m["Destination"] == self.workdir)
+        self.client.containers.run(
+            self.container.image.id,
+            entrypoint=["sh", "-c", '[ ! -d "$1" ] || cp -a "$1"/. /.harness-into/', "fill", self.workdir],
+            command=[],
+            user="0",
+            mounts=[Mount("/.harness-into", volume, type="volume")],
+            network_mode="none",
+            cap_drop=["ALL"],
+            cap_add=["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID"],
+            security_opt=["no-new-privileges"],
+            labels={**_labels(self.options), "harness.helper": "fill"},
+            remove=True,
+        )
 
     def _chown_workdir(self) -> None:
         """An image without the workdir (or with a root-owned one) gives a volume the sandbox
@@ -548,13 +606,27 @@ def _run_kwargs(opts: DockerOptions, labels: dict[str, str]) -> dict:
         security_opt=["no-new-privileges"] if opts.no_new_privileges else None,
         read_only=opts.read_only_root,
         tmpfs=dict(opts.tmpfs),
-        mounts=[Mount(opts.workdir, None, type="volume")],  # anonymous: removed with the container
-        mem_limit=opts.memory,
-        memswap_limit=opts.memory,
+        mounts=[_workdir_mount(opts)],
+        mem_limit=_memory_limit(opts),
+        memswap_limit=_memory_limit(opts),
         nano_cpus=int(opts.cpus * 1e9),
         pids_limit=opts.pids,
         labels=labels,
     )
+
+
+def _workdir_mount(opts: DockerOptions) -> Mount:
+    """An anonymous volume, removed with the container; with a quota, a tmpfs of that size,
+    which, unlike the engine's overlay on ext4, can be size-limited on any host."""
+    if not opts.disk:
+        return Mount(opts.workdir, None, type="volume")
+    return Mount(opts.workdir, None, type="volume",
+                 driver_config=DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={opts.disk}"}))
+
+
+def _memory_limit(opts: DockerOptions) -> int:
+    """The workspace's tmpfs pages count against the container's memory: the limit covers both."""
+    return parse_bytes(opts.memory) + (parse_bytes(opts.disk) if opts.disk else 0)
 
 
 def _labels(opts: DockerOptions) -> dict[str, str]:

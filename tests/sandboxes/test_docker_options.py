@@ -13,7 +13,10 @@ def test_defaults_are_the_locked_down_ones(monkeypatch):
     assert kw["network_mode"] == "none" and kw["user"] == "1000:1000"
     assert kw["cap_drop"] == ["ALL"] and kw["cap_add"] is None
     assert kw["security_opt"] == ["no-new-privileges"] and kw["read_only"] is True
-    assert kw["pids_limit"] == 256 and kw["mem_limit"] == kw["memswap_limit"] == "1g"
+    # 1 GiB for processes and 1 GiB for the workspace, a tmpfs whose pages count as memory.
+    assert kw["pids_limit"] == 256 and kw["mem_limit"] == kw["memswap_limit"] == 2 << 30
+    [mount] = kw["mounts"]
+    assert mount["Target"] == "/workspace" and mount["VolumeOptions"]["DriverConfig"]["Options"]["o"] == "size=1g"
     assert set(kw["environment"]) == {"PATH", "HOME", "LANG"}
     assert kw["labels"][LABEL] == "1"
 
