@@ -210,7 +210,7 @@ class DockerSandbox:
     def _exec(self, command: str, timeout: float) -> ExecResult:
         if self._closed:
             raise SandboxDead(f"sandbox {self.name} was closed")
-        start = time.monotonic()
+        start, started_at = time.monotonic(), time.time()
         shell = self._ready_shell()
         try:
             framed = shell.run_framed(command, timeout, self.options.output_cap)
@@ -221,10 +221,12 @@ class DockerSandbox:
         self._cwd = shell.cwd or self._cwd
         self._seen_running = time.time()
         output, note = framed.output, ""
+        if framed.exit_code == 137 and self._oom_since(started_at):
+            note = f"\n[sandbox: a process was killed for going over the memory limit ({self.options.memory})]"
         if self._hit_process_limit(shell, framed):
             self._kill_session(shell.pid)
             output = (output + shell.drain(DRAIN_QUIET_S))[: self.options.output_cap]  # what the killed wrote late
-            note = self._limit_note()
+            note += self._limit_note()
         if b"No space left on device" in output and self.options.disk:
             note += f"\n[sandbox: the workspace {self.workdir} is full: its quota is {self.options.disk}; delete files to make room]"
         return ExecResult(
@@ -423,18 +425,17 @@ class DockerSandbox:
         if state.get("Running"):
             self._seen_running = time.time()
             return
-        why = "it ran out of memory" if self._oom_since_seen(state) else "it was killed or stopped from outside or by its own processes"
+        # The OOMKilled flag stays set for the container's whole life once anything in it was
+        # killed for memory: only an out-of-memory event since it was last seen running counts.
+        oom = state.get("OOMKilled") and self._oom_since(self._seen_running)
+        why = "it ran out of memory" if oom else "it was killed or stopped from outside or by its own processes"
         raise SandboxDead(
             f"{what} stopped while {doing}: {why} (status {state.get('Status')}, exit code {state.get('ExitCode')}, "
             f"finished {state.get('FinishedAt')})"
         )
 
-    def _oom_since_seen(self, state: dict) -> bool:
-        """Did the memory limit strike after the container was last seen running? Its OOMKilled
-        flag alone stays set for its whole life once any process of it was killed for memory."""
-        if not state.get("OOMKilled"):
-            return False
-        t = self._seen_running
+    def _oom_since(self, t: float) -> bool:
+        """Did the engine report an out-of-memory kill in this container since `t` (epoch seconds)?"""
         try:
             events = self.client.events(since=f"{int(t)}.{int(t % 1 * 1e9):09d}", until=f"{int(time.time()) + 1}",
                                         filters={"container": self.container.id, "event": "oom"}, decode=True)
