@@ -190,8 +190,9 @@ def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP) -> Checkpoin
             image = helper.commit(repository=repo, tag=tag, conf={"Labels": labels})
         finally:
             helper.remove(force=True, v=True)
+    kept = {image.id} | {c.image for c in checkpoints(run_dir, client)[:keep]}
     for old in client.images.list(filters={"label": [CHECKPOINT_LABEL, f"{RUN_LABEL}={run_dir}"]}):
-        if old.id != image.id and old.id not in {c.image for c in checkpoints(run_dir, client)[:keep]}:
+        if old.id not in kept:
             _remove_image(client, old)
     return Checkpoint(image.id, step, run_dir)
 
@@ -217,28 +218,29 @@ def reattach(
 ) -> Reattached:
     """The run's sandbox again, for a process that now holds the run's journal.
 
-    The container `container_id` (or, when None, the one labelled with `run_dir`) is
-    reconnected when it still runs (a paused one is resumed): what its old shells were
+    The container `container_id` (or, when it is None or gone, the newest one labelled with
+    `run_dir`) is reconnected when it still runs (a paused one is resumed): what its old shells were
     running is ended, and a fresh shell starts in `state.cwd` with `state.env` exported.
     Otherwise a new container starts from the newest checkpoint, with the same options.
     Any other container of the run is removed. Raises SandboxGone when neither is left."""
     client = client or docker_client()
     run_dir = os.path.abspath(run_dir)
     mine = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir}"})
+    mine.sort(key=lambda c: c.attrs["Created"], reverse=True)
     if container_id is not None:
         try:
             named = client.containers.get(container_id)
         except NotFound:
-            named = None
+            named = None  # the run's other containers, if any, are still candidates
         if named is not None and named.labels.get(RUN_LABEL) != run_dir:
             raise ValueError(
                 f"container {named.name} belongs to run {named.labels.get(RUN_LABEL)!r}, not {run_dir!r}; "
                 "pass the container id journaled by this run"
             )
-        mine = [named] if named is not None else []
-    running = [c for c in mine if c.status in ("running", "paused")]
-    chosen = running[0] if running else None
-    for c in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir}"}):
+        if named is not None:
+            mine = [named] + [c for c in mine if c.id != named.id]
+    chosen = next((c for c in mine if c.status in ("running", "paused")), None)
+    for c in mine:
         if chosen is None or c.id != chosen.id:
             c.remove(force=True, v=True)  # stopped (a tmpfs workspace is gone with it) or a stray
     if chosen is not None:

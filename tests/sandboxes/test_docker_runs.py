@@ -145,3 +145,20 @@ def test_reattaching_refuses_another_runs_container(docker_ready, tmp_path):
         with pytest.raises(ValueError, match="belongs to run"):
             reattach(tmp_path / "b", other.container_id, ShellState("/workspace"), client=docker_ready)
         assert other.alive()
+
+
+def test_without_a_journaled_id_the_runs_newest_running_container_is_reconnected_and_strays_removed(docker_ready, tmp_path):
+    journal = _lock(tmp_path)
+    older = DockerSandbox.start(client=docker_ready, run_dir=tmp_path)
+    newer = DockerSandbox.start(client=docker_ready, run_dir=tmp_path)
+    try:
+        newer.exec("echo newest > which.txt", timeout=10)
+        back = reattach(tmp_path, "0" * 64, ShellState("/workspace"), client=docker_ready)  # the journaled one is gone
+        with back.sandbox as sb:
+            assert back.how == "reconnected" and sb.container_id == newer.container_id
+            assert sb.exec("cat which.txt", timeout=10).output == "newest\n"
+            assert _gone(docker_ready, older.container_id)
+    finally:
+        older.close()
+        newer.close()
+        journal.close()
