@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pydantic import ValidationError  # noqa: E402
+from pydantic import ValidationError
 
-from sandboxes.base import SandboxDead  # noqa: E402
-from sandboxes.docker import DockerSandbox, docker_client  # noqa: E402
-from sandboxes.docker_options import DockerOptions  # noqa: E402
+from sandboxes.base import SandboxDead
+from sandboxes.docker import DockerSandbox, docker_client
+from sandboxes.docker_options import DockerOptions
 
 SECRET = "sk-battery-host-secret"
 

@@ -63,18 +63,14 @@ def run_alive(run_dir: str | os.PathLike) -> bool:
     Probed with a shared, non-blocking flock that is released at once: it fails only
     while an exclusive holder exists. A run folder without a journal is dead."""
     try:
-        f = open(Path(run_dir, JOURNAL), "rb")
+        with open(Path(run_dir, JOURNAL), "rb") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+            return False
     except FileNotFoundError:
         return False
-    except OSError:
-        return True  # cannot tell: treat as alive, never remove what may be in use
-    with f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-        return False
+    except OSError:  # held (BlockingIOError), or cannot tell: never remove what may be in use
+        return True
 
 
 def _ours(labels: dict[str, str]) -> bool:

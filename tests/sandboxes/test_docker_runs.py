@@ -14,7 +14,15 @@ from docker.errors import NotFound
 
 from sandboxes.docker import DockerSandbox, ShellState
 from sandboxes.docker_options import RUN_LABEL
-from sandboxes.docker_runs import SandboxGone, checkpoint, checkpoints, discard_checkpoints, prune, reattach, run_alive
+from sandboxes.docker_runs import (
+    SandboxGone,
+    checkpoint,
+    checkpoints,
+    discard_checkpoints,
+    prune,
+    reattach,
+    run_alive,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
