@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ContainerError, DockerException, ImageNotFound, NotFound
 from docker.types import DriverConfig, Mount
 from docker.utils import parse_bytes
 
@@ -482,24 +482,32 @@ class DockerSandbox:
             self._chown_workdir()
 
     def _fill_workdir(self) -> None:
-        """A size-limited workspace (a tmpfs volume) starts empty, unlike a disk volume: copy
-        the image's workdir into it, owners and modes kept, with a short-lived root helper
-        that has only the capabilities `cp -a` needs and shares nothing else."""
+        """A tmpfs volume starts empty when its container starts (the engine's own copy of the
+        image's files goes into a mount it then drops): copy the image's workdir into it, owners
+        and modes kept, with a short-lived root helper that has only what `cp -a` needs."""
         self.container.reload()
         volume = next(m["Name"] for m in self.container.attrs["Mounts"] if m["Destination"] == self.workdir)
-        self.client.containers.run(
-            self.container.image.id,
-            entrypoint=["sh", "-c", '[ ! -d "$1" ] || cp -a "$1"/. /.harness-into/', "fill", self.workdir],
-            command=[],
-            user="0",
-            mounts=[Mount("/.harness-into", volume, type="volume")],
-            network_mode="none",
-            cap_drop=["ALL"],
-            cap_add=["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID"],
-            security_opt=["no-new-privileges"],
-            labels={**_labels(self.options), "harness.helper": "fill"},
-            remove=True,
-        )
+        try:
+            self.client.containers.run(
+                self.container.image.id,
+                entrypoint=["sh", "-c", '[ ! -d "$1" ] || cp -a "$1"/. /.harness-into/', "fill", self.workdir],
+                command=[],
+                user="0",
+                mounts=[Mount("/.harness-into", volume, type="volume")],
+                network_mode="none",
+                cap_drop=["ALL"],
+                cap_add=["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID"],
+                security_opt=["no-new-privileges"],
+                labels={**_labels(self.options), "harness.helper": "fill"},
+                remove=True,
+            )
+        except ContainerError as e:
+            last = (e.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            image = (self.container.image.tags or [self.options.image])[0]
+            raise DockerUnavailable(
+                f"the files {image} has in {self.workdir} could not be copied into the sandbox's workspace of "
+                f"{self.options.disk} ({last[0][-200:]}); raise DockerOptions.disk"
+            ) from e
 
     def _chown_workdir(self) -> None:
         """An image without the workdir (or with a root-owned one) gives a volume the sandbox
@@ -618,11 +626,16 @@ def _run_kwargs(opts: DockerOptions, labels: dict[str, str]) -> dict:
 
 def _workdir_mount(opts: DockerOptions) -> Mount:
     """An anonymous volume, removed with the container; with a quota, a tmpfs of that size,
-    which, unlike the engine's overlay on ext4, can be size-limited on any host."""
+    which, unlike the engine's overlay on ext4, can be size-limited on any host (filled by
+    `_fill_workdir`; an empty one belongs to the sandbox user when the user is numeric)."""
     if not opts.disk:
         return Mount(opts.workdir, None, type="volume")
-    return Mount(opts.workdir, None, type="volume",
-                 driver_config=DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": f"size={opts.disk}"}))
+    tmpfs = f"size={opts.disk}"
+    uid, gid = _numeric_user(opts.user)
+    if uid is not None:
+        tmpfs += f",uid={uid},gid={gid},mode=0755"
+    return Mount(opts.workdir, None, type="volume", no_copy=True,
+                 driver_config=DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": tmpfs}))
 
 
 def _memory_limit(opts: DockerOptions) -> int:

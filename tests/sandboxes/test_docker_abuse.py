@@ -83,3 +83,14 @@ def test_death_after_an_earlier_out_of_memory_kill_is_not_blamed_on_memory(docke
             sb.exec("kill -KILL $(cat /proc/1/task/1/children); sleep 5", timeout=30)
         assert "killed or stopped" in str(e.value) and "memory" not in str(e.value)
         assert sb._state()["OOMKilled"]  # the engine's flag: set once anything in the container was killed for memory
+
+
+def test_an_image_workdir_larger_than_the_quota_is_refused_clearly_and_leaves_nothing(docker_ready):
+    import os
+
+    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_options import LABEL
+
+    with pytest.raises(DockerUnavailable, match=r"in /usr/lib could not be copied into the sandbox's workspace of 1m \(.*No space left.*\); raise DockerOptions.disk"):
+        DockerSandbox.start(DockerOptions(workdir="/usr/lib", disk="1m"), client=docker_ready)
+    assert not docker_ready.containers.list(all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]})
