@@ -47,8 +47,8 @@ PROBE_TIMEOUT_S = 5.0
 # After a kill, how long to wait for the dead to be reaped (a fork bomb's zombies hold the pids limit).
 REAP_WAIT_S = 3.0
 # A command that leaves a job in the background gets this long to show whether it is a fork bomb.
-FORK_SETTLE_S = 0.2
-DRAIN_QUIET_S = 0.05
+FORK_SETTLE_S = 0.5
+DRAIN_QUIET_S = 0.2
 FILE_TIMEOUT_S = 60.0
 READ_CAP = 64 << 20  # read_file refuses larger files: they would not fit a model's context anyway
 # Variables bash or the engine set themselves: not part of what a run exported.
@@ -105,6 +105,7 @@ class DockerSandbox:
         self._cwd = options.workdir  # where a restarted shell begins
         self._fork_failures = -1  # refused forks counted so far (the baseline for the next command)
         self._seen_running = time.time()  # when the container was last known to run
+        self._background = False  # jobs an earlier command put in the background may still run
         # One shell, one conversation at a time: parallel tool calls take turns.
         self._lock = threading.RLock()
         self._uid, self._gid = _numeric_user(options.user)
@@ -184,7 +185,7 @@ class DockerSandbox:
 
     def shell_state(self) -> ShellState:
         """The shell's cwd and the variables its commands exported (those that differ from the
-        container's own environment): what a resumed run passes back to `adopt`."""
+        container's own environment): what a resumed run passes to `sandboxes.docker_runs.reattach`."""
         with self._lock:
             shell = self._ready_shell()
             framed = shell.run_framed("env -0", timeout=30, cap=self.options.output_cap)
@@ -212,6 +213,7 @@ class DockerSandbox:
             raise SandboxDead(f"sandbox {self.name} was closed")
         start, started_at = time.monotonic(), time.time()
         shell = self._ready_shell()
+        before = self._background_hit_limit(shell)
         try:
             framed = shell.run_framed(command, timeout, self.options.output_cap)
         except ShellExited:
@@ -220,14 +222,15 @@ class DockerSandbox:
             return self._after_timeout(shell, command, start)
         self._cwd = shell.cwd or self._cwd
         self._seen_running = time.time()
-        output, note = framed.output, ""
+        output, note = framed.output, before
         if framed.exit_code == 137 and self._oom_since(started_at):
             note = f"\n[sandbox: a process was killed for going over the memory limit ({self.options.memory})]"
         if self._hit_process_limit(shell, framed):
             self._kill_session(shell.pid)
+            self._background = False
             output = (output + shell.drain(DRAIN_QUIET_S))[: self.options.output_cap]  # what the killed wrote late
             note += self._limit_note()
-        if b"No space left on device" in output and self.options.disk:
+        if b"No space left on device" in output and self.options.disk and self._workspace_full():
             note += f"\n[sandbox: the workspace {self.workdir} is full: its quota is {self.options.disk}; delete files to make room]"
         return ExecResult(
             output=output.decode("utf-8", "replace") + note,
@@ -236,16 +239,38 @@ class DockerSandbox:
             duration_s=time.monotonic() - start,
         )
 
+    def _workspace_full(self) -> bool:
+        """Less than 1 MiB left in the workspace (the full disk may be another one, /tmp say)."""
+        r = self._control_shell().run_framed(f"stat -f -c '%a %S' {shlex.quote(self.workdir)}", timeout=10, cap=256)
+        free, block = (int(x) for x in r.output.split()) if r.exit_code == 0 else (0, 0)
+        return free * block < 1 << 20
+
     def _hit_process_limit(self, shell: ShellSession, framed) -> bool:
         """Did the process limit refuse forks during the command? A job it left in the
-        background (a fork bomb returns at once) gets FORK_SETTLE_S to show it."""
+        background (a fork bomb returns at once) gets up to FORK_SETTLE_S to show it."""
         failures = framed.fork_failures
         if framed.last_background != shell.last_background:
             shell.last_background = framed.last_background
-            if failures <= self._fork_failures:
-                time.sleep(FORK_SETTLE_S)
+            self._background = True
+            deadline = time.monotonic() + FORK_SETTLE_S
+            while failures <= self._fork_failures and time.monotonic() < deadline:
+                time.sleep(0.05)
                 failures = self._fork_failures_now()
         return failures > self._fork_failures
+
+    def _after_sweep_note(self) -> str:
+        self._background = False  # the sweep ended every job of the shell
+        return self._limit_note()
+
+    def _background_hit_limit(self, shell: ShellSession) -> str:
+        """Before a command, while jobs of earlier ones may run: if they hit the process limit
+        since, end everything the shell started, so this command starts clean, and say so."""
+        if not self._background or self._fork_failures_now() <= self._fork_failures:
+            return ""
+        self._kill_session(shell.pid)
+        shell.drain(DRAIN_QUIET_S)  # their late output belongs to no command
+        self._background = False
+        return self._limit_note(since_last=True)
 
     def _fork_failures_now(self) -> int:
         """The container's count of refused forks, read by builtins of the control shell."""
@@ -255,14 +280,15 @@ class DockerSandbox:
             self._control = None
             return self._fork_failures
 
-    def _limit_note(self) -> str:
+    def _limit_note(self, since_last: bool = False) -> str:
         """After a sweep: say so if forks were refused since the last look, and take a new baseline."""
         now = self._fork_failures_now()
         refused, self._fork_failures = now - self._fork_failures, max(now, self._fork_failures)
         if refused <= 0:
             return ""
         return (
-            f"\n[sandbox: the process limit ({self.options.pids} processes) was reached: {refused} process creations were "
+            f"\n[sandbox: {'since the last command, ' if since_last else ''}the process limit ({self.options.pids} processes) "
+            f"was reached: {refused} process creations were "
             "refused. Everything this shell had started was killed; the shell keeps its cwd and variables.]"
         )
 
@@ -283,6 +309,7 @@ class DockerSandbox:
         framed = shell.partial()
         note = f"\n[sandbox: the shell exited with status {code}; the next command starts a new shell in {self._cwd}]"
         note = self._limit_note() + note
+        self._background = False
         return ExecResult(
             output=framed.output.decode("utf-8", "replace") + note,
             exit_code=code if code is not None else -1,
@@ -305,7 +332,7 @@ class DockerSandbox:
             self._drop_shell()
             self.raise_if_dead(f"running {command[:200]!r}")
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace") + self._limit_note(),
+            output=framed.output.decode("utf-8", "replace") + self._after_sweep_note(),
             exit_code=None,
             timed_out=True,
             output_capped=framed.capped,
@@ -435,13 +462,17 @@ class DockerSandbox:
         )
 
     def _oom_since(self, t: float) -> bool:
-        """Did the engine report an out-of-memory kill in this container since `t` (epoch seconds)?"""
+        """Did the engine report an out-of-memory kill in this container since `t` (epoch seconds)?
+        It waits for the next whole second: the engine may report the event just after the kill."""
         try:
             events = self.client.events(since=f"{int(t)}.{int(t % 1 * 1e9):09d}", until=f"{int(time.time()) + 1}",
                                         filters={"container": self.container.id, "event": "oom"}, decode=True)
-            return any(True for _ in events)
+            try:
+                return next(iter(events), None) is not None
+            finally:
+                events.close()
         except (DockerException, OSError):
-            return True
+            return False
 
     def close(self) -> None:
         if self._closed:

@@ -1,12 +1,14 @@
 """Abuse from inside the sandbox, against the real engine: every one contained, with a message that says what happened."""
 
 import errno
+import os
+import time
 
 import pytest
 
 from sandboxes.base import SandboxDead
-from sandboxes.docker import DockerSandbox
-from sandboxes.docker_options import DockerOptions
+from sandboxes.docker import DockerSandbox, DockerUnavailable
+from sandboxes.docker_options import LABEL, DockerOptions
 
 
 def test_file_tools_have_exactly_the_shells_permissions(sandbox):
@@ -46,6 +48,9 @@ def test_the_workspace_has_a_disk_quota_and_says_when_it_is_full(docker_ready):
             sb.write_file("more.bin", b"x" * (8 << 20))
         assert e.value.errno == errno.ENOSPC and "full" in str(e.value)
         sb.exec("rm -f big", timeout=10)
+        full_tmp = sb.exec("head -c 300000000 /dev/zero > /tmp/big", timeout=60)
+        assert "No space left on device" in full_tmp.output and "[sandbox:" not in full_tmp.output  # /tmp, not the workspace
+        sb.exec("rm -f /tmp/big", timeout=10)
         sb.write_file("more.bin", b"x" * (8 << 20))
         assert sb.exec("stat -c %s more.bin", timeout=10).output == f"{8 << 20}\n"
 
@@ -86,11 +91,17 @@ def test_death_after_an_earlier_out_of_memory_kill_is_not_blamed_on_memory(docke
 
 
 def test_an_image_workdir_larger_than_the_quota_is_refused_clearly_and_leaves_nothing(docker_ready):
-    import os
-
-    from sandboxes.docker import DockerUnavailable
-    from sandboxes.docker_options import LABEL
-
     with pytest.raises(DockerUnavailable, match=r"in /usr/lib could not be copied into the sandbox's workspace of 1m \(.*No space left.*\); raise DockerOptions.disk"):
         DockerSandbox.start(DockerOptions(workdir="/usr/lib", disk="1m"), client=docker_ready)
     assert not docker_ready.containers.list(all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]})
+
+
+def test_a_bomb_that_goes_off_after_its_command_returned_is_swept_before_the_next_command(docker_ready):
+    with DockerSandbox.start(DockerOptions(pids=64), client=docker_ready) as sb:
+        r = sb.exec("(sleep 1.5; :(){ :|:& };:) & echo armed", timeout=20)
+        assert r.output == "armed\n"  # nothing had happened yet
+        time.sleep(3)
+        after = sb.exec("echo clean", timeout=20)
+        assert after.output.startswith("clean\n")
+        assert "[sandbox: since the last command, the process limit (64 processes) was reached:" in after.output
+        assert sb.exec("echo still; ls /proc | grep -c '^[0-9]'", timeout=20).output.splitlines()[0] == "still"
