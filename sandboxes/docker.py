@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import docker
-from docker.errors import APIError, ContainerError, DockerException, ImageNotFound, NotFound
+from docker.errors import (
+    APIError,
+    ContainerError,
+    DockerException,
+    ImageNotFound,
+    NotFound,
+)
 from docker.types import DriverConfig, Mount
 from docker.utils import parse_bytes
 
