@@ -170,3 +170,34 @@ def test_without_a_journaled_id_the_runs_newest_running_container_is_reconnected
         older.close()
         newer.close()
         journal.close()
+
+
+def test_run_alive_follows_the_journals_own_lock(tmp_path):
+    from agent.journal import Journal
+
+    journal = Journal(tmp_path)
+    assert run_alive(tmp_path)
+    journal.close()
+    assert not run_alive(tmp_path)
+    assert not run_alive(tmp_path / "no-such-run")
+
+
+def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready, tmp_path):
+    from agent.launch import launch
+    from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from agent.policy import HarnessPolicy
+    from agent.task import Task
+    from sandboxes.docker import factory
+
+    seen = []
+
+    def look(event):
+        if event.type == "tool_observed":
+            labelled = [c.labels[RUN_LABEL] for c in docker_ready.containers.list(filters={"label": RUN_LABEL})]
+            seen.append([run for run in labelled if run.startswith(str(tmp_path))])
+
+    replies = [ScriptedReply(tool_calls=[ScriptedCall(name="shell", arguments={"command": "true"})]),
+               ScriptedReply(tool_calls=[ScriptedCall(name="submit", arguments={"answer": "done"})])]
+    _summary, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), factory(), HarnessPolicy(), tmp_path, listeners=(look,))
+    assert seen[0] == [str(run_dir)]
+    assert not docker_ready.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir}"})  # closed with the run
