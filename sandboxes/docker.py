@@ -110,6 +110,7 @@ class DockerSandbox:
         self._control: ShellSession | None = None
         self._cwd = options.workdir  # where a restarted shell begins
         self._fork_failures = -1  # refused forks counted so far (the baseline for the next command)
+        self._oom_kills = -1  # processes killed for memory so far
         self._seen_running = time.time()  # when the container was last known to run
         self._background = False  # jobs an earlier command put in the background may still run
         # One shell, one conversation at a time: parallel tool calls take turns.
@@ -217,7 +218,7 @@ class DockerSandbox:
     def _exec(self, command: str, timeout: float) -> ExecResult:
         if self._closed:
             raise SandboxDead(f"sandbox {self.name} was closed")
-        start, started_at = time.monotonic(), time.time()
+        start = time.monotonic()
         shell = self._ready_shell()
         before = self._background_hit_limit(shell)
         try:
@@ -229,8 +230,9 @@ class DockerSandbox:
         self._cwd = shell.cwd or self._cwd
         self._seen_running = time.time()
         output, note = framed.output, before
-        if framed.exit_code == 137 and self._oom_since(started_at):
-            note = f"\n[sandbox: a process was killed for going over the memory limit ({self.options.memory})]"
+        if framed.oom_kills > self._oom_kills >= 0:
+            note += f"\n[sandbox: a process was killed for going over the memory limit ({self.options.memory})]"
+        self._oom_kills = max(self._oom_kills, framed.oom_kills)
         if self._hit_process_limit(shell, framed):
             self._kill_session(shell.pid)
             self._background = False
@@ -511,7 +513,8 @@ class DockerSandbox:
 
     def _open_shells(self) -> None:
         self._ready_shell()
-        self._fork_failures = self._fork_failures_now()
+        baseline = self._control_shell().run_framed("true", timeout=10, cap=64)
+        self._fork_failures, self._oom_kills = baseline.fork_failures, baseline.oom_kills
         if self._uid is None:
             r = self.exec("id -u; id -g", timeout=10)
             self._uid, self._gid = (int(x) for x in r.output.split())

@@ -4,13 +4,13 @@ One `docker exec` starts `bash`; every command after that is a line written to
 its stdin and answered on its stdout, so cwd and exported variables persist and
 a command costs a round trip instead of a new exec. Each command is framed:
 
-    __h_c='<command>'; eval "$__h_c" </dev/null 2>&1; __h_rc=$?; <read pids.events>
-    printf '<marker> %d %d %d %s\\n' "$__h_rc" "$__h_n" "${!:-0}" "$PWD"
+    __h_c='<command>'; eval "$__h_c" </dev/null 2>&1; __h_rc=$?; <read the cgroup counters>
+    printf '<marker> %d %d %d %d %s\\n' "$__h_rc" "$__h_n" "$__h_o" "${!:-0}" "$PWD"
 
 The marker is fresh per command, so output cannot fake it; the line after it
 carries the exit status, how many forks the container's process limit has refused
-so far (-1 when its cgroup cannot be read), the last background job's pid and the
-new cwd. All of it comes from builtins, so it still arrives under a fork bomb. The command reads /dev/null, never the
+and how many processes its memory limit has killed so far (-1 when the cgroup
+cannot be read), the last background job's pid and the new cwd. All of it comes from builtins, so it still arrives under a fork bomb. The command reads /dev/null, never the
 protocol. Docker multiplexes the exec's stdout/stderr into frames with an
 8-byte header (stream id, big-endian length), parsed here from the raw socket.
 """
@@ -28,10 +28,17 @@ from dataclasses import dataclass
 # Defines nothing the user's commands could trip over except these two names.
 # fd __h_fd is a copy of the original stdout: the end marker still arrives when
 # a command redirects the shell's own stdout with `exec >file`.
-# __h_pe is the pids cgroup's event file (v1, then v2 layout), whose "max N" counts refused forks.
+# __h_pe is the pids cgroup's event file, whose "max N" counts refused forks; __h_me the
+# memory cgroup's file with an "oom_kill N" line (cgroup v1 layout first, then v2).
 _INIT = (
-    "exec {__h_fd}>&1; __h_c=; __h_n=-1; "
-    "for __h_pe in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events ''; do [[ -z $__h_pe || -r $__h_pe ]] && break; done\n"
+    "exec {__h_fd}>&1; __h_c=; __h_n=-1; __h_o=-1; "
+    "for __h_pe in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events ''; do [[ -z $__h_pe || -r $__h_pe ]] && break; done; "
+    "for __h_me in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events ''; do [[ -z $__h_me || -r $__h_me ]] && break; done\n"
+)
+# After each command: the counters, read by builtins only (they still work under a fork bomb).
+_COUNT = (
+    '[[ -n $__h_pe ]] && read -r __h_k __h_n < "$__h_pe"; '
+    '[[ -n $__h_me ]] && while read -r __h_k __h_v; do [[ $__h_k == oom_kill ]] && __h_o=$__h_v; done < "$__h_me"; '
 )
 
 # Run by a second, idle shell of the same user when a command times out. Only
@@ -98,6 +105,7 @@ class Framed:
     capped: bool
     cwd: str | None
     fork_failures: int = -1  # forks refused by the process limit since the container started; -1: unknown
+    oom_kills: int = -1  # processes killed for memory since the container started; -1: unknown
     last_background: int = 0  # pid of the last job the shell put in the background (0: none yet)
 
 
@@ -142,9 +150,9 @@ class _Collector:
 
     def result(self) -> Framed:
         if self.end is not None:
-            code, failures, background, cwd = (self.end.split(b" ", 3) + [b""])[:4]
+            code, failures, ooms, background, cwd = (self.end.split(b" ", 4) + [b""])[:5]
             return Framed(bytes(self.kept), int(code), self.capped, cwd.decode("utf-8", "surrogateescape") or None,
-                          int(failures), int(background))
+                          int(failures), int(ooms), int(background))
         # No marker yet: the held-back tail is output too (without consuming it).
         room = max(self.cap - len(self.kept), 0)
         tail = bytes(self.pending[:room])
@@ -185,9 +193,8 @@ class ShellSession:
         """Send one command; return when its end marker arrives or `timeout` passes."""
         marker = f"__HARNESS_END_{uuid.uuid4().hex}__"
         line = (
-            f"__h_c={shlex.quote(command)}; eval \"$__h_c\" </dev/null 2>&1; __h_rc=$?; "
-            '[[ -n $__h_pe ]] && read -r __h_k __h_n < "$__h_pe"; '
-            f"printf '%s %d %d %d %s\\n' {marker} \"$__h_rc\" \"$__h_n\" \"${{!:-0}}\" \"$PWD\" >&$__h_fd\n"
+            f"__h_c={shlex.quote(command)}; eval \"$__h_c\" </dev/null 2>&1; __h_rc=$?; {_COUNT}"
+            f"printf '%s %d %d %d %d %s\\n' {marker} \"$__h_rc\" \"$__h_n\" \"$__h_o\" \"${{!:-0}}\" \"$PWD\" >&$__h_fd\n"
         )
         self._send(line.encode("utf-8", "surrogateescape"))
         return self.collect(marker, timeout, cap)
