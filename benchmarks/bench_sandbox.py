@@ -1,7 +1,8 @@
 """Round trip of `true` in a Docker sandbox: persistent shell vs docker-py exec_run vs `docker exec`.
 
-Also the cold start (from `DockerSandbox.start()` to the first command's answer) and
-the cost of an `alive()` probe.
+Also the cold start (from `DockerSandbox.start()` to the first command's answer), the
+cost of an `alive()` probe, and for a run's sandbox with a 20 MB workspace: a checkpoint,
+reconnecting to the running container, and recreating it from the checkpoint.
 Target: persistent shell median <= 2 ms and >= 25x faster than exec_run.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--n 100]
@@ -15,12 +16,14 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sandboxes.docker import DockerSandbox, docker_client  # noqa: E402
+from sandboxes.docker import DockerSandbox, ShellState, docker_client  # noqa: E402
+from sandboxes.docker_runs import checkpoint, discard_checkpoints, reattach  # noqa: E402
 
 
 def timed(fn, n: int) -> list[float]:
@@ -35,6 +38,31 @@ def timed(fn, n: int) -> list[float]:
 
 def p95(xs: list[float]) -> float:
     return statistics.quantiles(xs, n=20)[-1]
+
+
+def run_sandbox_times(client, rounds: int = 3) -> dict[str, list[float]]:
+    """Checkpoint, reconnect and recreate times (ms) of a run's sandbox holding 20 MB in 200 files."""
+    times: dict[str, list[float]] = {"checkpoint": [], "reconnect": [], "recreate from checkpoint": []}
+    with tempfile.TemporaryDirectory() as run_dir:
+        box = DockerSandbox.start(client=client, run_dir=run_dir)
+        box.exec("mkdir -p src && for i in $(seq 200); do head -c 100000 /dev/urandom > src/f$i; done", timeout=60)
+        state = ShellState("/workspace/src", {"X": "1"})
+        try:
+            for step in range(rounds):
+                t = time.perf_counter()
+                checkpoint(box, step)
+                times["checkpoint"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                box = reattach(run_dir, box.container_id, state, client=client).sandbox
+                times["reconnect"].append((time.perf_counter() - t) * 1000)
+                box.container.remove(force=True, v=True)
+                t = time.perf_counter()
+                box = reattach(run_dir, box.container_id, state, client=client).sandbox
+                times["recreate from checkpoint"].append((time.perf_counter() - t) * 1000)
+        finally:
+            box.close()
+            discard_checkpoints(run_dir, client)
+    return times
 
 
 def main() -> None:
@@ -76,6 +104,8 @@ def main() -> None:
     print(f"docker exec / shell: {statistics.median(rows['docker exec CLI']) / base:.0f}x")
     print(f"alive() probe: median {statistics.median(probes):.2f} ms, p95 {p95(probes):.2f} ms")
     print(f"cold start (start + first command), 5 runs: median {statistics.median(colds):.0f} ms, max {max(colds):.0f} ms")
+    for name, xs in run_sandbox_times(client).items():
+        print(f"{name} (20 MB workspace), {len(xs)} runs: median {statistics.median(xs):.0f} ms, max {max(xs):.0f} ms")
 
 
 if __name__ == "__main__":

@@ -32,10 +32,12 @@ def build(
 
 @app.command("prune")
 def prune_cmd(
-    all_: bool = typer.Option(False, "--all", help="also remove sandboxes whose run may still be going"),
+    all_: bool = typer.Option(False, "--all", help="also remove sandboxes and checkpoints whose run may still be going"),
 ) -> None:
-    """Remove sandbox containers whose owning process is gone (a crashed run), or all with --all."""
-    from sandboxes.docker import DockerUnavailable, prune
+    """Remove sandbox containers of dead runs (no process holds the run's journal), and checkpoint
+    images of runs whose folder is gone; --all removes every one."""
+    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_runs import prune
 
     try:
         removed = prune(everything=all_)
@@ -44,4 +46,4 @@ def prune_cmd(
         raise typer.Exit(1) from None
     for name in removed:
         console.print(f"removed [bold]{name}[/bold]")
-    console.print(f"[green]{len(removed)} container(s) removed[/green]")
+    console.print(f"[green]{len(removed)} removed[/green]")

@@ -2,6 +2,9 @@
 
 A sandbox knows nothing about agents or messages. Implementations: `local`
 (a subprocess in a per-run directory) and `docker` (a container per run).
+Finding a run's sandbox again after a crash is each implementation's own
+business (sandboxes.docker_runs.reattach; a LocalSandbox on the same workdir),
+not part of this contract.
 """
 
 from __future__ import annotations
@@ -32,15 +35,25 @@ class Sandbox(Protocol):
     workdir: str  # where relative paths resolve and commands start
 
     def exec(self, command: str, timeout: float) -> ExecResult:
-        """Run a shell command; never blocks past `timeout` seconds."""
+        """Run a shell command; never blocks past `timeout` seconds. What the sandbox did
+        about the command (a process limit hit, a full disk) is a bracketed note at the end
+        of the output."""
         ...
 
-    def read_file(self, path: str) -> bytes: ...
+    def read_file(self, path: str) -> bytes:
+        """The file's bytes, read with the same permissions as the shell's commands
+        (FileNotFoundError, PermissionError, IsADirectoryError otherwise)."""
+        ...
 
-    def write_file(self, path: str, data: bytes) -> None: ...
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file (parents created) with the shell's permissions; an
+        existing file keeps its mode. OSError(ENOSPC) when the sandbox's disk is full."""
+        ...
 
     def alive(self) -> bool:
         """Answer quickly and honestly whether exec can still work."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """End everything the sandbox's commands started (background jobs included)."""
+        ...

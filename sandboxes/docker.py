@@ -13,6 +13,7 @@ what the options name. Nothing is ever pulled: the image must be local.
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -23,14 +24,22 @@ import tarfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import docker
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import Mount
+from docker.errors import (
+    APIError,
+    ContainerError,
+    DockerException,
+    ImageNotFound,
+    NotFound,
+)
+from docker.types import DriverConfig, Mount
+from docker.utils import parse_bytes
 
 from sandboxes.base import ExecResult, SandboxDead
-from sandboxes.docker_options import LABEL, DockerOptions
+from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
 from sandboxes.shell import KILL_SESSION, ShellExited, ShellSession
 
 log = logging.getLogger("harness.sandbox")
@@ -43,6 +52,21 @@ SETTLE_S = 1.0
 PROBE_TIMEOUT_S = 5.0
 # After a kill, how long to wait for the dead to be reaped (a fork bomb's zombies hold the pids limit).
 REAP_WAIT_S = 3.0
+# A command that leaves a job in the background gets this long to show whether it is a fork bomb.
+FORK_SETTLE_S = 0.5
+DRAIN_QUIET_S = 0.2
+FILE_TIMEOUT_S = 60.0
+READ_CAP = 64 << 20  # read_file refuses larger files: they would not fit a model's context anyway
+# Variables bash or the engine set themselves: not part of what a run exported.
+SHELL_OWN_VARS = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME"})
+
+
+@dataclass(frozen=True)
+class ShellState:
+    """What a fresh shell needs to continue where an old one stopped."""
+
+    cwd: str
+    env: dict[str, str] = field(default_factory=dict)  # exported by the run's commands
 
 
 class DockerUnavailable(RuntimeError):
@@ -71,63 +95,6 @@ def _tar_one(name: str, data: bytes, mode: int, uid: int, gid: int) -> bytes:
     return buf.getvalue()
 
 
-class _NotAFile(OSError):
-    """The archive holds a link, not the file's bytes."""
-
-
-def _untar_one(blob: bytes, path: str) -> bytes:
-    with tarfile.open(fileobj=io.BytesIO(blob), encoding="utf-8", errors="surrogateescape") as tar:
-        member = tar.next()
-        if member is None:
-            raise FileNotFoundError(path)
-        if member.isdir():
-            raise IsADirectoryError(path)
-        if member.issym() or member.islnk():
-            raise _NotAFile(path)
-        f = tar.extractfile(member)
-        if f is None:
-            raise OSError(f"{path} is not a regular file")
-        return f.read()
-
-
-def _utf8(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _owner_gone(labels: dict[str, str]) -> bool:
-    """True when the container was started from this host by a process that no longer exists."""
-    if labels.get("harness.host") != socket.gethostname():
-        return False
-    try:
-        os.kill(int(labels.get("harness.pid", "0")), 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, ValueError):
-        return False
-    return False
-
-
-def prune(client: docker.DockerClient | None = None, everything: bool = False) -> list[str]:
-    """Remove sandbox containers left behind by a crash (or, with `everything`, all of them).
-
-    Without `everything`, only containers whose owning process on this host is gone are
-    removed, so sandboxes of runs still in progress are left alone."""
-    client = client or docker_client()
-    removed = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
-        if everything or _owner_gone(c.labels):
-            try:
-                c.remove(force=True, v=True)
-                removed.append(c.name)
-            except NotFound:
-                pass
-    return removed
-
-
 class DockerSandbox:
     """A container with a persistent shell; implements sandboxes.base.Sandbox."""
 
@@ -142,33 +109,103 @@ class DockerSandbox:
         self._shell: ShellSession | None = None
         self._control: ShellSession | None = None
         self._cwd = options.workdir  # where a restarted shell begins
+        self._fork_failures = -1  # refused forks counted so far (the baseline for the next command)
+        self._oom_kills = -1  # processes killed for memory so far
+        self._seen_running = time.time()  # when the container was last known to run
+        self._background = False  # jobs an earlier command put in the background may still run
         # One shell, one conversation at a time: parallel tool calls take turns.
         self._lock = threading.RLock()
         self._uid, self._gid = _numeric_user(options.user)
 
+    @property
+    def container_id(self) -> str:
+        return self.container.id
+
     @classmethod
     def start(
-        cls, options: DockerOptions | None = None, *, client: docker.DockerClient | None = None, name: str | None = None
+        cls,
+        options: DockerOptions | None = None,
+        *,
+        client: docker.DockerClient | None = None,
+        name: str | None = None,
+        run_dir: str | os.PathLike | None = None,
+        image: str | None = None,
     ) -> DockerSandbox:
-        """Start a container from `options.image` (which must be local) and open its shell."""
+        """Start a container from `image` (default `options.image`; it must be local) and open its shell.
+
+        `run_dir` (the run's folder) goes on the container as the label `harness.run_dir`, so
+        the run's container can be found again (sandboxes.docker_runs.reattach) and is pruned
+        only once no process holds that run."""
         opts = options or DockerOptions()
         client = client or docker_client()
+        image = image or opts.image
         try:
-            client.images.get(opts.image)
+            client.images.get(image)
         except ImageNotFound:
             raise DockerUnavailable(
-                f"image {opts.image!r} is not on this Docker engine and nothing is pulled; "
+                f"image {image!r} is not on this Docker engine and nothing is pulled; "
                 "build the base image with `harness sandbox build`, or name a local image"
             ) from None
-        container = client.containers.create(opts.image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts))
+        labels = run_labels(opts, run_dir)
+        container = client.containers.create(image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts, labels))
         sandbox = cls(client, container, opts)
         try:
             container.start()
+            if opts.disk:
+                sandbox._fill_workdir()
             sandbox._open_shells()
         except BaseException:
             sandbox.close()
             raise
         return sandbox
+
+    @classmethod
+    def adopt(cls, client: docker.DockerClient, container, options: DockerOptions, state: ShellState) -> DockerSandbox:
+        """Take over a running container whose owner is gone: end what its old shells were still
+        running, and open a fresh shell in `state.cwd` with `state.env` exported.
+        On failure the container is left as it is: only the caller knows whether to drop it."""
+        sandbox = cls(client, container, options)
+        try:
+            control = sandbox._control_shell()
+            for pid in control.run_framed("__h_old_shells", timeout=15, cap=65536).output.split():
+                # The shell first: once its command is killed, it would run the rest of its line.
+                sandbox._kill_pid(int(pid))
+                sandbox._kill_session(int(pid))
+            sandbox.restore(state)
+        except BaseException:
+            sandbox._closed = True
+            sandbox._close_shells()
+            raise
+        return sandbox
+
+    def restore(self, state: ShellState) -> None:
+        """Continue in a fresh shell at `state.cwd` (the workdir if that is gone) with `state.env` exported."""
+        bad = [k for k in state.env if not k.isidentifier() or not k.isascii()]
+        if bad:
+            raise ValueError(f"cannot export {bad}: not shell variable names")
+        with self._lock:
+            self._drop_shell()
+            self._cwd = state.cwd
+            self._open_shells()
+            if state.env:
+                self._shell_ok("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in state.env.items()))
+
+    def shell_state(self) -> ShellState:
+        """The shell's cwd and the variables its commands exported (those that differ from the
+        container's own environment): what a resumed run passes to `sandboxes.docker_runs.reattach`."""
+        with self._lock:
+            shell = self._ready_shell()
+            framed = shell.run_framed("env -0", timeout=30, cap=self.options.output_cap)
+            if framed.exit_code != 0:
+                raise OSError(f"could not read the shell's environment in {self.name}: {framed.output[-500:]!r}")
+            self._cwd = shell.cwd or self._cwd
+            base = dict(item.partition("=")[::2] for item in self.container.attrs["Config"]["Env"] or [])
+            env = {}
+            for item in framed.output.decode("utf-8", "surrogateescape").split("\0"):
+                name, eq, value = item.partition("=")
+                if eq and name not in SHELL_OWN_VARS and base.get(name) != value:
+                    env[name] = value
+            return ShellState(cwd=self._cwd, env=env)
 
     # -- commands ---------------------------------------------------------------
 
@@ -183,6 +220,7 @@ class DockerSandbox:
             raise SandboxDead(f"sandbox {self.name} was closed")
         start = time.monotonic()
         shell = self._ready_shell()
+        before = self._background_hit_limit(shell)
         try:
             framed = shell.run_framed(command, timeout, self.options.output_cap)
         except ShellExited:
@@ -190,11 +228,76 @@ class DockerSandbox:
         if framed.exit_code is None:
             return self._after_timeout(shell, command, start)
         self._cwd = shell.cwd or self._cwd
+        self._seen_running = time.time()
+        output, note = framed.output, before
+        if framed.oom_kills > self._oom_kills >= 0:
+            note += f"\n[sandbox: a process was killed for going over the memory limit ({self.options.memory})]"
+        self._oom_kills = max(self._oom_kills, framed.oom_kills)
+        if self._hit_process_limit(shell, framed):
+            self._kill_session(shell.pid)
+            self._background = False
+            output = (output + shell.drain(DRAIN_QUIET_S))[: self.options.output_cap]  # what the killed wrote late
+            note += self._limit_note()
+        if b"No space left on device" in output and self.options.disk and self._workspace_full():
+            note += f"\n[sandbox: the workspace {self.workdir} is full: its quota is {self.options.disk}; delete files to make room]"
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace"),
+            output=output.decode("utf-8", "replace") + note,
             exit_code=framed.exit_code,
             output_capped=framed.capped,
             duration_s=time.monotonic() - start,
+        )
+
+    def _workspace_full(self) -> bool:
+        """Less than 1 MiB left in the workspace (the full disk may be another one, /tmp say)."""
+        r = self._control_shell().run_framed(f"stat -f -c '%a %S' {shlex.quote(self.workdir)}", timeout=10, cap=256)
+        free, block = (int(x) for x in r.output.split()) if r.exit_code == 0 else (0, 0)
+        return free * block < 1 << 20
+
+    def _hit_process_limit(self, shell: ShellSession, framed) -> bool:
+        """Did the process limit refuse forks during the command? A job it left in the
+        background (a fork bomb returns at once) gets up to FORK_SETTLE_S to show it."""
+        failures = framed.fork_failures
+        if framed.last_background != shell.last_background:
+            shell.last_background = framed.last_background
+            self._background = True
+            deadline = time.monotonic() + FORK_SETTLE_S
+            while failures <= self._fork_failures and time.monotonic() < deadline:
+                time.sleep(0.05)
+                failures = self._fork_failures_now()
+        return failures > self._fork_failures
+
+    def _after_sweep_note(self) -> str:
+        self._background = False  # the sweep ended every job of the shell
+        return self._limit_note()
+
+    def _background_hit_limit(self, shell: ShellSession) -> str:
+        """Before a command, while jobs of earlier ones may run: if they hit the process limit
+        since, end everything the shell started, so this command starts clean, and say so."""
+        if not self._background or self._fork_failures_now() <= self._fork_failures:
+            return ""
+        self._kill_session(shell.pid)
+        shell.drain(DRAIN_QUIET_S)  # their late output belongs to no command
+        self._background = False
+        return self._limit_note(since_last=True)
+
+    def _fork_failures_now(self) -> int:
+        """The container's count of refused forks, read by builtins of the control shell."""
+        try:
+            return self._control_shell().run_framed("true", timeout=10, cap=64).fork_failures
+        except (ShellExited, APIError):
+            self._control = None
+            return self._fork_failures
+
+    def _limit_note(self, since_last: bool = False) -> str:
+        """After a sweep: say so if forks were refused since the last look, and take a new baseline."""
+        now = self._fork_failures_now()
+        refused, self._fork_failures = now - self._fork_failures, max(now, self._fork_failures)
+        if refused <= 0:
+            return ""
+        return (
+            f"\n[sandbox: {'since the last command, ' if since_last else ''}the process limit ({self.options.pids} processes) "
+            f"was reached: {refused} process creations were "
+            "refused. Everything this shell had started was killed; the shell keeps its cwd and variables.]"
         )
 
     def _after_exit(self, shell: ShellSession, command: str, start: float) -> ExecResult:
@@ -213,6 +316,8 @@ class DockerSandbox:
             code = shell.exit_code()
         framed = shell.partial()
         note = f"\n[sandbox: the shell exited with status {code}; the next command starts a new shell in {self._cwd}]"
+        note = self._limit_note() + note
+        self._background = False
         return ExecResult(
             output=framed.output.decode("utf-8", "replace") + note,
             exit_code=code if code is not None else -1,
@@ -235,7 +340,7 @@ class DockerSandbox:
             self._drop_shell()
             self.raise_if_dead(f"running {command[:200]!r}")
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace"),
+            output=framed.output.decode("utf-8", "replace") + self._after_sweep_note(),
             exit_code=None,
             timed_out=True,
             output_capped=framed.capped,
@@ -243,73 +348,77 @@ class DockerSandbox:
         )
 
     # -- files ------------------------------------------------------------------
+    # Both directions run in the control shell: a clean shell of the sandbox user that the
+    # run's commands never touch (no functions or variables of theirs), so a file tool has
+    # exactly the shell's permissions. Only the bytes of a write travel through the archive
+    # API (as root) to a fresh name in the workdir; the user's `cat` copies them into place,
+    # which also keeps an existing file's mode.
 
     def write_file(self, path: str, data: bytes) -> None:
         with self._lock:
-            self._write_file(path, data)
-
-    def _write_file(self, path: str, data: bytes) -> None:
-        target = self._abs(path)
-        if self._on_tmpfs(target):
-            # The archive API cannot see tmpfs mounts: stage in the volume, copy with the shell
-            # (`cat >` keeps an existing file's mode).
+            target = self._abs(path)
             stage = self._stage_name()
+            self._put_stage(stage, data)
             src, dst, parent = shlex.quote(stage), shlex.quote(target), shlex.quote(posixpath.dirname(target))
-            self._put(stage, data, 0o644)
-            self._shell_ok(f"mkdir -p -- {parent} && cat -- {src} > {dst}; rc=$?; rm -f -- {src}; (exit $rc)")
-            return
-        self._put(target, data, self._mode_of(target))
-
-    def _mode_of(self, target: str) -> int:
-        """An existing file keeps its mode (a script stays executable); a new one gets 0644."""
-        r = self._exec(f"stat -c %a -- {shlex.quote(target)} 2>/dev/null", timeout=30)
-        return int(r.output.strip(), 8) if r.exit_code == 0 and r.output.strip().isdigit() else 0o644
+            self._file_op(f"mkdir -p -- {parent} && cat -- {src} > {dst}; __h_rc=$?; rm -f -- {src}; (exit $__h_rc)",
+                          target, "write", cap=65536)
 
     def read_file(self, path: str) -> bytes:
         with self._lock:
-            return self._read_file(path)
+            target = shlex.quote(self._abs(path))
+            # On failure cat runs again for its message alone: the first one's stderr would mix with the bytes.
+            return self._file_op(
+                f"if [ -d {target} ]; then echo 'Is a directory' >&2; (exit 21); elif cat -- {target} 2>/dev/null; then :; "
+                f"else LC_ALL=C cat -- {target} 2>&1 >/dev/null; (exit 1); fi",
+                self._abs(path), "read", cap=READ_CAP + 1,
+            )
 
-    def _read_file(self, path: str) -> bytes:
-        target = self._abs(path)
-        if self._on_tmpfs(target) or not _utf8(target):
-            # Docker's archive writer drops names that are not UTF-8: copy to a plain name first.
-            return self._read_staged(target)
+    def _file_op(self, command: str, target: str, verb: str, cap: int) -> bytes:
+        control = self._control_shell()
         try:
-            return self._get(target)
-        except _NotAFile:
-            return self._read_staged(target)  # a symlink: `cp` follows it
+            framed = control.run_framed(command, timeout=FILE_TIMEOUT_S, cap=cap)
+        except ShellExited:
+            self._control = None
+            self.raise_if_dead(f"{verb}ing {target!r}")
+            raise OSError(f"cannot {verb} {target}: the sandbox's file shell ended; try again") from None
+        if framed.exit_code is None:  # a FIFO, or a device that never ends
+            self._control = None
+            self._kill_pid(control.pid)
+            self._kill_session(control.pid)
+            raise TimeoutError(f"cannot {verb} {target}: it did not finish within {FILE_TIMEOUT_S:.0f} s (a pipe or device?)")
+        if framed.exit_code == 0:
+            if len(framed.output) > READ_CAP:
+                raise OSError(errno.EFBIG, f"{target} is larger than {READ_CAP >> 20} MiB; read parts of it with the shell (head, sed -n)")
+            return framed.output
+        raise self._file_error(framed.output.decode("utf-8", "replace").strip()[-400:], target, verb)
 
-    def _read_staged(self, target: str) -> bytes:
-        stage = self._stage_name()
-        # `(exit 2)`, not `exit 2`: the command runs in the persistent shell itself.
-        src, dst = shlex.quote(target), shlex.quote(stage)
-        self._shell_ok(f"if [ -e {src} ]; then cp -f -- {src} {dst}; else (exit 2); fi", missing=target)
-        try:
-            return self._get(stage)
-        finally:
-            self._shell_ok(f"rm -f -- {dst}")
+    def _file_error(self, message: str, target: str, verb: str) -> OSError:
+        as_user = f"as the sandbox user ({self.options.user})"
+        if "No such file" in message:
+            return FileNotFoundError(errno.ENOENT, f"{target} does not exist", target)
+        if "Read-only file system" in message:
+            return PermissionError(errno.EROFS, f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp")
+        if "Permission denied" in message:
+            return PermissionError(errno.EACCES, f"cannot {verb} {target} {as_user}: permission denied", target)
+        if "No space left" in message:
+            return OSError(errno.ENOSPC, f"cannot write {target}: the workspace is full (quota {self.options.disk}); delete files to make room")
+        if "Is a directory" in message:
+            return IsADirectoryError(errno.EISDIR, f"{target} is a directory", target)
+        if "Not a directory" in message:
+            return NotADirectoryError(errno.ENOTDIR, f"a parent of {target} is not a directory", target)
+        return OSError(f"cannot {verb} {target} {as_user}: {message}")
 
-    def _put(self, target: str, data: bytes, mode: int) -> None:
-        parent, name = posixpath.split(target)
-        blob = _tar_one(name, data, mode, self._uid, self._gid)
+    def _put_stage(self, stage: str, data: bytes) -> None:
+        parent, name = posixpath.split(stage)
         try:
-            self.api.put_archive(self.container.id, os.fsencode(parent), blob)
+            self.api.put_archive(self.container.id, os.fsencode(parent), _tar_one(name, data, 0o600, self._uid, self._gid))
         except NotFound:
-            self.raise_if_dead(f"writing {target!r}")
-            self._shell_ok(f"mkdir -p -- {shlex.quote(parent)}")
-            self.api.put_archive(self.container.id, os.fsencode(parent), blob)
-        except APIError as e:
-            if "read-only" in str(e):
-                raise PermissionError(f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp") from e
+            self.raise_if_dead(f"writing {stage!r}")
             raise
-
-    def _get(self, target: str) -> bytes:
-        try:
-            stream, _stat = self.api.get_archive(self.container.id, os.fsencode(target))
-        except NotFound:
-            self.raise_if_dead(f"reading {target!r}")
-            raise FileNotFoundError(target) from None
-        return _untar_one(b"".join(stream), target)
+        except APIError as e:
+            if "no space left" in str(e).lower():
+                raise OSError(errno.ENOSPC, f"the workspace is full (quota {self.options.disk}): no room for {len(data)} bytes") from e
+            raise
 
     def _shell_ok(self, command: str, missing: str | None = None) -> None:
         r = self.exec(command, timeout=60)
@@ -320,9 +429,6 @@ class DockerSandbox:
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
-
-    def _on_tmpfs(self, path: str) -> bool:
-        return any(path == m or path.startswith(m.rstrip("/") + "/") for m in self.options.tmpfs)
 
     def _stage_name(self) -> str:
         return posixpath.join(self.workdir, f".harness-transfer-{uuid.uuid4().hex}")
@@ -352,21 +458,35 @@ class DockerSandbox:
         except (DockerException, OSError) as e:
             raise SandboxDead(f"the Docker engine stopped answering while {doing} in {what}: {e}") from e
         if state.get("Running"):
+            self._seen_running = time.time()
             return
-        why = "it ran out of memory" if state.get("OOMKilled") else "it was killed or stopped from outside"
+        # The OOMKilled flag stays set for the container's whole life once anything in it was
+        # killed for memory: only an out-of-memory event since it was last seen running counts.
+        oom = state.get("OOMKilled") and self._oom_since(self._seen_running)
+        why = "it ran out of memory" if oom else "it was killed or stopped from outside or by its own processes"
         raise SandboxDead(
             f"{what} stopped while {doing}: {why} (status {state.get('Status')}, exit code {state.get('ExitCode')}, "
             f"finished {state.get('FinishedAt')})"
         )
 
+    def _oom_since(self, t: float) -> bool:
+        """Did the engine report an out-of-memory kill in this container since `t` (epoch seconds)?
+        It waits for the next whole second: the engine may report the event just after the kill."""
+        try:
+            events = self.client.events(since=f"{int(t)}.{int(t % 1 * 1e9):09d}", until=f"{int(time.time()) + 1}",
+                                        filters={"container": self.container.id, "event": "oom"}, decode=True)
+            try:
+                return next(iter(events), None) is not None
+            finally:
+                events.close()
+        except (DockerException, OSError):
+            return False
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True  # set before the lock: a command in flight ends when its container goes
-        for s in (self._shell, self._control):
-            if s is not None:
-                s.close()
-        self._shell = self._control = None
+        self._close_shells()
         try:
             self.container.remove(force=True, v=True)
         except NotFound:
@@ -376,6 +496,12 @@ class DockerSandbox:
             # The label lets `harness sandbox prune` remove the container later.
             if "already in progress" not in str(e):
                 log.warning("could not remove sandbox container %s (%s); `harness sandbox prune` will", self.name, e)
+
+    def _close_shells(self) -> None:
+        for s in (self._shell, self._control):
+            if s is not None:
+                s.close()
+        self._shell = self._control = None
 
     def __enter__(self) -> DockerSandbox:
         return self
@@ -387,12 +513,41 @@ class DockerSandbox:
 
     def _open_shells(self) -> None:
         self._ready_shell()
-        self._control_shell()
+        baseline = self._control_shell().run_framed("true", timeout=10, cap=64)
+        self._fork_failures, self._oom_kills = baseline.fork_failures, baseline.oom_kills
         if self._uid is None:
             r = self.exec("id -u; id -g", timeout=10)
             self._uid, self._gid = (int(x) for x in r.output.split())
-        if self.exec('test -w "$PWD"', timeout=10).exit_code != 0:
+        if self.exec(f"test -w {shlex.quote(self.workdir)}", timeout=10).exit_code != 0:
             self._chown_workdir()
+
+    def _fill_workdir(self) -> None:
+        """A tmpfs volume starts empty when its container starts (the engine's own copy of the
+        image's files goes into a mount it then drops): copy the image's workdir into it, owners
+        and modes kept, with a short-lived root helper that has only what `cp -a` needs."""
+        self.container.reload()
+        volume = next(m["Name"] for m in self.container.attrs["Mounts"] if m["Destination"] == self.workdir)
+        try:
+            self.client.containers.run(
+                self.container.image.id,
+                entrypoint=["sh", "-c", '[ ! -d "$1" ] || cp -a "$1"/. /.harness-into/', "fill", self.workdir],
+                command=[],
+                user="0",
+                mounts=[Mount("/.harness-into", volume, type="volume")],
+                network_mode="none",
+                cap_drop=["ALL"],
+                cap_add=["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID"],
+                security_opt=["no-new-privileges"],
+                labels={**_labels(self.options), "harness.helper": "fill"},
+                remove=True,
+            )
+        except ContainerError as e:
+            last = (e.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            image = (self.container.image.tags or [self.options.image])[0]
+            raise DockerUnavailable(
+                f"the files {image} has in {self.workdir} could not be copied into the sandbox's workspace of "
+                f"{self.options.disk} ({last[0][-200:]}); raise DockerOptions.disk"
+            ) from e
 
     def _chown_workdir(self) -> None:
         """An image without the workdir (or with a root-owned one) gives a volume the sandbox
@@ -466,11 +621,11 @@ class DockerSandbox:
 
 
 def factory(options: DockerOptions | None = None):
-    """A sandbox factory for `agent.launch.launch`: files live in the container, so the
-    run's workspace folder is not used."""
+    """A sandbox factory for `agent.launch.launch`: files live in the container; the run's
+    workspace folder only names the run (its parent is the run folder the container is labelled with)."""
 
-    def make(_workspace) -> DockerSandbox:
-        return DockerSandbox.start(options)
+    def make(workspace) -> DockerSandbox:
+        return DockerSandbox.start(options, run_dir=os.path.dirname(os.path.abspath(workspace)))
 
     make.kind = "docker"
     return make
@@ -483,7 +638,7 @@ def _numeric_user(user: str) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _run_kwargs(opts: DockerOptions) -> dict:
+def _run_kwargs(opts: DockerOptions, labels: dict[str, str]) -> dict:
     env = dict(opts.env)
     env.update({k: os.environ[k] for k in opts.env_from_host if k in os.environ})
     return dict(
@@ -500,13 +655,32 @@ def _run_kwargs(opts: DockerOptions) -> dict:
         security_opt=["no-new-privileges"] if opts.no_new_privileges else None,
         read_only=opts.read_only_root,
         tmpfs=dict(opts.tmpfs),
-        mounts=[Mount(opts.workdir, None, type="volume")],  # anonymous: removed with the container
-        mem_limit=opts.memory,
-        memswap_limit=opts.memory,
+        mounts=[_workdir_mount(opts)],
+        mem_limit=_memory_limit(opts),
+        memswap_limit=_memory_limit(opts),
         nano_cpus=int(opts.cpus * 1e9),
         pids_limit=opts.pids,
-        labels=_labels(opts),
+        labels=labels,
     )
+
+
+def _workdir_mount(opts: DockerOptions) -> Mount:
+    """An anonymous volume, removed with the container; with a quota, a tmpfs of that size,
+    which, unlike the engine's overlay on ext4, can be size-limited on any host (filled by
+    `_fill_workdir`; an empty one belongs to the sandbox user when the user is numeric)."""
+    if not opts.disk:
+        return Mount(opts.workdir, None, type="volume")
+    tmpfs = f"size={opts.disk}"
+    uid, gid = _numeric_user(opts.user)
+    if uid is not None:
+        tmpfs += f",uid={uid},gid={gid},mode=0755"
+    return Mount(opts.workdir, None, type="volume", no_copy=True,
+                 driver_config=DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": tmpfs}))
+
+
+def _memory_limit(opts: DockerOptions) -> int:
+    """The workspace's tmpfs pages count against the container's memory: the limit covers both."""
+    return parse_bytes(opts.memory) + (parse_bytes(opts.disk) if opts.disk else 0)
 
 
 def _labels(opts: DockerOptions) -> dict[str, str]:
@@ -517,3 +691,13 @@ def _labels(opts: DockerOptions) -> dict[str, str]:
         "harness.pid": str(os.getpid()),
         "harness.started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def run_labels(opts: DockerOptions, run_dir: str | os.PathLike | None) -> dict[str, str]:
+    """A sandbox's labels: its owner, and, for a run's sandbox, the run's folder and the
+    options, so the container can be found, reattached and recreated from them alone."""
+    labels = _labels(opts)
+    if run_dir is not None:
+        labels[RUN_LABEL] = os.path.abspath(run_dir)
+        labels[OPTIONS_LABEL] = opts.model_dump_json()
+    return labels

@@ -13,9 +13,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sandboxes.base import DEFAULT_OUTPUT_CAP
 
 BASE_IMAGE = "harness-base:bookworm-1"
-LABEL = "harness.sandbox"
+LABEL = "harness.sandbox"  # every container the harness starts carries it; prune looks for it
+RUN_LABEL = "harness.run_dir"  # the folder of the run a container belongs to
+OPTIONS_LABEL = "harness.options"  # the DockerOptions as JSON: enough to recreate the container
 # Host variables that look like credentials are never copied in, even when named.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^AWS_|^GOOGLE_APPLICATION", re.IGNORECASE)  # every container the harness starts carries it; prune looks for it
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|^AWS_|^GOOGLE_APPLICATION", re.IGNORECASE)
 
 
 class DockerOptions(BaseModel):
@@ -27,7 +29,12 @@ class DockerOptions(BaseModel):
     workdir: str = Field("/workspace", description="writable volume where commands start")
     read_only_root: bool = True
     tmpfs: dict[str, str] = Field(default_factory=lambda: {"/tmp": "rw,exec,nosuid,nodev,size=256m,mode=1777"})
-    memory: str = Field("1g", description="memory limit; swap is not allowed on top of it")
+    memory: str = Field("1g", description="memory limit of the processes; swap is not allowed on top of it")
+    disk: str | None = Field(
+        "1g",
+        description="size of the workdir (a tmpfs volume; the container's memory limit grows by as much); "
+        "None: an ordinary disk volume without a quota",
+    )
     cpus: float = Field(1.0, gt=0)
     pids: int = Field(256, gt=8, description="process limit: contains fork bombs")
     env: dict[str, str] = Field(

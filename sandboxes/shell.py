@@ -4,10 +4,13 @@ One `docker exec` starts `bash`; every command after that is a line written to
 its stdin and answered on its stdout, so cwd and exported variables persist and
 a command costs a round trip instead of a new exec. Each command is framed:
 
-    __h_c='<command>'; eval "$__h_c" </dev/null 2>&1; printf '<marker> %d %s\\n' "$?" "$PWD"
+    __h_c='<command>'; eval "$__h_c" </dev/null 2>&1; __h_rc=$?; <read the cgroup counters>
+    printf '<marker> %d %d %d %d %s\\n' "$__h_rc" "$__h_n" "$__h_o" "${!:-0}" "$PWD"
 
 The marker is fresh per command, so output cannot fake it; the line after it
-carries the exit status and the new cwd. The command reads /dev/null, never the
+carries the exit status, how many forks the container's process limit has refused
+and how many processes its memory limit has killed so far (-1 when the cgroup
+cannot be read), the last background job's pid and the new cwd. All of it comes from builtins, so it still arrives under a fork bomb. The command reads /dev/null, never the
 protocol. Docker multiplexes the exec's stdout/stderr into frames with an
 8-byte header (stream id, big-endian length), parsed here from the raw socket.
 """
@@ -25,13 +28,26 @@ from dataclasses import dataclass
 # Defines nothing the user's commands could trip over except these two names.
 # fd __h_fd is a copy of the original stdout: the end marker still arrives when
 # a command redirects the shell's own stdout with `exec >file`.
-_INIT = "exec {__h_fd}>&1; __h_c=\n"
+# __h_pe is the pids cgroup's event file, whose "max N" counts refused forks; __h_me the
+# memory cgroup's file with an "oom_kill N" line (cgroup v1 layout first, then v2).
+_INIT = (
+    "exec {__h_fd}>&1; __h_c=; __h_n=-1; __h_o=-1; "
+    "for __h_pe in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events ''; do [[ -z $__h_pe || -r $__h_pe ]] && break; done; "
+    "for __h_me in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events ''; do [[ -z $__h_me || -r $__h_me ]] && break; done\n"
+)
+# After each command: the counters, read by builtins only (they still work under a fork bomb).
+_COUNT = (
+    '[[ -n $__h_pe ]] && read -r __h_k __h_n < "$__h_pe"; '
+    '[[ -n $__h_me ]] && while read -r __h_k __h_v; do [[ $__h_k == oom_kill ]] && __h_o=$__h_v; done < "$__h_me"; '
+)
 
 # Run by a second, idle shell of the same user when a command times out. Only
 # builtins, so it still works when a fork bomb holds every pid the limit allows.
 # It stops every process in the target shell's session but the shell (a stopped
 # process cannot fork, so a bomb cannot outrun the sweep), then kills them.
 # `__h_left` counts what remains, zombies included: they hold pids until reaped.
+# `__h_old_shells` lists the shells of earlier `docker exec`s (their parent is outside
+# the container, so their ppid is 0), for a new owner to end with their sessions.
 KILL_SESSION = r"""
 __h_kill() {
   local target=$1 sig round p line n
@@ -63,6 +79,18 @@ __h_left() {
   done
   printf %d "$n"
 }
+__h_old_shells() {
+  local p line
+  local -a f
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    [[ $p == 1 || $p == "$$" ]] && continue
+    read -r line 2>/dev/null < "/proc/$p/stat" || continue
+    f=(${line##*\) })
+    [[ ${f[1]} == 0 ]] && printf '%s ' "$p"
+  done
+  return 0
+}
 """
 
 
@@ -76,6 +104,9 @@ class Framed:
     exit_code: int | None  # None: no end marker arrived before the deadline
     capped: bool
     cwd: str | None
+    fork_failures: int = -1  # forks refused by the process limit since the container started; -1: unknown
+    oom_kills: int = -1  # processes killed for memory since the container started; -1: unknown
+    last_background: int = 0  # pid of the last job the shell put in the background (0: none yet)
 
 
 class _Collector:
@@ -118,12 +149,10 @@ class _Collector:
         self.kept += data
 
     def result(self) -> Framed:
-        code, cwd = None, None
         if self.end is not None:
-            head, _, rest = self.end.partition(b" ")
-            code = int(head)
-            cwd = rest.decode("utf-8", "surrogateescape") or None
-            return Framed(bytes(self.kept), code, self.capped, cwd)
+            code, failures, ooms, background, cwd = (self.end.split(b" ", 4) + [b""])[:5]
+            return Framed(bytes(self.kept), int(code), self.capped, cwd.decode("utf-8", "surrogateescape") or None,
+                          int(failures), int(ooms), int(background))
         # No marker yet: the held-back tail is output too (without consuming it).
         room = max(self.cap - len(self.kept), 0)
         tail = bytes(self.pending[:room])
@@ -158,13 +187,14 @@ class ShellSession:
             code = self.exit_code()
             raise ShellExited(f"{e}; exit code {code}" if code is not None else str(e)) from None
         self.pid = int(framed.output)
+        self.last_background = framed.last_background
 
     def run_framed(self, command: str, timeout: float, cap: int) -> Framed:
         """Send one command; return when its end marker arrives or `timeout` passes."""
         marker = f"__HARNESS_END_{uuid.uuid4().hex}__"
         line = (
-            f"__h_c={shlex.quote(command)}; eval \"$__h_c\" </dev/null 2>&1; "
-            f"printf '%s %d %s\\n' {marker} \"$?\" \"$PWD\" >&$__h_fd\n"
+            f"__h_c={shlex.quote(command)}; eval \"$__h_c\" </dev/null 2>&1; __h_rc=$?; {_COUNT}"
+            f"printf '%s %d %d %d %d %s\\n' {marker} \"$__h_rc\" \"$__h_n\" \"$__h_o\" \"${{!:-0}}\" \"$PWD\" >&$__h_fd\n"
         )
         self._send(line.encode("utf-8", "surrogateescape"))
         return self.collect(marker, timeout, cap)
@@ -190,6 +220,16 @@ class ShellSession:
         if not self.wait(self._current, deadline):
             return None
         return self._finish()
+
+    def drain(self, quiet_s: float) -> bytes:
+        """Whatever arrives until the stream is quiet for `quiet_s` (output of killed background processes)."""
+        out = bytearray()
+        try:
+            while data := self._read(quiet_s):
+                out += data
+        except ShellExited:
+            pass
+        return bytes(out)
 
     def partial(self) -> Framed:
         """What the current command has printed so far (its exit code is None)."""

@@ -58,6 +58,7 @@ def test_memory_hog_is_killed_and_the_sandbox_survives(docker_ready):
     with DockerSandbox.start(DockerOptions(memory="256m"), client=docker_ready) as sb:
         r = sb.exec("python3 -c 'b = bytearray(2 * 1024**3); print(len(b))'", timeout=60)
         assert r.exit_code == 137  # SIGKILL from the kernel's OOM killer
+        assert "[sandbox: a process was killed for going over the memory limit (256m)]" in r.output
         assert sb.alive()
         assert sb.exec("echo ok", timeout=10).output == "ok\n"
 

@@ -1,7 +1,13 @@
 import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from sandboxes.local import LocalSandbox
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
@@ -32,3 +38,59 @@ def test_files_round_trip_bytes(tmp_path):
     assert os.path.exists(tmp_path / "deep/dir/bin.dat")
     box.close()
     assert not box.alive()
+
+
+def _gone(pid: int, wait_s: float = 5) -> bool:
+    """True once `pid` has ended (a zombie counts as ended); waits a little for the kill to land."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_close_ends_background_children_of_commands(tmp_path):
+    box = LocalSandbox(tmp_path / "ws")
+    pid = int(box.exec("sleep 300 >/dev/null 2>&1 & echo $!", timeout=5).output)
+    assert not _gone(pid, wait_s=0.2)  # the command returned; its child runs on
+    box.close()
+    assert _gone(pid)
+    assert (tmp_path / "ws.groups").read_text() == ""
+
+
+OWNER = """
+import sys
+from sandboxes.local import LocalSandbox
+box = LocalSandbox(sys.argv[1])
+box.exec("sleep 300 & echo $! > bg.pid; echo started > started.txt; sleep 300; echo late > late.txt", timeout=600)
+"""
+
+
+def test_commands_of_a_sigkilled_owner_are_ended_by_the_next_sandbox_on_its_workdir(tmp_path):
+    ws = tmp_path / "ws"
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(ws)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 30
+    while not (ws / "started.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    background = int((ws / "bg.pid").read_text())
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    assert not _gone(background, wait_s=0.5)  # the harness is gone; its command is not
+    [(owner_pid, pgid, _token)] = [line.split() for line in (ws.parent / "ws.groups").read_text().splitlines()]
+    assert int(owner_pid) == owner.pid
+
+    other = LocalSandbox(tmp_path / "elsewhere")  # another run's sandbox: leaves it alone
+    assert other.ended_leftovers == [] and not _gone(background, wait_s=0.2)
+    resumed = LocalSandbox(ws)
+    assert resumed.ended_leftovers == [int(pgid)]
+    assert _gone(background)
+    assert (ws.parent / "ws.groups").read_text() == ""
+    time.sleep(0.5)
+    assert not (ws / "late.txt").exists()  # the rest of the old command never ran
+    assert resumed.exec("echo fresh", timeout=5).output == "fresh\n"
+    resumed.close()

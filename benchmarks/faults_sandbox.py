@@ -1,0 +1,157 @@
+"""The sandbox abuse battery: each abuse tried in a fresh Docker sandbox, judged contained and clearly reported.
+
+    rows = sandbox_battery()          # list[Row]; for benchmarks/bench_faults.py's table
+    .venv/bin/python benchmarks/faults_sandbox.py
+
+Contained: the harness process and the host are unharmed, the limit held, and the
+sandbox (when it should survive) runs the next command cleanly. Clear: what the model
+observes says what happened. Each row is bounded by its own timeouts (about a minute in all).
+Needs a running engine and the base image (`bash scripts/setup.d/10-docker.sh`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pydantic import ValidationError
+
+from sandboxes.base import SandboxDead
+from sandboxes.docker import DockerSandbox, docker_client
+from sandboxes.docker_options import DockerOptions
+
+SECRET = "sk-battery-host-secret"
+
+
+@dataclass(frozen=True)
+class Row:
+    abuse: str
+    tried: str
+    contained: bool
+    clear: bool
+    observation: str  # what the model (or the person configuring) saw, shortened
+
+
+def _processes(sb: DockerSandbox) -> int:
+    return int(sb.exec("ls /proc | grep -c '^[0-9]'", timeout=20).output.strip() or 99)
+
+
+def egress(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    r = sb.exec("python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), timeout=5)\"", timeout=20)
+    return r.exit_code != 0, "unreachable" in r.output.lower(), r.output
+
+
+def fork_bomb(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    r = sb.exec(":(){ :|:& };:", timeout=20)
+    clean = sb.exec("echo clean", timeout=20).output == "clean\n"
+    return clean and _processes(sb) <= 6, "process limit" in r.output, r.output
+
+
+def memory_hog(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    r = sb.exec("python3 -c 'b = bytearray(4 * 1024**3)'", timeout=60)
+    return r.exit_code == 137 and sb.exec("echo ok", timeout=10).output == "ok\n", "memory limit" in r.output, r.output
+
+
+def disk_fill(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    r = sb.exec("head -c 2000000000 /dev/zero > fill.bin", timeout=60)
+    used = int(sb.exec("stat -c %s fill.bin", timeout=10).output)
+    return r.exit_code != 0 and used <= 64 << 20, "workspace /workspace is full" in r.output, r.output
+
+
+def endless_output(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    r = sb.exec("yes", timeout=2)
+    contained = r.timed_out and len(r.output) <= sb.options.output_cap and sb.exec("echo ok", timeout=10).output == "ok\n"
+    return contained, r.output_capped and r.timed_out, f"{len(r.output)} characters kept, capped={r.output_capped}"
+
+
+def sleep_past_timeout(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    start = time.monotonic()
+    r = sb.exec("sleep 1000", timeout=1)
+    took = time.monotonic() - start
+    return took < 5 and _processes(sb) <= 6, r.timed_out and r.exit_code is None, f"timed out after {took:.1f} s"
+
+
+def host_secrets(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    env = sb.exec("env; tr '\\0' '\\n' < /proc/1/environ", timeout=10).output
+    try:
+        DockerOptions(env_from_host=["OPENAI_API_KEY"])
+        refused = ""
+    except ValidationError as e:
+        refused = str(e)
+    said = next((line for line in refused.splitlines() if "credentials" in line), refused or "accepted")
+    return SECRET not in env, "look like credentials" in said, said
+
+
+def file_tools_beyond_permissions(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    try:
+        data = sb.read_file("/etc/shadow")
+        return False, False, f"read {len(data)} bytes of /etc/shadow"
+    except PermissionError as e:
+        return True, "permission denied" in str(e), str(e)
+
+
+def kill_the_shell(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    r = sb.exec("kill -KILL $$", timeout=10)
+    return sb.exec("echo ok", timeout=10).output == "ok\n", "shell exited" in r.output, r.output
+
+
+def kill_the_container_from_inside(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    try:
+        sb.exec("kill -KILL $(cat /proc/1/task/1/children); sleep 5", timeout=30)
+    except SandboxDead as e:
+        return not sb.alive(), "killed or stopped" in str(e) and "memory" not in str(e), str(e)
+    return False, False, "the container survived"
+
+
+BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[bool, bool, str]]]] = [
+    ("egress", "connect to 1.1.1.1:80", DockerOptions(), egress),
+    ("fork bomb", ":(){ :|:& };: with pids=64", DockerOptions(pids=64), fork_bomb),
+    ("memory hog", "allocate 4 GiB with memory=256m", DockerOptions(memory="256m", disk="16m"), memory_hog),
+    ("disk fill", "write 2 GB with disk=64m", DockerOptions(disk="64m"), disk_fill),
+    ("endless output", "yes, 2 s timeout", DockerOptions(), endless_output),
+    ("sleep past timeout", "sleep 1000, 1 s timeout", DockerOptions(), sleep_past_timeout),
+    ("host secrets", "OPENAI_API_KEY in the host env; asked for by name", DockerOptions(), host_secrets),
+    ("file tools beyond permissions", "read_file /etc/shadow", DockerOptions(), file_tools_beyond_permissions),
+    ("kill the shell", "kill -KILL $$", DockerOptions(), kill_the_shell),
+    ("kill the container", "kill its idle process from inside", DockerOptions(), kill_the_container_from_inside),
+]
+
+
+def sandbox_battery(client=None) -> list[Row]:
+    """Run every abuse in its own sandbox; an exception escaping the sandbox counts as not contained."""
+    client = client or docker_client()
+    rows = []
+    before = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = SECRET
+    try:
+        for abuse, tried, options, attempt in BATTERY:
+            try:
+                with DockerSandbox.start(options, client=client) as sb:
+                    contained, clear, observation = attempt(sb)
+            except Exception as e:  # the row records it: the battery goes on
+                contained, clear, observation = False, False, f"{type(e).__name__}: {e}"
+            rows.append(Row(abuse, tried, contained, clear, " ".join(observation.split())[-200:]))
+    finally:
+        if before is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = before
+    return rows
+
+
+def main() -> None:
+    rows = sandbox_battery()
+    print(f"{'abuse':<30}{'contained':>10}{'clear':>7}  observation")
+    for r in rows:
+        print(f"{r.abuse:<30}{'yes' if r.contained else 'NO':>10}{'yes' if r.clear else 'NO':>7}  {r.observation[-90:]}")
+    print(f"{sum(r.contained for r in rows)}/{len(rows)} contained, {sum(r.clear for r in rows)}/{len(rows)} clear")
+
+
+if __name__ == "__main__":
+    main()
