@@ -9,14 +9,15 @@ again; an interrupted write asks its tool whether its effect is already in place
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.approval import Decision
-from core.events import ToolIntent, ToolObserved
+from core.events import Event, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall
-from tools.base import Tool, ToolContext, ToolResult
+from tools.base import Registry, Tool, ToolContext, ToolResult
 
 UNKNOWN = (
     "The run was interrupted while {tool} was running (call {id}), so whether it took effect is unknown. "
@@ -68,3 +69,23 @@ def settle(call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, policy: Chec
 
 def _final(call: ToolCall, status, text: str, kind) -> Observation:
     return Observation(call_id=call.id, tool=call.name, status=status, text=text, error_kind=kind)
+
+
+def reapply_writes(events: Sequence[Event], after_step: int, tools: Registry, ctx: ToolContext) -> list[str]:
+    """Run again every write that finished after `after_step`: a sandbox recreated from a checkpoint
+    taken at that step lacks their effects. The journaled observations stand; what a write shows now
+    is not recorded. Returns the calls that could not be applied again."""
+    done = {e.observation.call_id for e in events if isinstance(e, ToolObserved)}
+    failed = []
+    for e in events:
+        if not (isinstance(e, ToolIntent) and e.step > after_step and e.call_id in done):
+            continue
+        tool = tools.get(e.tool)
+        try:
+            result = tool.run(tool.args.model_validate(e.arguments), replace(ctx, idempotency_key=e.idempotency_key))
+            ok = result.ok
+        except Exception:
+            ok = False
+        if not ok:
+            failed.append(f"{e.call_id} ({e.tool})")
+    return failed

@@ -13,23 +13,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import HarnessError
-from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
+from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped, SandboxOpened
 from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
 from core.policy import HarnessPolicy
+from agent.reconcile import reapply_writes
 from agent.restore import Restored, restore
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from agent.snapshot import load_snapshot
-from agent.stopping import StopRule
+from agent.snapshot import Snapshot, load_snapshot
+from agent.stopping import RESUMABLE, StopRule
 from agent.summary import Summary, summarize
 from agent.task import Task
 from sandboxes.base import Sandbox
-from tools.base import Registry
+from tools.base import Registry, ToolContext
 
-# A run that stopped for one of these can go on; any other stop is the end of it.
-RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable", "harness_error")
 
 
 @dataclass
@@ -82,13 +81,18 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
         notes += [why] if why is not None else []
         restored = restore(task, events, snap)
         notes += restored.notes + describe_open_step(restored)
-        box, note = reconnect(info, run_dir, task, policy, sandbox)
+        box, note, since = reconnect(info, run_dir, task, policy, sandbox, events, snap, journal)
         notes += [note] if note is not None else []
     else:  # it died before its first event, perhaps while its sandbox was being prepared: begin again
-        restored = None
+        restored, since = None, None
         box = make_box(info, run_dir, sandbox)
         notes.append("The run had not begun when it stopped; it starts from the beginning.")
     with reopen_run(info, journal, client, box, tools, stop_rules) as session:
+        if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
+            ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
+            failed = reapply_writes(events, since, session.tools, ctx)
+            if failed:
+                notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
         if restored is None:
             prepare(task, box, policy.dispatch.tool_timeout_s)
         else:
@@ -123,21 +127,47 @@ def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sa
     return open_sandbox(spec, workspace)
 
 
-def reconnect(info: RunInfo, run_dir: Path, task: Task, policy: HarnessPolicy,
-              factory: SandboxFactory | None) -> tuple[Sandbox, str | None]:
-    """The run's sandbox again: the local one's workspace persists under the run dir; others are made anew."""
+def reconnect(info: RunInfo, run_dir: Path, task: Task, policy: HarnessPolicy, factory: SandboxFactory | None,
+              events: Sequence[Event], snap: Snapshot | None, journal: Journal) -> tuple[Sandbox, str | None, int | None]:
+    """The run's sandbox again, a note for the person, and the checkpoint step whose later writes must be
+    applied again (None when nothing was lost). The local one's workspace persists under the run dir; a
+    container is reconnected while it runs, else recreated from its newest checkpoint; anything else is made anew."""
     workspace = run_dir / "workspace"
+    if info.sandbox == "docker" and factory is None:
+        found = reattach_container(run_dir, info, events, snap, journal)
+        if found is not None:
+            return found
     kept = info.sandbox == "local" and factory is None and workspace.is_dir()
     box = make_box(info, run_dir, factory)
     if kept:
-        return box, None
+        return box, None, None
     if factory is not None and workspace.is_dir() and any(workspace.iterdir()):
-        return box, None
+        return box, None, None
     prepare(task, box, policy.dispatch.tool_timeout_s)
     return box, (
         f"The {info.sandbox} sandbox could not be reconnected, so it was recreated from the task's files and setup: "
         "changes the run made to it before are gone."
-    )
+    ), None
+
+
+def reattach_container(run_dir: Path, info: RunInfo, events: Sequence[Event], snap: Snapshot | None,
+                       journal: Journal) -> tuple[Sandbox, str, int | None] | None:
+    from sandboxes.docker import ShellState
+    from sandboxes.docker_runs import SandboxGone, reattach
+
+    opened = [e for e in events if isinstance(e, SandboxOpened)]
+    handle = snap.sandbox if snap is not None else {}
+    state = ShellState(cwd=handle.get("cwd") or info.workdir or "/workspace", env=handle.get("env", {}))
+    try:
+        again = reattach(run_dir, opened[-1].container_id if opened else None, state)
+    except SandboxGone:
+        return None
+    box, since = again.sandbox, again.checkpoint.step if again.checkpoint is not None else None
+    journal.append(SandboxOpened(container_id=box.container_id, how=again.how, checkpoint_step=since))
+    if since is None:
+        return box, f"Reconnected to the run's container {box.container_id[:12]}, still running; a fresh shell goes on in {state.cwd}.", None
+    return box, (f"The run's container was gone; a new one started from its checkpoint at step {since}, "
+                 "and the writes journaled after that step are applied again."), since
 
 
 def describe_open_step(restored: Restored) -> list[str]:

@@ -25,11 +25,11 @@ from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import parse_model
-from agent.stopping import StopRule
+from agent.stopping import RESUMABLE, StopRule
 from agent.summary import Summary
 from agent.task import Task
 from core.errors import HarnessError
-from core.events import Event, RunStopped
+from core.events import Event, RunStopped, SandboxOpened
 from core.mcp_settings import McpServer
 from core.policy import PRESETS, HarnessPolicy, load_policy
 from sandboxes.base import Sandbox
@@ -83,7 +83,7 @@ def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:
     options = DockerOptions(**{k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None})
     options = options.model_copy(update={"env": {**options.env, **spec.env}})
     try:
-        return DockerSandbox.start(options)
+        return DockerSandbox.start(options, run_dir=workspace.parent)  # labelled with its run, so resume finds it
     except DockerUnavailable as e:
         raise HarnessError(f"The Docker sandbox cannot start: {e}.") from None
 
@@ -123,9 +123,15 @@ class Session:
     stop_rules: Sequence[StopRule] = ()
 
     def run(self, **resume) -> Summary:
-        """Run the loop to a stop; `resume` passes approvals/resumed state through (agent.resume)."""
-        return run(self.task, self.model, self.tools, self.sandbox, self.policy, self.journal,
-                   stop_rules=self.stop_rules, **resume)
+        """Run the loop to a stop; `resume` passes approvals/resumed state through (agent.resume).
+        A run that ended for good drops its container checkpoints: nothing will resume it."""
+        summary = run(self.task, self.model, self.tools, self.sandbox, self.policy, self.journal,
+                      stop_rules=self.stop_rules, **resume)
+        if summary.stop_reason not in RESUMABLE and getattr(self.sandbox, "container_id", None) is not None:
+            from sandboxes.docker_runs import discard_checkpoints
+
+            discard_checkpoints(self.journal.dir)
+        return summary
 
 
 @contextmanager
@@ -168,11 +174,15 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> Sandbox:
     workspace = journal.dir / "workspace"
     try:
-        return open_sandbox(sandbox, workspace) if isinstance(sandbox, SandboxSpec) else sandbox(workspace)
+        box = open_sandbox(sandbox, workspace) if isinstance(sandbox, SandboxSpec) else sandbox(workspace)
     except Exception as e:  # the environment failed, not the agent: say so in the record
         message = f"The sandbox could not be started: {e}"
         journal.append(RunStopped(reason="environment_error", message=message))
         raise HarnessError(message) from None
+    container = getattr(box, "container_id", None)
+    if container is not None:
+        journal.append(SandboxOpened(container_id=container))
+    return box
 
 
 def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from agent.journal import Journal, write_json_atomic
 from agent.state import RunState
-from agent.stopping import Stop
+from agent.stopping import RESUMABLE, Stop
 from core.types import Message
 
 SNAPSHOT = "snapshot.json"
@@ -40,7 +40,7 @@ class Snapshot(BaseModel):
     stop: str | None = None  # the stop reason, when written at a stop
     artifacts: list[str] = []  # the newest artifact references, relative to the run dir
     artifact_count: int = 0
-    sandbox: dict[str, str] = {}  # kind and workdir: enough to reconnect
+    sandbox: dict[str, Any] = {}  # kind and workdir; a container's id, cwd and exported env: enough to reconnect
     working_memory: dict[str, Any] | None = None  # the newest compaction's memory, for people and tools to read
 
 
@@ -57,12 +57,32 @@ def take(state: RunState, journal: Journal, sandbox: object, stop: Stop | None =
         stop=stop.reason if stop is not None else None,
         artifacts=[f"artifacts/{name}" for name in artifacts[-NEWEST_ARTIFACTS:]],
         artifact_count=len(artifacts),
-        sandbox={"kind": type(sandbox).__name__, "workdir": str(getattr(sandbox, "workdir", ""))},
+        sandbox=handle(sandbox),
         working_memory=folds[-1].memory.model_dump(mode="json") if (folds := getattr(state, "folds", None)) else None,
     )
 
 
+def handle(sandbox: object) -> dict[str, Any]:
+    """What a resume needs to find the sandbox again and give a fresh shell the old one's place."""
+    out: dict[str, Any] = {"kind": type(sandbox).__name__, "workdir": str(getattr(sandbox, "workdir", ""))}
+    if _container(sandbox):
+        shell = sandbox.shell_state()  # type: ignore[attr-defined]
+        out |= {"container_id": sandbox.container_id, "cwd": shell.cwd, "env": shell.env}  # type: ignore[attr-defined]
+    return out
+
+
+def _container(sandbox: object) -> bool:
+    """A live container sandbox (sandboxes.docker): it has an id to journal and a filesystem to save."""
+    return getattr(sandbox, "container_id", None) is not None and sandbox.alive()  # type: ignore[attr-defined]
+
+
 def write_snapshot(state: RunState, journal: Journal, sandbox: object, stop: Stop | None = None) -> Snapshot:
+    """The snapshot, and for a container at a step (not a stop) a filesystem checkpoint beside it:
+    a resume that finds the container gone starts again from there."""
+    if (stop is None or stop.reason in RESUMABLE) and _container(sandbox):
+        from sandboxes.docker_runs import checkpoint
+
+        checkpoint(sandbox, state.step)  # type: ignore[arg-type]
     snap = take(state, journal, sandbox, stop)
     write_json_atomic(journal.dir / SNAPSHOT, snap.model_dump(mode="json"))
     return snap

@@ -73,3 +73,7 @@ def _check_passes(command: str, sandbox: Sandbox, policy: HarnessPolicy) -> bool
         return sandbox.exec(command, timeout=policy.dispatch.tool_timeout_s).exit_code == 0
     except SandboxDead:
         return False
+
+
+# A run that stopped for one of these can go on (`harness resume`); any other stop is the end of it.
+RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable", "harness_error")

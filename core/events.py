@@ -99,6 +99,15 @@ class RunResumed(_Event):
     notes: list[str] = []  # damaged lines skipped, fallbacks taken, calls reconciled
 
 
+class SandboxOpened(_Event):
+    """A container was started or taken up again for this run: its id, so a resume can find it."""
+
+    type: Literal["sandbox_opened"] = "sandbox_opened"
+    container_id: str
+    how: Literal["started", "reconnected", "checkpoint"] = "started"
+    checkpoint_step: int | None = None  # with "checkpoint": the step its filesystem was saved at
+
+
 class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
@@ -108,7 +117,7 @@ class RunStopped(_Event):
 
 Event = Annotated[
     MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | ApprovalGiven | Compacted | RunResumed
-    | RunStopped,
+    | SandboxOpened | RunStopped,
     Field(discriminator="type"),
 ]
 EVENT = TypeAdapter(Event)
