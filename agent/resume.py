@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
-from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
+from agent.journal import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
 from agent.launch import make_sandbox, prepare
 from agent.loop import run
 from agent.models import load_model
@@ -48,23 +48,29 @@ def resume(
     sandbox: Callable[[Path], Sandbox] | None = None,
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
+    repair: bool = False,
 ) -> Resumed:
-    """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json."""
+    """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
+    `repair`: a journal damaged in the middle is cut after its last good event instead of refused."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
     journal.listeners.extend(listeners)
     try:
-        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules)
+        cut = journal.repair() if repair else None
+        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, [cut] if cut else [])
     finally:
         journal.close()
 
 
 def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelClient | None, tools: Registry | None,
-            sandbox: Callable[[Path], Sandbox] | None, stop_rules: Sequence[StopRule]) -> Resumed:
-    notes: list[str] = []
-    events = read_events(run_dir, on_bad_line=lambda n, why: notes.append(
-        f"events.jsonl line {n} is damaged (cut short by a crash mid-write?) and was skipped: {why}"))
+            sandbox: Callable[[Path], Sandbox] | None, stop_rules: Sequence[StopRule], notes: list[str]) -> Resumed:
+    found = scan(run_dir)
+    if found.damage is not None:
+        raise damage_error(run_dir, found)
+    events = found.events
+    notes += [f"events.jsonl {bad.why}; it was cut short by a crash mid-write and is skipped (no event is missing)"
+              for bad in found.skipped]
     ended = finished(events)
     if ended is not None:
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary

@@ -26,11 +26,16 @@ def _fail(err: HarnessError) -> None:
 def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory (runs/<run-id>) to continue."),
     model: str = typer.Option(None, help="Continue with this model string instead of the one in run.json."),
+    repair: bool = typer.Option(False, "--repair", help=(
+        "When a line in the middle of events.jsonl is damaged, cut the journal after its last good event "
+        "(the cut part is kept as events.jsonl.damaged-N) and resume from there.")),
 ) -> None:
     """Continue a run that crashed (even under kill -9), was interrupted, or stopped awaiting approval.
 
-    Loads the latest snapshot.json, rebuilds the state from events.jsonl (a damaged last
-    line is reported and skipped; without a usable snapshot the whole journal is folded),
+    Loads the latest snapshot.json, rebuilds the state from events.jsonl (a line torn by a
+    crash mid-write is reported and skipped; a damaged line in the middle, where an event is
+    lost, stops the resume and names the line, unless --repair; without a usable snapshot
+    the whole journal is folded),
     reconnects the sandbox (or recreates it from the task, and says so), finishes the step
     the crashed process began without asking the model again, and goes on with the same
     model: a scripted model continues after the replies already journaled. A write that was
@@ -41,7 +46,7 @@ def resume_command(
     """
     try:
         with LiveStatus(console) as live:
-            done = resume(run_dir, model=model, listeners=(live,))
+            done = resume(run_dir, model=model, listeners=(live,), repair=repair)
     except HarnessError as e:
         _fail(e)
     for note in done.notes:

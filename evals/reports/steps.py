@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.events import EVENT, Event, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
-from agent.journal import RunInfo
+from core.events import Compacted, Event, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from agent.journal import RunInfo, scan
 from agent.summary import Summary, summarize
 from core.types import Message, ModelReply, Observation, ToolCall, Usage
 
@@ -124,22 +124,10 @@ def _int(value: Any) -> int | None:
 
 
 def read_journal(run_dir: Path) -> RunLog:
-    events: list[Event] = []
-    compactions: list[Compaction] = []
-    bad = 0
-    with open(Path(run_dir) / "events.jsonl", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                if isinstance(data, dict) and data.get("type") == "compaction":
-                    compactions.append(parse_compaction(data))  # one reading, whatever the event's version
-                else:
-                    events.append(EVENT.validate_python(data))
-            except (ValueError, ValidationError, TypeError):
-                bad += 1  # a half-written line, or an event type this version does not know
-    return RunLog(events, compactions, bad)
+    found = scan(run_dir)
+    events = [e for e in found.events if not isinstance(e, Compacted)]
+    compactions = [parse_compaction(e.model_dump(mode="json")) for e in found.events if isinstance(e, Compacted)]
+    return RunLog(events, compactions, len(found.skipped))
 
 
 def fold(events: list[Event], compactions: list[Compaction] = ()) -> tuple[list[Message], list[Step]]:
