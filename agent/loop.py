@@ -14,6 +14,7 @@ from core.errors import PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
+from agent.prompt_digest import prompt_digest
 from core.policy import HarnessPolicy
 from agent.reconcile import Recovered, needs_decision
 from agent.restore import Restored
@@ -81,7 +82,8 @@ def run(
                     break
                 counted, reused = accounting.measure(prompt)
                 journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=accounting.chars,
-                                            counted_tokens=counted, prefix_reused=reused))
+                                            counted_tokens=counted, prefix_reused=reused,
+                                            prompt_sha256=prompt_digest(prompt, shown)))
                 recovered = None
             stop = awaiting_approval(reply, tools, policy, approvals, recovered)
             if stop is not None:
