@@ -204,8 +204,8 @@ def compare_harness(recorded: Sequence[Event], replayed: Sequence[Event]) -> lis
     out: list[Divergence] = []
     for kind, what in HARNESS_RECORDS.items():
         out += _compare([e for e in recorded if isinstance(e, kind)], [e for e in replayed if isinstance(e, kind)], what)
-    stops = [[e for e in events if isinstance(e, RunStopped)][-1:] for events in (recorded, replayed)]
-    out += _compare(*stops, lambda e: {"reason": e.reason, "outcome": e.outcome})
+    old, new = ([e for e in events if isinstance(e, RunStopped)][-1:] for events in (recorded, replayed))
+    out += _compare(old, new, lambda e: {"reason": e.reason, "outcome": e.outcome})
     return sorted(out, key=lambda d: d.step)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from agent.approval import Decision, decisions
 from agent.dispatch import Dispatched
 from agent.steps import Step, fold
-from core.events import ApprovalGiven, Event, RunResumed
+from core.events import ApprovalGiven, Event, ModelReplied, RunResumed
 from agent.reconcile import Recovered
 from agent.snapshot import Snapshot, state_from
 from agent.state import RunState, tally
@@ -66,33 +66,35 @@ def _restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tupl
     run = fold(events)
     state.history.extend(run.history)
     state.folds.extend(c.fold for s in run.steps for c in s.compactions if c.fold is not None)
-    replies = run.replies
+    replies = [(s, s.replied) for s in run.steps if s.replied is not None]
     latest = max((e.step for e in events), default=0)
     # The newest step is open (the process died while it ran) until the journal holds an event of a later step.
-    open_step = replies[-1] if replies and replies[-1].n == latest else None
-    for step in replies:
-        if step is not open_step and step.replied.seq > base:  # the snapshot already holds the steps before it
+    open_step = replies[-1] if replies and replies[-1][0].n == latest else None
+    closed = replies[:-1] if open_step is not None else replies
+    for step, replied in closed:
+        if replied.seq > base:  # the snapshot already holds the steps before it
             submission = next((o.submission for o in step.observed if o.submission is not None), None)
-            tally(state, step.replied.reply, Dispatched(step.observations, submission))
+            tally(state, replied.reply, Dispatched(step.observations, submission))
             state.step = step.n
     at_base = next((e for e in events if e.seq == base), None)
     window = state.history[: bisect_right(run.seqs, base)][-want:] if at_base is not None and want else []
-    last_prompt = (replies[-1].history_at, len(run.folds_before(replies[-1]))) if replies else None
+    last_prompt = (replies[-1][0].history_at, len(run.folds_before(replies[-1][0]))) if replies else None
     if open_step is not None:
-        state.step = open_step.n  # the loop finishes this step rather than starting a new one
-        del state.history[open_step.history_at :]  # and adds its reply and results to the history itself, as a live run does
+        state.step = open_step[0].n  # the loop finishes this step rather than starting a new one
+        del state.history[open_step[0].history_at :]  # and adds its reply and results to the history itself, as a live run does
     if events:  # time the run spent working after the snapshot; a person's decisions came later and do not count
         since_ts = at_base.ts if at_base is not None else events[0].ts
         worked = [e.ts for e in events if not isinstance(e, (ApprovalGiven, RunResumed))]
         state.started -= max(0.0, worked[-1] - since_ts) if worked else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
-        state.settled_seq = max(state.settled_seq, open_step.replied.seq - 1 if open_step is not None else events[-1].seq)
+        state.settled_seq = max(state.settled_seq, open_step[1].seq - 1 if open_step is not None else events[-1].seq)
     return Restored(state, _open(open_step, events), decisions(events), len(replies), base, last_prompt), window
 
 
-def _open(step: Step | None, events: Sequence[Event]) -> OpenStep | None:
-    if step is None:
+def _open(found: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> OpenStep | None:
+    if found is None:
         return None
+    step, replied = found
     observed = {o.observation.call_id: o for o in step.observed}
     interrupted = {i.call_id: i for i in step.intents if i.call_id not in observed}
     rerun = {
@@ -100,7 +102,7 @@ def _open(step: Step | None, events: Sequence[Event]) -> OpenStep | None:
         for e in events
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
-    return OpenStep(step.replied.reply, Recovered(observed, interrupted, rerun, bool(step.notes)))
+    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(step.notes)))
 
 
 def _noted(restored: Restored, note: str) -> Restored:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 from core.errors import PermanentModelError, TransientModelError
@@ -63,7 +64,7 @@ def _api_message(err) -> str:
     return str(getattr(err, "message", "") or err)
 
 
-def timeouts(params: ModelParams, timeout_type: type[T]) -> T:
+def timeouts(params: ModelParams, timeout_type: Callable[..., T]) -> T:
     """The HTTP timeouts of one call, as the SDK's own `Timeout`: the policy's connect limit,
     and its read limit for everything else."""
     return timeout_type(params.read_timeout_s, connect=params.connect_timeout_s)
