@@ -37,7 +37,7 @@ class Restored:
     state: RunState
     open: OpenStep | None  # the newest step, when it was journaled but not finished
     approvals: dict[str, Decision]
-    model_replies: int  # a scripted model continues after this many replies
+    model_replies: int  # a scripted model continues after this many replies (the summariser's included)
     from_seq: int  # the snapshot's last seq the counters start from; 0: folded from the start
     # (history length, folds count) when the last journaled reply's prompt was rendered: rendering
     # that prompt again lets the prefix-reuse accounting go on as if the process had not changed.
@@ -88,7 +88,7 @@ def _restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tupl
         state.started -= max(0.0, worked[-1] - since_ts) if worked else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, open_step[1].seq - 1 if open_step is not None else events[-1].seq)
-    return Restored(state, _open(open_step, events), decisions(events), len(replies), base, last_prompt), window
+    return Restored(state, _open(open_step, events), decisions(events), run.model_calls, base, last_prompt), window
 
 
 def _open(found: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> OpenStep | None:

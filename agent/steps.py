@@ -79,6 +79,12 @@ class Folded:
         """The steps whose model call was answered, in order."""
         return [s for s in self.steps if s.replied is not None]
 
+    @property
+    def model_calls(self) -> int:
+        """Every model call the journal accounts for: the agent's replies and each summariser attempt
+        (a scripted model serves both, so a resumed one continues after this many)."""
+        return len(self.replies) + sum(len(c.attempts) for s in self.steps for c in s.compactions)
+
     def folds_before(self, step: Step) -> list[Fold]:
         """The compactions the run had made when it rendered `step`'s prompt."""
         return [c.fold for s in self.steps if s.n < step.n for c in s.compactions if c.fold is not None]
