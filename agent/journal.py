@@ -62,10 +62,10 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise unwritable(path, e) from None
 
 
-def unwritable(path: Path, err: OSError) -> HarnessError:
+def unwritable(path: Path, err: OSError, run_dir: Path | None = None) -> HarnessError:
     return HarnessError(
         f"Cannot write {path}: {err.strerror or err}. The run stops here; free space or make its folder writable, "
-        f"then continue it with `harness resume {path.parent}`."
+        f"then continue it with `harness resume {run_dir or path.parent}`."
     )
 
 
@@ -153,8 +153,8 @@ class Journal:
             raise unwritable(backup, e) from None
         self.seq = found.events[found.kept - 1].seq if found.kept else 0
         kept = data[: found.keep_bytes].count(b"\n")
-        return (f"{found.damage.why} (events.jsonl line {found.damage.lineno}): the journal was cut after line {kept}, "
-                f"its last good event (seq {self.seq}); the {len(data) - found.keep_bytes} bytes cut are kept in {backup.name}")
+        return (f"{found.damage.why}; events.jsonl was cut after line {kept}, its last good event (seq {self.seq}); "
+                f"the {len(data) - found.keep_bytes} bytes cut are kept in {backup.name}")
 
     def store_artifact(self, name: str, text: str) -> str:
         """Save a large payload beside the journal; return its path relative to the run dir."""
@@ -163,7 +163,7 @@ class Journal:
         try:
             path.write_text(text, encoding="utf-8", errors="replace")
         except OSError as e:
-            raise unwritable(path, e) from None
+            raise unwritable(path, e, self.dir) from None
         return str(path.relative_to(self.dir))
 
     def write_summary(self, summary: BaseModel) -> None:
@@ -210,7 +210,7 @@ def scan(run_dir: Path) -> Scan:
             expected = out.events[-1].seq + 1 if out.events else 1
             if event.seq != expected and out.damage is None:
                 out.damage = pending[0] if pending else BadLine(lineno, (
-                    f"events seq {expected} to {event.seq - 1} are missing before line {lineno}" if event.seq > expected
+                    f"{_seqs(expected, event.seq - 1)} missing before line {lineno}" if event.seq > expected
                     else f"line {lineno} repeats seq {event.seq} (the journal was written twice?)"))
             elif out.damage is None:
                 out.keep_bytes, out.kept = offset, out.kept + 1
@@ -219,6 +219,10 @@ def scan(run_dir: Path) -> Scan:
             out.events.append(event)
     out.skipped += pending
     return out
+
+
+def _seqs(first: int, last: int) -> str:
+    return f"event seq {first} is" if first == last else f"events seq {first} to {last} are"
 
 
 def read_events(run_dir: Path, on_bad_line: Callable[[int, str], None] | None = None) -> list[Event]:

@@ -131,7 +131,7 @@ def test_a_missing_middle_line_is_damage_too(tmp_path):
     before = lines(run_dir)
     (run_dir / "events.jsonl").write_bytes(b"".join(before[:3] + before[4:]))
     found = scan(run_dir)
-    assert found.damage is not None and found.damage.why == "events seq 4 to 4 are missing before line 4"
+    assert found.damage is not None and found.damage.why == "event seq 4 is missing before line 4"
     with pytest.raises(HarnessError, match="missing before line 4"):
         resume(run_dir, model=ScriptedModel(SCRIPT))
 
