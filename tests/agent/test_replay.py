@@ -133,3 +133,16 @@ def test_volatile_text_is_normalised():
     assert normalise(a, ["/tmp/abc/run-1"]) == normalise(b, ["/tmp/xyz/run-2"])
     assert normalise("took 0.52s at 2026-12-01T14:43:07Z") == normalise("took 1.9 s at 2027-01-02T01:02:03+01:00")
     assert normalise("3 files") != normalise("4 files")
+
+
+def test_the_readme_example_replays_cleanly_played_back_and_executed(tmp_path):
+    """examples/demo_script.yaml lists the workspace with `ls -la`: its times change, the harness does not."""
+    examples = Path(__file__).resolve().parent.parent.parent / "examples"
+    ran = runner.invoke(app, ["run", "--task", str(examples / "demo_task.yaml"),
+                              "--model", f"scripted:{examples / 'demo_script.yaml'}", "--out", str(tmp_path / "runs")])
+    assert ran.exit_code == 0, ran.output
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    played = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays")])
+    assert played.exit_code == 0 and "0 harness divergences" in played.output, played.output
+    executed = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays"), "--execute"])
+    assert executed.exit_code == 0 and "0 changed in the world" in executed.output, executed.output
