@@ -1,5 +1,9 @@
 """The run directory: run.json, an fsynced append-only events.jsonl, artifacts, summary.json.
 
+Every line of events.jsonl is one event with its seq and a checksum, so a reader tells a
+line torn by a crash mid-write (skipped: nothing was lost) from a damaged one (an event
+that was written is gone: resume stops and names the line; `--repair` cuts there).
+
 The layout is a contract (see runs/README.md): reports, resume, replay and A/B
 comparisons read these files and never need the process that wrote them.
 """
@@ -12,12 +16,14 @@ import os
 import re
 import secrets
 import time
+import zlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from core.errors import HarnessError
 from core.events import EVENT, Event
@@ -50,24 +56,59 @@ def new_run_id(label: str) -> str:
 def write_json_atomic(path: Path, data: Any) -> None:
     """Temp file, fsync, rename: a reader sees the old file or the new one, never half."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=False)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise unwritable(path, e) from None
+
+
+def unwritable(path: Path, err: OSError, run_dir: Path | None = None) -> HarnessError:
+    return HarnessError(
+        f"Cannot write {path}: {err.strerror or err}. The run stops here; free space or make its folder writable, "
+        f"then continue it with `harness resume {run_dir or path.parent}`."
+    )
+
+
+# Every line is an event's JSON with one more member at its end: the crc32 of the line as written
+# without that member. Lines without it (journals from before checksums) are read unchecked.
+_CRC = re.compile(rb',"crc":"([0-9a-f]{8})"}$')
+
+
+def encode(event: Event) -> bytes:
+    body = event.model_dump_json().encode()
+    return body[:-1] + b',"crc":"%08x"}\n' % zlib.crc32(body)
+
+
+def decode(line: bytes) -> Event:
+    """One journal line as an event; ValueError (ValidationError is one) says why it cannot be."""
+    line = line.rstrip(b"\r\n")
+    found = _CRC.search(line)
+    if found is not None:
+        line = line[: found.start()] + b"}"
+        if zlib.crc32(line) != int(found.group(1), 16):
+            raise ValueError("its checksum does not match its content")
+    return EVENT.validate_json(line)
 
 
 class Journal:
     def __init__(self, run_dir: Path):
         self.dir = run_dir
+        self.path = run_dir / "events.jsonl"
         self.artifacts = run_dir / "artifacts"
-        self.artifacts.mkdir(parents=True, exist_ok=True)
-        self._file = open(run_dir / "events.jsonl", "a", encoding="utf-8")
+        try:
+            self.artifacts.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "ab", buffering=0)  # unbuffered: a failed write leaves nothing queued
+        except OSError as e:
+            raise unwritable(self.path, e) from None
         _lock(self._file, run_dir)
-        self.seq = _last_seq(run_dir / "events.jsonl")
-        if self._file.tell() > 0 and not _ends_with_newline(run_dir / "events.jsonl"):
-            self._file.write("\n")  # a crash tore the last line: new events start on a line of their own
+        self.seq = _last_seq(self.path)
+        if self._file.tell() > 0 and not _ends_with_newline(self.path):
+            self._write(b"\n")  # a crash tore the last line: new events start on a line of their own
         self.listeners: list[Callable[[Event], None]] = []
 
     @classmethod
@@ -83,20 +124,51 @@ class Journal:
         return cls(run_dir)
 
     def append(self, event: Event) -> Event:
+        event = event.model_copy(update={"seq": self.seq + 1, "ts": time.time()})
+        self._write(encode(event))
         self.seq += 1
-        event = event.model_copy(update={"seq": self.seq, "ts": time.time()})
-        self._file.write(event.model_dump_json() + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
         for listener in self.listeners:
             listener(event)
         return event
+
+    def _write(self, data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[self._file.write(view) :]
+            os.fsync(self._file.fileno())
+        except OSError as e:
+            raise unwritable(self.path, e) from None
+
+    def repair(self) -> str | None:
+        """Cut the journal after its last good event before a damaged line, keeping the cut part
+        beside it as events.jsonl.damaged-N; None when nothing is damaged."""
+        found = scan(self.dir)
+        if found.damage is None:
+            return None
+        data = self.path.read_bytes()
+        backup = next(p for n in range(1, 10_000) if not (p := self.path.with_name(f"events.jsonl.damaged-{n}")).exists())
+        try:
+            with open(backup, "xb") as f:
+                f.write(data[found.keep_bytes :])
+                os.fsync(f.fileno())
+            os.truncate(self.path, found.keep_bytes)
+            os.fsync(self._file.fileno())
+        except OSError as e:
+            raise unwritable(backup, e) from None
+        self.seq = found.events[found.kept - 1].seq if found.kept else 0
+        kept = data[: found.keep_bytes].count(b"\n")
+        return (f"{found.damage.why}; events.jsonl was cut after line {kept}, its last good event (seq {self.seq}); "
+                f"the {len(data) - found.keep_bytes} bytes cut are kept in {backup.name}")
 
     def store_artifact(self, name: str, text: str) -> str:
         """Save a large payload beside the journal; return its path relative to the run dir."""
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
         path = self.artifacts / safe
-        path.write_text(text, encoding="utf-8", errors="replace")
+        try:
+            path.write_text(text, encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise unwritable(path, e, self.dir) from None
         return str(path.relative_to(self.dir))
 
     def write_summary(self, summary: BaseModel) -> None:
@@ -106,20 +178,74 @@ class Journal:
         self._file.close()
 
 
-def read_events(run_dir: Path, on_bad_line: Callable[[int, str], None] | None = None) -> list[Event]:
-    """Parse events.jsonl; a line that does not parse (a crash mid-write) is reported and skipped."""
-    events: list[Event] = []
-    path = Path(run_dir) / "events.jsonl"
-    with open(path, encoding="utf-8", errors="replace") as f:
+@dataclass(frozen=True)
+class BadLine:
+    lineno: int
+    why: str
+
+
+@dataclass
+class Scan:
+    """events.jsonl read and checked. A line cut short by a crash mid-write is `skipped`: the
+    journal reopened after it gave the next event the same seq, so no event is missing. A
+    `damage` is a line (or a gap) where an event that was written is lost: the events after it
+    cannot be trusted to rebuild the run."""
+
+    events: list[Event] = field(default_factory=list)  # every good event, in order
+    skipped: list[BadLine] = field(default_factory=list)
+    damage: BadLine | None = None  # the first one
+    keep_bytes: int = 0  # where the last good event before the damage ends
+    kept: int = 0  # how many good events come before the damage
+
+
+def scan(run_dir: Path) -> Scan:
+    out = Scan()
+    pending: list[BadLine] = []  # bad lines since the last good event: torn writes unless an event is missing
+    offset = 0
+    with open(Path(run_dir) / "events.jsonl", "rb") as f:
         for lineno, line in enumerate(f, 1):
+            offset += len(line)
             if not line.strip():
                 continue
             try:
-                events.append(EVENT.validate_json(line))
-            except ValidationError as e:
-                if on_bad_line is not None:
-                    on_bad_line(lineno, str(e).splitlines()[0])
-    return events
+                event = decode(line)
+            except ValueError as e:
+                pending.append(BadLine(lineno, f"line {lineno} is damaged: {str(e).splitlines()[0]}"))
+                continue
+            expected = out.events[-1].seq + 1 if out.events else 1
+            if event.seq != expected and out.damage is None:
+                out.damage = pending[0] if pending else BadLine(lineno, (
+                    f"{_seqs(expected, event.seq - 1)} missing before line {lineno}" if event.seq > expected
+                    else f"line {lineno} repeats seq {event.seq} (the journal was written twice?)"))
+            elif out.damage is None:
+                out.keep_bytes, out.kept = offset, out.kept + 1
+            out.skipped += pending
+            pending = []
+            out.events.append(event)
+    out.skipped += pending
+    return out
+
+
+def _seqs(first: int, last: int) -> str:
+    return f"event seq {first} is" if first == last else f"events seq {first} to {last} are"
+
+
+def read_events(run_dir: Path, on_bad_line: Callable[[int, str], None] | None = None) -> list[Event]:
+    """Every good event of events.jsonl; each line that is not one is reported and skipped."""
+    found = scan(run_dir)
+    if on_bad_line is not None:
+        for bad in sorted(found.skipped, key=lambda b: b.lineno):
+            on_bad_line(bad.lineno, bad.why)
+    return found.events
+
+
+def damage_error(run_dir: Path, found: Scan) -> HarnessError:
+    assert found.damage is not None
+    return HarnessError(
+        f"{run_dir}/events.jsonl is damaged: {found.damage.why}. The events after it cannot be trusted to rebuild "
+        f"the run, so it is not resumed. `harness resume {run_dir} --repair` cuts the journal after its last good "
+        "event (keeping the cut part as events.jsonl.damaged-N) and resumes from there."
+    )
 
 
 def _lock(file, run_dir: Path) -> None:
@@ -136,14 +262,12 @@ def _lock(file, run_dir: Path) -> None:
 
 
 def _last_seq(path: Path) -> int:
-    """The seq of the last event that parses, read from the end: a reopened journal continues after it."""
-    if not path.exists():
-        return 0
-    for line in reversed(path.read_bytes().splitlines()):
+    """The seq of the last good event, read from the end: a reopened journal continues after it."""
+    for line in reversed(path.read_bytes().split(b"\n")):
         try:
-            return EVENT.validate_json(line).seq
-        except ValidationError:
-            continue  # a torn or corrupt line; read_events reports it
+            return decode(line).seq
+        except ValueError:
+            continue  # a torn or corrupt line; scan reports it
     return 0
 
 

@@ -15,6 +15,7 @@ from core.errors import PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
+from agent.prompt_digest import PromptDigest
 from core.policy import HarnessPolicy
 from agent.reconcile import Recovered, needs_decision
 from agent.restore import Restored
@@ -59,6 +60,7 @@ def run(
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
     summariser = ModelSummariser(model, policy.model)
+    digest = PromptDigest()
     opening = initial_messages(task, policy)
     if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
         for message in opening[len(state.history) :]:
@@ -82,7 +84,8 @@ def run(
                     break
                 counted, reused = accounting.measure(prompt)
                 journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=accounting.chars,
-                                            counted_tokens=counted, prefix_reused=reused))
+                                            counted_tokens=counted, prefix_reused=reused,
+                                            prompt_sha256=digest(prompt, shown)))
                 recovered = None
             stop = awaiting_approval(reply, tools, policy, approvals, recovered)
             if stop is not None:

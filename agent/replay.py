@@ -1,101 +1,299 @@
-"""Replay a recorded run: the same model replies, a fresh sandbox, and every observation compared.
+"""Replay a recorded run, separating the harness from the world.
 
-The recorded `model_replied` events become a scripted model; the task's files and
-setup prepare a new sandbox; recorded approval decisions are fed back. Any tool
-observation whose status or text differs from the recording is a divergence,
-reported with a unified diff: the world (or a tool) no longer behaves as it did.
+By default nothing runs: the recorded model replies are fed back, and every tool call the
+harness makes gets the output its tool recorded (`playback`). Every prompt the harness renders
+(its digest, size and message count), every write intent, observation, harness message and
+compaction it journals, and the stop it reaches must then be byte-identical to the recording:
+any difference is a harness divergence, and `harness replay` fails.
+
+With `execute`, the tools run again in a fresh sandbox prepared from the task's files and
+setup. Where a tool's output differs from the recording once volatile text (times, durations,
+ids, the run folder) is normalised, the world changed: that is reported, never failed.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+import re
 import tempfile
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from agent.approval import decisions
-from core.events import ModelReplied, RunStopped, ToolObserved
-from agent.journal import RunInfo, read_events, read_run_info
-from agent.models.scripted import ScriptedModel
-from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox
-from core.policy import HarnessPolicy
+from agent.journal import RunInfo, damage_error, read_events, read_run_info, scan
+from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
+from agent.state import RunState
+from agent.stopping import Stop, StopRule
 from agent.task import Task
-from core.types import Observation
-from core.errors import HarnessError
-from tools.base import Registry
+from core.volatile import normalise
+from core.context_policy import Limits
+from core.errors import HarnessError, PermanentModelError
+from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.policy import HarnessPolicy, ModelParams
+from core.types import Message, ModelReply, Observation, Usage
+from memory.summariser import SYSTEM as SUMMARISER_SYSTEM
+from sandboxes.base import SandboxDead
+from tools.base import Registry, Tool, ToolResult, recorded_tool
+from tools.builtin import toolset
+
+# Stops that the world decides (a goal check, a dead sandbox): a playback replays them where they happened.
+WORLD_STOPS = ("goal_verified", "sandbox_dead")
 
 
 @dataclass(frozen=True)
 class Divergence:
     step: int
-    call_id: str
-    tool: str
     what: str  # one line
-    diff: str  # unified diff, recorded -> replayed
+    diff: str = ""  # unified diff, recorded -> replayed
+    call_id: str = ""
+    tool: str = ""
 
 
 @dataclass
 class ReplayReport:
     replay_dir: Path
-    observations: int  # compared
-    divergences: list[Divergence] = field(default_factory=list)
+    executed: bool  # the tools ran again (`execute`), else their recorded outputs were played back
+    prompts: int  # model requests compared
+    observations: int  # tool observations compared
+    harness: list[Divergence] = field(default_factory=list)  # the harness built something else: a failure
+    world: list[Divergence] = field(default_factory=list)  # a tool's output changed (execute only): information
     recorded_stop: str = "unfinished"
     replayed_stop: str = ""
 
 
 def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None,
-           sandbox: SandboxFactory | None = None) -> ReplayReport:
-    """Re-drive the loop of `run_dir` with its recorded replies in a fresh sandbox; the new run lands under `out`."""
+           sandbox: SandboxFactory | None = None, execute: bool = False) -> ReplayReport:
+    """Re-drive the loop of `run_dir` with its recorded replies; the replay's own run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
-    events = read_events(run_dir)
+    found = scan(run_dir)
+    if found.damage is not None:
+        raise damage_error(run_dir, found)
+    recorded = found.events
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    replies = [e.reply for e in events if isinstance(e, ModelReplied)]
-    box = sandbox if sandbox is not None else recorded_sandbox(info)
-    if box is None:
-        raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); replay it from code, "
-                           "passing the same sandbox factory.")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-replay-"))
-    spec = RunSpec(task, ScriptedModel(replies, name=f"replay:{info.run_id}"), policy, out_dir, sandbox=box,
-                   toolset=info.toolset, tools=tools, run_id=_replay_id(info), seed=info.seed)
+    model = PlaybackModel(recorded, info)
+    if execute:
+        box = sandbox if sandbox is not None else recorded_sandbox(info)
+        if box is None:
+            raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); replay it from code with "
+                               "--execute, passing the same sandbox factory.")
+        spec = RunSpec(task, model, policy, out_dir, sandbox=box, toolset=info.toolset, tools=tools,
+                       run_id=_replay_id(info), seed=info.seed)
+    else:  # no tool runs: the local sandbox only answers the loop's liveness probe
+        offered = recorded_tools(run_dir)
+        if offered is not None:  # the tools exactly as the run offered them: no MCP server needs to start
+            base, policy = Registry.of(recorded_tool(r) for r in offered), policy.model_copy(update={"mcp": []})
+        else:
+            base = tools if tools is not None else toolset(info.toolset)
+        spec = RunSpec(task.model_copy(update={"check": None}), model, policy, out_dir,
+                       tools=playback(base, recorded, run_dir, policy), run_id=_replay_id(info), seed=info.seed,
+                       stop_rules=(world_stops(recorded),))
     with open_run(spec) as session:
-        summary = session.run(approvals=decisions(events))
+        summary = session.run(approvals=decisions(recorded))
     journal = session.journal
-    recorded = [e for e in events if isinstance(e, ToolObserved)]
-    replayed = [e for e in read_events(journal.dir) if isinstance(e, ToolObserved)]
-    stops = [e for e in events if isinstance(e, RunStopped)]
+    replayed = read_events(journal.dir)
+    stops = [e for e in recorded if isinstance(e, RunStopped)]
+    folders = [str(run_dir.resolve()), str(journal.dir.resolve())]
     return ReplayReport(
         replay_dir=journal.dir,
-        observations=min(len(recorded), len(replayed)),
-        divergences=compare(recorded, replayed),
+        executed=execute,
+        prompts=min(_count(recorded, ModelReplied), _count(replayed, ModelReplied)),
+        observations=min(_count(recorded, ToolObserved), _count(replayed, ToolObserved)),
+        harness=[] if execute else compare_harness(recorded, replayed),
+        world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
         replayed_stop=summary.stop_reason,
     )
 
 
-def compare(recorded: list[ToolObserved], replayed: list[ToolObserved]) -> list[Divergence]:
+class PlaybackModel:
+    """The recorded replies in order. A summariser's request (compaction) is answered with the
+    working memory the recorded compaction produced, so it does not take an agent reply."""
+
+    def __init__(self, recorded: Sequence[Event], info: RunInfo):
+        self.name = info.model  # so the replay counts prompt tokens with the recorded run's tokenizer
+        self.run_id = info.run_id
+        self.replies = deque(e.reply for e in recorded if isinstance(e, ModelReplied))
+        self.memories = deque(e.fold.memory for e in recorded if isinstance(e, Compacted) and e.fold is not None)
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
+        if _asks_for_memory(messages):
+            if not self.memories:
+                raise PermanentModelError(f"Replay of {self.run_id}: the harness compacted where the recording did not.")
+            memory = self.memories.popleft().model_dump(mode="json")
+            return ModelReply(message=Message(role="assistant", text=json.dumps(memory)), usage=Usage(), finish_reason="stop")
+        if not self.replies:
+            raise PermanentModelError(f"Replay of {self.run_id}: the recording has no more replies; the harness asked for one more.")
+        return self.replies.popleft()
+
+
+def _asks_for_memory(messages: Sequence[Message]) -> bool:
+    """A summariser's request: its own system prompt, or the agent's prompt with the fold instruction last."""
+    return bool(messages) and (messages[0].text == SUMMARISER_SYSTEM or any(
+        m.role == "user" and m.text.startswith("Fold steps ") for m in messages[-3:]))
+
+
+def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy) -> Registry:
+    """The same tools (names, schemas, effects), each answering with its recorded outputs in order."""
+    queues: dict[str, deque[ToolObserved]] = defaultdict(deque)
+    for e in recorded:
+        if isinstance(e, ToolObserved) and e.observation.executed:
+            queues[e.observation.tool].append(e)
+
+    def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
+        def run_recorded(args: Any, ctx: Any) -> ToolResult:
+            if not queues[tool.name]:
+                return ToolResult(f"The recording has no further result of {tool.name}: the harness ran it more often "
+                                  "than the recorded run did.", ok=False)
+            e = queues[tool.name].popleft()
+            return _as_result(e, _raw_text(e.observation, run_dir, policy.truncation.for_tool(tool.name)))
+        return run_recorded
+
+    return Registry.of(replace(t, run=recorded_run(t), already_done=None) for t in tools)
+
+
+def _as_result(e: ToolObserved, text: str) -> ToolResult:
+    """What the tool returned (or raised) when the recording made this observation."""
+    o = e.observation
+    if o.error_kind == "sandbox_dead":
+        raise SandboxDead(text.removeprefix("The sandbox is gone: "))
+    if o.error_kind == "tool_raised":  # "<tool> failed with <Type>: <message>\n<traceback tail>"
+        first = text.split("\n", 1)[0]
+        kind, _, message = first.removeprefix(f"{o.tool} failed with ").partition(": ")
+        raise type(kind, (Exception,), {})(message)
+    return ToolResult(text, ok=o.status == "ok", exit_code=o.exit_code, timed_out=o.status == "timeout",
+                      domain_error=o.error_kind == "domain", submission=e.submission, rejects_later=e.rejects_later)
+
+
+def _raw_text(o: Observation, run_dir: Path, limits: Limits) -> str:
+    """The tool's whole output: the observation's text, or the artifact a truncated one saved. When
+    that artifact is gone (fixtures keep only the journal), a stand-in of the same size whose head
+    and tail are the recorded ones, so the harness's truncation can still be checked."""
+    if o.truncation is None:
+        return o.text
+    if o.truncation.artifact and (run_dir / o.truncation.artifact).is_file():
+        return (run_dir / o.truncation.artifact).read_text(encoding="utf-8", errors="replace")
+    head = o.text[: limits.head_chars]
+    tail = o.text[len(o.text) - limits.tail_chars :] if limits.tail_chars else ""
+    cut = o.truncation.original_chars - len(head) - len(tail)
+    shown = o.text[len(head) : len(o.text) - len(tail)]
+    lines = int(m.group(1)) if (m := re.search(r"characters \((\d+) lines\) elided", shown)) else 0
+    return head + "\n" * lines + "x" * (cut - lines) + tail
+
+
+def world_stops(recorded: Sequence[Event]) -> StopRule:
+    """Stop where the recording stopped for a reason the world gave (its goal check passed, its sandbox died)."""
+    stops = {e.step: e for e in recorded if isinstance(e, RunStopped) and e.reason in WORLD_STOPS}
+
+    def rule(state: RunState, done: Any) -> Stop | None:
+        e = stops.get(state.step)
+        return Stop(e.reason, e.message, e.outcome) if e is not None else None
+
+    return rule
+
+
+def compare_harness(recorded: Sequence[Event], replayed: Sequence[Event]) -> list[Divergence]:
+    """Everything the harness produced, recorded against replayed, in order, kind by kind."""
+    out: list[Divergence] = []
+    for kind, what in HARNESS_RECORDS.items():
+        out += _compare([e for e in recorded if isinstance(e, kind)], [e for e in replayed if isinstance(e, kind)], what)
+    old, new = ([e for e in events if isinstance(e, RunStopped)][-1:] for events in (recorded, replayed))
+    out += _compare(old, new, lambda e: {"reason": e.reason, "outcome": e.outcome})
+    return sorted(out, key=lambda d: d.step)
+
+
+def _prompt(e: ModelReplied) -> dict:
+    figures = {"messages": e.prompt_messages, "chars": e.prompt_chars, "counted_tokens": e.counted_tokens,
+               "prefix_reused": e.prefix_reused}
+    return figures | ({"sha256": e.prompt_sha256} if e.prompt_sha256 is not None else {})  # older journals lack it
+
+
+def _observation(e: ToolObserved) -> dict:
+    o = e.observation.model_dump(mode="json", exclude={"duration_s"})
+    if e.observation.error_kind == "tool_raised":  # the traceback's tail names this process's files and lines
+        o["text"] = e.observation.text.split("\n", 1)[0]
+    return o | {"submission": e.submission, "rejects_later": e.rejects_later}
+
+
+def _compaction(e: Compacted) -> dict:
+    # The summariser's usage and attempts are the model's doing; the fold and its effect are the harness's.
+    return e.model_dump(mode="json", include={"ok", "trigger", "version", "tokens_before", "tokens_after", "fold"})
+
+
+HARNESS_RECORDS: dict[type, Callable[[Any], dict]] = {
+    ModelReplied: _prompt,
+    ToolIntent: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
+    ToolObserved: _observation,
+    MessageAdded: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
+    Compacted: _compaction,
+}
+
+
+def _compare(recorded: Sequence[Event], replayed: Sequence[Event], what: Callable[[Any], dict]) -> list[Divergence]:
     out = []
-    for old, new in zip(recorded, replayed):
-        a, b = old.observation, new.observation
-        if (a.call_id, a.status, a.text) != (b.call_id, b.status, b.text):
-            what = f"status {a.status} -> {b.status}" if a.status != b.status else "output changed"
-            out.append(Divergence(old.step, a.call_id, a.tool, what, _diff(a, b)))
-    for extra in recorded[len(replayed):]:
-        o = extra.observation
-        out.append(Divergence(extra.step, o.call_id, o.tool, "recorded, but the replay stopped before it", ""))
-    for extra in replayed[len(recorded):]:
-        o = extra.observation
-        out.append(Divergence(extra.step, o.call_id, o.tool, "replayed, but the recording has no such observation", ""))
+    for old, new in zip(recorded, replayed, strict=False):  # the extras of either side are reported below
+        a, b = what(old), what(new)
+        b = {k: v for k, v in b.items() if k in a}  # a journal from before a figure existed is checked on the rest
+        if old.step != new.step or a != b:
+            out.append(Divergence(old.step, f"{old.type} differs", _diff(a | {"step": old.step}, b | {"step": new.step}),
+                                  *_call(old)))
+    for extra in recorded[len(replayed) :]:
+        out.append(Divergence(extra.step, f"{extra.type} recorded, but the replay made none", "", *_call(extra)))
+    for extra in replayed[len(recorded) :]:
+        out.append(Divergence(extra.step, f"{extra.type} made by the replay, but the recording has none", "", *_call(extra)))
     return out
 
 
-def _diff(a: Observation, b: Observation) -> str:
-    old = [f"[{a.status}]\n", *a.text.splitlines(keepends=True)]
-    new = [f"[{b.status}]\n", *b.text.splitlines(keepends=True)]
+def _call(e: Event) -> tuple[str, str]:
+    if isinstance(e, ToolObserved):
+        return e.observation.call_id, e.observation.tool
+    if isinstance(e, ToolIntent):
+        return e.call_id, e.tool
+    return "", ""
+
+
+def _diff(a: dict, b: dict) -> str:
+    old = json.dumps(a, indent=1, sort_keys=True, ensure_ascii=False).splitlines(keepends=True)
+    new = json.dumps(b, indent=1, sort_keys=True, ensure_ascii=False).splitlines(keepends=True)
+    lines = difflib.unified_diff(old, new, fromfile="recorded", tofile="replayed")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def compare_world(recorded: Sequence[Event], replayed: Sequence[Event], folders: Sequence[str]) -> list[Divergence]:
+    """Tool outputs that changed, once volatile text is normalised: the world, not the harness."""
+    out = []
+    old = [e for e in recorded if isinstance(e, ToolObserved)]
+    new = [e for e in replayed if isinstance(e, ToolObserved)]
+    for x, y in zip(old, new, strict=False):  # the extras of either side are reported below
+        a, b = x.observation, y.observation
+        if (a.call_id, a.status) != (b.call_id, b.status) or normalise(a.text, folders) != normalise(b.text, folders):
+            what = f"status {a.status} -> {b.status}" if a.status != b.status else "output changed"
+            out.append(Divergence(x.step, what, _text_diff(a, b, folders), a.call_id, a.tool))
+    for extra in old[len(new) :]:
+        o = extra.observation
+        out.append(Divergence(extra.step, "recorded, but the replay stopped before it", "", o.call_id, o.tool))
+    for extra in new[len(old) :]:
+        o = extra.observation
+        out.append(Divergence(extra.step, "replayed, but the recording has no such observation", "", o.call_id, o.tool))
+    return out
+
+
+def _text_diff(a: Observation, b: Observation, folders: Sequence[str]) -> str:
+    old = [f"[{a.status}]\n", *normalise(a.text, folders).splitlines(keepends=True)]
+    new = [f"[{b.status}]\n", *normalise(b.text, folders).splitlines(keepends=True)]
     lines = difflib.unified_diff(old, new, fromfile=f"recorded {a.call_id}", tofile=f"replayed {b.call_id}")
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def _count(events: Sequence[Event], kind: type) -> int:
+    return sum(isinstance(e, kind) for e in events)
+
+
 def _replay_id(info: RunInfo) -> str:
-    return f"{info.run_id}-replay-{datetime.now(timezone.utc).strftime('%H%M%S%f')}"
+    return f"{info.run_id}-replay-{datetime.now(UTC).strftime('%H%M%S%f')}"

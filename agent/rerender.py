@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from core.events import Compacted, Event, MessageAdded, ModelReplied, ToolObserved
+from agent.steps import fold
+from core.events import Event
 from core.types import Message, Usage
 from memory.compaction import compact, due
 from core.context_policy import ContextStep, DiscloseTools
@@ -71,18 +72,9 @@ class Rerendered:
 def replay_history(events: Iterable[Event]):
     """Yield (step, history before that step's reply, the reply, the folds the run had made by then)
     for every model call, in order."""
-    history: list[Message] = []
-    folds: list[Fold] = []
-    for e in events:
-        if isinstance(e, MessageAdded):
-            history.append(e.message)
-        elif isinstance(e, ModelReplied):
-            yield e.step, history, e.reply, folds
-            history.append(e.reply.message)
-        elif isinstance(e, ToolObserved):
-            history.append(e.observation.to_message())
-        elif isinstance(e, Compacted) and e.fold is not None:
-            folds.append(e.fold)
+    run = fold(events)
+    for step in run.replies:
+        yield step.n, run.history[: step.history_at], step.reply, run.folds_before(step)
 
 
 def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: TokenCounter, tools: Sequence[Tool] = (),

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import HarnessError
-from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped, SandboxOpened
-from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
+from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
+from agent.journal import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
@@ -23,6 +23,7 @@ from agent.reconcile import reapply_writes
 from agent.restore import Restored, restore
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from agent.snapshot import Snapshot, load_snapshot
+from agent.steps import fold
 from agent.stopping import RESUMABLE, StopRule
 from agent.summary import Summary, summarize
 from agent.task import Task
@@ -44,23 +45,29 @@ def resume(
     sandbox: SandboxFactory | None = None,
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
+    repair: bool = False,
 ) -> Resumed:
-    """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json."""
+    """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
+    `repair`: a journal damaged in the middle is cut after its last good event instead of refused."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
     journal.listeners.extend(listeners)
     try:
-        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules)
+        cut = journal.repair() if repair else None
+        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, [cut] if cut else [])
     finally:
         journal.close()
 
 
 def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelClient | None, tools: Registry | None,
-            sandbox: SandboxFactory | None, stop_rules: Sequence[StopRule]) -> Resumed:
-    notes: list[str] = []
-    events = read_events(run_dir, on_bad_line=lambda n, why: notes.append(
-        f"events.jsonl line {n} is damaged (cut short by a crash mid-write?) and was skipped: {why}"))
+            sandbox: SandboxFactory | None, stop_rules: Sequence[StopRule], notes: list[str]) -> Resumed:
+    found = scan(run_dir)
+    if found.damage is not None:
+        raise damage_error(run_dir, found)
+    events = found.events
+    notes += [f"events.jsonl {bad.why}; it was cut short by a crash mid-write and is skipped (no event is missing)"
+              for bad in found.skipped]
     ended = finished(events)
     if ended is not None:
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary
@@ -75,7 +82,7 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    client = continue_model(model or info.model, sum(isinstance(e, ModelReplied) for e in events))
+    client = continue_model(model or info.model, fold(events).model_calls)
     if events:
         snap, why = load_snapshot(run_dir)
         notes += [why] if why is not None else []

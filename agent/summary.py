@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from core.events import Compacted, Event, ModelFailed, ModelReplied, RunStopped, ToolObserved
+from agent.steps import fold
+from core.events import Event, RunStopped
 from agent.journal import RunInfo
 from core.types import Usage
 
@@ -46,35 +47,30 @@ class Summary(BaseModel):
 
 
 def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
-    usage = Usage()
+    run = fold(events)
+    usage = summariser = Usage()
     tools: Counter[str] = Counter()
     errors: Counter[str] = Counter()
-    stop = RunStopped(reason="unfinished", message="The run has no stop event (still running, or it crashed).")
-    steps = model_calls = failures = truncated = 0
-    counted = reused = folds = 0
-    summariser = Usage()
+    stop = run.stop or RunStopped(reason="unfinished", message="The run has no stop event (still running, or it crashed).")
+    failures = truncated = counted = reused = folds = 0
     warnings: list[str] = []
-    for e in events:
-        steps = max(steps, e.step)
-        if isinstance(e, ModelReplied):
-            model_calls += 1
-            usage = usage + e.reply.usage
-            counted += e.counted_tokens or 0
-            reused += e.prefix_reused or 0
-        elif isinstance(e, Compacted):
-            folds += e.ok
-            summariser = summariser + e.summariser_usage
-            if e.cut_off or not e.ok:
-                warnings.append(f"step {e.step}: {e.message}")
-        elif isinstance(e, ModelFailed):
-            failures += 1
-        elif isinstance(e, ToolObserved):
-            tools[e.observation.tool] += 1
-            if e.observation.error_kind:
-                errors[e.observation.error_kind] += 1
-            truncated += e.observation.truncation is not None
-        elif isinstance(e, RunStopped):
-            stop = e
+    for step in run.steps:
+        usage = usage + step.usage
+        counted += step.counted_tokens or 0
+        reused += step.prefix_reused or 0
+        failures += len(step.failures)
+        for o in step.observations:
+            tools[o.tool] += 1
+            if o.error_kind:
+                errors[o.error_kind] += 1
+            truncated += o.truncation is not None
+        for c in step.compactions:
+            folds += c.ok
+            summariser = summariser + c.summariser_usage
+            if c.cut_off or not c.ok:
+                warnings.append(f"step {c.step}: {c.message}")
+    steps = max([stop.step, *(s.n for s in run.steps)])
+    model_calls = len(run.replies)
     return Summary(
         run_id=info.run_id,
         task_id=str(info.task.get("id", "task")),

@@ -26,11 +26,16 @@ def _fail(err: HarnessError) -> None:
 def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory (runs/<run-id>) to continue."),
     model: str = typer.Option(None, help="Continue with this model string instead of the one in run.json."),
+    repair: bool = typer.Option(False, "--repair", help=(
+        "When a line in the middle of events.jsonl is damaged, cut the journal after its last good event "
+        "(the cut part is kept as events.jsonl.damaged-N) and resume from there.")),
 ) -> None:
     """Continue a run that crashed (even under kill -9), was interrupted, or stopped awaiting approval.
 
-    Loads the latest snapshot.json, rebuilds the state from events.jsonl (a damaged last
-    line is reported and skipped; without a usable snapshot the whole journal is folded),
+    Loads the latest snapshot.json, rebuilds the state from events.jsonl (a line torn by a
+    crash mid-write is reported and skipped; a damaged line in the middle, where an event is
+    lost, stops the resume and names the line, unless --repair; without a usable snapshot
+    the whole journal is folded),
     reconnects the sandbox (or recreates it from the task, and says so), finishes the step
     the crashed process began without asking the model again, and goes on with the same
     model: a scripted model continues after the replies already journaled. A write that was
@@ -41,7 +46,7 @@ def resume_command(
     """
     try:
         with LiveStatus(console) as live:
-            done = resume(run_dir, model=model, listeners=(live,))
+            done = resume(run_dir, model=model, listeners=(live,), repair=repair)
     except HarnessError as e:
         _fail(e)
     for note in done.notes:
@@ -65,26 +70,43 @@ def say_how_to_approve(run_dir: Path) -> None:
 def replay_command(
     run_dir: Path = typer.Argument(..., help="The recorded run directory to replay."),
     out: Path = typer.Option(None, help="Folder that receives the replay's own run directory (default: a temp folder)."),
+    execute: bool = typer.Option(False, "--execute", help=(
+        "Run the tools again in a fresh sandbox and report where their output differs from the recording "
+        "(the world changed); without it the recorded outputs are played back and nothing runs.")),
 ) -> None:
-    """Re-drive a recorded run with its recorded model replies in a fresh sandbox, and compare.
+    """Re-drive a recorded run with its recorded model replies and check the harness against it.
 
-    The sandbox is prepared from the task's files and setup, as the original was; recorded
-    approval decisions are applied. Every tool observation is compared with the recording
-    (status and text); each one that differs is printed with its step, call and a unified
-    diff. Exits 0 when nothing diverged, 1 when something did, 2 on a usage error.
+    By default no tool runs: each call gets the output recorded for it, and every prompt the
+    harness renders (digest, size, message count), every write intent, observation, harness
+    message and compaction, and the final stop must be byte-identical to the recording. Each
+    difference is printed as a harness divergence with a diff; exits 1 if there is any.
+
+    With --execute the tools run again in a sandbox prepared from the task's files and setup,
+    with recorded approval decisions applied; tool outputs that differ from the recording once
+    volatile text (times, durations, ids, the run folder) is normalised are reported as world
+    changes, with a diff, and do not fail the replay. Exits 2 on a usage error.
     """
     try:
-        report = replay(run_dir, out=out)
+        report = replay(run_dir, out=out, execute=execute)
     except HarnessError as e:
         _fail(e)
-    for d in report.divergences:
-        console.print(f"[red]divergence[/] at step {d.step}, call {escape(d.call_id)} ({escape(d.tool)}): {escape(d.what)}")
+    for d in report.harness:
+        where = f", call {escape(d.call_id)} ({escape(d.tool)})" if d.call_id else ""
+        console.print(f"[red]harness divergence[/] at step {d.step}{where}: {escape(d.what)}")
+        if d.diff:
+            console.print(d.diff, markup=False, highlight=False, end="")
+    for d in report.world:
+        console.print(f"[yellow]world changed[/] at step {d.step}, call {escape(d.call_id)} ({escape(d.tool)}): {escape(d.what)}")
         if d.diff:
             console.print(d.diff, markup=False, highlight=False, end="")
     stops = f"stop: recorded {report.recorded_stop}, replayed {report.replayed_stop}"
-    console.print(f"{report.observations} observations compared, {len(report.divergences)} divergences; {stops}")
+    if report.executed:
+        console.print(f"{report.observations} tool outputs compared, {len(report.world)} changed in the world; {stops}")
+    else:
+        console.print(f"{report.prompts} prompts and {report.observations} observations compared, "
+                      f"{len(report.harness)} harness divergences; {stops}")
     console.print(f"replay directory: {report.replay_dir}", soft_wrap=True)
-    if report.divergences:
+    if report.harness:
         raise typer.Exit(1)
 
 

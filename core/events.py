@@ -36,6 +36,7 @@ class ModelReplied(_Event):
     prompt_chars: int  # visible text of the rendered prompt: a size that needs no tokenizer
     counted_tokens: int | None = None  # the harness's own count of the prompt (tools included)
     prefix_reused: int | None = None  # of those, the longest prefix shared with any earlier request of the run
+    prompt_sha256: str | None = None  # digest of the rendered messages and tools shown (agent.prompt_digest)
 
 
 class ModelFailed(_Event):

@@ -70,6 +70,11 @@ class ModelParams(_Knobs):
     cache_breakpoints: list[Literal["tools", "system", "last_message"]] = Field(default_factory=list)
     cache_ttl: Literal["5m", "1h"] = "5m"
     thinking_budget: int | None = Field(None, ge=1024, description="Anthropic extended thinking budget, in tokens")
+    connect_timeout_s: float = Field(10.0, gt=0, description="seconds to open a connection to the model's server")
+    read_timeout_s: float = Field(
+        300.0, gt=0, description="seconds to wait for the model's reply (or its next bytes) before the call fails as transient")
+    sdk_retries: int = Field(
+        0, ge=0, description="retries inside the provider SDK per attempt; 0 leaves every retry to errors.model_attempts")
 
 
 class HarnessPolicy(_Knobs):

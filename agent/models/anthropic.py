@@ -4,7 +4,8 @@
 
 Thinking and redacted-thinking blocks are kept verbatim, signatures included, in
 `Reasoning.payload`, and sent back as they came within a tool-use turn. Cache
-breakpoints follow `ModelParams.cache_breakpoints`. SDK retries are off, as for OpenAI.
+breakpoints follow `ModelParams.cache_breakpoints`. Timeouts and SDK retries come from
+the policy, as for OpenAI.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 import anthropic
 
 from agent.models.convert import ANTHROPIC_FINISH, anthropic_usage, reasoning_payload, to_anthropic
-from agent.models.provider_errors import map_error
+from agent.models.provider_errors import UNREADABLE, malformed, map_error, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, anthropic_schema
@@ -31,12 +32,11 @@ class AnthropicModel:
         api_key: str,
         base_url: str | None = None,
         name: str | None = None,
-        timeout_s: float = 300.0,
     ):
         self.model = model
         self.name = name or (f"anthropic:{model}" if base_url is None else f"anthropic-compatible:{base_url}#{model}")
         self.key_env = "ANTHROPIC_API_KEY"
-        self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0)
 
     def request(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> dict:
         system, msgs = to_anthropic(messages, params.cache_breakpoints, params.cache_ttl)
@@ -58,11 +58,14 @@ class AnthropicModel:
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
+        client = self.client.with_options(timeout=timeouts(params, anthropic.Timeout), max_retries=params.sdk_retries)
         try:
-            response = self.client.messages.create(**self.request(messages, tools, params))
+            response = client.messages.create(**self.request(messages, tools, params))
+            return to_reply(response, self.name, time.perf_counter() - start)
         except anthropic.AnthropicError as e:
             raise map_error(e, self.name, self.key_env) from e
-        return to_reply(response, self.name, time.perf_counter() - start)
+        except UNREADABLE as e:
+            raise malformed(e, self.name) from e
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:

@@ -3,8 +3,9 @@
     OpenAIModel("gpt-5")                                              # openai:gpt-5
     OpenAIModel("smollm2", base_url="http://127.0.0.1:8000/v1")       # openai-compatible:...#smollm2
 
-The SDK's own retries are off: the harness's retry policy (core.errors) decides,
-from the transient/permanent errors this client raises.
+HTTP timeouts and the SDK's own retries come from the policy's ModelParams (SDK
+retries default to none: the harness's retry policy decides, from the transient and
+permanent errors this client raises; a malformed 200 reply is transient).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 import openai
 
 from agent.models.convert import OPENAI_FINISH, openai_usage, to_openai
-from agent.models.provider_errors import map_error
+from agent.models.provider_errors import UNREADABLE, malformed, map_error, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, openai_schema
@@ -33,13 +34,12 @@ class OpenAIModel:
         api_key: str,
         base_url: str | None = None,
         name: str | None = None,
-        timeout_s: float = 300.0,
     ):
         self.model = model
         self.official = base_url is None
         self.name = name or (f"openai:{model}" if self.official else f"openai-compatible:{base_url}#{model}")
         self.key_env = "OPENAI_API_KEY"
-        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
 
     def request(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> dict:
         """The keyword arguments of `chat.completions.create` for this call."""
@@ -58,11 +58,14 @@ class OpenAIModel:
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
+        client = self.client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=params.sdk_retries)
         try:
-            response = self.client.chat.completions.create(**self.request(messages, tools, params))
+            response = client.chat.completions.create(**self.request(messages, tools, params))
+            return to_reply(response, self.name, time.perf_counter() - start)
         except openai.OpenAIError as e:
             raise map_error(e, self.name, self.key_env) from e
-        return to_reply(response, self.name, time.perf_counter() - start)
+        except UNREADABLE as e:
+            raise malformed(e, self.name) from e
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:

@@ -2,15 +2,27 @@
 harness's tenacity policy) and permanent (the run stops, with the cause named).
 
 Both official SDKs raise the same shapes (status errors carrying the HTTP response,
-connection errors, timeouts), so one function serves both.
+connection errors, timeouts), so one function serves both. A successful status whose
+body is not the reply the API promises (an HTML page from a proxy, no `choices`, a
+field of the wrong type) is transient too: such bodies come from a gateway or a
+server under strain, and the next attempt usually gets a real reply.
 """
 
 from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from core.errors import PermanentModelError, TransientModelError
+from core.policy import ModelParams
+
+# What reading a malformed body raises, in the SDK (JSON decoding) or in our conversion
+# (a missing attribute, an empty list, a wrong type; pydantic's ValidationError is a ValueError).
+UNREADABLE = (AttributeError, IndexError, KeyError, TypeError, ValueError)
+
+T = TypeVar("T")
 
 # Statuses worth retrying: timeout, conflict, rate limit, and the server's own failures.
 RETRYABLE = {408, 409, 429}
@@ -52,6 +64,18 @@ def _api_message(err) -> str:
     return str(getattr(err, "message", "") or err)
 
 
+def timeouts(params: ModelParams, timeout_type: Callable[..., T]) -> T:
+    """The HTTP timeouts of one call, as the SDK's own `Timeout`: the policy's connect limit,
+    and its read limit for everything else."""
+    return timeout_type(params.read_timeout_s, connect=params.connect_timeout_s)
+
+
+def malformed(err: Exception, name: str) -> TransientModelError:
+    """A reply that arrived but is not the shape the API promises."""
+    what = str(err).splitlines()[0][:300] if str(err) else "no detail"
+    return TransientModelError(f"{name}: the provider's reply could not be read as a model reply ({type(err).__name__}: {what})")
+
+
 def map_error(err: Exception, name: str, key_env: str | None = None) -> Exception:
     """The harness error to raise for an SDK error `err` from model `name`."""
     status = getattr(err, "status_code", None)
@@ -61,6 +85,8 @@ def map_error(err: Exception, name: str, key_env: str | None = None) -> Exceptio
             what = "timed out" if "Timeout" in type(err).__name__ else "could not connect or the connection dropped"
             return TransientModelError(f"{name}: the request {what}: {err}")
         return PermanentModelError(f"{name}: the provider's response could not be used: {type(err).__name__}: {err}")
+    if status < 400:  # the SDK could not validate a successful reply
+        return malformed(err, name)
     message = _api_message(err)
     if status in RETRYABLE or status >= 500:
         wait = retry_after(getattr(response, "headers", None))

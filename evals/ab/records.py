@@ -10,7 +10,8 @@ from agent.journal import read_run_info
 from evals.pricing import PriceTable, cost_usd, find_price
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import graded, submitted, success
-from evals.reports.steps import load_summary, read_journal
+from agent.journal import read_events
+from evals.reports.steps import load_summary
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class RunRecord:
 def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunRecord:
     info = read_run_info(run_dir)
     path = run_dir / "summary.json"
-    events = [] if path.exists() else read_journal(run_dir).events  # the journal only when no summary was written
+    events = [] if path.exists() else read_events(run_dir)  # the journal only when no summary was written
     summary = graded(run_dir, load_summary(run_dir, events, info))
     t = summary.tokens
     price = find_price(price_model or info.model, prices)

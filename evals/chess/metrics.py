@@ -13,7 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from core.events import Event, MessageAdded, ModelReplied, ToolObserved
+from agent.steps import fold
+from core.events import Event
 from core.types import Message
 from core.context_policy import ContextStep
 from memory.render import render
@@ -55,16 +56,13 @@ def prompt_chars(history: Sequence[Message], context: Sequence[ContextStep]) -> 
 def journal_figures(events: Iterable[Event], context: Sequence[ContextStep]) -> JournalFigures:
     f = JournalFigures()
     tools: Counter[str] = Counter()
-    history: list[Message] = []  # rebuilt in the loop's order: reply, its observations, any nudge
-    last_ts: float | None = None
-    for e in events:
-        if isinstance(e, MessageAdded):
-            history.append(e.message)
-        elif isinstance(e, ModelReplied):
-            reply = e.reply
+    run = fold(events)
+    previous_ts = run.started_ts
+    for step in run.steps:
+        if step.replied is not None:
+            reply = step.replied.reply
             f.replies += 1
-            f.prompt_chars += prompt_chars(history, context)
-            history.append(reply.message)
+            f.prompt_chars += prompt_chars(run.history[: step.history_at], context)
             u = reply.usage
             f.prompt_tokens += u.prompt_tokens
             f.completion_tokens += u.completion_tokens
@@ -72,12 +70,11 @@ def journal_figures(events: Iterable[Event], context: Sequence[ContextStep]) -> 
             f.reasoning_tokens += u.reasoning_tokens
             f.reasoning_chars += len(reply.message.reasoning.text) if reply.message.reasoning else 0
             f.wrong_actions += not reply.message.tool_calls
-            # A client that times itself says so; otherwise the gap since the previous event
+            # A client that times itself says so; otherwise the gap since the previous step
             # is the model call (rendering a prompt takes microseconds).
-            f.reply_time_s += reply.latency_s or (e.ts - last_ts if last_ts is not None else 0.0)
-        elif isinstance(e, ToolObserved):
-            o = e.observation
-            history.append(o.to_message())
+            waited = step.replied.ts - previous_ts if previous_ts is not None else 0.0
+            f.reply_time_s += reply.latency_s or waited
+        for o in step.observations:
             tools[o.tool] += 1
             if o.tool in BOARD_TOOLS and o.status == "ok":
                 f.board_observation_chars += len(o.text)
@@ -90,7 +87,7 @@ def journal_figures(events: Iterable[Event], context: Sequence[ContextStep]) -> 
             if o.status == "rejected":
                 f.rejected_calls += 1
                 f.extra_moves_rejected += o.tool == "make_move"
-        last_ts = e.ts
+        previous_ts = step.last_ts if step.last_ts is not None else previous_ts
     f.tool_calls = dict(sorted(tools.items()))
     f.reply_time_s = round(f.reply_time_s, 3)
     return f

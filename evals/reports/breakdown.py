@@ -87,12 +87,13 @@ def breakdowns(opening: list[Message], steps: list[Step], policy: dict[str, Any]
         for c in s.compactions:
             if not c.ok:
                 continue
-            first, last = c.folded or (folded_upto + 1, s.n)
+            first, last = (c.fold.first_step, c.fold.last_step) if c.fold else (folded_upto + 1, s.n)
             for n in range(max(first, folded_upto + 1), last + 1):
                 for k, v in own.pop(n, {}).items():
                     live[k] -= v
             folded_upto = max(folded_upto, last)
-            summaries = len(c.prompt_text) if c.restart else summaries + len(c.prompt_text)
+            text = c.fold.text if c.fold else ""
+            summaries = len(text) if c.fold is None or c.fold.restart else summaries + len(text)
     return out
 
 

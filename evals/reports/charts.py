@@ -8,6 +8,7 @@ from itertools import accumulate
 from evals.reports.breakdown import PART_LABELS, PARTS, Breakdown
 from evals.reports.detectors import prompt_tokens
 from evals.reports.load import RunData
+from evals.reports.steps import cut_off
 from evals.reports.svg import Marker, Series, compact, line_chart, percent, stacked_bars, usd
 
 BLUE, GREEN, TEAL, PURPLE = "#2563eb", "#16a34a", "#0891b2", "#7c3aed"
@@ -25,7 +26,7 @@ PART_COLORS = {
 def compaction_markers(run: RunData) -> list[Marker]:
     return [
         Marker(s.n + 0.5, f"compaction after step {s.n}: {c.tokens_before or '?'} → {c.tokens_after or '?'} tokens"
-               + (" (summary cut off)" if c.truncated else ""))
+               + (" (summary cut off)" if cut_off(c) else ""))
         for s in run.steps
         for c in s.compactions
     ]

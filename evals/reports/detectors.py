@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from agent.models.base import estimate_tokens
 from core.types import ToolCall
+from core.events import Compacted
 from core.volatile import normalise
-from evals.reports.steps import CUT_REASONS, Compaction, Step
+from evals.reports.steps import CUT_REASONS, Step, cut_off
 
 # Errors that the same call cannot escape by being sent again: the arguments or the tool
 # name are wrong, or the user refused. (A non-zero exit can change once files change.)
@@ -147,7 +148,7 @@ def timeouts(steps: list[Step]) -> list[Finding]:
     return out
 
 
-def cut_off_note(c: Compaction) -> str:
+def cut_off_note(c: Compacted) -> str:
     """What a cut-off did to a compaction, in one sentence."""
     if not c.ok:
         return "The summariser was cut off by its token cap and compaction failed, so the history stayed as it was."
@@ -158,7 +159,7 @@ def cut_off_note(c: Compaction) -> str:
 
 
 def truncated_compaction(steps: list[Step]) -> list[Finding]:
-    return [Finding("truncated_compaction", s.n, cut_off_note(c)) for s in steps for c in s.compactions if c.truncated]
+    return [Finding("truncated_compaction", s.n, cut_off_note(c)) for s in steps for c in s.compactions if cut_off(c)]
 
 
 def context_jump(steps: list[Step]) -> list[Finding]:

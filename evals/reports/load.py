@@ -12,7 +12,9 @@ from core.types import Message
 from evals.pricing import Price, PriceTable, cost_usd, find_price
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded
-from evals.reports.steps import Step, fold, load_summary, read_journal
+from agent.journal import scan
+from agent.steps import Step, fold
+from evals.reports.steps import load_summary
 
 
 @dataclass
@@ -57,7 +59,7 @@ def step_cost(price: Price | None, step: Step) -> float | None:
     """The step's model call plus any compaction's summariser call after it."""
     if price is None:
         return None
-    usages = [step.usage, *(c.usage for c in step.compactions)]
+    usages = [step.usage, *(c.summariser_usage for c in step.compactions)]
     return sum(cost_usd(price, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens) for u in usages)
 
 
@@ -66,18 +68,19 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
     if not is_run_dir(run_dir):
         raise HarnessError(f"{run_dir} is not a run directory: it needs run.json and events.jsonl.")
     info = read_run_info(run_dir)
-    log = read_journal(run_dir)
-    opening, steps = fold(log.events, log.compactions)
+    found = scan(run_dir)
+    folded = fold(found.events)
+    opening, steps = folded.opening, folded.steps
     price = price_of(info, steps, prices, price_model)
     costs = [step_cost(price, s) for s in steps]
     return RunData(
         dir=run_dir,
         info=info,
-        summary=graded(run_dir, load_summary(run_dir, log.events, info)),
+        summary=graded(run_dir, load_summary(run_dir, found.events, info)),
         opening=opening,
         steps=steps,
         findings=detect(steps),
         price=price,
         step_costs=costs,
-        bad_lines=log.bad_lines,
+        bad_lines=len(found.skipped),
     )

@@ -17,7 +17,8 @@ from pathlib import Path
 from evals.pricing import format_usd
 from evals.reports.breakdown import Breakdown
 from evals.reports.detectors import Finding, cut_off_note, prompt_tokens, reasoning_tokens
-from evals.reports.steps import Compaction, Step
+from core.events import Compacted
+from evals.reports.steps import Step, cut_off, memory_text
 
 INLINE_CHARS = 1500  # shown head + tail of any one text
 TAIL_CHARS = 300
@@ -152,7 +153,7 @@ def step_views(steps: list[Step], findings: list[Finding], costs: list[float | N
         comps = []
         for c in s.compactions:
             comps.append(_compaction_view(c, memory, s.n, clip))
-            memory = c.memory
+            memory = memory_text(c)
         message = reply.message if reply else None
         observed = {o.call_id: _observation_view(o, s.n, clip) for o in s.observations}
         views.append(
@@ -200,10 +201,11 @@ def _observation_view(o, n: int, clip: Clipper) -> ObservationView:
     )
 
 
-def _compaction_view(c: Compaction, previous: str, n: int, clip: Clipper) -> CompactionView:
-    diff, clipped = memory_diff(previous, c.memory)
-    return CompactionView(c.ok, cut_off_note(c) if c.truncated else None, c.message, c.tokens_before, c.tokens_after,
-                          c.truncated, c.finish_reason, diff, clipped, clip(c.memory, f"step{n:05d}-memory-{c.seq}"))
+def _compaction_view(c: Compacted, previous: str, n: int, clip: Clipper) -> CompactionView:
+    memory, cut = memory_text(c), cut_off(c)
+    diff, clipped = memory_diff(previous, memory)
+    return CompactionView(c.ok, cut_off_note(c) if cut else None, c.message, c.tokens_before, c.tokens_after,
+                          cut, c.finish_reason or None, diff, clipped, clip(memory, f"step{n:05d}-memory-{c.seq}"))
 
 
 def _shares(b: Breakdown | None) -> list[tuple[str, float, int]]:

@@ -1,31 +1,51 @@
-"""Replay: the recorded replies re-driven in a fresh sandbox; observations that changed are reported with a diff."""
+"""Replay separates the harness from the world. By default the recorded replies and the recorded
+tool outputs are played back (nothing runs) and every prompt, intent, observation, harness message,
+compaction and the stop must be byte-identical: a difference is a harness divergence (exit 1).
+With --execute the tools run again, and outputs that changed are reported as the world changing,
+after volatile text is normalised, without failing."""
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
+import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from agent.approval import record_decision
+from agent.journal import read_events
 from agent.launch import launch
-from agent.models.scripted import ScriptedModel
-from core.policy import ApprovalPolicy, HarnessPolicy
+from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.replay import replay
 from agent.resume import resume
-from agent.approval import record_decision
 from agent.task import Task
+from core.volatile import normalise
+from cli.main import app
+from core.context_policy import Compact
+from core.events import ModelReplied
+from core.memory_types import WorkingMemory
+from core.policy import ApprovalPolicy, HarnessPolicy
 from tests.agent.helpers import call
 
 runner = CliRunner()
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
 
 
-def test_a_deterministic_run_replays_with_no_divergence(tmp_path):
+def test_a_deterministic_run_replays_with_no_divergence_played_back_or_executed(tmp_path):
     task = Task(prompt="x", files={"data.txt": "3\n1\n2\n"}, setup=["echo seeded > seed.txt"])
     replies = [call("shell", command="sort data.txt"), call("write_file", path="out.txt", content="1 2 3\n"),
                call("shell", command="cat out.txt seed.txt"), call("submit", answer="done")]
     _, run_dir = launch(task, ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    assert all(e.prompt_sha256 for e in read_events(run_dir) if isinstance(e, ModelReplied))
+
     report = replay(run_dir, out=tmp_path / "replays")
-    assert report.divergences == [] and report.observations == 4
+    assert report.harness == [] and report.prompts == 4 and report.observations == 4
     assert report.recorded_stop == report.replayed_stop == "submitted"
-    assert report.replay_dir.parent == tmp_path / "replays" and (report.replay_dir / "workspace" / "out.txt").exists()
+    assert not (report.replay_dir / "workspace" / "out.txt").exists()  # played back: nothing ran
+
+    executed = replay(run_dir, out=tmp_path / "replays", execute=True)
+    assert executed.world == [] and (executed.replay_dir / "workspace" / "out.txt").read_text() == "1 2 3\n"
 
 
 def test_recorded_approval_decisions_are_applied_in_the_replay(tmp_path):
@@ -35,23 +55,94 @@ def test_recorded_approval_decisions_are_applied_in_the_replay(tmp_path):
     record_decision(run_dir, "call_1_0", False, "no")
     resume(run_dir, model=ScriptedModel(replies))
     report = replay(run_dir, out=tmp_path / "replays")
-    assert report.divergences == [] and report.replayed_stop == "submitted"
+    assert report.harness == [] and report.replayed_stop == "submitted"
 
 
-def test_a_changed_tool_output_is_reported_with_its_step_and_a_diff(tmp_path):
+def test_a_changed_world_is_information_not_a_harness_divergence(tmp_path):
     outside = tmp_path / "world.txt"  # a part of the world the sandbox does not reset
     outside.write_text("alpha\nbeta\n")
     replies = [call("shell", command="echo start"), call("shell", command=f"cat {outside}"), call("submit", answer="done")]
     _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
-    assert replay(run_dir, out=tmp_path / "replays").divergences == []
-
     outside.write_text("alpha\ngamma\n")
-    report = replay(run_dir, out=tmp_path / "replays")
-    [d] = report.divergences
+
+    assert replay(run_dir, out=tmp_path / "replays").harness == []  # the harness did not change
+    report = replay(run_dir, out=tmp_path / "replays", execute=True)
+    [d] = report.world
     assert (d.step, d.call_id, d.tool, d.what) == (2, "call_2_0", "shell", "output changed")
     assert "-beta\n" in d.diff and "+gamma\n" in d.diff and " alpha\n" in d.diff
 
+    result = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "cli"), "--execute"])
+    assert result.exit_code == 0, result.output
+    assert "world changed at step 2, call call_2_0 (shell): output changed" in result.output
+    assert "+gamma" in result.output and "1 changed in the world" in result.output
+
+
+def test_ls_la_and_the_date_replay_cleanly(tmp_path):
+    replies = [call("write_file", path="notes.txt", content="hi\n"), call("shell", command="ls -la; date; pwd"),
+               call("submit", answer="done")]
+    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    result = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays")])
+    assert result.exit_code == 0, result.output
+    assert "3 prompts and 3 observations compared, 0 harness divergences" in result.output
+    executed = replay(run_dir, out=tmp_path / "replays", execute=True)
+    assert executed.world == [], [d.diff for d in executed.world]
+
+
+def test_a_harness_that_builds_another_prompt_or_observation_is_a_divergence(tmp_path):
+    replies = [call("shell", command="seq 1 3000"), call("submit", answer="done")]
+    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    info = json.loads((run_dir / "run.json").read_text())
+    info["policy"]["truncation"]["head_chars"] = 1000  # as if the harness now cut outputs differently
+    (run_dir / "run.json").write_text(json.dumps(info))
+
+    report = replay(run_dir, out=tmp_path / "replays")
+    whats = {(d.step, d.what) for d in report.harness}
+    assert (1, "tool_observed differs") in whats and (2, "model_replied differs") in whats
+    observed = next(d for d in report.harness if d.what == "tool_observed differs")
+    assert observed.call_id == "call_1_0" and '"kept_chars"' in observed.diff
+
     result = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "cli")])
-    assert result.exit_code == 1, result.output
-    assert "divergence at step 2, call call_2_0 (shell): output changed" in result.output
-    assert "+gamma" in result.output and "1 divergences" in result.output
+    assert result.exit_code == 1 and "harness divergence at step 1, call call_1_0 (shell)" in result.output
+
+
+def test_a_compacted_run_replays_with_no_harness_divergence(tmp_path):
+    memory = WorkingMemory(goal="count", plan=["echo each number"])
+    summary = ScriptedReply(text=json.dumps(memory.model_dump()))
+    replies = [call("shell", command="echo 1"), call("shell", command="echo 2"), summary,
+               call("shell", command="echo 3"), call("shell", command="echo 4"), summary, call("submit", answer="done")]
+    policy = HarnessPolicy(context=[Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9,
+                                            summariser_prompt="fresh")])
+    result, run_dir = launch(Task(prompt="count"), ScriptedModel(replies), "local", policy, tmp_path / "runs")
+    assert result.compactions == 2 and result.stop_reason == "submitted"
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert report.harness == [] and report.replayed_stop == "submitted"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir()))
+def test_every_fixture_run_replays_with_no_harness_divergence(tmp_path, name):
+    run_dir = tmp_path / name
+    shutil.copytree(FIXTURES / name, run_dir)  # fixtures keep only run.json and events.jsonl
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert report.harness == [], "\n".join(d.what + "\n" + d.diff for d in report.harness[:3])
+    assert report.prompts == sum(isinstance(e, ModelReplied) for e in read_events(run_dir))
+
+
+def test_volatile_text_is_normalised():
+    a = "-rw-r--r-- 1 root root 3 Dec  1 14:43 notes.txt\nTue Dec  1 14:43:07 UTC 2026\n/tmp/abc/run-1/workspace\n"
+    b = "-rw-r--r-- 1 root root 3 Jan 12 09:05 notes.txt\nWed Jan 12 09:05:59 UTC 2027\n/tmp/xyz/run-2/workspace\n"
+    assert normalise(a, ["/tmp/abc/run-1"]) == normalise(b, ["/tmp/xyz/run-2"])
+    assert normalise("took 0.52s at 2026-12-01T14:43:07Z") == normalise("took 1.9 s at 2027-01-02T01:02:03+01:00")
+    assert normalise("3 files") != normalise("4 files")
+
+
+def test_the_readme_example_replays_cleanly_played_back_and_executed(tmp_path):
+    """examples/demo_script.yaml lists the workspace with `ls -la`: its times change, the harness does not."""
+    examples = Path(__file__).resolve().parent.parent.parent / "examples"
+    ran = runner.invoke(app, ["run", "--task", str(examples / "demo_task.yaml"),
+                              "--model", f"scripted:{examples / 'demo_script.yaml'}", "--out", str(tmp_path / "runs")])
+    assert ran.exit_code == 0, ran.output
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    played = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays")])
+    assert played.exit_code == 0 and "0 harness divergences" in played.output, played.output
+    executed = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays"), "--execute"])
+    assert executed.exit_code == 0 and "0 changed in the world" in executed.output, executed.output

@@ -299,3 +299,24 @@ def test_a_run_killed_between_its_opening_messages_gets_the_rest_on_resume(tmp_p
     done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
     assert done.summary.stop_reason == "submitted"
     assert history(run_dir) == history(reference) and prompts == want
+
+
+def test_a_compacted_run_resumes_after_its_summariser_replies(tmp_path):
+    """The scripted model serves the summariser too; the resumed model goes on after every reply it gave."""
+    from core.context_policy import Compact
+    from core.memory_types import WorkingMemory
+    from agent.models.scripted import ScriptedReply
+
+    memory = ScriptedReply(text=json.dumps(WorkingMemory(goal="write a.txt").model_dump()))
+    script = [call("shell", command="echo 1"), call("shell", command="echo 2"), memory,
+              call("write_file", path="a.txt", content="A\n"), call("submit", answer="done")]
+    compacting = [Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
+    want, _, reference = uninterrupted(tmp_path, script=script, policy=HarnessPolicy(context=compacting))
+    prompts: list[str] = []
+    gated = HarnessPolicy(context=compacting, approval=ApprovalPolicy(per_tool={"write_file": "always"}))
+    summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", gated, tmp_path / "gated")
+    assert summary.stop_reason == "awaiting_approval" and summary.compactions == 1
+    record_decision(run_dir, "call_4_0", True)  # the fourth reply of the script, after the summary
+    done = resume(run_dir, model=RecordingModel(script, prompts))
+    assert done.summary.stop_reason == "submitted" and done.summary.compactions == 1
+    assert prompts == want and history(run_dir) == history(reference)

@@ -17,6 +17,11 @@ def reply(status: int, body: dict, headers: dict | None = None) -> tuple:
     return ("reply", status, body, headers or {})
 
 
+def raw(status: int, body: bytes, content_type: str) -> tuple:
+    """A body sent as it is: an HTML page, broken JSON."""
+    return ("raw", status, body, {"content-type": content_type})
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -34,10 +39,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
-        _, status, body, headers = action
-        data = json.dumps(body).encode()
+        kind, status, body, headers = action
+        data = body if kind == "raw" else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("content-type", "application/json")
+        if "content-type" not in headers:
+            self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, v)
@@ -90,3 +96,15 @@ def openai_error(status: int, message: str) -> dict:
 
 def anthropic_error(kind: str, message: str) -> dict:
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+@contextlib.contextmanager
+def black_hole():
+    """A port whose kernel completes every connection and whose program never reads or answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.events import ModelFailed, ModelReplied, ToolObserved
+from core.events import Compacted, ModelFailed, ModelReplied, ToolObserved
+from core.memory_types import Fold, WorkingMemory
 from core.types import Message, ModelReply, Observation, Reasoning, ToolCall, Usage
-from evals.reports.steps import Compaction, parse_compaction
 
 
 def reply(step: int, *calls: tuple[str, dict | str], text: str = "", prompt: int = 1000, cached: int = 0,
@@ -41,6 +41,13 @@ def model_failed(step: int, message: str) -> ModelFailed:
     return ModelFailed(step=step, transient=True, message=message)
 
 
-def compaction(step: int, **fields: Any) -> Compaction:
-    """A compaction event as another module may write it: only `type` and `step` are certain."""
-    return parse_compaction({"type": "compaction", "seq": 0, "ts": 0.0, "step": step, **fields})
+def compaction(step: int, *, ok: bool = True, tokens_before: int = 0, tokens_after: int = 0, memory: dict | None = None,
+               folded: tuple[int, int] | None = None, text: str = "", restart: bool = True, cut_off: bool = False,
+               finish_reason: str = "stop") -> Compacted:
+    """A compaction after `step`; when it succeeded, a fold of `folded` (default: every step so far)."""
+    first, last = folded or (1, step)
+    fold = Fold(version=1, upto=0, first_step=first, last_step=last, memory=WorkingMemory(**(memory or {})), text=text,
+                restart=restart, at_step=step) if ok else None
+    return Compacted(step=step, ok=ok, trigger="tokens", version=1 if ok else None, tokens_before=tokens_before,
+                     tokens_after=tokens_after, fold=fold, summariser_usage=Usage(), finish_reason=finish_reason,
+                     cut_off=cut_off)

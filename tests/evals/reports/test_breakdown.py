@@ -13,7 +13,7 @@ OPENING = [Message(role="system", text="s" * 400), Message(role="user", text="t"
 
 
 def by_step(events, compactions=(), policy=None):
-    return {b.step: b for b in breakdowns(OPENING, steps_of(events, list(compactions)), policy or {})}
+    return {b.step: b for b in breakdowns(OPENING, steps_of([*events, *compactions]), policy or {})}
 
 
 def test_parts_add_up_to_the_reported_prompt_and_observations_grow():
@@ -34,15 +34,15 @@ def test_without_reported_tokens_the_estimate_stands_alone():
 def test_text_the_policy_removed_comes_off_the_observations():
     events = [e for i in range(1, 4) for e in act(i, "shell", {"command": "ls"}, "o" * 4000, prompt=5000)]
     steps = steps_of(events)
-    steps[2].prompt_chars = 400 + 800 + 4000 + 40  # step 3 saw only one of the two earlier outputs
+    # step 3 saw only one of the two earlier outputs
+    steps[2].replied = steps[2].replied.model_copy(update={"prompt_chars": 400 + 800 + 4000 + 40})
     b = {x.step: x for x in breakdowns(OPENING, steps, {})}[3]
     assert b.tokens["observations"] < 1100
 
 
 def test_a_compaction_swaps_the_steps_it_folded_for_its_summary():
     events = [e for i in range(1, 6) for e in act(i, "shell", {"command": f"cat f{i}"}, "o" * 2000, prompt=20000)]
-    folded = compaction(3, fold={"first_step": 1, "last_step": 3, "text": "m" * 800, "restart": True,
-                                 "memory": {"goal": "x"}}, ok=True)
+    folded = compaction(3, folded=(1, 3), text="m" * 800, restart=True, memory={"goal": "x"})
     parts = by_step(events, [folded])
     assert parts[4].tokens["summaries"] == 200 and parts[3].tokens["summaries"] == 0
     assert parts[4].tokens["observations"] == 0  # steps 1-3 are folded, and step 4 has not run yet

@@ -9,7 +9,7 @@ from evals.reports.steps import steps_of
 
 
 def flagged(name: str, events: list, compactions=()) -> list[int]:
-    return [f.step for f in BY_NAME[name].find(steps_of(events, list(compactions)))]
+    return [f.step for f in BY_NAME[name].find(steps_of([*events, *compactions]))]
 
 
 def clean_run() -> list:
@@ -117,9 +117,9 @@ def test_timeouts_of_tools_and_of_model_calls():
 
 def test_truncated_compaction_reads_a_flag_or_a_finish_reason():
     events = clean_run()
-    cut_flag = [compaction(2, tokens_before=9000, tokens_after=800, memory={"goal": "x"}, truncated=True)]
-    cut_reason = [compaction(3, memory="notes", finish_reason="length")]
-    whole = [compaction(2, tokens_before=9000, tokens_after=800, memory="notes", truncated=False, finish_reason="stop")]
+    cut_flag = [compaction(2, tokens_before=9000, tokens_after=800, memory={"goal": "x"}, cut_off=True)]
+    cut_reason = [compaction(3, memory={"goal": "notes"}, finish_reason="length")]
+    whole = [compaction(2, tokens_before=9000, tokens_after=800, memory={"goal": "notes"}, finish_reason="stop")]
     assert flagged("truncated_compaction", events, cut_flag) == [2]
     assert flagged("truncated_compaction", events, cut_reason) == [3]
     assert flagged("truncated_compaction", events, whole) == []
@@ -142,7 +142,7 @@ def test_context_jump_both_ways_with_its_cause():
 
 def test_context_jump_from_a_compaction_says_so():
     events = [*act(1, "shell", {"command": "ls"}, prompt=20000), *act(2, "shell", {"command": "pwd"}, prompt=3000)]
-    findings = BY_NAME["context_jump"].find(steps_of(events, [compaction(1, tokens_before=20000, tokens_after=3000)]))
+    findings = BY_NAME["context_jump"].find(steps_of([*events, compaction(1, tokens_before=20000, tokens_after=3000)]))
     assert [f.step for f in findings] == [2] and "after a compaction" in findings[0].detail
 
 

@@ -15,6 +15,7 @@ from evals.pricing import cost_usd, load_prices
 from evals.reports.breakdown import breakdowns
 from evals.reports.html import render_run
 from evals.reports.load import load_run
+from evals.reports.steps import cut_off, memory_text
 from core.context_policy import Compact
 
 MEMORY_1 = {"goal": "count to six", "plan": ["echo each number"], "decisions": ["use echo"]}
@@ -49,8 +50,8 @@ def test_the_report_reads_the_loops_compactions(compacted):
     found = [(s.n, c) for s in compacted.steps for c in s.compactions]
     assert [n for n, _ in found] == [3, 6] and all(c.ok for _, c in found)
     first, second = found[0][1], found[1][1]
-    assert not first.truncated and second.truncated and second.folded == (3, 5)
-    assert json.loads(second.memory)["plan"] == MEMORY_2["plan"]
+    assert not cut_off(first) and cut_off(second) and (second.fold.first_step, second.fold.last_step) == (3, 5)
+    assert json.loads(memory_text(second))["plan"] == MEMORY_2["plan"]
     cut = [f for f in compacted.findings if f.detector == "truncated_compaction"]
     assert [f.step for f in cut] == [6] and "retry" in cut[0].detail
 

@@ -1,0 +1,135 @@
+"""A run's journal folded into steps: the one reading of events that resume, the summary,
+rerender, reports and chess metrics share.
+
+Plain data, built in one pass. `history` is the conversation the loop worked on, rebuilt
+from `message`, `model_replied` and `tool_observed` events in journal order (`seqs` holds
+the seq of the event each message came from); each step holds the events the journal has
+for it and says where its reply's prompt history ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from core.events import Compacted, Event, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.memory_types import Fold
+from core.types import Message, ModelReply, Observation, ToolCall, Usage
+
+
+@dataclass
+class Step:
+    n: int
+    replied: ModelReplied | None = None  # None: the model call failed (see `failures`), or the step holds only a stop
+    history_at: int = 0  # the history this step's reply answered is `history[:history_at]`
+    observed: list[ToolObserved] = field(default_factory=list)
+    intents: list[ToolIntent] = field(default_factory=list)
+    failures: list[ModelFailed] = field(default_factory=list)
+    compactions: list[Compacted] = field(default_factory=list)  # made after this step: the next prompt is compacted
+    notes: list[Message] = field(default_factory=list)  # harness messages added in this step (the no-tool nudge)
+    first_ts: float | None = None
+    last_ts: float | None = None
+
+    @property
+    def reply(self) -> ModelReply | None:
+        return self.replied.reply if self.replied is not None else None
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        return self.replied.reply.message.tool_calls if self.replied is not None else ()
+
+    @property
+    def usage(self) -> Usage:
+        return self.replied.reply.usage if self.replied is not None else Usage()
+
+    @property
+    def observations(self) -> list[Observation]:
+        return [o.observation for o in self.observed]
+
+    @property
+    def prompt_chars(self) -> int:
+        return self.replied.prompt_chars if self.replied is not None else 0
+
+    @property
+    def prompt_messages(self) -> int:
+        return self.replied.prompt_messages if self.replied is not None else 0
+
+    @property
+    def counted_tokens(self) -> int | None:
+        """The harness's own count of the prompt, where the journal has it."""
+        return self.replied.counted_tokens if self.replied is not None else None
+
+    @property
+    def prefix_reused(self) -> int | None:
+        """Of `counted_tokens`, the longest prefix shared with an earlier request of the run."""
+        return self.replied.prefix_reused if self.replied is not None else None
+
+
+@dataclass
+class Folded:
+    opening: list[Message]  # the system prompt and task, before the first step
+    steps: list[Step]  # in step order
+    history: list[Message]
+    seqs: list[int]  # the seq of the event each history message came from
+    stop: RunStopped | None  # the last stop; a resumed run may have stopped before
+    started_ts: float | None  # the first event's time
+
+    @property
+    def replies(self) -> list[Step]:
+        """The steps whose model call was answered, in order."""
+        return [s for s in self.steps if s.replied is not None]
+
+    @property
+    def model_calls(self) -> int:
+        """Every model call the journal accounts for: the agent's replies and each summariser attempt
+        (a scripted model serves both, so a resumed one continues after this many)."""
+        return len(self.replies) + sum(len(c.attempts) for s in self.steps for c in s.compactions)
+
+    def folds_before(self, step: Step) -> list[Fold]:
+        """The compactions the run had made when it rendered `step`'s prompt."""
+        return [c.fold for s in self.steps if s.n < step.n for c in s.compactions if c.fold is not None]
+
+
+def fold(events: Iterable[Event]) -> Folded:
+    out = Folded([], [], [], [], None, None)
+    steps: dict[int, Step] = {}
+
+    def at(e: Event) -> Step:
+        step = steps.setdefault(e.step, Step(e.step))
+        if e.ts:
+            step.first_ts = e.ts if step.first_ts is None else min(step.first_ts, e.ts)
+            step.last_ts = e.ts if step.last_ts is None else max(step.last_ts, e.ts)
+        return step
+
+    def add(message: Message, seq: int) -> None:
+        out.history.append(message)
+        out.seqs.append(seq)
+
+    for e in events:
+        if out.started_ts is None and e.ts:
+            out.started_ts = e.ts
+        if isinstance(e, MessageAdded):
+            add(e.message, e.seq)
+            if e.step == 0:
+                out.opening.append(e.message)
+            else:
+                at(e).notes.append(e.message)
+        elif isinstance(e, ModelReplied):
+            step = at(e)
+            step.replied, step.history_at = e, len(out.history)
+            add(e.reply.message, e.seq)
+        elif isinstance(e, ToolObserved):
+            at(e).observed.append(e)
+            add(e.observation.to_message(), e.seq)
+        elif isinstance(e, ToolIntent):
+            at(e).intents.append(e)
+        elif isinstance(e, ModelFailed):
+            at(e).failures.append(e)
+        elif isinstance(e, Compacted):
+            at(e).compactions.append(e)
+        elif isinstance(e, RunStopped):
+            out.stop = e
+            if e.step in steps:
+                at(e)
+    out.steps = [steps[n] for n in sorted(steps)]
+    return out

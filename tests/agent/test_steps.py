@@ -1,0 +1,60 @@
+"""The one step fold: for any journal the loop can write, the history it rebuilds is every message-carrying
+event in order, each step's reply sits at its `history_at`, and no event of a step is lost or moved."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent.steps import fold
+from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.memory_types import Fold, WorkingMemory
+from core.types import Message, ModelReply, Observation, ToolCall, Usage
+
+OPENING = [MessageAdded(step=0, message=Message(role="system", text="s")),
+           MessageAdded(step=0, message=Message(role="user", text="t"))]
+
+
+def step_events(n: int, calls: int, failures: int, nudged: bool, compacted: bool) -> list:
+    """One step as the loop journals it: failed attempts, the reply, intents and results, a nudge, a compaction."""
+    out: list = [ModelFailed(step=n, transient=True, message=f"e{i}") for i in range(failures)]
+    tool_calls = tuple(ToolCall(id=f"c{n}_{i}", name="shell", arguments="{}") for i in range(calls))
+    out.append(ModelReplied(step=n, reply=ModelReply(message=Message(role="assistant", text=f"r{n}", tool_calls=tool_calls),
+                                                     usage=Usage(prompt_tokens=n), finish_reason="stop"),
+                            prompt_messages=0, prompt_chars=0))
+    for c in tool_calls:
+        out.append(ToolIntent(step=n, call_id=c.id, tool="shell", arguments={}, idempotency_key=c.id))
+        out.append(ToolObserved(step=n, observation=Observation(call_id=c.id, tool="shell", status="ok", text=c.id)))
+    if nudged:
+        out.append(MessageAdded(step=n, message=Message(role="user", text=f"nudge {n}")))
+    if compacted:
+        fold_ = Fold(version=1, upto=2, first_step=1, last_step=n, memory=WorkingMemory(), text="m", restart=True, at_step=n)
+        out.append(Compacted(step=n, ok=True, trigger="tokens", version=1, tokens_before=2, tokens_after=1, fold=fold_,
+                             summariser_usage=Usage(), finish_reason="stop", cut_off=False))
+    return out
+
+
+STEP = st.tuples(st.integers(0, 3), st.integers(0, 2), st.booleans(), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(STEP, max_size=8), st.booleans())
+def test_the_fold_keeps_every_event_in_its_place(shapes, stopped):
+    events = list(OPENING)
+    for n, shape in enumerate(shapes, 1):
+        events += step_events(n, *shape)
+    if stopped:
+        events.append(RunStopped(step=len(shapes), reason="submitted"))
+    events = [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)]
+
+    run = fold(events)
+    carried = [e for e in events if isinstance(e, (MessageAdded, ModelReplied, ToolObserved))]
+    assert run.seqs == [e.seq for e in carried] and len(run.history) == len(carried)
+    assert run.opening == [e.message for e in OPENING]
+    assert [s.n for s in run.replies] == list(range(1, len(shapes) + 1))
+    for step, (calls, failures, nudged, compacted) in zip(run.replies, shapes, strict=True):
+        assert run.history[step.history_at] == step.reply.message
+        assert [o.call_id for o in step.observations] == [c.id for c in step.calls] and len(step.intents) == calls
+        assert len(step.failures) == failures and len(step.notes) == nudged and len(step.compactions) == compacted
+        assert len(run.folds_before(step)) == sum(c for *_, c in shapes[: step.n - 1])
+    assert (run.stop is not None) == stopped
