@@ -27,7 +27,8 @@ from memory.compaction import compact, due
 from core.context_policy import DiscloseTools
 from tools.disclosure import request_tools, tools_text, with_describe_tool
 from memory.render import compact_step, render
-from memory.summariser import ModelSummariser
+from memory.summariser import ModelSummariser, Summariser
+from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
 from memory.tokens import PromptAccounting
 from sandboxes.base import Sandbox
@@ -46,8 +47,10 @@ def run(
     approvals: Mapping[str, bool | Decision] | None = None,
     stop_rules: Sequence[StopRule] = (),
     resumed: Restored | None = None,
+    summariser: Summariser | None = None,
 ) -> Summary:
-    """`resumed`: continue a run from its journal (agent.resume) instead of starting one."""
+    """`resumed`: continue a run from its journal (agent.resume) instead of starting one.
+    `summariser`: who compaction asks (default: the run's own model); its calls are journaled."""
     state = resumed.state if resumed is not None else RunState(task=task)
     unfinished = resumed.open if resumed is not None else None  # a step the crashed process began
     approvals = approvals or {}
@@ -57,7 +60,8 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
-    summariser = ModelSummariser(model, policy.model)
+    summariser = JournaledSummariser(summariser or ModelSummariser(model, policy.model), journal, state,
+                                     resumed.summaries if resumed is not None else ())
     opening = initial_messages(task, policy)
     if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
         for message in opening[len(state.history) :]:
@@ -71,8 +75,9 @@ def run(
     try:
         while stop is None:
             if unfinished is not None:  # finish it first: its reply is journaled, so the model is not asked again
-                reply, recovered, unfinished = unfinished.reply, unfinished.recovered, None
+                reply, recovered, compacted, unfinished = unfinished.reply, unfinished.recovered, unfinished.compacted, None
             else:
+                compacted = False
                 state.step += 1
                 prompt = render(state.history, policy.context, state.folds)
                 reply = call_model(model, prompt, shown, policy, journal, state.step)
@@ -92,7 +97,7 @@ def run(
             if not done.observations:
                 add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
             stop = after_step(state, done, policy, sandbox, stop_rules)
-            if stop is None:
+            if stop is None and not compacted:
                 compact_if_due(state, policy, summariser, accounting, journal, shown)
             state.settled_seq = journal.seq  # the state now holds every journaled event: a snapshot may cover them
             if stop is None and state.step % policy.checkpoint.snapshot_every == 0:
@@ -140,7 +145,7 @@ def call_model(
         return Stop("model_unavailable", f"The model call still failed after {errs.model_attempts} attempts: {e}")
 
 
-def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: ModelSummariser, accounting: PromptAccounting,
+def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: Summariser, accounting: PromptAccounting,
                    journal: Journal, shown: Sequence[Tool]) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
     cfg = compact_step(policy.context)

@@ -1,6 +1,7 @@
 """Replay a recorded run: the same model replies, a fresh sandbox, and every observation compared.
 
-The recorded `model_replied` events become a scripted model; the task's files and
+The recorded `model_replied` events become a scripted model and the recorded
+`summary_replied` events the summariser, so each is handed its own replies; the task's files and
 setup prepare a new sandbox; recorded approval decisions are fed back. Any tool
 observation whose status or text differs from the recording is a divergence,
 reported with a unified diff: the world (or a tool) no longer behaves as it did.
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.approval import decisions
-from core.events import ModelReplied, RunStopped, ToolObserved
+from core.events import ModelReplied, RunStopped, SummaryReplied, ToolObserved
 from agent.journal import Journal, RunInfo, read_events, read_run_info
 from agent.launch import make_sandbox, prepare
 from agent.loop import run
@@ -24,6 +25,7 @@ from agent.models.scripted import ScriptedModel
 from core.policy import HarnessPolicy
 from agent.task import Task
 from core.types import Observation
+from memory.summariser import RecordedSummariser
 from sandboxes.base import Sandbox
 from tools.base import Registry
 from tools.builtin import standard_tools
@@ -63,7 +65,8 @@ def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None
         prepare(task, box, policy.dispatch.tool_timeout_s)
         with with_mcp(policy.mcp, tools or standard_tools()) as registry:
             summary = run(task, ScriptedModel(replies, name=f"replay:{info.run_id}"), registry, box, policy, journal,
-                          approvals=decisions(events))
+                          approvals=decisions(events),
+                          summariser=RecordedSummariser(e for e in events if isinstance(e, SummaryReplied)))
     finally:
         box.close()
         journal.close()

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from agent.approval import Decision, decisions
 from agent.dispatch import Dispatched
-from core.events import ApprovalGiven, Event, MessageAdded, ModelReplied, RunResumed, ToolIntent, ToolObserved
+from core.events import (ApprovalGiven, Compacted, Event, MessageAdded, ModelReplied, RunResumed, SummaryReplied, ToolIntent,
+                         ToolObserved)
 from agent.reconcile import Recovered
 from agent.snapshot import Snapshot, state_from
 from agent.state import RunState, tally
@@ -28,6 +29,7 @@ from core.types import Message, ModelReply
 class OpenStep:
     reply: ModelReply
     recovered: Recovered
+    compacted: bool = False  # its compaction is journaled: finishing the step must not compact again
 
 
 @dataclass
@@ -35,12 +37,15 @@ class Restored:
     state: RunState
     open: OpenStep | None  # the newest step, when it was journaled but not finished
     approvals: dict[str, Decision]
-    model_replies: int  # a scripted model continues after this many replies
+    model_replies: int  # a scripted model continues after this many replies (the summariser's included)
     from_seq: int  # the snapshot's last seq the counters start from; 0: folded from the start
     # (history length, folds count) when the last journaled reply's prompt was rendered: rendering
     # that prompt again lets the prefix-reuse accounting go on as if the process had not changed.
     last_prompt: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)  # what a person should know about how it was rebuilt
+    # Summariser calls of a compaction the crash cut short (journaled, its `compaction` event not):
+    # the resumed compaction is answered from these before the summariser is asked again.
+    summaries: list[SummaryReplied] = field(default_factory=list)
 
 
 @dataclass
@@ -50,6 +55,7 @@ class _Step:
     observed: dict[str, ToolObserved] = field(default_factory=dict)
     intents: dict[str, ToolIntent] = field(default_factory=dict)
     nudged: bool = False
+    compacted: bool = False
 
 
 def restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> Restored:
@@ -75,6 +81,7 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
     step: _Step | None = None
     replies = 0
     last_prompt = None
+    summaries: list[SummaryReplied] = []
     since_ts = events[0].ts if events else 0.0  # wall time the snapshot has not counted starts here
     for e in events:
         if step is not None and e.step > step.reply.step:  # an event of a later step: that step is closed
@@ -95,8 +102,17 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
             history.append(e.observation.to_message())
             if step is not None:
                 step.observed[e.observation.call_id] = e
-        elif e.type == "compaction" and getattr(e, "fold", None) is not None:
-            state.folds.append(e.fold)  # folds, like the history, come from the journal, not the snapshot
+        elif isinstance(e, SummaryReplied):
+            summaries.append(e)
+            replies += e.reply is not None
+        elif isinstance(e, Compacted):
+            summaries = []
+            if e.fold is not None:
+                state.folds.append(e.fold)  # folds, like the history, come from the journal, not the snapshot
+            if e.seq > base:  # a summary is spending too (the loop adds it to the run's usage)
+                state.usage = state.usage + e.summariser_usage
+            if step is not None:
+                step.compacted = True
         if e.seq == base:
             window, since_ts = (history[-want:] if want else []), e.ts
     if step is not None:
@@ -107,7 +123,8 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.started -= max(0.0, worked[-1] - since_ts) if worked else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, step.reply.seq - 1 if step is not None else events[-1].seq)
-    return Restored(state, _open(step, events), decisions(events), replies, base, last_prompt), window
+    restored = Restored(state, _open(step, events), decisions(events), replies, base, last_prompt, summaries=summaries)
+    return restored, window
 
 
 def _close(state: RunState, step: _Step, base: int) -> None:
@@ -129,7 +146,7 @@ def _open(step: _Step | None, events: Sequence[Event]) -> OpenStep | None:
         for e in events
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
-    return OpenStep(step.reply.reply, Recovered(dict(step.observed), interrupted, rerun, step.nudged))
+    return OpenStep(step.reply.reply, Recovered(dict(step.observed), interrupted, rerun, step.nudged), step.compacted)
 
 
 def _noted(restored: Restored, note: str) -> Restored:

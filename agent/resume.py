@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import HarnessError
-from core.events import ApprovalGiven, Event, ModelReplied, RunResumed, RunStopped
+from core.events import ApprovalGiven, Event, RunResumed, RunStopped
 from agent.journal import Journal, RunInfo, read_events, read_run_info, write_json_atomic
 from agent.launch import make_sandbox, prepare
 from agent.loop import run
@@ -24,6 +24,7 @@ from core.policy import HarnessPolicy
 from agent.restore import Restored, restore
 from agent.snapshot import load_snapshot
 from agent.stopping import StopRule
+from agent.summariser_calls import replies_given
 from agent.summary import Summary, summarize
 from agent.task import Task
 from sandboxes.base import Sandbox
@@ -79,7 +80,7 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    client = continue_model(model or info.model, sum(isinstance(e, ModelReplied) for e in events))
+    client = continue_model(model or info.model, replies_given(events))
     if events:
         snap, why = load_snapshot(run_dir)
         notes += [why] if why is not None else []
