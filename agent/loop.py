@@ -23,10 +23,9 @@ from agent.stopping import Stop, StopRule, after_step
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
 from core.types import Message, ModelReply
-from memory.compaction import compact, due
 from core.context_policy import DiscloseTools
 from tools.disclosure import request_tools, tools_text, with_describe_tool
-from memory.render import compact_step, render
+from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
 from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
@@ -60,6 +59,7 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
+    renderer = Renderer(policy.context, accounting.counter, accounting.tools_text)  # this run's: it keeps its own caches
     summariser = JournaledSummariser(summariser or ModelSummariser(model, policy.model), journal, state,
                                      resumed.summaries if resumed is not None else ())
     opening = initial_messages(task, policy)
@@ -69,7 +69,7 @@ def run(
         state.settled_seq = journal.seq
     if resumed is not None and resumed.last_prompt is not None:  # prefix-reuse figures go on from the last prompt sent
         upto, folds = resumed.last_prompt
-        accounting.measure(render(state.history[:upto], policy.context, state.folds[:folds]))
+        accounting.measure(renderer.render(state.history[:upto], state.folds[:folds]))
 
     stop: Stop | None = None
     try:
@@ -79,7 +79,7 @@ def run(
             else:
                 compacted = False
                 state.step += 1
-                prompt = render(state.history, policy.context, state.folds)
+                prompt = renderer.render(state.history, state.folds)
                 reply = call_model(model, prompt, shown, policy, journal, state.step)
                 if isinstance(reply, Stop):
                     stop = reply
@@ -98,7 +98,7 @@ def run(
                 add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
             stop = after_step(state, done, policy, sandbox, stop_rules)
             if stop is None and not compacted:
-                compact_if_due(state, policy, summariser, accounting, journal, shown)
+                compact_if_due(state, renderer, summariser, journal, shown)
             state.settled_seq = journal.seq  # the state now holds every journaled event: a snapshot may cover them
             if stop is None and state.step % policy.checkpoint.snapshot_every == 0:
                 write_snapshot(state, journal, sandbox)
@@ -145,18 +145,12 @@ def call_model(
         return Stop("model_unavailable", f"The model call still failed after {errs.model_attempts} attempts: {e}")
 
 
-def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: Summariser, accounting: PromptAccounting,
-                   journal: Journal, shown: Sequence[Tool]) -> None:
+def compact_if_due(state: RunState, renderer: Renderer, summariser: Summariser, journal: Journal,
+                   shown: Sequence[Tool]) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
-    cfg = compact_step(policy.context)
-    if cfg is None:
+    result = renderer.compact_if_due(state.history, state.folds, state.step, summariser, shown)
+    if result is None:
         return
-    prompt = render(state.history, policy.context, state.folds)
-    last = state.folds[-1].at_step if state.folds else 0
-    trigger = due(cfg, accounting.counter.prompt_tokens(prompt, accounting.tools_text), state.step, last)
-    if trigger is None:
-        return
-    result = compact(state.history, state.folds, cfg, prompt, accounting.counter, summariser, trigger, shown)
     state.usage = state.usage + result.usage  # a summary is spending too: it counts toward stop.max_tokens
     if result.fold is not None:
         state.folds.append(result.fold)

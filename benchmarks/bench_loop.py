@@ -1,10 +1,13 @@
-"""Harness overhead per step as the history grows: step 10 vs 100 vs 1,000, in one run.
+"""Harness overhead per step as the history grows: step 10 vs 100 vs 1,000, in one run, for every preset.
 
 Overhead = the whole step minus the model call and the tool call: rendering the
-prompt, journaling (fsync per event), dispatching, updating state and checking
-stop rules. Target: step 1,000 costs at most 1.5x step 10.
+prompt, journaling (fsync per event), dispatching, updating state, checking stop
+rules and deciding whether to compact. Target: step 1,000 costs at most 1.5x step 10
+under every preset. Compacting presets fold with the extractive summariser (no
+model), so the model's replies stay the agent's; a step that compacts is one of the
+ten around each point, so the median leaves it out.
 
-    .venv/bin/python benchmarks/bench_loop.py
+    .venv/bin/python benchmarks/bench_loop.py [PRESET ...]
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pydantic import BaseModel  # noqa: E402
 
 from core.events import ModelReplied  # noqa: E402
-from agent.launch import launch  # noqa: E402
+from agent.journal import Journal, RunInfo  # noqa: E402
+from agent.loop import run  # noqa: E402
+from agent.tokens import counter_for  # noqa: E402
+from memory.extractive import ExtractiveSummariser  # noqa: E402
+from sandboxes.local import LocalSandbox  # noqa: E402
 from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
@@ -72,7 +79,17 @@ def measure(policy: HarnessPolicy) -> dict[int, float]:
 
     policy = policy.model_copy(update={"stop": StopPolicy(max_steps=STEPS, max_repeats=STEPS)})
     with tempfile.TemporaryDirectory() as tmp:
-        launch(Task(prompt="bench"), model, "local", policy, Path(tmp), tools=Registry.of([NOOP]), listeners=(listen,))
+        info = RunInfo(run_id="bench", task={"id": "bench"}, model=model.name, sandbox="local",
+                       policy=policy.model_dump(mode="json"), started_at="2026-01-01T00:00:00Z")
+        journal = Journal.create(Path(tmp), info)
+        journal.listeners.append(listen)
+        box = LocalSandbox(journal.dir / "workspace")
+        try:
+            run(Task(prompt="bench"), model, Registry.of([NOOP]), box, policy, journal,
+                summariser=ExtractiveSummariser(counter_for(model)))
+        finally:
+            box.close()
+            journal.close()
     overhead = {s: starts[s + 1] - starts[s] - model.spent[s + 1] - tool_time[s] for s in range(1, STEPS)}
     return {k: statistics.median(overhead[s] for s in window) for k, window in WINDOWS.items()}
 
@@ -84,11 +101,15 @@ def best_of(policy: HarnessPolicy, runs: int = 3) -> dict[int, float]:
 
 
 def main() -> None:
+    names = sys.argv[1:] or list(PRESETS)
+    unknown = [n for n in names if n not in PRESETS]
+    if unknown:
+        sys.exit(f"Unknown preset(s) {', '.join(unknown)}; known: {', '.join(PRESETS)}.")
     print(f"harness overhead per step (median of 10 steps around each point, best of 3 runs), {STEPS}-step runs, fsync per event")
-    print(f"{'policy':<10}{'step 10':>12}{'step 100':>12}{'step 1000':>12}{'1000/10':>10}")
-    for name in ("default", "lean"):
+    print(f"{'policy':<22}{'step 10':>12}{'step 100':>12}{'step 1000':>12}{'1000/10':>10}")
+    for name in names:
         m = best_of(PRESETS[name])
-        print(f"{name:<10}" + "".join(f"{m[k] * 1e3:>10.2f}ms" for k in WINDOWS) + f"{m[1000] / m[10]:>9.2f}x")
+        print(f"{name:<22}" + "".join(f"{m[k] * 1e3:>10.2f}ms" for k in WINDOWS) + f"{m[1000] / m[10]:>9.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -86,15 +86,20 @@ class TokenCounter:
         return len(self._ids)
 
 
-def shared_prefix(a: list[Message], b: list[Message]) -> int:
-    """How many leading messages two prompts share."""
+def shared_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
+    """How many leading messages two prompts share. Slices are compared at C speed (identity first),
+    halving the range that holds the first difference: about 2n pointer comparisons, not n Python steps."""
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:  # the usual case, compared at C speed (identity first)
+    if a[:n] == b[:n]:  # the usual case
         return n
-    i = 0
-    while a[i] is b[i] or a[i] == b[i]:  # `==` alone would compare every field of identical messages
-        i += 1
-    return i
+    lo, hi = 0, n  # a[:lo] == b[:lo]; the first difference lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class PromptAccounting:
