@@ -1,11 +1,12 @@
-"""What each context step does to the messages, one stage per step, rendering only what changed.
+"""What each context step does to the messages, one stage per step, rewriting only what changed.
 
 The steps' settings are values in core.context_policy; `STAGES` maps each step type to its
-stage here. A stage belongs to one run (memory.render.Renderer makes them): it keeps its last
-input and output, finds how much of the new input is the same list of message objects (at C
-speed), and rewrites only from the first message whose output can differ. So a step of a long
-run costs the messages it added, not the whole history; a rewritten message is made once and
-keeps its identity from prompt to prompt, which keeps comparing consecutive prompts cheap.
+stage here. A stage belongs to one run (memory.render.Renderer makes them) and keeps its last
+output. It is called with its input and `changed`, the first position where that input may
+differ from its previous input, and rewrites its output in place from the first position whose
+output can differ, which it returns along with the output for the next stage. So a step of a
+long run costs the messages it added, not the whole history; a rewritten message is made once
+and keeps its identity from prompt to prompt, which keeps comparing consecutive prompts cheap.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
 from core.memory_types import Fold
 from core.types import Message, Reasoning
-from memory.folds import note, render_folds
-from memory.tokens import shared_prefix
+from memory.folds import head_len, note, render_folds
 
-Stage = Callable[[Sequence[Message], Sequence[Fold]], Sequence[Message]]
+# (input, first position that may have changed since the last call, folds) -> (output, the same for it)
+Stage = Callable[[list[Message], int, Sequence[Fold]], tuple[list[Message], int]]
 
 
 class _Once:
@@ -46,22 +47,22 @@ class StripStage:
     def __init__(self, step: StripReasoning):
         self.step = step
         self.stripped = _Once(lambda m: m.model_copy(update={"reasoning": None}))
-        self.seen: list[Message] = []
         self.out: list[Message] = []
         self.newest = -1
 
-    def __call__(self, messages: Sequence[Message], folds: Sequence[Fold]) -> Sequence[Message]:
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
         if self.step.keep == "all":
-            return messages
+            return messages, changed
         newest = _last_index(messages, "assistant")
         # The old newest turn's output changes once it is no longer the newest.
-        valid = min([shared_prefix(self.seen, messages), *(i for i in (self.newest, newest) if i >= 0)])
-        out = self.out[:valid]
+        valid = min([changed, *(i for i in (self.newest, newest) if i >= 0)])
+        out = self.out
+        del out[valid:]
         for i in range(valid, len(messages)):
             m = messages[i]
             out.append(m if m.reasoning is None else self._newest(m, m.reasoning) if i == newest else self.stripped(m))
-        self.seen, self.out, self.newest = list(messages), out, newest
-        return out
+        self.newest = newest
+        return out, valid
 
     def _newest(self, m: Message, reasoning: Reasoning) -> Message:
         text = reasoning.text if self.step.keep == "last_turn" else ""
@@ -80,21 +81,21 @@ class MaskStage:
     def __init__(self, step: MaskObservations):
         self.step = step
         self.masked = _Once(lambda m: m.model_copy(update={"text": placeholder(m)}))
-        self.seen: list[Message] = []
         self.out: list[Message] = []
-        self.tools: list[int] = []  # positions of the tool messages in `seen`
-        self.hidden = 0  # how many of them were masked
+        self.tools: list[int] = []  # positions of the tool messages in the input
+        self.hidden = 0  # how many of them are masked
 
-    def __call__(self, messages: Sequence[Message], folds: Sequence[Fold]) -> Sequence[Message]:
-        same = shared_prefix(self.seen, messages)
-        tools = self.tools[: bisect_left(self.tools, same)]
-        tools += [i for i in range(same, len(messages)) if messages[i].role == "tool"]
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        tools = self.tools
+        del tools[bisect_left(tools, changed):]
+        tools += [i for i in range(changed, len(messages)) if messages[i].role == "tool"]
         over = max(0, len(tools) - self.step.keep_last)
         hidden = over - over % self.step.every
         # Outputs stay valid up to the first tool message whose masking changed, and up to the new input.
         moved = min(hidden, self.hidden)
-        valid = min(same, tools[moved] if moved < len(tools) else len(messages))
-        out = self.out[:valid]
+        valid = min(changed, tools[moved] if moved < len(tools) else len(messages))
+        out = self.out
+        del out[valid:]
         rank = bisect_left(tools, valid)  # how many tool messages come before `valid`
         for i in range(valid, len(messages)):
             m = messages[i]
@@ -103,8 +104,8 @@ class MaskStage:
                 rank += 1
             else:
                 out.append(m)
-        self.seen, self.out, self.tools, self.hidden = list(messages), out, tools, hidden
-        return out
+        self.hidden = hidden
+        return out, valid
 
 
 def placeholder(m: Message) -> str:
@@ -118,14 +119,24 @@ class FoldStage:
 
     def __init__(self, step: Compact):
         self.notes = _Once(note)  # each fold's note made once: consecutive prompts share it by identity
+        self.folds: list[Fold] = []  # the folds of the last call
 
-    def __call__(self, messages: Sequence[Message], folds: Sequence[Fold]) -> Sequence[Message]:
-        return render_folds(messages, folds, self.notes) if folds else messages
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        same_folds = len(folds) == len(self.folds) and all(a is b for a, b in zip(folds, self.folds))
+        before, self.folds = self.folds, list(folds)
+        if not folds:
+            return messages, changed if not before else 0
+        head = head_len(messages)
+        out = render_folds(messages, folds, self.notes)
+        if not same_folds or changed < head:
+            return out, min(changed, head)
+        # Only the unfolded tail can have changed: from where it changed, shifted to its place in `out`.
+        return out, len(out) - len(messages) + max(changed, folds[-1].upto)
 
 
 def keep(step: DiscloseTools) -> Stage:
     """Tool disclosure changes the tool list (tools.disclosure), not the messages."""
-    return lambda messages, folds: messages
+    return lambda messages, changed, folds: (messages, changed)
 
 
 # Each step type and how one run's stage for it is made.

@@ -27,23 +27,40 @@ class Renderer:
         self.stages = [STAGES[type(step)](step) for step in self.steps]
         self.compact = compact_step(self.steps)
         self.counter, self.tools_text = counter, tools_text
-        self.counted: list[Message] = []  # the last prompt counted, and its tokens up to each message
+        self.seen: list[Message] = []  # the history of the last render
+        self.counted: Sequence[Message] = []  # the last prompt counted, and its tokens up to each message
         self.marks = [0]
 
     def render(self, history: Sequence[Message], folds: Sequence[Fold] = ()) -> list[Message]:
-        messages = history
+        """The prompt, a new list each time (the stages' own lists change at the next render)."""
+        if not self.stages:
+            return list(history)
+        messages, changed = self.seen, self._changed(history if isinstance(history, list) else list(history))
         for stage in self.stages:
-            messages = stage(messages, folds)
+            messages, changed = stage(messages, changed, folds)
         return list(messages)
+
+    def _changed(self, history: list[Message]) -> int:
+        """Where `history` first differs from the last one rendered; `seen` becomes a copy of it. The
+        usual case, the same list with messages appended, costs the new messages and one pass that
+        compares identities at C speed."""
+        seen, n = self.seen, len(self.seen)
+        seen.extend(history[n:])
+        if len(seen) == len(history) and seen == history:
+            return n
+        first = shared_prefix(seen, history)
+        seen[first:] = history[first:]
+        return first
 
     def tokens(self, prompt: Sequence[Message]) -> int:
         """The prompt's tokens with the tool schemas; only messages that differ from the last prompt counted are counted."""
         counter = self._counter()
         same = shared_prefix(self.counted, prompt)
-        marks = self.marks[: same + 1]
+        marks = self.marks
+        del marks[same + 1 :]
         for m in prompt[same:]:
             marks.append(marks[-1] + counter.count(m))
-        self.counted, self.marks = list(prompt), marks
+        self.counted = prompt  # prompts are not changed once made
         return marks[-1] + (len(counter.text_ids(self.tools_text)) if self.tools_text else 0)
 
     def compact_if_due(self, history: Sequence[Message], folds: Sequence[Fold], step: int, summariser: Summariser,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from core.events import Event, MessageAdded, ModelReplied, ToolObserved
 from core.types import Message
 from core.context_policy import ContextStep
-from memory.render import render
+from memory.render import Renderer
 
 # Observations that mean the model's action could not even be read as a tool call.
 UNREADABLE = {"bad_json", "unknown_tool", "invalid_args"}
@@ -48,14 +48,15 @@ def message_chars(m: Message) -> int:
     return len(m.text) + reasoning + calls
 
 
-def prompt_chars(history: Sequence[Message], context: Sequence[ContextStep]) -> int:
-    return sum(message_chars(m) for m in render(history, context))
+def prompt_chars(history: Sequence[Message], renderer: Renderer) -> int:
+    return sum(message_chars(m) for m in renderer.render(history))
 
 
 def journal_figures(events: Iterable[Event], context: Sequence[ContextStep]) -> JournalFigures:
     f = JournalFigures()
     tools: Counter[str] = Counter()
     history: list[Message] = []  # rebuilt in the loop's order: reply, its observations, any nudge
+    renderer = Renderer(context)  # one per game: each prompt costs what changed since the last
     last_ts: float | None = None
     for e in events:
         if isinstance(e, MessageAdded):
@@ -63,7 +64,7 @@ def journal_figures(events: Iterable[Event], context: Sequence[ContextStep]) -> 
         elif isinstance(e, ModelReplied):
             reply = e.reply
             f.replies += 1
-            f.prompt_chars += prompt_chars(history, context)
+            f.prompt_chars += prompt_chars(history, renderer)
             history.append(reply.message)
             u = reply.usage
             f.prompt_tokens += u.prompt_tokens

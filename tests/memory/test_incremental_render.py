@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
@@ -64,6 +64,7 @@ def as_json(messages) -> str:
 
 
 op = st.one_of(
+    st.tuples(st.just("step"), st.none() | st.text(max_size=8), st.booleans(), st.text(max_size=12)),
     st.tuples(st.just("assistant"), st.booleans(), st.none() | st.text(max_size=8), st.booleans()),
     st.tuples(st.just("tool"), st.text(max_size=12), st.sampled_from(["ok", "error", "timeout"])),
     st.tuples(st.just("user"), st.text(max_size=8)),
@@ -78,7 +79,8 @@ other_steps = st.lists(st.one_of(
 # Compaction works on history indices, so it comes first (core.context_policy says so).
 policies = st.one_of(
     st.sampled_from([p.context for p in PRESETS.values()]),
-    st.tuples(st.booleans(), other_steps).map(lambda t: ([Compact()] if t[0] else []) + t[1]),
+    other_steps.map(lambda steps: [Compact(), *steps]),
+    other_steps,
 )
 
 
@@ -94,8 +96,10 @@ def message(kind, args, n: int) -> Message:
     return Message(role="user", text=args[0])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(policies, st.lists(op, max_size=60))
+# Folds made, then an earlier prompt without them (as a resume renders the last prompt sent).
+@example([Compact(), MaskObservations(keep_last=1)], [("step", None, False, "x")] * 6 + [("fold", False), ("render", None), ("render", 0.2)])
 def test_the_incremental_renderer_renders_what_the_steps_define(steps, ops):
     renderer = Renderer(steps)
     history = [SYSTEM, TASK]  # one list, appended to in place, as the loop's state.history is
@@ -113,6 +117,9 @@ def test_the_incremental_renderer_renders_what_the_steps_define(steps, ops):
                 shown = history[: 2 + round(args[0] * (len(history) - 2))]
                 made = [f for f in folds if f.upto <= len(shown)]
             assert as_json(renderer.render(shown, made)) == as_json(defined(shown, steps, made))
+        elif kind == "step":  # a whole step: a turn with a tool call and its result
+            thought, signed, output = args
+            history += [message("assistant", (True, thought, signed), n), message("tool", (output, "ok"), n)]
         else:
             history.append(message(kind, args, n))
     assert as_json(renderer.render(history, folds)) == as_json(defined(history, steps, folds))
