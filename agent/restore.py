@@ -115,6 +115,8 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
                 step.compacted = True
         if e.seq == base:
             window, since_ts = (history[-want:] if want else []), e.ts
+    if step is not None and step_events_end(events, step) <= base:
+        step = None  # the snapshot was taken once this step had finished: it holds all of it, nothing is left to do
     if step is not None:
         state.step = step.reply.step  # the loop finishes this step rather than starting a new one
         del history[step.history_at:]  # and adds its reply and results to the history itself, as a live run does
@@ -125,6 +127,11 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.settled_seq = max(state.settled_seq, step.reply.seq - 1 if step is not None else events[-1].seq)
     restored = Restored(state, _open(step, events), decisions(events), replies, base, last_prompt, summaries=summaries)
     return restored, window
+
+
+def step_events_end(events: Sequence[Event], step: _Step) -> int:
+    """The seq of the newest step's last event (it is the newest, so the journal's last but approvals and resumes)."""
+    return max(e.seq for e in events if e.step == step.reply.step and not isinstance(e, (ApprovalGiven, RunResumed)))
 
 
 def _close(state: RunState, step: _Step, base: int) -> None:

@@ -7,6 +7,7 @@ asked for), as a real model does when it summarises its own run. The summariser'
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -19,8 +20,8 @@ from agent.replay import replay
 from agent.resume import resume
 from agent.task import Task
 from core.context_policy import Compact
-from core.events import Compacted, RunResumed, SummaryReplied, ToolIntent
-from core.policy import CheckpointPolicy, HarnessPolicy
+from core.events import Compacted, ModelReplied, RunResumed, SummaryReplied, ToolIntent
+from core.policy import CheckpointPolicy, HarnessPolicy, StopPolicy
 from tests.agent.helpers import call
 
 BIG = "".join(f"line {i}: " + "x" * (i % 90) + "\n" for i in range(3000))
@@ -42,14 +43,34 @@ def script() -> list[ScriptedReply]:
     return replies + [call("submit", answer="ok")]
 
 
-def compacted_run(tmp_path: Path, prompt: str) -> Path:
+def compacted_run(tmp_path: Path, prompt: str, snapshots: dict[int, bytes | None] | None = None,
+                  max_tokens: int | None = None) -> Path:
+    """`snapshots`: filled with snapshot.json as it was when each event was written (by seq)."""
     cfg = Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt=prompt)
     # `rerun`: a kill inside `submit` (a write no check can settle) runs it again, as the uninterrupted run did.
-    policy = HarnessPolicy(context=[cfg], checkpoint=CheckpointPolicy(interrupted_writes="rerun"))
-    summary, run_dir = launch(TASK, ScriptedModel(script()), "local", policy, tmp_path / "runs")
-    assert summary.stop_reason == "submitted" and summary.compactions == 2
-    assert [e.ok for e in read_events(run_dir) if isinstance(e, Compacted)] == [True, False, True]
+    checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=1)
+    policy = HarnessPolicy(context=[cfg], checkpoint=checkpoint, stop=StopPolicy(max_tokens=max_tokens))
+
+    def keep_snapshot(event) -> None:
+        if snapshots is not None:
+            snapshot = next((tmp_path / "runs").iterdir()) / "snapshot.json"
+            snapshots[event.seq] = snapshot.read_bytes() if snapshot.exists() else None
+
+    summary, run_dir = launch(TASK, ScriptedModel(script()), "local", policy, tmp_path / "runs", listeners=(keep_snapshot,))
+    if max_tokens is None:
+        assert summary.stop_reason == "submitted" and summary.compactions == 2
+        assert [e.ok for e in read_events(run_dir) if isinstance(e, Compacted)] == [True, False, True]
     return run_dir
+
+
+def tokens_spent_by(run_dir: Path, step: int) -> int:
+    """What the token budget has counted when step `step` ends: its replies so far and the summaries before it."""
+    spent = 0
+    for e in read_events(run_dir):
+        usage = e.reply.usage if isinstance(e, ModelReplied) and e.step <= step else (
+            e.summariser_usage if isinstance(e, Compacted) and e.step < step else None)
+        spent += usage.prompt_tokens + usage.completion_tokens if usage is not None else 0
+    return spent
 
 
 def comparable(run_dir: Path) -> list[dict]:
@@ -89,19 +110,31 @@ def test_replay_says_so_when_the_harness_asks_the_summariser_something_else(tmp_
     assert not failed.ok and "differs from the recorded one" in failed.attempts[0]["problem"]
 
 
-def test_a_run_killed_at_any_event_after_a_compaction_resumes_to_the_same_events(tmp_path):
-    reference = compacted_run(tmp_path, "fork")
+@pytest.mark.parametrize("with_snapshot", [True, False])
+@pytest.mark.parametrize("budget", [False, True])
+def test_a_run_killed_at_any_event_after_a_compaction_resumes_to_the_same_events(tmp_path, with_snapshot, budget):
+    snapshots: dict[int, bytes | None] = {}
+    # With a token budget that runs out at step 8 only because the summaries count toward it.
+    max_tokens = tokens_spent_by(compacted_run(tmp_path / "free", "fork"), 8) if budget else None
+    reference = compacted_run(tmp_path, "fork", snapshots, max_tokens)
+    stopped = json.loads((reference / "summary.json").read_text())
+    assert (stopped["stop_reason"], stopped["steps"]) == (("token_budget", 8) if budget else ("submitted", 10))
     want = comparable(reference)
     lines = (reference / "events.jsonl").read_text().splitlines(keepends=True)
     first = next(i for i, line in enumerate(lines) if '"summary_replied"' in line)
-    # A kill after event k leaves the journal's first k lines. The tools only read, so the
-    # workspace is the same at every point; no snapshot was written yet at most of them.
+    # A kill after event k leaves the journal's first k lines and the snapshot as it was when event
+    # k + 1 was about to be written (or, without one, the state is rebuilt from the journal alone).
+    # The tools only read, so the workspace is the same at every point.
     for k in range(first, len(lines) - 1):
         killed = tmp_path / "killed" / str(k)
         killed.mkdir(parents=True)
         shutil.copy(reference / "run.json", killed / "run.json")
         shutil.copytree(reference / "workspace", killed / "workspace")
         (killed / "events.jsonl").write_text("".join(lines[:k]))
+        if with_snapshot and snapshots[k + 1] is not None:
+            (killed / "snapshot.json").write_bytes(snapshots[k + 1])
         done = resume(killed, model=ScriptedModel(script()))
-        assert done.summary is not None and done.summary.stop_reason == "submitted", (k, done.notes)
+        assert done.summary is not None and done.summary.stop_reason == stopped["stop_reason"], (k, done.notes)
         assert comparable(killed) == want, f"killed after event {k}: {lines[k - 1][:120]}"
+        resumed = next(e for e in read_events(killed) if isinstance(e, RunResumed))
+        assert (resumed.from_seq > 0) == with_snapshot  # the snapshot was used, not set aside
