@@ -23,9 +23,8 @@ class Renderer:
     """`counter` and `tools_text` (the tool schemas sent with every prompt) are needed to compact."""
 
     def __init__(self, steps: Sequence[ContextStep], counter: TokenCounter | None = None, tools_text: str = ""):
-        self.steps = list(steps)
-        self.stages = [STAGES[type(step)](step) for step in self.steps]
-        self.compact = compact_step(self.steps)
+        self.stages = [STAGES[type(step)](step) for step in steps]
+        self.compact = compact_step(steps)
         self.counter, self.tools_text = counter, tools_text
         self.seen: list[Message] = []  # the history of the last render
         self.counted: Sequence[Message] = []  # the last prompt counted, and its tokens up to each message
