@@ -27,7 +27,7 @@ class Renderer:
         self.compact = compact_step(steps)
         self.counter, self.tools_text = counter, tools_text
         self.seen: list[Message] = []  # the history of the last render
-        self.counted: Sequence[Message] = []  # the last prompt counted, and its tokens up to each message
+        self.counted: list[Message] = []  # the last prompt counted, and its tokens up to each message
         self.marks = [0]
 
     def render(self, history: Sequence[Message], folds: Sequence[Fold] = ()) -> list[Message]:
@@ -51,7 +51,7 @@ class Renderer:
         seen[first:] = history[first:]
         return first
 
-    def tokens(self, prompt: Sequence[Message]) -> int:
+    def tokens(self, prompt: list[Message]) -> int:
         """The prompt's tokens with the tool schemas; only messages that differ from the last prompt counted are counted."""
         counter = self._counter()
         same = shared_prefix(self.counted, prompt)

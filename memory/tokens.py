@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from core.types import Message
 
 Encode = Callable[[str], list[int]]
+T = TypeVar("T")
 
 
 def message_text(m: Message) -> str:
@@ -86,7 +88,7 @@ class TokenCounter:
         return len(self._ids)
 
 
-def shared_prefix(a: list, b: list) -> int:
+def shared_prefix(a: list[T], b: list[T]) -> int:
     """How many leading messages two prompts share. Slices are compared at C speed (identity first),
     halving the range that holds the first difference: about 2n pointer comparisons, not n Python steps."""
     n = min(len(a), len(b))
@@ -111,14 +113,14 @@ class PromptAccounting:
         self.counter = counter
         self.tools_text = tools_text
         self.reuse = PrefixReuse()
-        self.last_prompt: Sequence[Message] = []
+        self.last_prompt: list[Message] = []
         self.char_marks = [0]  # visible characters of the last prompt up to each message
 
     @property
     def chars(self) -> int:
         return self.char_marks[-1]
 
-    def measure(self, prompt: Sequence[Message]) -> tuple[int, int]:
+    def measure(self, prompt: list[Message]) -> tuple[int, int]:
         """(prompt tokens, ideally reused tokens). Only the messages from the first one that
         differs from the previous prompt on are counted and walked: an append-only step costs its
         new messages, a step that rewrites the middle costs from there on."""
