@@ -25,11 +25,11 @@ from agent.stopping import Stop, StopRule, after_step
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
 from core.types import Message, ModelReply
-from memory.compaction import compact, due
 from core.context_policy import DiscloseTools
 from tools.disclosure import request_tools, tools_text, with_describe_tool
-from memory.render import compact_step, render
-from memory.summariser import ModelSummariser
+from memory.render import Renderer
+from memory.summariser import ModelSummariser, Summariser
+from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
 from memory.tokens import PromptAccounting
 from sandboxes.base import Sandbox
@@ -48,8 +48,10 @@ def run(
     approvals: Mapping[str, bool | Decision] | None = None,
     stop_rules: Sequence[StopRule] = (),
     resumed: Restored | None = None,
+    summariser: Summariser | None = None,
 ) -> Summary:
-    """`resumed`: continue a run from its journal (agent.resume) instead of starting one."""
+    """`resumed`: continue a run from its journal (agent.resume) instead of starting one.
+    `summariser`: who compaction asks (default: the run's own model); its calls are journaled."""
     state = resumed.state if resumed is not None else RunState(task=task)
     unfinished = resumed.open if resumed is not None else None  # a step the crashed process began
     approvals = approvals or {}
@@ -59,7 +61,9 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
-    summariser = ModelSummariser(model, policy.model)
+    renderer = Renderer(policy.context, accounting.counter, accounting.tools_text)  # this run's: it keeps its own caches
+    summariser = JournaledSummariser(summariser or ModelSummariser(model, policy.model), journal, state,
+                                     resumed.summaries if resumed is not None else ())
     digest = PromptDigest()
     opening = initial_messages(task, policy)
     if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
@@ -68,16 +72,17 @@ def run(
         state.settled_seq = journal.seq
     if resumed is not None and resumed.last_prompt is not None:  # prefix-reuse figures go on from the last prompt sent
         upto, folds = resumed.last_prompt
-        accounting.measure(render(state.history[:upto], policy.context, state.folds[:folds]))
+        accounting.measure(renderer.render(state.history[:upto], state.folds[:folds]))
 
     stop: Stop | None = None
     try:
         while stop is None:
             if unfinished is not None:  # finish it first: its reply is journaled, so the model is not asked again
-                reply, recovered, unfinished = unfinished.reply, unfinished.recovered, None
+                reply, recovered, compacted, unfinished = unfinished.reply, unfinished.recovered, unfinished.compacted, None
             else:
+                compacted = False
                 state.step += 1
-                prompt = render(state.history, policy.context, state.folds)
+                prompt = renderer.render(state.history, state.folds)
                 reply = call_model(model, prompt, shown, policy, journal, state.step)
                 if isinstance(reply, Stop):
                     stop = reply
@@ -96,8 +101,8 @@ def run(
             if not done.observations:
                 add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
             stop = after_step(state, done, policy, sandbox, stop_rules)
-            if stop is None:
-                compact_if_due(state, policy, summariser, accounting, journal, shown)
+            if stop is None and not compacted:
+                compact_if_due(state, renderer, summariser, journal, shown)
             state.settled_seq = journal.seq  # the state now holds every journaled event: a snapshot may cover them
             if stop is None and state.step % policy.checkpoint.snapshot_every == 0:
                 write_snapshot(state, journal, sandbox)
@@ -148,18 +153,12 @@ def call_model(
         return Stop("model_unavailable", f"The model call still failed after {errs.model_attempts} attempts: {e}")
 
 
-def compact_if_due(state: RunState, policy: HarnessPolicy, summariser: ModelSummariser, accounting: PromptAccounting,
-                   journal: Journal, shown: Sequence[Tool]) -> None:
+def compact_if_due(state: RunState, renderer: Renderer, summariser: Summariser, journal: Journal,
+                   shown: Sequence[Tool]) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
-    cfg = compact_step(policy.context)
-    if cfg is None:
+    result = renderer.compact_if_due(state.history, state.folds, state.step, summariser, shown)
+    if result is None:
         return
-    prompt = render(state.history, policy.context, state.folds)
-    last = state.folds[-1].at_step if state.folds else 0
-    trigger = due(cfg, accounting.counter.prompt_tokens(prompt, accounting.tools_text), state.step, last)
-    if trigger is None:
-        return
-    result = compact(state.history, state.folds, cfg, prompt, accounting.counter, summariser, trigger, shown)
     state.usage = state.usage + result.usage  # a summary is spending too: it counts toward stop.max_tokens
     if result.fold is not None:
         state.folds.append(result.fold)

@@ -33,10 +33,10 @@ from agent.task import Task
 from core.volatile import normalise
 from core.context_policy import Limits
 from core.errors import HarnessError, PermanentModelError
-from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, SummaryReplied, ToolIntent, ToolObserved
 from core.policy import HarnessPolicy, ModelParams
-from core.types import Message, ModelReply, Observation, Usage
-from memory.summariser import SYSTEM as SUMMARISER_SYSTEM
+from core.types import Message, ModelReply, Observation
+from memory.summariser import RecordedSummariser
 from sandboxes.base import SandboxDead
 from tools.base import Registry, Tool, ToolResult, recorded_tool
 from tools.builtin import toolset
@@ -95,7 +95,8 @@ def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None
                        tools=playback(base, recorded, run_dir, policy), run_id=_replay_id(info), seed=info.seed,
                        stop_rules=(world_stops(recorded),))
     with open_run(spec) as session:
-        summary = session.run(approvals=decisions(recorded))
+        summary = session.run(approvals=decisions(recorded),
+                              summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)))
     journal = session.journal
     replayed = read_events(journal.dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
@@ -113,30 +114,17 @@ def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None
 
 
 class PlaybackModel:
-    """The recorded replies in order. A summariser's request (compaction) is answered with the
-    working memory the recorded compaction produced, so it does not take an agent reply."""
+    """The recorded agent replies in order (the summariser gets its own: memory.summariser.RecordedSummariser)."""
 
     def __init__(self, recorded: Sequence[Event], info: RunInfo):
         self.name = info.model  # so the replay counts prompt tokens with the recorded run's tokenizer
         self.run_id = info.run_id
         self.replies = deque(e.reply for e in recorded if isinstance(e, ModelReplied))
-        self.memories = deque(e.fold.memory for e in recorded if isinstance(e, Compacted) and e.fold is not None)
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        if _asks_for_memory(messages):
-            if not self.memories:
-                raise PermanentModelError(f"Replay of {self.run_id}: the harness compacted where the recording did not.")
-            memory = self.memories.popleft().model_dump(mode="json")
-            return ModelReply(message=Message(role="assistant", text=json.dumps(memory)), usage=Usage(), finish_reason="stop")
         if not self.replies:
             raise PermanentModelError(f"Replay of {self.run_id}: the recording has no more replies; the harness asked for one more.")
         return self.replies.popleft()
-
-
-def _asks_for_memory(messages: Sequence[Message]) -> bool:
-    """A summariser's request: its own system prompt, or the agent's prompt with the fold instruction last."""
-    return bool(messages) and (messages[0].text == SUMMARISER_SYSTEM or any(
-        m.role == "user" and m.text.startswith("Fold steps ") for m in messages[-3:]))
 
 
 def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy) -> Registry:

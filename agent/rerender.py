@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from agent.steps import fold
 from core.events import Event
 from core.types import Message, Usage
-from memory.compaction import compact, due
 from core.context_policy import ContextStep, DiscloseTools
 from tools.disclosure import request_tools, tools_text, with_describe_tool
 from memory.extractive import ExtractiveSummariser
 from core.memory_types import Fold
 from memory.prefix import PrefixReuse
-from memory.render import compact_step, render
+from memory.render import Renderer
 from memory.tokens import TokenCounter
 from tools.base import Tool
 
@@ -84,27 +83,24 @@ def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: T
     disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
     text = tools_text(shown) if shown else ""
-    cfg = compact_step(context)
     requests: list[Request] = []
     summariser = _Recording(ExtractiveSummariser(counter), requests if keep_prompts else None)
     out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0, requests=requests)
+    renderer = Renderer(context, counter, text)  # the loop's pipeline: the same rendering and compaction
     reuse = PrefixReuse()
     previous_step = 0
     for step, history, _reply, journaled in replay_history(events):
         if recorded_folds:
             out.folds = list(journaled)
-        elif cfg is not None and previous_step:
-            prompt = render(history, context, out.folds)
-            last = out.folds[-1].at_step if out.folds else 0
-            trigger = due(cfg, counter.prompt_tokens(prompt, text), previous_step, last)
-            if trigger is not None:
-                summariser.step = step
-                result = compact(history, out.folds, cfg, prompt, counter, summariser, trigger, shown)
+        elif previous_step:
+            summariser.step = step
+            result = renderer.compact_if_due(history, out.folds, previous_step, summariser, shown)
+            if result is not None:
                 out.summariser = out.summariser + result.usage
                 out.cut_offs += sum(a.finish_reason == "length" for a in result.attempts)
                 if result.fold is not None:
                     out.folds.append(result.fold)
-        prompt = render(history, context, out.folds)
+        prompt = renderer.render(history, out.folds)
         ids = counter.prompt_ids(prompt, text)
         out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt)))
         if keep_prompts:

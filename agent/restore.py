@@ -1,4 +1,4 @@
-"""Rebuild a run's state from its journal and latest snapshot: a pure function of the step fold (agent.steps).
+"""Rebuild a run's state from its journal and latest snapshot: a pure function, one pass over the events.
 
 The history comes from the `message`, `model_replied` and `tool_observed` events,
 in journal order, so the resumed prompt is byte for byte the prompt the
@@ -11,14 +11,13 @@ of a later step; the newest step may be open (the process died while it ran):
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.approval import Decision, decisions
 from agent.dispatch import Dispatched
-from agent.steps import Step, fold
-from core.events import ApprovalGiven, Event, ModelReplied, RunResumed
+from core.events import (ApprovalGiven, Compacted, Event, MessageAdded, ModelReplied, RunResumed, SummaryReplied, ToolIntent,
+                         ToolObserved)
 from agent.reconcile import Recovered
 from agent.snapshot import Snapshot, state_from
 from agent.state import RunState, tally
@@ -30,6 +29,7 @@ from core.types import Message, ModelReply
 class OpenStep:
     reply: ModelReply
     recovered: Recovered
+    compacted: bool = False  # its compaction is journaled: finishing the step must not compact again
 
 
 @dataclass
@@ -43,6 +43,19 @@ class Restored:
     # that prompt again lets the prefix-reuse accounting go on as if the process had not changed.
     last_prompt: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)  # what a person should know about how it was rebuilt
+    # Summariser calls of a compaction the crash cut short (journaled, its `compaction` event not):
+    # the resumed compaction is answered from these before the summariser is asked again.
+    summaries: list[SummaryReplied] = field(default_factory=list)
+
+
+@dataclass
+class _Step:
+    reply: ModelReplied
+    history_at: int  # where its messages start in the history
+    observed: dict[str, ToolObserved] = field(default_factory=dict)
+    intents: dict[str, ToolIntent] = field(default_factory=dict)
+    nudged: bool = False
+    compacted: bool = False
 
 
 def restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> Restored:
@@ -50,59 +63,97 @@ def restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> Resto
     if snap is not None and (snap.last_seq > (events[-1].seq if events else 0)):
         return _noted(restore(task, events, None), f"snapshot.json covers events up to seq {snap.last_seq}, "
                       "past the end of the journal: ignored it and rebuilt the state from the start")
-    restored, window = _restore(task, events, snap)
+    restored, window = _fold(task, events, snap)
     if snap is not None and window != snap.window:
         return _noted(restore(task, events, None), "snapshot.json does not match the journal's messages: "
                       "ignored it and rebuilt the state from the start")
     return restored
 
 
-def _restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[Restored, list[Message]]:
-    """The history and folds come from every event; only steps after the snapshot feed the counters."""
+def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[Restored, list[Message]]:
+    """One pass: every event rebuilds the history; only steps after the snapshot feed the counters."""
     state = RunState(task=task)
     base, want = (snap.last_seq, len(snap.window)) if snap is not None else (0, 0)
     if snap is not None:
         state = state_from(snap, state)
-    run = fold(events)
-    state.history.extend(run.history)
-    state.folds.extend(c.fold for s in run.steps for c in s.compactions if c.fold is not None)
-    replies = [(s, s.replied) for s in run.steps if s.replied is not None]
-    latest = max((e.step for e in events), default=0)
-    # The newest step is open (the process died while it ran) until the journal holds an event of a later step.
-    open_step = replies[-1] if replies and replies[-1][0].n == latest else None
-    closed = replies[:-1] if open_step is not None else replies
-    for step, replied in closed:
-        if replied.seq > base:  # the snapshot already holds the steps before it
-            submission = next((o.submission for o in step.observed if o.submission is not None), None)
-            tally(state, replied.reply, Dispatched(step.observations, submission))
-            state.step = step.n
-    at_base = next((e for e in events if e.seq == base), None)
-    window = state.history[: bisect_right(run.seqs, base)][-want:] if at_base is not None and want else []
-    last_prompt = (replies[-1][0].history_at, len(run.folds_before(replies[-1][0]))) if replies else None
-    if open_step is not None:
-        state.step = open_step[0].n  # the loop finishes this step rather than starting a new one
-        del state.history[open_step[0].history_at :]  # and adds its reply and results to the history itself, as a live run does
+    history = state.history
+    window: list[Message] = []
+    step: _Step | None = None
+    replies = 0
+    last_prompt = None
+    summaries: list[SummaryReplied] = []
+    since_ts = events[0].ts if events else 0.0  # wall time the snapshot has not counted starts here
+    for e in events:
+        if step is not None and e.step > step.reply.step:  # an event of a later step: that step is closed
+            _close(state, step, base)
+            step = None
+        if isinstance(e, MessageAdded):
+            history.append(e.message)
+            if step is not None:
+                step.nudged = True
+        elif isinstance(e, ModelReplied):
+            step = _Step(e, history_at=len(history))
+            replies += 1
+            last_prompt = (len(history), len(state.folds))
+            history.append(e.reply.message)
+        elif isinstance(e, ToolIntent) and step is not None:
+            step.intents[e.call_id] = e
+        elif isinstance(e, ToolObserved):
+            history.append(e.observation.to_message())
+            if step is not None:
+                step.observed[e.observation.call_id] = e
+        elif isinstance(e, SummaryReplied):
+            summaries.append(e)
+            replies += e.reply is not None
+        elif isinstance(e, Compacted):
+            summaries = []
+            if e.fold is not None:
+                state.folds.append(e.fold)  # folds, like the history, come from the journal, not the snapshot
+            if e.seq > base:  # a summary is spending too (the loop adds it to the run's usage)
+                state.usage = state.usage + e.summariser_usage
+            if step is not None:
+                step.compacted = True
+        if e.seq == base:
+            window, since_ts = (history[-want:] if want else []), e.ts
+    if step is not None and step_events_end(events, step) <= base:
+        step = None  # the snapshot was taken once this step had finished: it holds all of it, nothing is left to do
+    if step is not None:
+        state.step = step.reply.step  # the loop finishes this step rather than starting a new one
+        del history[step.history_at:]  # and adds its reply and results to the history itself, as a live run does
     if events:  # time the run spent working after the snapshot; a person's decisions came later and do not count
-        since_ts = at_base.ts if at_base is not None else events[0].ts
         worked = [e.ts for e in events if not isinstance(e, (ApprovalGiven, RunResumed))]
         state.started -= max(0.0, worked[-1] - since_ts) if worked else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
-        state.settled_seq = max(state.settled_seq, open_step[1].seq - 1 if open_step is not None else events[-1].seq)
-    return Restored(state, _open(open_step, events), decisions(events), run.model_calls, base, last_prompt), window
+        state.settled_seq = max(state.settled_seq, step.reply.seq - 1 if step is not None else events[-1].seq)
+    restored = Restored(state, _open(step, events), decisions(events), replies, base, last_prompt, summaries=summaries)
+    return restored, window
 
 
-def _open(found: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> OpenStep | None:
-    if found is None:
+def step_events_end(events: Sequence[Event], step: _Step) -> int:
+    """The seq of the newest step's last event (it is the newest, so the journal's last but approvals and resumes)."""
+    return max(e.seq for e in events if e.step == step.reply.step and not isinstance(e, (ApprovalGiven, RunResumed)))
+
+
+def _close(state: RunState, step: _Step, base: int) -> None:
+    """Fold a finished step into the counters, unless the snapshot already holds it."""
+    if step.reply.seq <= base:
+        return
+    observed = list(step.observed.values())
+    submission = next((o.submission for o in observed if o.submission is not None), None)
+    tally(state, step.reply.reply, Dispatched([o.observation for o in observed], submission))
+    state.step = step.reply.step
+
+
+def _open(step: _Step | None, events: Sequence[Event]) -> OpenStep | None:
+    if step is None:
         return None
-    step, replied = found
-    observed = {o.observation.call_id: o for o in step.observed}
-    interrupted = {i.call_id: i for i in step.intents if i.call_id not in observed}
+    interrupted = {cid: i for cid, i in step.intents.items() if cid not in step.observed}
     rerun = {
         e.call_id: Decision(e.approved, e.note)
         for e in events
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
-    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(step.notes)))
+    return OpenStep(step.reply.reply, Recovered(dict(step.observed), interrupted, rerun, step.nudged), step.compacted)
 
 
 def _noted(restored: Restored, note: str) -> Restored:

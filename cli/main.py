@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from core.errors import HarnessError
 from agent.launch import launch
 from agent.session import SANDBOXES, policy_for
+from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
 from cli.progress import LiveStatus, summary_table
 from agent.task import load_task
@@ -67,17 +70,30 @@ def run_command(
 
 
 @app.command("policies")
-def policies_command(name: str = typer.Argument(None, help="Show this preset (or policy file) in full.")) -> None:
-    """List the policy presets, or print one policy in full as JSON."""
-    if name:
-        try:
-            console.print_json(json.dumps(load_policy(name).model_dump(mode="json")))
-        except HarnessError as e:
-            fail(e)
+def policies_command(
+    name: str = typer.Argument(None, help="Show every knob of this preset (or policy file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List the policy presets, or show every knob of one policy: its value and what it does."""
+    if not name:
+        if as_json:
+            console.print_json(json.dumps([{"name": p, "summary": PRESET_SUMMARIES[p]} for p in PRESETS]))
+            return
+        table = Table("preset", "what it does")
+        for preset in PRESETS:
+            table.add_row(preset, PRESET_SUMMARIES[preset])
+        console.print(table)
         return
-    table = Table("preset", "what it does")
-    for preset in PRESETS:
-        table.add_row(preset, PRESET_SUMMARIES.get(preset, ""))
+    try:
+        rows = knobs(load_policy(name))
+    except HarnessError as e:
+        fail(e)
+    if as_json:
+        console.print_json(json.dumps([asdict(k) for k in rows]))
+        return
+    table = Table("knob", "value", "what it does", title=f"policy {name}")
+    for k in rows:
+        table.add_row(Text(k.name), Text(json.dumps(k.value)), Text(k.description))
     console.print(table)
 
 

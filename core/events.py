@@ -92,6 +92,21 @@ class Compacted(_Event):
     message: str = ""
 
 
+class SummaryReplied(_Event):
+    """One summariser call of a compaction, journaled as it returns (before its `compaction` event).
+
+    The summariser is model work of its own: resume hands a compaction that a crash cut short its
+    recorded replies again instead of asking anew, and replay feeds the summariser these replies and
+    the agent its `model_replied` ones, so neither is handed the other's."""
+
+    type: Literal["summary_replied"] = "summary_replied"
+    request_sha256: str  # of the request (messages, tools, cap): a replay checks it was asked the same thing
+    request_messages: int
+    cap: int
+    reply: ModelReply | None = None
+    error: str | None = None  # the call raised instead: its type and message
+
+
 class RunResumed(_Event):
     """A process took the run up again (`harness resume`): what it found and did about it."""
 
@@ -117,8 +132,8 @@ class RunStopped(_Event):
 
 
 Event = Annotated[
-    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | ApprovalGiven | Compacted | RunResumed
-    | SandboxOpened | RunStopped,
+    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | ApprovalGiven | Compacted | SummaryReplied
+    | RunResumed | SandboxOpened | RunStopped,
     Field(discriminator="type"),
 ]
 EVENT = TypeAdapter(Event)

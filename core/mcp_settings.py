@@ -28,19 +28,20 @@ class McpServer(BaseModel):
 
     name: str = Field(pattern=SERVER_NAME, max_length=32, description="prefix of its tools' names: NAME__tool")
     # stdio
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    cwd: str | None = None
+    command: str | None = Field(None, description="stdio server: the program to start")
+    args: list[str] = Field(default_factory=list, description="stdio server: its arguments")
+    cwd: str | None = Field(None, description="stdio server: the folder it starts in")
     env: dict[str, str] = Field(default_factory=dict, description="set in the child as written (recorded in run.json)")
     env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child: pass secrets so")
     # Streamable HTTP
-    url: str | None = None
+    url: str | None = Field(None, description="Streamable HTTP server: its http:// or https:// address")
     headers: dict[str, str] = Field(default_factory=dict, description="values may name host variables as ${NAME}")
-    # "auto" negotiates the newest protocol both sides speak; "legacy" forces the initialize
-    # handshake, for servers that mishandle the newer discovery request
-    protocol: Literal["auto", "legacy"] = "auto"
+    protocol: Literal["auto", "legacy"] = Field(
+        "auto", description="auto negotiates the newest protocol both sides speak; legacy forces the initialize "
+        "handshake, for servers that mishandle the newer discovery request")
     # trust and limits
-    trusted: bool = False
+    trusted: bool = Field(False, description="only a trusted server's readOnlyHint makes a tool a read tool "
+                           "(every other tool is a write tool); a trusted server's writes need no approval by default")
     approve: Literal["writes", "never", "always"] | None = Field(
         None, description='which of its tools ask for approval; default "writes" when untrusted, "never" when trusted'
     )

@@ -24,52 +24,56 @@ class _Knobs(BaseModel):
 
 
 class DispatchPolicy(_Knobs):
-    # first_write_wins: read calls run, the first write runs, every later call in
-    # the reply is rejected (the world changed after that write).
-    parallel: Literal["first_write_wins", "all", "one_call_only"] = "first_write_wins"
-    tool_timeout_s: float = Field(60.0, gt=0)
+    parallel: Literal["first_write_wins", "all", "one_call_only"] = Field(
+        "first_write_wins", description="which tool calls of one reply run: first_write_wins runs the reads and the first "
+        "write and rejects every later call (the world changed after that write); all runs every call in order; "
+        "one_call_only runs the first call only")
+    tool_timeout_s: float = Field(60.0, gt=0, description="seconds a tool call may run before it is stopped")
 
 
 class StopPolicy(_Knobs):
-    max_steps: int = Field(50, ge=1)
-    max_tokens: int | None = Field(None, ge=1, description="prompt + completion tokens over the run")
-    max_wall_s: float | None = Field(None, gt=0)
-    max_no_tool_replies: int = Field(3, ge=1, description="consecutive replies without a tool call")
-    max_repeats: int = Field(3, ge=2, description="the same call giving the same result, in a row")
+    max_steps: int = Field(50, ge=1, description="stop after this many model replies")
+    max_tokens: int | None = Field(None, ge=1, description="stop once prompt + completion tokens over the run, "
+                                   "summaries included, reach this; none: no limit")
+    max_wall_s: float | None = Field(None, gt=0, description="stop after this many seconds of work; none: no limit")
+    max_no_tool_replies: int = Field(3, ge=1, description="stop after this many consecutive replies without a tool call")
+    max_repeats: int = Field(3, ge=2, description="stop when the same calls give the same results this many times in a row")
 
 
 class ErrorPolicy(_Knobs):
-    model_attempts: int = Field(5, ge=1)
-    backoff_multiplier_s: float = Field(1.0, ge=0)
-    backoff_max_s: float = Field(30.0, ge=0)
-    max_consecutive_failures: int = Field(5, ge=1)
+    model_attempts: int = Field(5, ge=1, description="tries per model call when it fails transiently (rate limit, "
+                                "overload, network), with exponential backoff between them")
+    backoff_multiplier_s: float = Field(1.0, ge=0, description="the first backoff, in seconds; it doubles per retry")
+    backoff_max_s: float = Field(30.0, ge=0, description="the longest backoff between two tries, in seconds")
+    max_consecutive_failures: int = Field(5, ge=1, description="stop after this many steps in a row whose tool calls all failed")
 
 
 class ApprovalPolicy(_Knobs):
-    approve: Literal["never", "writes", "always"] = "never"
-    per_tool: dict[str, Literal["never", "always"]] = Field(default_factory=dict)
+    approve: Literal["never", "writes", "always"] = Field(
+        "never", description="which tool calls wait for a person (`harness approve`): none, write tools only, or all")
+    per_tool: dict[str, Literal["never", "always"]] = Field(
+        default_factory=dict, description="tool name -> never or always, overriding `approve` for that tool")
 
 
 class CheckpointPolicy(_Knobs):
     snapshot_every: int = Field(10, ge=1, description="write snapshot.json every this many steps (and at every stop)")
-    # A write whose intent is journaled but whose result is not (the process died while it
-    # ran), and whose tool cannot check the world itself (`Tool.already_done`), on resume:
-    # ask: stop for `harness approve`; rerun: run it again; unknown: tell the model the
-    # outcome is unknown and to check the world before acting again.
-    interrupted_writes: Literal["ask", "rerun", "unknown"] = "unknown"
+    interrupted_writes: Literal["ask", "rerun", "unknown"] = Field(
+        "unknown", description="on resume, a write that was running when the process died and whose tool cannot check "
+        "the world itself: ask stops for `harness approve`; rerun runs it again; unknown tells the model the outcome "
+        "is unknown and to check before acting again")
 
 
 class ModelParams(_Knobs):
-    temperature: float = Field(0.0, ge=0)
-    max_tokens: int = Field(1024, ge=1)
-    seed: int | None = 0
-    # "required": every reply must call a tool; the local engine then constrains decoding
-    # to a schema-valid call, so even a tiny model never emits a broken one.
-    tool_choice: Literal["auto", "required", "none"] = "auto"
-    # Anthropic prompt caching: where to put cache_control breakpoints (at most 4 are allowed).
-    cache_breakpoints: list[Literal["tools", "system", "last_message"]] = Field(default_factory=list)
-    cache_ttl: Literal["5m", "1h"] = "5m"
-    thinking_budget: int | None = Field(None, ge=1024, description="Anthropic extended thinking budget, in tokens")
+    temperature: float = Field(0.0, ge=0, description="sampling temperature; 0 is greedy")
+    max_tokens: int = Field(1024, ge=1, description="the most tokens one reply may have")
+    seed: int | None = Field(0, description="sampling seed, for providers that take one; none: unseeded")
+    tool_choice: Literal["auto", "required", "none"] = Field(
+        "auto", description="required: every reply must call a tool (the local engine then constrains decoding to a "
+        "schema-valid call, so even a tiny model never emits a broken one); auto: the model decides; none: no tools")
+    cache_breakpoints: list[Literal["tools", "system", "last_message"]] = Field(
+        default_factory=list, description="Anthropic prompt caching: where cache_control breakpoints go (at most 4)")
+    cache_ttl: Literal["5m", "1h"] = Field("5m", description="Anthropic prompt caching: how long a cached prefix lives")
+    thinking_budget: int | None = Field(None, ge=1024, description="Anthropic extended thinking budget, in tokens; none: off")
     connect_timeout_s: float = Field(10.0, gt=0, description="seconds to open a connection to the model's server")
     read_timeout_s: float = Field(
         300.0, gt=0, description="seconds to wait for the model's reply (or its next bytes) before the call fails as transient")
@@ -78,17 +82,18 @@ class ModelParams(_Knobs):
 
 
 class HarnessPolicy(_Knobs):
-    name: str = "default"
-    system_prompt: str | None = None  # None: the task's or the built-in one
-    model: ModelParams = ModelParams()
-    dispatch: DispatchPolicy = DispatchPolicy()
-    stop: StopPolicy = StopPolicy()
-    errors: ErrorPolicy = ErrorPolicy()
-    approval: ApprovalPolicy = ApprovalPolicy()
-    checkpoint: CheckpointPolicy = CheckpointPolicy()
-    truncation: TruncationPolicy = TruncationPolicy()
-    context: list[ContextStep] = Field(default_factory=list)
-    mcp: list[McpServer] = Field(default_factory=list)  # MCP servers whose tools join the built-in ones
+    name: str = Field("default", description="the policy's name, as run.json and reports show it")
+    system_prompt: str | None = Field(None, description="the system prompt; none: the task's, else the built-in one")
+    model: ModelParams = Field(ModelParams(), description="how the model is asked")
+    dispatch: DispatchPolicy = Field(DispatchPolicy(), description="how a reply's tool calls run")
+    stop: StopPolicy = Field(StopPolicy(), description="when the run stops")
+    errors: ErrorPolicy = Field(ErrorPolicy(), description="retries of failing model calls, and failing steps")
+    approval: ApprovalPolicy = Field(ApprovalPolicy(), description="which tool calls wait for a person")
+    checkpoint: CheckpointPolicy = Field(CheckpointPolicy(), description="snapshots, and interrupted writes on resume")
+    truncation: TruncationPolicy = Field(TruncationPolicy(), description="how much of a long tool output the model sees")
+    context: list[ContextStep] = Field(default_factory=list, description="context steps applied in order to the history "
+                                       "to make each prompt; empty: every message is resent verbatim")
+    mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
     mcp_max_tools: int = Field(
         MAX_TOOLS, ge=0, description="MCP tools offered over all servers, in the order the servers are listed; "
         "the rest are left out with a notice"

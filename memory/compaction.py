@@ -18,7 +18,8 @@ from core.types import Message, Usage
 from core.context_policy import Compact
 from core.memory_types import Fold
 from memory.folds import delta_text, full_text, head_len, render_folds
-from memory.summariser import Summariser, SummaryRequest, fork_request, fresh_request, parse_memory, repair_request
+from memory.summariser import (Summariser, SummaryRequest, describe_failure, fork_request, fresh_request, parse_memory,
+                               repair_request)
 from memory.tokens import TokenCounter
 from core.memory_types import WorkingMemory, keep_failures
 
@@ -132,7 +133,7 @@ def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
     try:
         reply = summariser.summarise(req)
     except Exception as e:  # a failing summariser must not end the run: the history simply stays
-        return None, usage, "error", [Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=f"{type(e).__name__}: {e}")]
+        return None, usage, "error", [Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=describe_failure(e))]
     usage = usage + reply.usage
     if reply.finish_reason == "length":
         return None, usage, "length", [Attempt(cap=req.cap, steps=steps, finish_reason="length", problem="cut off by its token cap")]
@@ -144,7 +145,7 @@ def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
     try:
         reply = summariser.summarise(fixed)
     except Exception as e:
-        attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=f"{type(e).__name__}: {e}", repair=True))
+        attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=describe_failure(e), repair=True))
         return None, usage, "error", attempts
     usage = usage + reply.usage
     memory, problem = (None, "cut off by its token cap") if reply.finish_reason == "length" else parse_memory(reply.message.text)

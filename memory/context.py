@@ -1,52 +1,111 @@
-"""Context steps as pure functions from the run's message history to the prompt.
+"""What each context step does to the messages, one stage per step, rewriting only what changed.
 
-The steps' settings are values in core.context_policy; this module holds what they do.
+The steps' settings are values in core.context_policy; `STAGES` maps each step type to its
+stage here. A stage belongs to one run (memory.render.Renderer makes them) and keeps its last
+output. It is called with its input and `changed`, the first position where that input may
+differ from its previous input, and rewrites its output in place from the first position whose
+output can differ, which it returns along with the output for the next stage. So a step of a
+long run costs the messages it added, not the whole history; a rewritten message is made once
+and keeps its identity from prompt to prompt, which keeps comparing consecutive prompts cheap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from core.context_policy import MaskObservations, StripReasoning
-from core.types import Message
+from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
+from core.memory_types import Fold
+from core.types import Message, Reasoning
+from memory.folds import head_len, note, render_folds
+
+# (input, first position that may have changed since the last call, folds) -> (output, the same for it)
+Stage = Callable[[list[Message], int, Sequence[Fold]], tuple[list[Message], int]]
 
 
-def strip_reasoning(messages: list[Message], step: StripReasoning) -> list[Message]:
-    if step.keep == "all":
-        return messages
-    newest = _last_index(messages, "assistant")
-    pending = newest if newest >= 0 and _turn_unfinished(messages, newest) else -1
-    out = []
-    for i, m in enumerate(messages):
-        if m.reasoning is None:
-            out.append(m)
-            continue
-        keep_text = step.keep == "last_turn" and i == newest
-        # Signed blocks go back only while their tool-use turn is unfinished, which is
-        # exactly when the provider demands them; later they are dead weight.
-        payload = m.reasoning.payload if i == pending else []
-        text = m.reasoning.text if keep_text else ""
+class _Once:
+    """`make(x)` for each object x, made once. Keyed by identity; an entry holds x alive, and lives as
+    long as the run's renderer."""
+
+    def __init__(self, make: Callable[[Any], Message]):
+        self.make = make
+        self.made: dict[int, tuple[Any, Message]] = {}
+
+    def __call__(self, x: Any) -> Message:
+        hit = self.made.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = self.made[id(x)] = (x, self.make(x))
+        return hit[1]
+
+
+class StripStage:
+    """Past turns lose their reasoning; the newest assistant turn keeps its text under `last_turn`, and
+    its provider-signed blocks while its tool-use turn is unfinished (it made tool calls: no later
+    assistant turn can have answered them), because the provider rejects the request without them."""
+
+    def __init__(self, step: StripReasoning):
+        self.step = step
+        self.stripped = _Once(lambda m: m.model_copy(update={"reasoning": None}))
+        self.out: list[Message] = []
+        self.newest = -1
+
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        if self.step.keep == "all":
+            return messages, changed
+        newest = _last_index(messages, "assistant")
+        # The old newest turn's output changes once it is no longer the newest.
+        valid = min([changed, *(i for i in (self.newest, newest) if i >= 0)])
+        out = self.out
+        del out[valid:]
+        for i in range(valid, len(messages)):
+            m = messages[i]
+            out.append(m if m.reasoning is None else self._newest(m, m.reasoning) if i == newest else self.stripped(m))
+        self.newest = newest
+        return out, valid
+
+    def _newest(self, m: Message, reasoning: Reasoning) -> Message:
+        text = reasoning.text if self.step.keep == "last_turn" else ""
+        payload = reasoning.payload if m.tool_calls else []
         if not text and not payload:
-            out.append(derived(m, "no-reasoning", lambda m=m: m.model_copy(update={"reasoning": None})))
-        elif text == m.reasoning.text and payload == m.reasoning.payload:
-            out.append(m)
-        else:
-            out.append(derived(m, f"reasoning:{bool(text)}:{bool(payload)}", lambda m=m, t=text, p=payload: m.model_copy(
-                update={"reasoning": m.reasoning.model_copy(update={"text": t, "payload": p})})))
-    return out
+            return self.stripped(m)
+        if text == reasoning.text and payload == reasoning.payload:
+            return m
+        return m.model_copy(update={"reasoning": reasoning.model_copy(update={"text": text, "payload": payload})})
 
 
-def _turn_unfinished(messages: list[Message], i: int) -> bool:
-    """The assistant message at i made tool calls and no later assistant turn answered their results."""
-    return bool(messages[i].tool_calls) and all(m.role != "assistant" for m in messages[i + 1 :])
+class MaskStage:
+    """All but the newest `keep_last` tool outputs become a one-line placeholder; the boundary moves
+    `every` outputs at a time."""
 
+    def __init__(self, step: MaskObservations):
+        self.step = step
+        self.masked = _Once(lambda m: m.model_copy(update={"text": placeholder(m)}))
+        self.out: list[Message] = []
+        self.tools: list[int] = []  # positions of the tool messages in the input
+        self.hidden = 0  # how many of them are masked
 
-def mask_observations(messages: list[Message], step: MaskObservations) -> list[Message]:
-    tool_idx = [i for i, m in enumerate(messages) if m.role == "tool"]
-    hidden = max(0, len(tool_idx) - step.keep_last)
-    hide = set(tool_idx[: hidden - hidden % step.every])
-    return [derived(m, "masked", lambda m=m: m.model_copy(update={"text": placeholder(m)})) if i in hide else m
-            for i, m in enumerate(messages)]
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        tools = self.tools
+        del tools[bisect_left(tools, changed):]
+        tools += [i for i in range(changed, len(messages)) if messages[i].role == "tool"]
+        over = max(0, len(tools) - self.step.keep_last)
+        hidden = over - over % self.step.every
+        # Outputs stay valid up to the first tool message whose masking changed, and up to the new input.
+        moved = min(hidden, self.hidden)
+        valid = min(changed, tools[moved] if moved < len(tools) else len(messages))
+        out = self.out
+        del out[valid:]
+        rank = bisect_left(tools, valid)  # how many tool messages come before `valid`
+        for i in range(valid, len(messages)):
+            m = messages[i]
+            if m.role == "tool":
+                out.append(self.masked(m) if rank < hidden else m)
+                rank += 1
+            else:
+                out.append(m)
+        self.hidden = hidden
+        return out, valid
 
 
 def placeholder(m: Message) -> str:
@@ -55,25 +114,41 @@ def placeholder(m: Message) -> str:
     return f"[output of {m.name} hidden to save context: {len(m.text)} characters, {lines} lines, status {status}]"
 
 
-_DERIVED: dict[tuple[int, str], tuple[Message, Message]] = {}
-_DERIVED_CAP = 200_000
+class FoldStage:
+    """The head, the memory notes since the last restart, then the unfolded steps (memory.folds)."""
+
+    def __init__(self, step: Compact):
+        self.notes = _Once(note)  # each fold's note made once: consecutive prompts share it by identity
+        self.folds: list[Fold] = []  # the folds of the last call
+
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        same_folds = len(folds) == len(self.folds) and all(a is b for a, b in zip(folds, self.folds))
+        before, self.folds = self.folds, list(folds)
+        if not folds:
+            return messages, changed if not before else 0
+        head = head_len(messages)
+        out = render_folds(messages, folds, self.notes)
+        if not same_folds or changed < head:
+            return out, min(changed, head)
+        # Only the unfolded tail can have changed: from where it changed, shifted to its place in `out`.
+        return out, len(out) - len(messages) + max(changed, folds[-1].upto)
 
 
-def derived(m: Message, how: str, make: Callable[[], Message]) -> Message:
-    """A policy's rewrite of `m`, made once: re-rendering a long history then allocates nothing,
-    and a rewritten message keeps its identity from step to step, so comparing consecutive
-    prompts (prefix accounting) runs at C speed. Keyed by identity; the entry holds `m` alive."""
-    hit = _DERIVED.get((id(m), how))
-    if hit is not None and hit[0] is m:
-        return hit[1]
-    if len(_DERIVED) >= _DERIVED_CAP:  # a long-lived process must not grow without bound
-        _DERIVED.clear()
-    out = make()
-    _DERIVED[(id(m), how)] = (m, out)
-    return out
+def keep(step: DiscloseTools) -> Stage:
+    """Tool disclosure changes the tool list (tools.disclosure), not the messages."""
+    return lambda messages, changed, folds: (messages, changed)
 
 
-def _last_index(messages: list[Message], role: str) -> int:
+# Each step type and how one run's stage for it is made.
+STAGES: dict[type, Callable[[Any], Stage]] = {
+    StripReasoning: StripStage,
+    MaskObservations: MaskStage,
+    Compact: FoldStage,
+    DiscloseTools: keep,
+}
+
+
+def _last_index(messages: Sequence[Message], role: str) -> int:
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].role == role:
             return i

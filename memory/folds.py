@@ -8,7 +8,7 @@ prompt is ever re-rendered differently, which is what keeps a prefix cache warm.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from core.types import Message
 from core.memory_types import Fold, WorkingMemory, memory_text
@@ -22,12 +22,17 @@ def head_len(history: Sequence[Message]) -> int:
     return len(history)
 
 
-def render_folds(history: Sequence[Message], folds: Sequence[Fold]) -> list[Message]:
+def note(fold: Fold) -> Message:
+    """The user message a fold puts into the prompt."""
+    return Message(role="user", text=fold.text)
+
+
+def render_folds(history: Sequence[Message], folds: Sequence[Fold], note: Callable[[Fold], Message] = note) -> list[Message]:
     """Head, then the memory notes since the last restart (in order), then the unfolded steps."""
     if not folds:
         return list(history)
     start = max(i for i, f in enumerate(folds) if f.restart or i == 0)
-    notes = [Message(role="user", text=f.text) for f in folds[start:]]
+    notes = [note(f) for f in folds[start:]]
     return list(history[: head_len(history)]) + notes + list(history[folds[-1].upto :])
 
 

@@ -95,7 +95,8 @@ class PrefixReuse:
         the whole prompt. Marks up to the divergence point stay valid: an edge split keeps its
         upper part in the same node, and every split happens at or after that point."""
         at, before = self.marks[shared]
-        marks = self.marks[: shared + 1]
+        marks = self.marks
+        del marks[shared + 1 :]
         hit, matching = before, True
         for ids in chunks:
             if matching:
@@ -104,7 +105,6 @@ class PrefixReuse:
                 matching = walked == len(ids)
             at = self.tree.insert(ids, at)
             marks.append((at, marks[-1][1] + len(ids)))
-        self.marks = marks
         self.total += self.last_len
         self.reused += hit
         self.per_request.append(hit)

@@ -8,13 +8,16 @@ must be one JSON object that validates as a `WorkingMemory`.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from core.events import SummaryReplied
 from core.types import Message, ModelReply
 from core.context_policy import Limits
 from memory.truncate import head_tail
@@ -54,6 +57,46 @@ class ModelSummariser:
     def summarise(self, request: SummaryRequest) -> ModelReply:
         params = self.params.model_copy(update={"max_tokens": request.cap})
         return self.client.complete(request.messages, list(request.tools), params)
+
+
+class SummariserFailed(Exception):
+    """A summariser call that failed when it was recorded, failing again with the recorded text."""
+
+
+def describe_failure(e: Exception) -> str:
+    return str(e) if isinstance(e, SummariserFailed) else f"{type(e).__name__}: {e}"
+
+
+def request_digest(request: SummaryRequest) -> str:
+    body = json.dumps([[m.model_dump(mode="json") for m in request.messages], [getattr(t, "name", str(t)) for t in request.tools],
+                       request.cap], sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def answer(record: SummaryReplied, request: SummaryRequest) -> ModelReply:
+    """The recorded outcome of a summariser call, after checking that `request` is the one recorded."""
+    if record.request_sha256 != request_digest(request):
+        raise SummariserFailed(
+            f"The summariser request of step {record.step} differs from the recorded one ({request_digest(request)[:12]} "
+            f"against {record.request_sha256[:12]}): the harness now compacts differently, so the recorded reply does not apply.")
+    if record.reply is None:
+        raise SummariserFailed(record.error or "the recorded summariser call failed")
+    return record.reply
+
+
+class RecordedSummariser:
+    """Answers from a run's recorded summariser calls, in order: replay's summariser."""
+
+    def __init__(self, records: Iterable[SummaryReplied]):
+        self.records = deque(records)
+        self.given = 0
+
+    def summarise(self, request: SummaryRequest) -> ModelReply:
+        if not self.records:
+            raise SummariserFailed(f"The recorded run made {self.given} summariser calls and this one asks for another: "
+                                   "the harness now compacts more often than it did.")
+        self.given += 1
+        return answer(self.records.popleft(), request)
 
 
 def transcript(messages: Sequence[Message], first_step: int) -> str:

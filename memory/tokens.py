@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from core.types import Message
 
 Encode = Callable[[str], list[int]]
+T = TypeVar("T")
 
 
 def message_text(m: Message) -> str:
@@ -86,15 +88,20 @@ class TokenCounter:
         return len(self._ids)
 
 
-def shared_prefix(a: list[Message], b: list[Message]) -> int:
-    """How many leading messages two prompts share."""
+def shared_prefix(a: list[T], b: list[T]) -> int:
+    """How many leading messages two prompts share. Slices are compared at C speed (identity first),
+    halving the range that holds the first difference: about 2n pointer comparisons, not n Python steps."""
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:  # the usual case, compared at C speed (identity first)
+    if (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):  # the usual case: one copy, one pass
         return n
-    i = 0
-    while a[i] is b[i] or a[i] == b[i]:  # `==` alone would compare every field of identical messages
-        i += 1
-    return i
+    lo, hi = 0, n  # a[:lo] == b[:lo]; the first difference lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class PromptAccounting:
@@ -113,11 +120,10 @@ class PromptAccounting:
     def chars(self) -> int:
         return self.char_marks[-1]
 
-    def measure(self, prompt: Sequence[Message]) -> tuple[int, int]:
+    def measure(self, prompt: list[Message]) -> tuple[int, int]:
         """(prompt tokens, ideally reused tokens). Only the messages from the first one that
         differs from the previous prompt on are counted and walked: an append-only step costs its
         new messages, a step that rewrites the middle costs from there on."""
-        prompt = list(prompt)
         if self.reuse.per_request:  # chunk 0 (the tool schemas) and `same` messages are shared
             same = shared_prefix(self.last_prompt, prompt)
             shared, chunks = 1 + same, []
@@ -125,8 +131,9 @@ class PromptAccounting:
             same, shared, chunks = 0, 0, [self.counter.text_ids(self.tools_text) if self.tools_text else ()]
         chunks += [self.counter.message_ids(m) for m in prompt[same:]]
         hit = self.reuse.add_chunks(chunks, shared)
-        marks = self.char_marks[: same + 1]
+        marks = self.char_marks
+        del marks[same + 1 :]
         for m in prompt[same:]:
             marks.append(marks[-1] + len(m.text))
-        self.char_marks, self.last_prompt = marks, prompt
+        self.last_prompt = prompt  # prompts are not changed once made
         return self.reuse.last_len, hit

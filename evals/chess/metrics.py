@@ -17,7 +17,7 @@ from agent.steps import fold
 from core.events import Event
 from core.types import Message
 from core.context_policy import ContextStep
-from memory.render import render
+from memory.render import Renderer
 
 # Observations that mean the model's action could not even be read as a tool call.
 UNREADABLE = {"bad_json", "unknown_tool", "invalid_args"}
@@ -49,20 +49,21 @@ def message_chars(m: Message) -> int:
     return len(m.text) + reasoning + calls
 
 
-def prompt_chars(history: Sequence[Message], context: Sequence[ContextStep]) -> int:
-    return sum(message_chars(m) for m in render(history, context))
+def prompt_chars(history: Sequence[Message], renderer: Renderer) -> int:
+    return sum(message_chars(m) for m in renderer.render(history))
 
 
 def journal_figures(events: Iterable[Event], context: Sequence[ContextStep]) -> JournalFigures:
     f = JournalFigures()
     tools: Counter[str] = Counter()
     run = fold(events)
+    renderer = Renderer(context)  # one per game: each prompt costs what changed since the last
     previous_ts = run.started_ts
     for step in run.steps:
         if step.replied is not None:
             reply = step.replied.reply
             f.replies += 1
-            f.prompt_chars += prompt_chars(run.history[: step.history_at], context)
+            f.prompt_chars += prompt_chars(run.history[: step.history_at], renderer)
             u = reply.usage
             f.prompt_tokens += u.prompt_tokens
             f.completion_tokens += u.completion_tokens

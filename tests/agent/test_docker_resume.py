@@ -47,7 +47,7 @@ def containers_of(client, run_dir: Path) -> list:
     return client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.resolve()}"})
 
 
-def test_a_killed_swe_run_resumes_in_its_task_image_with_testbed_as_it_was(docker_ready, tmp_path):
+def test_a_killed_swe_run_resumes_in_its_task_image_with_testbed_as_it_was(docker_ready, tmp_path):  # noqa: F811
     steps = ["echo changed-by-the-run >> README.md && git status --short", "sleep 60", "tail -n 1 README.md"]
     proc = subprocess.Popen([HARNESS, "swe", "--suite", "builtin", "--only", "acme__configlite-41",
                              "--model", f"scripted:{script(tmp_path, steps)}", "--out", str(tmp_path / "out")],
@@ -67,7 +67,7 @@ def test_a_killed_swe_run_resumes_in_its_task_image_with_testbed_as_it_was(docke
     assert containers_of(docker_ready, run_dir) == []  # nothing left running once the run is over
 
 
-def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(docker_ready, tmp_path):
+def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(docker_ready, tmp_path):  # noqa: F811
     steps = ["echo one > a.txt", "echo two >> a.txt", "sleep 60", "cat a.txt"]
     policy = tmp_path / "policy.toml"
     policy.write_text('extends = "default"\n[checkpoint]\nsnapshot_every = 1\n')

@@ -7,8 +7,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli.main import app
-from agent.journal import read_events
+from agent.journal import Journal, RunInfo, read_events
 from agent.launch import launch
+from agent.session import prepare
+from agent.loop import run
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from core.policy import HarnessPolicy, StopPolicy
 from agent.task import Task
@@ -17,7 +19,9 @@ from memory.render import render
 from agent.rerender import HELD_FIXED, replay_history, rerender
 from agent.tokens import counter_for
 from tests.agent.helpers import call
-from tools.builtin import STANDARD
+from memory.extractive import ExtractiveSummariser
+from sandboxes.local import LocalSandbox
+from tools.builtin import STANDARD, standard_tools
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
 BIG = "".join(f"line {i}: " + "x" * (i % 90) + "\n" for i in range(3000))
@@ -104,3 +108,29 @@ def test_rerender_prices_the_tools_the_run_recorded(tmp_path):
     assert "tools the run offered" in result.output
     recorded_row = next(line for line in result.output.splitlines() if "(recorded)" in line)
     assert f"{counted:,}" in recorded_row
+
+
+def test_rerender_and_the_loop_compact_through_the_same_pipeline(tmp_path):
+    """A run that compacted with the extractive summariser, re-rendered under its own policy with
+    that summariser: the re-render folds at the same steps, into the same folds and prompts."""
+    cfg = Compact(trigger_tokens=2500, keep_recent_steps=2, layout="append", summariser_prompt="fork")
+    policy = HarnessPolicy(context=[cfg, MaskObservations(keep_last=3)], stop=StopPolicy(max_steps=40))
+    replies = [call("read_file", path="big.txt", start_line=1 + 20 * i, end_line=30 + 20 * i) for i in range(39)]
+    model = ScriptedModel([*replies, call("submit", answer="ok")])
+    task = Task(prompt="read big.txt", files={"big.txt": BIG})
+    info = RunInfo(run_id="r", task=task.model_dump(mode="json"), model=model.name, sandbox="local",
+                   policy=policy.model_dump(mode="json"), started_at="2026-01-01T00:00:00Z")
+    journal = Journal.create(tmp_path, info)
+    box = LocalSandbox(journal.dir / "workspace")
+    try:
+        prepare(task, box, 60)
+        summary = run(task, model, standard_tools(), box, policy, journal, summariser=ExtractiveSummariser(counter_for(model)))
+    finally:
+        box.close()
+        journal.close()
+    assert summary.stop_reason == "submitted" and summary.compactions >= 2
+    events = read_events(journal.dir)
+    again = rerender(events, policy.context, counter_for(model), STANDARD)
+    assert again.folds == [e.fold for e in events if e.type == "compaction" and e.fold is not None]
+    recorded = [e for e in events if e.type == "model_replied"]
+    assert [s.prompt_tokens for s in again.steps] == [e.counted_tokens for e in recorded]
