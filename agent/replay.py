@@ -15,34 +15,27 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import tempfile
-from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent.approval import decisions
 from agent.journal import RunInfo, damage_error, read_events, read_run_info, scan
+from agent.playback import PlaybackModel, playback, world_stops
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
-from agent.state import RunState
-from agent.stopping import Stop, StopRule
 from agent.task import Task
 from core.volatile import normalise
-from core.context_policy import Limits
-from core.errors import HarnessError, PermanentModelError
+from core.errors import HarnessError
 from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, SummaryReplied, ToolIntent, ToolObserved
-from core.policy import HarnessPolicy, ModelParams
-from core.types import Message, ModelReply, Observation
+from core.policy import HarnessPolicy
+from core.types import Observation
 from memory.summariser import RecordedSummariser
-from sandboxes.base import SandboxDead
-from tools.base import Registry, Tool, ToolResult, recorded_tool
+from tools.base import Registry, recorded_tool
 from tools.builtin import toolset
 
-# Stops that the world decides (a goal check, a dead sandbox): a playback replays them where they happened.
-WORLD_STOPS = ("goal_verified", "sandbox_dead")
 
 
 @dataclass(frozen=True)
@@ -111,79 +104,6 @@ def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None
         recorded_stop=stops[-1].reason if stops else "unfinished",
         replayed_stop=summary.stop_reason,
     )
-
-
-class PlaybackModel:
-    """The recorded agent replies in order (the summariser gets its own: memory.summariser.RecordedSummariser)."""
-
-    def __init__(self, recorded: Sequence[Event], info: RunInfo):
-        self.name = info.model  # so the replay counts prompt tokens with the recorded run's tokenizer
-        self.run_id = info.run_id
-        self.replies = deque(e.reply for e in recorded if isinstance(e, ModelReplied))
-
-    def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        if not self.replies:
-            raise PermanentModelError(f"Replay of {self.run_id}: the recording has no more replies; the harness asked for one more.")
-        return self.replies.popleft()
-
-
-def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy) -> Registry:
-    """The same tools (names, schemas, effects), each answering with its recorded outputs in order."""
-    queues: dict[str, deque[ToolObserved]] = defaultdict(deque)
-    for e in recorded:
-        if isinstance(e, ToolObserved) and e.observation.executed:
-            queues[e.observation.tool].append(e)
-
-    def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
-        def run_recorded(args: Any, ctx: Any) -> ToolResult:
-            if not queues[tool.name]:
-                return ToolResult(f"The recording has no further result of {tool.name}: the harness ran it more often "
-                                  "than the recorded run did.", ok=False)
-            e = queues[tool.name].popleft()
-            return _as_result(e, _raw_text(e.observation, run_dir, policy.truncation.for_tool(tool.name)))
-        return run_recorded
-
-    return Registry.of(replace(t, run=recorded_run(t), already_done=None) for t in tools)
-
-
-def _as_result(e: ToolObserved, text: str) -> ToolResult:
-    """What the tool returned (or raised) when the recording made this observation."""
-    o = e.observation
-    if o.error_kind == "sandbox_dead":
-        raise SandboxDead(text.removeprefix("The sandbox is gone: "))
-    if o.error_kind == "tool_raised":  # "<tool> failed with <Type>: <message>\n<traceback tail>"
-        first = text.split("\n", 1)[0]
-        kind, _, message = first.removeprefix(f"{o.tool} failed with ").partition(": ")
-        raise type(kind, (Exception,), {})(message)
-    return ToolResult(text, ok=o.status == "ok", exit_code=o.exit_code, timed_out=o.status == "timeout",
-                      domain_error=o.error_kind == "domain", submission=e.submission, rejects_later=e.rejects_later)
-
-
-def _raw_text(o: Observation, run_dir: Path, limits: Limits) -> str:
-    """The tool's whole output: the observation's text, or the artifact a truncated one saved. When
-    that artifact is gone (fixtures keep only the journal), a stand-in of the same size whose head
-    and tail are the recorded ones, so the harness's truncation can still be checked."""
-    if o.truncation is None:
-        return o.text
-    if o.truncation.artifact and (run_dir / o.truncation.artifact).is_file():
-        return (run_dir / o.truncation.artifact).read_text(encoding="utf-8", errors="replace")
-    head = o.text[: limits.head_chars]
-    tail = o.text[len(o.text) - limits.tail_chars :] if limits.tail_chars else ""
-    cut = o.truncation.original_chars - len(head) - len(tail)
-    shown = o.text[len(head) : len(o.text) - len(tail)]
-    lines = int(m.group(1)) if (m := re.search(r"characters \((\d+) lines\) elided", shown)) else 0
-    return head + "\n" * lines + "x" * (cut - lines) + tail
-
-
-def world_stops(recorded: Sequence[Event]) -> StopRule:
-    """Stop where the recording stopped for a reason the world gave (its goal check passed, its sandbox died)."""
-    stops = {e.step: e for e in recorded if isinstance(e, RunStopped) and e.reason in WORLD_STOPS}
-
-    def rule(state: RunState, done: Any) -> Stop | None:
-        e = stops.get(state.step)
-        return Stop(e.reason, e.message, e.outcome) if e is not None else None
-
-    return rule
 
 
 def compare_harness(recorded: Sequence[Event], replayed: Sequence[Event]) -> list[Divergence]:
