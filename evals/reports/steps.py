@@ -8,6 +8,7 @@ reports keep working while that event's exact shape settles (see `Compaction`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,10 @@ class RunLog:
 
 
 def parse_compaction(data: dict[str, Any]) -> Compaction:
-    fold = data.get("fold") if isinstance(data.get("fold"), dict) else {}
+    fold = _dict(data.get("fold"))
 
     def pick(*names: str) -> Any:
-        for source in (data, fold, data.get("usage") if isinstance(data.get("usage"), dict) else {}):
+        for source in (data, fold, _dict(data.get("usage"))):
             for name in names:
                 if source.get(name) is not None:
                     return source[name]
@@ -116,6 +117,10 @@ def parse_compaction(data: dict[str, Any]) -> Compaction:
     )
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _int(value: Any) -> int | None:
     try:
         return None if value is None else int(value)
@@ -142,7 +147,7 @@ def read_journal(run_dir: Path) -> RunLog:
     return RunLog(events, compactions, bad)
 
 
-def fold(events: list[Event], compactions: list[Compaction] = ()) -> tuple[list[Message], list[Step]]:
+def fold(events: list[Event], compactions: Sequence[Compaction] = ()) -> tuple[list[Message], list[Step]]:
     """(the messages before the first step, the steps in order)."""
     opening: list[Message] = []
     steps: dict[int, Step] = {}
@@ -179,7 +184,7 @@ def fold(events: list[Event], compactions: list[Compaction] = ()) -> tuple[list[
     return opening, [steps[n] for n in sorted(steps)]
 
 
-def steps_of(events: list[Event], compactions: list[Compaction] = ()) -> list[Step]:
+def steps_of(events: list[Event], compactions: Sequence[Compaction] = ()) -> list[Step]:
     return fold(events, compactions)[1]
 
 
