@@ -41,7 +41,10 @@ def _note(decision: object) -> str:
 
 def pending_calls(run_dir: Path) -> list[str]:
     """The calls a stopped run waits on and no decision has answered yet; [] when it waits on nothing."""
-    stop, events = _waiting_stop(run_dir)
+    return _undecided(*_waiting_stop(run_dir))
+
+
+def _undecided(stop: RunStopped | None, events: list[Event]) -> list[str]:
     if stop is None:
         return []
     decided = {e.call_id for e in events if isinstance(e, ApprovalGiven) and e.seq > stop.seq}
@@ -61,14 +64,16 @@ def record_decision(run_dir: Path, call_id: str, approved: bool, note: str = "")
     """Append one decision to a run that waits on `call_id`; the next `resume` acts on it."""
     run_dir = Path(run_dir)
     read_run_info(run_dir)  # a clear error when this is not a run directory
-    waiting = pending_calls(run_dir)
+    stop, events = _waiting_stop(run_dir)
+    waiting = _undecided(stop, events)
 
-    if call_id not in waiting:
+    if stop is None or call_id not in waiting:
         now = f"it waits on: {', '.join(waiting)}" if waiting else "it waits on no call"
         raise HarnessError(f"Run {run_dir.name} is not waiting for a decision on call {call_id!r}; {now}.")
-    stop, _ = _waiting_stop(run_dir)
     journal = Journal(run_dir)
     try:
-        return journal.append(ApprovalGiven(step=stop.step, call_id=call_id, approved=approved, note=note))
+        recorded = journal.append(ApprovalGiven(step=stop.step, call_id=call_id, approved=approved, note=note))
     finally:
         journal.close()
+    assert isinstance(recorded, ApprovalGiven)  # Journal.append returns a copy of the event it was given
+    return recorded

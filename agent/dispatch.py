@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
-from agent.approval import refusal_text
+from agent.approval import Decision, refusal_text
 from core.events import ToolIntent, ToolObserved
 from agent.journal import Journal
 from core.policy import HarnessPolicy
@@ -30,7 +30,7 @@ from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
-Approver = Callable[[ToolCall, Tool], bool]
+Approver = Callable[[ToolCall, Tool], bool | Decision]  # a Decision carries the person's note to the refusal
 TRACEBACK_TAIL_CHARS = 1500
 
 

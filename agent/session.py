@@ -53,7 +53,7 @@ class SandboxSpec(BaseModel):
     def parse(cls, text: str) -> SandboxSpec:
         kind, _, image = text.partition(":")
         if text in ("local", "none", "docker") or (kind == "docker" and image):
-            return cls(kind=kind, image=image or None)  # type: ignore[arg-type]
+            return cls(kind=kind, image=image or None)
         raise HarnessError(f"Unknown sandbox {text!r}; choose one of: {', '.join(SANDBOXES)}.")
 
 
@@ -217,7 +217,7 @@ def recorded_sandbox(info: RunInfo) -> SandboxSpec | None:
     """The sandbox a run recorded, or None for a custom factory's (the caller must bring one)."""
     if info.sandbox not in ("local", "docker", "none"):
         return None
-    return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env)  # type: ignore[arg-type]
+    return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env)
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -35,10 +36,10 @@ console = Console()
 
 
 def servers_from_options(
-    commands: list[str] | None, urls: list[str] | None, configs: list[Path] | None, known: list[McpServer] = ()
+    commands: list[str] | None, urls: list[str] | None, configs: list[Path] | None, known: Sequence[McpServer] = ()
 ) -> list[McpServer]:
     try:
-        return gather(commands or [], urls or [], [str(c) for c in configs or []], list(known))
+        return gather(commands or [], urls or [], [str(c) for c in configs or []], known)
     except ValueError as e:
         raise HarnessError(str(e)) from None
 

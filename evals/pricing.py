@@ -10,6 +10,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from core.errors import HarnessError
 
@@ -69,6 +70,10 @@ def find_price(model: str, table: PriceTable) -> Price | None:
     return None
 
 
+@overload
+def cost_usd(price: Price, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float: ...
+@overload
+def cost_usd(price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float | None: ...
 def cost_usd(price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float | None:
     """Prompt counts include cached and cache-written tokens, as the harness records them."""
     if price is None:

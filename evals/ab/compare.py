@@ -168,22 +168,30 @@ def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: s
         for side, runs in (("a", [p.a for p in pairs]), ("b", [p.b for p in pairs])):
             wins = sum(r.success for r in runs)
             setattr(comparison, f"success_{side}", (wins / n, *wilson(wins, n, level)))
-            mean, low, high = mean_interval([float(spend.value(r)) for r in runs], level)
+            mean, low, high = mean_interval([_number(spend, r) for r in runs], level)
             setattr(comparison, f"spend_{side}", (mean, max(0.0, low), high))  # tokens and dollars are never below zero
     return comparison
 
 
+def _number(m: Metric, run: RunRecord) -> float:
+    """A metric's value for a run, as a number; usable_metrics keeps only metrics every paired run has."""
+    value = m.value(run)
+    if value is None:
+        raise ValueError(f"run {run.run_id} has no value for {m.label}; usable_metrics leaves such metrics out")
+    return float(value)
+
+
 def _test(m: Metric, pairs: list[Pair], level: float, resamples: int, seed: int) -> MetricResult:
-    xa = [m.value(p.a) for p in pairs]
-    xb = [m.value(p.b) for p in pairs]
+    xa = [_number(m, p.a) for p in pairs]
+    xb = [_number(m, p.b) for p in pairs]
     n = len(pairs)
-    mean_a, mean_b = sum(map(float, xa)) / n, sum(map(float, xb)) / n
+    mean_a, mean_b = sum(xa) / n, sum(xb) / n
     if m.kind == "binary":
         res, only_a, only_b = paired_outcomes([bool(x) for x in xa], [bool(x) for x in xb], level)
         counts = {"only A": only_a, "only B": only_b, "both or neither": n - only_a - only_b}
     else:
-        res = paired_amounts([float(x) for x in xa], [float(x) for x in xb], level, resamples=resamples, seed=seed)
-        diffs = [float(y) - float(x) for x, y in zip(xa, xb, strict=True)]
+        res = paired_amounts(xa, xb, level, resamples=resamples, seed=seed)
+        diffs = [y - x for x, y in zip(xa, xb, strict=True)]
         counts = {"B higher": sum(d > 0 for d in diffs), "B lower": sum(d < 0 for d in diffs), "ties": sum(d == 0 for d in diffs)}
     return MetricResult(m.name, m.label, m.kind, m.better, n, mean_a, mean_b, res.diff, res.low, res.high, res.test, res.p,
                         effect=res.effect, ratio=res.ratio, ratio_low=res.ratio_low, ratio_high=res.ratio_high, counts=counts)

@@ -16,12 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 from scipy import stats
 
 HEAVY_TAIL_MIN_PAIRS = 8
 HEAVY_TAIL_ALPHA = 0.01
+
+Floats: TypeAlias = Sequence[float] | np.ndarray  # a column of numbers, as given or as numpy computed it
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def bootstrap_means(columns: Sequence[Sequence[float]], resamples: int, seed: int) -> list[np.ndarray]:
+def bootstrap_means(columns: Sequence[Floats], resamples: int, seed: int) -> list[np.ndarray]:
     """Means of each column over `resamples` resamplings of the rows (the same rows for every column,
     which keeps paired quantities paired)."""
     n = len(columns[0]) if columns else 0
@@ -182,7 +185,7 @@ def bootstrap_means(columns: Sequence[Sequence[float]], resamples: int, seed: in
     return [np.asarray(col, dtype=float)[idx].mean(axis=1) for col in columns]
 
 
-def percentile_interval(samples: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+def percentile_interval(samples: Floats, level: float = 0.95) -> tuple[float, float]:
     """The central `level` interval of bootstrap samples."""
     if len(samples) == 0:
         return math.nan, math.nan

@@ -75,7 +75,7 @@ class Batch(BaseModel):
 
 
 def estimate(value: float | None, low: float = math.nan, high: float = math.nan) -> Estimate:
-    def r(x: float) -> float | None:
+    def r(x: float | None) -> float | None:
         return round(x, 4) if x is not None and math.isfinite(x) else None
     return Estimate(value=r(value), low=r(low), high=r(high))
 
@@ -125,7 +125,8 @@ def aggregate(records: Sequence[GameRecord]) -> Aggregate:
         completion_tokens_per_move=amount_per_move(records, lambda r: r.tokens["completion"]),
         avg_game_time_s=round(sum(r.game_time_s for r in records) / n, 3) if n else None,
         avg_plies=round(sum(r.plies for r in records) / n, 1) if n else None,
-        avg_cp_loss=round(sum(q.avg_cp_loss * q.analysed_moves for q in analysed) / analysed_moves, 1)
+        avg_cp_loss=round(sum(q.avg_cp_loss * q.analysed_moves for q in analysed if q.avg_cp_loss is not None)
+                          / analysed_moves, 1)
         if analysed_moves else None,
         blunders_per_1000_moves=round(1000 * sum(q.blunders for q in analysed) / analysed_moves, 1)
         if analysed_moves else None,

@@ -128,8 +128,9 @@ class Game:
         self.failed_moves = 0
         self.moved_in_reply = True
         said = f"You played {san} ({move.uci()})."
-        if self._check_end():
-            return MoveAttempt(True, f"{said} {self.ending.message} The game is over.", "Not run: the game is over.")
+        ending = self._check_end()
+        if ending is not None:
+            return MoveAttempt(True, f"{said} {ending.message} The game is over.", "Not run: the game is over.")
         reply = self._opponent_moves()
         said += f" The opponent replied {reply}."
         if self.ending is not None:
@@ -138,8 +139,8 @@ class Game:
                  "call was planned for a board that no longer exists. Read the board again (get_board) before the next move.")
         return MoveAttempt(True, f"{said} Your move.", later)
 
-    def resign(self) -> None:
-        self._end("resignation", not self.player, f"{color_name(self.player).capitalize()} resigned.")
+    def resign(self) -> Ending:
+        return self._end("resignation", not self.player, f"{color_name(self.player).capitalize()} resigned.")
 
     def end_of_reply(self) -> None:
         """Called once per model reply: counts replies this turn and forfeits past the limit."""
@@ -192,10 +193,10 @@ class Game:
         left = self.rules.max_failed_moves - self.failed_moves
         text = f"{kind} move: {detail} Current position (FEN): {self.board.fen()}."
         if left <= 0:
-            self._end("forfeit_wrong_moves", not self.player,
-                      f"{self.failed_moves} failed moves this turn (limit {self.rules.max_failed_moves}): "
-                      f"{color_name(self.player)} forfeits.")
-            text += f" {self.ending.message} The game is over."
+            ending = self._end("forfeit_wrong_moves", not self.player,
+                               f"{self.failed_moves} failed moves this turn (limit {self.rules.max_failed_moves}): "
+                               f"{color_name(self.player)} forfeits.")
+            text += f" {ending.message} The game is over."
         else:
             text += f" {left} failed move{'s' if left != 1 else ''} left this turn."
         later = "Not run: only the first make_move of a reply is tried; it failed and the board did not change. Send one move per reply."
@@ -208,7 +209,7 @@ class Game:
         self._check_end()
         return f"{san} ({move.uci()})"
 
-    def _check_end(self) -> bool:
+    def _check_end(self) -> Ending | None:
         outcome = self.board.outcome()  # without claims: checkmate, stalemate, material, 75 moves, fivefold
         if outcome is not None:
             term = outcome.termination.name.lower()
@@ -216,11 +217,13 @@ class Game:
             self._end(term, outcome.winner, f"{term.replace('_', ' ').capitalize()}: {who}.")
         elif len(self.board.move_stack) >= self.rules.max_plies:
             self._end("max_plies", None, f"Draw: the game reached the {self.rules.max_plies}-ply cap.")
-        return self.ending is not None
+        return self.ending
 
-    def _end(self, termination: str, winner: chess.Color | None, message: str) -> None:
+    def _end(self, termination: str, winner: chess.Color | None, message: str) -> Ending:
+        """The game's ending: this one, unless it was over already."""
         if self.ending is None:
             self.ending = Ending(termination, winner, message)
+        return self.ending
 
 
 def ascii_board(board: chess.Board, pov: chess.Color) -> str:

@@ -49,8 +49,8 @@ def chess_tools(game: Game) -> Registry:
     def resign(args: NoArgs, ctx: ToolContext) -> ToolResult:
         if game.ending is not None:
             return ToolResult(OVER, ok=False, domain_error=True, rejects_later=OVER)
-        game.resign()
-        return ToolResult(f"{game.ending.message} The game is over.", rejects_later="Not run: the game is over.")
+        ending = game.resign()
+        return ToolResult(f"{ending.message} The game is over.", rejects_later="Not run: the game is over.")
 
     tools = [
         Tool("get_board", "Show the position.",

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 from core.errors import HarnessError
 from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
@@ -24,6 +25,7 @@ from evals.executors.tally import Tally
 
 try:
     import ray
+    from ray import ObjectRefGenerator
     from ray import exceptions as rex
 except ImportError:  # the local executor never needs Ray
     raise HarnessError(NO_RAY) from None
@@ -85,13 +87,12 @@ def connect(options: ExecutorOptions) -> bool:
     A process already connected to Ray (a notebook, a benchmark) keeps its connection and owns it."""
     if ray.is_initialized():
         return False
-    quiet = dict(log_to_driver=False, logging_level=logging.WARNING)
     if options.address:
-        ray.init(address=options.address, **quiet)
+        ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING)
     else:
         slots = max(1, options.workers)
         ray.init(num_cpus=slots, resources={"docker": slots} if docker_here() else {}, include_dashboard=False,
-                 object_store_memory=LOCAL_OBJECT_STORE_BYTES, **quiet)
+                 object_store_memory=LOCAL_OBJECT_STORE_BYTES, log_to_driver=False, logging_level=logging.WARNING)
     return True
 
 
@@ -105,7 +106,7 @@ def docker_here() -> bool:
         return False
 
 
-def submit(job: Job, options: ExecutorOptions):
+def submit(job: Job, options: ExecutorOptions) -> ObjectRefGenerator:
     resources = {"docker": 1} if job.docker else {}
     memory = options.memory_mb * 2**20 if options.memory_mb else None
     return harness_job.options(num_cpus=options.cpus, memory=memory, resources=resources).remote(job)
@@ -148,7 +149,8 @@ def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done:
     try:
         while outstanding:
             ready, _ = ray.wait(list(outstanding), num_returns=1, timeout=1.0)
-            for gen in ready:
+            # ray.wait hands back what it was given, streaming generators here; its annotation widens them to ObjectRef
+            for gen in cast("list[ObjectRefGenerator]", ready):
                 key = outstanding.pop(gen)
                 try:
                     item = ray.get(next(gen))

@@ -31,8 +31,8 @@ class RunRow:
 
 def batch_cards(runs: list[RunData]) -> list[Card]:
     ok = sum(success(r.summary) for r in runs)
-    costs = [r.cost for r in runs]
-    total = None if any(c is None for c in costs) else sum(costs)
+    costs = [c for c in (r.cost for r in runs) if c is not None]
+    total = sum(costs) if len(costs) == len(runs) else None
     prompt = sum(r.summary.tokens.prompt for r in runs)
     cached = sum(r.summary.tokens.cached for r in runs)
     steps = [r.summary.steps for r in runs]
@@ -73,12 +73,18 @@ def cost_title(runs: list[RunData]) -> str:
 def cost_scatter(runs: list[RunData]) -> str:
     """Each run's steps against its cost (its prompt tokens where some model has no price)."""
     priced = all(r.cost is not None for r in runs)
-    good = Cloud("#16a34a", [(r.summary.steps, r.cost if priced else r.summary.tokens.prompt) for r in runs if success(r.summary)])
-    bad = Cloud("#dc2626", [(r.summary.steps, r.cost if priced else r.summary.tokens.prompt) for r in runs if not success(r.summary)])
+    good = Cloud("#16a34a", [(r.summary.steps, _height(r, priced)) for r in runs if success(r.summary)])
+    bad = Cloud("#dc2626", [(r.summary.steps, _height(r, priced)) for r in runs if not success(r.summary)])
     points = [Point(f"{'succeeded' if c is good else 'failed'} ({len(c.points)})", sum(x for x, _ in c.points) / len(c.points),
                     sum(y for _, y in c.points) / len(c.points), c.color) for c in (good, bad) if c.points]
     return scatter(points, cost_title(runs), "steps", "cost (USD)" if priced else "prompt tokens",
                    clouds=[good, bad], y_fmt=usd if priced else compact)
+
+
+def _height(run: RunData, priced: bool) -> float:
+    """A run's place on the scatter's y axis: its cost when every run has one, else its prompt tokens."""
+    cost = run.cost
+    return cost if priced and cost is not None else run.summary.tokens.prompt
 
 
 def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) -> Path:

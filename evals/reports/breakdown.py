@@ -56,8 +56,8 @@ def reasoning_kept(policy: dict[str, Any]) -> str:
 def breakdowns(opening: list[Message], steps: list[Step], policy: dict[str, Any]) -> list[Breakdown]:
     keep = reasoning_kept(policy)
     head = dict.fromkeys(PARTS, 0)
-    for m in opening:
-        head["system" if m.role == "system" else "task"] += len(m.text)
+    for message in opening:
+        head["system" if message.role == "system" else "task"] += len(message.text)
     # Each step's own contribution to later prompts, so a compaction can drop exactly the steps it folded.
     own: dict[int, dict[str, int]] = {}
     live = {"replies": 0, "calls": 0, "reasoning": 0, "observations": 0, "task": 0}  # sums over unfolded steps

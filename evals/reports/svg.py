@@ -121,7 +121,7 @@ CHAR_W = {"legend": 6.4, "point-label": 7.6, "tick": 6.0}  # generous widths per
 def _legend_rows(items: Sequence[tuple[str, str]], width: int) -> list[list[tuple[float, str, str]]]:
     """Legend entries placed left to right, wrapping onto a new row before the right edge."""
     rows: list[list[tuple[float, str, str]]] = [[]]
-    x = PAD_L
+    x: float = PAD_L
     for name, color in items:
         w = 24 + CHAR_W["legend"] * len(name)
         if rows[-1] and x + w > width - PAD_R:
@@ -222,8 +222,8 @@ def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors:
             v = stacks[name][j]
             if v <= 0:
                 continue
-            top, bottom = f.y(y_acc + v), f.y(y_acc)
-            body.append(f'<rect x="{f.x(x) - bar_w / 2:.1f}" y="{top:.1f}" width="{bar_w:.1f}" height="{bottom - top:.1f}" fill="{colors[name]}"/>')
+            bar_top, bar_bottom = f.y(y_acc + v), f.y(y_acc)
+            body.append(f'<rect x="{f.x(x) - bar_w / 2:.1f}" y="{bar_top:.1f}" width="{bar_w:.1f}" height="{bar_bottom - bar_top:.1f}" fill="{colors[name]}"/>')
             y_acc += v
         body.append("</g>")
     body.extend(_legend(legend, f.width))

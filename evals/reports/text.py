@@ -43,8 +43,8 @@ def run_markdown(run: RunData) -> str:
 
 def batch_markdown(runs: list[RunData], title: str) -> str:
     ok = sum(success(r.summary) for r in runs)
-    costs = [r.cost for r in runs]
-    total = None if any(c is None for c in costs) else sum(costs)
+    costs = [c for c in (r.cost for r in runs) if c is not None]
+    total = sum(costs) if len(costs) == len(runs) else None
     lines = [
         f"# Batch {title}",
         "",

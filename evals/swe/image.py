@@ -24,6 +24,7 @@ import docker
 
 from core.errors import HarnessError
 from evals.swe.sources import how_to_provide, official_image
+from evals.swe.specs import Spec
 from evals.swe.task import SweInstance
 from sandboxes.docker_options import BASE_IMAGE, DockerOptions
 from sandboxes.image import ImageBuildError, build_base_image, build_derived, image_exists
@@ -69,14 +70,16 @@ def instance_image(inst: SweInstance, client: docker.DockerClient, log: Callable
     if inst.image is not None:  # the record's own image is its environment: its eval script was written for it
         raise HarnessError(f"Instance {inst.instance_id}: its image {inst.image} is not in the local Docker engine and "
                            f"nothing is pulled here; {how_to_provide(inst.instance_id, inst.repo)}.")
-    if inst.spec is None:
+    spec = inst.spec
+    if spec is None:
         raise HarnessError(f"Instance {inst.instance_id}: no image {prebuilt} in the local Docker engine and no spec "
                            f"for {inst.repo} version {inst.version!r} to build one; pass --specs FILE, or "
                            f"{how_to_provide(inst.instance_id, inst.repo)}.")
     base = swe_base_image(client, log)
     with tempfile.TemporaryDirectory(prefix="harness-swe-") as tmp:
         ctx = Path(tmp)
-        dockerfile = f"FROM {base}\n" + _build_args(inst) + _environment(inst) + _repository(inst, ctx) + _install(inst)
+        dockerfile = (f"FROM {base}\n" + _build_args(inst, spec) + _environment(inst, spec)
+                      + _repository(inst, ctx) + _install(inst, spec))
         log(f"building image for {inst.instance_id} from its spec")
         try:
             return _build(inst, dockerfile + baseline_layer(), ctx, client, log)
@@ -100,13 +103,12 @@ def _build(inst: SweInstance, dockerfile: str, ctx: Path | None, client: docker.
         raise HarnessError(f"Instance {inst.instance_id}: {e}") from None
 
 
-def _build_args(inst: SweInstance) -> str:
-    values = {**inst.spec.build_env, **inst.build_env}
+def _build_args(inst: SweInstance, spec: Spec) -> str:
+    values = {**spec.build_env, **inst.build_env}
     return "".join(f"ARG {k}={json.dumps(v)}\n" for k, v in values.items())
 
 
-def _environment(inst: SweInstance) -> str:
-    spec = inst.spec
+def _environment(inst: SweInstance, spec: Spec) -> str:
     if spec.python and spec.python != SYSTEM_PYTHON and not spec.python.startswith(SYSTEM_PYTHON + "."):
         raise HarnessError(f"Instance {inst.instance_id}: the spec for {inst.repo} version {inst.version} asks for "
                            f"Python {spec.python}; images built here have Python {SYSTEM_PYTHON} (Debian bookworm). "
@@ -129,8 +131,7 @@ def _repository(inst: SweInstance, ctx: Path) -> str:
     return "COPY repo.bundle /tmp/repo.bundle\nRUN git clone -q /tmp/repo.bundle /testbed && rm /tmp/repo.bundle\n" + checkout
 
 
-def _install(inst: SweInstance) -> str:
-    spec = inst.spec
+def _install(inst: SweInstance, spec: Spec) -> str:
     steps = list(spec.pre_install)
     if spec.packages == "requirements.txt":
         steps.append("pip install -r requirements.txt")

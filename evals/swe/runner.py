@@ -31,7 +31,6 @@ from evals.swe.image import BASELINE_REF, instance_image, sandbox_options
 from evals.swe.task import SweInstance
 from core.errors import HarnessError
 from sandboxes.base import Sandbox
-from sandboxes.docker import DockerSandbox
 
 SYSTEM = (
     "You are a software engineer fixing an issue in the repository at /testbed, inside a sandboxed Linux "
@@ -48,7 +47,7 @@ def task_for(inst: SweInstance) -> Task:
     return Task(id=inst.instance_id, prompt=prompt, system=SYSTEM)
 
 
-def final_diff(box: DockerSandbox, base_commit: str) -> str:
+def final_diff(box: Sandbox, base_commit: str) -> str:
     """Every change since the environment's baseline (the base commit in images without one), new
     files included, as `git apply -p1` wants it: what the installation wrote is not the agent's."""
     base = f"$(git rev-parse -q --verify {BASELINE_REF} || echo {shlex.quote(base_commit)})"

@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import tomllib
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,25 +21,25 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts")
 
 
-def host_env(server: McpServer, environ: dict[str, str] | None = None) -> dict[str, str]:
+def host_env(server: McpServer, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The child's own variables: `env` as written, plus the allowed host ones that are set."""
-    environ = os.environ if environ is None else environ
-    passed = {name: environ[name] for name in server.env_pass if name in environ}
+    source = os.environ if environ is None else environ
+    passed = {name: source[name] for name in server.env_pass if name in source}
     return {**passed, **server.env}
 
 
-def expand_headers(server: McpServer, environ: dict[str, str] | None = None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
+def expand_headers(server: McpServer, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if environ is None else environ
 
     def value(match: re.Match[str]) -> str:
-        if match.group(1) not in environ:
+        if match.group(1) not in source:
             raise ValueError(f"MCP server {server.name!r}: a header names ${{{match.group(1)}}}, which is not set")
-        return environ[match.group(1)]
+        return source[match.group(1)]
 
     return {key: _VARIABLE.sub(value, text) for key, text in server.headers.items()}
 
 
-def from_command(text: str, taken: set[str] = frozenset()) -> McpServer:
+def from_command(text: str, taken: Set[str] = frozenset()) -> McpServer:
     """`[NAME=]COMMAND ARGS...` as typed after --mcp; the name defaults to the script's or command's stem."""
     name, rest = _split_name(text)
     words = shlex.split(rest)
@@ -57,7 +58,7 @@ def _what_runs(words: list[str]) -> str:
     return target.rsplit(".", 1)[-1]
 
 
-def from_url(text: str, taken: set[str] = frozenset()) -> McpServer:
+def from_url(text: str, taken: Set[str] = frozenset()) -> McpServer:
     """`[NAME=]URL` as typed after --mcp-url; the name defaults to the host's first label."""
     name, url = _split_name(text)
     if name is None:
@@ -77,7 +78,7 @@ def _plain(word: str) -> str:
     return name or "mcp"
 
 
-def _unique(name: str, taken: set[str]) -> str:
+def _unique(name: str, taken: Set[str]) -> str:
     candidate, n = name, 2
     while candidate in taken:
         candidate, n = f"{name}-{n}", n + 1
@@ -109,7 +110,7 @@ def load_servers(path: str | Path) -> list[McpServer]:
     return servers
 
 
-def gather(commands: list[str], urls: list[str], files: list[str], known: list[McpServer] = ()) -> list[McpServer]:
+def gather(commands: list[str], urls: list[str], files: list[str], known: Sequence[McpServer] = ()) -> list[McpServer]:
     """Servers from the command line added to `known` ones; every name must be unique."""
     servers = list(known)
     for file in files:

