@@ -143,6 +143,11 @@ def swe_command(
     except HarnessError as e:
         _fail(str(e), said)
     if only:
+        unknown = sorted(set(only) - {i.instance_id for i in instances})
+        if unknown:
+            known = sorted(i.instance_id for i in instances)
+            _fail(f"--only names no instance of {suite}: {', '.join(unknown)}. Its instances: {', '.join(known[:20])}"
+                  + (f" and {len(known) - 20} more." if len(known) > 20 else "."), said)
         instances = [i for i in instances if i.instance_id in set(only)]
     batch_dir = resume or out / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp()}"
     said.print(f"batch folder: {batch_dir}", markup=False, highlight=False, soft_wrap=True)
