@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.mcp.conftest import SERVERS
 
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -111,3 +112,29 @@ def test_a_heartbeat_setting_that_is_not_a_positive_number_is_refused(tmp_path):
     done = harness("run", "--task", "Wait.", "--model", "scripted:none.yaml", "--out", str(tmp_path),
                    HARNESS_HEARTBEAT_S="soon")
     assert done.returncode == 2 and "HARNESS_HEARTBEAT_S must be a number of seconds above 0, got 'soon'" in done.stdout
+
+
+def test_swe_out_is_the_parent_of_a_new_batch_folder_and_resume_names_the_folder(docker_ready, tmp_path):
+    args = ("swe", "--model", "null", "--only", "acme__configlite-41")
+    done = harness(*args, "--out", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [batch] = tmp_path.iterdir()
+    assert batch.name.startswith("swe-builtin-null-") and (batch / "report.json").is_file()
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"batch folder: {batch}"
+    [line] = [line for line in lines if line.startswith("instance ")]
+    assert re.fullmatch(r"instance 1/1 done: acme__configlite-41 empty patch, \d+ steps, [\d,]+ tokens", line), line
+    journal = (batch / "acme__configlite-41" / "events.jsonl").read_text()
+    again = harness(*args, "--resume", str(batch), "--json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["empty_patch_ids"] == ["acme__configlite-41"]
+    assert list(tmp_path.iterdir()) == [batch]  # the finished instance was kept, not run again
+    assert (batch / "acme__configlite-41" / "events.jsonl").read_text() == journal
+
+
+def test_swe_refuses_a_resume_folder_that_is_not_there_and_unknown_instance_ids(tmp_path):
+    missing = harness("swe", "--model", "null", "--resume", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and f"--resume {tmp_path / 'nope'}: no such batch folder" in missing.stdout
+    unknown = harness("swe", "--model", "null", "--only", "acme__nope-1", "--out", str(tmp_path))
+    assert unknown.returncode == 2 and "--only names no instance of builtin: acme__nope-1" in unknown.stdout
+    assert "acme__configlite-41" in unknown.stdout and not any(tmp_path.iterdir())
