@@ -96,6 +96,8 @@ def chess_command(
                 batch, folder = play_batch(games, make, opponent, color, the_policy, out, seed, rules,
                                            analysis_depth or None, listeners=(watch,) if one_by_one else (),
                                            on_game=finished, executor=options, resume=resume, tally=tally)
+            if not said.is_terminal:  # the bar's last state, which a pipe never sees
+                said.print(f"games: {tally.line()}", markup=False, highlight=False)
     except HarnessError as e:
         said.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(2)

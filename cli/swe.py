@@ -177,6 +177,8 @@ def swe_command(
             with heartbeat(said, lambda: f"instances: {note(tally)}, {time.monotonic() - started:.0f} s"):
                 report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded,
                                        executor=options, tally=tally)
+            if not said.is_terminal:  # the bar's last state, which a pipe never sees
+                said.print(f"instances: {note(tally)}", markup=False, highlight=False)
         except HarnessError as e:
             _fail(str(e), said)
     if as_json:

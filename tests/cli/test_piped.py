@@ -75,6 +75,7 @@ def test_chess_prints_a_line_per_game_while_the_batch_is_still_playing(tmp_path)
     assert re.fullmatch(r"game 1/2 done: white 1/2-1/2 draw \(max_plies\), 6 plies, [\d.]+ s", games[0]), games
     assert re.fullmatch(r"game 2/2 done: black 1/2-1/2 draw \(max_plies\), 6 plies, [\d.]+ s", games[1]), games
     assert running_at_first, "the first game's line came only when the process ended"
+    assert "games: running 0 · done 2 · failed 0" in lines  # the tally a progress bar shows on a terminal
     assert lines.index(games[1]) < next(i for i, line in enumerate(lines) if line.startswith("batch folder: "))
 
 
