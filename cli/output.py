@@ -13,12 +13,12 @@ PIPED_WIDTH = 10_000  # rather than the 80 columns rich assumes off a terminal: 
 class WideWhenPiped(Console):
     @property
     def size(self) -> ConsoleDimensions:
-        size = Console.size.fget(self)
+        size = super().size
         return size if self.is_terminal else ConsoleDimensions(PIPED_WIDTH, size.height)
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)
+        self._width, self._height = new_size
 
 
 console = WideWhenPiped()

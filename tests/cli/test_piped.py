@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.mcp.conftest import SERVERS
 
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -62,20 +61,23 @@ def test_policies_json_lists_every_preset():
 
 
 def test_chess_prints_a_line_per_game_while_the_batch_is_still_playing(tmp_path):
-    # The opponent thinks a second a move, so the second game is still being played when the first game's line is read.
-    proc = started("chess", "--games", "2", "--model", "player:random", "--opponent", "stockfish:skill=0,time=1",
-                   "--max-plies", "6", "--analysis-depth", "0", "--out", str(tmp_path))
+    # Full-strength Stockfish thinks a whole second a move, so the second game is still being played when the first
+    # game's line is read, and heartbeats come during each game.
+    proc = started("chess", "--games", "2", "--model", "player:random", "--opponent", "stockfish:skill=20,time=1",
+                   "--max-plies", "6", "--analysis-depth", "0", "--out", str(tmp_path), HARNESS_HEARTBEAT_S="0.3")
     lines, running_at_first = [], None
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
         if line.startswith("game 1/2 done:"):
             running_at_first = proc.poll() is None
     assert proc.wait(timeout=60) == 0, "\n".join(lines)
-    games = [line for line in lines if line.startswith("game ")]
-    assert re.fullmatch(r"game 1/2 done: white 1/2-1/2 draw \(max_plies\), 6 plies, [\d.]+ s", games[0]), games
-    assert re.fullmatch(r"game 2/2 done: black 1/2-1/2 draw \(max_plies\), 6 plies, [\d.]+ s", games[1]), games
+    games = [line for line in lines if re.match(r"game \d/2 done: ", line)]
+    assert re.fullmatch(r"game 1/2 done: white \S+ (win|draw|loss) \(\w+\), \d plies, [\d.]+ s", games[0]), games
+    assert re.fullmatch(r"game 2/2 done: black \S+ (win|draw|loss) \(\w+\), \d plies, [\d.]+ s", games[1]), games
     assert running_at_first, "the first game's line came only when the process ended"
-    assert "games: running 0 · done 2 · failed 0" in lines  # the tally a progress bar shows on a terminal
+    assert "games: running 0 · done 2 · failed 0" in lines
+    beats = [line for line in lines if re.match(r"game [12]/2, step \d+, [\d,]+ prompt tokens, \d+ s, ", line)]
+    assert beats and lines.index(beats[0]) < lines.index(games[0])  # the tally a progress bar shows on a terminal
     assert lines.index(games[1]) < next(i for i, line in enumerate(lines) if line.startswith("batch folder: "))
 
 
