@@ -6,22 +6,21 @@ import math
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from cli.output import console
 from core.errors import HarnessError
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
 from evals.pricing import load_prices
 
-console = Console()
-
 
 def ab_command(
     a_dir: Path = typer.Argument(..., help="Batch A (the baseline): a folder of run directories."),
     b_dir: Path = typer.Argument(..., help="Batch B (the change): a folder of run directories."),
-    out: Path = typer.Option(None, help="Folder for ab.html and ab.json (default: ab-A-vs-B beside batch B)."),
+    out: Path = typer.Option(None, help="Parent folder: a new folder ab-A-vs-B is created inside it for ab.html and "
+                                        "ab.json, and its path printed (default: the folder that holds batch B)."),
     prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. openai:gpt-5."),
     resamples: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
@@ -38,8 +37,7 @@ def ab_command(
     except HarnessError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
-    out = out or b_dir.parent / f"ab-{a_dir.name}-vs-{b_dir.name}"
-    html_path, json_path = render(c, out)
+    html_path, json_path = render(c, (out or b_dir.parent) / f"ab-{a_dir.name}-vs-{b_dir.name}")
     console.print(f"A = {a_dir.name}\nB = {b_dir.name}")
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from agent.approval import pending_calls, record_decision
-from core.errors import HarnessError
-from cli.progress import LiveStatus, summary_table
 from agent.replay import replay
 from agent.resume import resume
+from cli.output import console
+from cli.progress import following_run, summary_table
+from core.errors import HarnessError
 
-console = Console()
 FAILED = ("model_error", "model_unavailable", "sandbox_dead")
 
 
@@ -45,8 +44,8 @@ def resume_command(
     stops on a model or sandbox failure, 2 on a usage error (such as a run still in use).
     """
     try:
-        with LiveStatus(console) as live:
-            done = resume(run_dir, model=model, listeners=(live,), repair=repair)
+        with following_run(console) as state:
+            done = resume(run_dir, model=model, listeners=(state,), repair=repair)
     except HarnessError as e:
         _fail(e)
     for note in done.notes:
@@ -69,7 +68,7 @@ def say_how_to_approve(run_dir: Path) -> None:
 
 def replay_command(
     run_dir: Path = typer.Argument(..., help="The recorded run directory to replay."),
-    out: Path = typer.Option(None, help="Folder that receives the replay's own run directory (default: a temp folder)."),
+    out: Path = typer.Option(None, help="Parent folder: the replay's own run directory is created inside it (default: a temp folder)."),
     execute: bool = typer.Option(False, "--execute", help=(
         "Run the tools again in a fresh sandbox and report where their output differs from the recording "
         "(the world changed); without it the recorded outputs are played back and nothing runs.")),

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agent.session import policy_for
-from core.errors import HarnessError
-from core.events import Event, ModelReplied, ToolObserved
 from agent.models import load_model
 from agent.models.base import ModelClient
+from agent.session import policy_for
+from cli.output import console, print_json, stderr
+from cli.progress import RunState, heartbeat
+from core.errors import HarnessError
+from core.events import Event
 from evals.chess.batch import COLORS, Batch, Estimate, play_batch
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
@@ -22,8 +24,6 @@ from evals.chess.players import load_player
 from evals.chess.runner import GameRun
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
-
-console = Console()
 
 
 def model_maker(spec: str):
@@ -41,7 +41,8 @@ def chess_command(
     color: str = typer.Option("alternate", help=f"The agent's colour: {', '.join(COLORS)}."),
     policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
                                "default: `local` for the embedded model, else `default`."),
-    out: Path = typer.Option(Path("runs"), help="Folder that receives the batch folder."),
+    out: Path = typer.Option(Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path "
+                                                "printed (not used with --resume, which names the batch folder itself)."),
     seed: int = typer.Option(0, help="Game i uses seed + i (model sampling, random opponent, scripted players)."),
     max_plies: int = typer.Option(200, min=1, help="A game is drawn after this many plies."),
     max_failed_moves: int = typer.Option(3, min=1, help="Failed moves per turn before the game is forfeited."),
@@ -57,11 +58,13 @@ def chess_command(
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
+    as_json: bool = typer.Option(False, "--json", help="Print the final table as JSON on stdout (progress lines go to stderr)."),
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
     if color not in COLORS:
         console.print(f"[red]error:[/] --color must be one of {', '.join(COLORS)}, not {color!r}.")
         raise typer.Exit(2)
+    said = stderr if as_json else console  # the JSON alone on stdout
     try:
         check_spec(opponent)
         the_policy = policy_for(policy, model)
@@ -69,8 +72,9 @@ def chess_command(
         rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies,
                           allow_resign=resign)
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
+        started = time.monotonic()
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
-                      TimeElapsedColumn(), console=console) as progress:
+                      TimeElapsedColumn(), console=said, disable=not said.is_terminal) as progress:
             bar = progress.add_task("game 1", total=games, note="")
             tally = Tally(total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line()))
             # The step line follows one game at a time: only when games run one by one in this process.
@@ -78,37 +82,61 @@ def chess_command(
             one_by_one = options.kind == "local" and workers == 1
 
             def finished(i: int, played: GameRun) -> None:
-                r = played.record
-                progress.console.print(f"game {i + 1}: {r.color} {r.player_result} ({r.termination}, {r.plies} plies)")
-                watch.game = i + 2
+                said.print(game_line(i, games, played), markup=False, highlight=False)
+                watch.next_game(i + 2)
+
+            def beat() -> str:
+                if one_by_one:
+                    return f"game {watch.game}/{games}, {watch.state.line()}"
+                return f"games: {tally.line()}, {time.monotonic() - started:.0f} s"
 
             if not one_by_one:
                 progress.update(bar, description="games")
-            batch, folder = play_batch(games, make, opponent, color, the_policy, out, seed, rules, analysis_depth or None,
-                                       listeners=(watch,) if one_by_one else (), on_game=finished, executor=options,
-                                       resume=resume, tally=tally)
+            with heartbeat(said, beat):
+                batch, folder = play_batch(games, make, opponent, color, the_policy, out, seed, rules,
+                                           analysis_depth or None, listeners=(watch,) if one_by_one else (),
+                                           on_game=finished, executor=options, resume=resume, tally=tally)
+            if not said.is_terminal:  # the bar's last state, which a pipe never sees
+                said.print(f"games: {tally.line()}", markup=False, highlight=False)
     except HarnessError as e:
-        console.print(f"[red]error:[/] {escape(str(e))}")
+        said.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
+    if as_json:
+        print_json({"batch_folder": str(folder), "model": batch.model, "opponent": batch.opponent, "policy": batch.policy,
+                    **batch.aggregate.model_dump(mode="json")})
+        return
+    # The heading is a line of its own, not the table's title, which rich would wrap to the table's width.
+    console.print(f"{batch.model} vs {batch.opponent} · {batch.aggregate.games} games · policy {batch.policy}",
+                  markup=False, highlight=False, soft_wrap=True)
     console.print(batch_table(batch))
-    console.print(f"batch folder: {folder}  (batch.json, one run directory per game)")
+    console.print(f"batch folder: {folder}  (batch.json, one run directory per game)", soft_wrap=True)
+
+
+def game_line(i: int, games: int, played: GameRun) -> str:
+    """One plain line per finished game, e.g. `game 2/6 done: white 1-0 win (checkmate), 34 plies, 12.3 s`."""
+    r = played.record
+    return (f"game {i + 1}/{games} done: {r.color} {r.result} {r.player_result} ({r.termination}), "
+            f"{r.plies} plies, {r.game_time_s:.1f} s")
 
 
 class GameWatcher:
-    """A journal listener that keeps the progress line on the current game's step."""
+    """A journal listener that follows the current game: its step on the progress line, its figures for the heartbeat."""
 
     def __init__(self, progress: Progress, bar):
         self.progress, self.bar, self.game = progress, bar, 1
+        self.state = RunState()
+
+    def next_game(self, game: int) -> None:
+        self.game, self.state = game, RunState()
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, ModelReplied | ToolObserved):
-            self.progress.update(self.bar, description=f"game {self.game} · step {event.step}")
+        self.state(event)
+        self.progress.update(self.bar, description=f"game {self.game} · step {event.step}")
 
 
 def batch_table(batch: Batch) -> Table:
     a = batch.aggregate
-    table = Table(title=f"{batch.model} vs {batch.opponent} · {a.games} games · policy {batch.policy}",
-                  show_header=False, title_justify="left")
+    table = Table(show_header=False)
     table.add_column(style="bold")
     table.add_column()
     rows = [

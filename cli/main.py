@@ -7,25 +7,25 @@ from dataclasses import asdict
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
-from core.errors import HarnessError
 from agent.launch import launch
 from agent.session import SANDBOXES, policy_for
 from core.knobs import knobs
-from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
-from cli.progress import LiveStatus, summary_table
 from agent.task import load_task
+from cli import mcp as mcp_cli
+from cli.ab import ab_command
+from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
+from cli.chess import chess_command
+from cli.output import console, print_json
+from cli.progress import following_run, summary_table
+from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
-from cli.chess import chess_command
-from cli.ab import ab_command
-from cli.report import report_command
 from cli.swe import swe_app, swe_grade_command
-from cli import mcp as mcp_cli
+from core.errors import HarnessError
+from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
 
 app = typer.Typer(
     help="Run LLM agents against real work, and measure the harness itself.",
@@ -33,7 +33,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -49,7 +48,7 @@ def run_command(
     sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
     policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
                                "default: `local` for the embedded model, else `default`."),
-    out: Path = typer.Option(Path("runs"), help="Folder that receives the run directory."),
+    out: Path = typer.Option(Path("runs"), help="Parent folder: the new run directory is created inside it, and its path printed."),
     mcp: mcp_cli.McpCommands = None,
     mcp_url: mcp_cli.McpUrls = None,
     config: mcp_cli.McpConfigs = None,
@@ -58,8 +57,8 @@ def run_command(
     try:
         the_task, the_policy = load_task(task), policy_for(policy, model)
         the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
-        with LiveStatus(console) as live:
-            summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(live,))
+        with following_run(console) as state:
+            summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(state,))
     except HarnessError as e:
         fail(e)
     console.print(summary_table(summary))
@@ -77,7 +76,7 @@ def policies_command(
     """List the policy presets, or show every knob of one policy: its value and what it does."""
     if not name:
         if as_json:
-            console.print_json(json.dumps([{"name": p, "summary": PRESET_SUMMARIES[p]} for p in PRESETS]))
+            print_json([{"preset": p, "summary": PRESET_SUMMARIES[p]} for p in PRESETS])
             return
         table = Table("preset", "what it does")
         for preset in PRESETS:
@@ -89,7 +88,7 @@ def policies_command(
     except HarnessError as e:
         fail(e)
     if as_json:
-        console.print_json(json.dumps([asdict(k) for k in rows]))
+        print_json([asdict(k) for k in rows])
         return
     table = Table("knob", "value", "what it does", title=f"policy {name}")
     for k in rows:
@@ -99,7 +98,7 @@ def policies_command(
 
 @app.command("demo")
 def demo_command(
-    out: Path = typer.Option(Path("runs"), help="Folder that receives the batch folder."),
+    out: Path = typer.Option(Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."),
     max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
 ) -> None:
     """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.

@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from cli.output import console, print_json, stderr
 from core.errors import HarnessError
+from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
 from tools.builtin import standard_tools
 from tools.mcp import with_mcp
-from core.mcp_settings import McpServer
 from tools.mcp.config import gather
 
 McpCommands = Annotated[
@@ -32,7 +33,6 @@ McpConfigs = Annotated[
 ]
 
 app = typer.Typer(help="The tools an agent can use: built-in ones and those of MCP servers.", no_args_is_help=True)
-console = Console()
 
 
 def servers_from_options(
@@ -54,21 +54,36 @@ def with_servers(policy: HarnessPolicy, commands: list[str] | None, urls: list[s
 
 
 @app.command("list")
-def list_command(mcp: McpCommands = None, mcp_url: McpUrls = None, config: McpConfigs = None) -> None:
+def list_command(
+    mcp: McpCommands = None,
+    mcp_url: McpUrls = None,
+    config: McpConfigs = None,
+    as_json: bool = typer.Option(False, "--json", help="Print the tools as JSON: [{name, server, effect, asks_approval, "
+                                                        "summary}]; warnings go to stderr."),
+) -> None:
     """Print every tool (built-in and MCP) with its server, effect, approval default and a one-line summary."""
     logging.getLogger("harness.mcp").setLevel(logging.ERROR)  # problems are printed below, once
+    said = stderr if as_json else console
     try:
         servers = servers_from_options(mcp, mcp_url, config)
         with with_mcp(servers, standard_tools()) as registry:
-            table = Table("tool", "server", "effect", "asks approval", "summary")
+            rows = []
             for tool in registry:
                 server = getattr(registry, "server_of", lambda _: None)(tool.name)
-                summary = tool.summary.removeprefix(f"(MCP {server}) ") if server else tool.summary
-                table.add_row(tool.name, server or "built-in", tool.effect.value, "yes" if tool.asks_approval else "",
-                              summary)
-            console.print(table)
-            for problem in getattr(getattr(registry, "mcp", None), "problems", []):
-                console.print(f"[yellow]warning:[/] {problem}", soft_wrap=True)
+                rows.append({"name": tool.name, "server": server or "built-in", "effect": tool.effect.value,
+                             "asks_approval": tool.asks_approval,
+                             "summary": tool.summary.removeprefix(f"(MCP {server}) ") if server else tool.summary})
+            problems = list(getattr(getattr(registry, "mcp", None), "problems", []))
     except HarnessError as e:
-        console.print(f"[red]error:[/] {e}", soft_wrap=True)
+        said.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
         raise typer.Exit(2) from None
+    if as_json:
+        print_json(rows)
+    else:
+        table = Table("tool", "server", "effect", "asks approval", "summary")
+        for row in rows:
+            table.add_row(*(escape(row[k]) for k in ("name", "server", "effect")), "yes" if row["asks_approval"] else "",
+                          escape(row["summary"]))
+        console.print(table)
+    for problem in problems:
+        said.print(f"[yellow]warning:[/] {escape(problem)}", soft_wrap=True)

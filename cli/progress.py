@@ -1,53 +1,109 @@
-"""What a person sees while a run goes: a live status line, then a summary table."""
+"""What a person sees while work goes on: on a terminal a live status line; piped, a plain heartbeat
+line every HARNESS_HEARTBEAT_S seconds (default 30). Then a summary table."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
-from rich.status import Status
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from core.events import Event, ModelFailed, ModelReplied, ToolObserved
 from agent.summary import Summary
+from core.errors import HarnessError
+from core.events import Event, ModelFailed, ModelReplied, ToolObserved
+
+HEARTBEAT_ENV = "HARNESS_HEARTBEAT_S"
 
 
-class LiveStatus:
-    """A journal listener that keeps one status line current: step, tokens, last action."""
+def heartbeat_seconds() -> float:
+    raw = os.environ.get(HEARTBEAT_ENV, "30")
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise HarnessError(f"{HEARTBEAT_ENV} must be a number of seconds above 0, got {raw!r}.")
+    return seconds
 
-    def __init__(self, console: Console):
+
+class RunState:
+    """A journal listener that follows one run: its step, prompt tokens, time so far and last action.
+    Given a console, it says each tool call that fails at once, on its own line."""
+
+    def __init__(self, console: Console | None = None):
         self.console = console
-        self.status: Status | None = None
-        self.tokens = 0
+        self.started = time.monotonic()
         self.step = 0
+        self.prompt_tokens = 0
         self.last = "starting"
-
-    def __enter__(self) -> LiveStatus:
-        self.status = self.console.status(self._line())
-        self.status.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.status is not None:
-            self.status.__exit__(*exc)
 
     def __call__(self, event: Event) -> None:
         self.step = event.step
         if isinstance(event, ModelReplied):
-            self.tokens += event.reply.usage.prompt_tokens + event.reply.usage.completion_tokens
+            self.prompt_tokens += event.reply.usage.prompt_tokens
             calls = event.reply.message.tool_calls
             self.last = "thinking" if not calls else "calling " + ", ".join(c.name for c in calls)
         elif isinstance(event, ToolObserved):
             o = event.observation
-            self.last = f"{o.tool} → {o.status}"
-            if o.status != "ok":
-                self.console.print(f"  [yellow]step {event.step}: {o.tool} {o.status}[/] {o.text.splitlines()[0][:100] if o.text else ''}")
+            self.last = f"{o.tool} {o.status}"
+            if o.status != "ok" and self.console is not None:
+                first = o.text.splitlines()[0][:100] if o.text else ""
+                self.console.print(f"  [yellow]step {event.step}: {escape(o.tool)} {o.status}[/] {escape(first)}")
         elif isinstance(event, ModelFailed):
             self.last = "model call failed, retrying" if event.transient else "model call failed"
-        if self.status is not None:
-            self.status.update(self._line())
 
-    def _line(self) -> str:
-        return f"step {self.step} · {self.tokens:,} tokens · {self.last}"
+    def line(self) -> str:
+        return f"step {self.step}, {self.prompt_tokens:,} prompt tokens, {time.monotonic() - self.started:.0f} s, {self.last}"
+
+
+class Lively:
+    """A renderable that asks for its text each time it is drawn, so a live display keeps it current."""
+
+    def __init__(self, line: Callable[[], str]):
+        self.line = line
+
+    def __rich__(self) -> Text:
+        return Text(self.line())
+
+
+@contextmanager
+def heartbeat(console: Console, line: Callable[[], str]) -> Iterator[None]:
+    """Off a terminal, print `line()` every heartbeat_seconds() while the block runs; on one, nothing
+    (a live display shows the same)."""
+    if console.is_terminal:
+        yield
+        return
+    every, stop = heartbeat_seconds(), threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            console.print(line(), markup=False, highlight=False)
+
+    thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
+def following_run(console: Console) -> Iterator[RunState]:
+    """A RunState to pass as the run's listener, shown live on a terminal and as heartbeat lines elsewhere."""
+    state = RunState(console)
+    if console.is_terminal:
+        with console.status(Lively(state.line)):
+            yield state
+    else:
+        with heartbeat(console, state.line):
+            yield state
 
 
 def summary_table(summary: Summary) -> Table:

@@ -6,16 +6,14 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
+from cli.output import console
 from core.errors import HarnessError
 from evals.pricing import load_prices
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
 from evals.reports.load import is_run_dir, load_run, run_dirs_in
 from evals.reports.text import batch_markdown, run_markdown
-
-console = Console()
 
 
 class Format(str, Enum):
@@ -26,7 +24,7 @@ class Format(str, Enum):
 def report_command(
     path: Path = typer.Argument(..., help="A run directory, or a batch directory (a folder of run directories)."),
     format: Format = typer.Option(Format.html, "--format", "-f", help="html writes report.html; md prints a markdown summary."),
-    out: Path = typer.Option(None, help="Where to write the HTML report (default: report.html inside PATH)."),
+    out: Path = typer.Option(None, help="Folder that receives report.html, created if missing (default: PATH itself)."),
     prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. anthropic:claude-sonnet-4-5."),
 ) -> None:
@@ -38,7 +36,11 @@ def report_command(
         if format is Format.md:
             print(batch_markdown(runs, path.name) if batch else run_markdown(runs[0]), end="")
             return
-        written = render_batch(path, runs, out) if batch else render_run(runs[0], out)
+        target = None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            target = out / "report.html"
+        written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
     except HarnessError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None

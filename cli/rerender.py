@@ -10,13 +10,14 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from core.errors import HarnessError
 from agent.journal import read_events, read_run_info
-from agent.session import recorded_tools
-from core.policy import HarnessPolicy
-from core.context_policy import ContextStep
 from agent.rerender import HELD_FIXED, Rerendered, rerender
+from agent.session import recorded_tools
 from agent.tokens import counter_for
+from cli.output import console
+from core.context_policy import ContextStep
+from core.errors import HarnessError
+from core.policy import HarnessPolicy
 from tools.base import recorded_tool
 from tools.builtin import STANDARD
 
@@ -71,7 +72,6 @@ def rerender_command(
     and report prompt tokens, peak context and ideal prefix reuse. The model's replies are held fixed."""
     from core.policy import load_policy
 
-    console = Console(width=160)  # a table this wide stays readable when piped
     try:
         report(run_dir, load_policy(policy), console, per_step)
     except HarnessError as e:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
 # Only pydantic here: the docker SDK is imported by the commands, so `harness` itself
 # starts without the optional `sandbox` extra installed.
+from cli.output import console
 from sandboxes.docker_options import BASE_IMAGE
 
 app = typer.Typer(help="Docker sandboxes: build the base image (no registry needed), prune leftover containers.", no_args_is_help=True)
-console = Console()
 
 
 @app.command()

@@ -3,6 +3,7 @@ and `harness swe-grade` (grade any predictions file)."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,17 +15,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agent.session import policy_for
+from cli.output import console, print_json, stderr
+from cli.progress import heartbeat
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
-from evals.swe.grader import RunReport
+from evals.swe.grader import InstanceReport, RunReport
 from evals.swe.image import instance_image
+from evals.swe.runner import InstanceResult
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
 from evals.swe.task import SweInstance
 from evals.swe.validate import validate
-
-console = Console()
 
 SUITE = typer.Option("builtin", help="A bundled suite name, or a JSON/JSONL file of SWE-bench records (classic or self-contained).")
 SPECS = typer.Option(None, help="JSON/YAML environments of classic records: {repo: {version: {python, packages, pip_packages, "
@@ -35,14 +37,34 @@ BUILD_ENV = typer.Option(None, "--build-env", help="KEY=VALUE set while images a
                                                    "pretends), never inside a container (repeatable).")
 
 
-def _progress() -> Progress:
+def _progress(said: Console = console) -> Progress:
+    """A progress bar on a terminal; piped, none (the commands print a line per finished item instead)."""
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
-                    TimeElapsedColumn(), console=console)
+                    TimeElapsedColumn(), console=said, disable=not said.is_terminal)
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/] {escape(message)}")
+def _fail(message: str, said: Console = console) -> None:
+    said.print(f"[red]error:[/] {escape(message)}")
     raise typer.Exit(2)
+
+
+def stamp() -> str:
+    """The time part of a new folder's name, so each run of a command gets its own folder under --out."""
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def outcome(report: InstanceReport) -> str:
+    if report.error is not None:
+        return "error"
+    if not report.patch_exists:
+        return "empty patch"
+    return "resolved" if report.resolved else "unresolved"
+
+
+def instance_line(done: int, total: int, result: InstanceResult, report: InstanceReport) -> str:
+    """One plain line per finished instance, e.g. `instance 2/6 done: acme__textkit-14 resolved, 12 steps, 3,456 tokens`."""
+    return (f"instance {done}/{total} done: {result.instance_id} {outcome(report)}, {result.steps} steps, "
+            f"{result.tokens:,} tokens")
 
 
 def _load(suite: str, specs: Path | None, repos: Path | None, build_env: list[str] | None) -> list[SweInstance]:
@@ -63,18 +85,18 @@ def _table(report: RunReport, where: Path) -> Table:
     return table
 
 
-def _build_images(instances: list[SweInstance]) -> None:
+def _build_images(instances: list[SweInstance], said: Console) -> None:
     """Build every task image up front, naming each, so the batch's bar measures agents, not builds.
     A failure is left for the instance's run to report as an environment error."""
     client = docker.from_env(timeout=300)
-    with _progress() as progress:
+    with _progress(said) as progress:
         bar = progress.add_task("images", total=len(instances), note="")
         for inst in instances:
             progress.update(bar, note=f"building image of {escape(inst.instance_id)}")
             try:
                 instance_image(inst, client, log=lambda s: progress.update(bar, note=_first_line(s)))
             except HarnessError as e:
-                console.print(f"[yellow]warning:[/] {escape(str(e).splitlines()[0])}")
+                said.print(f"[yellow]warning:[/] {escape(str(e).splitlines()[0])}")
             progress.update(bar, advance=1)
 
 
@@ -94,33 +116,46 @@ def swe_command(
                                "default: `local` for the embedded model, else `default`."),
     workers: int = typer.Option(1, min=1, help="Instances run at once, each in its own container (with --executor ray and "
                                                "no --ray-address: the CPUs of the Ray instance started here)."),
-    out: Path = typer.Option(None, help="Batch folder (default runs/swe-<suite>-<model>-<time>); re-running one skips finished instances."),
+    out: Path = typer.Option(Path("runs"), help="Parent folder: the new batch folder swe-<suite>-<model>-<time> is created "
+                                                "inside it, and its path printed (not used with --resume)."),
+    resume: Path = typer.Option(None, help="Continue the batch in this folder (a batch folder an earlier `harness swe` "
+                                           "printed): its finished instances are kept and the rest run."),
     only: list[str] = typer.Option(None, help="Run only these instance ids (repeatable)."),
     executor: str = EXECUTOR,
     ray_address: str = RAY_ADDRESS,
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
+    as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON on stdout (progress lines go to stderr)."),
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     if ctx.invoked_subcommand is not None:
         return
+    said = stderr if as_json else console  # the JSON alone on stdout
     if model is None:
-        _fail("--model is required: a model string, or a reference agent (oracle, null, test-deleter).")
+        _fail("--model is required: a model string, or a reference agent (oracle, null, test-deleter).", said)
+    if resume is not None and not resume.is_dir():
+        _fail(f"--resume {resume}: no such batch folder. Name the folder an earlier `harness swe` printed.", said)
     try:
         instances = _load(suite, specs, repos, build_env)
         the_policy = policy_for(policy, model)
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
     except HarnessError as e:
-        _fail(str(e))
+        _fail(str(e), said)
     if only:
+        unknown = sorted(set(only) - {i.instance_id for i in instances})
+        if unknown:
+            known = sorted(i.instance_id for i in instances)
+            _fail(f"--only names no instance of {suite}: {', '.join(unknown)}. Its instances: {', '.join(known[:20])}"
+                  + (f" and {len(known) - 20} more." if len(known) > 20 else "."), said)
         instances = [i for i in instances if i.instance_id in set(only)]
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    batch_dir = out or Path("runs") / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp}"
+    batch_dir = resume or out / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp()}"
+    said.print(f"batch folder: {batch_dir}", markup=False, highlight=False, soft_wrap=True)
     if executor == "local":
-        _build_images(instances)
-    counts = {"resolved": 0, "tokens": 0}
-    with _progress() as progress:
+        _build_images(instances, said)
+    counts = {"resolved": 0, "tokens": 0, "done": 0}
+    started = time.monotonic()
+    with _progress(said) as progress:
         bar = progress.add_task("instances", total=len(instances), note="")
 
         def note(tally: Tally) -> str:
@@ -131,16 +166,24 @@ def swe_command(
 
         tally = Tally(total=len(instances), on_change=changed)
 
-        def graded(result, report):
+        def graded(result: InstanceResult, report: InstanceReport) -> None:
             counts["resolved"] += report.resolved
             counts["tokens"] += result.tokens
+            counts["done"] += 1
             progress.update(bar, note=f"{note(tally)} · last {escape(result.instance_id)}")
+            said.print(instance_line(counts["done"], len(instances), result, report), markup=False, highlight=False)
 
         try:
-            report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded, executor=options,
-                                   tally=tally)
+            with heartbeat(said, lambda: f"instances: {note(tally)}, {time.monotonic() - started:.0f} s"):
+                report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded,
+                                       executor=options, tally=tally)
+            if not said.is_terminal:  # the bar's last state, which a pipe never sees
+                said.print(f"instances: {note(tally)}", markup=False, highlight=False)
         except HarnessError as e:
-            _fail(str(e))
+            _fail(str(e), said)
+    if as_json:
+        print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json")})
+        return
     console.print(_table(report, batch_dir))
     console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
                   f"logs: {batch_dir / 'logs' / batch_run_id(model)}/<instance_id>/", soft_wrap=True)
@@ -152,17 +195,26 @@ def validate_command(
     specs: Path = SPECS,
     repos: Path = REPOS,
     build_env: list[str] = BUILD_ENV,
-    out: Path = typer.Option(Path("runs/swe-validate"), help="Folder for logs/validate/<instance_id>/{gold,empty}/."),
+    out: Path = typer.Option(Path("runs"), help="Parent folder: a new folder swe-validate-<dataset>-<time> is created "
+                                                "inside it for logs/validate/<instance_id>/{gold,empty}/, and its path printed."),
 ) -> None:
     """Grade the gold patch and the empty patch of every instance; list instances whose tests do not flip as declared."""
     try:
         instances = _load(dataset, specs, repos, build_env)
     except HarnessError as e:
         _fail(str(e))
+    out = out / f"swe-validate-{Path(dataset).stem}-{stamp()}"
+    console.print(f"validation folder: {out}", markup=False, highlight=False, soft_wrap=True)
     with _progress() as progress:
         bar = progress.add_task("validating", total=len(instances), note="")
-        flips = validate(instances, out, on_done=lambda f: progress.update(bar, advance=1),
-                         progress=lambda s: progress.update(bar, note=_first_line(s)))
+
+        def done(flip) -> None:
+            progress.update(bar, advance=1)
+            console.print(f"instance {progress.tasks[0].completed:.0f}/{len(instances)} done: {flip.instance_id} "
+                          f"{'flips as declared' if flip.as_declared else 'does not flip as declared'}",
+                          markup=False, highlight=False)
+
+        flips = validate(instances, out, on_done=done, progress=lambda s: progress.update(bar, note=_first_line(s)))
     wrong = [f for f in flips if not f.as_declared]
     for flip in wrong:
         console.print(f"[red]{escape(flip.instance_id)}[/]" + (f": {escape(flip.error)}" if flip.error else ""))
@@ -181,7 +233,8 @@ def swe_grade_command(
     specs: Path = SPECS,
     repos: Path = REPOS,
     build_env: list[str] = BUILD_ENV,
-    out: Path = typer.Option(Path("runs/swe-grade"), help="Folder for report.json, instance_reports.json and logs/<run_id>/."),
+    out: Path = typer.Option(Path("runs"), help="Parent folder: a new folder swe-grade-<run id>-<time> is created inside it "
+                                                "for report.json, instance_reports.json and logs/<run_id>/, and its path printed."),
     run_id: str = typer.Option(None, help="Names the logs folder (default: the predictions file's name)."),
 ) -> None:
     """Grade a predictions file against a suite's hidden tests, each in a fresh container."""
@@ -195,9 +248,18 @@ def swe_grade_command(
     for unknown in unknown_predictions(instances, list(preds)):
         console.print(f"[yellow]warning:[/] prediction {escape(unknown)} names no instance of the dataset; it is not graded.")
     run_id = run_id or predictions.stem
+    out = out / f"swe-grade-{run_id}-{stamp()}"
+    console.print(f"grading folder: {out}", markup=False, highlight=False, soft_wrap=True)
+    total = sum(i.instance_id in preds for i in instances)
     with _progress() as progress:
-        bar = progress.add_task("grading", total=sum(i.instance_id in preds for i in instances), note="")
-        report = grade_file(instances, preds, out, run_id, on_graded=lambda iid, r: progress.update(bar, advance=1),
+        bar = progress.add_task("grading", total=total, note="")
+
+        def graded(iid: str, report: InstanceReport) -> None:
+            progress.update(bar, advance=1)
+            console.print(f"instance {progress.tasks[0].completed:.0f}/{total} graded: {iid} {outcome(report)}",
+                          markup=False, highlight=False)
+
+        report = grade_file(instances, preds, out, run_id, on_graded=graded,
                             on_step=lambda s: progress.update(bar, note=_first_line(s)))
     console.print(_table(report, out))
     console.print(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/", soft_wrap=True)

@@ -43,7 +43,8 @@ def test_a_swe_instance_offers_the_policys_mcp_tools(docker_ready, tmp_path):  #
     result = CliRunner().invoke(app, ["swe", "--suite", "builtin", "--model", "null", "--only", "acme__configlite-41",
                                       "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "batch")])
     assert result.exit_code == 0, result.output
-    run_dir = tmp_path / "batch" / "acme__configlite-41"
+    [batch] = (tmp_path / "batch").iterdir()
+    run_dir = batch / "acme__configlite-41"
     tools = offered(run_dir)
     assert tools["shell"] == "builtin" and tools["notes__write_note"] == "notes"
     info = json.loads((run_dir / "run.json").read_text())

@@ -299,7 +299,8 @@ def test_harness_ab_on_real_batches(batches, tmp_path):
     result = CliRunner().invoke(app, ["ab", str(a_dir), str(b_dir), "--out", str(out), "--price-model", "openai:gpt-5",
                                       "--resamples", "2000"])
     assert result.exit_code == 0, result.output
-    data = json.loads((out / "ab.json").read_text())
+    assert f"ab-{a_dir.name}-vs-{b_dir.name}" in result.output  # --out is the parent of the A/B folder
+    data = json.loads((out / f"ab-{a_dir.name}-vs-{b_dir.name}" / "ab.json").read_text())
     assert data["pairs"] == 10 and data["a_policies"] == ["detours-2"] and data["b_policies"] == ["detours-0"]
     by = {m["name"]: m for m in data["metrics"]}
     assert by["steps"]["diff"] == -2 and by["steps"]["ci_high"] < 0 and by["steps"]["detectable"]
@@ -322,7 +323,7 @@ def test_ab_html_renders_in_chromium_without_errors(batches, tmp_path):
         problems: list[str] = []
         page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
         page.on("pageerror", lambda e: problems.append(str(e)))
-        page.goto((out / "ab.html").as_uri())
+        page.goto((out / f"ab-{a_dir.name}-vs-{b_dir.name}" / "ab.html").as_uri())
         assert page.locator("#metrics tbody tr").count() >= 6
         assert page.locator("#chart-cost-success svg circle").count() == 2
         assert page.locator(".verdict").inner_text().count("B differs from A") == 1

@@ -79,7 +79,8 @@ def test_harness_swe_on_ray_shows_the_batch_and_the_nodes(docker_ready, ray_clus
     assert result.exit_code == 0, result.output
     line = " ".join(result.output.split())
     assert "running 0 · done 1 · failed 0" in line and "nodes in use 0/2" in line and "resolved 1" in line
-    assert json.loads((tmp_path / "report.json").read_text())["resolved_ids"] == ["acme__textkit-14"]
+    [batch] = tmp_path.glob("swe-*")
+    assert json.loads((batch / "report.json").read_text())["resolved_ids"] == ["acme__textkit-14"]
 
 
 def test_the_test_cluster_stays_on_loopback(ray_cluster):

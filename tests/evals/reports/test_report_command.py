@@ -29,10 +29,9 @@ def test_markdown_summary_for_a_terminal(rich_run):
 
 
 def test_html_report_for_a_run_priced_as_another_model(rich_run, tmp_path):
-    out = tmp_path / "r.html"
-    result = runner.invoke(app, ["report", str(rich_run), "--out", str(out), "--price-model", "openai:gpt-5"])
+    result = runner.invoke(app, ["report", str(rich_run), "--out", str(tmp_path / "r"), "--price-model", "openai:gpt-5"])
     assert result.exit_code == 0, result.output
-    html = out.read_text()
+    html = (tmp_path / "r" / "report.html").read_text()  # --out is the folder that receives report.html
     assert "Priced as openai:gpt-5" in html and 'id="chart-cost"' in html
 
 

@@ -44,7 +44,8 @@ def run_suite(suite, model: str, records: str = "records.jsonl") -> dict:
     shutil.rmtree(out, ignore_errors=True)
     cli("swe", "--suite", str(root / records), "--specs", str(root / "specs.yaml"), "--repos", str(root / "repos"),
         "--model", model, "--out", str(out))
-    return json.loads((out / "report.json").read_text()) | {"out": out}
+    [batch] = out.iterdir()  # --out is the parent of the new batch folder
+    return json.loads((batch / "report.json").read_text()) | {"out": batch}
 
 
 @pytest.mark.parametrize("model", ["oracle", "null", "test-deleter"])
@@ -77,9 +78,11 @@ def test_swe_grade_takes_official_predictions_and_warns_for_unknown_ids(suite, t
     output = cli("swe-grade", str(preds), "--suite", str(root / "records.jsonl"), "--specs", str(root / "specs.yaml"),
                  "--repos", str(root / "repos"), "--out", str(tmp_path / "graded"), "--run-id", "gold")
     assert "sizes-1" in output and "not graded" in output
-    report = json.loads((tmp_path / "graded" / "report.json").read_text())
+    [graded] = (tmp_path / "graded").iterdir()
+    assert f"grading folder: {graded}" in output
+    report = json.loads((graded / "report.json").read_text())
     assert report["resolved_ids"] == [sizes.INSTANCE_ID] and report["incomplete_ids"] == []
-    log = (tmp_path / "graded" / "logs" / "gold" / sizes.INSTANCE_ID / "run_instance.log").read_text()
+    log = (graded / "logs" / "gold" / sizes.INSTANCE_ID / "run_instance.log").read_text()
     for step in ("building image of", "applying the patch of", "running the tests of"):
         assert step in log
 
@@ -120,7 +123,8 @@ def test_a_self_contained_record_runs_through_both_commands(suite, docker_ready,
     preds = tmp_path / "preds.json"
     preds.write_text(json.dumps([{"instance_id": "sizes-selfcontained", "model_name_or_path": "x", "model_patch": suite["gold"]}]))
     cli("swe-grade", str(preds), "--suite", str(root / "selfcontained.jsonl"), "--out", str(tmp_path / "graded"))
-    assert json.loads((tmp_path / "graded" / "report.json").read_text())["resolved_ids"] == ["sizes-selfcontained"]
+    [graded] = (tmp_path / "graded").iterdir()
+    assert json.loads((graded / "report.json").read_text())["resolved_ids"] == ["sizes-selfcontained"]
 
 
 def test_validate_lists_instances_whose_tests_do_not_flip(suite, tmp_path):
@@ -136,7 +140,8 @@ def test_validate_lists_instances_whose_tests_do_not_flip(suite, tmp_path):
     assert result.exit_code == 1, result.output
     assert "sizes-wrong" in result.output and "test_megabytes" in result.output
     assert "1 of 2 instances flip as declared" in result.output
-    assert (tmp_path / "v" / "logs" / "validate" / sizes.INSTANCE_ID / "gold" / "test_output.txt").exists()
+    [v] = (tmp_path / "v").iterdir()
+    assert (v / "logs" / "validate" / sizes.INSTANCE_ID / "gold" / "test_output.txt").exists()
 
 
 def test_a_missing_image_is_an_error_that_says_how_to_provide_the_repository(suite, docker_ready, tmp_path):
@@ -167,6 +172,7 @@ def test_an_official_instance_image_in_the_local_engine_comes_first(suite, docke
         cli("swe-grade", str(preds), "--suite", str(records), "--specs", str(root / "specs.yaml"), "--out", str(tmp_path / "g"))
     finally:  # no stand-in for an official image outlives the test
         docker_ready.images.remove(official_image("example__sizes-1"))
-    assert json.loads((tmp_path / "g" / "report.json").read_text())["resolved_ids"] == ["example__sizes-1"]
-    log = (tmp_path / "g" / "logs" / "preds" / "example__sizes-1" / "run_instance.log").read_text()
+    [g] = (tmp_path / "g").iterdir()
+    assert json.loads((g / "report.json").read_text())["resolved_ids"] == ["example__sizes-1"]
+    log = (g / "logs" / "preds" / "example__sizes-1" / "run_instance.log").read_text()
     assert official_image("example__sizes-1") in log
