@@ -83,10 +83,11 @@ def run(
                 compacted = False
                 state.step += 1
                 prompt = renderer.render(state.history, state.folds)
-                reply = call_model(model, prompt, shown, policy, journal, state.step)
-                if isinstance(reply, Stop):
-                    stop = reply
+                answer = call_model(model, prompt, shown, policy, journal, state.step)
+                if isinstance(answer, Stop):
+                    stop = answer
                     break
+                reply = answer
                 counted, reused = accounting.measure(prompt)
                 journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=accounting.chars,
                                             counted_tokens=counted, prefix_reused=reused,

@@ -81,6 +81,9 @@ def reapply_writes(events: Sequence[Event], after_step: int, tools: Registry, ct
         if not (isinstance(e, ToolIntent) and e.step > after_step and e.call_id in done):
             continue
         tool = tools.get(e.tool)
+        if tool is None:  # the run's tool set no longer has it
+            failed.append(f"{e.call_id} ({e.tool})")
+            continue
         try:
             result = tool.run(tool.args.model_validate(e.arguments), replace(ctx, idempotency_key=e.idempotency_key))
             ok = result.ok

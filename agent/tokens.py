@@ -24,7 +24,10 @@ def _engine_encode(path: str | None) -> Encode:
     from engine.tokenizer import Tokenizer
     from engine.weights import default_model_path, load_checkpoint
 
-    return Tokenizer.from_checkpoint(load_checkpoint(path or default_model_path())).encode
+    tokenizer = Tokenizer.from_checkpoint(load_checkpoint(path or default_model_path()))
+    if tokenizer is None:
+        raise ValueError(f"the model file {path} carries no tokenizer")
+    return tokenizer.encode
 
 
 def counter_for(model: Any) -> TokenCounter:

@@ -46,7 +46,7 @@ def delta_text(previous: WorkingMemory, memory: WorkingMemory, version: int, ste
     changes: dict[str, dict] = {"set": {}, "added": {}, "removed": {}}
     for key, value in new.items():
         before = old.get(key)
-        if isinstance(value, list):
+        if isinstance(value, list) and isinstance(before, list):
             added = [x for x in value if x not in before]
             removed = [x for x in before if x not in value]
             if added:

@@ -85,12 +85,14 @@ def docker_client(timeout: float = 60) -> docker.DockerClient:
         ) from e
 
 
-def _tar_one(name: str, data: bytes, mode: int, uid: int, gid: int) -> bytes:
+def _tar_one(name: str, data: bytes, mode: int, uid: int | None, gid: int | None) -> bytes:
+    """One file as a tar archive; an unknown owner (a user named, not numbered) stays root's until moved."""
     buf = io.BytesIO()
     # GNU format keeps names as raw bytes, so non-UTF-8 names survive (surrogateescape).
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape") as tar:
         info = tarfile.TarInfo(name)
-        info.size, info.mode, info.uid, info.gid, info.mtime = len(data), mode, uid, gid, int(time.time())
+        info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+        info.uid, info.gid = uid or 0, gid or 0
         tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
@@ -627,7 +629,7 @@ def factory(options: DockerOptions | None = None):
     def make(workspace) -> DockerSandbox:
         return DockerSandbox.start(options, run_dir=os.path.dirname(os.path.abspath(workspace)))
 
-    make.kind = "docker"
+    make.kind = "docker"  # type: ignore[attr-defined]  # what run.json records for a factory's sandbox
     return make
 
 

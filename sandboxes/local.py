@@ -131,6 +131,7 @@ class LocalSandbox:
             start_new_session=True,  # its own process group, so a timeout kills its children too
         )
         self._record(proc.pid)
+        assert proc.stdout is not None  # stdout=PIPE
         chunks, kept, capped, timed_out = [], 0, False, False
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stdout, selectors.EVENT_READ)
@@ -182,7 +183,7 @@ class LocalSandbox:
         self.closed = True
         with self._groups_lock:
             rows = _read_groups(self.groups_file)
-            for owner, pgid, token in rows:
+            for _owner, pgid, token in rows:
                 if token == self.token:
                     end_group(pgid, token)
             if rows:

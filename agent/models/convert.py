@@ -105,7 +105,7 @@ def to_anthropic(
         elif m.role == "user":
             user_blocks().append({"type": "text", "text": m.text or "(empty)"})
         elif m.role == "tool":
-            block = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.text}
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.text}
             if getattr(m, "status", None) not in (None, "ok"):  # tool messages carry it on newer types
                 block["is_error"] = True
             blocks = user_blocks()

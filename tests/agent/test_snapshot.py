@@ -27,7 +27,9 @@ def test_size_at_step_1000_is_within_10_percent_of_step_50():
         return listener
 
     with tempfile.TemporaryDirectory(dir=fast_dir()) as tmp:
-        found = lambda: next(Path(tmp).iterdir())
+        def found() -> Path:
+            return next(Path(tmp).iterdir())
+
         summary, run_dir = long_run(Path(tmp), 1000, snapshot_every=50, listeners=(watch(found),))
         sizes[1000] = (run_dir / "snapshot.json").stat().st_size  # written at the stop, after step 1,000's reply
         snap = json.loads((run_dir / "snapshot.json").read_text())
