@@ -21,7 +21,7 @@ from agent.snapshot import Snapshot, state_from
 from agent.state import RunState, tally
 from agent.steps import Step, fold
 from agent.task import Task
-from core.events import ApprovalGiven, Event, SummaryReplied
+from core.events import ApprovalGiven, Event, ModelReplied, SummaryReplied
 from core.types import Message, ModelReply
 
 
@@ -68,45 +68,44 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state = state_from(snap, state)
     state.history.extend(run.history)
     state.folds.extend(run.folds)  # folds, like the history, come from the journal, not the snapshot
-    newest = run.replies[-1] if run.replies else None
-    step = newest if newest is not None and run.last_step <= newest.n else None  # no event of a later step: open
-    for done in run.replies:
-        if done is not step and done.replied.seq > base:  # the snapshot holds the steps up to its last seq
-            observed = done.observations
+    answered = [(s, s.replied) for s in run.steps if s.replied is not None]
+    opened = bool(answered) and run.last_step <= answered[-1][0].n  # no event of a later step: the newest is open
+    for done, replied in answered[:-1] if opened else answered:
+        if replied.seq > base:  # the snapshot holds the steps up to its last seq
             submission = next((o.submission for o in done.observed if o.submission is not None), None)
-            tally(state, done.replied.reply, Dispatched(observed, submission))
+            tally(state, replied.reply, Dispatched(done.observations, submission))
             state.step = done.n
     for c in (c for s in run.steps for c in s.compactions if c.seq > base):
-        state.usage = state.usage + c.summariser_usage  # a summary is spending too (the loop adds it to the run's usage)
+        state.usage = state.usage + c.summariser_usage  # a summary is spending too: the loop adds it to the run's usage
     mark = next((e for e in reversed(events) if e.seq == base), None)
-    window = state.history[:sum(q <= base for q in run.seqs)][-want:] if mark is not None and want else []
-    since_ts = mark.ts if mark is not None else (events[0].ts if events else 0.0)  # wall time the snapshot has not counted
-    if step is not None and step.last_seq <= base:
-        step = None  # the snapshot was taken once this step had finished: it holds all of it, nothing is left to do
+    window = state.history[: sum(q <= base for q in run.seqs)][-want:] if mark is not None and want else []
+    since_ts = mark.ts if mark is not None else (events[0].ts if events else 0.0)  # wall time not in the snapshot
+    # An open step is left to finish, unless the snapshot was taken once it had finished and holds all of it.
+    step = answered[-1] if opened and answered[-1][0].last_seq > base else None
     if step is not None:
-        state.step = step.n  # the loop finishes this step rather than starting a new one
-        del state.history[step.history_at:]  # and adds its reply and results to the history itself, as a live run does
+        state.step = step[0].n  # the loop finishes this step rather than starting a new one
+        del state.history[step[0].history_at :]  # and adds its reply and results to the history, as a live run does
     if events:  # time the run spent working after the snapshot; a person's decisions came later and do not count
         state.started -= max(0.0, run.worked_ts - since_ts) if run.worked_ts is not None else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
-        state.settled_seq = max(state.settled_seq, step.replied.seq - 1 if step is not None else events[-1].seq)
-    last_prompt = (newest.history_at, len(run.folds_before(newest))) if newest is not None else None
-    restored = Restored(state, _open(step, events), decisions(events), base, last_prompt,
-                        summaries=run.pending_summaries)
+        state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
+    last_prompt = (answered[-1][0].history_at, len(run.folds_before(answered[-1][0]))) if answered else None
+    restored = Restored(state, _open(step, events), decisions(events), base, last_prompt, summaries=run.pending_summaries)
     return restored, window
 
 
-def _open(step: Step | None, events: Sequence[Event]) -> OpenStep | None:
+def _open(step: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> OpenStep | None:
     if step is None:
         return None
-    observed = {o.observation.call_id: o for o in step.observed}
-    interrupted = {i.call_id: i for i in step.intents if i.call_id not in observed}
+    done, replied = step
+    observed = {o.observation.call_id: o for o in done.observed}
+    interrupted = {i.call_id: i for i in done.intents if i.call_id not in observed}
     rerun = {
         e.call_id: Decision(e.approved, e.note)
         for e in events
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
-    return OpenStep(step.replied.reply, Recovered(observed, interrupted, rerun, bool(step.notes)), bool(step.compactions))
+    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes)), bool(done.compactions))
 
 
 def _noted(restored: Restored, note: str) -> Restored:

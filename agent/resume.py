@@ -23,8 +23,8 @@ from agent.reconcile import reapply_writes
 from agent.restore import Restored, restore
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from agent.snapshot import Snapshot, load_snapshot
-from agent.stopping import RESUMABLE, StopRule
 from agent.steps import fold
+from agent.stopping import RESUMABLE, StopRule
 from agent.summary import Summary, summarize
 from agent.task import Task
 from sandboxes.base import Sandbox

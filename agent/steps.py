@@ -12,8 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from core.events import (ApprovalGiven, Compacted, Event, MessageAdded, ModelFailed, ModelReplied, RunResumed, RunStopped,
-                         SummaryReplied, ToolIntent, ToolObserved)
+from core.events import (
+    ApprovalGiven,
+    Compacted,
+    Event,
+    MessageAdded,
+    ModelFailed,
+    ModelReplied,
+    RunResumed,
+    RunStopped,
+    SummaryReplied,
+    ToolIntent,
+    ToolObserved,
+)
 from core.memory_types import Fold
 from core.types import Message, ModelReply, Observation, ToolCall, Usage
 
