@@ -23,8 +23,8 @@ from agent.reconcile import reapply_writes
 from agent.restore import Restored, restore
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from agent.snapshot import Snapshot, load_snapshot
+from agent.steps import fold
 from agent.stopping import RESUMABLE, StopRule
-from agent.summariser_calls import replies_given
 from agent.summary import Summary, summarize
 from agent.task import Task
 from sandboxes.base import Sandbox
@@ -82,7 +82,7 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    client = continue_model(model or info.model, replies_given(events))
+    client = continue_model(model or info.model, fold(events).model_replies)
     if events:
         snap, why = load_snapshot(run_dir)
         notes += [why] if why is not None else []

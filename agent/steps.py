@@ -12,7 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from core.events import Compacted, Event, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.events import (
+    ApprovalGiven,
+    Compacted,
+    Event,
+    MessageAdded,
+    ModelFailed,
+    ModelReplied,
+    RunResumed,
+    RunStopped,
+    SummaryReplied,
+    ToolIntent,
+    ToolObserved,
+)
 from core.memory_types import Fold
 from core.types import Message, ModelReply, Observation, ToolCall, Usage
 
@@ -26,9 +38,11 @@ class Step:
     intents: list[ToolIntent] = field(default_factory=list)
     failures: list[ModelFailed] = field(default_factory=list)
     compactions: list[Compacted] = field(default_factory=list)  # made after this step: the next prompt is compacted
+    summaries: list[SummaryReplied] = field(default_factory=list)  # the summariser's calls of this step's compaction
     notes: list[Message] = field(default_factory=list)  # harness messages added in this step (the no-tool nudge)
     first_ts: float | None = None
     last_ts: float | None = None
+    last_seq: int = 0  # of this step's newest event (a person's decisions and resumes left out)
 
     @property
     def reply(self) -> ModelReply | None:
@@ -73,6 +87,10 @@ class Folded:
     seqs: list[int]  # the seq of the event each history message came from
     stop: RunStopped | None  # the last stop; a resumed run may have stopped before
     started_ts: float | None  # the first event's time
+    worked_ts: float | None = None  # the last event's time, a person's decisions and resumes left out
+    last_step: int = 0  # the highest step any event names: a step below it is finished
+    # The summariser's calls since the last compaction: a compaction the crash cut short, when any.
+    pending_summaries: list[SummaryReplied] = field(default_factory=list)
 
     @property
     def replies(self) -> list[Step]:
@@ -80,10 +98,16 @@ class Folded:
         return [s for s in self.steps if s.replied is not None]
 
     @property
-    def model_calls(self) -> int:
-        """Every model call the journal accounts for: the agent's replies and each summariser attempt
-        (a scripted model serves both, so a resumed one continues after this many)."""
-        return len(self.replies) + sum(len(c.attempts) for s in self.steps for c in s.compactions)
+    def model_replies(self) -> int:
+        """The replies the run's model has given: the agent's and the summariser's (a scripted model hands
+        out one list of replies to both, in the order asked, so a resumed one continues after this many).
+        A summariser call that raised gave none, though its compaction counts it as an attempt."""
+        return len(self.replies) + sum(r.reply is not None for s in self.steps for r in s.summaries)
+
+    @property
+    def folds(self) -> list[Fold]:
+        """Every compaction's fold, in journal order."""
+        return [c.fold for s in self.steps for c in s.compactions if c.fold is not None]
 
     def folds_before(self, step: Step) -> list[Fold]:
         """The compactions the run had made when it rendered `step`'s prompt."""
@@ -99,6 +123,7 @@ def fold(events: Iterable[Event]) -> Folded:
         if e.ts:
             step.first_ts = e.ts if step.first_ts is None else min(step.first_ts, e.ts)
             step.last_ts = e.ts if step.last_ts is None else max(step.last_ts, e.ts)
+        step.last_seq = max(step.last_seq, e.seq)
         return step
 
     def add(message: Message, seq: int) -> None:
@@ -108,6 +133,9 @@ def fold(events: Iterable[Event]) -> Folded:
     for e in events:
         if out.started_ts is None and e.ts:
             out.started_ts = e.ts
+        if not isinstance(e, (ApprovalGiven, RunResumed)):
+            out.worked_ts = e.ts
+        out.last_step = max(out.last_step, e.step)
         if isinstance(e, MessageAdded):
             add(e.message, e.seq)
             if e.step == 0:
@@ -125,8 +153,12 @@ def fold(events: Iterable[Event]) -> Folded:
             at(e).intents.append(e)
         elif isinstance(e, ModelFailed):
             at(e).failures.append(e)
+        elif isinstance(e, SummaryReplied):
+            at(e).summaries.append(e)
+            out.pending_summaries.append(e)
         elif isinstance(e, Compacted):
             at(e).compactions.append(e)
+            out.pending_summaries = []
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:

@@ -37,8 +37,3 @@ class JournaledSummariser:
         self.journal.append(record.model_copy(update={"reply": reply}))
         return reply
 
-
-def replies_given(events: Iterable) -> int:
-    """How many replies the run's model has given: the agent's and the summariser's (a scripted model
-    hands out one list of replies to both, in the order they were asked for)."""
-    return sum(1 for e in events if e.type == "model_replied" or (e.type == "summary_replied" and e.reply is not None))

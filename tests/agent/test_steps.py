@@ -7,7 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.steps import fold
-from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.events import (
+    Compacted,
+    MessageAdded,
+    ModelFailed,
+    ModelReplied,
+    RunResumed,
+    RunStopped,
+    SummaryReplied,
+    ToolIntent,
+    ToolObserved,
+)
 from core.memory_types import Fold, WorkingMemory
 from core.types import Message, ModelReply, Observation, ToolCall, Usage
 
@@ -58,3 +68,35 @@ def test_the_fold_keeps_every_event_in_its_place(shapes, stopped):
         assert len(step.failures) == failures and len(step.notes) == nudged and len(step.compactions) == compacted
         assert len(run.folds_before(step)) == sum(c for *_, c in shapes[: step.n - 1])
     assert (run.stop is not None) == stopped
+
+
+def summariser_calls(n: int, given: list[bool]) -> list:
+    """A compaction's summariser calls as the journal holds them: each gave a reply, or raised."""
+    reply = ModelReply(message=Message(role="assistant", text="{}"), usage=Usage(), finish_reason="stop")
+    return [SummaryReplied(step=n, request_sha256="x", request_messages=2, cap=10,
+                           **({"reply": reply} if ok else {"error": "TransientModelError: busy"})) for ok in given]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(STEP, st.lists(st.booleans(), max_size=3)), min_size=1, max_size=6), st.booleans())
+def test_the_fold_counts_the_models_replies_and_the_compaction_a_crash_cut_short(shapes, resumed):
+    events = list(OPENING)
+    for n, ((calls, failures, nudged, compacted), given_) in enumerate(shapes, 1):
+        steps = step_events(n, calls, failures, nudged, compacted)
+        events += steps[:-1] + summariser_calls(n, given_) + steps[-1:] if compacted else steps + summariser_calls(n, given_)
+    if resumed:
+        events.append(RunResumed(step=len(shapes) + 5, from_seq=0))
+    events = [e.model_copy(update={"seq": i, "ts": float(i)}) for i, e in enumerate(events, 1)]
+
+    run = fold(events)
+    # What a scripted model has handed out: one per reply, the agent's or the summariser's; a call that raised took none.
+    assert run.model_replies == sum(isinstance(e, ModelReplied) or (isinstance(e, SummaryReplied) and e.reply is not None)
+                                    for e in events)
+    last_compaction = max((e.seq for e in events if isinstance(e, Compacted)), default=0)
+    assert run.pending_summaries == [e for e in events if isinstance(e, SummaryReplied) and e.seq > last_compaction]
+    for step in run.steps:
+        mine = [e for e in events if e.step == step.n and not isinstance(e, RunResumed)]
+        assert step.summaries == [e for e in mine if isinstance(e, SummaryReplied)]
+        assert step.last_seq == max(e.seq for e in mine)
+    assert run.last_step == max(e.step for e in events)
+    assert run.worked_ts == max(e.ts for e in events if not isinstance(e, RunResumed))
