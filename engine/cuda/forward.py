@@ -14,10 +14,10 @@ import torch
 
 from engine.cuda.activation import silu_and_mul
 from engine.cuda.decode_attention import decode_attention
+from engine.cuda.model import CudaModel
 from engine.cuda.norm import add_rms_norm, rms_norm
 from engine.cuda.prefill_attention import prefill_attention
 from engine.cuda.rope_store import rope_and_store
-from engine.cuda.model import CudaModel
 
 
 @dataclass

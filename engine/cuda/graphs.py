@@ -15,8 +15,8 @@ import bisect
 import torch
 
 from engine.cuda.forward import CudaAttentionMetadata, forward
-from engine.kv_cache import KVCache
 from engine.cuda.model import CudaModel
+from engine.kv_cache import KVCache
 
 
 def batch_ladder(max_batch: int) -> list[int]:

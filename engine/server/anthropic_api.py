@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pydantic import ValidationError
 
 from engine.chat import ChatReply, ChatRequest
-from engine.engine import RequestOutput
+from engine.output import RequestOutput
 from engine.server import anthropic_schemas as an
 from engine.server.errors import APIError, anthropic_body, from_validation
 from engine.server.service import Service

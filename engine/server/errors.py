@@ -9,7 +9,12 @@ renders it in the shape of the API the request was made to.
 
 from pydantic import ValidationError
 
-from engine.errors import ContextLengthError, EngineError, EngineStoppedError, InvalidRequestError
+from engine.errors import (
+    ContextLengthError,
+    EngineError,
+    EngineStoppedError,
+    InvalidRequestError,
+)
 
 # HTTP status -> Anthropic error type
 _ANTHROPIC_TYPES = {

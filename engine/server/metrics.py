@@ -8,10 +8,15 @@ built from the engine's step records: proof of batching that does not rely on ti
 import threading
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.registry import Collector
 
-from engine.engine import Engine, RequestOutput
+from engine.engine import Engine
+from engine.output import RequestOutput
 
 STEP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 

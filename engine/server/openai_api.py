@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pydantic import ValidationError
 
 from engine.chat import ChatReply, ChatRequest
-from engine.engine import RequestOutput
+from engine.output import RequestOutput
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, from_validation, openai_body
 from engine.server.service import Service

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from engine.chat import ChatReply, ChatRequest, finish, prepare
-from engine.engine import Engine, RequestOutput
+from engine.engine import Engine
 from engine.errors import EngineError
+from engine.output import RequestOutput
 from engine.server.errors import APIError, from_engine
 from engine.server.metrics import Metrics
 
