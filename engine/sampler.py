@@ -21,6 +21,7 @@ LogitsProcessor = Callable[[list[int], torch.Tensor], torch.Tensor]
 MIN_TEMPERATURE = 1e-5
 MIN_TOP_P = 1e-6
 SEED_MIN, SEED_END = -(2**63), 2**64  # what torch.Generator.manual_seed takes
+MAX_STOPS, MAX_STOP_CHARS = 64, 1024  # every token searches the last MAX_STOP_CHARS characters
 
 
 @dataclass
@@ -60,6 +61,8 @@ class SamplingParams:
             bad("seed", "it must be an integer that fits in 64 bits ([-2**63, 2**64)), or None")
         if any(not isinstance(s, str) or not s for s in self.stop):
             bad("stop", "stop strings must be non-empty strings")
+        if len(self.stop) > MAX_STOPS or any(len(s) > MAX_STOP_CHARS for s in self.stop):
+            bad("stop", f"at most {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters each")
         if self.logits_processor is not None and not callable(self.logits_processor):
             bad("logits_processor", "it must be callable(generated_ids, logits) -> logits")
 

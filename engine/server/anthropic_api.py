@@ -158,6 +158,7 @@ async def _sse(service: Service, chat: ChatRequest, body: an.MessagesRequest, fi
     try:
         reply = service.finish(chat, output)
     except APIError as e:
+        service.metrics.request("anthropic", e.status)  # the 200 was sent already; count the failure too
         yield _event("error", {"error": anthropic_body(e)["error"]})
         return
     if text_open:

@@ -63,7 +63,7 @@ def from_engine(err: EngineError) -> APIError:
     if isinstance(err, ContextLengthError):
         return APIError(400, str(err), param="messages", code="context_length_exceeded")
     if isinstance(err, InvalidRequestError):
-        return APIError(400, str(err))
+        return APIError(400, str(err), param=err.param)
     if isinstance(err, EngineStoppedError):
         return APIError(503, str(err))
     return APIError(500, f"engine error: {err}")

@@ -102,7 +102,7 @@ class Metrics:
         self._cached += output.usage.cached_tokens
 
     def request(self, api: str, status: int) -> None:
-        outcome = "ok" if status < 400 else "client_error" if status < 500 else "server_error"
+        outcome = "ok" if status < 400 else "client_gone" if status == 499 else "client_error" if status < 500 else "server_error"
         self.requests.labels(api, outcome).inc()
 
     def render(self) -> bytes:

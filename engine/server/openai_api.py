@@ -139,6 +139,7 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
     try:
         reply = service.finish(chat, output)
     except APIError as e:
+        service.metrics.request("openai", e.status)  # the 200 was sent already; count the failure too
         yield "data: " + json.dumps(openai_body(e)) + "\n\n"
         return
     calls = _calls(reply)

@@ -20,10 +20,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(engine, names=("smollm2",)):
-    """Yields the base URL (no /v1) of a real uvicorn server over `engine`."""
+def running_server(engine, names=("smollm2",), **limits):
+    """Yields the base URL (no /v1) of a real uvicorn server over `engine`; `limits` go to create_app."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(engine, list(names)), host="127.0.0.1", port=port, log_level="warning"))
+    app = create_app(engine, list(names), **limits)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
