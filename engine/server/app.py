@@ -17,11 +17,13 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from engine.engine import Engine
 from engine.server import anthropic_api, openai_api
+from engine.server import anthropic_schemas as an
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, anthropic_body, openai_body
 from engine.server.service import Service
@@ -82,12 +84,34 @@ class ClientGone(Exception):
     """The client disconnected before its reply was ready."""
 
 
+REF = "#/components/schemas/{model}"
+BODIES = (oa.ChatCompletionRequest, an.MessagesRequest)
+
+
+def _body(model) -> dict:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}}}}
+
+
+def _openapi(app: FastAPI) -> dict:
+    """FastAPI's document plus the request bodies, which the handlers parse themselves."""
+    doc = get_openapi(title=app.title, version="1", routes=app.routes)
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    for model in BODIES:
+        schema = model.model_json_schema(ref_template=REF)
+        for name, sub in schema.pop("$defs", {}).items():
+            assert schemas.setdefault(name, sub) == sub, f"two request schemas are named {name}"
+        schemas[model.__name__] = schema
+    app.openapi_schema = doc
+    return doc
+
+
 def create_app(
     engine: Engine, model_names: list[str], max_body_bytes: int = 8 << 20, body_timeout_s: float = 30.0
 ) -> FastAPI:
     service = Service(engine, model_names)
-    app = FastAPI(title="harness engine", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="harness engine", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.service = service
+    app.openapi = lambda: app.openapi_schema or _openapi(app)
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, err: APIError):
@@ -145,12 +169,12 @@ def create_app(
             log.exception("unexpected error serving %s", request.url.path)
             raise APIError(500, f"internal error: {type(err).__name__}: {err}") from None
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=_body(oa.ChatCompletionRequest))
     async def chat_completions(request: Request):
         return await answer(request, openai_api, "openai",
                             lambda reply, model: openai_api.completion(reply, model).model_dump(exclude_none=False))
 
-    @app.post("/v1/messages")
+    @app.post("/v1/messages", openapi_extra=_body(an.MessagesRequest))
     async def messages(request: Request):
         return await answer(request, anthropic_api, "anthropic",
                             lambda reply, model: anthropic_api.message(reply, model).model_dump())
