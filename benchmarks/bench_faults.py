@@ -352,15 +352,16 @@ def draw_corpus(doc: dict, size: int, seconds: float) -> dict[str, list]:
 
 
 def run_suite(url: str, requests: int, seconds: float, workers: int = 8, seed: int = 0,
-              corpus_size: int = 200) -> tuple[Tally, dict]:
-    """Send `requests` requests (fewer if `seconds` run out) and check the server after."""
+              corpus_size: int = 200, hostile_rounds: int = 2) -> tuple[Tally, dict]:
+    """Send `requests` requests (fewer if `seconds` run out), each hand-written hostile one
+    `hostile_rounds` times among them, and check the server after."""
     rng = random.Random(seed)
     tally = Tally()
     deadline = time.monotonic() + seconds
     client = httpx.Client(base_url=url, timeout=httpx.Timeout(120, connect=10), limits=httpx.Limits(max_connections=workers + 4))
     corpus = draw_corpus(client.get("/openapi.json").json(), corpus_size, seconds / 4)
     expected = {p: reply_text(p, client.post(p, json=INNOCENT[p])) for p in (OA, AN)}
-    hostile = hostile_requests() * 2
+    hostile = hostile_requests() * hostile_rounds
     rng.shuffle(hostile)
     fuzzed = max(0, requests - len(hostile))
     stop = threading.Event()

@@ -76,7 +76,6 @@ class _Handle:
     seq: Sequence
     on_update: Callable[[Sequence, list[int]], None] | None = None
     done: threading.Event = field(default_factory=threading.Event)
-    sent_tokens: int = 0
 
 
 class Engine:
@@ -106,9 +105,8 @@ class Engine:
         self.tokenizer: Tokenizer | None = Tokenizer.from_checkpoint(ckpt)
         self.max_model_len = min(self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings)
         if torch.device(self.config.device).type == "cuda":
-            from engine.cuda.model import (
-                CudaModel,  # Triton is imported only where a GPU is used
-            )
+            # Triton is imported only where a GPU is used.
+            from engine.cuda.model import CudaModel
 
             self.model = CudaModel(ckpt, self.config.device, max_len=self.max_model_len)
         else:
@@ -133,6 +131,8 @@ class Engine:
     # ------------------------------------------------------------ requests
 
     def encode(self, prompt: str | list[int]) -> list[int]:
+        """A raw prompt is the caller's own text: special-token text in it becomes special
+        tokens. Conversations go through `encode_chat`, which keeps message text plain."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise InvalidRequestError("this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids")
