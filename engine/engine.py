@@ -276,7 +276,7 @@ class Engine:
         return RequestOutput(
             request_id=seq.request_id,
             text=seq.text,
-            token_ids=list(seq.output_ids),
+            token_ids=seq.output_ids,  # a fresh slice
             finish_reason=seq.finish_reason,
             usage=Usage(seq.prompt_len, seq.cached_tokens or 0, seq.num_output),
             num_preemptions=seq.num_preemptions,

@@ -8,7 +8,8 @@ recent ids instead (the method vLLM and Hugging Face's streamers use):
     window = decode(ids[prefix:])               # the same context plus the new ids
 
 and commits `window[len(read):]` once it does not end in U+FFFD, i.e. once no UTF-8
-character is left half-finished. The window then starts where the committed text ended.
+character is left half-finished; the next window starts at that piece's ids, kept as
+context (a SentencePiece-style decoder drops a leading space at the start of a text).
 For a byte-level BPE tokenizer a cut where the decoded text is complete is a character
 boundary of the whole text too, so the committed pieces joined equal
 `decode(all ids)` exactly; `pending` holds the decode of the ids after the last cut.
