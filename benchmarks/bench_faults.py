@@ -351,6 +351,10 @@ def draw_corpus(doc: dict, size: int, seconds: float) -> dict[str, list]:
     return corpus
 
 
+def new_client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=httpx.Timeout(120, connect=10))
+
+
 def run_suite(url: str, requests: int, seconds: float, workers: int = 8, seed: int = 0,
               corpus_size: int = 200, hostile_rounds: int = 2) -> tuple[Tally, dict]:
     """Send `requests` requests (fewer if `seconds` run out), each hand-written hostile one
@@ -358,7 +362,7 @@ def run_suite(url: str, requests: int, seconds: float, workers: int = 8, seed: i
     rng = random.Random(seed)
     tally = Tally()
     deadline = time.monotonic() + seconds
-    client = httpx.Client(base_url=url, timeout=httpx.Timeout(120, connect=10), limits=httpx.Limits(max_connections=workers + 4))
+    client = new_client(url)
     corpus = draw_corpus(client.get("/openapi.json").json(), corpus_size, seconds / 4)
     expected = {p: reply_text(p, client.post(p, json=INNOCENT[p])) for p in (OA, AN)}
     hostile = hostile_requests() * hostile_rounds
@@ -368,11 +372,12 @@ def run_suite(url: str, requests: int, seconds: float, workers: int = 8, seed: i
 
     def innocents() -> None:
         i = 0
-        while not stop.is_set():
-            path = (OA, AN)[i % 2]
-            req = Request(path, "innocent", _dumps(INNOCENT[path]))
-            record(tally, url, client, req, check=lambda r, p=path: reply_text(p, r) == expected[p])
-            i += 1
+        with new_client(url) as own:
+            while not stop.is_set():
+                path = (OA, AN)[i % 2]
+                req = Request(path, "innocent", _dumps(INNOCENT[path]))
+                record(tally, url, own, req, check=lambda r, p=path: reply_text(p, r) == expected[p])
+                i += 1
 
     def fuzz_request() -> Request:
         path = rng.choice([OA, AN])
@@ -392,12 +397,17 @@ def run_suite(url: str, requests: int, seconds: float, workers: int = 8, seed: i
     plan += hostile
     watcher = threading.Thread(target=innocents, daemon=True)
     watcher.start()
+    local = threading.local()  # one client (and connection pool) per worker thread
+    clients: list[httpx.Client] = []
     with ThreadPoolExecutor(workers) as pool:
         running_now = threading.Semaphore(2 * workers)  # a short queue, so the deadline holds
 
         def job(req: Request) -> None:
             try:
-                record(tally, url, client, req)
+                if not hasattr(local, "client"):
+                    local.client = new_client(url)
+                    clients.append(local.client)
+                record(tally, url, local.client, req)
             finally:
                 running_now.release()
 
@@ -408,6 +418,8 @@ def run_suite(url: str, requests: int, seconds: float, workers: int = 8, seed: i
             pool.submit(job, req)
     stop.set()
     watcher.join()
+    for c in clients:
+        c.close()
     after = {
         "valid request": {p: client.post(p, json=INNOCENT[p]).status_code for p in (OA, AN)},
         "metrics status": (m := client.get("/metrics")).status_code,
