@@ -19,7 +19,12 @@ from engine.errors import (
 )
 from engine.sampler import SamplingParams
 from engine.tool_format import ParsedReply, ToolCall, parse_tool_calls
-from engine.weights import Checkpoint, default_model_path, dummy_checkpoint, load_checkpoint
+from engine.weights import (
+    Checkpoint,
+    default_model_path,
+    dummy_checkpoint,
+    load_checkpoint,
+)
 
 __all__ = [
     "Checkpoint",

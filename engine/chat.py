@@ -16,8 +16,9 @@ import weakref
 from dataclasses import dataclass, field
 
 from engine.constrain import Grammars, check_schema, grammar_processor
-from engine.engine import Engine, RequestOutput
+from engine.engine import Engine
 from engine.errors import InvalidRequestError
+from engine.output import RequestOutput
 from engine.sampler import SamplingParams
 from engine.tool_format import ToolCall, normalise_tool, parse_tool_calls
 
@@ -121,7 +122,7 @@ def finish(engine: Engine, request: ChatRequest, output: RequestOutput) -> ChatR
         # A block that is not a valid call stays visible, so the caller sees what was written.
         text = text.strip() if parsed.errors else parsed.content
     reason = output.finish_reason or "error"
-    stop_sequence = _matched_stop(engine, request, output) if reason == "stop" else None
+    stop_sequence = output.stop_sequence if reason == "stop" else None
     if calls and reason == "stop":
         reason = "tool_calls"
     usage = output.usage
@@ -139,11 +140,3 @@ def finish(engine: Engine, request: ChatRequest, output: RequestOutput) -> ChatR
         completion_tokens=usage.completion_tokens,
     )
 
-
-def _matched_stop(engine: Engine, request: ChatRequest, output: RequestOutput) -> str | None:
-    """Which stop string ended generation: the engine cuts it off the text, so look past the cut."""
-    if not request.stop or engine.tokenizer is None:
-        return None
-    full = engine.tokenizer.decode(output.token_ids)
-    rest = full[len(output.text) :]
-    return next((s for s in request.stop if rest.startswith(s)), None)

@@ -5,25 +5,21 @@
     async for chunk in engine.stream(prompt, params):  # from any asyncio loop
         print(chunk.delta, end="")
 
-One background thread owns the model and the scheduler: it loads the weights, then
-runs `step()` while there is work; every request is a `Sequence` the scheduler batches
-with the others (continuous batching). Other threads never touch either: `submit`,
-`generate`, `abort` and `prompt_logits` put their change in an inbox the loop drains
-before each step, so a caller waits for a short lock, never for a step (a lock held
-across steps starves callers: the loop thread takes it back before a waiter wakes).
+One background thread (engine/loop.py) owns the model and the scheduler: it loads
+the weights, then runs `step()` while there is work; every request is a `Sequence` the
+scheduler batches with the others (continuous batching). `submit`, `generate`, `abort`
+and `prompt_logits` put their change in the loop's inbox. A program embedding the
+engine should keep its own torch work off other threads when it measures speed
+(loop.py says why).
 
-All torch work stays on that one thread because torch's OpenMP runtime gives every
-thread that runs parallel ops its own worker team, and once the teams together hold
-more threads than there are cores its workers stop spin-waiting between the hundreds
-of small parallel regions of a decode step: on the 2-core box this engine was tuned
-on, a step ran 1.5-2x slower as soon as a second thread had run a parallel torch op.
-A program embedding the engine should keep its own torch work off other threads
-when it measures speed.
 `generate` blocks on per-request events; `stream` receives per-request updates
-through an asyncio queue fed thread-safely from the loop. A bad request raises an
-`EngineError` at submission and never reaches the loop; an exception inside the model
-fails only the requests of that step, and one in the engine's own bookkeeping fails
-the requests queued at the time; either way the loop goes on serving.
+through an asyncio queue fed thread-safely from the loop. Text is built incrementally
+(engine/output.py). A bad request raises an `EngineError` at submission and never
+reaches the loop. Inside a step, a row that cannot be sampled or whose logits
+processor raises fails only its own request; an exception in the model itself makes
+each sequence of that step run alone, so it fails only the requests it belongs to;
+one in the engine's own bookkeeping fails the requests queued at the time. Either way
+the loop goes on serving.
 """
 
 import asyncio
@@ -35,7 +31,6 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,9 +38,16 @@ import torch
 
 from engine.backend import make_runner
 from engine.config import EngineConfig
-from engine.errors import ContextLengthError, EngineError, EngineStoppedError, InvalidRequestError
+from engine.errors import (
+    ContextLengthError,
+    EngineError,
+    EngineStoppedError,
+    InvalidRequestError,
+)
 from engine.kv_cache import BlockPool, allocate_kv_cache
+from engine.loop import Loop
 from engine.model import Model
+from engine.output import RequestOutput, StreamChunk, TextOutput, Usage
 from engine.radix import RadixCache
 from engine.sampler import SamplingParams, apply_processors, make_generator, sample
 from engine.scheduler import Scheduler
@@ -54,34 +56,6 @@ from engine.tokenizer import Tokenizer
 from engine.weights import Checkpoint, default_model_path, load_checkpoint
 
 log = logging.getLogger("engine")
-
-
-@dataclass
-class Usage:
-    prompt_tokens: int
-    cached_tokens: int  # prompt tokens served from the prefix cache (block-floored, < prompt_tokens)
-    completion_tokens: int
-
-
-@dataclass
-class RequestOutput:
-    request_id: str
-    text: str
-    token_ids: list[int]  # completion tokens (a final EOS/stop token included)
-    finish_reason: str | None  # "stop" | "length" | "abort" | "error"; None while running
-    usage: Usage
-    num_preemptions: int = 0
-    ttft_s: float | None = None  # submission to first token
-    latency_s: float | None = None  # submission to finish
-    error: str | None = None
-
-
-@dataclass
-class StreamChunk:
-    delta: str  # new text since the previous chunk
-    token_ids: list[int]  # new token ids since the previous chunk
-    finished: bool
-    output: RequestOutput  # the request's state after this chunk
 
 
 @dataclass
@@ -102,7 +76,6 @@ class _Handle:
     seq: Sequence
     on_update: Callable[[Sequence, list[int]], None] | None = None
     done: threading.Event = field(default_factory=threading.Event)
-    sent_tokens: int = 0
 
 
 class Engine:
@@ -114,32 +87,17 @@ class Engine:
         self._handles: dict[str, _Handle] = {}
         self._ids = itertools.count()
         self._arrivals = itertools.count()
-        self._inbox: list[Callable[[], None]] = []  # changes for the loop thread to apply
-        self._work = threading.Condition()  # guards the inbox and _stopped
-        self._lock = threading.Lock()  # held by the loop thread around each step
-        self._stopped = False
-        loaded: Future = Future()
-        self._thread = threading.Thread(target=self._run, args=(model, loaded), name="engine-loop", daemon=True)
-        self._thread.start()
-        loaded.result()  # a bad model file raises here, in the caller's thread
+        self.loop = Loop(self.step, lambda: self.scheduler.has_work(), self._on_step_error)
+        self.loop.start(lambda: self._load(model))  # a bad model file raises here, in the caller's thread
         # Stop the loop before interpreter teardown pulls torch out from under it.
         ref = weakref.ref(self)
         atexit.register(lambda: (e := ref()) is not None and e.shutdown())
 
-    def _run(self, model: str | Path | Checkpoint | None, loaded: Future) -> None:
+    def _load(self, model: str | Path | Checkpoint | None) -> None:
+        """Runs on the loop thread: torch settings are per thread."""
         torch.set_grad_enabled(False)
         if self.config.num_threads:
             torch.set_num_threads(self.config.num_threads)
-        try:
-            self._load(model)
-        except BaseException as e:
-            self._stopped = True
-            loaded.set_exception(e)
-            return
-        loaded.set_result(None)
-        self._loop()
-
-    def _load(self, model: str | Path | Checkpoint | None) -> None:
         t0 = time.perf_counter()
         ckpt = model if isinstance(model, Checkpoint) else load_checkpoint(model or default_model_path())
         self.model_path = ckpt.path
@@ -147,7 +105,8 @@ class Engine:
         self.tokenizer: Tokenizer | None = Tokenizer.from_checkpoint(ckpt)
         self.max_model_len = min(self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings)
         if torch.device(self.config.device).type == "cuda":
-            from engine.cuda.model import CudaModel  # Triton is imported only where a GPU is used
+            # Triton is imported only where a GPU is used.
+            from engine.cuda.model import CudaModel
 
             self.model = CudaModel(ckpt, self.config.device, max_len=self.max_model_len)
         else:
@@ -161,8 +120,8 @@ class Engine:
         self.runner = make_runner(self.model, self.kv, self.config, self.max_model_len)
         self.pool = BlockPool(self.kv.num_blocks)
         self.radix = RadixCache(self.pool, self.config.block_size) if self.config.enable_prefix_cache else None
-        self.scheduler = Scheduler(self.config, self.pool, self.radix)
-        self.eos_ids = set(self.model_config.eos_token_ids)
+        self.eos_ids = frozenset(self.model_config.eos_token_ids)
+        self.scheduler = Scheduler(self.config, self.pool, self.radix, self.eos_ids)
         log.info(
             "engine ready: %s, %d layers, KV %d bytes/token, %d blocks, max_model_len %d, loaded in %.1fs",
             self.model_path or "dummy weights", self.model_config.num_layers, self.kv.bytes_per_token,
@@ -172,6 +131,8 @@ class Engine:
     # ------------------------------------------------------------ requests
 
     def encode(self, prompt: str | list[int]) -> list[int]:
+        """A raw prompt is the caller's own text: special-token text in it becomes special
+        tokens. Conversations go through `encode_chat`, which keeps message text plain."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise InvalidRequestError("this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids")
@@ -205,6 +166,8 @@ class Engine:
             raise InvalidRequestError(f"request id {rid!r} is already in use")
         seq = Sequence(rid, ids, len(ids), params, 0, make_generator(params.seed))
         seq.max_tokens = min(params.max_tokens, capacity - len(ids))
+        if self.tokenizer is not None:
+            seq.output = TextOutput(self.tokenizer, params.stop)
         seq.arrival_time = time.perf_counter()
         return seq
 
@@ -246,27 +209,18 @@ class Engine:
     def _post(self, change: Callable[[], None], handles: list[_Handle] = ()) -> bool:
         """Queue a change for the loop thread, registering the requests it brings in the same
         critical section (so a shutdown either sees them or refuses them); False when shut down."""
-        with self._work:
-            if self._stopped:
-                return False
+
+        def register() -> None:
             for h in handles:
                 h.seq.arrival = next(self._arrivals)
                 self._handles[h.seq.request_id] = h
-            self._inbox.append(change)
-            self._work.notify()
-        return True
+
+        return self.loop.post(change, register)
 
     def _on_loop(self, fn: Callable[[], object]) -> object:
         """Run fn on the loop thread between two steps and return its result (or raise its error)."""
-        result: Future = Future()
-
-        def change() -> None:
-            try:
-                result.set_result(fn())
-            except BaseException as e:
-                result.set_exception(e)
-
-        if not self._post(change):
+        posted, result = self.loop.call(fn)
+        if not posted:
             raise EngineStoppedError("the engine is shut down; create a new Engine")
         return result.result()
 
@@ -322,13 +276,14 @@ class Engine:
         return RequestOutput(
             request_id=seq.request_id,
             text=seq.text,
-            token_ids=list(seq.output_ids),
+            token_ids=seq.output_ids,  # a fresh slice
             finish_reason=seq.finish_reason,
-            usage=Usage(seq.prompt_len, seq.cached_tokens or 0, len(seq.output_ids)),
+            usage=Usage(seq.prompt_len, seq.cached_tokens or 0, seq.num_output),
             num_preemptions=seq.num_preemptions,
             ttft_s=None if seq.first_token_time is None else seq.first_token_time - seq.arrival_time,
             latency_s=None if done is None else done - seq.arrival_time,
             error=None if seq.error is None else f"{type(seq.error).__name__}: {seq.error}",
+            stop_sequence=None if seq.output is None else seq.output.stopped_by,
         )
 
     def _pop_output(self, handle: _Handle) -> RequestOutput:
@@ -337,41 +292,15 @@ class Engine:
 
     def _chunk(self, seq: Sequence, new_ids: list[int]) -> StreamChunk:
         finished = seq.status is Status.FINISHED
-        safe = len(seq.text) if finished else self._safe_text_end(seq)
-        delta = seq.text[seq.emitted_chars : safe] if safe > seq.emitted_chars else ""
-        seq.emitted_chars = max(seq.emitted_chars, safe)
+        delta = seq.output.stream_delta(finished) if seq.output is not None else ""
         return StreamChunk(delta, new_ids, finished, self._output(seq))
-
-    @staticmethod
-    def _safe_text_end(seq: Sequence) -> int:
-        """Hold back text that may yet turn out to start a stop string, or be half a UTF-8 character."""
-        end = len(seq.text)
-        while end and seq.text[end - 1] == "\ufffd":
-            end -= 1
-        hold = max((len(s) - 1 for s in seq.params.stop), default=0)
-        return max(0, end - hold)
 
     # ------------------------------------------------------------ the loop
 
-    def _loop(self) -> None:
-        while True:
-            with self._work:
-                while not self._inbox and not self.scheduler.has_work() and not self._stopped:
-                    self._work.wait()
-                if self._stopped:
-                    return
-                changes, self._inbox = self._inbox, []
-            with self._lock:
-                for change in changes:
-                    try:
-                        change()
-                    except Exception:  # a change that fails must not take the loop down with it
-                        log.exception("engine: applying a queued change failed")
-                try:
-                    self.step()
-                except Exception as e:  # outside the model (scheduling, bookkeeping): fail what was queued
-                    log.exception("engine step failed outside the model; failing every queued request")
-                    self._fail_all(e, "error")
+    def _on_step_error(self, error: Exception) -> None:
+        # Outside the model (scheduling, bookkeeping): fail what was queued, keep serving.
+        log.error("engine step failed outside the model; failing every queued request", exc_info=error)
+        self._fail_all(error, "error")
 
     def _fail_all(self, error: Exception, reason: str) -> None:
         """Finish every unfinished request with `error`; the engine keeps serving new ones."""
@@ -382,54 +311,32 @@ class Engine:
                 self._notify(handle, [])
 
     def shutdown(self) -> None:
-        with self._work:
-            self._stopped = True
-            self._inbox.clear()
-            self._work.notify_all()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-        with self._lock:
+        self.loop.stop()
+        with self.loop.lock:
             self._fail_all(EngineStoppedError("the engine was shut down"), "abort")
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.
-        Called by the loop thread with `_lock` held."""
+        Called by the loop thread with the loop's lock held."""
         t0 = time.perf_counter()
         batch = self.scheduler.schedule()
         if not batch:
             return None
         try:
-            inputs = self.runner.prepare(batch.items)
-            logits = self.runner.run(inputs)
-            if logits.is_cuda and any(s.params.logits_processor or not s.params.greedy for s in inputs.sample_seqs):
-                logits = logits.cpu()  # processors and the seeded generators work on host tensors
-            for seq, n in batch.items:
-                seq.num_computed += n
-                self.scheduler.share_computed(seq)
-            seqs = inputs.sample_seqs
-            logits, failed = apply_processors(logits, [s.params for s in seqs], [s.output_ids for s in seqs])
-            for i, err in failed.items():  # a processor raised: fail that request alone
-                log.warning("logits processor of %s failed: %r", seqs[i].request_id, err)
-                seqs[i].error = err
-                self.scheduler.finish(seqs[i], "error")
-                self._notify(self._handles.get(seqs[i].request_id), [])
-            if failed:
-                keep = [i for i in range(len(seqs)) if i not in failed]
-                seqs = [seqs[i] for i in keep]
-                logits = logits[keep]
-            new_tokens = sample(logits, [s.params for s in seqs], [s.generator for s in seqs]) if seqs else []
-        except Exception as e:  # fail this step's requests, keep serving the others
-            log.exception("engine step failed; failing %d requests", len(batch.items))
-            for seq, _ in batch.items:
-                if seq.status is Status.FINISHED:
-                    continue
-                seq.error = e
-                self.scheduler.finish(seq, "error")
-                self._notify(self._handles.get(seq.request_id), [])
-            return None
+            results = self._compute(batch.items)
+        except Exception as e:
+            results = self._compute_alone(batch.items, e)
+        seqs, tokens = [], []
+        for seq, result in results:
+            if isinstance(result, Exception):
+                self._fail(seq, result)
+            else:
+                seqs.append(seq)
+                tokens.append(result)
         now = time.perf_counter()
-        for seq, token in zip(seqs, new_tokens):
-            self._append(seq, token, now)
+        self.scheduler.postprocess(seqs, tokens, now)
+        for seq, token in zip(seqs, tokens):
+            self._notify(self._handles.get(seq.request_id), [token])
         stats = StepStats(
             step=self.num_steps,
             num_seqs=len(batch.items),
@@ -446,31 +353,51 @@ class Engine:
         self.step_stats.append(stats)
         return stats
 
-    def _append(self, seq: Sequence, token: int, now: float) -> None:
-        seq.token_ids.append(token)
-        if seq.first_token_time is None:
-            seq.first_token_time = now
-        p = seq.params
-        reason = None
-        text_ids = seq.output_ids
-        if (token in self.eos_ids and not p.ignore_eos) or token in p.stop_token_ids:
-            reason = "stop"
-            text_ids = text_ids[:-1]
-        if self.tokenizer is not None:
-            seq.text = self.tokenizer.decode(text_ids)
-            for s in p.stop:
-                # Search only where a new match can begin: near the end of the old text.
-                at = seq.text.find(s, max(0, seq.emitted_chars - len(s)))
-                if at != -1:
-                    seq.text = seq.text[:at]
-                    reason = "stop"
-                    break
-        if reason is None and len(seq.output_ids) >= seq.max_tokens:
-            reason = "length"
-        if reason is not None:
-            seq.finish_time = now
-            self.scheduler.finish(seq, reason)
-        self._notify(self._handles.get(seq.request_id), [token])
+    def _compute(self, items: list[tuple[Sequence, int]]) -> list[tuple[Sequence, int | Exception]]:
+        """Run the model over items and sample the next token of each sequence whose span
+        ends here: (sequence, token, or the error that fails that request alone)."""
+        inputs = self.runner.prepare(items)
+        logits = self.runner.run(inputs)
+        seqs = inputs.sample_seqs
+        if logits.is_cuda and any(s.params.logits_processor or not s.params.greedy for s in seqs):
+            logits = logits.cpu()  # processors and the seeded generators work on host tensors
+        params = [s.params for s in seqs]
+        generated = [s.output_ids if s.params.logits_processor else [] for s in seqs]
+        logits, failed = apply_processors(logits, params, generated)
+        keep = [i for i in range(len(seqs)) if i not in failed]
+        if failed and keep:
+            logits = logits[keep]
+        tokens = sample(logits, [params[i] for i in keep], [seqs[i].generator for i in keep]) if keep else []
+        results: dict[int, int | Exception] = dict(failed)
+        results.update(zip(keep, tokens))
+        for i, err in failed.items():
+            log.warning("logits processor of %s failed: %r", seqs[i].request_id, err)
+        for seq, n in items:
+            seq.num_computed += n
+            self.scheduler.share_computed(seq)
+        return [(seq, results[i]) for i, seq in enumerate(seqs)]
+
+    def _compute_alone(self, items: list[tuple[Sequence, int]], error: Exception) -> list[tuple[Sequence, int | Exception]]:
+        """The step failed as a whole: run each sequence alone, so that the error reaches
+        only the requests it belongs to. (K/V written by the failed attempt is written again.)"""
+        log.error("engine step of %d sequences failed; running each alone", len(items), exc_info=error)
+        if len(items) == 1:
+            return [(items[0][0], error)]
+        results: list[tuple[Sequence, int | Exception]] = []
+        for item in items:
+            try:
+                results += self._compute([item])
+            except Exception as e:
+                log.error("request %s fails the model on its own", item[0].request_id, exc_info=e)
+                results.append((item[0], e))
+        return results
+
+    def _fail(self, seq: Sequence, error: Exception) -> None:
+        if seq.status is Status.FINISHED:
+            return
+        seq.error = error
+        self.scheduler.finish(seq, "error")
+        self._notify(self._handles.get(seq.request_id), [])
 
     def _notify(self, handle: _Handle | None, new_ids: list[int]) -> None:
         if handle is None:

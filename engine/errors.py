@@ -14,7 +14,12 @@ class ModelLoadError(EngineError):
 
 
 class InvalidRequestError(EngineError):
-    """A request cannot be served as given (bad sampling parameters, empty prompt...)."""
+    """A request cannot be served as given (bad sampling parameters, empty prompt...).
+    `param` names the offending field when there is one."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 class ContextLengthError(InvalidRequestError):

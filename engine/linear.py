@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.quant import dequantize_int4, int4_matmul, int4_supported, pack_int4, quantize_int4
+from engine.quant import (
+    dequantize_int4,
+    int4_matmul,
+    int4_supported,
+    pack_int4,
+    quantize_int4,
+)
 
 log = logging.getLogger("engine")
 

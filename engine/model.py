@@ -14,7 +14,13 @@ import torch.nn.functional as F
 
 from engine.attention import AttentionMetadata, paged_attention
 from engine.config import ModelConfig
-from engine.linear import Linear, linear, make_linear, onednn_available, onednn_is_faster
+from engine.linear import (
+    Linear,
+    linear,
+    make_linear,
+    onednn_available,
+    onednn_is_faster,
+)
 from engine.weights import Checkpoint
 
 

@@ -16,6 +16,13 @@ from engine.errors import InvalidRequestError
 # return logits to sample from (e.g. -inf outside a grammar). Runs before temperature.
 LogitsProcessor = Callable[[list[int], torch.Tensor], torch.Tensor]
 
+# Below these, float32 sampling loses the distribution (logits / temperature overflow,
+# top_p rounds to 0): temperature 0 is the way to ask for greedy decoding.
+MIN_TEMPERATURE = 1e-5
+MIN_TOP_P = 1e-6
+SEED_MIN, SEED_END = -(2**63), 2**64  # what torch.Generator.manual_seed takes
+MAX_STOPS, MAX_STOP_CHARS = 64, 1024  # every token searches the last MAX_STOP_CHARS characters
+
 
 @dataclass
 class SamplingParams:
@@ -34,25 +41,30 @@ class SamplingParams:
         return self.temperature == 0
 
     def validate(self) -> None:
-        def bad(what: str):
-            raise InvalidRequestError(f"invalid sampling parameter: {what}")
+        def bad(field: str, what: str):
+            raise InvalidRequestError(f"invalid sampling parameter: {field}={getattr(self, field)!r}; {what}", param=field)
+
+        def number(x) -> bool:
+            return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
         if isinstance(self.stop, str):
             self.stop = [self.stop]
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            bad(f"max_tokens={self.max_tokens!r}; it must be an integer >= 1")
-        if not isinstance(self.temperature, (int, float)) or not math.isfinite(self.temperature) or self.temperature < 0:
-            bad(f"temperature={self.temperature!r}; it must be a finite number >= 0 (0 = greedy)")
-        if not isinstance(self.top_p, (int, float)) or not (0 < self.top_p <= 1):
-            bad(f"top_p={self.top_p!r}; it must be in (0, 1]")
+            bad("max_tokens", "it must be an integer >= 1")
+        if not number(self.temperature) or self.temperature < 0 or 0 < self.temperature < MIN_TEMPERATURE:
+            bad("temperature", f"it must be 0 (greedy) or a finite number >= {MIN_TEMPERATURE}")
+        if not number(self.top_p) or not (MIN_TOP_P <= self.top_p <= 1):
+            bad("top_p", f"it must be in [{MIN_TOP_P}, 1]")
         if not isinstance(self.top_k, int) or self.top_k < 0:
-            bad(f"top_k={self.top_k!r}; it must be an integer >= 0 (0 = off)")
-        if self.seed is not None and not isinstance(self.seed, int):
-            bad(f"seed={self.seed!r}; it must be an integer or None")
+            bad("top_k", "it must be an integer >= 0 (0 = off)")
+        if self.seed is not None and (not isinstance(self.seed, int) or not SEED_MIN <= self.seed < SEED_END):
+            bad("seed", "it must be an integer that fits in 64 bits ([-2**63, 2**64)), or None")
         if any(not isinstance(s, str) or not s for s in self.stop):
-            bad(f"stop={self.stop!r}; stop strings must be non-empty strings")
+            bad("stop", "stop strings must be non-empty strings")
+        if len(self.stop) > MAX_STOPS or any(len(s) > MAX_STOP_CHARS for s in self.stop):
+            bad("stop", f"at most {MAX_STOPS} stop strings of at most {MAX_STOP_CHARS} characters each")
         if self.logits_processor is not None and not callable(self.logits_processor):
-            bad("logits_processor must be callable(generated_ids, logits) -> logits")
+            bad("logits_processor", "it must be callable(generated_ids, logits) -> logits")
 
 
 def make_generator(seed: int | None) -> torch.Generator:
@@ -73,6 +85,7 @@ def _filter(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
         probs = sorted_logits.softmax(-1)
         # Drop a token when the mass before it already reaches top_p; the first always stays.
         drop = (probs.cumsum(-1) - probs) >= top_p
+        drop[0] = False
         sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
         logits = torch.empty_like(logits).scatter_(0, idx, sorted_logits)
     return logits
@@ -103,22 +116,31 @@ def apply_processors(
     return logits, errors
 
 
+class SamplingError(ValueError):
+    """A row's distribution cannot be sampled (non-finite or all-zero probabilities)."""
+
+
 def sample(
     logits: torch.Tensor,  # (B, vocab) float, processors already applied
     params: list[SamplingParams],
     generators: list[torch.Generator],
-) -> list[int]:
-    """One next token per row."""
+) -> list[int | Exception]:
+    """One next token per row, or the error that row met: a row whose probabilities are
+    not a distribution fails alone, never the batch it shares a step with."""
     logits = logits.float()
     if all(p.greedy for p in params):
         return logits.argmax(-1).tolist()
-    out = []
+    out: list[int | Exception] = []
     for i, p in enumerate(params):
         row = logits[i]
         if p.greedy:
             out.append(int(row.argmax()))
             continue
-        row = _filter(row / p.temperature, p.top_k, p.top_p)
+        # Shifting by the maximum keeps logits / temperature finite for any allowed temperature.
+        row = _filter((row - row.max()) / p.temperature, p.top_k, p.top_p)
         probs = row.softmax(-1)
+        if not bool(torch.isfinite(probs).all()) or not float(probs.sum()) > 0:
+            out.append(SamplingError("the next-token probabilities are not finite (NaN or infinite logits); this request cannot be sampled"))
+            continue
         out.append(int(torch.multinomial(probs, 1, generator=generators[i])))
     return out

@@ -40,8 +40,9 @@ class ScheduledBatch:
 
 
 class Scheduler:
-    def __init__(self, config: EngineConfig, pool: BlockPool, radix: RadixCache | None):
+    def __init__(self, config: EngineConfig, pool: BlockPool, radix: RadixCache | None, eos_ids: frozenset[int] = frozenset()):
         self.config = config
+        self.eos_ids = eos_ids
         self.block_size = config.block_size
         self.pool = pool
         self.radix = radix
@@ -85,6 +86,8 @@ class Scheduler:
     # ------------------------------------------------------------ lifecycle
 
     def finish(self, seq: Sequence, reason: str) -> None:
+        if seq.output is not None:
+            seq.output.close()
         seq.finish_reason = reason
         seq.status = Status.FINISHED
         if seq in self.running:
@@ -92,6 +95,24 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self._release(seq)
+
+    def postprocess(self, seqs: list[Sequence], tokens: list[int], now: float) -> None:
+        """Append each sequence's sampled token, extend its text, and finish the ones that are
+        done: an EOS or stop token (kept in the ids, never in the text), a stop string (cut
+        off the text), or max_tokens."""
+        for seq, token in zip(seqs, tokens):
+            seq.token_ids.append(token)
+            if seq.first_token_time is None:
+                seq.first_token_time = now
+            p = seq.params
+            reason = None
+            if (token in self.eos_ids and not p.ignore_eos) or token in p.stop_token_ids or seq.output is not None and seq.output.push(token):
+                reason = "stop"
+            if reason is None and seq.num_output >= seq.max_tokens:
+                reason = "length"
+            if reason is not None:
+                seq.finish_time = now
+                self.finish(seq, reason)
 
     def share_computed(self, seq: Sequence) -> None:
         """Move the sequence's newly full blocks into the prefix cache, locked by it, so other

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from engine.output import TextOutput
 from engine.radix import Node
 from engine.sampler import SamplingParams
 
@@ -31,8 +32,7 @@ class Sequence:
     num_preemptions: int = 0
     finish_reason: str | None = None
     error: Exception | None = None
-    text: str = ""  # detokenised completion (stop string cut off)
-    emitted_chars: int = 0  # how much of `text` a stream has already sent
+    output: TextOutput | None = None  # the completion's text; None when the model has no tokenizer
     max_tokens: int = 0  # params.max_tokens clipped to the context window
     arrival_time: float = 0.0
     first_token_time: float | None = None
@@ -49,6 +49,14 @@ class Sequence:
     @property
     def output_ids(self) -> list[int]:
         return self.token_ids[self.prompt_len :]
+
+    @property
+    def num_output(self) -> int:
+        return len(self.token_ids) - self.prompt_len
+
+    @property
+    def text(self) -> str:
+        return self.output.text if self.output is not None else ""
 
     @property
     def num_uncomputed(self) -> int:

@@ -3,9 +3,18 @@
 A GGUF file carries its BPE vocabulary, merges and Jinja chat template; a Hugging
 Face directory carries tokenizer.json and tokenizer_config.json. Either way the
 result is a `Tokenizer` with encode/decode and `render_chat` (Hermes tool format).
+
+`encode_chat` lets only the template's own structure become special tokens: text that
+came from a request (message contents, tool calls, tool results, tool schemas, roles)
+is encoded with special-token parsing off, so a user who writes `<|im_start|>` gets
+the characters, never the control token. It escapes special-token text in that text
+before rendering, splits the rendered prompt at the special tokens that remain (the
+template's), and encodes the text between them with parsing off after unescaping; for
+text without special-token strings the ids are the same as encoding the rendered prompt.
 """
 
 import json
+import re
 from pathlib import Path
 
 import jinja2
@@ -60,9 +69,25 @@ def _from_gguf_metadata(meta: dict, path) -> HFTokenizer:
     return tok
 
 
+# Escapes for special-token text inside untrusted strings: private-use code points a
+# chat template passes through untouched. ESCAPE itself is escaped as ESCAPE ESCAPE.
+ESCAPE = "\ue000"
+FIRST_SPECIAL = 0xF0000  # special token k is written ESCAPE + chr(FIRST_SPECIAL + k)
+
+
 class Tokenizer:
     def __init__(self, tok: HFTokenizer, chat_template: str | None, bos_token: str = "", eos_token: str = ""):
         self.tok = tok
+        self.specials = sorted(
+            (t.content for t in tok.get_added_tokens_decoder().values() if t.special), key=len, reverse=True
+        )
+        self.special_ids = {t: tok.token_to_id(t) for t in self.specials}
+        self.plain = HFTokenizer.from_str(tok.to_str())  # the same tokenizer, special-token parsing off
+        self.plain.encode_special_tokens = True
+        alternatives = "|".join(re.escape(t) for t in self.specials)
+        self._escapable = re.compile(re.escape(ESCAPE) + ("|" + alternatives if alternatives else ""))
+        self._split = re.compile(f"({alternatives})") if alternatives else None
+        self._escaped = re.compile(re.escape(ESCAPE) + "(.)", re.DOTALL)
         self.bos_token = bos_token
         self.eos_token = eos_token
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
@@ -94,7 +119,26 @@ class Tokenizer:
         )
 
     def encode_chat(self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True) -> list[int]:
-        return self.encode(self.render_chat(messages, tools, add_generation_prompt))
+        """The prompt's ids, special tokens only where the template wrote them (module docstring)."""
+        plain = [{k: self._escape(v) if isinstance(v, str) else v for k, v in m.items()} for m in to_plain_messages(messages, tools)]
+        rendered = self.template.render(
+            messages=plain, add_generation_prompt=add_generation_prompt, bos_token=self.bos_token, eos_token=self.eos_token
+        )
+        parts = self._split.split(rendered) if self._split else [rendered]
+        ids: list[int] = []
+        for i, part in enumerate(parts):
+            if i % 2:  # a separator the split captured: a special token of the template's
+                ids.append(self.special_ids[part])
+            elif part:
+                ids += self.plain.encode(self._unescape(part), add_special_tokens=False).ids
+        return ids
+
+    def _escape(self, text: str) -> str:
+        index = {t: k for k, t in enumerate(self.specials)}
+        return self._escapable.sub(lambda m: ESCAPE + (ESCAPE if m[0] == ESCAPE else chr(FIRST_SPECIAL + index[m[0]])), text)
+
+    def _unescape(self, text: str) -> str:
+        return self._escaped.sub(lambda m: ESCAPE if m[1] == ESCAPE else self.specials[ord(m[1]) - FIRST_SPECIAL], text)
 
     @classmethod
     def from_checkpoint(cls, ckpt: Checkpoint) -> "Tokenizer | None":

@@ -1,8 +1,9 @@
-"""Turn a scheduled batch into CUDA inputs and logits: the CUDA twin of engine/runner.py.
+"""The CUDA runner: a flattened batch (engine/batch.py, shared with the CPU runner) into
+CUDA inputs, then logits.
 
-Same contract as the CPU runner (rows that end a sequence's uncomputed span get
-logits; `sample_seqs` in row order), different metadata: block tables and lengths
-for the Triton attention kernels instead of masks and gathers. A batch made only of
+Same rows as the CPU runner (rows that end a sequence's uncomputed span get logits;
+`sample_seqs` in row order), different metadata: block tables and lengths for the
+Triton attention kernels instead of masks and gathers. A batch made only of
 single-token queries, small enough for a captured graph, replays a CUDA graph;
 anything else (prefill chunks, mixed batches, logits of every row) runs eagerly.
 """
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.batch import flatten
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.cuda.model import CudaModel
@@ -40,49 +42,12 @@ class CudaRunner:
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
 
     def prepare(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
-        if all(n == 1 for _, n in items):
-            return self._prepare_decode(items)
-        bs = self.block_size
-        cols: list[torch.Tensor] = []
-        decode_tables: list[list[int]] = []
-        prefills: list[tuple[int, int, int, list[int]]] = []
-        logits_rows: list[int] = []
-        sample_seqs: list[Sequence] = []
-        row = 0
-        for seq, n in items:
-            start, end = seq.num_computed, seq.num_computed + n
-            table = seq.block_table
-            if n == 1:  # any single-token query is a decode row, as in the CPU runner
-                slot = table[start // bs] * bs + start % bs
-                cols.append(torch.tensor([[seq.token_ids[start]], [start], [slot], [end]]))
-                decode_tables.append(table)
-            else:
-                pos = torch.arange(start, end)
-                slots = torch.tensor(table)[pos // bs] * bs + pos % bs
-                cols.append(torch.stack([torch.tensor(seq.token_ids[start:end]), pos, slots, torch.full_like(pos, end)]))
-                prefills.append((row, n, end, table))
-            row += n
-            if end == len(seq.token_ids):
-                logits_rows.append(row - 1)
-                sample_seqs.append(seq)
-        return CudaStepInputs(torch.cat(cols, 1), decode_tables, prefills, logits_rows, sample_seqs)
-
-    def _prepare_decode(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
-        """The common step, kept lean: one host tensor built from plain lists."""
-        bs = self.block_size
-        cols: list[list[int]] = [[], [], [], []]
-        tables = []
-        for seq, _ in items:
-            start = seq.num_computed
-            table = seq.block_table
-            cols[0].append(seq.token_ids[start])
-            cols[1].append(start)
-            cols[2].append(table[start // bs] * bs + start % bs)
-            cols[3].append(start + 1)
-            tables.append(table)
-        # A single-token chunk of a longer prompt (the step's budget ran out) gets no logits.
-        rows = [i for i, (seq, _) in enumerate(items) if seq.num_computed + 1 == len(seq.token_ids)]
-        return CudaStepInputs(torch.tensor(cols, dtype=torch.long), tables, [], rows, [items[i][0] for i in rows])
+        b = flatten(items, self.block_size)
+        # Row 3 is each row's context length: the kernels read it for decode rows, the graphs for all.
+        lens = b.decode_lens + [p.kv_len for p in b.prefills for _ in range(p.q_len)]
+        host = torch.tensor([b.input_ids, b.positions, b.slots, lens], dtype=torch.long)
+        prefills = [(p.start, p.q_len, p.kv_len, p.block_table) for p in b.prefills]
+        return CudaStepInputs(host, b.decode_tables, prefills, b.logits_rows, b.sample_seqs)
 
     def run(self, inputs: CudaStepInputs, all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():

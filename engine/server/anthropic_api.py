@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pydantic import ValidationError
 
 from engine.chat import ChatReply, ChatRequest
-from engine.engine import RequestOutput
+from engine.output import RequestOutput
 from engine.server import anthropic_schemas as an
 from engine.server.errors import APIError, anthropic_body, from_validation
 from engine.server.service import Service
@@ -158,6 +158,7 @@ async def _sse(service: Service, chat: ChatRequest, body: an.MessagesRequest, fi
     try:
         reply = service.finish(chat, output)
     except APIError as e:
+        service.metrics.request("anthropic", e.status)  # the 200 was sent already; count the failure too
         yield _event("error", {"error": anthropic_body(e)["error"]})
         return
     if text_open:

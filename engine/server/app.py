@@ -4,24 +4,32 @@
     uvicorn.run(app, host="127.0.0.1", port=8000)
 
 Request bodies are parsed by hand (pydantic, strict) rather than by FastAPI, so every
-malformed request gets a 4xx in the shape of the API it was sent to.
+malformed request gets a 4xx in the shape of the API it was sent to. A body is read
+with a size cap (413) and a deadline (408), so a client cannot hold a connection with a
+half-sent body. An unexpected failure becomes a counted 500 inside the handler rather
+than escaping to the ASGI server, which would drop the kept-alive connection. A
+non-streamed request is aborted when its client disconnects, like a streamed one.
 """
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from engine.engine import Engine
 from engine.server import anthropic_api, openai_api
+from engine.server import anthropic_schemas as an
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, anthropic_body, openai_body
 from engine.server.service import Service
 
 log = logging.getLogger("engine.server")
+T = TypeVar("T")
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -34,15 +42,89 @@ def error_response(request: Request, err: APIError) -> JSONResponse:
     return JSONResponse(body, status_code=err.status)
 
 
-def create_app(engine: Engine, model_names: list[str]) -> FastAPI:
+async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise APIError(413, f"the request body has {declared} bytes; this server takes at most {max_bytes}")
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise APIError(413, f"the request body is over {max_bytes} bytes, the most this server takes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise APIError(408, f"the request body did not arrive within {timeout_s:g} s; send it whole and promptly") from None
+    return b"".join(chunks)
+
+
+async def until_disconnected(request: Request) -> None:
+    """Returns when the client goes away (the body has been read, so nothing else arrives)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
+    """Await `work`, cancelling it (which aborts its engine request) if the client leaves first."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(until_disconnected(request))
+    try:
+        await asyncio.wait([task, watch], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+    if not task.done() or task.cancelled():
+        raise ClientGone()
+    return task.result()
+
+
+class ClientGone(Exception):
+    """The client disconnected before its reply was ready."""
+
+
+REF = "#/components/schemas/{model}"
+BODIES = (oa.ChatCompletionRequest, an.MessagesRequest)
+
+
+def _body(model) -> dict:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}}}}
+
+
+def _openapi(app: FastAPI) -> dict:
+    """FastAPI's document plus the request bodies, which the handlers parse themselves."""
+    doc = get_openapi(title=app.title, version="1", routes=app.routes)
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    for model in BODIES:
+        schema = model.model_json_schema(ref_template=REF)
+        for name, sub in schema.pop("$defs", {}).items():
+            assert schemas.setdefault(name, sub) == sub, f"two request schemas are named {name}"
+        schemas[model.__name__] = schema
+    app.openapi_schema = doc
+    return doc
+
+
+def create_app(
+    engine: Engine, model_names: list[str], max_body_bytes: int = 8 << 20, body_timeout_s: float = 30.0
+) -> FastAPI:
     service = Service(engine, model_names)
-    app = FastAPI(title="harness engine", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="harness engine", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.service = service
+    app.openapi = lambda: app.openapi_schema or _openapi(app)
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, err: APIError):
         service.metrics.request("anthropic" if _is_anthropic(request) else "openai", err.status)
-        return error_response(request, err)
+        response = error_response(request, err)
+        if err.status in (408, 413):  # the rest of the body may still be on its way: start afresh
+            response.headers["Connection"] = "close"
+        return response
+
+    @app.exception_handler(ClientGone)
+    async def client_gone(request: Request, err: ClientGone):
+        service.metrics.request("anthropic" if _is_anthropic(request) else "openai", 499)
+        return Response(status_code=499)  # nobody reads it; the status is nginx's "client closed request"
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, err: HTTPException):
@@ -70,23 +152,29 @@ def create_app(engine: Engine, model_names: list[str]) -> FastAPI:
 
     async def answer(request: Request, api, kind: str, final: Callable[[object, str], dict]):
         """One chat request through either API: parse, check, run (streamed or not), count."""
-        body = api.parse(await request.body())
-        service.check_model(body.model)
-        chat = api.to_chat(body)
-        if body.stream:
-            events = await api.stream_events(service, chat, body)
+        try:
+            body = api.parse(await read_body(request, max_body_bytes, body_timeout_s))
+            service.check_model(body.model)
+            chat = api.to_chat(body)
+            if body.stream:
+                events = await api.stream_events(service, chat, body)
+                service.metrics.request(kind, 200)
+                return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
+            reply = await unless_disconnected(request, service.complete(chat))
             service.metrics.request(kind, 200)
-            return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
-        reply = await service.complete(chat)
-        service.metrics.request(kind, 200)
-        return final(reply, body.model)
+            return final(reply, body.model)
+        except (APIError, ClientGone):
+            raise
+        except Exception as err:  # a bug, not the client's fault: a counted 500, the connection kept
+            log.exception("unexpected error serving %s", request.url.path)
+            raise APIError(500, f"internal error: {type(err).__name__}: {err}") from None
 
-    @app.post("/v1/chat/completions")
+    @app.post("/v1/chat/completions", openapi_extra=_body(oa.ChatCompletionRequest))
     async def chat_completions(request: Request):
         return await answer(request, openai_api, "openai",
                             lambda reply, model: openai_api.completion(reply, model).model_dump(exclude_none=False))
 
-    @app.post("/v1/messages")
+    @app.post("/v1/messages", openapi_extra=_body(an.MessagesRequest))
     async def messages(request: Request):
         return await answer(request, anthropic_api, "anthropic",
                             lambda reply, model: anthropic_api.message(reply, model).model_dump())

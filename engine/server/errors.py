@@ -9,7 +9,12 @@ renders it in the shape of the API the request was made to.
 
 from pydantic import ValidationError
 
-from engine.errors import ContextLengthError, EngineError, EngineStoppedError, InvalidRequestError
+from engine.errors import (
+    ContextLengthError,
+    EngineError,
+    EngineStoppedError,
+    InvalidRequestError,
+)
 
 # HTTP status -> Anthropic error type
 _ANTHROPIC_TYPES = {
@@ -58,7 +63,7 @@ def from_engine(err: EngineError) -> APIError:
     if isinstance(err, ContextLengthError):
         return APIError(400, str(err), param="messages", code="context_length_exceeded")
     if isinstance(err, InvalidRequestError):
-        return APIError(400, str(err))
+        return APIError(400, str(err), param=err.param)
     if isinstance(err, EngineStoppedError):
         return APIError(503, str(err))
     return APIError(500, f"engine error: {err}")

@@ -8,10 +8,15 @@ built from the engine's step records: proof of batching that does not rely on ti
 import threading
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.registry import Collector
 
-from engine.engine import Engine, RequestOutput
+from engine.engine import Engine
+from engine.output import RequestOutput
 
 STEP_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -97,7 +102,7 @@ class Metrics:
         self._cached += output.usage.cached_tokens
 
     def request(self, api: str, status: int) -> None:
-        outcome = "ok" if status < 400 else "client_error" if status < 500 else "server_error"
+        outcome = "ok" if status < 400 else "client_gone" if status == 499 else "client_error" if status < 500 else "server_error"
         self.requests.labels(api, outcome).inc()
 
     def render(self) -> bytes:

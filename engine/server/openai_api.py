@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pydantic import ValidationError
 
 from engine.chat import ChatReply, ChatRequest
-from engine.engine import RequestOutput
+from engine.output import RequestOutput
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, from_validation, openai_body
 from engine.server.service import Service
@@ -139,6 +139,7 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
     try:
         reply = service.finish(chat, output)
     except APIError as e:
+        service.metrics.request("openai", e.status)  # the 200 was sent already; count the failure too
         yield "data: " + json.dumps(openai_body(e)) + "\n\n"
         return
     calls = _calls(reply)

@@ -103,7 +103,7 @@ class ChatCompletionRequest(_In):
     max_completion_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=-(2**63), lt=2**64, description="fits in 64 bits")
     stop: str | list[str] | None = None
     n: int = Field(1, ge=1, le=1, description="one choice per request")
     stream: bool = False

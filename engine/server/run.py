@@ -1,6 +1,12 @@
-"""Start a server: load the model, build the app, run uvicorn."""
+"""Start a server: load the model, build the app, run uvicorn (in the foreground, or in a
+thread of this process with `running`)."""
 
+import contextlib
 import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -34,6 +40,31 @@ def serve(
         uvicorn.run(app, host=host, port=port, log_level=log_level)
     finally:
         engine.shutdown()
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running(app, host: str = "127.0.0.1", port: int | None = None, log_level: str = "warning") -> Iterator[str]:
+    """Serve `app` with uvicorn in a thread of this process; yields its base URL (no /v1)."""
+    port = port or free_port(host)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError(f"the server on {host}:{port} did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 if __name__ == "__main__":

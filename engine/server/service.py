@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from engine.chat import ChatReply, ChatRequest, finish, prepare
-from engine.engine import Engine, RequestOutput
+from engine.engine import Engine
 from engine.errors import EngineError
+from engine.output import RequestOutput
 from engine.server.errors import APIError, from_engine
 from engine.server.metrics import Metrics
 
@@ -67,7 +68,7 @@ class Service:
         chunk = first
         while True:
             text += chunk.delta
-            end = visible_end(text) if hide_calls else len(text)
+            end = visible_end(text, sent) if hide_calls else len(text)
             if end > sent:
                 yield Delta(text[sent:end])
                 sent = end
@@ -91,10 +92,12 @@ class Service:
         return finish(self.engine, chat, output)
 
 
-def visible_end(text: str) -> int:
+def visible_end(text: str, shown: int = 0) -> int:
     """How much of `text` may be shown while tool calls are hidden: everything before the
-    first `<tool_call>`, holding back a tail that may be the start of one."""
-    at = text.find(CALL_TAG)
+    first `<tool_call>`, holding back a tail that may be the start of one. `shown` chars
+    are known to hold no tag, so the search starts just before them (a token costs the
+    same however long the text)."""
+    at = text.find(CALL_TAG, max(0, shown - len(CALL_TAG) + 1))
     if at != -1:
         return at
     for k in range(len(CALL_TAG) - 1, 0, -1):

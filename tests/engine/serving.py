@@ -3,39 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 
-import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine.server import create_app
+from engine.server.run import free_port, running
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["free_port", "metrics", "running_server"]
 
 
 @contextlib.contextmanager
-def running_server(engine, names=("smollm2",)):
-    """Yields the base URL (no /v1) of a real uvicorn server over `engine`."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(engine, list(names)), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def running_server(engine, names=("smollm2",), **limits):
+    """Yields the base URL (no /v1) of a real uvicorn server over `engine`; `limits` go to create_app."""
+    with running(create_app(engine, list(names), **limits)) as url:
+        yield url
 
 
 def metrics(text: str) -> dict[str, float]:

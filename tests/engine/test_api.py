@@ -161,7 +161,7 @@ def test_the_model_runs_only_on_the_engine_thread(engine, monkeypatch):
     monkeypatch.setattr(engine.runner, "run", spy)
     engine.prompt_logits([engine.encode("Hello there")])
     engine.generate([[5, 6, 7]], SamplingParams(temperature=0, max_tokens=2))
-    assert seen and all(t is engine._thread for t in seen) and threading.current_thread() not in seen
+    assert seen and all(t is engine.loop.thread for t in seen) and threading.current_thread() not in seen
 
 
 def test_a_scheduler_fault_fails_the_queued_requests_and_the_engine_keeps_serving(checkpoint, monkeypatch):

@@ -1,0 +1,58 @@
+"""One scheduled step flattened into plain lists: what both runners (CPU and CUDA) build
+their tensors from.
+
+The flattened batch holds every scheduled token, decode rows (single-token queries)
+first, as the scheduler orders them. Rows that end a sequence's uncomputed span (the
+last prompt token, or the token just sampled) are the rows whose logits are computed,
+so prefill never pays the vocabulary projection per token; a single-token chunk of a
+longer prompt (the step's budget ran out) is a decode row that gets no logits.
+"""
+
+from dataclasses import dataclass, field
+
+from engine.sequence import Sequence
+
+
+@dataclass
+class PrefillSpan:
+    start: int  # first row of the span in the flattened batch
+    q_len: int  # tokens computed this step
+    kv_len: int  # tokens in the cache once they are
+    block_table: list[int]
+
+
+@dataclass
+class Batch:
+    input_ids: list[int] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)  # where each row's K/V is stored in the paged cache
+    decode_tables: list[list[int]] = field(default_factory=list)  # block table of each decode row
+    decode_lens: list[int] = field(default_factory=list)  # context length of each decode row
+    prefills: list[PrefillSpan] = field(default_factory=list)
+    logits_rows: list[int] = field(default_factory=list)
+    sample_seqs: list[Sequence] = field(default_factory=list)  # whose logits rows are computed, in row order
+
+    @property
+    def num_decode(self) -> int:
+        return len(self.decode_tables)
+
+
+def flatten(items: list[tuple[Sequence, int]], block_size: int) -> Batch:
+    """items: (sequence, tokens to compute), single-token ones first."""
+    b = Batch()
+    for seq, n in items:
+        start, end = seq.num_computed, seq.num_computed + n
+        table = seq.block_table
+        row = len(b.input_ids)
+        b.input_ids += seq.token_ids[start:end]
+        b.positions += range(start, end)
+        b.slots += [table[p // block_size] * block_size + p % block_size for p in range(start, end)]
+        if n == 1:
+            b.decode_tables.append(table)
+            b.decode_lens.append(end)
+        else:
+            b.prefills.append(PrefillSpan(row, n, end, table))
+        if end == len(seq.token_ids):
+            b.logits_rows.append(row + n - 1)
+            b.sample_seqs.append(seq)
+    return b
