@@ -1,8 +1,10 @@
-"""Fault suite, server part: hostile and fuzzed requests against `harness serve` on loopback,
-beside innocent concurrent ones.
+"""Fault suite: (a, b) hostile and fuzzed requests against `harness serve` on loopback, beside
+innocent concurrent ones; (c) the sandbox abuse battery (benchmarks/faults_sandbox.py); (d) a
+hostile stdio MCP server (benchmarks/faults_mcp.py). Each part prints its table, then one
+summary table: tried, contained, data lost, message clear.
 
-    python benchmarks/bench_faults.py                      # 10,000 requests, at most 15 minutes
-    python benchmarks/bench_faults.py --requests 2000 --minutes 3 --real
+    python benchmarks/bench_faults.py                      # 10,000 requests, at most 15 minutes, then (c) and (d)
+    python benchmarks/bench_faults.py --requests 2000 --minutes 3 --real --no-sandbox --no-mcp
 
 Three kinds of request go to both chat APIs (OpenAI and Anthropic), from a pool of
 concurrent clients:
@@ -463,7 +465,42 @@ def serve_child(port: int, real: bool) -> None:
 
 
 def main(requests: int = 10_000, minutes: float = 15.0, workers: int = 8, real: bool = False, seed: int = 0,
-         corpus: int = 200) -> None:
+         corpus: int = 200, server: bool = True, sandbox: bool = True, mcp: bool = True) -> None:
+    summary: list[tuple[str, int, int, str, str]] = []  # part, tried, contained, data lost, message clear
+    if server:
+        tally, after = server_part(requests, minutes, workers, real, seed, corpus)
+        keys = sorted(tally.tried)
+        innocent_lost = sum(tally.innocent_failures.values())
+        summary.append(("server: fuzzed and hostile requests", sum(tally.tried.values()), sum(tally.contained(k) for k in keys),
+                        f"{innocent_lost} innocent replies", "400/404/408/413 naming the problem"))
+    if sandbox:
+        from faults_sandbox import sandbox_battery  # beside this script
+
+        battery = sandbox_battery()
+        print(f"\n{'abuse':<30}{'contained':>10}{'clear':>7}  observation")
+        for r in battery:
+            print(f"{r.abuse:<30}{'yes' if r.contained else 'NO':>10}{'yes' if r.clear else 'NO':>7}  {r.observation[-90:]}")
+        summary.append(("sandbox: abuse battery", len(battery), sum(r.contained for r in battery), "none",
+                        f"{sum(r.clear for r in battery)}/{len(battery)}"))
+    if mcp:
+        from faults_mcp import rows as mcp_rows  # beside this script
+        from faults_mcp import table as mcp_table
+
+        hostile = mcp_rows()
+        print("\n" + mcp_table(hostile))
+        lost = [r.hostility for r in hostile if r.data_lost not in ("none", "-", "")]
+        clear = [r for r in hostile if r.message_clear is not None]
+        summary.append(("MCP: hostile stdio server", sum(r.tried for r in hostile), sum(r.contained for r in hostile),
+                        ", ".join(lost) or "none", f"{sum(bool(r.message_clear) for r in clear)}/{len(clear)}"))
+    head = ("part", "tried", "contained", "data lost", "message clear")
+    body = [(p, f"{t:,}", f"{c:,}", d, m) for p, t, c, d, m in summary]
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+    print()
+    for line in [head, *body]:
+        print(" | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)))
+
+
+def server_part(requests: int, minutes: float, workers: int, real: bool, seed: int, corpus: int) -> tuple[Tally, dict]:
     port = free_port()
     child = multiprocessing.get_context("spawn").Process(target=serve_child, args=(port, real), daemon=True)
     child.start()
@@ -484,6 +521,7 @@ def main(requests: int = 10_000, minutes: float = 15.0, workers: int = 8, real: 
         print(f"fault suite on {url} ({'SmolLM2-135M' if real else 'tiny random weights, SmolLM2 tokenizer'}), "
               f"{time.monotonic() - t0:.0f} s, {workers} concurrent clients, schema corpus {after['corpus']}")
         print(table(tally, after))
+        return tally, after
     finally:
         child.terminate()
         child.join(10)
