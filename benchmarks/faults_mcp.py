@@ -185,7 +185,7 @@ def engine_markers(registry: Registry, result_text: str) -> list[Row]:
         called = {"id": "c1", "type": "function", "function": {"name": "hostile__control_tokens", "arguments": "{}"}}
         messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "", "tool_calls": [called]},
                     {"role": "tool", "tool_call_id": "c1", "content": result}]
-        ids = tokenizer.encode(tokenizer.render_chat(messages, [openai_schema(t) for t in tools]))
+        ids = tokenizer.encode_chat(messages, [openai_schema(t) for t in tools])  # as the engine encodes a request
         return sum(i in specials for i in ids)
 
     defined = [registry.get("hostile__control_tokens"), registry.get("hostile__schema_bomb")]
