@@ -72,8 +72,8 @@ def paged_attention(
     parts = []
     if meta.num_decode:
         b = meta.num_decode
-        bt = meta.decode_block_tables
-        flat = bt.view(-1)
+        assert meta.decode_block_tables is not None, "a step with decode rows carries their block tables"
+        flat = meta.decode_block_tables.view(-1)
         kk = k_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)  # (B, KVH, L, D)
         vv = v_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)
         qq = q[:b].unsqueeze(2)  # (B, H, 1, D)

@@ -27,8 +27,15 @@ import torch
 
 from engine.config import SMOLLM2_135M, EngineConfig
 from engine.engine import Engine
+from engine.output import RequestOutput
 from engine.sampler import SamplingParams
 from engine.weights import default_model_path, dummy_checkpoint
+
+
+def _first_token_s(out: RequestOutput) -> float:
+    if out.ttft_s is None:
+        raise RuntimeError(f"request {out.request_id} produced no token (finish {out.finish_reason}: {out.error})")
+    return out.ttft_s
 
 
 def _engine_decode_rate(engine: Engine, prompt: list[int], batch: int, tokens: int) -> float:
@@ -37,7 +44,7 @@ def _engine_decode_rate(engine: Engine, prompt: list[int], batch: int, tokens: i
     outs = engine.generate([prompt] * batch, params)
     end = time.perf_counter()
     # All requests arrive together; decode time runs from the last first-token to the end.
-    first = max(o.ttft_s for o in outs)
+    first = max(_first_token_s(o) for o in outs)
     return sum(len(o.token_ids) - 1 for o in outs) / ((end - start) - first)
 
 
@@ -56,7 +63,7 @@ def _transformers_decode_rate(model, prompt: list[int], batch: int, tokens: int)
 
 def _ttft(engine: Engine, prompt: list[int]) -> tuple[float, int]:
     out = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=1))[0]
-    return out.ttft_s, out.usage.cached_tokens
+    return _first_token_s(out), out.usage.cached_tokens
 
 
 def _transformers_model(path: str, dummy: bool):
@@ -64,7 +71,8 @@ def _transformers_model(path: str, dummy: bool):
 
     if dummy:
         c = SMOLLM2_135M
-        config = transformers.LlamaConfig(
+        # transformers 5's LlamaConfig signature omits rope_theta, which it still accepts (and 4.x requires).
+        config = transformers.LlamaConfig(  # type: ignore[call-arg]
             vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
             num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
             rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, tie_word_embeddings=True,

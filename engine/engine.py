@@ -30,9 +30,10 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
@@ -55,7 +56,12 @@ from engine.sequence import Sequence, Status
 from engine.tokenizer import Tokenizer
 from engine.weights import Checkpoint, default_model_path, load_checkpoint
 
+if TYPE_CHECKING:
+    from engine.cuda.model import CudaModel  # for annotations: importing it needs Triton
+
 log = logging.getLogger("engine")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -79,6 +85,8 @@ class _Handle:
 
 
 class Engine:
+    model: "Model | CudaModel"  # loaded on the loop thread (_load)
+
     def __init__(self, model: str | Path | Checkpoint | None = None, config: EngineConfig | None = None):
         self.config = config or EngineConfig()
         self.step_stats: deque[StepStats] = deque(maxlen=self.config.step_stats_history)
@@ -91,7 +99,13 @@ class Engine:
         self.loop.start(lambda: self._load(model))  # a bad model file raises here, in the caller's thread
         # Stop the loop before interpreter teardown pulls torch out from under it.
         ref = weakref.ref(self)
-        atexit.register(lambda: (e := ref()) is not None and e.shutdown())
+
+        def shutdown_at_exit() -> None:
+            engine = ref()
+            if engine is not None:
+                engine.shutdown()
+
+        atexit.register(shutdown_at_exit)
 
     def _load(self, model: str | Path | Checkpoint | None) -> None:
         """Runs on the loop thread: torch settings are per thread."""
@@ -206,7 +220,7 @@ class Engine:
         if not self._post(apply, handles):
             raise EngineStoppedError("the engine is shut down; create a new Engine")
 
-    def _post(self, change: Callable[[], None], handles: list[_Handle] = ()) -> bool:
+    def _post(self, change: Callable[[], None], handles: Iterable[_Handle] = ()) -> bool:
         """Queue a change for the loop thread, registering the requests it brings in the same
         critical section (so a shutdown either sees them or refuses them); False when shut down."""
 
@@ -217,7 +231,7 @@ class Engine:
 
         return self.loop.post(change, register)
 
-    def _on_loop(self, fn: Callable[[], object]) -> object:
+    def _on_loop(self, fn: Callable[[], T]) -> T:
         """Run fn on the loop thread between two steps and return its result (or raise its error)."""
         posted, result = self.loop.call(fn)
         if not posted:

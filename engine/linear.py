@@ -80,6 +80,7 @@ def linear(x: torch.Tensor, lin: Linear) -> torch.Tensor:
     if lin.kind == "onednn":
         return torch.ops.mkldnn._linear_pointwise(x.contiguous(), lin.weight, lin.bias, "none", [], "")
     if lin.kind == "int4":
+        assert lin.dense is not None and lin.scale_zero is not None, "an int4 Linear is built with its scales and dense copy"
         if x.shape[0] > INT4_ROWS:
             return linear(x, lin.dense)
         y = int4_matmul(x, lin.weight, lin.scale_zero)

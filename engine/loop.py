@@ -17,8 +17,11 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TypeVar
 
 log = logging.getLogger("engine")
+
+T = TypeVar("T")
 
 
 class Loop:
@@ -62,10 +65,10 @@ class Loop:
             self.work.notify()
         return True
 
-    def call(self, fn: Callable[[], object]) -> tuple[bool, Future]:
+    def call(self, fn: Callable[[], T]) -> tuple[bool, Future[T]]:
         """Run fn on the loop thread between two steps; (False, _) when stopped, else the
         future of its result."""
-        result: Future = Future()
+        result: Future[T] = Future()
 
         def change() -> None:
             try:

@@ -20,6 +20,7 @@ holds back the last `max_stop - 1` committed characters while running, since the
 yet turn out to start a stop string.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.tokenizer import Tokenizer
@@ -73,7 +74,7 @@ class TextOutput:
     `hold` characters and the part a stream has not sent yet beside it, so a token costs
     the same at the 4,000th as at the first."""
 
-    def __init__(self, tokenizer: Tokenizer, stop: list[str] = ()):
+    def __init__(self, tokenizer: Tokenizer, stop: Sequence[str] = ()):
         self.tokenizer = tokenizer
         self.stop = list(stop)
         self.hold = max((len(s) - 1 for s in self.stop), default=0)

@@ -54,11 +54,12 @@ class RadixCache:
         now = next(self._clock)
         node, path = self.root, []
         for key in self._keys(tokens):
-            node = node.children.get(key)
-            if node is None:
+            child = node.children.get(key)
+            if child is None:
                 break
-            node.last_access = now
-            path.append(node)
+            child.last_access = now
+            path.append(child)
+            node = child
         return path
 
     def lock(self, path: list[Node]) -> None:
@@ -100,7 +101,7 @@ class RadixCache:
         """Free up to `num_blocks` blocks from LRU unlocked leaves; returns how many were freed."""
         leaves = [(n.last_access, id(n), n) for n in self._iter_nodes() if not n.children and n.lock_ref == 0]
         heapq.heapify(leaves)
-        freed = []
+        freed: list[int] = []
         while leaves and len(freed) < num_blocks:
             _, _, node = heapq.heappop(leaves)
             parent = node.parent

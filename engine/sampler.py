@@ -96,16 +96,16 @@ def apply_processors(
 ) -> tuple[torch.Tensor, dict[int, Exception]]:
     """Run each row's logits processor. A processor that raises fails only its own row:
     the error is returned for the engine to fail that request, the batch goes on."""
-    rows = [i for i, p in enumerate(params) if p.logits_processor is not None]
+    processors = {i: p.logits_processor for i, p in enumerate(params) if p.logits_processor is not None}
     errors: dict[int, Exception] = {}
-    if not rows:
+    if not processors:
         return logits, errors
     # The model's logits are inference-mode tensors, which refuse in-place writes
     # outside inference mode; processors (and this loop) need a normal copy.
     logits = logits.clone()
-    for i in rows:
+    for i, processor in processors.items():
         try:
-            out = params[i].logits_processor(generated[i], logits[i])
+            out = processor(generated[i], logits[i])
             if not isinstance(out, torch.Tensor) or out.shape != logits[i].shape:
                 raise TypeError(f"logits processor returned {type(out).__name__}, expected a tensor of shape {tuple(logits[i].shape)}")
             if not bool((out > float("-inf")).any()):

@@ -78,10 +78,8 @@ FIRST_SPECIAL = 0xF0000  # special token k is written ESCAPE + chr(FIRST_SPECIAL
 class Tokenizer:
     def __init__(self, tok: HFTokenizer, chat_template: str | None, bos_token: str = "", eos_token: str = ""):
         self.tok = tok
-        self.specials = sorted(
-            (t.content for t in tok.get_added_tokens_decoder().values() if t.special), key=len, reverse=True
-        )
-        self.special_ids = {t: tok.token_to_id(t) for t in self.specials}
+        self.special_ids = {t.content: i for i, t in tok.get_added_tokens_decoder().items() if t.special}
+        self.specials = sorted(self.special_ids, key=len, reverse=True)
         self.plain = HFTokenizer.from_str(tok.to_str())  # the same tokenizer, special-token parsing off
         self.plain.encode_special_tokens = True
         alternatives = "|".join(re.escape(t) for t in self.specials)
@@ -156,6 +154,7 @@ class Tokenizer:
                 tokens[eos] if eos is not None else "",
             )
         if ckpt.kind == "safetensors":
+            assert ckpt.path is not None, "a safetensors checkpoint is loaded from a directory"
             file = Path(ckpt.path) / "tokenizer.json"
             if not file.is_file():
                 return None  # weights without a tokenizer: the engine takes token ids only

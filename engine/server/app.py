@@ -14,13 +14,14 @@ non-streamed request is aborted when its client disconnects, like a streamed one
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
+from engine.chat import ChatReply
 from engine.engine import Engine
 from engine.server import anthropic_api, openai_api
 from engine.server import anthropic_schemas as an
@@ -105,13 +106,17 @@ def _openapi(app: FastAPI) -> dict:
     return doc
 
 
+class _App(FastAPI):
+    def openapi(self) -> dict[str, Any]:
+        return self.openapi_schema or _openapi(self)
+
+
 def create_app(
     engine: Engine, model_names: list[str], max_body_bytes: int = 8 << 20, body_timeout_s: float = 30.0
 ) -> FastAPI:
     service = Service(engine, model_names)
-    app = FastAPI(title="harness engine", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
+    app = _App(title="harness engine", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
     app.state.service = service
-    app.openapi = lambda: app.openapi_schema or _openapi(app)
 
     @app.exception_handler(APIError)
     async def api_error(request: Request, err: APIError):
@@ -150,7 +155,7 @@ def create_app(
         text = await asyncio.to_thread(service.metrics.render)
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    async def answer(request: Request, api, kind: str, final: Callable[[object, str], dict]):
+    async def answer(request: Request, api, kind: str, final: Callable[[ChatReply, str], dict]):
         """One chat request through either API: parse, check, run (streamed or not), count."""
         try:
             body = api.parse(await read_body(request, max_body_bytes, body_timeout_s))

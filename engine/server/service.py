@@ -86,7 +86,10 @@ class Service:
             output = delta.output or output
         return self.finish(chat, output)
 
-    def finish(self, chat: ChatRequest, output: RequestOutput) -> ChatReply:
+    def finish(self, chat: ChatRequest, output: RequestOutput | None) -> ChatReply:
+        """The reply for the output a delta stream ended with (None if it ended without one)."""
+        if output is None:
+            raise APIError(500, "generation ended without a final output")
         if output.finish_reason == "error":
             raise APIError(500, f"generation failed: {output.error}")
         return finish(self.engine, chat, output)
