@@ -54,6 +54,6 @@ def test_harness_policies_prints_each_knob_as_a_table_or_json():
     keep = next(k for k in shown if k["name"] == "context[1].keep_last")
     assert keep["value"] == 5 and keep["description"]
     listing = json.loads(runner.invoke(app, ["policies", "--json"]).output)
-    assert {p["name"] for p in listing} == set(PRESETS)
+    assert {p["preset"] for p in listing} == set(PRESETS)
     unknown = runner.invoke(app, ["policies", "no_such_preset"])
     assert unknown.exit_code != 0 and "Known presets" in unknown.output
