@@ -185,7 +185,7 @@ def test_run_alive_follows_the_journals_own_lock(tmp_path):
 def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready, tmp_path):
     from agent.launch import launch
     from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-    from agent.policy import HarnessPolicy
+    from core.policy import HarnessPolicy
     from agent.task import Task
     from sandboxes.docker import factory
 
