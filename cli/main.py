@@ -20,6 +20,7 @@ from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.chess import chess_command
 from cli.ab import ab_command
+from cli.study import study_command
 from cli.report import report_command
 from cli.swe import swe_app, swe_grade_command
 from cli import mcp as mcp_cli
@@ -131,6 +132,7 @@ app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.command("report")(report_command)
 app.command("ab")(ab_command)
+app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
