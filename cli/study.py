@@ -28,7 +28,7 @@ def study_command(
                                             "e.g. openai-compatible:http://127.0.0.1:8000/v1#smollm2 (`harness serve`)."),
     task: list[str] = typer.Option(..., help="A task, repeated: `chess` (a game against --opponent), a bundled coding task "
                                              "(ledger, inventory) or a task file."),
-    policy: list[str] = typer.Option(..., help="A policy, repeated (at least two to compare): a preset, a bundled study "
+    policy: list[str] = typer.Option(..., help="A policy, repeated (at least two to compare; for long runs local_long against local_compact or local_lean): a preset, a bundled study "
                                                f"policy ({', '.join(bundled_policies())}) or a policy file."),
     seeds: str = typer.Option("0,1", help="Seeds, comma-separated: each task runs once per seed under every policy."),
     concurrency: str = typer.Option("4", help="Runs in flight at once; several (1,4,16) sweep it."),
@@ -51,13 +51,14 @@ def study_command(
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
     for point in study.points:
-        table = Table(f"policy ({point.label})", "runs", "prompt", "cached", "ideal", "evicted", "steps/s", "tok/s",
-                      "TTFT p50", "TTFT p95", "peak ctx", "outcome")
+        cache = Table(f"policy ({point.label})", "runs", "prompt tok", "cached", "ideal", "evicted", "peak ctx")
+        speed = Table(f"policy ({point.label})", "steps/s", "tok/s", "TTFT p50", "TTFT p95", "outcome")
         for f in point.policies:
-            table.add_row(f.policy, str(f.runs), num(f.prompt_tokens), share(f.cached_share), share(f.ideal_reuse),
-                          num(f.engine.evicted_blocks), num(f.steps_per_s, 3), num(f.tokens_per_s, 1),
-                          seconds(f.ttft_p50_s), seconds(f.ttft_p95_s), num(f.peak_context), f"{f.finished}/{f.runs}")
-        console.print(table)
+            cache.add_row(f.policy, str(f.runs), num(f.prompt_tokens), share(f.cached_share), share(f.ideal_reuse),
+                          num(f.engine.evicted_blocks), num(f.peak_context))
+            speed.add_row(f.policy, num(f.steps_per_s, 3), num(f.tokens_per_s, 1), seconds(f.ttft_p50_s),
+                          seconds(f.ttft_p95_s), f"{f.finished}/{f.runs}")
+        console.print(cache, speed)
         for pair in point.pairs:
             console.print(f"{pair.b} vs {pair.a}: {pair.comparison['verdict']['text']}")
     for failure in study.failures:

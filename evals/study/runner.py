@@ -60,7 +60,7 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
     client = target.client(ttfts)
     if cell.task == CHESS:
         color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
-        return play_game(client, spec.opponent, color, policy, out_dir, cell.seed, GameRules(max_plies=spec.max_plies),
+        return play_game(client, spec.opponent, color, policy, out_dir, cell.seed, GameRules(max_plies=spec.max_plies, allow_resign=False),
                          analysis_depth=None).run_dir
     task = study_task(cell.task)
     assert task is not None
