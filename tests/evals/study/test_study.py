@@ -6,7 +6,7 @@ import json
 
 from agent.journal import read_events
 from core.events import ModelReplied
-from tests.evals.study.conftest import study
+from tests.evals.study.conftest import SCRIPT, study
 
 
 def test_with_a_scripted_model_each_point_writes_one_batch_folder_per_policy(scripted_study, scripted_study_json):
@@ -76,3 +76,26 @@ def test_a_cache_size_for_a_served_engine_is_refused(tmp_path):
 def test_a_policy_named_twice_is_refused(tmp_path):
     code, output, _ = study(tmp_path / "out", "--task", "chess", "--policy", "lean", "--policy", "lean")
     assert code == 2 and "Name each task and each policy once" in output
+
+
+def test_the_markdown_table_has_a_row_per_policy_at_each_point(scripted_study_json):
+    from evals.study.report import markdown
+
+    rows = markdown(scripted_study_json).splitlines()[2:]
+    assert [r.split(" | ")[2] for r in rows] == ["default", "lean", "default", "lean"]
+    assert all(r.count("|") == rows[0].count("|") for r in rows)
+
+
+def test_with_a_scripted_model_the_bundled_tasks_run_in_the_docker_sandbox(tmp_path):
+    script = tmp_path / "script.yaml"
+    script.write_text(SCRIPT)
+    code, output, folder = study(tmp_path / "out", "--model", f"scripted:{script}", "--task", "ledger", "--task", "inventory",
+                                 "--policy", "default", "--policy", "lean", "--seeds", "0", "--concurrency", "2")
+    assert code == 0, output
+    [point] = json.loads((folder / "study.json").read_text())["points"]
+    for run in point["runs"]:
+        events = read_events(folder / run["run_dir"])
+        first = next(e for e in events if e.type == "tool_observed")
+        # the task's setup wrote its large file in the container, and its tests ran there and failed
+        assert "FAILED" in first.observation.text, first.observation.text
+        assert json.loads((folder / run["run_dir"] / "run.json").read_text())["sandbox"] == "docker"
