@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +15,11 @@ from evals.study.grid import bundled_policies
 from evals.study.report import num, seconds, share
 
 console = Console()
+Tasks = Annotated[list[str], typer.Option(help="A task, repeated: `chess` (a game against --opponent), a bundled coding "
+                                               "task (ledger, inventory) or a task file.")]
+Policies = Annotated[list[str], typer.Option(
+    help="A policy, repeated (two or more; for long runs local_long against local_compact or local_lean): a preset, "
+         f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file.")]
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -24,12 +30,10 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def study_command(
+    task: Tasks,
+    policy: Policies,
     model: str = typer.Option("local", help="The engine: `local` (in-process, embedded model), local:PATH, or a server, "
                                             "e.g. openai-compatible:http://127.0.0.1:8000/v1#smollm2 (`harness serve`)."),
-    task: list[str] = typer.Option(..., help="A task, repeated: `chess` (a game against --opponent), a bundled coding task "
-                                             "(ledger, inventory) or a task file."),
-    policy: list[str] = typer.Option(..., help="A policy, repeated (at least two to compare; for long runs local_long against local_compact or local_lean): a preset, a bundled study "
-                                               f"policy ({', '.join(bundled_policies())}) or a policy file."),
     seeds: str = typer.Option("0,1", help="Seeds, comma-separated: each task runs once per seed under every policy."),
     concurrency: str = typer.Option("4", help="Runs in flight at once; several (1,4,16) sweep it."),
     kv_cache_mb: str = typer.Option(None, help="KV cache of the in-process engine in MiB; several (64,16) sweep it. "
@@ -44,7 +48,7 @@ def study_command(
     try:
         spec = StudySpec(model=model, tasks=task, policies=policy, seeds=_ints(seeds, "--seeds"),
                          concurrency=_ints(concurrency, "--concurrency"),
-                         kv_cache_mb=_ints(kv_cache_mb, "--kv-cache-mb") if kv_cache_mb else [None],
+                         kv_cache_mb=[*_ints(kv_cache_mb, "--kv-cache-mb")] if kv_cache_mb else [None],
                          max_steps=max_steps, sandbox=sandbox, opponent=opponent, max_plies=max_plies)
         study, folder = run_study(spec, out, on_run=lambda line: console.print(f"  {line}"))
     except HarnessError as e:

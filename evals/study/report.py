@@ -37,12 +37,11 @@ def interval(row: dict, key_low: str = "low", key_high: str = "high", fmt=lambda
 
 def render_study(study, folder: Path) -> Path:
     env = environment()
-    env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), env.loader])
-    policies = [p for p in study.spec.policies]
-    names = [f.policy for f in study.points[0].policies] if study.points else policies
+    env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), *([env.loader] if env.loader else [])])
+    names = [f.policy for f in study.points[0].policies] if study.points else list(study.spec.policies)
     charts = [(caption, Markup(hit), Markup(speed)) for caption, hit, speed in sweep_charts(study.points, names)]
     html = env.get_template("study.html.j2").render(
-        **common(), study=study, charts=charts, colors=dict(zip(names, COLORS)), crossover=CROSSOVER,
+        **common(), study=study, charts=charts, colors=dict(zip(names, COLORS * len(names), strict=False)), crossover=CROSSOVER,
         share=share, num=num, seconds=seconds, interval=interval)
     path = folder / "study.html"
     path.write_text(html, encoding="utf-8")

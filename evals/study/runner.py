@@ -21,7 +21,7 @@ from evals.pricing import load_prices
 from evals.reports.steps import load_summary
 from evals.study.grid import CHESS, StudySpec, study_policy, study_task
 from evals.study.measure import PairFigures, PolicyFigures, RunRow, pair_figures, policy_figures, run_row
-from evals.study.target import Target, checkpoint_for, open_target
+from evals.study.target import EngineCounters, Target, checkpoint_for, open_target
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,9 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
 
 
 def run_policy(target: Target, policy: HarnessPolicy, cells: list[Cell], spec: StudySpec, concurrency: int, batch: Path,
-               study_dir: Path, failures: list[str], on_run: Callable[[str], None]) -> tuple[list[RunRecord], list[RunRow], float, dict]:
-    ttfts = {cell: [] for cell in cells}
+               study_dir: Path, failures: list[str], on_run: Callable[[str], None]
+               ) -> tuple[list[RunRecord], list[RunRow], float, EngineCounters]:
+    ttfts: dict[Cell, list[float]] = {cell: [] for cell in cells}
     before = target.read()
     jobs = [Job(f"{c.task}#{c.seed}", run_cell, (target, c, policy, spec, ttfts[c])) for c in cells]
     done_runs: list[tuple[Cell, Path]] = []

@@ -15,7 +15,7 @@ def crossovers(first: Sequence[tuple[float, float]], other: Sequence[tuple[float
     """Where the line through `other` crosses the line through `first` (both over the same x values, in order):
     the (x, y) of each crossing, by linear interpolation between the two x values around it."""
     out = []
-    for (x0, a0), (x1, a1), (_, b0), (_, b1) in zip(first, first[1:], other, other[1:]):
+    for (x0, a0), (x1, a1), (_, b0), (_, b1) in zip(first, first[1:], other, other[1:], strict=False):
         d0, d1 = b0 - a0, b1 - a1
         if d0 == 0 and d1 == 0:
             continue

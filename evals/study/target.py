@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -125,8 +125,9 @@ def open_target(model: str, checkpoint: Any, kv_cache_mb: int | None) -> Iterato
         return
     from engine import Engine, EngineConfig
 
-    config = EngineConfig(weights="int4" if m.kind == "local-int4" else "float32",
-                          **({"kv_cache_bytes": kv_cache_mb << 20} if kv_cache_mb else {}))
+    config = EngineConfig(weights="int4" if m.kind == "local-int4" else "float32")
+    if kv_cache_mb:
+        config = replace(config, kv_cache_bytes=kv_cache_mb << 20)
     engine = Engine(checkpoint, config)
     try:
         yield Target(model, engine=engine)

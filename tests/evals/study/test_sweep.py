@@ -22,8 +22,8 @@ def test_a_line_that_stays_above_never_crosses():
 @given(st.lists(st.tuples(ys, ys), min_size=2, max_size=8))
 def test_every_crossing_lies_between_its_settings_and_on_both_lines(values):
     xs = [float(2 ** i) for i in range(len(values))]
-    first = [(x, a) for x, (a, _) in zip(xs, values)]
-    other = [(x, b) for x, (_, b) in zip(xs, values)]
+    first = [(x, a) for x, (a, _) in zip(xs, values, strict=True)]
+    other = [(x, b) for x, (_, b) in zip(xs, values, strict=True)]
     for x, y in crossovers(first, other):
         i = max(k for k in range(len(xs)) if xs[k] <= x)
         if xs[i] == x:
@@ -34,5 +34,5 @@ def test_every_crossing_lies_between_its_settings_and_on_both_lines(values):
         on_other = other[i][1] + t * (other[i + 1][1] - other[i][1])
         assert abs(on_first - y) < 1e-9 and abs(on_other - y) < 1e-6
     signs = [b - a for (a, b) in values]
-    changes = sum(1 for d0, d1 in zip(signs, signs[1:]) if d0 * d1 < 0 or (d0 == 0 and d1 != 0))
+    changes = sum(1 for d0, d1 in zip(signs, signs[1:], strict=False) if d0 * d1 < 0 or (d0 == 0 and d1 != 0))
     assert len(crossovers(first, other)) == changes
