@@ -60,8 +60,8 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
     client = target.client(ttfts)
     if cell.task == CHESS:
         color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
-        return play_game(client, spec.opponent, color, policy, out_dir, cell.seed, GameRules(max_plies=spec.max_plies, allow_resign=False),
-                         analysis_depth=None).run_dir
+        rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
+        return play_game(client, spec.opponent, color, policy, out_dir, cell.seed, rules, analysis_depth=None).run_dir
     task = study_task(cell.task)
     assert task is not None
     _, run_dir = start(RunSpec(task, client, policy, out_dir, sandbox=SandboxSpec.parse(spec.sandbox), seed=cell.seed))
@@ -73,11 +73,12 @@ def run_policy(target: Target, policy: HarnessPolicy, cells: list[Cell], spec: S
                ) -> tuple[list[RunRecord], list[RunRow], float, EngineCounters]:
     ttfts: dict[Cell, list[float]] = {cell: [] for cell in cells}
     before = target.read()
-    jobs = [Job(f"{c.task}#{c.seed}", run_cell, (target, c, policy, spec, ttfts[c])) for c in cells]
+    by_key = {f"{c.task}#{c.seed}": c for c in cells}
+    jobs = [Job(key, run_cell, (target, c, policy, spec, ttfts[c])) for key, c in by_key.items()]
     done_runs: list[tuple[Cell, Path]] = []
 
     def arrived(done: Done) -> None:
-        cell = cells[[j.key for j in jobs].index(done.key)]
+        cell = by_key[done.key]
         if done.error is not None:
             failures.append(f"{policy.name} {done.key}: {done.error}")
         else:
@@ -92,7 +93,8 @@ def run_policy(target: Target, policy: HarnessPolicy, cells: list[Cell], spec: S
     records, rows = [], []
     for cell, run_dir in sorted(done_runs, key=lambda x: (x[0].task, x[0].seed)):
         record = load_record(run_dir, prices)
-        stop = load_summary(run_dir, [], read_run_info(run_dir)).stop_reason if (run_dir / "summary.json").exists() else "unfinished"
+        finished = (run_dir / "summary.json").exists()
+        stop = load_summary(run_dir, [], read_run_info(run_dir)).stop_reason if finished else "unfinished"
         records.append(record)
         rows.append(run_row(record, run_dir, study_dir, stop, ttfts[cell]))
     return records, rows, wall_s, counters
