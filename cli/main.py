@@ -23,6 +23,7 @@ from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
+from cli.study import study_command
 from cli.swe import swe_app, swe_grade_command
 from core.errors import HarnessError
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -146,6 +147,7 @@ app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.command("report")(report_command)
 app.command("ab")(ab_command)
+app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)

@@ -1,0 +1,65 @@
+"""study.html: the grid, each policy's figures at each point, the paired comparisons, and the sweep."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from jinja2 import ChoiceLoader, FileSystemLoader
+from markupsafe import Markup
+
+from evals.reports.html import common, environment
+from evals.study.sweep import COLORS, CROSSOVER, sweep_charts
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def share(v: float | None) -> str:
+    return "—" if v is None or not math.isfinite(v) else f"{v:.1%}"
+
+
+def num(v: float | int | None, digits: int = 0) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    return f"{v:,.{digits}f}"
+
+
+def seconds(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f} s"
+
+
+def interval(row: dict, key_low: str = "low", key_high: str = "high", fmt=lambda v: f"{v:+,.3g}") -> str:
+    low, high = row.get(key_low), row.get(key_high)
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return "—"
+    return f"{fmt(low)} to {fmt(high)}"
+
+
+def render_study(study, folder: Path) -> Path:
+    env = environment()
+    env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), *([env.loader] if env.loader else [])])
+    names = [f.policy for f in study.points[0].policies] if study.points else list(study.spec.policies)
+    charts = [(caption, Markup(hit), Markup(speed)) for caption, hit, speed in sweep_charts(study.points, names)]
+    html = env.get_template("study.html.j2").render(
+        **common(), study=study, charts=charts, colors=dict(zip(names, COLORS * len(names), strict=False)), crossover=CROSSOVER,
+        share=share, num=num, seconds=seconds, interval=interval)
+    path = folder / "study.html"
+    path.write_text(html, encoding="utf-8")
+    return path
+
+
+def markdown(study_json: dict) -> str:
+    """The per-policy figures of every point as one Markdown table, as study.json holds them."""
+    head = ("| runs in flight | KV cache | policy | runs | prompt tokens | cached share | ideal reuse | evicted blocks | "
+            "preemptions | steps/s | tokens/s | TTFT p50 / p95 | peak context | outcome |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for p in study_json["points"]:
+        cache = f"{p['kv_cache_mb']} MiB ({num(p['cache_tokens'])} tok)" if p["kv_cache_mb"] else "default"
+        for f in p["policies"]:
+            e = f["engine"]
+            lines.append(f"| {p['concurrency']} | {cache} | {f['policy']} | {f['runs']} | {num(f['prompt_tokens'])} | "
+                         f"{share(f['cached_share'])} | {share(f['ideal_reuse'])} | {num(e['evicted_blocks'])} | "
+                         f"{num(e['preemptions'])} | {num(f['steps_per_s'], 3)} | {num(f['tokens_per_s'], 1)} | "
+                         f"{seconds(f['ttft_p50_s'])} / {seconds(f['ttft_p95_s'])} | {num(f['peak_context'])} | "
+                         f"{f['finished']}/{f['runs']} |")
+    return "\n".join(lines)

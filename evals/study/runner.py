@@ -1,0 +1,143 @@
+"""Run a study: at each point (runs in flight × cache size), each policy's runs of every task and seed,
+in threads against one engine, into one batch folder per policy; then study.json and study.html."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from agent.journal import new_run_id, read_run_info, write_json_atomic
+from agent.session import RunSpec, SandboxSpec, start
+from core.errors import HarnessError
+from core.policy import HarnessPolicy
+from evals.ab.html import _finite
+from evals.ab.records import RunRecord, load_record
+from evals.chess.game import GameRules
+from evals.chess.runner import play_game
+from evals.executors import Done, ExecutorOptions, Job, run_jobs
+from evals.pricing import load_prices
+from evals.reports.steps import load_summary
+from evals.study.grid import CHESS, StudySpec, study_policy, study_task
+from evals.study.measure import PairFigures, PolicyFigures, RunRow, pair_figures, policy_figures, run_row
+from evals.study.target import EngineCounters, Target, checkpoint_for, open_target
+
+
+@dataclass(frozen=True)
+class Cell:
+    task: str
+    seed: int
+
+
+@dataclass
+class Point:
+    concurrency: int
+    kv_cache_mb: int | None
+    cache_tokens: int | None  # what the KV cache holds (in-process engine)
+    policies: list[PolicyFigures]
+    pairs: list[PairFigures]
+    runs: list[RunRow]
+
+    @property
+    def label(self) -> str:
+        return f"c{self.concurrency}-kv{self.kv_cache_mb or 'default'}"
+
+
+@dataclass
+class Study:
+    study_id: str
+    spec: StudySpec
+    points: list[Point]
+    failures: list[str]  # runs the harness could not finish (it raised), by cell
+
+
+def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, ttfts: list[float], out_dir: Path) -> Path:
+    """A study job: one run of one task and seed under one policy; returns its run directory."""
+    policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": cell.seed})})
+    if spec.max_steps is not None:
+        policy = policy.model_copy(update={"stop": policy.stop.model_copy(update={"max_steps": spec.max_steps})})
+    client = target.client(ttfts)
+    if cell.task == CHESS:
+        color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
+        rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
+        return play_game(client, spec.opponent, color, policy, out_dir, cell.seed, rules, analysis_depth=None).run_dir
+    task = study_task(cell.task)
+    assert task is not None
+    _, run_dir = start(RunSpec(task, client, policy, out_dir, sandbox=SandboxSpec.parse(spec.sandbox), seed=cell.seed))
+    return run_dir
+
+
+def run_policy(target: Target, policy: HarnessPolicy, cells: list[Cell], spec: StudySpec, concurrency: int, batch: Path,
+               study_dir: Path, failures: list[str], on_run: Callable[[str], None]
+               ) -> tuple[list[RunRecord], list[RunRow], float, EngineCounters]:
+    ttfts: dict[Cell, list[float]] = {cell: [] for cell in cells}
+    before = target.read()
+    by_key = {f"{c.task}#{c.seed}": c for c in cells}
+    jobs = [Job(key, run_cell, (target, c, policy, spec, ttfts[c])) for key, c in by_key.items()]
+    done_runs: list[tuple[Cell, Path]] = []
+
+    def arrived(done: Done) -> None:
+        cell = by_key[done.key]
+        if done.error is not None:
+            failures.append(f"{policy.name} {done.key}: {done.error}")
+        else:
+            done_runs.append((cell, done.result))
+        on_run(f"{policy.name} {done.key}: {'failed' if done.error else 'done'}")
+
+    t0 = time.perf_counter()
+    run_jobs(jobs, batch, ExecutorOptions(kind="local", workers=concurrency), arrived)
+    wall_s = time.perf_counter() - t0
+    counters = target.counters(before)
+    prices = load_prices()
+    records, rows = [], []
+    for cell, run_dir in sorted(done_runs, key=lambda x: (x[0].task, x[0].seed)):
+        record = load_record(run_dir, prices)
+        finished = (run_dir / "summary.json").exists()
+        stop = load_summary(run_dir, [], read_run_info(run_dir)).stop_reason if finished else "unfinished"
+        records.append(record)
+        rows.append(run_row(record, run_dir, study_dir, stop, ttfts[cell]))
+    return records, rows, wall_s, counters
+
+
+def run_study(spec: StudySpec, out: Path, resamples: int = 2000, on_run: Callable[[str], None] = lambda _: None) -> tuple[Study, Path]:
+    """Every point of the sweep, every policy one after another on a fresh engine, its runs in threads."""
+    policies = [study_policy(p) for p in spec.policies]
+    names = [p.name for p in policies]
+    if len(set(names)) != len(names):
+        raise HarnessError(f"Two of the policies share a name ({', '.join(names)}); runs are told apart by policy name.")
+    tasks = {t: study_task(t) for t in spec.tasks}  # every name checked before anything runs
+    cells = [Cell(t, s) for t in tasks for s in spec.seeds]
+    folder = Path(out) / new_run_id("study")
+    folder.mkdir(parents=True, exist_ok=False)
+    study = Study(folder.name, spec, [], [])
+    with checkpoint_for(spec.model) as checkpoint:
+        for concurrency in spec.concurrency:
+            for kv_cache_mb in spec.kv_cache_mb:
+                records: dict[str, list[RunRecord]] = {}
+                rows: dict[str, list[RunRow]] = {}
+                figures, cache_tokens = [], None
+                for policy in policies:
+                    batch = folder / f"c{concurrency}-kv{kv_cache_mb or 'default'}-{policy.name}"
+                    with open_target(spec.model, checkpoint, kv_cache_mb) as target:
+                        records[policy.name], rows[policy.name], wall_s, counters = run_policy(
+                            target, policy, cells, spec, concurrency, batch, folder, study.failures, on_run)
+                    cache_tokens = counters.cache_tokens
+                    figures.append(policy_figures(policy.name, rows[policy.name], counters, wall_s))
+                pairs = pair_figures(records, rows, resamples)
+                study.points.append(Point(concurrency, kv_cache_mb, cache_tokens, figures, pairs,
+                                          [r for name in rows for r in rows[name]]))
+                write_study(study, folder)
+    return study, folder
+
+
+def study_json(study: Study) -> dict:
+    return _finite({"study_id": study.study_id, "spec": asdict(study.spec), "failures": study.failures,
+                    "points": [{**asdict(p), "label": p.label} for p in study.points]})
+
+
+def write_study(study: Study, folder: Path) -> None:
+    from evals.study.report import render_study
+
+    write_json_atomic(folder / "study.json", study_json(study))
+    render_study(study, folder)

@@ -1,0 +1,135 @@
+"""The engine a study runs against, and what it says about itself over one policy's runs.
+
+In-process (`local`, `local-int4`, `local:PATH`): the checkpoint is read once and each policy gets a
+fresh engine with the study's KV cache size, so no policy starts on another's cached prefixes; the
+engine's stats give evictions, preemptions and steps, and each request's time to first token is noted.
+A served engine (`openai-compatible:http://HOST:PORT/v1#NAME`, e.g. `harness serve`): its /metrics
+is read before and after each policy; its cache is shared by the policies, in the order they run.
+Any other model: the runs' own usage only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from agent.models import load_model
+from agent.models.base import ModelClient
+from agent.models.spec import parse_model
+from core.errors import HarnessError
+
+# /metrics sample -> the name a study gives it
+SERVED = {"engine_prompt_tokens_total": "prompt_tokens", "engine_cached_tokens_total": "cached_tokens",
+          "engine_preemptions_total": "preemptions", "engine_steps_total": "engine_steps",
+          "engine_kv_blocks_evicted_total": "evicted_blocks"}
+
+
+@dataclass(frozen=True)
+class EngineCounters:
+    """What the engine counted over one policy's runs; None where this engine does not say."""
+
+    source: str  # "engine stats" | "/metrics" | "none"
+    prompt_tokens: int | None = None  # as the engine counted them (a served engine)
+    cached_tokens: int | None = None
+    evicted_blocks: int | None = None
+    preemptions: int | None = None
+    engine_steps: int | None = None
+    cache_tokens: int | None = None  # tokens the KV cache holds (blocks × block size)
+
+
+class _TimedEngine:
+    """The shared engine as one run's client sees it: every request's time to first token is noted."""
+
+    def __init__(self, engine: Any, ttfts: list[float]):
+        self._engine, self.ttfts = engine, ttfts
+
+    def generate(self, *args, **kwargs):
+        outputs = self._engine.generate(*args, **kwargs)
+        self.ttfts.extend(o.ttft_s for o in outputs if o.ttft_s is not None)
+        return outputs
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+class Target:
+    """One policy's engine: a client per run, and the engine's counters."""
+
+    def __init__(self, model: str, engine: Any = None, metrics_url: str | None = None):
+        self.model, self.engine, self.metrics_url = model, engine, metrics_url
+
+    def client(self, ttfts: list[float]) -> ModelClient:
+        if self.engine is None:
+            return load_model(self.model)
+        from agent.models.local import LocalModel
+
+        return LocalModel(engine=_TimedEngine(self.engine, ttfts), name=self.model)
+
+    def read(self) -> dict[str, int]:
+        if self.engine is not None:
+            st = self.engine.stats()
+            return {"evicted_blocks": st["evicted_blocks"], "preemptions": st["preemptions"],
+                    "engine_steps": st["num_steps"], "cache_tokens": st["total_blocks"] * self.engine.config.block_size}
+        if self.metrics_url is not None:
+            return scrape(self.metrics_url)
+        return {}
+
+    def counters(self, before: dict[str, int]) -> EngineCounters:
+        after = self.read()
+        source = "engine stats" if self.engine is not None else "/metrics" if self.metrics_url else "none"
+        delta = {k: int(v - before.get(k, 0)) for k, v in after.items() if k != "cache_tokens"}
+        return EngineCounters(source=source, cache_tokens=after.get("cache_tokens"), **delta)
+
+
+def scrape(url: str) -> dict[str, int]:
+    try:
+        text = httpx.get(url, timeout=10).text
+    except httpx.HTTPError as e:
+        raise HarnessError(f"Cannot read the server's metrics at {url}: {e}. Is `harness serve` running there?") from None
+    return {SERVED[s.name]: int(s.value) for family in text_string_to_metric_families(text)
+            for s in family.samples if s.name in SERVED}
+
+
+def metrics_url(base_url: str) -> str:
+    """The /metrics of the server behind an OpenAI-compatible base URL (`http://HOST:PORT/v1`)."""
+    root = base_url.rstrip("/")
+    return (root[: -len("/v1")] if root.endswith("/v1") else root) + "/metrics"
+
+
+@contextmanager
+def checkpoint_for(model: str) -> Iterator[Any]:
+    """The in-process model's weights, read once for every engine of a study; None for other models."""
+    m = parse_model(model)
+    if not m.is_local:
+        yield None
+        return
+    from engine import EngineError, default_model_path, load_checkpoint
+
+    try:
+        checkpoint = load_checkpoint(m.path or default_model_path())
+    except EngineError as e:
+        raise HarnessError(f"Cannot load the local model {model}: {e}") from None
+    yield checkpoint
+
+
+@contextmanager
+def open_target(model: str, checkpoint: Any, kv_cache_mb: int | None) -> Iterator[Target]:
+    m = parse_model(model)
+    if checkpoint is None:
+        yield Target(model, metrics_url=metrics_url(m.url) if m.kind == "openai-compatible" and m.url else None)
+        return
+    from engine import Engine, EngineConfig
+
+    config = EngineConfig(weights="int4" if m.kind == "local-int4" else "float32")
+    if kv_cache_mb:
+        config = replace(config, kv_cache_bytes=kv_cache_mb << 20)
+    engine = Engine(checkpoint, config)
+    try:
+        yield Target(model, engine=engine)
+    finally:
+        engine.shutdown()

@@ -1,0 +1,30 @@
+"""`harness study` against `harness serve` (a real subprocess) through the OpenAI client: the
+engine's counters come from /metrics, read before and after each policy's runs."""
+
+from __future__ import annotations
+
+import json
+
+from tests.agent.models.test_end_to_end import server  # noqa: F401  (the fixture: a real `harness serve`)
+from tests.evals.study.conftest import study
+
+
+def test_a_served_engine_counts_each_policys_tokens_as_its_runs_do(server, tmp_path):  # noqa: F811
+    code, output, folder = study(tmp_path / "out", "--model", f"openai-compatible:{server}/v1#smollm2", "--task", "chess",
+                                 "--policy", "local", "--policy", "local_lean", "--seeds", "0", "--concurrency", "2",
+                                 "--max-plies", "2")
+    assert code == 0, output
+    [point] = json.loads((folder / "study.json").read_text())["points"]
+    for figures in point["policies"]:
+        engine = figures["engine"]
+        assert engine["source"] == "/metrics"
+        # policies run one after another, so each one's /metrics difference is its own runs' traffic
+        assert engine["prompt_tokens"] == figures["prompt_tokens"] > 0
+        assert engine["cached_tokens"] == figures["cached_tokens"]
+        assert engine["engine_steps"] > 0
+        assert engine["evicted_blocks"] is None  # /metrics does not report evictions
+        assert figures["ttft_p50_s"] is None and figures["latency_p50_s"] > 0
+    # the server's cache is shared: the second policy's opening prompts are served from the first's
+    local, lean = point["policies"]
+    assert lean["cached_tokens"] > 0
+    assert point["pairs"][0]["comparison"]["pairs"] == 1
