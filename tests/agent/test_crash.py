@@ -19,9 +19,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from agent.journal import read_events
 from cli.main import app
 from core.events import ModelReplied, ToolObserved
-from agent.journal import read_events
 from tests.agent import crash_driver
 
 STEPS = 6
