@@ -73,6 +73,8 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary
             wall = events[-1].ts - events[0].ts  # the journal's own span: the best figure left
             write_json_atomic(run_dir / "summary.json", summarize(events, info, wall).model_dump(mode="json"))
+        if info.sandbox == "docker":
+            notes += clear_finished_run(run_dir)
         return Resumed(None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."])
 
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
@@ -114,6 +116,18 @@ def finished(events: Sequence[Event]) -> RunStopped | None:
     if isinstance(last, RunStopped) and last.reason not in RESUMABLE:
         return last
     return None
+
+
+def clear_finished_run(run_dir: Path) -> list[str]:
+    """Remove what the process of a finished Docker run died before removing: its container and checkpoints."""
+    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_runs import discard_checkpoints, remove_containers
+
+    try:
+        removed = remove_containers(run_dir) + discard_checkpoints(run_dir)
+    except DockerUnavailable as e:
+        return [f"Its containers could not be looked for ({e}); `harness sandbox prune` removes them later."]
+    return [f"Removed what its process left behind: {', '.join(removed)}."] if removed else []
 
 
 def continue_model(model: str | ModelClient, replies: int) -> ModelClient:

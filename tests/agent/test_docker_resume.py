@@ -117,3 +117,23 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
     [observed] = [e.observation.text for e in read_events(run_dir) if e.type == "tool_observed" and e.observation.tool == "shell"]
     assert observed.strip() == "from the task"  # the task's files are there whichever container it went on in
     assert containers_of(docker_ready, run_dir) == []
+
+
+def test_resuming_a_finished_docker_run_removes_the_container_its_killed_process_left(docker_ready, tmp_path):  # noqa: F811
+    from agent.launch import launch
+    from agent.models.scripted import ScriptedModel
+    from agent.resume import resume
+    from agent.session import SandboxSpec, open_sandbox
+    from agent.task import Task
+    from core.policy import HarnessPolicy
+
+    _, run_dir = launch(Task(prompt="Say hi."), ScriptedModel.from_file(script(tmp_path, ["echo hi"])), "docker",
+                        HarnessPolicy(), tmp_path / "runs")
+    # Killed between its run_stopped event and removing its container: the container outlives it.
+    stray = open_sandbox(SandboxSpec(kind="docker"), run_dir / "workspace")
+    assert [c.id for c in containers_of(docker_ready, run_dir)] == [stray.container_id]
+
+    done = resume(run_dir)
+    assert done.summary is None and "nothing to resume" in done.notes[-1]
+    assert any("left behind" in n for n in done.notes)
+    assert containers_of(docker_ready, run_dir) == []
