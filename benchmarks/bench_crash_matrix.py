@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -56,12 +57,14 @@ def main() -> None:
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header), flush=True)
     missed, details = [], []
     for cell in args.only or CELLS:
-        with tempfile.TemporaryDirectory(prefix="crash-matrix-") as tmp:
-            row, found = measure(cell, Path(tmp), args.kills, args.steps, args.seed)
+        tmp = Path(tempfile.mkdtemp(prefix="crash-matrix-"))
+        row, found = measure(cell, tmp, args.kills, args.steps, args.seed)
         print("| " + " | ".join(map(str, row)) + " |", flush=True)
         details += found
         if any(str(row[i]) != "0" for i in (4, 5, 6, 7)):  # differ, duplicated, lost, containers left
-            missed.append(cell.name)
+            missed.append(f"{cell.name} (its runs are kept in {tmp})")
+        else:
+            shutil.rmtree(tmp)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     if missed:
         print(f"cells that miss 0/0/0/0: {', '.join(missed)}", *details, sep="\n")
