@@ -73,6 +73,8 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary
             wall = events[-1].ts - events[0].ts  # the journal's own span: the best figure left
             write_json_atomic(run_dir / "summary.json", summarize(events, info, wall).model_dump(mode="json"))
+        if info.sandbox == "docker":
+            notes += clear_finished_run(run_dir)
         return Resumed(None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."])
 
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
@@ -83,16 +85,16 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
     client = continue_model(model or info.model, fold(events).model_replies)
-    if events:
+    if any(not isinstance(e, SandboxOpened) for e in events):
         snap, why = load_snapshot(run_dir)
         notes += [why] if why is not None else []
         restored = restore(task, events, snap)
         notes += restored.notes + describe_open_step(restored)
         box, note, since = reconnect(info, run_dir, task, policy, sandbox, events, snap, journal)
         notes += [note] if note is not None else []
-    else:  # it died before its first event, perhaps while its sandbox was being prepared: begin again
+    else:  # it died before its first step, perhaps while its sandbox was being prepared: begin again
         restored, since = None, None
-        box = make_box(info, run_dir, sandbox)
+        box = begin_again(info, run_dir, sandbox, journal)
         notes.append("The run had not begun when it stopped; it starts from the beginning.")
     with reopen_run(info, journal, client, box, tools, stop_rules) as session:
         if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
@@ -116,6 +118,18 @@ def finished(events: Sequence[Event]) -> RunStopped | None:
     return None
 
 
+def clear_finished_run(run_dir: Path) -> list[str]:
+    """Remove what the process of a finished Docker run died before removing: its container and checkpoints."""
+    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_runs import discard_checkpoints, remove_containers
+
+    try:
+        removed = remove_containers(run_dir) + discard_checkpoints(run_dir)
+    except DockerUnavailable as e:
+        return [f"Its containers could not be looked for ({e}); `harness sandbox prune` removes them later."]
+    return [f"Removed what its process left behind: {', '.join(removed)}."] if removed else []
+
+
 def continue_model(model: str | ModelClient, replies: int) -> ModelClient:
     client = load_model(model) if isinstance(model, str) else model
     if isinstance(client, ScriptedModel):
@@ -132,6 +146,20 @@ def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sa
         raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); resume it from code, "
                            "passing the same sandbox factory.")
     return open_sandbox(spec, workspace)
+
+
+def begin_again(info: RunInfo, run_dir: Path, factory: SandboxFactory | None, journal: Journal) -> Sandbox:
+    """A new sandbox for a run that died before its first step. A container the dead process started
+    is removed: the task's files and setup may be only half there, and it would be left running."""
+    if info.sandbox == "docker" and factory is None:
+        from sandboxes.docker_runs import remove_containers
+
+        remove_containers(run_dir)
+    box = make_box(info, run_dir, factory)
+    container = getattr(box, "container_id", None)
+    if container is not None:
+        journal.append(SandboxOpened(container_id=container))
+    return box
 
 
 def reconnect(info: RunInfo, run_dir: Path, task: Task, policy: HarnessPolicy, factory: SandboxFactory | None,

@@ -1,14 +1,14 @@
-"""Resume and crash survival: how long a resume of a long run takes, and whether kill -9 ever loses or repeats work.
+"""Resume of a long run: how long it takes, and what the snapshot saves.
 
-1. A STEPS-step run under a bounded context stops awaiting approval of its last step
-   (snapshot every 10 steps). Timed: rebuilding its state (snapshot + journal, the work
-   a resume does before it acts), the same without a snapshot, and the whole
-   `resume()` that finishes the run. Snapshot sizes at step 50 and at the stop.
-2. KILLS SIGKILLs at random moments into runs of the counter-appending crash driver,
-   each resumed until it finishes; every finished run is compared with an
-   uninterrupted one (counter file, conversation, every prompt byte for byte).
+A STEPS-step run under a bounded context stops awaiting approval of its last step
+(snapshot every 10 steps). Timed: rebuilding its state (snapshot + journal, the work
+a resume does before it acts), the same without a snapshot, and the whole
+`resume()` that finishes the run. Snapshot sizes at step 50 and at the stop.
 
-    .venv/bin/python benchmarks/bench_resume.py [--steps 1000] [--kills 50] [--seed N]
+kill -9 at random moments is measured by benchmarks/bench_crash_matrix.py, for every sandbox,
+context policy and kind of write.
+
+    .venv/bin/python benchmarks/bench_resume.py [--steps 1000]
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.approval import record_decision  # noqa: E402
-from core.events import ModelReplied  # noqa: E402
 from agent.journal import read_events, read_run_info  # noqa: E402
 from agent.models.scripted import ScriptedModel  # noqa: E402
 from agent.restore import restore  # noqa: E402
 from agent.resume import resume  # noqa: E402
 from agent.snapshot import load_snapshot  # noqa: E402
 from agent.task import Task  # noqa: E402
-from tests.agent import crash_driver, long_run  # noqa: E402
+from core.events import ModelReplied  # noqa: E402
+from tests.agent import long_run  # noqa: E402
 
 
 def rebuild_s(run_dir: Path, with_snapshot: bool) -> float:
@@ -71,34 +71,11 @@ def resume_figures(steps: int) -> None:
               f"[{'under' if took < 1 else 'OVER'} 1 s]")
 
 
-def crash_figures(kills: int, seed: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        crash_driver.start(root / "reference", 8)
-        [reference] = (root / "reference" / "runs").iterdir()
-        start = time.perf_counter()
-        stats = crash_driver.torture(root / "killed", kills, 8, seed, window_s=0.8)
-        took = time.perf_counter() - start
-        bad = {str(r): p for r in stats.runs if (p := crash_driver.problems(r, reference))}
-        inside = sum(crash_driver.kills_inside_tools(r) for r in stats.runs)
-        torn = sum("is damaged" in n for r in stats.runs for e in read_events(r) if e.type == "resumed" for n in e.notes)
-        print(f"{stats.kills} SIGKILLs (seed {seed}) over {len(stats.runs)} runs and {stats.processes} processes in {took:.0f} s: "
-              f"{inside} landed inside a write tool, {torn} tore the journal's last line; "
-              f"runs that differ from the uninterrupted one: {len(bad)}")
-        for run_dir, found in bad.items():
-            print(f"  {run_dir}: {'; '.join(found)}")
-        if bad:
-            raise SystemExit(1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--kills", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     args = parser.parse_args()
     resume_figures(args.steps)
-    crash_figures(args.kills, args.seed)
 
 
 if __name__ == "__main__":

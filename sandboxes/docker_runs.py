@@ -205,6 +205,16 @@ def discard_checkpoints(run_dir: str | os.PathLike, client: docker.DockerClient 
 # -- reattaching ----------------------------------------------------------------
 
 
+def remove_containers(run_dir: str | os.PathLike, client: docker.DockerClient | None = None) -> list[str]:
+    """Remove every container labelled with `run_dir`: a run that begins again keeps none of its old ones."""
+    client = client or docker_client()
+    mine = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={os.path.abspath(run_dir)}"})
+    for c in mine:
+        c.remove(force=True, v=True)
+    return [c.name for c in mine]
+
+
+
 def reattach(
     run_dir: str | os.PathLike,
     container_id: str | None,

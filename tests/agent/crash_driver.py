@@ -1,23 +1,35 @@
-"""A run built to be killed: slow appends to a counter file, each tagged with its idempotency key.
+"""Runs built to be killed: each step writes the next value of a counter, in one of three ways.
 
-The crash test and benchmarks/bench_resume.py start it in a subprocess, SIGKILL it at
-random moments, and resume it until it finishes:
+A cell is a sandbox (local, docker), a context policy (append-only, or compacting every third
+step with a scripted summariser) and a kind of write:
 
-    python -m tests.agent.crash_driver start OUT STEPS   # a new run under OUT
-    python -m tests.agent.crash_driver resume RUN_DIR    # continue it
+- `shell`: an idempotent command (`grep -sqx N counter.txt || echo N >> counter.txt`), so an
+  interrupted one simply runs again (`checkpoint.interrupted_writes = "rerun"`);
+- `write_file`: the built-in tool writes the whole counter so far (its own check settles a cut-short write);
+- `mcp`: `put(N, N)` of the stdio MCP server tests/tools/mcp/servers/counter.py, into a JSON file
+  beside the run.
 
-Each process prints `ready` just before the loop starts, so a caller can aim its kills
-at the run rather than at Python's start-up. Every prompt the model is sent is logged
-(as a digest, per reply index) to `prompts.jsonl` beside the run directory, so a test
-can check that a resumed run sends exactly the prompts an uninterrupted run sends.
+The last step reads the counter back (`cat counter.txt`, or the server's `read`), so the final
+content is in the journal even when it lived in a container that is gone. The crash test and
+benchmarks/bench_crash_matrix.py start runs in a subprocess, SIGKILL them at random moments, and
+resume them until they finish:
+
+    python -m tests.agent.crash_driver start OUT STEPS CELL   # a new run under OUT; CELL as local/append-only/shell
+    python -m tests.agent.crash_driver resume RUN_DIR         # continue it
+
+Each process prints `ready` just before the run starts or resumes, so a caller can aim its kills
+at the run rather than at Python's start-up, and a resume prints `resumed_in SECONDS` once its
+run_resumed event is written (state rebuilt, sandbox reconnected, MCP servers connected). Every
+prompt the model is sent is logged (as a digest, per reply index) to `prompts.jsonl` beside the run
+directory, so a resumed run can be checked to send exactly the prompts an uninterrupted run sends.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -25,74 +37,88 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel
-
-from core.events import MessageAdded, ModelReplied, RunResumed, ToolObserved
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import CheckpointPolicy, HarnessPolicy
 from agent.resume import resume
+from agent.stopping import RESUMABLE
 from agent.task import Task
-from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
-from tools.builtin.submit import SUBMIT
+from core.context_policy import Compact
+from core.events import MessageAdded, ModelReplied, RunResumed, RunStopped, ToolObserved
+from core.mcp_settings import McpServer
+from core.policy import CheckpointPolicy, HarnessPolicy
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: the driver runs as `python -m tests.agent.crash_driver`
+SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "counter.py"
 COUNTER = "counter.txt"
-SLOW_S = 0.03  # before and after the append: a kill often lands inside the tool
+MCP_COUNTER = "counter.json"  # beside the run directory: the MCP server's file
+SLOW_S = 0.03  # before and after each shell or MCP write: a kill often lands inside the tool
+MEMORY = '{"goal": "write 1, 2, 3, ... to the counter", "failed_approaches": []}'
+
+Sandbox = Literal["local", "docker"]
+Context = Literal["append-only", "compacting"]
+Writes = Literal["shell", "write_file", "mcp"]
 
 
-class AppendArgs(BaseModel):
-    value: int
+@dataclass(frozen=True)
+class Cell:
+    sandbox: Sandbox
+    context: Context
+    writes: Writes
+
+    @property
+    def name(self) -> str:
+        return f"{self.sandbox}/{self.context}/{self.writes}"
+
+    @classmethod
+    def parse(cls, name: str) -> Cell:
+        sandbox, context, writes = name.split("/")
+        cell = cls(sandbox, context, writes)  # type: ignore[arg-type]
+        if cell not in CELLS:
+            raise ValueError(f"unknown cell {name!r}; cells are {', '.join(c.name for c in CELLS)}")
+        return cell
 
 
-def append(args: AppendArgs, ctx: ToolContext) -> ToolResult:
-    time.sleep(SLOW_S)
-    # One write(2) of a short line to an O_APPEND file: under SIGKILL it happens whole or not at all.
-    fd = os.open(Path(ctx.sandbox.workdir, COUNTER), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    try:
-        os.write(fd, f"{args.value} {ctx.idempotency_key}\n".encode())
-    finally:
-        os.close(fd)
-    time.sleep(SLOW_S)
-    return ToolResult(f"appended {args.value}")
+CELLS = [Cell(s, c, w) for s in ("local", "docker") for c in ("append-only", "compacting")
+         for w in ("shell", "write_file", "mcp")]
 
 
-def append_done(args: AppendArgs, ctx: ToolContext) -> ToolResult | None:
-    path = Path(ctx.sandbox.workdir, COUNTER)
-    tags = {line.split()[-1] for line in path.read_text().splitlines() if line.strip()} if path.exists() else set()
-    return ToolResult(f"appended {args.value}") if ctx.idempotency_key in tags else None
+def policy(cell: Cell, out: Path) -> HarnessPolicy:
+    context = [Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")] \
+        if cell.context == "compacting" else []
+    mcp = [McpServer(name="counter", command=sys.executable, trusted=True,
+                     args=[str(SERVER), str((out / MCP_COUNTER).resolve()), "--slow", str(SLOW_S)])] \
+        if cell.writes == "mcp" else []
+    # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
+    checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
+    return HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint)
 
 
-def read_counter(args: BaseModel, ctx: ToolContext) -> ToolResult:
-    path = Path(ctx.sandbox.workdir, COUNTER)
-    values = [line.split()[0] for line in path.read_text().splitlines()] if path.exists() else []
-    return ToolResult(" ".join(values) or "empty")
+def call(name: str, **arguments) -> dict:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
-class NoArgs(BaseModel):
-    pass
+def write(cell: Cell, i: int) -> dict:
+    if cell.writes == "shell":
+        return call("shell", command=f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER}; sleep {SLOW_S}")
+    if cell.writes == "write_file":
+        return call("write_file", path=COUNTER, content="".join(f"{v}\n" for v in range(1, i + 1)))
+    return call("counter__put", index=i, value=i)
 
 
-APPEND = Tool(name="append", summary="Append a value to the counter file.", description="Append a value.",
-              args=AppendArgs, effect=Effect.WRITE, run=append, already_done=append_done)
-READ = Tool(name="read_counter", summary="Show the counter file.", description="Show the values so far.",
-            args=NoArgs, effect=Effect.READ, run=read_counter)
-POLICY = HarnessPolicy(name="crash", checkpoint=CheckpointPolicy(snapshot_every=3))
-
-
-def tools() -> Registry:
-    return Registry.of([APPEND, READ, SUBMIT])
-
-
-def script(steps: int) -> list[dict]:
+def script(cell: Cell, steps: int) -> list[dict]:
+    """The agent's replies, one a step, with the summariser's reply after every third step that has a
+    step after it (the model answers both, in the order they are asked for)."""
+    read = call("counter__read") if cell.writes == "mcp" else call("shell", command=f"cat {COUNTER}")
+    agent = [write(cell, i) for i in range(1, steps + 1)] + [read, call("submit", answer="done")]
     replies = []
-    for i in range(1, steps + 1):
-        replies.append({"tool_calls": [{"name": "append", "arguments": {"value": i}}]})
-        if i % 4 == 0:
-            replies.append({"tool_calls": [{"name": "read_counter", "arguments": {}}]})
-    return replies + [{"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}]
+    for step, reply in enumerate(agent, 1):
+        replies.append(reply)
+        if cell.context == "compacting" and step % 3 == 0 and step < len(agent):
+            replies.append({"text": MEMORY})
+    return replies
 
 
 class PromptLoggingModel(ScriptedModel):
@@ -107,26 +133,29 @@ class PromptLoggingModel(ScriptedModel):
         return super().complete(messages, tools, params)
 
 
-def model(script_file: Path, log: Path) -> PromptLoggingModel:
-    scripted = PromptLoggingModel.from_file(script_file)
-    scripted.log = log
+def model(out: Path) -> PromptLoggingModel:
+    scripted = PromptLoggingModel.from_file(out / "script.json")
+    scripted.log = out / "prompts.jsonl"
     return scripted
 
 
-def start(out: Path, steps: int, announce: bool = False) -> None:
+def start(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    script_file = out / "script.json"
-    script_file.write_text(json.dumps(script(steps)))
-    if announce:
-        print("ready", flush=True)
-    launch(Task(id="crash", prompt="Append 1, 2, 3, ... to the counter, then submit."),
-           model(script_file, out / "prompts.jsonl"), "local", POLICY, out / "runs", tools=tools())
+    (out / "script.json").write_text(json.dumps(script(cell, steps)))
+    print("ready", flush=True)
+    launch(Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit."),
+           model(out), cell.sandbox, policy(cell, out), out / "runs")
 
 
 def resume_run(run_dir: Path) -> None:
-    out = run_dir.parent.parent
     print("ready", flush=True)
-    done = resume(run_dir, model=model(out / "script.json", out / "prompts.jsonl"), tools=tools())
+    began = time.perf_counter()
+
+    def timed(event) -> None:
+        if isinstance(event, RunResumed):
+            print(f"resumed_in {time.perf_counter() - began:.3f}", flush=True)
+
+    done = resume(run_dir, model=model(run_dir.parent.parent), listeners=(timed,))
     for note in done.notes:
         print("note:", note, flush=True)
 
@@ -136,48 +165,98 @@ class Torture:
     kills: int = 0
     runs: list[Path] = field(default_factory=list)  # finished run directories
     processes: int = 0
+    resume_s: list[float] = field(default_factory=list)  # each resume that got as far as its run_resumed event
 
 
-def torture(root: Path, kills: int, steps: int, seed: int, window_s: float) -> Torture:
+def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
+    """An uninterrupted run in a subprocess, as the killed ones run: its directory and wall time from `ready`."""
+    proc = subprocess.Popen(driver("start", str(out), str(steps), cell.name), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc.stdout.readline()
+    began = time.perf_counter()
+    output = proc.communicate()[0]
+    took = time.perf_counter() - began
+    if proc.returncode != 0 or _run_dir(out) is None:
+        raise AssertionError(f"the uninterrupted {cell.name} run failed ({proc.returncode}):\n{output}")
+    return _run_dir(out), took
+
+
+def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s: float) -> Torture:
     """Start runs and SIGKILL them at random moments (uniform over `window_s` after `ready`), resuming
     each until it finishes, until `kills` kills have landed on a live process."""
     rng = random.Random(seed)
     stats = Torture()
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
-        run_dir = None
+        run_dir, clean_exits = None, 0
         while True:
-            args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(out), str(steps)]
-            proc = subprocess.Popen([sys.executable, "-m", "tests.agent.crash_driver", *args], cwd=ROOT,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(out), str(steps), cell.name]
+            proc = subprocess.Popen(driver(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             stats.processes += 1
             proc.stdout.readline()  # "ready": the harness is about to act
             time.sleep(rng.uniform(0, window_s))
-            if stats.kills < kills and proc.poll() is None:
+            killed = stats.kills < kills and proc.poll() is None
+            if killed:
                 proc.send_signal(signal.SIGKILL)
-                proc.communicate()
                 stats.kills += 1
-                run_dir = _run_dir(out)
-                continue
             output = proc.communicate()[0]
+            stats.resume_s += [float(m) for m in re.findall(r"^resumed_in (\S+)$", output, re.MULTILINE)]
+            run_dir = run_dir or _run_dir(out)
+            if killed:
+                continue
             if proc.returncode != 0:
                 raise AssertionError(f"{' '.join(args)} exited {proc.returncode}:\n{output}")
-            run_dir = run_dir or _run_dir(out)
-            if not (run_dir / "summary.json").exists():  # finished just as the kill quota ran out: one more resume
+            clean_exits += 1
+            stop = last_stop(run_dir)
+            if stop is None and clean_exits < 3:  # finished just as the kill quota ran out: one more resume
                 continue
+            # A run left awaiting approval or stopped by an error counts as finished but differs (see problems).
             stats.runs.append(run_dir)
             break
     return stats
 
 
+def driver(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tests.agent.crash_driver", *args]
+
+
+def last_stop(run_dir: Path) -> RunStopped | None:
+    return next((e for e in reversed(read_events(run_dir)) if isinstance(e, RunStopped)), None)
+
+
+def counter(run_dir: Path) -> list[int]:
+    """The counter's values as the run's last step read them back."""
+    reads = [e.observation.text for e in read_events(run_dir) if isinstance(e, ToolObserved)
+             and e.observation.tool in ("shell", "counter__read")]
+    return [int(v) for v in re.findall(r"^\d+$", reads[-1].replace(" ", "\n"), re.MULTILINE)] if reads else []
+
+
+def duplicated(run_dir: Path) -> int:
+    """Writes applied more than once: repeated counter values, and calls observed more than once."""
+    observed = Counter(e.observation.call_id for e in read_events(run_dir) if isinstance(e, ToolObserved))
+    return sum(n - 1 for n in Counter(counter(run_dir)).values()) + sum(n - 1 for n in observed.values())
+
+
+def lost(run_dir: Path, reference: Path) -> int:
+    """Steps of the uninterrupted run missing here: values missing from the counter, or steps never replied."""
+    steps = {e.step for e in read_events(run_dir) if isinstance(e, ModelReplied)}
+    want = {e.step for e in read_events(reference) if isinstance(e, ModelReplied)}
+    return len(set(counter(reference)) - set(counter(run_dir))) + len(want - steps)
+
+
 def problems(run_dir: Path, reference: Path) -> list[str]:
     """How a killed-and-resumed run differs from the uninterrupted `reference` run; [] when it does not."""
     found = []
-    summary, want = (json.loads((d / "summary.json").read_text()) for d in (run_dir, reference))
-    if (summary["stop_reason"], summary["steps"]) != (want["stop_reason"], want["steps"]):
-        found.append(f"stopped {summary['stop_reason']} after {summary['steps']} steps, not {want['stop_reason']} after {want['steps']}")
-    if (run_dir / "workspace" / COUNTER).read_text() != (reference / "workspace" / COUNTER).read_text():
-        found.append("the counter file differs: a write was lost or applied twice")
+    stop, want = last_stop(run_dir), last_stop(reference)
+    if stop is None or stop.reason in RESUMABLE or (stop.reason, stop.step) != (want.reason, want.step):
+        found.append(f"stopped {stop.reason if stop else 'never'} after step {stop.step if stop else '?'}, "
+                     f"not {want.reason} after step {want.step}")
+    if counter(run_dir) != counter(reference):
+        found.append(f"the counter reads {counter(run_dir)}, not {counter(reference)}")
+    for name in (f"workspace/{COUNTER}", f"../../{MCP_COUNTER}"):
+        mine, theirs = run_dir / name, reference / name
+        if theirs.exists() and (not mine.exists() or mine.read_bytes() != theirs.read_bytes()):
+            found.append(f"{name} differs from the uninterrupted run's")
     if conversation(run_dir) != conversation(reference):
         found.append("the conversation in the journal differs")
     events = read_events(run_dir)
@@ -215,6 +294,17 @@ def kills_inside_tools(run_dir: Path) -> int:
                for n in e.notes)
 
 
+def containers_left(root: Path) -> int:
+    """Containers of runs under `root` that are still there."""
+    import docker
+
+    from sandboxes.docker_options import RUN_LABEL
+
+    prefix = str(root.resolve())
+    found = docker.from_env().containers.list(all=True, filters={"label": RUN_LABEL})
+    return sum(c.labels.get(RUN_LABEL, "").startswith(prefix) for c in found)
+
+
 def _run_dir(out: Path) -> Path | None:
     """The run's directory once it has a run.json (a start killed earlier than that left nothing to resume)."""
     return next((d for d in (out / "runs").glob("*") if (d / "run.json").exists()), None)
@@ -222,6 +312,6 @@ def _run_dir(out: Path) -> Path | None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "start":
-        start(Path(sys.argv[2]), int(sys.argv[3]), announce=True)
+        start(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
     else:
         resume_run(Path(sys.argv[2]))

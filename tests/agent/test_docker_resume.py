@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 from agent.journal import read_events
@@ -84,4 +85,55 @@ def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(doc
     assert [e.how for e in events if e.type == "sandbox_opened"] == ["started", "checkpoint"]
     last = [e.observation.text for e in events if e.type == "tool_observed" and e.observation.tool == "shell"][-1]
     assert last.split() == ["one", "two"]
+    assert containers_of(docker_ready, run_dir) == []
+
+
+@pytest.mark.parametrize("events_kept", [0, 1])  # nothing journaled, or only the container's sandbox_opened
+def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves_none(docker_ready, tmp_path, events_kept):  # noqa: F811
+    from agent.journal import decode, encode
+    from agent.launch import launch
+    from agent.models.scripted import ScriptedModel
+    from agent.resume import resume
+    from agent.session import SandboxSpec, open_sandbox
+    from agent.task import Task
+    from core.policy import HarnessPolicy
+
+    task = Task(prompt="Read the file.", files={"a.txt": "from the task\n"})
+    replies = yaml.safe_load(script(tmp_path, ["cat a.txt"]).read_text())
+    _, run_dir = launch(task, ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])), "docker", HarnessPolicy(), tmp_path / "runs")
+    assert len(replies) == 2 and containers_of(docker_ready, run_dir) == []
+    # The process died as it began: its container started (perhaps journaled), no step taken yet.
+    lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
+    assert lines[0].startswith('{"seq":1') and '"sandbox_opened"' in lines[0]
+    (run_dir / "events.jsonl").write_text("".join(lines[:events_kept]))
+    (run_dir / "summary.json").unlink()
+    stray = open_sandbox(SandboxSpec(kind="docker"), run_dir / "workspace")
+    if events_kept:
+        opened = decode(lines[0].encode()).model_copy(update={"container_id": stray.container_id})
+        (run_dir / "events.jsonl").write_bytes(encode(opened))
+
+    done = resume(run_dir, model=ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])))
+    assert done.summary is not None and done.summary.stop_reason == "submitted", done.notes
+    [observed] = [e.observation.text for e in read_events(run_dir) if e.type == "tool_observed" and e.observation.tool == "shell"]
+    assert observed.strip() == "from the task"  # the task's files are there whichever container it went on in
+    assert containers_of(docker_ready, run_dir) == []
+
+
+def test_resuming_a_finished_docker_run_removes_the_container_its_killed_process_left(docker_ready, tmp_path):  # noqa: F811
+    from agent.launch import launch
+    from agent.models.scripted import ScriptedModel
+    from agent.resume import resume
+    from agent.session import SandboxSpec, open_sandbox
+    from agent.task import Task
+    from core.policy import HarnessPolicy
+
+    _, run_dir = launch(Task(prompt="Say hi."), ScriptedModel.from_file(script(tmp_path, ["echo hi"])), "docker",
+                        HarnessPolicy(), tmp_path / "runs")
+    # Killed between its run_stopped event and removing its container: the container outlives it.
+    stray = open_sandbox(SandboxSpec(kind="docker"), run_dir / "workspace")
+    assert [c.id for c in containers_of(docker_ready, run_dir)] == [stray.container_id]
+
+    done = resume(run_dir)
+    assert done.summary is None and "nothing to resume" in done.notes[-1]
+    assert any("left behind" in n for n in done.notes)
     assert containers_of(docker_ready, run_dir) == []

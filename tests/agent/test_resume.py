@@ -27,7 +27,7 @@ from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, Harnes
 from agent.reconcile import NOT_RERUN, UNKNOWN
 from agent.resume import resume
 from agent.task import Task
-from tests.agent import crash_driver
+from tests.agent import slow_counter
 from tests.agent.helpers import call, calls
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 from tools.builtin import STANDARD
@@ -128,17 +128,17 @@ APPEND_SCRIPT = [call("append", value=v) for v in (1, 2, 3)] + [call("submit", a
 
 
 def counter_tools(append: Tool) -> Registry:
-    return Registry.of([append, crash_driver.READ, *[t for t in STANDARD if t.name == "submit"]])
+    return Registry.of([append, slow_counter.READ, *[t for t in STANDARD if t.name == "submit"]])
 
 
 @pytest.mark.parametrize("when", ["after", "before"])
 def test_an_interrupted_write_with_its_own_check_is_settled_and_never_applied_twice(tmp_path, when):
-    want, _, reference = uninterrupted(tmp_path, APPEND_SCRIPT, counter_tools(crash_driver.APPEND))
+    want, _, reference = uninterrupted(tmp_path, APPEND_SCRIPT, counter_tools(slow_counter.APPEND))
     prompts: list[str] = []
     summary, run_dir = launch(TASK, RecordingModel(APPEND_SCRIPT, prompts), "local", HarnessPolicy(), tmp_path / "cut",
-                              tools=counter_tools(interrupting(crash_driver.APPEND, when)))
+                              tools=counter_tools(interrupting(slow_counter.APPEND, when)))
     assert summary.stop_reason == "interrupted"
-    done = resume(run_dir, model=RecordingModel(APPEND_SCRIPT, prompts), tools=counter_tools(crash_driver.APPEND))
+    done = resume(run_dir, model=RecordingModel(APPEND_SCRIPT, prompts), tools=counter_tools(slow_counter.APPEND))
     assert done.summary.stop_reason == "submitted"
     assert (run_dir / "workspace" / "counter.txt").read_text() == (reference / "workspace" / "counter.txt").read_text()
     assert prompts == want and history(run_dir) == history(reference)
@@ -183,7 +183,7 @@ def test_an_interrupted_write_without_a_check_follows_the_policy(tmp_path, rule,
 def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_again(tmp_path):
     script = [calls(("read_counter", {}), ("append", {"value": 1}), ("read_counter", {})), call("submit", answer="done")]
     policy = HarnessPolicy(dispatch=DispatchPolicy(parallel="all"))
-    want, _, reference = uninterrupted(tmp_path, script, counter_tools(crash_driver.APPEND), policy)
+    want, _, reference = uninterrupted(tmp_path, script, counter_tools(slow_counter.APPEND), policy)
     prompts: list[str] = []
     reads = []  # interrupt inside the reply's second read: its first read and the append already have results
 
@@ -191,13 +191,13 @@ def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_aga
         reads.append(1)
         if len(reads) == 2:
             raise KeyboardInterrupt
-        return crash_driver.read_counter(args, ctx)
+        return slow_counter.read_counter(args, ctx)
 
-    tools = counter_tools(crash_driver.APPEND)
-    tools.tools["read_counter"] = replace(crash_driver.READ, run=second_read_interrupts)
+    tools = counter_tools(slow_counter.APPEND)
+    tools.tools["read_counter"] = replace(slow_counter.READ, run=second_read_interrupts)
     summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "cut", tools=tools)
     assert summary.stop_reason == "interrupted"
-    done = resume(run_dir, model=RecordingModel(script, prompts), tools=counter_tools(crash_driver.APPEND))
+    done = resume(run_dir, model=RecordingModel(script, prompts), tools=counter_tools(slow_counter.APPEND))
     assert done.summary.stop_reason == "submitted"
     events = read_events(run_dir)
     assert sum(isinstance(e, ModelReplied) for e in events) == 2  # the cut step's reply was not asked for again

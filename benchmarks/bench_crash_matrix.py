@@ -1,0 +1,75 @@
+"""kill -9 at random moments and resume, for every sandbox × context policy × kind of write.
+
+For each cell of {local, docker} × {append-only, compacting with a scripted summariser} ×
+{shell writes, write_file, a stdio MCP server's write tool} (tests/agent/crash_driver.py): one
+uninterrupted run, then KILLS SIGKILLs at moments drawn uniformly over that run's duration, each
+killed run resumed (`harness resume` semantics) until it finishes. Per cell it prints the runs
+that differ from the uninterrupted one (counter, conversation, every prompt byte for byte, stop),
+duplicated writes, lost steps, containers left behind once every run finished, and the median
+resume time (from the resume call to its run_resumed event: state rebuilt, sandbox reconnected,
+MCP servers connected). Goal: 0, 0, 0, 0 in every cell. Exits 1 when a cell misses it.
+
+    .venv/bin/python benchmarks/bench_crash_matrix.py [--kills 20] [--steps 6] [--seed N] [--only docker/compacting/mcp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.agent import crash_driver  # noqa: E402
+from tests.agent.crash_driver import CELLS, Cell  # noqa: E402
+
+
+def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[list, list[str]]:
+    reference, took = crash_driver.run_once(cell, root / "reference", steps)
+    start = time.perf_counter()
+    stats = crash_driver.torture(root / "killed", cell, kills, steps, seed, window_s=took)
+    wall = time.perf_counter() - start
+    bad = {r: p for r in stats.runs if (p := crash_driver.problems(r, reference))}
+    left = crash_driver.containers_left(root) if cell.sandbox == "docker" else 0
+    resume_ms = f"{statistics.median(stats.resume_s) * 1000:.0f}" if stats.resume_s else "-"
+    inside = sum(crash_driver.kills_inside_tools(r) for r in stats.runs)
+    row = [cell.name, stats.kills, len(stats.runs), inside, f"{len(bad)}",
+           sum(crash_driver.duplicated(r) for r in stats.runs), sum(crash_driver.lost(r, reference) for r in stats.runs),
+           left, resume_ms, f"{took:.1f}", f"{wall:.0f}"]
+    return row, [f"  {r}: {'; '.join(p)}" for r, p in bad.items()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kills", type=int, default=20, help="per cell")
+    parser.add_argument("--steps", type=int, default=6, help="counter writes per run (then a read and submit)")
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
+    parser.add_argument("--only", action="append", type=Cell.parse, help="a cell such as local/compacting/mcp (repeatable)")
+    args = parser.parse_args()
+    header = ["cell", "kills", "runs", "kills in a write", "runs that differ", "duplicated writes", "lost steps",
+              "containers left", "resume ms (median)", "uninterrupted s", "cell s"]
+    print(f"seed {args.seed}, {args.kills} kills per cell, {args.steps} writes per run; load average {os.getloadavg()[0]:.1f}")
+    print("| " + " | ".join(header) + " |\n|" + "---|" * len(header), flush=True)
+    missed, details = [], []
+    for cell in args.only or CELLS:
+        tmp = Path(tempfile.mkdtemp(prefix="crash-matrix-"))
+        row, found = measure(cell, tmp, args.kills, args.steps, args.seed)
+        print("| " + " | ".join(map(str, row)) + " |", flush=True)
+        details += found
+        if any(str(row[i]) != "0" for i in (4, 5, 6, 7)):  # differ, duplicated, lost, containers left
+            missed.append(f"{cell.name} (its runs are kept in {tmp})")
+        else:
+            shutil.rmtree(tmp)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    if missed:
+        print(f"cells that miss 0/0/0/0: {', '.join(missed)}", *details, sep="\n")
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""kill -9 at a few seeded moments and resume, in every cell of sandbox × context policy × kind of write.
+
+Real subprocesses, real SIGKILL, real containers and a real stdio MCP server (see crash_driver).
+Every killed-and-resumed run must equal the uninterrupted one, and no container of the cell's
+runs may be left once they finished. benchmarks/bench_crash_matrix.py runs many more kills.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.agent import crash_driver
+from tests.agent.crash_driver import CELLS
+from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once, for the docker cells)
+
+STEPS = 3
+KILLS = 2
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
+def test_a_few_seeded_kills_then_resume_match_the_uninterrupted_run(request, tmp_path, cell):
+    if cell.sandbox == "docker":
+        request.getfixturevalue("docker_ready")
+    reference, took = crash_driver.run_once(cell, tmp_path / "reference", STEPS)
+    assert crash_driver.counter(reference) == list(range(1, STEPS + 1))
+
+    seed = int(os.environ.get("CRASH_SEED", CELLS.index(cell)))
+    stats = crash_driver.torture(tmp_path / "killed", cell, KILLS, STEPS, seed, window_s=took)
+    assert stats.kills == KILLS and stats.runs, f"seed {seed}"
+    for run_dir in stats.runs:
+        assert crash_driver.problems(run_dir, reference) == [], f"seed {seed}, {run_dir}"
+        assert crash_driver.duplicated(run_dir) == crash_driver.lost(run_dir, reference) == 0, f"seed {seed}, {run_dir}"
+    if cell.sandbox == "docker":
+        assert crash_driver.containers_left(tmp_path) == 0, f"seed {seed}"
