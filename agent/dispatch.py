@@ -20,11 +20,10 @@ from dataclasses import dataclass, replace
 from pydantic import ValidationError
 
 from agent.approval import Decision, refusal_text
-from core.events import ToolIntent, ToolObserved
 from agent.journal import Journal
-from core.policy import HarnessPolicy
-from core.policy import ApprovalPolicy
 from agent.reconcile import Recovered, settle
+from core.events import ToolIntent, ToolObserved
+from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
@@ -59,17 +58,26 @@ def dispatch(
         if closed is not None:
             obs, tb, result = _observation(call, "rejected", closed, "rejected"), None, None
         elif prior is not None:  # journaled before the crash: taken as it was, nothing runs again
-            obs, tb, result = prior.observation, None, ToolResult(prior.observation.text, submission=prior.submission,
-                                                                   rejects_later=prior.rejects_later)
+            obs, tb, result = (
+                prior.observation,
+                None,
+                ToolResult(prior.observation.text, submission=prior.submission, rejects_later=prior.rejects_later),
+            )
             closed = _closes_reply(call, obs, result, tools, policy)
         else:
             obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve, recovered)
             closed = _closes_reply(call, obs, result, tools, policy)
         if prior is None:
             obs = _truncate(obs, step, policy, journal)
-            journal.append(ToolObserved(step=step, observation=obs, traceback=tb,
-                                        submission=result.submission if result else None,
-                                        rejects_later=result.rejects_later if result else None))
+            journal.append(
+                ToolObserved(
+                    step=step,
+                    observation=obs,
+                    traceback=tb,
+                    submission=result.submission if result else None,
+                    rejects_later=result.rejects_later if result else None,
+                )
+            )
         else:
             obs = prior.observation
         observations.append(obs)
@@ -78,8 +86,9 @@ def dispatch(
     return Dispatched(observations, submission)
 
 
-def _closes_reply(call: ToolCall, obs: Observation, result: ToolResult | None, tools: Registry,
-                  policy: HarnessPolicy) -> str | None:
+def _closes_reply(
+    call: ToolCall, obs: Observation, result: ToolResult | None, tools: Registry, policy: HarnessPolicy
+) -> str | None:
     mode = policy.dispatch.parallel
     if mode == "one_call_only":
         return "Not run: only one tool call per reply is allowed, and this reply's first call was taken. Send one call per reply."
@@ -107,7 +116,11 @@ def _run_call(
     tool = tools.get(call.name)
     if tool is None:
         names = ", ".join(tools.names()) or "(none)"
-        return _observation(call, "error", f"Unknown tool {call.name!r}. Available tools: {names}.", "unknown_tool"), None, None
+        return (
+            _observation(call, "error", f"Unknown tool {call.name!r}. Available tools: {names}.", "unknown_tool"),
+            None,
+            None,
+        )
     args, problem, kind = _parse_arguments(call, tool)
     if problem is not None:
         return _observation(call, "error", problem, kind), None, None
@@ -125,8 +138,13 @@ def _run_call(
             return _from_result(call, settled, time.monotonic()), None, settled
     if tool.effect is Effect.WRITE:
         journal.append(
-            ToolIntent(step=step, call_id=call.id, tool=call.name, arguments=args.model_dump(mode="json"),
-                       idempotency_key=idempotency_key(call))
+            ToolIntent(
+                step=step,
+                call_id=call.id,
+                tool=call.name,
+                arguments=args.model_dump(mode="json"),
+                idempotency_key=idempotency_key(call),
+            )
         )
     start = time.monotonic()
     try:
@@ -158,7 +176,9 @@ def _parse_arguments(call: ToolCall, tool: Tool):
     try:
         return tool.args.model_validate(raw), None, None
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in e.errors()
+        )
         return None, f"Invalid arguments for {call.name}: {problems}.", "invalid_args"
     except Exception as e:  # a validator that itself raises is still the model's input problem
         return None, f"Invalid arguments for {call.name}: {type(e).__name__}: {e}.", "invalid_args"
@@ -171,12 +191,20 @@ def _from_result(call: ToolCall, result: ToolResult, start: float) -> Observatio
         status, kind = "timeout", "timeout"
     elif not result.ok:
         status = "error"
-        kind = "domain" if result.domain_error else "nonzero_exit" if result.exit_code not in (None, 0) else "tool_error"
+        kind = (
+            "domain" if result.domain_error else "nonzero_exit" if result.exit_code not in (None, 0) else "tool_error"
+        )
     return _observation(call, status, str(result.text), kind, start, exit_code=result.exit_code)
 
 
-def _observation(call: ToolCall, status: Status, text: str, kind: ErrorKind | None, start: float | None = None,
-                 exit_code: int | None = None) -> Observation:
+def _observation(
+    call: ToolCall,
+    status: Status,
+    text: str,
+    kind: ErrorKind | None,
+    start: float | None = None,
+    exit_code: int | None = None,
+) -> Observation:
     return Observation(
         call_id=call.id,
         tool=call.name,

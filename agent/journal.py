@@ -19,7 +19,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ class RunInfo(BaseModel):
 
 def new_run_id(label: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:32] or "run"
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{slug}-{secrets.token_hex(2)}"
 
 
@@ -147,7 +147,9 @@ class Journal:
         if found.damage is None:
             return None
         data = self.path.read_bytes()
-        backup = next(p for n in range(1, 10_000) if not (p := self.path.with_name(f"events.jsonl.damaged-{n}")).exists())
+        backup = next(
+            p for n in range(1, 10_000) if not (p := self.path.with_name(f"events.jsonl.damaged-{n}")).exists()
+        )
         try:
             with open(backup, "xb") as f:
                 f.write(data[found.keep_bytes :])
@@ -158,8 +160,10 @@ class Journal:
             raise unwritable(backup, e) from None
         self.seq = found.events[found.kept - 1].seq if found.kept else 0
         kept = data[: found.keep_bytes].count(b"\n")
-        return (f"{found.damage.why}; events.jsonl was cut after line {kept}, its last good event (seq {self.seq}); "
-                f"the {len(data) - found.keep_bytes} bytes cut are kept in {backup.name}")
+        return (
+            f"{found.damage.why}; events.jsonl was cut after line {kept}, its last good event (seq {self.seq}); "
+            f"the {len(data) - found.keep_bytes} bytes cut are kept in {backup.name}"
+        )
 
     def store_artifact(self, name: str, text: str) -> str:
         """Save a large payload beside the journal; return its path relative to the run dir."""
@@ -214,9 +218,18 @@ def scan(run_dir: Path) -> Scan:
                 continue
             expected = out.events[-1].seq + 1 if out.events else 1
             if event.seq != expected and out.damage is None:
-                out.damage = pending[0] if pending else BadLine(lineno, (
-                    f"{_seqs(expected, event.seq - 1)} missing before line {lineno}" if event.seq > expected
-                    else f"line {lineno} repeats seq {event.seq} (the journal was written twice?)"))
+                out.damage = (
+                    pending[0]
+                    if pending
+                    else BadLine(
+                        lineno,
+                        (
+                            f"{_seqs(expected, event.seq - 1)} missing before line {lineno}"
+                            if event.seq > expected
+                            else f"line {lineno} repeats seq {event.seq} (the journal was written twice?)"
+                        ),
+                    )
+                )
             elif out.damage is None:
                 out.keep_bytes, out.kept = offset, out.kept + 1
             out.skipped += pending

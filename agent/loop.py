@@ -10,30 +10,30 @@ from collections.abc import Mapping, Sequence
 
 from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
-from agent.retry import with_retries
-from core.errors import PermanentModelError, TransientModelError
-from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from agent.journal import Journal, read_events, read_run_info
 from agent.models.base import ModelClient
 from agent.prompt_digest import PromptDigest
-from core.policy import HarnessPolicy
 from agent.reconcile import Recovered, needs_decision
 from agent.restore import Restored
+from agent.retry import with_retries
 from agent.snapshot import write_snapshot
 from agent.state import RunState, advance
 from agent.stopping import Stop, StopRule, after_step
+from agent.summariser_calls import JournaledSummariser
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
-from core.types import Message, ModelReply
+from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
-from tools.disclosure import request_tools, tools_text, with_describe_tool
+from core.errors import PermanentModelError, TransientModelError
+from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
+from core.policy import HarnessPolicy
+from core.types import Message, ModelReply
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
-from agent.summariser_calls import JournaledSummariser
-from agent.tokens import counter_for
 from memory.tokens import PromptAccounting
 from sandboxes.base import Sandbox
 from tools.base import Registry, Tool, ToolContext
+from tools.disclosure import request_tools, tools_text, with_describe_tool
 
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
 
@@ -61,9 +61,15 @@ def run(
         tools = with_describe_tool(tools)
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(model), tools_text(shown))
-    renderer = Renderer(policy.context, accounting.counter, accounting.tools_text)  # this run's: it keeps its own caches
-    summariser = JournaledSummariser(summariser or ModelSummariser(model, policy.model), journal, state,
-                                     resumed.summaries if resumed is not None else ())
+    renderer = Renderer(
+        policy.context, accounting.counter, accounting.tools_text
+    )  # this run's: it keeps its own caches
+    summariser = JournaledSummariser(
+        summariser or ModelSummariser(model, policy.model),
+        journal,
+        state,
+        resumed.summaries if resumed is not None else (),
+    )
     digest = PromptDigest()
     opening = initial_messages(task, policy)
     if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
@@ -78,7 +84,12 @@ def run(
     try:
         while stop is None:
             if unfinished is not None:  # finish it first: its reply is journaled, so the model is not asked again
-                reply, recovered, compacted, unfinished = unfinished.reply, unfinished.recovered, unfinished.compacted, None
+                reply, recovered, compacted, unfinished = (
+                    unfinished.reply,
+                    unfinished.recovered,
+                    unfinished.compacted,
+                    None,
+                )
             else:
                 compacted = False
                 state.step += 1
@@ -89,15 +100,31 @@ def run(
                     break
                 reply = answer
                 counted, reused = accounting.measure(prompt)
-                journal.append(ModelReplied(step=state.step, reply=reply, prompt_messages=len(prompt), prompt_chars=accounting.chars,
-                                            counted_tokens=counted, prefix_reused=reused,
-                                            prompt_sha256=digest(prompt, shown)))
+                journal.append(
+                    ModelReplied(
+                        step=state.step,
+                        reply=reply,
+                        prompt_messages=len(prompt),
+                        prompt_chars=accounting.chars,
+                        counted_tokens=counted,
+                        prefix_reused=reused,
+                        prompt_sha256=digest(prompt, shown),
+                    )
+                )
                 recovered = None
             stop = awaiting_approval(reply, tools, policy, approvals, recovered)
             if stop is not None:
                 break
-            done = dispatch(reply.message.tool_calls, state.step, tools, ctx, policy, journal,
-                            approve=lambda call, tool: approvals.get(call.id, False), recovered=recovered)
+            done = dispatch(
+                reply.message.tool_calls,
+                state.step,
+                tools,
+                ctx,
+                policy,
+                journal,
+                approve=lambda call, tool: approvals.get(call.id, False),
+                recovered=recovered,
+            )
             advance(state, reply, done)
             if not done.observations:
                 add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
@@ -111,8 +138,11 @@ def run(
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
     except Exception as e:  # a bug, a full disk, a reply no client expected: the run still ends on the record
         where = journal.store_artifact("harness_error.txt", traceback.format_exc())
-        stop = Stop("harness_error", f"The harness failed at step {state.step}: {type(e).__name__}: {e} (traceback: {where}). "
-                    "Everything journaled before it is kept; `harness resume` continues from there.")
+        stop = Stop(
+            "harness_error",
+            f"The harness failed at step {state.step}: {type(e).__name__}: {e} (traceback: {where}). "
+            "Everything journaled before it is kept; `harness resume` continues from there.",
+        )
 
     journal.append(RunStopped(step=state.step, reason=stop.reason, message=stop.message, outcome=stop.outcome))
     write_snapshot(state, journal, sandbox, stop)
@@ -154,8 +184,9 @@ def call_model(
         return Stop("model_unavailable", f"The model call still failed after {errs.model_attempts} attempts: {e}")
 
 
-def compact_if_due(state: RunState, renderer: Renderer, summariser: Summariser, journal: Journal,
-                   shown: Sequence[Tool]) -> None:
+def compact_if_due(
+    state: RunState, renderer: Renderer, summariser: Summariser, journal: Journal, shown: Sequence[Tool]
+) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
     result = renderer.compact_if_due(state.history, state.folds, state.step, summariser, shown)
     if result is None:
@@ -165,14 +196,31 @@ def compact_if_due(state: RunState, renderer: Renderer, summariser: Summariser, 
         state.folds.append(result.fold)
     if not (result.ok or result.attempts):
         return  # nothing old enough to fold yet: not worth an event every step
-    journal.append(Compacted(step=state.step, ok=result.ok, trigger=result.trigger, version=result.fold and result.fold.version,
-                             tokens_before=result.tokens_before, tokens_after=result.tokens_after, fold=result.fold,
-                             summariser_usage=result.usage, finish_reason=result.finish_reason, cut_off=result.cut_off,
-                             attempts=[a.model_dump() for a in result.attempts], message=result.message))
+    journal.append(
+        Compacted(
+            step=state.step,
+            ok=result.ok,
+            trigger=result.trigger,
+            version=result.fold and result.fold.version,
+            tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+            fold=result.fold,
+            summariser_usage=result.usage,
+            finish_reason=result.finish_reason,
+            cut_off=result.cut_off,
+            attempts=[a.model_dump() for a in result.attempts],
+            message=result.message,
+        )
+    )
 
 
-def awaiting_approval(reply: ModelReply, tools: Registry, policy: HarnessPolicy, approvals: Mapping[str, bool | Decision],
-                      recovered: Recovered | None = None) -> Stop | None:
+def awaiting_approval(
+    reply: ModelReply,
+    tools: Registry,
+    policy: HarnessPolicy,
+    approvals: Mapping[str, bool | Decision],
+    recovered: Recovered | None = None,
+) -> Stop | None:
     """Calls that wait for a person: gated by the approval policy, or (on resume) interrupted writes under `ask`."""
     gated, again = [], []
     for c in reply.message.tool_calls:
@@ -187,8 +235,10 @@ def awaiting_approval(reply: ModelReply, tools: Registry, policy: HarnessPolicy,
         return None
     parts = [f"Calls {', '.join(gated)} need approval before they run."] if gated else []
     if again:
-        parts.append(f"Calls {', '.join(again)} were cut short by a crash and may have taken effect; "
-                     "approve running them again, or refuse and the model is told the outcome is unknown.")
+        parts.append(
+            f"Calls {', '.join(again)} were cut short by a crash and may have taken effect; "
+            "approve running them again, or refuse and the model is told the outcome is unknown."
+        )
     return Stop("awaiting_approval", " ".join(parts), {"pending": gated + again})
 
 

@@ -38,7 +38,9 @@ class PlaybackModel:
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         if not self.replies:
-            raise PermanentModelError(f"Replay of {self.run_id}: the recording has no more replies; the harness asked for one more.")
+            raise PermanentModelError(
+                f"Replay of {self.run_id}: the recording has no more replies; the harness asked for one more."
+            )
         return self.replies.popleft()
 
 
@@ -52,10 +54,14 @@ def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: 
     def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
         def run_recorded(args: Any, ctx: Any) -> ToolResult:
             if not queues[tool.name]:
-                return ToolResult(f"The recording has no further result of {tool.name}: the harness ran it more often "
-                                  "than the recorded run did.", ok=False)
+                return ToolResult(
+                    f"The recording has no further result of {tool.name}: the harness ran it more often "
+                    "than the recorded run did.",
+                    ok=False,
+                )
             e = queues[tool.name].popleft()
             return _as_result(e, _raw_text(e.observation, run_dir, policy.truncation.for_tool(tool.name)))
+
         return run_recorded
 
     return Registry.of(replace(t, run=recorded_run(t), already_done=None) for t in tools)
@@ -70,8 +76,15 @@ def _as_result(e: ToolObserved, text: str) -> ToolResult:
         first = text.split("\n", 1)[0]
         kind, _, message = first.removeprefix(f"{o.tool} failed with ").partition(": ")
         raise type(kind, (Exception,), {})(message)
-    return ToolResult(text, ok=o.status == "ok", exit_code=o.exit_code, timed_out=o.status == "timeout",
-                      domain_error=o.error_kind == "domain", submission=e.submission, rejects_later=e.rejects_later)
+    return ToolResult(
+        text,
+        ok=o.status == "ok",
+        exit_code=o.exit_code,
+        timed_out=o.status == "timeout",
+        domain_error=o.error_kind == "domain",
+        submission=e.submission,
+        rejects_later=e.rejects_later,
+    )
 
 
 def _raw_text(o: Observation, run_dir: Path, limits: Limits) -> str:

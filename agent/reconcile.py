@@ -47,8 +47,9 @@ def needs_decision(call: ToolCall, tool: Tool, policy: CheckpointPolicy, recover
     )
 
 
-def settle(call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, policy: CheckpointPolicy,
-           recovered: Recovered) -> ToolResult | Observation | None:
+def settle(
+    call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, policy: CheckpointPolicy, recovered: Recovered
+) -> ToolResult | Observation | None:
     """For an interrupted write: the result it already had, a final observation, or None to run it again."""
     if tool.already_done is not None:
         try:

@@ -27,15 +27,23 @@ from agent.journal import RunInfo, damage_error, read_events, read_run_info, sca
 from agent.playback import PlaybackModel, playback, world_stops
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
 from agent.task import Task
-from core.volatile import normalise
 from core.errors import HarnessError
-from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, SummaryReplied, ToolIntent, ToolObserved
+from core.events import (
+    Compacted,
+    Event,
+    MessageAdded,
+    ModelReplied,
+    RunStopped,
+    SummaryReplied,
+    ToolIntent,
+    ToolObserved,
+)
 from core.policy import HarnessPolicy
 from core.types import Observation
+from core.volatile import normalise
 from memory.summariser import RecordedSummariser
 from tools.base import Registry, recorded_tool
 from tools.builtin import toolset
-
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,13 @@ class ReplayReport:
     replayed_stop: str = ""
 
 
-def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None,
-           sandbox: SandboxFactory | None = None, execute: bool = False) -> ReplayReport:
+def replay(
+    run_dir: Path,
+    out: Path | None = None,
+    tools: Registry | None = None,
+    sandbox: SandboxFactory | None = None,
+    execute: bool = False,
+) -> ReplayReport:
     """Re-drive the loop of `run_dir` with its recorded replies; the replay's own run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
@@ -74,22 +87,42 @@ def replay(run_dir: Path, out: Path | None = None, tools: Registry | None = None
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info)
         if box is None:
-            raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); replay it from code with "
-                               "--execute, passing the same sandbox factory.")
-        spec = RunSpec(task, model, policy, out_dir, sandbox=box, toolset=info.toolset, tools=tools,
-                       run_id=_replay_id(info), seed=info.seed)
+            raise HarnessError(
+                f"Run {info.run_id} used a custom sandbox ({info.sandbox}); replay it from code with "
+                "--execute, passing the same sandbox factory."
+            )
+        spec = RunSpec(
+            task,
+            model,
+            policy,
+            out_dir,
+            sandbox=box,
+            toolset=info.toolset,
+            tools=tools,
+            run_id=_replay_id(info),
+            seed=info.seed,
+        )
     else:  # no tool runs: the local sandbox only answers the loop's liveness probe
         offered = recorded_tools(run_dir)
         if offered is not None:  # the tools exactly as the run offered them: no MCP server needs to start
             base, policy = Registry.of(recorded_tool(r) for r in offered), policy.model_copy(update={"mcp": []})
         else:
             base = tools if tools is not None else toolset(info.toolset)
-        spec = RunSpec(task.model_copy(update={"check": None}), model, policy, out_dir,
-                       tools=playback(base, recorded, run_dir, policy), run_id=_replay_id(info), seed=info.seed,
-                       stop_rules=(world_stops(recorded),))
+        spec = RunSpec(
+            task.model_copy(update={"check": None}),
+            model,
+            policy,
+            out_dir,
+            tools=playback(base, recorded, run_dir, policy),
+            run_id=_replay_id(info),
+            seed=info.seed,
+            stop_rules=(world_stops(recorded),),
+        )
     with open_run(spec) as session:
-        summary = session.run(approvals=decisions(recorded),
-                              summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)))
+        summary = session.run(
+            approvals=decisions(recorded),
+            summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
+        )
     journal = session.journal
     replayed = read_events(journal.dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
@@ -110,15 +143,21 @@ def compare_harness(recorded: Sequence[Event], replayed: Sequence[Event]) -> lis
     """Everything the harness produced, recorded against replayed, in order, kind by kind."""
     out: list[Divergence] = []
     for kind, what in HARNESS_RECORDS.items():
-        out += _compare([e for e in recorded if isinstance(e, kind)], [e for e in replayed if isinstance(e, kind)], what)
+        out += _compare(
+            [e for e in recorded if isinstance(e, kind)], [e for e in replayed if isinstance(e, kind)], what
+        )
     old, new = ([e for e in events if isinstance(e, RunStopped)][-1:] for events in (recorded, replayed))
     out += _compare(old, new, lambda e: {"reason": e.reason, "outcome": e.outcome})
     return sorted(out, key=lambda d: d.step)
 
 
 def _prompt(e: ModelReplied) -> dict:
-    figures = {"messages": e.prompt_messages, "chars": e.prompt_chars, "counted_tokens": e.counted_tokens,
-               "prefix_reused": e.prefix_reused}
+    figures = {
+        "messages": e.prompt_messages,
+        "chars": e.prompt_chars,
+        "counted_tokens": e.counted_tokens,
+        "prefix_reused": e.prefix_reused,
+    }
     return figures | ({"sha256": e.prompt_sha256} if e.prompt_sha256 is not None else {})  # older journals lack it
 
 
@@ -149,12 +188,17 @@ def _compare(recorded: Sequence[Event], replayed: Sequence[Event], what: Callabl
         a, b = what(old), what(new)
         b = {k: v for k, v in b.items() if k in a}  # a journal from before a figure existed is checked on the rest
         if old.step != new.step or a != b:
-            out.append(Divergence(old.step, f"{old.type} differs", _diff(a | {"step": old.step}, b | {"step": new.step}),
-                                  *_call(old)))
+            out.append(
+                Divergence(
+                    old.step, f"{old.type} differs", _diff(a | {"step": old.step}, b | {"step": new.step}), *_call(old)
+                )
+            )
     for extra in recorded[len(replayed) :]:
         out.append(Divergence(extra.step, f"{extra.type} recorded, but the replay made none", "", *_call(extra)))
     for extra in replayed[len(recorded) :]:
-        out.append(Divergence(extra.step, f"{extra.type} made by the replay, but the recording has none", "", *_call(extra)))
+        out.append(
+            Divergence(extra.step, f"{extra.type} made by the replay, but the recording has none", "", *_call(extra))
+        )
     return out
 
 

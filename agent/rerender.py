@@ -13,16 +13,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agent.steps import fold
-from core.events import Event
-from core.types import Message, Usage
 from core.context_policy import ContextStep, DiscloseTools
-from tools.disclosure import request_tools, tools_text, with_describe_tool
-from memory.extractive import ExtractiveSummariser
+from core.events import Event
 from core.memory_types import Fold
+from core.types import Message, Usage
+from memory.extractive import ExtractiveSummariser
 from memory.prefix import PrefixReuse
 from memory.render import Renderer
 from memory.tokens import TokenCounter
 from tools.base import Tool
+from tools.disclosure import request_tools, tools_text, with_describe_tool
 
 HELD_FIXED = (
     "The model's replies and the tool results are held fixed at what the journal recorded; only the prompt "
@@ -76,8 +76,14 @@ def replay_history(events: Iterable[Event]):
         yield step.n, run.history[: step.history_at], step.reply, run.folds_before(step)
 
 
-def rerender(events: Sequence[Event], context: Sequence[ContextStep], counter: TokenCounter, tools: Sequence[Tool] = (),
-             keep_prompts: bool = False, recorded_folds: bool = False) -> Rerendered:
+def rerender(
+    events: Sequence[Event],
+    context: Sequence[ContextStep],
+    counter: TokenCounter,
+    tools: Sequence[Tool] = (),
+    keep_prompts: bool = False,
+    recorded_folds: bool = False,
+) -> Rerendered:
     """`recorded_folds`: use the compactions the run journaled (re-rendering its own policy)
     instead of folding again with the extractive summariser."""
     disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)

@@ -50,12 +50,17 @@ class Restored:
 def restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> Restored:
     """The state to continue from; falls back to folding from the start when the snapshot disagrees."""
     if snap is not None and (snap.last_seq > (events[-1].seq if events else 0)):
-        return _noted(restore(task, events, None), f"snapshot.json covers events up to seq {snap.last_seq}, "
-                      "past the end of the journal: ignored it and rebuilt the state from the start")
+        return _noted(
+            restore(task, events, None),
+            f"snapshot.json covers events up to seq {snap.last_seq}, "
+            "past the end of the journal: ignored it and rebuilt the state from the start",
+        )
     restored, window = _fold(task, events, snap)
     if snap is not None and window != snap.window:
-        return _noted(restore(task, events, None), "snapshot.json does not match the journal's messages: "
-                      "ignored it and rebuilt the state from the start")
+        return _noted(
+            restore(task, events, None),
+            "snapshot.json does not match the journal's messages: ignored it and rebuilt the state from the start",
+        )
     return restored
 
 
@@ -90,7 +95,9 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
     last_prompt = (answered[-1][0].history_at, len(run.folds_before(answered[-1][0]))) if answered else None
-    restored = Restored(state, _open(step, events), decisions(events), base, last_prompt, summaries=run.pending_summaries)
+    restored = Restored(
+        state, _open(step, events), decisions(events), base, last_prompt, summaries=run.pending_summaries
+    )
     return restored, window
 
 

@@ -12,13 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import HarnessError
-from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
 from agent.journal import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
-from core.policy import HarnessPolicy
 from agent.reconcile import reapply_writes
 from agent.restore import Restored, restore
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
@@ -27,15 +24,19 @@ from agent.steps import fold
 from agent.stopping import RESUMABLE, StopRule
 from agent.summary import Summary, summarize
 from agent.task import Task
+from core.errors import HarnessError
+from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
+from core.policy import HarnessPolicy
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolContext
-
 
 
 @dataclass
 class Resumed:
     summary: Summary | None  # None when there was nothing to resume
-    notes: list[str] = field(default_factory=list)  # what a person should know: damaged lines, fallbacks, reconciled calls
+    notes: list[str] = field(
+        default_factory=list
+    )  # what a person should know: damaged lines, fallbacks, reconciled calls
 
 
 def resume(
@@ -60,14 +61,24 @@ def resume(
         journal.close()
 
 
-def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelClient | None, tools: Registry | None,
-            sandbox: SandboxFactory | None, stop_rules: Sequence[StopRule], notes: list[str]) -> Resumed:
+def _resume(
+    run_dir: Path,
+    info: RunInfo,
+    journal: Journal,
+    model: str | ModelClient | None,
+    tools: Registry | None,
+    sandbox: SandboxFactory | None,
+    stop_rules: Sequence[StopRule],
+    notes: list[str],
+) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
         raise damage_error(run_dir, found)
     events = found.events
-    notes += [f"events.jsonl {bad.why}; it was cut short by a crash mid-write and is skipped (no event is missing)"
-              for bad in found.skipped]
+    notes += [
+        f"events.jsonl {bad.why}; it was cut short by a crash mid-write and is skipped (no event is missing)"
+        for bad in found.skipped
+    ]
     ended = finished(events)
     if ended is not None:
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary
@@ -75,7 +86,9 @@ def _resume(run_dir: Path, info: RunInfo, journal: Journal, model: str | ModelCl
             write_json_atomic(run_dir / "summary.json", summarize(events, info, wall).model_dump(mode="json"))
         if info.sandbox == "docker":
             notes += clear_finished_run(run_dir)
-        return Resumed(None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."])
+        return Resumed(
+            None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."]
+        )
 
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
         raise HarnessError(
@@ -143,8 +156,10 @@ def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sa
         return factory(workspace)
     spec = recorded_sandbox(info)
     if spec is None:
-        raise HarnessError(f"Run {info.run_id} used a custom sandbox ({info.sandbox}); resume it from code, "
-                           "passing the same sandbox factory.")
+        raise HarnessError(
+            f"Run {info.run_id} used a custom sandbox ({info.sandbox}); resume it from code, "
+            "passing the same sandbox factory."
+        )
     return open_sandbox(spec, workspace)
 
 
@@ -162,8 +177,16 @@ def begin_again(info: RunInfo, run_dir: Path, factory: SandboxFactory | None, jo
     return box
 
 
-def reconnect(info: RunInfo, run_dir: Path, task: Task, policy: HarnessPolicy, factory: SandboxFactory | None,
-              events: Sequence[Event], snap: Snapshot | None, journal: Journal) -> tuple[Sandbox, str | None, int | None]:
+def reconnect(
+    info: RunInfo,
+    run_dir: Path,
+    task: Task,
+    policy: HarnessPolicy,
+    factory: SandboxFactory | None,
+    events: Sequence[Event],
+    snap: Snapshot | None,
+    journal: Journal,
+) -> tuple[Sandbox, str | None, int | None]:
     """The run's sandbox again, a note for the person, and the checkpoint step whose later writes must be
     applied again (None when nothing was lost). The local one's workspace persists under the run dir; a
     container is reconnected while it runs, else recreated from its newest checkpoint; anything else is made anew."""
@@ -179,14 +202,19 @@ def reconnect(info: RunInfo, run_dir: Path, task: Task, policy: HarnessPolicy, f
     if factory is not None and workspace.is_dir() and any(workspace.iterdir()):
         return box, None, None
     prepare(task, box, policy.dispatch.tool_timeout_s)
-    return box, (
-        f"The {info.sandbox} sandbox could not be reconnected, so it was recreated from the task's files and setup: "
-        "changes the run made to it before are gone."
-    ), None
+    return (
+        box,
+        (
+            f"The {info.sandbox} sandbox could not be reconnected, so it was recreated from the task's files and setup: "
+            "changes the run made to it before are gone."
+        ),
+        None,
+    )
 
 
-def reattach_container(run_dir: Path, info: RunInfo, events: Sequence[Event], snap: Snapshot | None,
-                       journal: Journal) -> tuple[Sandbox, str, int | None] | None:
+def reattach_container(
+    run_dir: Path, info: RunInfo, events: Sequence[Event], snap: Snapshot | None, journal: Journal
+) -> tuple[Sandbox, str, int | None] | None:
     from sandboxes.docker import ShellState
     from sandboxes.docker_runs import SandboxGone, reattach
 
@@ -200,9 +228,19 @@ def reattach_container(run_dir: Path, info: RunInfo, events: Sequence[Event], sn
     box, since = again.sandbox, again.checkpoint.step if again.checkpoint is not None else None
     journal.append(SandboxOpened(container_id=box.container_id, how=again.how, checkpoint_step=since))
     if since is None:
-        return box, f"Reconnected to the run's container {box.container_id[:12]}, still running; a fresh shell goes on in {state.cwd}.", None
-    return box, (f"The run's container was gone; a new one started from its checkpoint at step {since}, "
-                 "and the writes journaled after that step are applied again."), since
+        return (
+            box,
+            f"Reconnected to the run's container {box.container_id[:12]}, still running; a fresh shell goes on in {state.cwd}.",
+            None,
+        )
+    return (
+        box,
+        (
+            f"The run's container was gone; a new one started from its checkpoint at step {since}, "
+            "and the writes journaled after that step are applied again."
+        ),
+        since,
+    )
 
 
 def describe_open_step(restored: Restored) -> list[str]:
@@ -210,9 +248,13 @@ def describe_open_step(restored: Restored) -> list[str]:
         return []
     calls = restored.open.reply.message.tool_calls
     rec = restored.open.recovered
-    lines = [f"Step {restored.state.step} did not finish: {len(rec.observed)} of its {len(calls)} calls have results; "
-             "the rest are dispatched now (the model is not asked again)."]
+    lines = [
+        f"Step {restored.state.step} did not finish: {len(rec.observed)} of its {len(calls)} calls have results; "
+        "the rest are dispatched now (the model is not asked again)."
+    ]
     for call_id, intent in rec.interrupted.items():
-        lines.append(f"Call {call_id} ({intent.tool}) was running when the process died: it is reconciled "
-                     "(the tool's own check, else the policy's checkpoint.interrupted_writes).")
+        lines.append(
+            f"Call {call_id} ({intent.tool}) was running when the process died: it is reconciled "
+            "(the tool's own check, else the policy's checkpoint.interrupted_writes)."
+        )
     return lines

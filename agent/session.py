@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -125,8 +125,16 @@ class Session:
     def run(self, **resume) -> Summary:
         """Run the loop to a stop; `resume` passes approvals/resumed state through (agent.resume).
         A run that ended for good drops its container checkpoints: nothing will resume it."""
-        summary = run(self.task, self.model, self.tools, self.sandbox, self.policy, self.journal,
-                      stop_rules=self.stop_rules, **resume)
+        summary = run(
+            self.task,
+            self.model,
+            self.tools,
+            self.sandbox,
+            self.policy,
+            self.journal,
+            stop_rules=self.stop_rules,
+            **resume,
+        )
         if summary.stop_reason not in RESUMABLE and getattr(self.sandbox, "container_id", None) is not None:
             from sandboxes.docker_runs import discard_checkpoints
 
@@ -153,7 +161,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
-        started_at=datetime.now(timezone.utc).isoformat(),
+        started_at=datetime.now(UTC).isoformat(),
     )
     journal = Journal.create(spec.out, info)
     journal.listeners.extend(spec.listeners)
@@ -192,7 +200,9 @@ def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:
     for command in task.setup:
         result = sandbox.exec(command, timeout=timeout_s)
         if result.exit_code != 0:
-            raise HarnessError(f"Task {task.id}: setup command `{command}` failed (exit {result.exit_code}):\n{result.output[-2000:]}")
+            raise HarnessError(
+                f"Task {task.id}: setup command `{command}` failed (exit {result.exit_code}):\n{result.output[-2000:]}"
+            )
 
 
 def record_tools(journal: Journal, info: RunInfo, tools: Registry) -> None:
@@ -200,8 +210,10 @@ def record_tools(journal: Journal, info: RunInfo, tools: Registry) -> None:
     keeps the texts and schemas, which rerender and reports price."""
     records = [record(t) for t in tools]
     journal.store_artifact("tools.json", json.dumps([r.model_dump(mode="json") for r in records], indent=1))
-    offered = [{"name": r.name, "server": r.server, "effect": r.effect.value, "schema_sha256": r.schema_sha256}
-               for r in records]
+    offered = [
+        {"name": r.name, "server": r.server, "effect": r.effect.value, "schema_sha256": r.schema_sha256}
+        for r in records
+    ]
     write_json_atomic(journal.dir / "run.json", info.model_copy(update={"tools": offered}).model_dump(mode="json"))
 
 
@@ -221,13 +233,21 @@ def recorded_sandbox(info: RunInfo) -> SandboxSpec | None:
 
 
 @contextmanager
-def reopen_run(info: RunInfo, journal: Journal, model: ModelClient, sandbox: Sandbox, tools: Registry | None = None,
-               stop_rules: Sequence[StopRule] = ()) -> Iterator[Session]:
+def reopen_run(
+    info: RunInfo,
+    journal: Journal,
+    model: ModelClient,
+    sandbox: Sandbox,
+    tools: Registry | None = None,
+    stop_rules: Sequence[StopRule] = (),
+) -> Iterator[Session]:
     """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
     The sandbox is the caller's (reconnected or recreated); it is closed here."""
     policy = HarnessPolicy.model_validate(info.policy)
     try:
-        with with_mcp(policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools) as registry:
+        with with_mcp(
+            policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
+        ) as registry:
             yield Session(Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules)
     finally:
         sandbox.close()

@@ -96,7 +96,10 @@ def load_snapshot(run_dir: Path) -> tuple[Snapshot | None, str | None]:
     except FileNotFoundError:
         return None, "no snapshot.json: rebuilding the state from the start of the journal"
     except (OSError, ValidationError) as e:
-        return None, f"snapshot.json is unreadable ({str(e).splitlines()[0]}): rebuilding the state from the start of the journal"
+        return (
+            None,
+            f"snapshot.json is unreadable ({str(e).splitlines()[0]}): rebuilding the state from the start of the journal",
+        )
 
 
 def state_from(snap: Snapshot, state: RunState) -> RunState:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from agent.dispatch import Dispatched
 from agent.task import Task
-from core.types import Message, ModelReply, Usage
 from core.memory_types import Fold
+from core.types import Message, ModelReply, Usage
 from core.volatile import normalise
 
 
@@ -54,10 +54,14 @@ def tally(state: RunState, reply: ModelReply, dispatched: Dispatched) -> None:
 
     # A digest, not the texts: it is compared and saved in every snapshot, whose size must stay bounded.
     # Volatile parts (line numbers, times, temp paths...) are normalised: a loop still repeats when they move.
-    action = hashlib.sha256(repr((
-        tuple((c.name, normalise(c.arguments)) for c in reply.message.tool_calls),
-        tuple((o.status, normalise(o.text)) for o in obs),
-    )).encode()).hexdigest()
+    action = hashlib.sha256(
+        repr(
+            (
+                tuple((c.name, normalise(c.arguments)) for c in reply.message.tool_calls),
+                tuple((o.status, normalise(o.text)) for o in obs),
+            )
+        ).encode()
+    ).hexdigest()
     same = bool(obs) and action == state.last_action
     state.repeats_in_a_row = state.repeats_in_a_row + 1 if same else 1
     state.last_action = action

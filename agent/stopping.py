@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.dispatch import Dispatched
-from core.policy import HarnessPolicy
 from agent.state import RunState
+from core.policy import HarnessPolicy
 from sandboxes.base import Sandbox, SandboxDead
 
 # Observations that may mean the sandbox itself is gone, so we probe it.
@@ -27,12 +27,16 @@ class Stop:
 StopRule = Callable[[RunState, Dispatched], Stop | None]
 
 
-def after_step(state: RunState, done: Dispatched, policy: HarnessPolicy, sandbox: Sandbox,
-               task_rules: Sequence[StopRule] = ()) -> Stop | None:
+def after_step(
+    state: RunState, done: Dispatched, policy: HarnessPolicy, sandbox: Sandbox, task_rules: Sequence[StopRule] = ()
+) -> Stop | None:
     rules = policy.stop
     if any(o.error_kind in SUSPECT_KINDS for o in done.observations) and not _alive(sandbox):
-        return Stop("sandbox_dead", "The sandbox stopped responding (its container or process is gone); "
-                    "everything up to this step is in the journal.")
+        return Stop(
+            "sandbox_dead",
+            "The sandbox stopped responding (its container or process is gone); "
+            "everything up to this step is in the journal.",
+        )
     for rule in task_rules:
         if (stop := rule(state, done)) is not None:
             return stop
@@ -41,11 +45,20 @@ def after_step(state: RunState, done: Dispatched, policy: HarnessPolicy, sandbox
     if state.task.check is not None and done.observations and _check_passes(state.task.check, sandbox, policy):
         return Stop("goal_verified", f"The task's check `{state.task.check}` passed.", {"goal_verified": True})
     if state.failures_in_a_row >= policy.errors.max_consecutive_failures:
-        return Stop("too_many_failures", f"{state.failures_in_a_row} steps in a row failed; stopping (errors.max_consecutive_failures).")
+        return Stop(
+            "too_many_failures",
+            f"{state.failures_in_a_row} steps in a row failed; stopping (errors.max_consecutive_failures).",
+        )
     if state.no_tool_replies_in_a_row >= rules.max_no_tool_replies:
-        return Stop("no_progress", f"{state.no_tool_replies_in_a_row} replies in a row had no tool call (stop.max_no_tool_replies).")
+        return Stop(
+            "no_progress",
+            f"{state.no_tool_replies_in_a_row} replies in a row had no tool call (stop.max_no_tool_replies).",
+        )
     if state.repeats_in_a_row >= rules.max_repeats:
-        return Stop("no_progress", f"The same calls gave the same results {state.repeats_in_a_row} times in a row (stop.max_repeats).")
+        return Stop(
+            "no_progress",
+            f"The same calls gave the same results {state.repeats_in_a_row} times in a row (stop.max_repeats).",
+        )
     return budget_spent(state, policy)
 
 
@@ -57,7 +70,9 @@ def budget_spent(state: RunState, policy: HarnessPolicy) -> Stop | None:
     if rules.max_tokens is not None and tokens >= rules.max_tokens:
         return Stop("token_budget", f"Used {tokens} tokens, over the budget of {rules.max_tokens} (stop.max_tokens).")
     if rules.max_wall_s is not None and state.wall_s() >= rules.max_wall_s:
-        return Stop("wall_budget", f"Ran {state.wall_s():.0f} s, over the budget of {rules.max_wall_s:g} s (stop.max_wall_s).")
+        return Stop(
+            "wall_budget", f"Ran {state.wall_s():.0f} s, over the budget of {rules.max_wall_s:g} s (stop.max_wall_s)."
+        )
     return None
 
 

@@ -27,8 +27,12 @@ class JournaledSummariser:
     def summarise(self, request: SummaryRequest) -> ModelReply:
         if self.recorded:
             return answer(self.recorded.popleft(), request)
-        record = SummaryReplied(step=self.state.step, request_sha256=request_digest(request),
-                                request_messages=len(request.messages), cap=request.cap)
+        record = SummaryReplied(
+            step=self.state.step,
+            request_sha256=request_digest(request),
+            request_messages=len(request.messages),
+            cap=request.cap,
+        )
         try:
             reply = self.inner.summarise(request)
         except Exception as e:
@@ -36,4 +40,3 @@ class JournaledSummariser:
             raise
         self.journal.append(record.model_copy(update={"reply": reply}))
         return reply
-

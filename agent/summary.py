@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent.journal import RunInfo
 from agent.steps import fold
 from core.events import Event, RunStopped
-from agent.journal import RunInfo
 from core.types import Usage
 
 
@@ -33,7 +33,9 @@ class Summary(BaseModel):
     steps: int
     tokens: Tokens
     cache_hit_rate: float | None  # cached / prompt tokens, as the provider reported them
-    prefix_reuse_rate: float | None  # ideal: tokens each prompt shares with an earlier one / all, by the harness's count
+    prefix_reuse_rate: (
+        float | None
+    )  # ideal: tokens each prompt shares with an earlier one / all, by the harness's count
     wall_s: float
     model_calls: int
     model_failures: int
@@ -51,7 +53,9 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
     usage = summariser = Usage()
     tools: Counter[str] = Counter()
     errors: Counter[str] = Counter()
-    stop = run.stop or RunStopped(reason="unfinished", message="The run has no stop event (still running, or it crashed).")
+    stop = run.stop or RunStopped(
+        reason="unfinished", message="The run has no stop event (still running, or it crashed)."
+    )
     failures = truncated = counted = reused = folds = 0
     warnings: list[str] = []
     for step in run.steps:
@@ -103,5 +107,10 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
 
 
 def _tokens(u: Usage) -> Tokens:
-    return Tokens(prompt=u.prompt_tokens, completion=u.completion_tokens, cached=u.cached_tokens,
-                  cache_write=u.cache_write_tokens, reasoning=u.reasoning_tokens)
+    return Tokens(
+        prompt=u.prompt_tokens,
+        completion=u.completion_tokens,
+        cached=u.cached_tokens,
+        cache_write=u.cache_write_tokens,
+        reasoning=u.reasoning_tokens,
+    )

@@ -41,10 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.journal import read_events  # noqa: E402
-from core.types import Message  # noqa: E402
-from core.context_policy import Compact, ContextStep, MaskObservations, StripReasoning  # noqa: E402
-from memory.prefix import PrefixReuse  # noqa: E402
 from agent.rerender import rerender  # noqa: E402
+from core.context_policy import Compact, ContextStep, MaskObservations, StripReasoning  # noqa: E402
+from core.types import Message  # noqa: E402
+from memory.prefix import PrefixReuse  # noqa: E402
 from memory.tokens import TokenCounter  # noqa: E402
 from tools.base import openai_schema  # noqa: E402
 from tools.builtin import STANDARD  # noqa: E402
@@ -74,8 +74,12 @@ def policies(trigger: int) -> dict[str, list[ContextStep]]:
         "append_only": [],
         "masked": [StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)],
         "masked_batched": [StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)],
-        "compact_naive": [Compact(trigger_tokens=trigger, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")],
-        "compact_cache_aware": [Compact(trigger_tokens=trigger, keep_recent_steps=1, layout="append", summariser_prompt="fork")],
+        "compact_naive": [
+            Compact(trigger_tokens=trigger, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")
+        ],
+        "compact_cache_aware": [
+            Compact(trigger_tokens=trigger, keep_recent_steps=1, layout="append", summariser_prompt="fork")
+        ],
     }
 
 
@@ -84,8 +88,10 @@ def chat_dicts(messages: list[Message]) -> list[dict]:
     for m in messages:
         d: dict = {"role": m.role, "content": m.text}
         if m.tool_calls:
-            d["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                               for c in m.tool_calls]
+            d["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
         if m.role == "tool":
             d["tool_call_id"] = m.tool_call_id
         out.append(d)
@@ -102,9 +108,17 @@ def make_engine(weights: str):
     tokenizer = Tokenizer.from_checkpoint(real)
     if weights == "default":
         return lambda: Engine(real, EngineConfig(max_num_batched_tokens=2048)), tokenizer
-    shape = ModelConfig(vocab_size=real.config.vocab_size, hidden_size=64, intermediate_size=128, num_layers=1,
-                        num_heads=1, num_kv_heads=1, head_dim=64, max_position_embeddings=262_144,
-                        eos_token_ids=real.config.eos_token_ids)
+    shape = ModelConfig(
+        vocab_size=real.config.vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_layers=1,
+        num_heads=1,
+        num_kv_heads=1,
+        head_dim=64,
+        max_position_embeddings=262_144,
+        eos_token_ids=real.config.eos_token_ids,
+    )
     kv = CACHE_TOKENS * shape.kv_bytes_per_token()
     ckpt = dummy_checkpoint(shape)
     return lambda: Engine(ckpt, EngineConfig(kv_cache_bytes=kv, max_num_batched_tokens=4096)), tokenizer
@@ -146,25 +160,48 @@ def replay(name: str, events, steps: list[ContextStep], policy: str, engine, tok
 
 
 def table(rows: list[Row]) -> str:
-    head = ("trajectory", "policy", "prompt tokens", "cached (engine)", "ideal reuse", "peak context", "peak / append",
-            "summariser tokens", "cached incl. summariser")
+    head = (
+        "trajectory",
+        "policy",
+        "prompt tokens",
+        "cached (engine)",
+        "ideal reuse",
+        "peak context",
+        "peak / append",
+        "summariser tokens",
+        "cached incl. summariser",
+    )
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     peaks = {r.trajectory: r.peak_context for r in rows if r.policy == "append_only"}
     for r in rows:
         summ = f"{r.summariser_prompt:,} + {r.summariser_completion:,}" if r.summariser_prompt else "0"
-        lines.append(" | ".join([
-            r.trajectory, r.policy, f"{r.prompt_tokens:,}", f"{r.cached_share:.1%}", f"{r.ideal_reuse:.1%}",
-            f"{r.peak_context:,}", f"{r.peak_context / peaks[r.trajectory]:.0%}" if r.trajectory in peaks else "-", summ,
-            f"{r.all_cached_share:.1%}",
-        ]))
+        lines.append(
+            " | ".join(
+                [
+                    r.trajectory,
+                    r.policy,
+                    f"{r.prompt_tokens:,}",
+                    f"{r.cached_share:.1%}",
+                    f"{r.ideal_reuse:.1%}",
+                    f"{r.peak_context:,}",
+                    f"{r.peak_context / peaks[r.trajectory]:.0%}" if r.trajectory in peaks else "-",
+                    summ,
+                    f"{r.all_cached_share:.1%}",
+                ]
+            )
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fixtures", type=Path, default=FIXTURES)
-    ap.add_argument("--trigger-fraction", type=float, default=0.38,
-                    help="compactions fold when the prompt reaches this share of append-only's peak")
+    ap.add_argument(
+        "--trigger-fraction",
+        type=float,
+        default=0.38,
+        help="compactions fold when the prompt reaches this share of append-only's peak",
+    )
     ap.add_argument("--weights", choices=["dummy", "default"], default="dummy")
     ap.add_argument("--only", nargs="*", help="policy names to run (default: all)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
@@ -186,7 +223,9 @@ def main() -> None:
                 engine.shutdown()
             print(f"  {run_dir.name} / {policy}: {rows[-1].seconds} s", file=sys.stderr, flush=True)
     print("Replies and tool results held fixed (recorded); prompts rebuilt per policy and prefilled by the engine.")
-    print(f"Compactions fold at {args.trigger_fraction:.0%} of each trajectory's append-only peak; extractive summariser.")
+    print(
+        f"Compactions fold at {args.trigger_fraction:.0%} of each trajectory's append-only peak; extractive summariser."
+    )
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1))

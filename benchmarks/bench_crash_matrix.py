@@ -38,9 +38,19 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
     left = crash_driver.containers_left(root) if cell.sandbox == "docker" else 0
     resume_ms = f"{statistics.median(stats.resume_s) * 1000:.0f}" if stats.resume_s else "-"
     inside = sum(crash_driver.kills_inside_tools(r) for r in stats.runs)
-    row = [cell.name, stats.kills, len(stats.runs), inside, f"{len(bad)}",
-           sum(crash_driver.duplicated(r) for r in stats.runs), sum(crash_driver.lost(r, reference) for r in stats.runs),
-           left, resume_ms, f"{took:.1f}", f"{wall:.0f}"]
+    row = [
+        cell.name,
+        stats.kills,
+        len(stats.runs),
+        inside,
+        f"{len(bad)}",
+        sum(crash_driver.duplicated(r) for r in stats.runs),
+        sum(crash_driver.lost(r, reference) for r in stats.runs),
+        left,
+        resume_ms,
+        f"{took:.1f}",
+        f"{wall:.0f}",
+    ]
     return row, [f"  {r}: {'; '.join(p)}" for r, p in bad.items()]
 
 
@@ -49,11 +59,26 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20, help="per cell")
     parser.add_argument("--steps", type=int, default=6, help="counter writes per run (then a read and submit)")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
-    parser.add_argument("--only", action="append", type=Cell.parse, help="a cell such as local/compacting/mcp (repeatable)")
+    parser.add_argument(
+        "--only", action="append", type=Cell.parse, help="a cell such as local/compacting/mcp (repeatable)"
+    )
     args = parser.parse_args()
-    header = ["cell", "kills", "runs", "kills in a write", "runs that differ", "duplicated writes", "lost steps",
-              "containers left", "resume ms (median)", "uninterrupted s", "cell s"]
-    print(f"seed {args.seed}, {args.kills} kills per cell, {args.steps} writes per run; load average {os.getloadavg()[0]:.1f}")
+    header = [
+        "cell",
+        "kills",
+        "runs",
+        "kills in a write",
+        "runs that differ",
+        "duplicated writes",
+        "lost steps",
+        "containers left",
+        "resume ms (median)",
+        "uninterrupted s",
+        "cell s",
+    ]
+    print(
+        f"seed {args.seed}, {args.kills} kills per cell, {args.steps} writes per run; load average {os.getloadavg()[0]:.1f}"
+    )
     print("| " + " | ".join(header) + " |\n|" + "---|" * len(header), flush=True)
     missed, details = [], []
     for cell in args.only or CELLS:

@@ -34,12 +34,32 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint  # noqa: E402
 
-LLAMA3_8B = ModelConfig(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_layers=32, num_heads=32,
-                        num_kv_heads=8, head_dim=128, rope_theta=500000.0, max_position_embeddings=8192,
-                        tie_word_embeddings=False, eos_token_ids=(128001,))
-LLAMA32_1B = ModelConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_layers=16, num_heads=32,
-                         num_kv_heads=8, head_dim=64, rope_theta=500000.0, max_position_embeddings=131072,
-                         tie_word_embeddings=True, eos_token_ids=(128001,))
+LLAMA3_8B = ModelConfig(
+    vocab_size=128256,
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_layers=32,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=128,
+    rope_theta=500000.0,
+    max_position_embeddings=8192,
+    tie_word_embeddings=False,
+    eos_token_ids=(128001,),
+)
+LLAMA32_1B = ModelConfig(
+    vocab_size=128256,
+    hidden_size=2048,
+    intermediate_size=8192,
+    num_layers=16,
+    num_heads=32,
+    num_kv_heads=8,
+    head_dim=64,
+    rope_theta=500000.0,
+    max_position_embeddings=131072,
+    tie_word_embeddings=True,
+    eos_token_ids=(128001,),
+)
 SHAPES = {"llama3-8b": LLAMA3_8B, "llama3.2-1b": LLAMA32_1B}
 DATASHEET_BW = 4.8e12
 DATASHEET_BF16 = 989e12
@@ -123,6 +143,7 @@ def host_breakdown(engine: Engine, tokens: int) -> dict:
             out = fn(*a, **k)
             spent[name].append(time.perf_counter() - t)
             return out
+
         return wrapper
 
     r.prepare, r.run = timed("prepare", r.prepare), timed("run", r.run)
@@ -134,9 +155,14 @@ def host_breakdown(engine: Engine, tokens: int) -> dict:
     del r.prepare, r.run
     r.graphs.graphs[1] = graph
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    steps = [s.duration_s for s in list(engine.step_stats)[-(len(out.token_ids) - 1):] if s.num_prefill == 0]
-    return {"wall_per_token_s": wall, "step_s": med(steps), "prepare_s": med(spent["prepare"][1:]),
-            "run_s": med(spent["run"][1:]), "graph_launch_s": med(spent["graph_launch"][1:])}
+    steps = [s.duration_s for s in list(engine.step_stats)[-(len(out.token_ids) - 1) :] if s.num_prefill == 0]
+    return {
+        "wall_per_token_s": wall,
+        "step_s": med(steps),
+        "prepare_s": med(spent["prepare"][1:]),
+        "run_s": med(spent["run"][1:]),
+        "graph_launch_s": med(spent["graph_launch"][1:]),
+    }
 
 
 def rand_prompt(n: int, seed: int, vocab: int = 32000) -> list[int]:
@@ -176,10 +202,17 @@ def hf_model(ckpt, c: ModelConfig):
     import transformers
 
     cfg = transformers.LlamaConfig(
-        vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
-        num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
-        rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, rms_norm_eps=c.rms_norm_eps,
-        tie_word_embeddings=c.tie_word_embeddings)
+        vocab_size=c.vocab_size,
+        hidden_size=c.hidden_size,
+        intermediate_size=c.intermediate_size,
+        num_hidden_layers=c.num_layers,
+        num_attention_heads=c.num_heads,
+        num_key_value_heads=c.num_kv_heads,
+        rope_theta=c.rope_theta,
+        max_position_embeddings=c.max_position_embeddings,
+        rms_norm_eps=c.rms_norm_eps,
+        tie_word_embeddings=c.tie_word_embeddings,
+    )
     with torch.device("meta"):
         model = transformers.LlamaForCausalLM(cfg)
     model.load_state_dict(ckpt.tensors, strict=False, assign=True)  # share the engine's checkpoint tensors
@@ -199,7 +232,9 @@ def hf_decode_rate(model, batch: int, tokens: int, prompt_len: int) -> float:
         torch.cuda.synchronize()
         t = time.perf_counter()
         with torch.inference_mode():
-            model.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
+            model.generate(
+                ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0
+            )
         torch.cuda.synchronize()
         return time.perf_counter() - t
 
@@ -216,18 +251,27 @@ def part_model(args, results: dict) -> None:
     log(f"measured ceilings: copy {bw / 1e12:.2f} TB/s (read + write), bf16 matmul 8192^3 {peak / 1e12:.0f} TFLOP/s")
     t = time.perf_counter()
     ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
-    ecfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=max(args.batches),
-                        max_num_batched_tokens=8192, max_model_len=4096)
+    ecfg = EngineConfig(
+        device="cuda",
+        kv_cache_bytes=args.kv_gib << 30,
+        max_num_seqs=max(args.batches),
+        max_num_batched_tokens=8192,
+        max_model_len=4096,
+    )
     engine = Engine(ckpt, ecfg)
-    log(f"engine ready in {time.perf_counter() - t:.1f}s (dummy weights made on the GPU, graphs captured for "
-        f"{engine.runner.graphs.sizes})")
+    log(
+        f"engine ready in {time.perf_counter() - t:.1f}s (dummy weights made on the GPU, graphs captured for "
+        f"{engine.runner.graphs.sizes})"
+    )
     all_bytes, read_bytes = weight_bytes(engine.model)
     roof = DATASHEET_BW / all_bytes
     roof_read_measured = bw / read_bytes
     roof_read = DATASHEET_BW / read_bytes
-    log(f"weights {all_bytes / 1e9:.2f} GB ({read_bytes / 1e9:.2f} GB read per decode step); roofline "
+    log(
+        f"weights {all_bytes / 1e9:.2f} GB ({read_bytes / 1e9:.2f} GB read per decode step); roofline "
         f"{roof:.0f} tok/s at 4.8 TB/s over all weight bytes, {roof_read:.0f} tok/s over the bytes read, "
-        f"{roof_read_measured:.0f} tok/s at the measured copy bandwidth over the bytes read")
+        f"{roof_read_measured:.0f} tok/s at the measured copy bandwidth over the bytes read"
+    )
 
     engine.generate([rand_prompt(64, 999)], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))  # warm up
     decode = {}
@@ -244,15 +288,19 @@ def part_model(args, results: dict) -> None:
     step_bytes = {}
     for b in fwd:  # the graphs replay the last decode step of the runs above: its context lengths
         step_bytes[b] = read_bytes + int(g.buf[3, :b].sum()) * kv_token
-        log(f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s; reads "
-            f"{step_bytes[b] / 1e9:.2f} GB (weights + KV) = {step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} of 4.8 TB/s")
+        log(
+            f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s; reads "
+            f"{step_bytes[b] / 1e9:.2f} GB (weights + KV) = {step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} of 4.8 TB/s"
+        )
     log(f"eager forward, batch 1: {eager1 * 1e3:6.3f} ms/step (no CUDA graph)")
     replay_sync = sync_time(g.graphs[1].replay)
     host = host_breakdown(engine, args.tokens)
-    log(f"batch-1 host view: graph replay + synchronise {replay_sync * 1e3:.3f} ms; engine decode "
+    log(
+        f"batch-1 host view: graph replay + synchronise {replay_sync * 1e3:.3f} ms; engine decode "
         f"{host['wall_per_token_s'] * 1e3:.3f} ms/token, of which the step {host['step_s'] * 1e3:.3f} ms "
         f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us, of which "
-        f"the graph launch {host['graph_launch_s'] * 1e6:.0f} us)")
+        f"the graph launch {host['graph_launch_s'] * 1e6:.0f} us)"
+    )
     # The batch-1 step captured afresh with and without programmatic dependent launches (a fresh
     # capture alone moves the replay time by a few percent, so both sides are fresh captures).
     import engine.cuda as engine_cuda
@@ -265,40 +313,68 @@ def part_model(args, results: dict) -> None:
         replay = engine.runner.graphs.graphs[1].replay
         runs = sorted((host_breakdown(engine, args.tokens) for _ in range(3)), key=lambda h: h["wall_per_token_s"])
         pdl_ab["with PDL" if pdl else "without PDL"] = {
-            "graph_step_s": cuda_time(replay, 50), "replay_sync_s": sync_time(replay), "host": runs[1],
-            "kernels": kernel_breakdown(replay)}
+            "graph_step_s": cuda_time(replay, 50),
+            "replay_sync_s": sync_time(replay),
+            "host": runs[1],
+            "kernels": kernel_breakdown(replay),
+        }
     engine_cuda.PDL = True
     engine.runner.graphs = g
     for name, v in pdl_ab.items():
-        log(f"batch-1, fresh capture {name}: graph replay {v['graph_step_s'] * 1e3:.3f} ms, replay + synchronise "
+        log(
+            f"batch-1, fresh capture {name}: graph replay {v['graph_step_s'] * 1e3:.3f} ms, replay + synchronise "
             f"{v['replay_sync_s'] * 1e3:.3f} ms, engine decode {v['host']['wall_per_token_s'] * 1e3:.3f} ms/token "
-            "(median of 3)")
+            "(median of 3)"
+        )
     log("batch-1 step by kernel without PDL (profiler, inside the graph; kernels do not overlap):")
     for name, (calls, us) in pdl_ab["without PDL"]["kernels"]:
         log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
     kernels = kernel_breakdown(g.graphs[1].replay)
-    log(f"batch-1 step by kernel (profiler, inside the graph; {sum(us for _, (_, us) in kernels):.1f} us of kernels "
-        f"in a {fwd[1] * 1e6:.1f} us step; a dependent launch's time includes its wait for the kernel in front):")
+    log(
+        f"batch-1 step by kernel (profiler, inside the graph; {sum(us for _, (_, us) in kernels):.1f} us of kernels "
+        f"in a {fwd[1] * 1e6:.1f} us step; a dependent launch's time includes its wait for the kernel in front):"
+    )
     for name, (calls, us) in kernels:
         log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
 
     results["model"] = {
-        "shape": args.shape, "copy_bw": bw, "matmul_peak": peak, "weight_bytes": all_bytes, "read_bytes": read_bytes,
-        "roofline_tok_s": roof, "decode_tok_s": decode, "graph_step_s": fwd, "eager_step_s_b1": eager1,
-        "step_bytes": step_bytes, "kernels_b1": kernels, "replay_sync_s_b1": replay_sync, "host_b1": host, "pdl_ab_b1": pdl_ab,
+        "shape": args.shape,
+        "copy_bw": bw,
+        "matmul_peak": peak,
+        "weight_bytes": all_bytes,
+        "read_bytes": read_bytes,
+        "roofline_tok_s": roof,
+        "decode_tok_s": decode,
+        "graph_step_s": fwd,
+        "eager_step_s_b1": eager1,
+        "step_bytes": step_bytes,
+        "kernels_b1": kernels,
+        "replay_sync_s_b1": replay_sync,
+        "host_b1": host,
+        "pdl_ab_b1": pdl_ab,
     }
     log("")
     log("| measure | engine | reference | ratio |")
     log("| --- | --- | --- | --- |")
     if 1 in decode:
-        log(f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s (4.8 TB/s, all weights) | {decode[1] / roof:.1%} |")
-        log(f"| batch-1 decode (engine, end to end) | {decode[1] * read_bytes / 1e12:.2f} TB/s | 4.8 TB/s over the bytes read | {decode[1] / roof_read:.1%} |")
-        log(f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.1%} |")
-        log(f"| batch-1 decode step bytes / time | {read_bytes / fwd[1] / 1e12:.2f} TB/s | measured copy {bw / 1e12:.2f} TB/s | {read_bytes / fwd[1] / bw:.0%} |")
+        log(
+            f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s (4.8 TB/s, all weights) | {decode[1] / roof:.1%} |"
+        )
+        log(
+            f"| batch-1 decode (engine, end to end) | {decode[1] * read_bytes / 1e12:.2f} TB/s | 4.8 TB/s over the bytes read | {decode[1] / roof_read:.1%} |"
+        )
+        log(
+            f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.1%} |"
+        )
+        log(
+            f"| batch-1 decode step bytes / time | {read_bytes / fwd[1] / 1e12:.2f} TB/s | measured copy {bw / 1e12:.2f} TB/s | {read_bytes / fwd[1] / bw:.0%} |"
+        )
     for b in args.batches:
-        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s (graph {fwd[b] * 1e3:.2f} ms/step) | "
+        log(
+            f"| decode, {b} sequences | {decode[b]:.0f} tok/s (graph {fwd[b] * 1e3:.2f} ms/step) | "
             f"{step_bytes[b] / 1e9:.2f} GB read per step at 4.8 TB/s: {step_bytes[b] / DATASHEET_BW * 1e3:.2f} ms | "
-            f"{step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} |")
+            f"{step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} |"
+        )
     if args.skip_prefill:
         engine.shutdown()
         return
@@ -315,8 +391,10 @@ def part_model(args, results: dict) -> None:
     tokens = n_p * len_p
     attn_flops = 2 * n_p * len_p**2 * c.num_heads * c.head_dim * c.num_layers  # causal: QK and PV, half the square
     flops = tokens * matmul_flops_per_token(c) + attn_flops
-    log(f"prefill {n_p} x {len_p} tokens: {prefill_s:.3f} s = {tokens / prefill_s:,.0f} tok/s, "
-        f"{flops / prefill_s / 1e12:.0f} TFLOP/s")
+    log(
+        f"prefill {n_p} x {len_p} tokens: {prefill_s:.3f} s = {tokens / prefill_s:,.0f} tok/s, "
+        f"{flops / prefill_s / 1e12:.0f} TFLOP/s"
+    )
     engine.shutdown()
 
     hf = {}
@@ -336,8 +414,10 @@ def part_model(args, results: dict) -> None:
     results["model"].update(prefill_s=prefill_s, prefill_tokens=tokens, prefill_flops=flops, hf_tok_s=hf)
     for b, r in hf.items():
         log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s | transformers {r:.0f} tok/s | {decode[b] / r:.1f}x |")
-    log(f"| prefill {n_p} x {len_p} | {flops / prefill_s / 1e12:.0f} TFLOP/s ({tokens / prefill_s:,.0f} tok/s) | "
-        f"measured matmul {peak / 1e12:.0f} / datasheet 989 TFLOP/s | {flops / prefill_s / peak:.0%} / {flops / prefill_s / DATASHEET_BF16:.0%} |")
+    log(
+        f"| prefill {n_p} x {len_p} | {flops / prefill_s / 1e12:.0f} TFLOP/s ({tokens / prefill_s:,.0f} tok/s) | "
+        f"measured matmul {peak / 1e12:.0f} / datasheet 989 TFLOP/s | {flops / prefill_s / peak:.0%} / {flops / prefill_s / DATASHEET_BF16:.0%} |"
+    )
 
 
 def part_layout(args, results: dict) -> None:
@@ -357,8 +437,10 @@ def part_layout(args, results: dict) -> None:
             b = cuda_time(lambda x=x, wt=wt: [x @ w.t() for w in wt], 20) / 4
             tb = k * n * 2 / 1e12
             out[f"{name}/b{batch}"] = (a, b)
-            log(f"batch {batch} {name:<8} {k}x{n}: (in,out) {a * 1e6:7.1f} us {tb / a:5.2f} TB/s | "
-                f"(out,in) {b * 1e6:7.1f} us {tb / b:5.2f} TB/s")
+            log(
+                f"batch {batch} {name:<8} {k}x{n}: (in,out) {a * 1e6:7.1f} us {tb / a:5.2f} TB/s | "
+                f"(out,in) {b * 1e6:7.1f} us {tb / b:5.2f} TB/s"
+            )
             del ws, wt
     results["layout"] = out
 
@@ -373,8 +455,19 @@ def graph_time(fn, reps: int = 20) -> float:
     return cuda_time(graph.replay, reps)
 
 
-GEMV_CONFIGS = [(2, 1024, 4), (4, 512, 4), (4, 1024, 8), (8, 256, 4), (8, 512, 4), (8, 512, 8), (8, 1024, 8),
-                (16, 256, 4), (16, 256, 8), (16, 512, 8), (32, 256, 8)]
+GEMV_CONFIGS = [
+    (2, 1024, 4),
+    (4, 512, 4),
+    (4, 1024, 8),
+    (8, 256, 4),
+    (8, 512, 4),
+    (8, 512, 8),
+    (8, 1024, 8),
+    (16, 256, 4),
+    (16, 256, 8),
+    (16, 512, 8),
+    (32, 256, 8),
+]
 
 
 def part_gemv(args, results: dict) -> None:
@@ -390,8 +483,13 @@ def part_gemv(args, results: dict) -> None:
     out: dict = {}
     for shape, c in SHAPES.items():
         h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
-        projections = {"qkv": (q + 2 * kv, h, {"norm"}), "o": (h, q, {"residual"}), "gate_up": (2 * i, h, {"norm"}),
-                       "down": (h, i, {"gated", "residual"}), "lm_head": (c.vocab_size, h, {"norm", "fp32"})}
+        projections = {
+            "qkv": (q + 2 * kv, h, {"norm"}),
+            "o": (h, q, {"residual"}),
+            "gate_up": (2 * i, h, {"norm"}),
+            "down": (h, i, {"gated", "residual"}),
+            "lm_head": (c.vocab_size, h, {"norm", "fp32"}),
+        }
         for name, (n, k, kind) in projections.items():
             copies = max(2, -(-400_000_000 // (n * k * 2)))
             ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(copies)]
@@ -406,8 +504,9 @@ def part_gemv(args, results: dict) -> None:
 
                 def fused(cfg, ws=ws, x=x, y=y, norm=norm, kind=kind):
                     for w in ws:
-                        gemv(x, w, y, norm=norm, eps=1e-5, gated="gated" in kind, residual="residual" in kind,
-                             config=cfg)
+                        gemv(
+                            x, w, y, norm=norm, eps=1e-5, gated="gated" in kind, residual="residual" in kind, config=cfg
+                        )
 
                 def cublas(ws=ws, xin=xin):
                     for w in ws:
@@ -421,11 +520,18 @@ def part_gemv(args, results: dict) -> None:
                 other = {"without PDL": graph_time(lambda mine=mine: fused(mine)) / copies}
                 engine_cuda.PDL = True
                 best = min(times, key=times.get)
-                row[rows] = {"cublas_s": tc, "fused_s": {str(k_): v for k_, v in times.items()}, "best": best,
-                             "engine_config": mine, "engine_config_variants_s": other}
-                log(f"{shape:<12} {name:<8} {n:>6}x{k:<6} rows {rows}: cuBLAS {tc * 1e6:7.1f} us {gb / tc / 1e3:5.2f} TB/s | "
+                row[rows] = {
+                    "cublas_s": tc,
+                    "fused_s": {str(k_): v for k_, v in times.items()},
+                    "best": best,
+                    "engine_config": mine,
+                    "engine_config_variants_s": other,
+                }
+                log(
+                    f"{shape:<12} {name:<8} {n:>6}x{k:<6} rows {rows}: cuBLAS {tc * 1e6:7.1f} us {gb / tc / 1e3:5.2f} TB/s | "
                     f"fused {mine} {times[mine] * 1e6:7.1f} us {gb / times[mine] / 1e3:5.2f} TB/s | best {best} "
-                    f"{times[best] * 1e6:7.1f} us {gb / times[best] / 1e3:5.2f} TB/s")
+                    f"{times[best] * 1e6:7.1f} us {gb / times[best] / 1e3:5.2f} TB/s"
+                )
                 log("    engine config: " + ", ".join(f"{v} {t * 1e6:.1f} us" for v, t in other.items()))
                 if rows == 1:
                     log("    " + "  ".join(f"{cfg}:{gb / t / 1e3:.2f}" for cfg, t in times.items()))
@@ -454,13 +560,22 @@ def part_traces(args, results: dict) -> None:
     names = args.trajectories or sorted(data)
     ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
     kv = args.trace_cache_tokens * c.kv_bytes_per_token(2)
-    common = dict(device="cuda", kv_cache_bytes=kv, max_num_seqs=8, max_num_batched_tokens=args.chunk,
-                  max_model_len=c.max_position_embeddings)
+    common = dict(
+        device="cuda",
+        kv_cache_bytes=kv,
+        max_num_seqs=8,
+        max_num_batched_tokens=args.chunk,
+        max_model_len=c.max_position_embeddings,
+    )
     cold = Engine(ckpt, EngineConfig(**common, enable_prefix_cache=False))
     # Warm up the kernels at several prefill lengths (Triton compiles per specialisation).
-    cold.generate([rand_prompt(n, n) for n in (100, 3000, args.chunk + 500)], SamplingParams(temperature=0, max_tokens=1))
+    cold.generate(
+        [rand_prompt(n, n) for n in (100, 3000, args.chunk + 500)], SamplingParams(temperature=0, max_tokens=1)
+    )
     out = {}
-    log(f"trace replay on {args.trace_shape} dummy weights, chunked prefill at {args.chunk} tokens, one request at a time")
+    log(
+        f"trace replay on {args.trace_shape} dummy weights, chunked prefill at {args.chunk} tokens, one request at a time"
+    )
     for name in names:
         for policy, requests in data[name].items():
             warm_engine = Engine(ckpt, EngineConfig(**common))  # a cold cache per run, as a fresh server would have
@@ -470,22 +585,37 @@ def part_traces(args, results: dict) -> None:
             del warm_engine
             torch.cuda.empty_cache()
             fresh = replay(cold, requests)
-            rows = [dict(step=i, kind=a["kind"], prompt=a["prompt"], cached=a["cached"], ttft_cached_s=a["ttft_s"],
-                         ttft_cold_s=b["ttft_s"]) for i, (a, b) in enumerate(zip(cached, fresh))]
+            rows = [
+                dict(
+                    step=i,
+                    kind=a["kind"],
+                    prompt=a["prompt"],
+                    cached=a["cached"],
+                    ttft_cached_s=a["ttft_s"],
+                    ttft_cold_s=b["ttft_s"],
+                )
+                for i, (a, b) in enumerate(zip(cached, fresh))
+            ]
             out[f"{name}/{policy}"] = rows
             hi = [r for r in rows if r["kind"] == "agent" and r["cached"] >= 0.9 * r["prompt"]]
             ratios = sorted(r["ttft_cached_s"] / r["ttft_cold_s"] for r in hi)
             tot_c = sum(r["ttft_cached_s"] for r in rows)
             tot_f = sum(r["ttft_cold_s"] for r in rows)
-            log(f"{name} / {policy}: {len(rows)} requests, {sum(r['prompt'] for r in rows):,} prompt tokens, "
+            log(
+                f"{name} / {policy}: {len(rows)} requests, {sum(r['prompt'] for r in rows):,} prompt tokens, "
                 f"{sum(r['cached'] for r in rows) / sum(r['prompt'] for r in rows):.1%} cached; total prefill "
                 f"{tot_c:.2f} s cached vs {tot_f:.2f} s cold ({tot_c / tot_f:.1%}); steps >= 90% cached: {len(hi)}, "
-                f"TTFT cached/cold median {ratios[len(ratios) // 2]:.1%} max {ratios[-1]:.1%}" if ratios else "")
+                f"TTFT cached/cold median {ratios[len(ratios) // 2]:.1%} max {ratios[-1]:.1%}"
+                if ratios
+                else ""
+            )
     cold.shutdown()
     results["traces"] = out
     log("")
-    log("| trajectory / policy | requests | prompt tokens | cached | total prefill, cache | total prefill, no cache | "
-        "ratio | steps >= 90% cached | median TTFT cached | median TTFT cold | cached/cold median (max) |")
+    log(
+        "| trajectory / policy | requests | prompt tokens | cached | total prefill, cache | total prefill, no cache | "
+        "ratio | steps >= 90% cached | median TTFT cached | median TTFT cold | cached/cold median (max) |"
+    )
     log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for key, rows in out.items():
         hi = [r for r in rows if r["kind"] == "agent" and r["cached"] >= 0.9 * r["prompt"]]
@@ -493,9 +623,11 @@ def part_traces(args, results: dict) -> None:
         med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")  # noqa: E731
         p = sum(r["prompt"] for r in rows)
         tc, tf = sum(r["ttft_cached_s"] for r in rows), sum(r["ttft_cold_s"] for r in rows)
-        log(f"| {key} | {len(rows)} | {p:,} | {sum(r['cached'] for r in rows) / p:.1%} | {tc:.2f} s | {tf:.2f} s | "
+        log(
+            f"| {key} | {len(rows)} | {p:,} | {sum(r['cached'] for r in rows) / p:.1%} | {tc:.2f} s | {tf:.2f} s | "
             f"{tc / tf:.1%} | {len(hi)} | {med([r['ttft_cached_s'] for r in hi]) * 1e3:.1f} ms | "
-            f"{med([r['ttft_cold_s'] for r in hi]) * 1e3:.1f} ms | {med(ratios):.1%} ({ratios[-1] if ratios else float('nan'):.1%}) |")
+            f"{med([r['ttft_cold_s'] for r in hi]) * 1e3:.1f} ms | {med(ratios):.1%} ({ratios[-1] if ratios else float('nan'):.1%}) |"
+        )
 
 
 def main() -> None:
@@ -517,8 +649,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write every measurement here")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    log(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
-        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    log(
+        f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
     results: dict = {}
     if args.part in ("model", "all"):
         part_model(args, results)

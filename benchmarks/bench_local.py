@@ -41,18 +41,35 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         chess_dir, run_dir = Path(tmp) / "chess", Path(tmp) / "run"
-        chess_s = invoke(["chess", "--model", "local", "--games", str(args.games), "--max-plies", str(args.max_plies),
-                          "--analysis-depth", "0", "--out", str(chess_dir)])
+        chess_s = invoke(
+            [
+                "chess",
+                "--model",
+                "local",
+                "--games",
+                str(args.games),
+                "--max-plies",
+                str(args.max_plies),
+                "--analysis-depth",
+                "0",
+                "--out",
+                str(chess_dir),
+            ]
+        )
         run_s = invoke(["run", "--model", "local", "--task", str(EXAMPLES / "demo_task.yaml"), "--out", str(run_dir)])
         games, runs = summaries(chess_dir), summaries(run_dir)
     moves = sum(g["outcome"]["moves"] for g in games)
     steps = sum(r["steps"] for r in runs)
     completion = sum(r["tokens"]["completion"] for r in runs)
     print(f"{'job':<34}{'wall s':>9}{'units':>8}{'s / unit':>10}")
-    print(f"{'chess, ' + str(args.games) + ' game(s), moves':<34}{chess_s:>9.1f}{moves:>8}{chess_s / max(moves, 1):>10.2f}")
+    print(
+        f"{'chess, ' + str(args.games) + ' game(s), moves':<34}{chess_s:>9.1f}{moves:>8}{chess_s / max(moves, 1):>10.2f}"
+    )
     print(f"{'run on demo_task.yaml, steps':<34}{run_s:>9.1f}{steps:>8}{run_s / max(steps, 1):>10.2f}")
-    print(f"run: stop {runs[0]['stop_reason']}, {completion} completion tokens "
-          f"({completion / max(steps, 1):.0f} per step); wall times include loading the model")
+    print(
+        f"run: stop {runs[0]['stop_reason']}, {completion} completion tokens "
+        f"({completion / max(steps, 1):.0f} per step); wall times include loading the model"
+    )
 
 
 if __name__ == "__main__":

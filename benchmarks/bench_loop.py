@@ -23,15 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import BaseModel  # noqa: E402
 
-from core.events import ModelReplied  # noqa: E402
 from agent.journal import Journal, RunInfo  # noqa: E402
 from agent.loop import run  # noqa: E402
+from agent.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402
+from core.events import ModelReplied  # noqa: E402
+from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
+from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from memory.extractive import ExtractiveSummariser  # noqa: E402
 from sandboxes.local import LocalSandbox  # noqa: E402
-from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
-from agent.task import Task  # noqa: E402
-from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from tools.base import Effect, Registry, Tool, ToolResult  # noqa: E402
 
 STEPS = 1000
@@ -52,8 +52,14 @@ class TimedModel:
 
     def __init__(self):
         self.replies = [
-            ModelReply(message=Message(role="assistant", text=f"step {i}", tool_calls=(ToolCall(id=f"c{i}", name="noop", arguments=f'{{"n": {i}}}'),)),
-                       usage=Usage(prompt_tokens=10, completion_tokens=5))
+            ModelReply(
+                message=Message(
+                    role="assistant",
+                    text=f"step {i}",
+                    tool_calls=(ToolCall(id=f"c{i}", name="noop", arguments=f'{{"n": {i}}}'),),
+                ),
+                usage=Usage(prompt_tokens=10, completion_tokens=5),
+            )
             for i in range(STEPS + 1)
         ]
         self.i = 0
@@ -84,21 +90,36 @@ def measure(policy: HarnessPolicy, where: str | None) -> dict[str, dict[int, flo
 
     policy = policy.model_copy(update={"stop": StopPolicy(max_steps=STEPS, max_repeats=STEPS)})
     with tempfile.TemporaryDirectory(dir=where) as tmp:
-        info = RunInfo(run_id="bench", task={"id": "bench"}, model=model.name, sandbox="local",
-                       policy=policy.model_dump(mode="json"), started_at="2026-01-01T00:00:00Z")
+        info = RunInfo(
+            run_id="bench",
+            task={"id": "bench"},
+            model=model.name,
+            sandbox="local",
+            policy=policy.model_dump(mode="json"),
+            started_at="2026-01-01T00:00:00Z",
+        )
         journal = Journal.create(Path(tmp), info)
         journal.listeners.append(listen)
         box = LocalSandbox(journal.dir / "workspace")
         try:
-            run(Task(prompt="bench"), model, Registry.of([NOOP]), box, policy, journal,
-                summariser=ExtractiveSummariser(counter_for(model)))
+            run(
+                Task(prompt="bench"),
+                model,
+                Registry.of([NOOP]),
+                box,
+                policy,
+                journal,
+                summariser=ExtractiveSummariser(counter_for(model)),
+            )
         finally:
             box.close()
             journal.close()
     wall = {s: starts[s + 1] - starts[s] - model.spent[s + 1] - tool_time[s] for s in range(1, STEPS)}
     used = {s: cpu[s + 1] - cpu[s] for s in range(1, STEPS)}
-    return {what: {k: statistics.median(per_step[s] for s in window) for k, window in WINDOWS.items()}
-            for what, per_step in (("wall", wall), ("cpu", used))}
+    return {
+        what: {k: statistics.median(per_step[s] for s in window) for k, window in WINDOWS.items()}
+        for what, per_step in (("wall", wall), ("cpu", used))
+    }
 
 
 def best_of(policy: HarnessPolicy, where: str | None, runs: int = 3) -> dict[str, dict[int, float]]:
@@ -110,21 +131,32 @@ def best_of(policy: HarnessPolicy, where: str | None, runs: int = 3) -> dict[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("presets", nargs="*", help=f"default: all of {', '.join(PRESETS)}")
-    parser.add_argument("--dir", help="where the runs are written (default: the system's temp folder); "
-                        "/dev/shm takes the disk's fsync latency out of the wall times")
+    parser.add_argument(
+        "--dir",
+        help="where the runs are written (default: the system's temp folder); "
+        "/dev/shm takes the disk's fsync latency out of the wall times",
+    )
     args = parser.parse_args()
     unknown = [n for n in args.presets if n not in PRESETS]
     if unknown:
         parser.error(f"unknown preset(s) {', '.join(unknown)}; known: {', '.join(PRESETS)}")
-    print(f"harness overhead per step (median of 10 steps around each point, best of 3 runs), {STEPS}-step runs, "
-          f"fsync per event, runs in {args.dir or tempfile.gettempdir()}")
+    print(
+        f"harness overhead per step (median of 10 steps around each point, best of 3 runs), {STEPS}-step runs, "
+        f"fsync per event, runs in {args.dir or tempfile.gettempdir()}"
+    )
     print(f"{'':<22}{'wall time':^46}{'loop thread CPU time':^46}")
     head = "".join(f"{f'step {k}':>12}" for k in WINDOWS) + f"{'1000/10':>10}"
     print(f"{'policy':<22}{head}{head}")
     for name in args.presets or list(PRESETS):
         m = best_of(PRESETS[name], args.dir)
-        print(f"{name:<22}" + "".join("".join(f"{m[w][k] * 1e3:>10.2f}ms" for k in WINDOWS) + f"{m[w][1000] / m[w][10]:>9.2f}x"
-                                      for w in ("wall", "cpu")), flush=True)
+        print(
+            f"{name:<22}"
+            + "".join(
+                "".join(f"{m[w][k] * 1e3:>10.2f}ms" for k in WINDOWS) + f"{m[w][1000] / m[w][10]:>9.2f}x"
+                for w in ("wall", "cpu")
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

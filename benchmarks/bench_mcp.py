@@ -55,13 +55,19 @@ def main() -> None:
     runs = [discover(args.tools, args.page) for _ in range(args.repeat)]
     cold, warm = [r[0] for r in runs], [r[1] for r in runs]
     pages = -(-args.tools // args.page)
-    print(f"MCP discovery, {args.tools} tools in {pages} pages over stdio, {args.repeat} runs, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"  cold (spawn, handshake, list, adapt): median {statistics.median(cold):.2f} s, "
-          f"min {min(cold):.2f} s, max {max(cold):.2f} s; goal < {GOAL_S:g} s "
-          f"{'met' if statistics.median(cold) < GOAL_S else 'MISSED'} (median)")
-    print(f"  warm (list and adapt again):          median {statistics.median(warm) * 1000:.0f} ms, "
-          f"max {max(warm) * 1000:.0f} ms")
+    print(
+        f"MCP discovery, {args.tools} tools in {pages} pages over stdio, {args.repeat} runs, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"  cold (spawn, handshake, list, adapt): median {statistics.median(cold):.2f} s, "
+        f"min {min(cold):.2f} s, max {max(cold):.2f} s; goal < {GOAL_S:g} s "
+        f"{'met' if statistics.median(cold) < GOAL_S else 'MISSED'} (median)"
+    )
+    print(
+        f"  warm (list and adapt again):          median {statistics.median(warm) * 1000:.0f} ms, "
+        f"max {max(warm) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

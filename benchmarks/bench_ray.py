@@ -64,41 +64,63 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ray-") as tmp:
         local_s, local = timed_batch(instances, Path(tmp) / "local", ExecutorOptions(workers=args.workers))
         start = time.perf_counter()
-        ray.init(num_cpus=args.workers, resources={"docker": args.workers}, include_dashboard=False,
-                 object_store_memory=256 * 2**20, log_to_driver=False)
+        ray.init(
+            num_cpus=args.workers,
+            resources={"docker": args.workers},
+            include_dashboard=False,
+            object_store_memory=256 * 2**20,
+            log_to_driver=False,
+        )
         startup_s = time.perf_counter() - start
         try:
             ray_s, on_ray = timed_batch(instances, Path(tmp) / "ray", ExecutorOptions(kind="ray", workers=args.workers))
         finally:
             ray.shutdown()
         same_files = tree(Path(tmp) / "local") == tree(Path(tmp) / "ray")
-        same_report = (Path(tmp) / "local" / "report.json").read_bytes() == (Path(tmp) / "ray" / "report.json").read_bytes()
-        same_predictions = ((Path(tmp) / "local" / "predictions.jsonl").read_bytes()
-                            == (Path(tmp) / "ray" / "predictions.jsonl").read_bytes())
+        same_report = (Path(tmp) / "local" / "report.json").read_bytes() == (
+            Path(tmp) / "ray" / "report.json"
+        ).read_bytes()
+        same_predictions = (Path(tmp) / "local" / "predictions.jsonl").read_bytes() == (
+            Path(tmp) / "ray" / "predictions.jsonl"
+        ).read_bytes()
         per_item = item_times(Path(tmp) / "local")
         ray_items = item_times(Path(tmp) / "ray")
 
     n = len(instances)
-    print(f"bundled suite {args.suite!r}: {n} instances, oracle agent, {args.workers} slots, {os.cpu_count()} CPUs here")
+    print(
+        f"bundled suite {args.suite!r}: {n} instances, oracle agent, {args.workers} slots, {os.cpu_count()} CPUs here"
+    )
     print(f"  local executor   {local_s:6.1f} s   resolved {local.resolved_instances}/{n}")
-    print(f"  ray executor     {ray_s:6.1f} s   resolved {on_ray.resolved_instances}/{n}   "
-          f"(+ {startup_s:.1f} s to start Ray here)")
-    print(f"  same resolved ids: {local.resolved_ids == on_ray.resolved_ids}; same files: {same_files}; "
-          f"report.json identical: {same_report}; predictions.jsonl identical: {same_predictions}")
+    print(
+        f"  ray executor     {ray_s:6.1f} s   resolved {on_ray.resolved_instances}/{n}   "
+        f"(+ {startup_s:.1f} s to start Ray here)"
+    )
+    print(
+        f"  same resolved ids: {local.resolved_ids == on_ray.resolved_ids}; same files: {same_files}; "
+        f"report.json identical: {same_report}; predictions.jsonl identical: {same_predictions}"
+    )
     mean, longest = statistics.mean(per_item), max(per_item)
-    print(f"  per instance (run + grade): mean {mean:.2f} s, max {longest:.2f} s locally; "
-          f"mean {statistics.mean(ray_items):.2f} s as Ray tasks")
+    print(
+        f"  per instance (run + grade): mean {mean:.2f} s, max {longest:.2f} s locally; "
+        f"mean {statistics.mean(ray_items):.2f} s as Ray tasks"
+    )
     overhead = ray_s - sum(ray_items) / args.workers
-    print(f"  Ray's cost per batch here: about {max(overhead, 0):.1f} s beyond the tasks' own time "
-          f"(scheduling, tar blobs, unpacking), plus its start-up")
+    print(
+        f"  Ray's cost per batch here: about {max(overhead, 0):.1f} s beyond the tasks' own time "
+        f"(scheduling, tar blobs, unpacking), plus its start-up"
+    )
     print("expected wall time on a cluster, from these per-instance times (images already on every node):")
     for size in (n, 500):
         for nodes, slots in ((1, args.workers), (4, 8), (16, 8)):
-            print(f"  {size:4d} instances on {nodes:2d} node(s) x {slots} sandboxes: ~{projected(size, nodes * slots, mean, longest):7.1f} s")
-    print("  wall ≈ ceil(instances / all sandbox slots) x time per instance, never below the slowest one, plus Ray's "
-          "start-up. It scales with slots until a node's Docker engine, disk or CPUs are the limit. A real agent's "
-          "instance takes minutes (model calls), not these seconds, so Ray's few seconds per batch vanish; a node's "
-          "first use of a task image adds its build (a minute or more) unless the images come from a registry.")
+            print(
+                f"  {size:4d} instances on {nodes:2d} node(s) x {slots} sandboxes: ~{projected(size, nodes * slots, mean, longest):7.1f} s"
+            )
+    print(
+        "  wall ≈ ceil(instances / all sandbox slots) x time per instance, never below the slowest one, plus Ray's "
+        "start-up. It scales with slots until a node's Docker engine, disk or CPUs are the limit. A real agent's "
+        "instance takes minutes (model calls), not these seconds, so Ray's few seconds per batch vanish; a node's "
+        "first use of a task image adds its build (a minute or more) unless the images come from a registry."
+    )
 
 
 def projected(instances: int, slots: int, per_instance: float, longest: float) -> float:

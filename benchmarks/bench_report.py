@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
+from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from core.types import Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
 from evals.ab.html import render as render_ab  # noqa: E402
@@ -46,13 +46,24 @@ def script(steps: int) -> list[ScriptedReply]:
     out, prompt = [], 1500
     for i in range(1, steps):
         end = i + (300 if i % 10 == 0 else 0)
-        out.append(ScriptedReply(
-            text=f"Step {i}.", reasoning=f"Plan for step {i}.",
-            tool_calls=[ScriptedCall(name="read_file", arguments={"path": "log.txt", "start_line": i, "end_line": end})],
-            usage=Usage(prompt_tokens=prompt, cached_tokens=max(0, prompt - 400), completion_tokens=60)))
+        out.append(
+            ScriptedReply(
+                text=f"Step {i}.",
+                reasoning=f"Plan for step {i}.",
+                tool_calls=[
+                    ScriptedCall(name="read_file", arguments={"path": "log.txt", "start_line": i, "end_line": end})
+                ],
+                usage=Usage(prompt_tokens=prompt, cached_tokens=max(0, prompt - 400), completion_tokens=60),
+            )
+        )
         prompt += 1200 if i % 10 == 0 else 40
-    out.append(ScriptedReply(text="Done.", tool_calls=[ScriptedCall(name="submit", arguments={"answer": "done"})],
-                             usage=Usage(prompt_tokens=prompt, cached_tokens=prompt - 400, completion_tokens=60)))
+    out.append(
+        ScriptedReply(
+            text="Done.",
+            tool_calls=[ScriptedCall(name="submit", arguments={"answer": "done"})],
+            usage=Usage(prompt_tokens=prompt, cached_tokens=prompt - 400, completion_tokens=60),
+        )
+    )
     return out
 
 
@@ -64,9 +75,16 @@ def chess_pages(out: Path) -> dict[str, Path]:
 
     folders = []
     for name, chars in (("reasoning", 3000), ("silent", 0)):
-        _, folder = play_batch(4, lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars), "stockfish:skill=0",
-                               policy=HarnessPolicy(name=name), out=out / name, seed=0, rules=GameRules(max_plies=40),
-                               analysis_depth=6)
+        _, folder = play_batch(
+            4,
+            lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars),
+            "stockfish:skill=0",
+            policy=HarnessPolicy(name=name),
+            out=out / name,
+            seed=0,
+            rules=GameRules(max_plies=40),
+            analysis_depth=6,
+        )
         folders.append(folder)
     prices = load_prices()
     runs = [load_run(d, prices) for d in run_dirs_in(folders[0])]
@@ -113,9 +131,13 @@ def main() -> None:
         size = path.stat().st_size
         linked = len(list((run_dir / "artifacts" / "report").glob("*")))
         print(f"run: {len(run.steps)} steps made by the loop in {made:.1f} s; {len(run.findings)} findings")
-        print(f"report: {total:.2f} s (load {loaded:.2f} s, render {total - loaded:.2f} s), "
-              f"{size / 1e6:.2f} MB, {linked} long texts linked instead of inlined")
-        print(f"bounds: time {'ok' if total < 10 else 'OVER'} (< 10 s), size {'ok' if size < 10 * 2**20 else 'OVER'} (< 10 MB)")
+        print(
+            f"report: {total:.2f} s (load {loaded:.2f} s, render {total - loaded:.2f} s), "
+            f"{size / 1e6:.2f} MB, {linked} long texts linked instead of inlined"
+        )
+        print(
+            f"bounds: time {'ok' if total < 10 else 'OVER'} (< 10 s), size {'ok' if size < 10 * 2**20 else 'OVER'} (< 10 MB)"
+        )
         if args.screenshots:
             screenshots({"run": path, **chess_pages(out)}, args.screenshots)
 

@@ -45,6 +45,7 @@ def rebuild_s(run_dir: Path, with_snapshot: bool) -> float:
 def resume_figures(steps: int) -> None:
     sizes: dict[int, int] = {}
     with tempfile.TemporaryDirectory(dir=long_run.fast_dir()) as tmp:
+
         def at_51(event):
             if isinstance(event, ModelReplied) and event.step == 51:
                 sizes[50] = (next(Path(tmp).iterdir()) / "snapshot.json").stat().st_size
@@ -54,21 +55,29 @@ def resume_figures(steps: int) -> None:
         built = time.perf_counter() - start
         sizes[steps] = (run_dir / "snapshot.json").stat().st_size
         journal_mb = (run_dir / "events.jsonl").stat().st_size / 1e6
-        print(f"{steps}-step run: built in {built:.1f} s, stopped {summary.stop_reason}; "
-              f"events.jsonl {journal_mb:.2f} MB, {len(read_events(run_dir))} events")
-        print(f"snapshot.json: {sizes[50]} bytes at step 50, {sizes[steps]} bytes at step {steps} "
-              f"({(sizes[steps] - sizes[50]) / sizes[50]:+.1%})")
+        print(
+            f"{steps}-step run: built in {built:.1f} s, stopped {summary.stop_reason}; "
+            f"events.jsonl {journal_mb:.2f} MB, {len(read_events(run_dir))} events"
+        )
+        print(
+            f"snapshot.json: {sizes[50]} bytes at step 50, {sizes[steps]} bytes at step {steps} "
+            f"({(sizes[steps] - sizes[50]) / sizes[50]:+.1%})"
+        )
         warm = [rebuild_s(run_dir, True) for _ in range(5)]
         cold = [rebuild_s(run_dir, False) for _ in range(3)]
-        print(f"rebuild the state from snapshot + journal: median {statistics.median(warm) * 1000:.0f} ms "
-              f"(of 5); without a snapshot: median {statistics.median(cold) * 1000:.0f} ms (of 3)")
+        print(
+            f"rebuild the state from snapshot + journal: median {statistics.median(warm) * 1000:.0f} ms "
+            f"(of 5); without a snapshot: median {statistics.median(cold) * 1000:.0f} ms (of 3)"
+        )
         record_decision(run_dir, f"call_{steps}_0", True)
         start = time.perf_counter()
         done = resume(run_dir, model=ScriptedModel(long_run.script(steps)), tools=long_run.tools())
         took = time.perf_counter() - start
-        print(f"resume of the {steps}-step run (rebuild, reconnect, finish the open step, one more step, summary): "
-              f"{took:.2f} s -> {done.summary.stop_reason} after {done.summary.steps} steps "
-              f"[{'under' if took < 1 else 'OVER'} 1 s]")
+        print(
+            f"resume of the {steps}-step run (rebuild, reconnect, finish the open step, one more step, summary): "
+            f"{took:.2f} s -> {done.summary.stop_reason} after {done.summary.steps} steps "
+            f"[{'under' if took < 1 else 'OVER'} 1 s]"
+        )
 
 
 def main() -> None:

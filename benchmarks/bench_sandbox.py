@@ -81,6 +81,7 @@ def main() -> None:
 
     sb = DockerSandbox.start(client=client)
     try:
+
         def shell():
             assert sb.exec("true", timeout=10).exit_code == 0
 
@@ -90,7 +91,11 @@ def main() -> None:
         def cli():
             subprocess.run(["docker", "exec", "-u", sb.options.user, sb.container.id, "true"], check=True)
 
-        rows = {"persistent shell": timed(shell, args.n), "docker-py exec_run": timed(exec_run, args.n), "docker exec CLI": timed(cli, args.n)}
+        rows = {
+            "persistent shell": timed(shell, args.n),
+            "docker-py exec_run": timed(exec_run, args.n),
+            "docker exec CLI": timed(cli, args.n),
+        }
         probes = timed(sb.alive, args.n)
     finally:
         sb.close()
@@ -103,7 +108,9 @@ def main() -> None:
     print(f"exec_run / shell: {statistics.median(rows['docker-py exec_run']) / base:.0f}x")
     print(f"docker exec / shell: {statistics.median(rows['docker exec CLI']) / base:.0f}x")
     print(f"alive() probe: median {statistics.median(probes):.2f} ms, p95 {p95(probes):.2f} ms")
-    print(f"cold start (start + first command), 5 runs: median {statistics.median(colds):.0f} ms, max {max(colds):.0f} ms")
+    print(
+        f"cold start (start + first command), 5 runs: median {statistics.median(colds):.0f} ms, max {max(colds):.0f} ms"
+    )
     for name, xs in run_sandbox_times(client).items():
         print(f"{name} (20 MB workspace), {len(xs)} runs: median {statistics.median(xs):.0f} ms, max {max(xs):.0f} ms")
 

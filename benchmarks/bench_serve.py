@@ -30,11 +30,29 @@ SYSTEM = (
     "Answer in one or two sentences and never repeat the question."
 )
 TOPICS = [
-    "prefix caching", "continuous batching", "paged attention", "speculative decoding", "KV cache eviction",
-    "chunked prefill", "tool calling", "JSON schema decoding", "beam search", "top-p sampling",
-    "rotary embeddings", "grouped-query attention", "quantisation", "tokenizers", "context windows", "preemption",
+    "prefix caching",
+    "continuous batching",
+    "paged attention",
+    "speculative decoding",
+    "KV cache eviction",
+    "chunked prefill",
+    "tool calling",
+    "JSON schema decoding",
+    "beam search",
+    "top-p sampling",
+    "rotary embeddings",
+    "grouped-query attention",
+    "quantisation",
+    "tokenizers",
+    "context windows",
+    "preemption",
 ]
-FOLLOW_UPS = ["Why does it matter for agents?", "Give one pitfall.", "How would you measure it?", "Summarise in five words."]
+FOLLOW_UPS = [
+    "Why does it matter for agents?",
+    "Give one pitfall.",
+    "How would you measure it?",
+    "Summarise in five words.",
+]
 
 
 @dataclass
@@ -59,7 +77,11 @@ def turn(client: openai.OpenAI, model: str, messages: list[dict], max_tokens: in
     start = time.perf_counter()
     ttft, text, usage = None, [], None
     stream = client.chat.completions.create(
-        model=model, messages=messages, max_tokens=max_tokens, temperature=0, stream=True,
+        model=model,
+        messages=messages,
+        max_tokens=max_tokens,
+        temperature=0,
+        stream=True,
         stream_options={"include_usage": True},
     )
     for chunk in stream:
@@ -83,7 +105,10 @@ def conversation(client: openai.OpenAI, model: str, salt: str, index: int, turns
     for t in range(turns):
         result, text = turn(client, model, messages, max_tokens)
         out.append(result)
-        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": FOLLOW_UPS[t % len(FOLLOW_UPS)]}]
+        messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": FOLLOW_UPS[t % len(FOLLOW_UPS)]},
+        ]
     return out
 
 
@@ -127,7 +152,11 @@ def run_mode(client, url: str, model: str, name: str, n: int, turns: int, max_to
 
 def start_server(port: int, weights: str) -> tuple[subprocess.Popen, str]:
     harness = str(Path(sys.executable).parent / "harness")
-    proc = subprocess.Popen([harness, "serve", "--port", str(port), "--weights", weights], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [harness, "serve", "--port", str(port), "--weights", weights],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -159,11 +188,17 @@ def main() -> None:
         proc, url = start_server(args.port, args.weights)
     try:
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=600)
-        client.chat.completions.create(model=args.model, messages=[{"role": "user", "content": "warm up"}], max_tokens=2)
+        client.chat.completions.create(
+            model=args.model, messages=[{"role": "user", "content": "warm up"}], max_tokens=2
+        )
         stamp = str(time.time_ns())
         rows = [
-            run_mode(client, url, args.model, f"concurrent-{stamp}", args.conversations, args.turns, args.max_tokens, True),
-            run_mode(client, url, args.model, f"sequential-{stamp}", args.conversations, args.turns, args.max_tokens, False),
+            run_mode(
+                client, url, args.model, f"concurrent-{stamp}", args.conversations, args.turns, args.max_tokens, True
+            ),
+            run_mode(
+                client, url, args.model, f"sequential-{stamp}", args.conversations, args.turns, args.max_tokens, False
+            ),
         ]
         overall = scrape(url).get("engine_cache_hit_rate", float("nan"))
     finally:
@@ -175,11 +210,15 @@ def main() -> None:
     head = f"{'mode':<11} {'reqs':>5} {'wall s':>8} {'tok/s':>7} {'req/s':>6} {'TTFT p50':>9} {'TTFT p95':>9} {'lat p50':>8} {'hit(srv)':>9} {'hit(usage)':>10} {'seqs/step':>9}"
     print(head)
     for r in rows:
-        print(f"{r['mode'].split('-')[0]:<11} {r['requests']:>5} {r['wall_s']:>8.1f} {r['tok_s']:>7.1f} {r['req_s']:>6.2f} "
-              f"{r['ttft_p50']:>8.2f}s {r['ttft_p95']:>8.2f}s {r['latency_p50']:>7.2f}s {r['hit_rate_server']:>9.1%} "
-              f"{r['hit_rate_usage']:>10.1%} {r['seqs_per_step']:>9.2f}")
+        print(
+            f"{r['mode'].split('-')[0]:<11} {r['requests']:>5} {r['wall_s']:>8.1f} {r['tok_s']:>7.1f} {r['req_s']:>6.2f} "
+            f"{r['ttft_p50']:>8.2f}s {r['ttft_p95']:>8.2f}s {r['latency_p50']:>7.2f}s {r['hit_rate_server']:>9.1%} "
+            f"{r['hit_rate_usage']:>10.1%} {r['seqs_per_step']:>9.2f}"
+        )
     c, s = rows
-    print(f"concurrent vs sequential: throughput x{c['tok_s'] / s['tok_s']:.2f}; max sequences in one step {c['max_batch']:.0f}")
+    print(
+        f"concurrent vs sequential: throughput x{c['tok_s'] / s['tok_s']:.2f}; max sequences in one step {c['max_batch']:.0f}"
+    )
     print(f"server-reported cache hit rate since start (engine_cache_hit_rate): {overall:.1%}")
 
 

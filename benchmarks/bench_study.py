@@ -47,13 +47,23 @@ def main() -> None:
     if args.table:
         print(markdown(json.loads((args.table / "study.json").read_text())))
         return
-    spec = StudySpec(model=args.model, tasks=args.task or ["ledger", "chess"], policies=args.policy or ["local_long", "local_compact"],
-                     seeds=ints(args.seeds), concurrency=ints(args.concurrency), kv_cache_mb=ints(args.kv_cache_mb),
-                     max_steps=args.max_steps, sandbox=args.sandbox, max_plies=args.max_plies)
+    spec = StudySpec(
+        model=args.model,
+        tasks=args.task or ["ledger", "chess"],
+        policies=args.policy or ["local_long", "local_compact"],
+        seeds=ints(args.seeds),
+        concurrency=ints(args.concurrency),
+        kv_cache_mb=ints(args.kv_cache_mb),
+        max_steps=args.max_steps,
+        sandbox=args.sandbox,
+        max_plies=args.max_plies,
+    )
     start = time.perf_counter()
     study, folder = run_study(spec, args.out or Path(tempfile.mkdtemp(prefix="bench-study-")))
     print(markdown(study_json(study)))
-    print(f"\n{sum(len(p.runs) for p in study.points)} runs in {time.perf_counter() - start:.0f} s; study folder {folder}")
+    print(
+        f"\n{sum(len(p.runs) for p in study.points)} runs in {time.perf_counter() - start:.0f} s; study folder {folder}"
+    )
 
 
 if __name__ == "__main__":

@@ -73,15 +73,22 @@ def hostile(*args: str, **settings: Any) -> McpServer:
 def caller(registry: Registry) -> Iterator[Callable[..., tuple[Observation, float]]]:
     """Calls through the dispatcher, journaled into a throw-away run folder: (observation, seconds)."""
     with tempfile.TemporaryDirectory() as root:
-        info = RunInfo(run_id="faults_mcp", task={"id": "faults"}, model="none", sandbox="none",
-                       policy={"name": "default"}, started_at="2026-01-01T00:00:00Z")
+        info = RunInfo(
+            run_id="faults_mcp",
+            task={"id": "faults"},
+            model="none",
+            sandbox="none",
+            policy={"name": "default"},
+            started_at="2026-01-01T00:00:00Z",
+        )
         journal = Journal.create(Path(root), info)
 
         def call(tool: str, within_s: float = CALL_TIMEOUT_S, **arguments: Any) -> tuple[Observation, float]:
             request = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
             start = time.perf_counter()
-            [obs] = dispatch([request], 1, registry, ToolContext(sandbox=None, timeout_s=within_s), HarnessPolicy(),
-                             journal).observations
+            [obs] = dispatch(
+                [request], 1, registry, ToolContext(sandbox=None, timeout_s=within_s), HarnessPolicy(), journal
+            ).observations
             return obs, round(time.perf_counter() - start, 2)
 
         try:
@@ -122,23 +129,55 @@ def definitions(registry: Registry) -> list[Row]:
     said = "\n".join(registry.mcp.problems)
     builtin_names = ("shell", "submit")
     return [
-        Row("huge description (100 KB)", 1, int(len(weather.description) < DESCRIPTION_CHARS + 300),
-            f"all but its first {DESCRIPTION_CHARS:,} characters", "cut from" in weather.description),
-        Row("injected instructions and a closing fence", 1, int(one_fence and not harmful(fenced_text(weather))),
-            "none (fence names renamed)", 'MCP server "hostile" (untrusted)' in weather.description),
-        Row("hidden, bidi, zero-width or chat-template text, any definition string", len(texts),
-            sum(not harmful(t) for t in texts), "the hidden characters", None),
-        Row("hostile strings all over a schema (32 KB each)", len(bomb),
+        Row(
+            "huge description (100 KB)",
+            1,
+            int(len(weather.description) < DESCRIPTION_CHARS + 300),
+            f"all but its first {DESCRIPTION_CHARS:,} characters",
+            "cut from" in weather.description,
+        ),
+        Row(
+            "injected instructions and a closing fence",
+            1,
+            int(one_fence and not harmful(fenced_text(weather))),
+            "none (fence names renamed)",
+            'MCP server "hostile" (untrusted)' in weather.description,
+        ),
+        Row(
+            "hidden, bidi, zero-width or chat-template text, any definition string",
+            len(texts),
+            sum(not harmful(t) for t in texts),
+            "the hidden characters",
+            None,
+        ),
+        Row(
+            "hostile strings all over a schema (32 KB each)",
+            len(bomb),
             sum(len(s) <= SCHEMA_TEXT_CHARS and not harmful(s) for s in bomb),
-            f"all but {SCHEMA_TEXT_CHARS} characters of each", any("cut from" in s for s in bomb)),
-        Row(f"input schema over {SCHEMA_CHARS:,} characters", 1, int(registry.get("hostile__too_big") is None),
-            "the tool (left out)", "'too_big' is left out" in said),
-        Row("input schema nested 80 levels", 1, int(registry.get("hostile__too_deep") is None),
-            "the tool (left out)", "'too_deep' is left out" in said),
-        Row("names of built-in tools (shell, submit)", len(builtin_names),
+            f"all but {SCHEMA_TEXT_CHARS} characters of each",
+            any("cut from" in s for s in bomb),
+        ),
+        Row(
+            f"input schema over {SCHEMA_CHARS:,} characters",
+            1,
+            int(registry.get("hostile__too_big") is None),
+            "the tool (left out)",
+            "'too_big' is left out" in said,
+        ),
+        Row(
+            "input schema nested 80 levels",
+            1,
+            int(registry.get("hostile__too_deep") is None),
+            "the tool (left out)",
+            "'too_deep' is left out" in said,
+        ),
+        Row(
+            "names of built-in tools (shell, submit)",
+            len(builtin_names),
             sum(registry.server_of(n) is None and registry.get(f"hostile__{n}") is not None for n in builtin_names),
             "none (they are hostile__shell, hostile__submit)",
-            registry.get("hostile__shell").summary.startswith("(MCP hostile)")),
+            registry.get("hostile__shell").summary.startswith("(MCP hostile)"),
+        ),
     ]
 
 
@@ -153,14 +192,30 @@ def calls(registry: Registry, flood_mib: int) -> tuple[list[Row], str]:
         tokens, _ = call("hostile__control_tokens")
     cut = f"cut from {flood_mib * 1024 * 1024:,} characters"
     return [
-        Row("a tool that never answers", 1, int(hang.status == "timeout" and after.status == "ok"),
-            "the call's outcome (unknown)", "may still be running" in hang.text, hang_s),
-        Row(f"a {flood_mib} MiB result", 1, int(len(flood.text) <= RESULT_CHARS),
+        Row(
+            "a tool that never answers",
+            1,
+            int(hang.status == "timeout" and after.status == "ok"),
+            "the call's outcome (unknown)",
+            "may still be running" in hang.text,
+            hang_s,
+        ),
+        Row(
+            f"a {flood_mib} MiB result",
+            1,
+            int(len(flood.text) <= RESULT_CHARS),
             f"all but its first {RESULT_CHARS:,} characters" if cut in flood.text else f"all of it ({flood.status})",
-            cut in flood.text or "may still be running" in flood.text, flood_s),
-        Row(f"a {over_mib} MiB result, over the {MESSAGE_CHARS // 2**20} MiB a message may have", 1,
-            int(over.status == "error" and len(over.text) < 1000), "all of it (the observation says so)",
-            "so it was dropped; the call itself ran" in over.text, over_s),
+            cut in flood.text or "may still be running" in flood.text,
+            flood_s,
+        ),
+        Row(
+            f"a {over_mib} MiB result, over the {MESSAGE_CHARS // 2**20} MiB a message may have",
+            1,
+            int(over.status == "error" and len(over.text) < 1000),
+            "all of it (the observation says so)",
+            "so it was dropped; the call itself ran" in over.text,
+            over_s,
+        ),
     ], tokens.text
 
 
@@ -183,19 +238,34 @@ def engine_markers(registry: Registry, result_text: str) -> list[Row]:
 
     def count(tools: list[Tool], result: str) -> int:
         called = {"id": "c1", "type": "function", "function": {"name": "hostile__control_tokens", "arguments": "{}"}}
-        messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "", "tool_calls": [called]},
-                    {"role": "tool", "tool_call_id": "c1", "content": result}]
+        messages = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": "", "tool_calls": [called]},
+            {"role": "tool", "tool_call_id": "c1", "content": result},
+        ]
         ids = tokenizer.encode_chat(messages, [openai_schema(t) for t in tools])  # as the engine encodes a request
         return sum(i in specials for i in ids)
 
     defined = [registry.get("hostile__control_tokens"), registry.get("hostile__schema_bomb")]
-    flat = [replace(t, description=plain(t.description), input_schema=json.loads(plain(json.dumps(t.schema()))))
-            for t in defined]
+    flat = [
+        replace(t, description=plain(t.description), input_schema=json.loads(plain(json.dumps(t.schema()))))
+        for t in defined
+    ]
     return [
-        Row("chat-template markers in definitions, as local engine tokens", 1,
-            int(count(defined, plain(result_text)) == count(flat, plain(result_text))), "none", None),
-        Row("chat-template markers in a result, as local engine tokens", 1,
-            int(count(flat, result_text) == count(flat, plain(result_text))), "none", None),
+        Row(
+            "chat-template markers in definitions, as local engine tokens",
+            1,
+            int(count(defined, plain(result_text)) == count(flat, plain(result_text))),
+            "none",
+            None,
+        ),
+        Row(
+            "chat-template markers in a result, as local engine tokens",
+            1,
+            int(count(flat, result_text) == count(flat, plain(result_text))),
+            "none",
+            None,
+        ),
     ]
 
 
@@ -204,8 +274,14 @@ def crash() -> Row:
         crashed, seconds = call("hostile__crash")
         after, _ = call("hostile__shell", command="x")
     clear = "crashed" in crashed.text and "may or may not have taken effect" in crashed.text
-    return Row("a tool that kills its server mid-call", 1, int(crashed.status == "error" and after.status == "ok"),
-               "the call's outcome (unknown)", clear, seconds)
+    return Row(
+        "a tool that kills its server mid-call",
+        1,
+        int(crashed.status == "error" and after.status == "ok"),
+        "the call's outcome (unknown)",
+        clear,
+        seconds,
+    )
 
 
 def unparseable() -> Row:
@@ -215,9 +291,14 @@ def unparseable() -> Row:
             said = ""
     except McpStartError as e:
         said = str(e)
-    return Row("a tool list nested deeper than the JSON parser goes", 1, int(bool(said)),
-               "the server (it does not start)", "it sent a message that cannot be read" in said,
-               round(time.perf_counter() - start, 2))
+    return Row(
+        "a tool list nested deeper than the JSON parser goes",
+        1,
+        int(bool(said)),
+        "the server (it does not start)",
+        "it sent a message that cannot be read" in said,
+        round(time.perf_counter() - start, 2),
+    )
 
 
 def many_tools(many: int) -> Row:
@@ -225,9 +306,13 @@ def many_tools(many: int) -> Row:
         offered = [n for n in registry.names() if registry.server_of(n)]
         said = any(f"more than the policy's mcp_max_tools of {MAX_TOOLS}" in p for p in registry.mcp.problems)
         chars = sum(len(json.dumps(openai_schema(registry.get(n)))) for n in offered)
-    return Row(f"{many:,} tools", 1, int(len(offered) <= MAX_TOOLS),
-               f"all tools past the first {len(offered)} (left out); those cost {chars:,} characters a request",
-               said)
+    return Row(
+        f"{many:,} tools",
+        1,
+        int(len(offered) <= MAX_TOOLS),
+        f"all tools past the first {len(offered)} (left out); those cost {chars:,} characters a request",
+        said,
+    )
 
 
 def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
@@ -241,9 +326,17 @@ def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
 
 def table(rows: list[Row]) -> str:
     head = ("hostility", "tried", "contained", "data lost", "message clear", "s")
-    body = [(r.hostility, f"{r.tried:,}", f"{r.contained:,}", r.data_lost,
-             {True: "yes", False: "NO", None: "-"}[r.message_clear], "-" if r.seconds is None else f"{r.seconds:g}")
-            for r in rows]
+    body = [
+        (
+            r.hostility,
+            f"{r.tried:,}",
+            f"{r.contained:,}",
+            r.data_lost,
+            {True: "yes", False: "NO", None: "-"}[r.message_clear],
+            "-" if r.seconds is None else f"{r.seconds:g}",
+        )
+        for r in rows
+    ]
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
     lines = [" | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in [head, *body]]
     return "\n".join([lines[0], "-+-".join("-" * w for w in widths), *lines[1:]])

@@ -66,7 +66,9 @@ def disk_fill(sb: DockerSandbox) -> tuple[bool, bool, str]:
 
 def endless_output(sb: DockerSandbox) -> tuple[bool, bool, str]:
     r = sb.exec("yes", timeout=2)
-    contained = r.timed_out and len(r.output) <= sb.options.output_cap and sb.exec("echo ok", timeout=10).output == "ok\n"
+    contained = (
+        r.timed_out and len(r.output) <= sb.options.output_cap and sb.exec("echo ok", timeout=10).output == "ok\n"
+    )
     return contained, r.output_capped and r.timed_out, f"{len(r.output)} characters kept, capped={r.output_capped}"
 
 
@@ -149,7 +151,9 @@ def main() -> None:
     rows = sandbox_battery()
     print(f"{'abuse':<30}{'contained':>10}{'clear':>7}  observation")
     for r in rows:
-        print(f"{r.abuse:<30}{'yes' if r.contained else 'NO':>10}{'yes' if r.clear else 'NO':>7}  {r.observation[-90:]}")
+        print(
+            f"{r.abuse:<30}{'yes' if r.contained else 'NO':>10}{'yes' if r.clear else 'NO':>7}  {r.observation[-90:]}"
+        )
     print(f"{sum(r.contained for r in rows)}/{len(rows)} contained, {sum(r.clear for r in rows)}/{len(rows)} clear")
 
 

@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from agent.task import Task  # noqa: E402
 from core.context_policy import TruncationPolicy  # noqa: E402
+from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "trajectories"
 SITE = Path(sysconfig.get_paths()["purelib"])
@@ -70,10 +70,20 @@ SCENARIOS = [
         ),
         wrong_old="return retry_state.seconds_since_start >= self.max_delay",
         wrong_new="return retry_state.seconds_since_start > self.max_delay",
-        greps=["stop_after_attempt", "attempt_number", "class stop_", "def __call__", "max_attempt_number", "RetryError",
-               "reraise", "def iter", "statistics", "retry_state"],
+        greps=[
+            "stop_after_attempt",
+            "attempt_number",
+            "class stop_",
+            "def __call__",
+            "max_attempt_number",
+            "RetryError",
+            "reraise",
+            "def iter",
+            "statistics",
+            "retry_state",
+        ],
         issue="tenacity.stop_after_attempt(3) lets a function run 4 times instead of 3. Find the cause in the "
-              "tenacity package in ./tenacity, fix it, and show that a test passes.",
+        "tenacity package in ./tenacity, fix it, and show that a test passes.",
     ),
     Scenario(
         name="packaging-prerelease",
@@ -90,10 +100,20 @@ SCENARIOS = [
         ),
         wrong_old="return self.post is not None",
         wrong_new="return self.post is not None or self.pre is not None",
-        greps=["is_prerelease", "_pre", "_dev", "def pre", "prereleases", "class Version", "def __init__",
-               "_parse", "InvalidVersion", "def contains"],
+        greps=[
+            "is_prerelease",
+            "_pre",
+            "_dev",
+            "def pre",
+            "prereleases",
+            "class Version",
+            "def __init__",
+            "_parse",
+            "InvalidVersion",
+            "def contains",
+        ],
         issue="packaging says Version('1.2.3a1').is_prerelease is False, and specifiers accept alpha releases "
-              "they should skip. Find the cause in ./packaging, fix it, and show that a test passes.",
+        "they should skip. Find the cause in ./packaging, fix it, and show that a test passes.",
     ),
     Scenario(
         name="click-bool-yes",
@@ -112,10 +132,20 @@ SCENARIOS = [
         ),
         wrong_old='"y": True,',
         wrong_new='"y": True,\n        "ye": True,',
-        greps=["bool_states", "class BoolParamType", "def convert", "str_to_bool", "BOOL =", "def fail",
-               "ParamType", "lower()", "def get_metavar", "is_flag"],
+        greps=[
+            "bool_states",
+            "class BoolParamType",
+            "def convert",
+            "str_to_bool",
+            "BOOL =",
+            "def fail",
+            "ParamType",
+            "lower()",
+            "def get_metavar",
+            "is_flag",
+        ],
         issue="click treats `--force yes` as False for a bool option. Find the cause in ./click, fix it, and "
-              "show that a test passes.",
+        "show that a test passes.",
     ),
 ]
 
@@ -152,11 +182,19 @@ def script(s: Scenario, files: list[tuple[str, int]]) -> list[ScriptedReply]:
         elif kind == 2:
             path, lines = next(reads)
             first = 1 + (i * 37) % max(1, lines - 120)
-            explore.append(reply(f"A closer look at part of {path}.", "read_file", path=path, start_line=first,
-                                 end_line=first + 120))
+            explore.append(
+                reply(
+                    f"A closer look at part of {path}.", "read_file", path=path, start_line=first, end_line=first + 120
+                )
+            )
         else:
-            explore.append(reply("Re-running the failing test with full tracebacks.", "shell",
-                                 command=f"{pytest} -x --tb=long 2>&1 | tail -60"))
+            explore.append(
+                reply(
+                    "Re-running the failing test with full tracebacks.",
+                    "shell",
+                    command=f"{pytest} -x --tb=long 2>&1 | tail -60",
+                )
+            )
     finish = [
         reply(f"The bug may be here; I'll read {bug} in full.", "read_file", path=bug),
         reply("I think this comparison is the culprit.", "replace", path=bug, old=s.wrong_old, new=s.wrong_new),
@@ -164,12 +202,19 @@ def script(s: Scenario, files: list[tuple[str, int]]) -> list[ScriptedReply]:
         reply("That did not help. Let me look at the diff.", "shell", command="git diff"),
         reply("Revert the wrong fix.", "shell", command=f"git checkout -- {bug} && git status --short"),
         reply("Try replacing a broader snippet.", "replace", path=bug, old="return", new="return"),
-        reply("Search for the exact line that decides the behaviour.", "grep", pattern=s.planted.split("(")[0].strip()[:40],
-              path=pkg),
+        reply(
+            "Search for the exact line that decides the behaviour.",
+            "grep",
+            pattern=s.planted.split("(")[0].strip()[:40],
+            path=pkg,
+        ),
         reply("This is the planted comparison; fix it.", "replace", path=bug, old=s.planted, new=s.correct),
         reply("Run the test again.", "shell", command=pytest),
-        reply("Run the package's doctests for the module too.", "shell",
-              command=f"{PY} -m pytest -q --doctest-modules {bug} 2>&1 | tail -40"),
+        reply(
+            "Run the package's doctests for the module too.",
+            "shell",
+            command=f"{PY} -m pytest -q --doctest-modules {bug} 2>&1 | tail -40",
+        ),
         reply("Review the final change.", "shell", command="git diff"),
         reply("Check nothing else imports the changed name differently.", "grep", pattern=s.greps[0], path="."),
         reply("One last full run.", "shell", command=f"{pytest} -v"),
@@ -205,8 +250,11 @@ def package_files(package: str) -> list[tuple[str, int]]:
 
 
 def record(s: Scenario, out: Path) -> Path:
-    policy = HarnessPolicy(name="append_only", stop=StopPolicy(max_steps=STEPS + 5),
-                           truncation=TruncationPolicy(head_chars=3000, tail_chars=2000))
+    policy = HarnessPolicy(
+        name="append_only",
+        stop=StopPolicy(max_steps=STEPS + 5),
+        truncation=TruncationPolicy(head_chars=3000, tail_chars=2000),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         model = ScriptedModel(script(s, package_files(s.package)), name=f"scripted:{s.name}")
         summary, run_dir = launch(task(s), model, "local", policy, Path(tmp))
@@ -215,8 +263,10 @@ def record(s: Scenario, out: Path) -> Path:
         target.mkdir(parents=True)
         for name in ("run.json", "events.jsonl"):
             shutil.copy(run_dir / name, target / name)
-    print(f"{s.name}: {summary.steps} steps, stop {summary.stop_reason}, errors {summary.errors}, "
-          f"{(target / 'events.jsonl').stat().st_size // 1024} KB")
+    print(
+        f"{s.name}: {summary.steps} steps, stop {summary.stop_reason}, errors {summary.errors}, "
+        f"{(target / 'events.jsonl').stat().st_size // 1024} KB"
+    )
     return target
 
 

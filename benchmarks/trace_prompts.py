@@ -63,12 +63,12 @@ def main() -> None:
     from bench_context import FIXTURES, chat_dicts, policies
 
     from agent.journal import read_events
-    from engine.tokenizer import Tokenizer
     from agent.rerender import rerender
+    from engine.tokenizer import Tokenizer
+    from engine.weights import default_model_path, load_checkpoint
     from memory.tokens import TokenCounter
     from tools.base import openai_schema
     from tools.builtin import STANDARD
-    from engine.weights import default_model_path, load_checkpoint
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
@@ -91,8 +91,11 @@ def main() -> None:
                 prompts.append((req.kind, tokenizer.encode_chat(chat_dicts(req.messages), tools)))
             result[run_dir.name][name] = encode_requests(prompts)
             total = sum(len(ids) for _, ids in prompts)
-            print(f"{run_dir.name} / {name}: {len(prompts)} requests, {total:,} prompt tokens, "
-                  f"peak {max(len(ids) for _, ids in prompts):,}", file=sys.stderr)
+            print(
+                f"{run_dir.name} / {name}: {len(prompts)} requests, {total:,} prompt tokens, "
+                f"peak {max(len(ids) for _, ids in prompts):,}",
+                file=sys.stderr,
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"trigger_fraction": args.trigger_fraction, "tokenizer": "SmolLM2-135M-Instruct (embedded GGUF)"}
     args.out.write_bytes(gzip.compress(json.dumps({"meta": meta, "trajectories": result}).encode()))

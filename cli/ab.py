@@ -19,15 +19,22 @@ from evals.pricing import load_prices
 def ab_command(
     a_dir: Path = typer.Argument(..., help="Batch A (the baseline): a folder of run directories."),
     b_dir: Path = typer.Argument(..., help="Batch B (the change): a folder of run directories."),
-    out: Path = typer.Option(None, help="Parent folder: a new folder ab-A-vs-B is created inside it for ab.html and "
-                                        "ab.json, and its path printed (default: the folder that holds batch B)."),
+    out: Path = typer.Option(
+        None,
+        help="Parent folder: a new folder ab-A-vs-B is created inside it for ab.html and "
+        "ab.json, and its path printed (default: the folder that holds batch B).",
+    ),
     prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. openai:gpt-5."),
     resamples: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of the bootstrap, so the intervals are reproducible."),
-    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level (the secondary metrics' after a Holm correction)."),
-    primary: str = typer.Option(DEFAULT_PRIMARY, help=f"The metric the comparison is about, judged without correction: "
-                                                      f"one of {', '.join(METRIC_NAMES)}."),
+    alpha: float = typer.Option(
+        0.05, min=0.0001, max=0.5, help="Significance level (the secondary metrics' after a Holm correction)."
+    ),
+    primary: str = typer.Option(
+        DEFAULT_PRIMARY,
+        help=f"The metric the comparison is about, judged without correction: one of {', '.join(METRIC_NAMES)}.",
+    ),
 ) -> None:
     """Pair runs by task (and seed) and say whether B differs from A: outcome, steps, tokens, cost, wall time."""
     try:
@@ -41,10 +48,20 @@ def ab_command(
     console.print(f"A = {a_dir.name}\nB = {b_dir.name}")
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:
-        tested = (f"×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}" if math.isfinite(r.ratio)
-                  else f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}")
-        summary.add_row(r.label + (" (primary)" if r.primary else ""), cell(r, r.mean_a), cell(r, r.mean_b),
-                        amount(r, r.diff), tested, f"{r.p_adjusted:.2g}" if r.p_adjusted >= 0.001 else "< 0.001", r.direction or "—")
+        tested = (
+            f"×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}"
+            if math.isfinite(r.ratio)
+            else f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}"
+        )
+        summary.add_row(
+            r.label + (" (primary)" if r.primary else ""),
+            cell(r, r.mean_a),
+            cell(r, r.mean_b),
+            amount(r, r.diff),
+            tested,
+            f"{r.p_adjusted:.2g}" if r.p_adjusted >= 0.001 else "< 0.001",
+            r.direction or "—",
+        )
     console.print(summary)
     console.print(("[bold green]" if c.verdict.distinguishable else "[bold]") + c.verdict.text + "[/]")
     console.print(f"wrote {html_path} and {json_path}")

@@ -25,9 +25,14 @@ def _fail(err: HarnessError) -> None:
 def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory (runs/<run-id>) to continue."),
     model: str = typer.Option(None, help="Continue with this model string instead of the one in run.json."),
-    repair: bool = typer.Option(False, "--repair", help=(
-        "When a line in the middle of events.jsonl is damaged, cut the journal after its last good event "
-        "(the cut part is kept as events.jsonl.damaged-N) and resume from there.")),
+    repair: bool = typer.Option(
+        False,
+        "--repair",
+        help=(
+            "When a line in the middle of events.jsonl is damaged, cut the journal after its last good event "
+            "(the cut part is kept as events.jsonl.damaged-N) and resume from there."
+        ),
+    ),
 ) -> None:
     """Continue a run that crashed (even under kill -9), was interrupted, or stopped awaiting approval.
 
@@ -62,16 +67,25 @@ def resume_command(
 def say_how_to_approve(run_dir: Path) -> None:
     """After a run stops awaiting approval: the command that decides each waiting call."""
     for call_id in pending_calls(run_dir):
-        console.print(f"waiting on call {call_id}: harness approve {run_dir} --call {call_id} --yes (or --no --note WHY)",
-                      soft_wrap=True)
+        console.print(
+            f"waiting on call {call_id}: harness approve {run_dir} --call {call_id} --yes (or --no --note WHY)",
+            soft_wrap=True,
+        )
 
 
 def replay_command(
     run_dir: Path = typer.Argument(..., help="The recorded run directory to replay."),
-    out: Path = typer.Option(None, help="Parent folder: the replay's own run directory is created inside it (default: a temp folder)."),
-    execute: bool = typer.Option(False, "--execute", help=(
-        "Run the tools again in a fresh sandbox and report where their output differs from the recording "
-        "(the world changed); without it the recorded outputs are played back and nothing runs.")),
+    out: Path = typer.Option(
+        None, help="Parent folder: the replay's own run directory is created inside it (default: a temp folder)."
+    ),
+    execute: bool = typer.Option(
+        False,
+        "--execute",
+        help=(
+            "Run the tools again in a fresh sandbox and report where their output differs from the recording "
+            "(the world changed); without it the recorded outputs are played back and nothing runs."
+        ),
+    ),
 ) -> None:
     """Re-drive a recorded run with its recorded model replies and check the harness against it.
 
@@ -95,15 +109,19 @@ def replay_command(
         if d.diff:
             console.print(d.diff, markup=False, highlight=False, end="")
     for d in report.world:
-        console.print(f"[yellow]world changed[/] at step {d.step}, call {escape(d.call_id)} ({escape(d.tool)}): {escape(d.what)}")
+        console.print(
+            f"[yellow]world changed[/] at step {d.step}, call {escape(d.call_id)} ({escape(d.tool)}): {escape(d.what)}"
+        )
         if d.diff:
             console.print(d.diff, markup=False, highlight=False, end="")
     stops = f"stop: recorded {report.recorded_stop}, replayed {report.replayed_stop}"
     if report.executed:
         console.print(f"{report.observations} tool outputs compared, {len(report.world)} changed in the world; {stops}")
     else:
-        console.print(f"{report.prompts} prompts and {report.observations} observations compared, "
-                      f"{len(report.harness)} harness divergences; {stops}")
+        console.print(
+            f"{report.prompts} prompts and {report.observations} observations compared, "
+            f"{len(report.harness)} harness divergences; {stops}"
+        )
     console.print(f"replay directory: {report.replay_dir}", soft_wrap=True)
     if report.harness:
         raise typer.Exit(1)
@@ -111,7 +129,9 @@ def replay_command(
 
 def approve_command(
     run_dir: Path = typer.Argument(..., help="The run directory that stopped awaiting approval."),
-    call: str = typer.Option(..., "--call", help="The id of the waiting tool call (`harness resume` and the summary list them)."),
+    call: str = typer.Option(
+        ..., "--call", help="The id of the waiting tool call (`harness resume` and the summary list them)."
+    ),
     yes: bool = typer.Option(None, "--yes/--no", help="Approve the call (--yes) or refuse it (--no). One is required."),
     note: str = typer.Option("", help="A note for the model; with --no it is shown in the refusal the model sees."),
 ) -> None:
@@ -128,6 +148,8 @@ def approve_command(
     except HarnessError as e:
         _fail(e)
     left = pending_calls(run_dir)
-    console.print(f"recorded: call {call} {'approved' if yes else 'refused'}."
-                  + (f" Still waiting on: {', '.join(left)}." if left else f" Continue with: harness resume {run_dir}"),
-                  soft_wrap=True)
+    console.print(
+        f"recorded: call {call} {'approved' if yes else 'refused'}."
+        + (f" Still waiting on: {', '.join(left)}." if left else f" Continue with: harness resume {run_dir}"),
+        soft_wrap=True,
+    )

@@ -28,6 +28,7 @@ from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, T
 
 def model_maker(spec: str):
     """`player:...` is a scripted chess player (evals/chess/players.py); anything else a model string."""
+
     def make(seed: int) -> ModelClient:
         return load_player(spec, seed) if spec.startswith("player:") else load_model(spec)
 
@@ -36,29 +37,47 @@ def model_maker(spec: str):
 
 def chess_command(
     games: int = typer.Option(1, min=1, help="How many games to play."),
-    model: str = typer.Option(..., help="Model string (e.g. scripted:FILE), or a scripted player: player:random, player:reasoning[=CHARS], player:silent."),
-    opponent: str = typer.Option("stockfish:skill=0", help="random, or stockfish[:skill=0..20,elo=1350..2850,depth=N,nodes=N,time=S]."),
+    model: str = typer.Option(
+        ...,
+        help="Model string (e.g. scripted:FILE), or a scripted player: player:random, player:reasoning[=CHARS], player:silent.",
+    ),
+    opponent: str = typer.Option(
+        "stockfish:skill=0", help="random, or stockfish[:skill=0..20,elo=1350..2850,depth=N,nodes=N,time=S]."
+    ),
     color: str = typer.Option("alternate", help=f"The agent's colour: {', '.join(COLORS)}."),
-    policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-                               "default: `local` for the embedded model, else `default`."),
-    out: Path = typer.Option(Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path "
-                                                "printed (not used with --resume, which names the batch folder itself)."),
+    policy: str = typer.Option(
+        None,
+        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
+        "default: `local` for the embedded model, else `default`.",
+    ),
+    out: Path = typer.Option(
+        Path("runs"),
+        help="Parent folder: the new batch folder is created inside it, and its path "
+        "printed (not used with --resume, which names the batch folder itself).",
+    ),
     seed: int = typer.Option(0, help="Game i uses seed + i (model sampling, random opponent, scripted players)."),
     max_plies: int = typer.Option(200, min=1, help="A game is drawn after this many plies."),
     max_failed_moves: int = typer.Option(3, min=1, help="Failed moves per turn before the game is forfeited."),
     max_replies: int = typer.Option(10, min=1, help="Model replies per turn before the game is forfeited."),
     resign: bool = typer.Option(True, help="Offer the agent the resign tool."),
     analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
-    workers: int = typer.Option(1, min=1, help="Games played at once (with --executor ray and no --ray-address: the "
-                                               "CPUs of the Ray instance started here)."),
-    resume: Path = typer.Option(None, help="Continue the batch in this folder (same settings): its finished games are "
-                                           "kept and the rest played."),
+    workers: int = typer.Option(
+        1,
+        min=1,
+        help="Games played at once (with --executor ray and no --ray-address: the "
+        "CPUs of the Ray instance started here).",
+    ),
+    resume: Path = typer.Option(
+        None, help="Continue the batch in this folder (same settings): its finished games are kept and the rest played."
+    ),
     executor: str = EXECUTOR,
     ray_address: str = RAY_ADDRESS,
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
-    as_json: bool = typer.Option(False, "--json", help="Print the final table as JSON on stdout (progress lines go to stderr)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the final table as JSON on stdout (progress lines go to stderr)."
+    ),
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
     if color not in COLORS:
@@ -69,14 +88,24 @@ def chess_command(
         check_spec(opponent)
         the_policy = policy_for(policy, model)
         make = model_maker(model)
-        rules = GameRules(max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies,
-                          allow_resign=resign)
+        rules = GameRules(
+            max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies, allow_resign=resign
+        )
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
         started = time.monotonic()
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
-                      TimeElapsedColumn(), console=said, disable=not said.is_terminal) as progress:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            TimeElapsedColumn(),
+            console=said,
+            disable=not said.is_terminal,
+        ) as progress:
             bar = progress.add_task("game 1", total=games, note="")
-            tally = Tally(total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line()))
+            tally = Tally(
+                total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line())
+            )
             # The step line follows one game at a time: only when games run one by one in this process.
             watch = GameWatcher(progress, bar)
             one_by_one = options.kind == "local" and workers == 1
@@ -93,21 +122,45 @@ def chess_command(
             if not one_by_one:
                 progress.update(bar, description="games")
             with heartbeat(said, beat):
-                batch, folder = play_batch(games, make, opponent, color, the_policy, out, seed, rules,
-                                           analysis_depth or None, listeners=(watch,) if one_by_one else (),
-                                           on_game=finished, executor=options, resume=resume, tally=tally)
+                batch, folder = play_batch(
+                    games,
+                    make,
+                    opponent,
+                    color,
+                    the_policy,
+                    out,
+                    seed,
+                    rules,
+                    analysis_depth or None,
+                    listeners=(watch,) if one_by_one else (),
+                    on_game=finished,
+                    executor=options,
+                    resume=resume,
+                    tally=tally,
+                )
             if not said.is_terminal:  # the bar's last state, which a pipe never sees
                 said.print(f"games: {tally.line()}", markup=False, highlight=False)
     except HarnessError as e:
         said.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(2) from None
     if as_json:
-        print_json({"batch_folder": str(folder), "model": batch.model, "opponent": batch.opponent, "policy": batch.policy,
-                    **batch.aggregate.model_dump(mode="json")})
+        print_json(
+            {
+                "batch_folder": str(folder),
+                "model": batch.model,
+                "opponent": batch.opponent,
+                "policy": batch.policy,
+                **batch.aggregate.model_dump(mode="json"),
+            }
+        )
         return
     # The heading is a line of its own, not the table's title, which rich would wrap to the table's width.
-    console.print(f"{batch.model} vs {batch.opponent} · {batch.aggregate.games} games · policy {batch.policy}",
-                  markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"{batch.model} vs {batch.opponent} · {batch.aggregate.games} games · policy {batch.policy}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(batch_table(batch))
     console.print(f"batch folder: {folder}  (batch.json, one run directory per game)", soft_wrap=True)
 
@@ -115,8 +168,10 @@ def chess_command(
 def game_line(i: int, games: int, played: GameRun) -> str:
     """One plain line per finished game, e.g. `game 2/6 done: white 1-0 win (checkmate), 34 plies, 12.3 s`."""
     r = played.record
-    return (f"game {i + 1}/{games} done: {r.color} {r.result} {r.player_result} ({r.termination}), "
-            f"{r.plies} plies, {r.game_time_s:.1f} s")
+    return (
+        f"game {i + 1}/{games} done: {r.color} {r.result} {r.player_result} ({r.termination}), "
+        f"{r.plies} plies, {r.game_time_s:.1f} s"
+    )
 
 
 class GameWatcher:
@@ -140,7 +195,11 @@ def batch_table(batch: Batch) -> Table:
     table.add_column(style="bold")
     table.add_column()
     rows = [
-        ("W / D / L", f"{a.wins} / {a.draws} / {a.losses}" + (f" ({a.aborted} unfinished, counted as losses)" if a.aborted else "")),
+        (
+            "W / D / L",
+            f"{a.wins} / {a.draws} / {a.losses}"
+            + (f" ({a.aborted} unfinished, counted as losses)" if a.aborted else ""),
+        ),
         ("win_loss", fmt(a.win_loss, 3)),
         ("wrong moves / 1000 moves", fmt(a.wrong_moves_per_1000_moves, 1)),
         ("wrong actions / 1000 moves", fmt(a.wrong_actions_per_1000_moves, 1)),

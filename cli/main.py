@@ -12,7 +12,6 @@ from rich.text import Text
 
 from agent.launch import launch
 from agent.session import SANDBOXES, policy_for
-from core.knobs import knobs
 from agent.task import load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
@@ -26,6 +25,7 @@ from cli.sandbox import app as sandbox_app
 from cli.study import study_command
 from cli.swe import swe_app, swe_grade_command
 from core.errors import HarnessError
+from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
 
 app = typer.Typer(
@@ -47,9 +47,14 @@ def run_command(
     task: str = typer.Option(..., help="The task: its text, or a .yaml/.json/.txt/.md task file."),
     model: str = typer.Option(..., help="Model string, e.g. scripted:FILE."),
     sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
-    policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-                               "default: `local` for the embedded model, else `default`."),
-    out: Path = typer.Option(Path("runs"), help="Parent folder: the new run directory is created inside it, and its path printed."),
+    policy: str = typer.Option(
+        None,
+        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
+        "default: `local` for the embedded model, else `default`.",
+    ),
+    out: Path = typer.Option(
+        Path("runs"), help="Parent folder: the new run directory is created inside it, and its path printed."
+    ),
     mcp: mcp_cli.McpCommands = None,
     mcp_url: mcp_cli.McpUrls = None,
     config: mcp_cli.McpConfigs = None,
@@ -99,7 +104,9 @@ def policies_command(
 
 @app.command("demo")
 def demo_command(
-    out: Path = typer.Option(Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."),
+    out: Path = typer.Option(
+        Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."
+    ),
     max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
 ) -> None:
     """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.
@@ -107,8 +114,24 @@ def demo_command(
     Replies are grammar-constrained, so each is a valid tool call; the summary table and the
     run directory (events.jsonl, summary.json, artifacts/game.pgn) show what happened.
     """
-    args = ["chess", "--games", "1", "--model", "local", "--opponent", "stockfish:skill=0", "--color", "white",
-            "--policy", str(EXAMPLES / "chess_demo.toml"), "--max-plies", str(max_plies), "--no-resign", "--out", str(out)]
+    args = [
+        "chess",
+        "--games",
+        "1",
+        "--model",
+        "local",
+        "--opponent",
+        "stockfish:skill=0",
+        "--color",
+        "white",
+        "--policy",
+        str(EXAMPLES / "chess_demo.toml"),
+        "--max-plies",
+        str(max_plies),
+        "--no-resign",
+        "--out",
+        str(out),
+    ]
     typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
 
 
@@ -122,7 +145,8 @@ def serve_command(
     name: str = typer.Option(None, help="Model name clients ask for; default: smollm2 (embedded) or the file's stem."),
     threads: int = typer.Option(None, help="Torch CPU threads; default: torch's choice."),
     weights: str = typer.Option(
-        "float32", help="CPU weights: float32 (matches transformers) or int4 (4-bit, bfloat16 activations, faster decode)."
+        "float32",
+        help="CPU weights: float32 (matches transformers) or int4 (4-bit, bfloat16 activations, faster decode).",
     ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""

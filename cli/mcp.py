@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -44,8 +44,9 @@ def servers_from_options(
         raise HarnessError(str(e)) from None
 
 
-def with_servers(policy: HarnessPolicy, commands: list[str] | None, urls: list[str] | None,
-                 configs: list[Path] | None) -> HarnessPolicy:
+def with_servers(
+    policy: HarnessPolicy, commands: list[str] | None, urls: list[str] | None, configs: list[Path] | None
+) -> HarnessPolicy:
     """The policy with the command line's servers added, so the run record names every server."""
     if not (commands or urls or configs):
         return policy
@@ -58,8 +59,11 @@ def list_command(
     mcp: McpCommands = None,
     mcp_url: McpUrls = None,
     config: McpConfigs = None,
-    as_json: bool = typer.Option(False, "--json", help="Print the tools as JSON: [{name, server, effect, asks_approval, "
-                                                        "summary}]; warnings go to stderr."),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the tools as JSON: [{name, server, effect, asks_approval, summary}]; warnings go to stderr.",
+    ),
 ) -> None:
     """Print every tool (built-in and MCP) with its server, effect, approval default and a one-line summary."""
     logging.getLogger("harness.mcp").setLevel(logging.ERROR)  # problems are printed below, once
@@ -70,9 +74,15 @@ def list_command(
             rows = []
             for tool in registry:
                 server = getattr(registry, "server_of", lambda _: None)(tool.name)
-                rows.append({"name": tool.name, "server": server or "built-in", "effect": tool.effect.value,
-                             "asks_approval": tool.asks_approval,
-                             "summary": tool.summary.removeprefix(f"(MCP {server}) ") if server else tool.summary})
+                rows.append(
+                    {
+                        "name": tool.name,
+                        "server": server or "built-in",
+                        "effect": tool.effect.value,
+                        "asks_approval": tool.asks_approval,
+                        "summary": tool.summary.removeprefix(f"(MCP {server}) ") if server else tool.summary,
+                    }
+                )
             problems = list(getattr(getattr(registry, "mcp", None), "problems", []))
     except HarnessError as e:
         said.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
@@ -82,8 +92,11 @@ def list_command(
     else:
         table = Table("tool", "server", "effect", "asks approval", "summary")
         for row in rows:
-            table.add_row(*(escape(row[k]) for k in ("name", "server", "effect")), "yes" if row["asks_approval"] else "",
-                          escape(row["summary"]))
+            table.add_row(
+                *(escape(row[k]) for k in ("name", "server", "effect")),
+                "yes" if row["asks_approval"] else "",
+                escape(row["summary"]),
+            )
         console.print(table)
     for problem in problems:
         said.print(f"[yellow]warning:[/] {escape(problem)}", soft_wrap=True)

@@ -116,7 +116,10 @@ def summary_table(summary: Summary) -> Table:
         ("stop", f"[{colour}]{summary.stop_reason}[/] — {summary.message}"),
         ("outcome", ", ".join(f"{k}={v}" for k, v in summary.outcome.items()) or "—"),
         ("steps", str(summary.steps)),
-        ("tokens", f"prompt {t.prompt:,} (cached {t.cached:,}) · completion {t.completion:,} · reasoning {t.reasoning:,}"),
+        (
+            "tokens",
+            f"prompt {t.prompt:,} (cached {t.cached:,}) · completion {t.completion:,} · reasoning {t.reasoning:,}",
+        ),
         ("cache hit rate", f"{summary.cache_hit_rate:.1%}" if summary.cache_hit_rate is not None else "—"),
         ("tool calls", ", ".join(f"{k} {v}" for k, v in summary.tool_calls.items()) or "none"),
         ("errors", ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"),

@@ -23,7 +23,9 @@ class Format(str, Enum):
 
 def report_command(
     path: Path = typer.Argument(..., help="A run directory, or a batch directory (a folder of run directories)."),
-    format: Format = typer.Option(Format.html, "--format", "-f", help="html writes report.html; md prints a markdown summary."),
+    format: Format = typer.Option(
+        Format.html, "--format", "-f", help="html writes report.html; md prints a markdown summary."
+    ),
     out: Path = typer.Option(None, help="Folder that receives report.html, created if missing (default: PATH itself)."),
     prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. anthropic:claude-sonnet-4-5."),

@@ -33,18 +33,39 @@ def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool
     records = recorded_tools(run_dir)
     tools = [recorded_tool(r) for r in records] if records is not None else list(STANDARD)
     results = {
-        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(events, recorded, counter, tools, recorded_folds=True),
+        f"{info.policy.get('name', 'recorded')} (recorded)": rerender(
+            events, recorded, counter, tools, recorded_folds=True
+        ),
         other.name: rerender(events, other.context, counter, tools),
     }
     console.print(HELD_FIXED)
-    where = (f"the {len(tools)} tools the run offered" if records is not None
-             else "the standard tool set (this run did not record its tools)")
+    where = (
+        f"the {len(tools)} tools the run offered"
+        if records is not None
+        else "the standard tool set (this run did not record its tools)"
+    )
     console.print(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of {where}.")
-    table = Table("policy", "steps", "prompt tokens", "peak context", "ideal prefix reuse", "compactions",
-                  "summariser tokens", "tool schema tokens per request")
+    table = Table(
+        "policy",
+        "steps",
+        "prompt tokens",
+        "peak context",
+        "ideal prefix reuse",
+        "compactions",
+        "summariser tokens",
+        "tool schema tokens per request",
+    )
     for name, r in results.items():
-        table.add_row(name, str(len(r.steps)), f"{r.total:,}", f"{r.peak:,}", _pct(r.reuse_rate), str(len(r.folds)),
-                      f"{r.summariser.prompt_tokens + r.summariser.completion_tokens:,}", f"{r.tools_tokens:,}")
+        table.add_row(
+            name,
+            str(len(r.steps)),
+            f"{r.total:,}",
+            f"{r.peak:,}",
+            _pct(r.reuse_rate),
+            str(len(r.folds)),
+            f"{r.summariser.prompt_tokens + r.summariser.completion_tokens:,}",
+            f"{r.tools_tokens:,}",
+        )
     console.print(table)
     if per_step:
         steps = Table("step", *[f"{n}: tokens / reused" for n in results])
@@ -54,7 +75,9 @@ def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool
         console.print(steps)
     cut = sum(r.cut_offs for r in results.values())
     if cut:
-        console.print(f"[yellow]warning:[/] the summariser was cut off by its token cap {cut} time(s); compaction retried.")
+        console.print(
+            f"[yellow]warning:[/] the summariser was cut off by its token cap {cut} time(s); compaction retried."
+        )
     console.print(f"re-rendered in {time.perf_counter() - start:.2f} s")
     return results
 
@@ -65,7 +88,9 @@ def _pct(rate: float | None) -> str:
 
 def rerender_command(
     run_dir: Path = typer.Argument(..., help="A run directory (it holds run.json and events.jsonl)."),
-    policy: str = typer.Option(..., help="The other context policy: a preset name (see `harness policies`) or a policy file."),
+    policy: str = typer.Option(
+        ..., help="The other context policy: a preset name (see `harness policies`) or a policy file."
+    ),
     per_step: bool = typer.Option(False, "--per-step", help="Also print prompt tokens and reuse for every step."),
 ) -> None:
     """Rebuild every step's prompt under another context policy from the journal alone (no model, no sandbox)

@@ -9,7 +9,9 @@ import typer
 from cli.output import console
 from sandboxes.docker_options import BASE_IMAGE
 
-app = typer.Typer(help="Docker sandboxes: build the base image (no registry needed), prune leftover containers.", no_args_is_help=True)
+app = typer.Typer(
+    help="Docker sandboxes: build the base image (no registry needed), prune leftover containers.", no_args_is_help=True
+)
 
 
 @app.command()
@@ -31,7 +33,9 @@ def build(
 
 @app.command("prune")
 def prune_cmd(
-    all_: bool = typer.Option(False, "--all", help="also remove sandboxes and checkpoints whose run may still be going"),
+    all_: bool = typer.Option(
+        False, "--all", help="also remove sandboxes and checkpoints whose run may still be going"
+    ),
 ) -> None:
     """Remove sandbox containers of dead runs (no process holds the run's journal), and checkpoint
     images of runs whose folder is gone; --all removes every one."""

@@ -15,11 +15,20 @@ from evals.study.grid import bundled_policies
 from evals.study.report import num, seconds, share
 
 console = Console()
-Tasks = Annotated[list[str], typer.Option(help="A task, repeated: `chess` (a game against --opponent), a bundled coding "
-                                               "task (ledger, inventory) or a task file.")]
-Policies = Annotated[list[str], typer.Option(
-    help="A policy, repeated (two or more; for long runs local_long against local_compact or local_lean): a preset, "
-         f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file.")]
+Tasks = Annotated[
+    list[str],
+    typer.Option(
+        help="A task, repeated: `chess` (a game against --opponent), a bundled coding "
+        "task (ledger, inventory) or a task file."
+    ),
+]
+Policies = Annotated[
+    list[str],
+    typer.Option(
+        help="A policy, repeated (two or more; for long runs local_long against local_compact or local_lean): a preset, "
+        f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file."
+    ),
+]
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -32,12 +41,17 @@ def _ints(text: str, what: str) -> list[int]:
 def study_command(
     task: Tasks,
     policy: Policies,
-    model: str = typer.Option("local", help="The engine: `local` (in-process, embedded model), local:PATH, or a server, "
-                                            "e.g. openai-compatible:http://127.0.0.1:8000/v1#smollm2 (`harness serve`)."),
+    model: str = typer.Option(
+        "local",
+        help="The engine: `local` (in-process, embedded model), local:PATH, or a server, "
+        "e.g. openai-compatible:http://127.0.0.1:8000/v1#smollm2 (`harness serve`).",
+    ),
     seeds: str = typer.Option("0,1", help="Seeds, comma-separated: each task runs once per seed under every policy."),
     concurrency: str = typer.Option("4", help="Runs in flight at once; several (1,4,16) sweep it."),
-    kv_cache_mb: str = typer.Option(None, help="KV cache of the in-process engine in MiB; several (64,16) sweep it. "
-                                               "Default: the engine's own (1 GiB)."),
+    kv_cache_mb: str = typer.Option(
+        None,
+        help="KV cache of the in-process engine in MiB; several (64,16) sweep it. Default: the engine's own (1 GiB).",
+    ),
     max_steps: int = typer.Option(None, min=1, help="Steps per run, over every policy's own cap."),
     sandbox: str = typer.Option("docker", help="Where the coding tasks' tools run: docker or local."),
     opponent: str = typer.Option("stockfish:skill=0", help="The chess opponent."),
@@ -46,10 +60,18 @@ def study_command(
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
     try:
-        spec = StudySpec(model=model, tasks=task, policies=policy, seeds=_ints(seeds, "--seeds"),
-                         concurrency=_ints(concurrency, "--concurrency"),
-                         kv_cache_mb=[*_ints(kv_cache_mb, "--kv-cache-mb")] if kv_cache_mb else [None],
-                         max_steps=max_steps, sandbox=sandbox, opponent=opponent, max_plies=max_plies)
+        spec = StudySpec(
+            model=model,
+            tasks=task,
+            policies=policy,
+            seeds=_ints(seeds, "--seeds"),
+            concurrency=_ints(concurrency, "--concurrency"),
+            kv_cache_mb=[*_ints(kv_cache_mb, "--kv-cache-mb")] if kv_cache_mb else [None],
+            max_steps=max_steps,
+            sandbox=sandbox,
+            opponent=opponent,
+            max_plies=max_plies,
+        )
         study, folder = run_study(spec, out, on_run=lambda line: console.print(f"  {line}"))
     except HarnessError as e:
         console.print(f"[red]error:[/] {e}")
@@ -58,10 +80,23 @@ def study_command(
         cache = Table(f"policy ({point.label})", "runs", "prompt tok", "cached", "ideal", "evicted", "peak ctx")
         speed = Table(f"policy ({point.label})", "steps/s", "tok/s", "TTFT p50", "TTFT p95", "outcome")
         for f in point.policies:
-            cache.add_row(f.policy, str(f.runs), num(f.prompt_tokens), share(f.cached_share), share(f.ideal_reuse),
-                          num(f.engine.evicted_blocks), num(f.peak_context))
-            speed.add_row(f.policy, num(f.steps_per_s, 3), num(f.tokens_per_s, 1), seconds(f.ttft_p50_s),
-                          seconds(f.ttft_p95_s), f"{f.finished}/{f.runs}")
+            cache.add_row(
+                f.policy,
+                str(f.runs),
+                num(f.prompt_tokens),
+                share(f.cached_share),
+                share(f.ideal_reuse),
+                num(f.engine.evicted_blocks),
+                num(f.peak_context),
+            )
+            speed.add_row(
+                f.policy,
+                num(f.steps_per_s, 3),
+                num(f.tokens_per_s, 1),
+                seconds(f.ttft_p50_s),
+                seconds(f.ttft_p95_s),
+                f"{f.finished}/{f.runs}",
+            )
         console.print(cache, speed)
         for pair in point.pairs:
             console.print(f"{pair.b} vs {pair.a}: {pair.comparison['verdict']['text']}")

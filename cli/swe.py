@@ -4,7 +4,7 @@ and `harness swe-grade` (grade any predictions file)."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import docker
@@ -28,19 +28,38 @@ from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown
 from evals.swe.task import SweInstance
 from evals.swe.validate import validate
 
-SUITE = typer.Option("builtin", help="A bundled suite name, or a JSON/JSONL file of SWE-bench records (classic or self-contained).")
-SPECS = typer.Option(None, help="JSON/YAML environments of classic records: {repo: {version: {python, packages, pip_packages, "
-                                "pre_install, install, eval_commands, test_cmd, env, build_env, log_parser}}}.")
-REPOS = typer.Option(None, help="Local repositories: DIR/<instance_id>/, DIR/<owner>__<repo>/ (a clone holding the base commit), "
-                                "or the same names with .bundle; used when no prebuilt instance image is in the local engine.")
-BUILD_ENV = typer.Option(None, "--build-env", help="KEY=VALUE set while images are built (CA bundle, proxy, version "
-                                                   "pretends), never inside a container (repeatable).")
+SUITE = typer.Option(
+    "builtin", help="A bundled suite name, or a JSON/JSONL file of SWE-bench records (classic or self-contained)."
+)
+SPECS = typer.Option(
+    None,
+    help="JSON/YAML environments of classic records: {repo: {version: {python, packages, pip_packages, "
+    "pre_install, install, eval_commands, test_cmd, env, build_env, log_parser}}}.",
+)
+REPOS = typer.Option(
+    None,
+    help="Local repositories: DIR/<instance_id>/, DIR/<owner>__<repo>/ (a clone holding the base commit), "
+    "or the same names with .bundle; used when no prebuilt instance image is in the local engine.",
+)
+BUILD_ENV = typer.Option(
+    None,
+    "--build-env",
+    help="KEY=VALUE set while images are built (CA bundle, proxy, version "
+    "pretends), never inside a container (repeatable).",
+)
 
 
 def _progress(said: Console = console) -> Progress:
     """A progress bar on a terminal; piped, none (the commands print a line per finished item instead)."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[note]}"),
-                    TimeElapsedColumn(), console=said, disable=not said.is_terminal)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=said,
+        disable=not said.is_terminal,
+    )
 
 
 def _fail(message: str, said: Console = console) -> None:
@@ -50,7 +69,7 @@ def _fail(message: str, said: Console = console) -> None:
 
 def stamp() -> str:
     """The time part of a new folder's name, so each run of a command gets its own folder under --out."""
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
 
 def outcome(report: InstanceReport) -> str:
@@ -63,8 +82,10 @@ def outcome(report: InstanceReport) -> str:
 
 def instance_line(done: int, total: int, result: InstanceResult, report: InstanceReport) -> str:
     """One plain line per finished instance, e.g. `instance 2/6 done: acme__textkit-14 resolved, 12 steps, 3,456 tokens`."""
-    return (f"instance {done}/{total} done: {result.instance_id} {outcome(report)}, {result.steps} steps, "
-            f"{result.tokens:,} tokens")
+    return (
+        f"instance {done}/{total} done: {result.instance_id} {outcome(report)}, {result.steps} steps, "
+        f"{result.tokens:,} tokens"
+    )
 
 
 def _load(suite: str, specs: Path | None, repos: Path | None, build_env: list[str] | None) -> list[SweInstance]:
@@ -80,8 +101,19 @@ def _table(report: RunReport, where: Path) -> Table:
     for col in ("instances", "resolved", "unresolved", "empty patch", "error", "resolved %"):
         table.add_column(col, justify="right")
     share = report.resolved_instances / report.total_instances if report.total_instances else 0.0
-    table.add_row(*map(str, (report.total_instances, report.resolved_instances, report.unresolved_instances,
-                             report.empty_patch_instances, report.error_instances)), f"{share:.0%}")
+    table.add_row(
+        *map(
+            str,
+            (
+                report.total_instances,
+                report.resolved_instances,
+                report.unresolved_instances,
+                report.empty_patch_instances,
+                report.error_instances,
+            ),
+        ),
+        f"{share:.0%}",
+    )
     return table
 
 
@@ -100,8 +132,11 @@ def _build_images(instances: list[SweInstance], said: Console) -> None:
             progress.update(bar, advance=1)
 
 
-swe_app = typer.Typer(help="Run and grade SWE-bench instances; `harness swe validate` checks a dataset.",
-                      invoke_without_command=True, add_completion=False)
+swe_app = typer.Typer(
+    help="Run and grade SWE-bench instances; `harness swe validate` checks a dataset.",
+    invoke_without_command=True,
+    add_completion=False,
+)
 
 
 @swe_app.callback()
@@ -112,21 +147,36 @@ def swe_command(
     repos: Path = REPOS,
     build_env: list[str] = BUILD_ENV,
     model: str = typer.Option(None, help="A model string, or a reference agent: oracle, null, test-deleter."),
-    policy: str = typer.Option(None, help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-                               "default: `local` for the embedded model, else `default`."),
-    workers: int = typer.Option(1, min=1, help="Instances run at once, each in its own container (with --executor ray and "
-                                               "no --ray-address: the CPUs of the Ray instance started here)."),
-    out: Path = typer.Option(Path("runs"), help="Parent folder: the new batch folder swe-<suite>-<model>-<time> is created "
-                                                "inside it, and its path printed (not used with --resume)."),
-    resume: Path = typer.Option(None, help="Continue the batch in this folder (a batch folder an earlier `harness swe` "
-                                           "printed): its finished instances are kept and the rest run."),
+    policy: str = typer.Option(
+        None,
+        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
+        "default: `local` for the embedded model, else `default`.",
+    ),
+    workers: int = typer.Option(
+        1,
+        min=1,
+        help="Instances run at once, each in its own container (with --executor ray and "
+        "no --ray-address: the CPUs of the Ray instance started here).",
+    ),
+    out: Path = typer.Option(
+        Path("runs"),
+        help="Parent folder: the new batch folder swe-<suite>-<model>-<time> is created "
+        "inside it, and its path printed (not used with --resume).",
+    ),
+    resume: Path = typer.Option(
+        None,
+        help="Continue the batch in this folder (a batch folder an earlier `harness swe` "
+        "printed): its finished instances are kept and the rest run.",
+    ),
     only: list[str] = typer.Option(None, help="Run only these instance ids (repeatable)."),
     executor: str = EXECUTOR,
     ray_address: str = RAY_ADDRESS,
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
-    as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON on stdout (progress lines go to stderr)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the final report as JSON on stdout (progress lines go to stderr)."
+    ),
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     if ctx.invoked_subcommand is not None:
@@ -146,8 +196,11 @@ def swe_command(
         unknown = sorted(set(only) - {i.instance_id for i in instances})
         if unknown:
             known = sorted(i.instance_id for i in instances)
-            _fail(f"--only names no instance of {suite}: {', '.join(unknown)}. Its instances: {', '.join(known[:20])}"
-                  + (f" and {len(known) - 20} more." if len(known) > 20 else "."), said)
+            _fail(
+                f"--only names no instance of {suite}: {', '.join(unknown)}. Its instances: {', '.join(known[:20])}"
+                + (f" and {len(known) - 20} more." if len(known) > 20 else "."),
+                said,
+            )
         instances = [i for i in instances if i.instance_id in set(only)]
     batch_dir = resume or out / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp()}"
     said.print(f"batch folder: {batch_dir}", markup=False, highlight=False, soft_wrap=True)
@@ -175,8 +228,9 @@ def swe_command(
 
         try:
             with heartbeat(said, lambda: f"instances: {note(tally)}, {time.monotonic() - started:.0f} s"):
-                report = run_and_grade(instances, model, the_policy, batch_dir, workers, on_graded=graded,
-                                       executor=options, tally=tally)
+                report = run_and_grade(
+                    instances, model, the_policy, batch_dir, workers, on_graded=graded, executor=options, tally=tally
+                )
             if not said.is_terminal:  # the bar's last state, which a pipe never sees
                 said.print(f"instances: {note(tally)}", markup=False, highlight=False)
         except HarnessError as e:
@@ -185,8 +239,11 @@ def swe_command(
         print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json")})
         return
     console.print(_table(report, batch_dir))
-    console.print(f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
-                  f"logs: {batch_dir / 'logs' / batch_run_id(model)}/<instance_id>/", soft_wrap=True)
+    console.print(
+        f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
+        f"logs: {batch_dir / 'logs' / batch_run_id(model)}/<instance_id>/",
+        soft_wrap=True,
+    )
 
 
 @swe_app.command("validate")
@@ -195,8 +252,11 @@ def validate_command(
     specs: Path = SPECS,
     repos: Path = REPOS,
     build_env: list[str] = BUILD_ENV,
-    out: Path = typer.Option(Path("runs"), help="Parent folder: a new folder swe-validate-<dataset>-<time> is created "
-                                                "inside it for logs/validate/<instance_id>/{gold,empty}/, and its path printed."),
+    out: Path = typer.Option(
+        Path("runs"),
+        help="Parent folder: a new folder swe-validate-<dataset>-<time> is created "
+        "inside it for logs/validate/<instance_id>/{gold,empty}/, and its path printed.",
+    ),
 ) -> None:
     """Grade the gold patch and the empty patch of every instance; list instances whose tests do not flip as declared."""
     try:
@@ -210,31 +270,45 @@ def validate_command(
 
         def done(flip) -> None:
             progress.update(bar, advance=1)
-            console.print(f"instance {progress.tasks[0].completed:.0f}/{len(instances)} done: {flip.instance_id} "
-                          f"{'flips as declared' if flip.as_declared else 'does not flip as declared'}",
-                          markup=False, highlight=False)
+            console.print(
+                f"instance {progress.tasks[0].completed:.0f}/{len(instances)} done: {flip.instance_id} "
+                f"{'flips as declared' if flip.as_declared else 'does not flip as declared'}",
+                markup=False,
+                highlight=False,
+            )
 
         flips = validate(instances, out, on_done=done, progress=lambda s: progress.update(bar, note=_first_line(s)))
     wrong = [f for f in flips if not f.as_declared]
     for flip in wrong:
         console.print(f"[red]{escape(flip.instance_id)}[/]" + (f": {escape(flip.error)}" if flip.error else ""))
-        for field in ("fail_to_pass_passing_before", "fail_to_pass_failing_after", "pass_to_pass_failing_before",
-                      "pass_to_pass_failing_after"):
+        for field in (
+            "fail_to_pass_passing_before",
+            "fail_to_pass_failing_after",
+            "pass_to_pass_failing_before",
+            "pass_to_pass_failing_after",
+        ):
             for test in getattr(flip, field):
                 console.print(f"  {field.replace('_', ' ')}: {escape(test)}", soft_wrap=True)
-    console.print(f"{len(flips) - len(wrong)} of {len(flips)} instances flip as declared; logs: {out / 'logs' / 'validate'}")
+    console.print(
+        f"{len(flips) - len(wrong)} of {len(flips)} instances flip as declared; logs: {out / 'logs' / 'validate'}"
+    )
     if wrong:
         raise typer.Exit(1)
 
 
 def swe_grade_command(
-    predictions: Path = typer.Argument(..., help="Predictions: JSONL (or JSON list/dict) with instance_id, model_name_or_path, model_patch."),
+    predictions: Path = typer.Argument(
+        ..., help="Predictions: JSONL (or JSON list/dict) with instance_id, model_name_or_path, model_patch."
+    ),
     suite: str = SUITE,
     specs: Path = SPECS,
     repos: Path = REPOS,
     build_env: list[str] = BUILD_ENV,
-    out: Path = typer.Option(Path("runs"), help="Parent folder: a new folder swe-grade-<run id>-<time> is created inside it "
-                                                "for report.json, instance_reports.json and logs/<run_id>/, and its path printed."),
+    out: Path = typer.Option(
+        Path("runs"),
+        help="Parent folder: a new folder swe-grade-<run id>-<time> is created inside it "
+        "for report.json, instance_reports.json and logs/<run_id>/, and its path printed.",
+    ),
     run_id: str = typer.Option(None, help="Names the logs folder (default: the predictions file's name)."),
 ) -> None:
     """Grade a predictions file against a suite's hidden tests, each in a fresh container."""
@@ -246,7 +320,9 @@ def swe_grade_command(
     except (OSError, ValueError, KeyError) as e:
         _fail(f"cannot read predictions {predictions}: {e}")
     for unknown in unknown_predictions(instances, list(preds)):
-        console.print(f"[yellow]warning:[/] prediction {escape(unknown)} names no instance of the dataset; it is not graded.")
+        console.print(
+            f"[yellow]warning:[/] prediction {escape(unknown)} names no instance of the dataset; it is not graded."
+        )
     run_id = run_id or predictions.stem
     out = out / f"swe-grade-{run_id}-{stamp()}"
     console.print(f"grading folder: {out}", markup=False, highlight=False, soft_wrap=True)
@@ -256,10 +332,14 @@ def swe_grade_command(
 
         def graded(iid: str, report: InstanceReport) -> None:
             progress.update(bar, advance=1)
-            console.print(f"instance {progress.tasks[0].completed:.0f}/{total} graded: {iid} {outcome(report)}",
-                          markup=False, highlight=False)
+            console.print(
+                f"instance {progress.tasks[0].completed:.0f}/{total} graded: {iid} {outcome(report)}",
+                markup=False,
+                highlight=False,
+            )
 
-        report = grade_file(instances, preds, out, run_id, on_graded=graded,
-                            on_step=lambda s: progress.update(bar, note=_first_line(s)))
+        report = grade_file(
+            instances, preds, out, run_id, on_graded=graded, on_step=lambda s: progress.update(bar, note=_first_line(s))
+        )
     console.print(_table(report, out))
     console.print(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/", soft_wrap=True)

@@ -28,19 +28,27 @@ class StripReasoning(_Step):
 
     kind: Literal["strip_reasoning"] = Field("strip_reasoning", description="drop hidden reasoning from past turns")
     keep: Literal["none", "last_turn", "all"] = Field(
-        "last_turn", description="none drops all reasoning text, last_turn keeps the newest turn's, all keeps everything "
-        "(signed blocks of an unfinished tool-use turn always stay)")
+        "last_turn",
+        description="none drops all reasoning text, last_turn keeps the newest turn's, all keeps everything "
+        "(signed blocks of an unfinished tool-use turn always stay)",
+    )
 
 
 class MaskObservations(_Step):
     """Keep the newest `keep_last` tool outputs verbatim; older ones become a one-line placeholder
     that says which tool ran, how much it printed and how it ended."""
 
-    kind: Literal["mask_observations"] = Field("mask_observations", description="replace old tool outputs by a placeholder")
+    kind: Literal["mask_observations"] = Field(
+        "mask_observations", description="replace old tool outputs by a placeholder"
+    )
     keep_last: int = Field(5, ge=0, description="how many of the newest tool outputs stay verbatim")
-    every: int = Field(1, ge=1, description="move the mask boundary in jumps of this many outputs: with 1 every step "
-                       "rewrites one old output (the cache breaks there each step); with K the prompt is append-only "
-                       "between jumps, at the price of up to K-1 extra verbatim outputs")
+    every: int = Field(
+        1,
+        ge=1,
+        description="move the mask boundary in jumps of this many outputs: with 1 every step "
+        "rewrites one old output (the cache breaks there each step); with K the prompt is append-only "
+        "between jumps, at the price of up to K-1 extra verbatim outputs",
+    )
 
 
 class Compact(_Step):
@@ -57,15 +65,23 @@ class Compact(_Step):
     """
 
     kind: Literal["compact"] = Field("compact", description="fold old steps into a working memory")
-    trigger_tokens: int = Field(16000, ge=1, description="fold when the next prompt, tool schemas included, reaches this many tokens")
-    every_steps: int | None = Field(None, ge=1, description="also fold once this many steps passed since the last fold; none: by tokens only")
+    trigger_tokens: int = Field(
+        16000, ge=1, description="fold when the next prompt, tool schemas included, reaches this many tokens"
+    )
+    every_steps: int | None = Field(
+        None, ge=1, description="also fold once this many steps passed since the last fold; none: by tokens only"
+    )
     keep_recent_steps: int = Field(4, ge=0, description="steps kept verbatim after a fold")
     layout: Literal["rewrite", "append"] = Field(
-        "append", description="append: each fold appends the memory's changes, so the prefix before it never moves; "
-        "rewrite: each fold rewrites the whole memory after the task")
+        "append",
+        description="append: each fold appends the memory's changes, so the prefix before it never moves; "
+        "rewrite: each fold rewrites the whole memory after the task",
+    )
     summariser_prompt: Literal["fresh", "fork"] = Field(
-        "fork", description="fork: the agent's own prompt plus one instruction (a cache hit on all of it); fresh: a new "
-        "prompt with a readable transcript of the folded steps")
+        "fork",
+        description="fork: the agent's own prompt plus one instruction (a cache hit on all of it); fresh: a new "
+        "prompt with a readable transcript of the folded steps",
+    )
     summary_max_tokens: int = Field(1024, ge=16, description="the summariser's first token cap; doubled on a cut-off")
     max_memory_tokens: int = Field(4000, ge=1, description="append layout: consolidate notes past this size")
 
@@ -88,7 +104,9 @@ class Limits(BaseModel):
 
 
 class TruncationPolicy(Limits):
-    per_tool: dict[str, Limits] = Field(default_factory=dict, description="tool name -> its own head_chars and tail_chars")
+    per_tool: dict[str, Limits] = Field(
+        default_factory=dict, description="tool name -> its own head_chars and tail_chars"
+    )
 
     def for_tool(self, name: str) -> Limits:
         return self.per_tool.get(name, self)

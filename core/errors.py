@@ -33,5 +33,7 @@ def describe_validation_error(err: ValidationError, what: str) -> str:
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "is not a known field"
-        parts.append(f"`{where}` {msg} (got {e.get('input')!r})" if e["type"] != "missing" else f"`{where}` is required")
+        parts.append(
+            f"`{where}` {msg} (got {e.get('input')!r})" if e["type"] != "missing" else f"`{where}` is required"
+        )
     return f"{what} is invalid: " + "; ".join(parts) + "."

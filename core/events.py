@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from core.types import Message, ModelReply, Observation, Usage
 from core.memory_types import Fold
+from core.types import Message, ModelReply, Observation, Usage
 
 
 class _Event(BaseModel):
@@ -132,8 +132,17 @@ class RunStopped(_Event):
 
 
 Event = Annotated[
-    MessageAdded | ModelReplied | ModelFailed | ToolIntent | ToolObserved | ApprovalGiven | Compacted | SummaryReplied
-    | RunResumed | SandboxOpened | RunStopped,
+    MessageAdded
+    | ModelReplied
+    | ModelFailed
+    | ToolIntent
+    | ToolObserved
+    | ApprovalGiven
+    | Compacted
+    | SummaryReplied
+    | RunResumed
+    | SandboxOpened
+    | RunStopped,
     Field(discriminator="type"),
 ]
 EVENT = TypeAdapter(Event)

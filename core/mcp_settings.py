@@ -32,16 +32,23 @@ class McpServer(BaseModel):
     args: list[str] = Field(default_factory=list, description="stdio server: its arguments")
     cwd: str | None = Field(None, description="stdio server: the folder it starts in")
     env: dict[str, str] = Field(default_factory=dict, description="set in the child as written (recorded in run.json)")
-    env_pass: list[str] = Field(default_factory=list, description="host variables copied into the child: pass secrets so")
+    env_pass: list[str] = Field(
+        default_factory=list, description="host variables copied into the child: pass secrets so"
+    )
     # Streamable HTTP
     url: str | None = Field(None, description="Streamable HTTP server: its http:// or https:// address")
     headers: dict[str, str] = Field(default_factory=dict, description="values may name host variables as ${NAME}")
     protocol: Literal["auto", "legacy"] = Field(
-        "auto", description="auto negotiates the newest protocol both sides speak; legacy forces the initialize "
-        "handshake, for servers that mishandle the newer discovery request")
+        "auto",
+        description="auto negotiates the newest protocol both sides speak; legacy forces the initialize "
+        "handshake, for servers that mishandle the newer discovery request",
+    )
     # trust and limits
-    trusted: bool = Field(False, description="only a trusted server's readOnlyHint makes a tool a read tool "
-                           "(every other tool is a write tool); a trusted server's writes need no approval by default")
+    trusted: bool = Field(
+        False,
+        description="only a trusted server's readOnlyHint makes a tool a read tool "
+        "(every other tool is a write tool); a trusted server's writes need no approval by default",
+    )
     approve: Literal["writes", "never", "always"] | None = Field(
         None, description='which of its tools ask for approval; default "writes" when untrusted, "never" when trusted'
     )
@@ -49,8 +56,10 @@ class McpServer(BaseModel):
     connect_timeout_s: float = Field(30.0, gt=0, description="start, handshake and listing the tools")
     reconnects: int = Field(1, ge=0, description="how many times a crashed server is restarted")
     max_tools: int | None = Field(
-        None, ge=1, description="offer at most this many of its tools, the first it lists; the policy's mcp_max_tools "
-        "caps all servers together"
+        None,
+        ge=1,
+        description="offer at most this many of its tools, the first it lists; the policy's mcp_max_tools "
+        "caps all servers together",
     )
 
     @model_validator(mode="after")

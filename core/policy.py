@@ -25,42 +25,61 @@ class _Knobs(BaseModel):
 
 class DispatchPolicy(_Knobs):
     parallel: Literal["first_write_wins", "all", "one_call_only"] = Field(
-        "first_write_wins", description="which tool calls of one reply run: first_write_wins runs the reads and the first "
+        "first_write_wins",
+        description="which tool calls of one reply run: first_write_wins runs the reads and the first "
         "write and rejects every later call (the world changed after that write); all runs every call in order; "
-        "one_call_only runs the first call only")
+        "one_call_only runs the first call only",
+    )
     tool_timeout_s: float = Field(60.0, gt=0, description="seconds a tool call may run before it is stopped")
 
 
 class StopPolicy(_Knobs):
     max_steps: int = Field(50, ge=1, description="stop after this many model replies")
-    max_tokens: int | None = Field(None, ge=1, description="stop once prompt + completion tokens over the run, "
-                                   "summaries included, reach this; none: no limit")
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="stop once prompt + completion tokens over the run, summaries included, reach this; none: no limit",
+    )
     max_wall_s: float | None = Field(None, gt=0, description="stop after this many seconds of work; none: no limit")
-    max_no_tool_replies: int = Field(3, ge=1, description="stop after this many consecutive replies without a tool call")
-    max_repeats: int = Field(3, ge=2, description="stop when the same calls give the same results this many times in a row")
+    max_no_tool_replies: int = Field(
+        3, ge=1, description="stop after this many consecutive replies without a tool call"
+    )
+    max_repeats: int = Field(
+        3, ge=2, description="stop when the same calls give the same results this many times in a row"
+    )
 
 
 class ErrorPolicy(_Knobs):
-    model_attempts: int = Field(5, ge=1, description="tries per model call when it fails transiently (rate limit, "
-                                "overload, network), with exponential backoff between them")
+    model_attempts: int = Field(
+        5,
+        ge=1,
+        description="tries per model call when it fails transiently (rate limit, "
+        "overload, network), with exponential backoff between them",
+    )
     backoff_multiplier_s: float = Field(1.0, ge=0, description="the first backoff, in seconds; it doubles per retry")
     backoff_max_s: float = Field(30.0, ge=0, description="the longest backoff between two tries, in seconds")
-    max_consecutive_failures: int = Field(5, ge=1, description="stop after this many steps in a row whose tool calls all failed")
+    max_consecutive_failures: int = Field(
+        5, ge=1, description="stop after this many steps in a row whose tool calls all failed"
+    )
 
 
 class ApprovalPolicy(_Knobs):
     approve: Literal["never", "writes", "always"] = Field(
-        "never", description="which tool calls wait for a person (`harness approve`): none, write tools only, or all")
+        "never", description="which tool calls wait for a person (`harness approve`): none, write tools only, or all"
+    )
     per_tool: dict[str, Literal["never", "always"]] = Field(
-        default_factory=dict, description="tool name -> never or always, overriding `approve` for that tool")
+        default_factory=dict, description="tool name -> never or always, overriding `approve` for that tool"
+    )
 
 
 class CheckpointPolicy(_Knobs):
     snapshot_every: int = Field(10, ge=1, description="write snapshot.json every this many steps (and at every stop)")
     interrupted_writes: Literal["ask", "rerun", "unknown"] = Field(
-        "unknown", description="on resume, a write that was running when the process died and whose tool cannot check "
+        "unknown",
+        description="on resume, a write that was running when the process died and whose tool cannot check "
         "the world itself: ask stops for `harness approve`; rerun runs it again; unknown tells the model the outcome "
-        "is unknown and to check before acting again")
+        "is unknown and to check before acting again",
+    )
 
 
 class ModelParams(_Knobs):
@@ -68,17 +87,28 @@ class ModelParams(_Knobs):
     max_tokens: int = Field(1024, ge=1, description="the most tokens one reply may have")
     seed: int | None = Field(0, description="sampling seed, for providers that take one; none: unseeded")
     tool_choice: Literal["auto", "required", "none"] = Field(
-        "auto", description="required: every reply must call a tool (the local engine then constrains decoding to a "
-        "schema-valid call, so even a tiny model never emits a broken one); auto: the model decides; none: no tools")
+        "auto",
+        description="required: every reply must call a tool (the local engine then constrains decoding to a "
+        "schema-valid call, so even a tiny model never emits a broken one); auto: the model decides; none: no tools",
+    )
     cache_breakpoints: list[Literal["tools", "system", "last_message"]] = Field(
-        default_factory=list, description="Anthropic prompt caching: where cache_control breakpoints go (at most 4)")
+        default_factory=list, description="Anthropic prompt caching: where cache_control breakpoints go (at most 4)"
+    )
     cache_ttl: Literal["5m", "1h"] = Field("5m", description="Anthropic prompt caching: how long a cached prefix lives")
-    thinking_budget: int | None = Field(None, ge=1024, description="Anthropic extended thinking budget, in tokens; none: off")
+    thinking_budget: int | None = Field(
+        None, ge=1024, description="Anthropic extended thinking budget, in tokens; none: off"
+    )
     connect_timeout_s: float = Field(10.0, gt=0, description="seconds to open a connection to the model's server")
     read_timeout_s: float = Field(
-        300.0, gt=0, description="seconds to wait for the model's reply (or its next bytes) before the call fails as transient")
+        300.0,
+        gt=0,
+        description="seconds to wait for the model's reply (or its next bytes) before the call fails as transient",
+    )
     sdk_retries: int = Field(
-        0, ge=0, description="retries inside the provider SDK per attempt; 0 leaves every retry to errors.model_attempts")
+        0,
+        ge=0,
+        description="retries inside the provider SDK per attempt; 0 leaves every retry to errors.model_attempts",
+    )
 
 
 class HarnessPolicy(_Knobs):
@@ -90,13 +120,20 @@ class HarnessPolicy(_Knobs):
     errors: ErrorPolicy = Field(ErrorPolicy(), description="retries of failing model calls, and failing steps")
     approval: ApprovalPolicy = Field(ApprovalPolicy(), description="which tool calls wait for a person")
     checkpoint: CheckpointPolicy = Field(CheckpointPolicy(), description="snapshots, and interrupted writes on resume")
-    truncation: TruncationPolicy = Field(TruncationPolicy(), description="how much of a long tool output the model sees")
-    context: list[ContextStep] = Field(default_factory=list, description="context steps applied in order to the history "
-                                       "to make each prompt; empty: every message is resent verbatim")
+    truncation: TruncationPolicy = Field(
+        TruncationPolicy(), description="how much of a long tool output the model sees"
+    )
+    context: list[ContextStep] = Field(
+        default_factory=list,
+        description="context steps applied in order to the history "
+        "to make each prompt; empty: every message is resent verbatim",
+    )
     mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
     mcp_max_tools: int = Field(
-        MAX_TOOLS, ge=0, description="MCP tools offered over all servers, in the order the servers are listed; "
-        "the rest are left out with a notice"
+        MAX_TOOLS,
+        ge=0,
+        description="MCP tools offered over all servers, in the order the servers are listed; "
+        "the rest are left out with a notice",
     )
 
 
@@ -104,27 +141,51 @@ class HarnessPolicy(_Knobs):
 # 100k-token-class models; a policy file varies them.
 _PRESETS: list[tuple[str, HarnessPolicy]] = [
     ("append-only context, first_write_wins dispatch, 50 steps", HarnessPolicy(name="default")),
-    ("only the first tool call of each reply runs",
-     HarnessPolicy(name="one_call", dispatch=DispatchPolicy(parallel="one_call_only"))),
-    ("every tool call of a reply runs, in order", HarnessPolicy(name="parallel", dispatch=DispatchPolicy(parallel="all"))),
+    (
+        "only the first tool call of each reply runs",
+        HarnessPolicy(name="one_call", dispatch=DispatchPolicy(parallel="one_call_only")),
+    ),
+    (
+        "every tool call of a reply runs, in order",
+        HarnessPolicy(name="parallel", dispatch=DispatchPolicy(parallel="all")),
+    ),
     ("every message resent verbatim: the cache's best case, the context's worst", HarnessPolicy(name="append_only")),
-    ("past reasoning stripped, all but the last 5 tool outputs replaced by placeholders",
-     HarnessPolicy(name="lean", context=[StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)])),
-    ("as `lean`, but the mask moves 10 outputs at a time, so the prompt is append-only in between",
-     HarnessPolicy(name="masked_batched", context=[StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)])),
-    ("at 12k tokens, a fresh summary of all but the last 4 steps rewrites the history",
-     HarnessPolicy(name="compact_naive", context=[
-         Compact(trigger_tokens=12000, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")])),
-    ("at 12k tokens, fold all but the last 2 steps; memory changes are appended, the prefix never moves",
-     HarnessPolicy(name="compact_cache_aware", context=[
-         Compact(trigger_tokens=12000, keep_recent_steps=2, layout="append", summariser_prompt="fork")])),
-    ("tool summaries in every request, full schemas through describe_tool",
-     HarnessPolicy(name="disclosed", context=[DiscloseTools()])),
+    (
+        "past reasoning stripped, all but the last 5 tool outputs replaced by placeholders",
+        HarnessPolicy(name="lean", context=[StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)]),
+    ),
+    (
+        "as `lean`, but the mask moves 10 outputs at a time, so the prompt is append-only in between",
+        HarnessPolicy(
+            name="masked_batched", context=[StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)]
+        ),
+    ),
+    (
+        "at 12k tokens, a fresh summary of all but the last 4 steps rewrites the history",
+        HarnessPolicy(
+            name="compact_naive",
+            context=[Compact(trigger_tokens=12000, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")],
+        ),
+    ),
+    (
+        "at 12k tokens, fold all but the last 2 steps; memory changes are appended, the prefix never moves",
+        HarnessPolicy(
+            name="compact_cache_aware",
+            context=[Compact(trigger_tokens=12000, keep_recent_steps=2, layout="append", summariser_prompt="fork")],
+        ),
+    ),
+    (
+        "tool summaries in every request, full schemas through describe_tool",
+        HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
+    ),
     # A small local model wanders in free text; a grammar that admits only a schema-valid tool call,
     # and a short cap per reply, keep it acting and every step bounded.
-    ("the embedded model's default: every reply one grammar-constrained tool call of at most 256 tokens, 30 steps",
-     HarnessPolicy(name="local", model=ModelParams(tool_choice="required", max_tokens=256),
-                   stop=StopPolicy(max_steps=30))),
+    (
+        "the embedded model's default: every reply one grammar-constrained tool call of at most 256 tokens, 30 steps",
+        HarnessPolicy(
+            name="local", model=ModelParams(tool_choice="required", max_tokens=256), stop=StopPolicy(max_steps=30)
+        ),
+    ),
 ]
 PRESETS: dict[str, HarnessPolicy] = {p.name: p for _, p in _PRESETS}
 PRESET_SUMMARIES: dict[str, str] = {p.name: what for what, p in _PRESETS}
@@ -157,7 +218,9 @@ def _read_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_text()
     except OSError as e:
-        raise HarnessError(f"Cannot read policy file {path}: {e.strerror}. Check the path, or use a preset name.") from None
+        raise HarnessError(
+            f"Cannot read policy file {path}: {e.strerror}. Check the path, or use a preset name."
+        ) from None
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(raw)

@@ -15,7 +15,10 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # 2026-12-01T14:27:48.123Z, 2026-12-01 14:27:48+00:00
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\b"), "<time>"),
-    (re.compile(rf"\b{_DAY}\s+{_MONTH}\s+\d{{1,2}}\s+\d{{1,2}}:\d{{2}}:\d{{2}}\s+\w+\s+\d{{4}}\b"), "<time>"),  # date(1)
+    (
+        re.compile(rf"\b{_DAY}\s+{_MONTH}\s+\d{{1,2}}\s+\d{{1,2}}:\d{{2}}:\d{{2}}\s+\w+\s+\d{{4}}\b"),
+        "<time>",
+    ),  # date(1)
     (re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\s+(?:\d{{1,2}}:\d{{2}}(?::\d{{2}})?|\d{{4}})\b"), "<date>"),  # ls -l
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),  # 14:27:48
     (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "0x<addr>"),

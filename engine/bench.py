@@ -55,7 +55,9 @@ def _transformers_decode_rate(model, prompt: list[int], batch: int, tokens: int)
     def run(n):
         t = time.perf_counter()
         with torch.inference_mode():
-            model.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=2)
+            model.generate(
+                ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=2
+            )
         return time.perf_counter() - t
 
     return (tokens - 1) * batch / (run(tokens) - run(1))
@@ -73,19 +75,30 @@ def _transformers_model(path: str, dummy: bool):
         c = SMOLLM2_135M
         # transformers 5's LlamaConfig signature omits rope_theta, which it still accepts (and 4.x requires).
         config = transformers.LlamaConfig(  # type: ignore[call-arg]
-            vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
-            num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
-            rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, tie_word_embeddings=True,
+            vocab_size=c.vocab_size,
+            hidden_size=c.hidden_size,
+            intermediate_size=c.intermediate_size,
+            num_hidden_layers=c.num_layers,
+            num_attention_heads=c.num_heads,
+            num_key_value_heads=c.num_kv_heads,
+            rope_theta=c.rope_theta,
+            max_position_embeddings=c.max_position_embeddings,
+            tie_word_embeddings=True,
         )
         return transformers.LlamaForCausalLM(config).eval()
     p = Path(path)
     if p.is_dir():
         return transformers.AutoModelForCausalLM.from_pretrained(str(p), dtype=torch.float32).eval()
-    return transformers.AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=torch.float32).eval()
+    return transformers.AutoModelForCausalLM.from_pretrained(
+        str(p.parent), gguf_file=p.name, dtype=torch.float32
+    ).eval()
 
 
 def _measure_engine(source, weights: str, args, n: int) -> dict:
-    engine = Engine(source, EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512, weights=weights))
+    engine = Engine(
+        source,
+        EngineConfig(num_threads=args.threads, kv_cache_bytes=1 << 30, max_num_batched_tokens=512, weights=weights),
+    )
     try:
         if args.dummy:
             prompt = [(i * 7919) % 40000 + 100 for i in range(39)]
@@ -93,7 +106,9 @@ def _measure_engine(source, weights: str, args, n: int) -> dict:
             tail = [(i * 31) % 40000 + 100 for i in range(args.ttft_tokens)]
         else:
             prompt = engine.encode_chat([{"role": "user", "content": "Write a long story about a lighthouse keeper."}])
-            text = " ".join(f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(600 * (n + 1)))
+            text = " ".join(
+                f"Record {i}: the value of field {i % 17} is {i * 31 % 1000}." for i in range(600 * (n + 1))
+            )
             corpus = engine.encode(text)
             tail = engine.encode(" A different ending: " + "tail " * 400)
         engine.generate([prompt] * 8, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm up
@@ -106,8 +121,12 @@ def _measure_engine(source, weights: str, args, n: int) -> dict:
             cold.append(_ttft(engine, long_ids))
             warm.append(_ttft(engine, long_ids[:keep] + tail[: len(long_ids) - keep]))
         return {
-            "prompt": prompt, "decode": decode, "cold": min(cold), "warm": min(warm),
-            "max_batch": engine.max_batch_seqs, "kv_bytes": engine.kv.bytes_per_token,
+            "prompt": prompt,
+            "decode": decode,
+            "cold": min(cold),
+            "warm": min(warm),
+            "max_batch": engine.max_batch_seqs,
+            "kv_bytes": engine.kv.bytes_per_token,
         }
     finally:
         engine.shutdown()
@@ -143,15 +162,23 @@ def main(argv=None) -> None:
 
     print()
     print(f"model: {path}")
-    print(f"threads: {args.threads}, decode tokens per request: {args.tokens}, prompt: {len(prompt)} tokens, best of {n}")
+    print(
+        f"threads: {args.threads}, decode tokens per request: {args.tokens}, prompt: {len(prompt)} tokens, best of {n}"
+    )
     print("KV cache bytes per token: " + ", ".join(f"{r['kv_bytes']} ({w})" for w, r in runs.items()))
     print()
-    print(f"{'decode tokens/s':<20}" + "".join(f"{'engine ' + w:>16}" for w in runs) + f"{'transformers':>14}"
-          + "".join(f"{'ratio ' + w:>14}" for w in runs))
+    print(
+        f"{'decode tokens/s':<20}"
+        + "".join(f"{'engine ' + w:>16}" for w in runs)
+        + f"{'transformers':>14}"
+        + "".join(f"{'ratio ' + w:>14}" for w in runs)
+    )
     for b in (1, 8):
         r = ref.get(b)
         row = f"{'batch ' + str(b):<20}" + "".join(f"{run['decode'][b]:>16.1f}" for run in runs.values())
-        row += f"{r:>14.1f}" + "".join(f"{run['decode'][b] / r:>13.1f}x" for run in runs.values()) if r else f"{'-':>14}"
+        row += (
+            f"{r:>14.1f}" + "".join(f"{run['decode'][b] / r:>13.1f}x" for run in runs.values()) if r else f"{'-':>14}"
+        )
         print(row)
     for w, run in runs.items():
         (cold_s, cold_cached), (warm_s, warm_cached) = run["cold"], run["warm"]

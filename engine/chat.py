@@ -139,4 +139,3 @@ def finish(engine: Engine, request: ChatRequest, output: RequestOutput) -> ChatR
         else 0,
         completion_tokens=usage.completion_tokens,
     )
-

@@ -53,7 +53,17 @@ class EngineConfig:
 
 # The shape of SmolLM2-135M, for benchmarking dummy weights where the GGUF file is absent.
 SMOLLM2_135M = ModelConfig(
-    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_layers=30, num_heads=9, num_kv_heads=3,
-    head_dim=64, rope_theta=100000.0, rms_norm_eps=1e-5, max_position_embeddings=8192, tie_word_embeddings=True,
-    bos_token_id=1, eos_token_ids=(2,),
+    vocab_size=49152,
+    hidden_size=576,
+    intermediate_size=1536,
+    num_layers=30,
+    num_heads=9,
+    num_kv_heads=3,
+    head_dim=64,
+    rope_theta=100000.0,
+    rms_norm_eps=1e-5,
+    max_position_embeddings=8192,
+    tie_word_embeddings=True,
+    bos_token_id=1,
+    eos_token_ids=(2,),
 )

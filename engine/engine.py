@@ -117,7 +117,9 @@ class Engine:
         self.model_path = ckpt.path
         self.model_config = ckpt.config
         self.tokenizer: Tokenizer | None = Tokenizer.from_checkpoint(ckpt)
-        self.max_model_len = min(self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings)
+        self.max_model_len = min(
+            self.config.max_model_len or ckpt.config.max_position_embeddings, ckpt.config.max_position_embeddings
+        )
         if torch.device(self.config.device).type == "cuda":
             # Triton is imported only where a GPU is used.
             from engine.cuda.model import CudaModel
@@ -126,8 +128,12 @@ class Engine:
         else:
             int4 = self.config.weights == "int4"
             self.model = Model(
-                ckpt, self.config.device, torch.bfloat16 if int4 else torch.float32, self.max_model_len,
-                self.config.use_onednn, int4,
+                ckpt,
+                self.config.device,
+                torch.bfloat16 if int4 else torch.float32,
+                self.max_model_len,
+                self.config.use_onednn,
+                int4,
             )
         del ckpt
         self.kv = allocate_kv_cache(self.model_config, self.config, self.model.dtype)
@@ -138,8 +144,12 @@ class Engine:
         self.scheduler = Scheduler(self.config, self.pool, self.radix, self.eos_ids)
         log.info(
             "engine ready: %s, %d layers, KV %d bytes/token, %d blocks, max_model_len %d, loaded in %.1fs",
-            self.model_path or "dummy weights", self.model_config.num_layers, self.kv.bytes_per_token,
-            self.kv.num_blocks, self.max_model_len, time.perf_counter() - t0,
+            self.model_path or "dummy weights",
+            self.model_config.num_layers,
+            self.kv.bytes_per_token,
+            self.kv.num_blocks,
+            self.max_model_len,
+            time.perf_counter() - t0,
         )
 
     # ------------------------------------------------------------ requests
@@ -149,13 +159,17 @@ class Engine:
         tokens. Conversations go through `encode_chat`, which keeps message text plain."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
-                raise InvalidRequestError("this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids")
+                raise InvalidRequestError(
+                    "this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids"
+                )
             return self.tokenizer.encode(prompt)
         return list(prompt)
 
     def encode_chat(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
         if self.tokenizer is None:
-            raise InvalidRequestError("this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids")
+            raise InvalidRequestError(
+                "this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids"
+            )
         return self.tokenizer.encode_chat(messages, tools)
 
     def _make_sequence(self, prompt: str | list[int], params: SamplingParams, request_id: str | None) -> Sequence:
@@ -391,7 +405,9 @@ class Engine:
             self.scheduler.share_computed(seq)
         return [(seq, results[i]) for i, seq in enumerate(seqs)]
 
-    def _compute_alone(self, items: list[tuple[Sequence, int]], error: Exception) -> list[tuple[Sequence, int | Exception]]:
+    def _compute_alone(
+        self, items: list[tuple[Sequence, int]], error: Exception
+    ) -> list[tuple[Sequence, int | Exception]]:
         """The step failed as a whole: run each sequence alone, so that the error reaches
         only the requests it belongs to. (K/V written by the failed attempt is written again.)"""
         log.error("engine step of %d sequences failed; running each alone", len(items), exc_info=error)

@@ -47,8 +47,15 @@ def allocate_kv_cache(model: ModelConfig, engine: EngineConfig, dtype: torch.dty
     log.info(
         "KV cache: %d bytes per token (2 x %d layers x %d kv heads x %d head dim x %d bytes); "
         "%d blocks of %d tokens = %d tokens in %.1f MiB",
-        per_token, model.num_layers, model.num_kv_heads, model.head_dim, dtype_bytes,
-        num_blocks, engine.block_size, num_blocks * engine.block_size, 2 * k.numel() * dtype_bytes / 2**20,
+        per_token,
+        model.num_layers,
+        model.num_kv_heads,
+        model.head_dim,
+        dtype_bytes,
+        num_blocks,
+        engine.block_size,
+        num_blocks * engine.block_size,
+        2 * k.numel() * dtype_bytes / 2**20,
     )
     return KVCache(k, v, engine.block_size, per_token)
 

@@ -80,7 +80,9 @@ def linear(x: torch.Tensor, lin: Linear) -> torch.Tensor:
     if lin.kind == "onednn":
         return torch.ops.mkldnn._linear_pointwise(x.contiguous(), lin.weight, lin.bias, "none", [], "")
     if lin.kind == "int4":
-        assert lin.dense is not None and lin.scale_zero is not None, "an int4 Linear is built with its scales and dense copy"
+        assert lin.dense is not None and lin.scale_zero is not None, (
+            "an int4 Linear is built with its scales and dense copy"
+        )
         if x.shape[0] > INT4_ROWS:
             return linear(x, lin.dense)
         y = int4_matmul(x, lin.weight, lin.scale_zero)
@@ -123,6 +125,8 @@ def onednn_is_faster(device: torch.device) -> bool:
         _measured[key] = packed[0].kind == "onednn" and t_packed < t_plain
         log.info(
             "CPU projections: oneDNN packed %.2f ms, plain matmul %.2f ms -> %s",
-            t_packed * 1e3, t_plain * 1e3, "oneDNN" if _measured[key] else "plain matmul",
+            t_packed * 1e3,
+            t_plain * 1e3,
+            "oneDNN" if _measured[key] else "plain matmul",
         )
     return _measured[key]

@@ -25,7 +25,9 @@ T = TypeVar("T")
 
 
 class Loop:
-    def __init__(self, step: Callable[[], object], has_work: Callable[[], bool], on_step_error: Callable[[Exception], None]):
+    def __init__(
+        self, step: Callable[[], object], has_work: Callable[[], bool], on_step_error: Callable[[Exception], None]
+    ):
         self.step = step
         self.has_work = has_work
         self.on_step_error = on_step_error  # a step raised: the loop goes on after this

@@ -30,8 +30,12 @@ def to_inputs(b: Batch, block_size: int, device) -> StepInputs:
     for p in b.prefills:
         # A chunk after the first attends to the cached part too: causal from the lower right.
         mask = lower_right_causal_mask(p.q_len, p.kv_len).to(device) if p.kv_len > p.q_len else None
-        prefills.append(PrefillSlice(p.start, p.q_len, p.kv_len, torch.tensor(p.block_table, dtype=torch.long, device=device), mask))
-    meta = AttentionMetadata(torch.tensor(b.slots, dtype=torch.long, device=device), num_decode=b.num_decode, prefills=tuple(prefills))
+        prefills.append(
+            PrefillSlice(p.start, p.q_len, p.kv_len, torch.tensor(p.block_table, dtype=torch.long, device=device), mask)
+        )
+    meta = AttentionMetadata(
+        torch.tensor(b.slots, dtype=torch.long, device=device), num_decode=b.num_decode, prefills=tuple(prefills)
+    )
     if b.decode_tables:
         width = max(len(t) for t in b.decode_tables)
         padded = torch.tensor([t + [0] * (width - len(t)) for t in b.decode_tables], dtype=torch.long)

@@ -42,7 +42,9 @@ class SamplingParams:
 
     def validate(self) -> None:
         def bad(field: str, what: str):
-            raise InvalidRequestError(f"invalid sampling parameter: {field}={getattr(self, field)!r}; {what}", param=field)
+            raise InvalidRequestError(
+                f"invalid sampling parameter: {field}={getattr(self, field)!r}; {what}", param=field
+            )
 
         def number(x) -> bool:
             return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
@@ -107,7 +109,9 @@ def apply_processors(
         try:
             out = processor(generated[i], logits[i])
             if not isinstance(out, torch.Tensor) or out.shape != logits[i].shape:
-                raise TypeError(f"logits processor returned {type(out).__name__}, expected a tensor of shape {tuple(logits[i].shape)}")
+                raise TypeError(
+                    f"logits processor returned {type(out).__name__}, expected a tensor of shape {tuple(logits[i].shape)}"
+                )
             if not bool((out > float("-inf")).any()):
                 raise ValueError("logits processor left no token to sample (every logit is -inf or NaN)")
             logits[i] = out
@@ -140,7 +144,11 @@ def sample(
         row = _filter((row - row.max()) / p.temperature, p.top_k, p.top_p)
         probs = row.softmax(-1)
         if not bool(torch.isfinite(probs).all()) or not float(probs.sum()) > 0:
-            out.append(SamplingError("the next-token probabilities are not finite (NaN or infinite logits); this request cannot be sampled"))
+            out.append(
+                SamplingError(
+                    "the next-token probabilities are not finite (NaN or infinite logits); this request cannot be sampled"
+                )
+            )
             continue
         out.append(int(torch.multinomial(probs, 1, generator=generators[i])))
     return out

@@ -40,7 +40,9 @@ class ScheduledBatch:
 
 
 class Scheduler:
-    def __init__(self, config: EngineConfig, pool: BlockPool, radix: RadixCache | None, eos_ids: frozenset[int] = frozenset()):
+    def __init__(
+        self, config: EngineConfig, pool: BlockPool, radix: RadixCache | None, eos_ids: frozenset[int] = frozenset()
+    ):
         self.config = config
         self.eos_ids = eos_ids
         self.block_size = config.block_size
@@ -106,7 +108,12 @@ class Scheduler:
                 seq.first_token_time = now
             p = seq.params
             reason = None
-            if (token in self.eos_ids and not p.ignore_eos) or token in p.stop_token_ids or seq.output is not None and seq.output.push(token):
+            if (
+                (token in self.eos_ids and not p.ignore_eos)
+                or token in p.stop_token_ids
+                or seq.output is not None
+                and seq.output.push(token)
+            ):
                 reason = "stop"
             if reason is None and seq.num_output >= seq.max_tokens:
                 reason = "length"
@@ -134,9 +141,7 @@ class Scheduler:
             parent = node
 
     def _preempt(self, seq: Sequence, reason: str) -> None:
-        log.info(
-            "preempting %s (%d tokens computed) by recompute: %s", seq.request_id, seq.num_computed, reason
-        )
+        log.info("preempting %s (%d tokens computed) by recompute: %s", seq.request_id, seq.num_computed, reason)
         self._release(seq)
         self.running.remove(seq)
         seq.num_computed = 0
@@ -175,7 +180,9 @@ class Scheduler:
             need = self._blocks_needed(seq, n)
             while not self._make_free(need):
                 victim = max(self.running, key=lambda s: s.arrival)
-                self._preempt(victim, f"no free KV block for {seq.request_id} ({need} needed, {self.pool.num_free} free)")
+                self._preempt(
+                    victim, f"no free KV block for {seq.request_id} ({need} needed, {self.pool.num_free} free)"
+                )
                 batch.num_preempted += 1
                 if victim is seq:
                     break

@@ -33,7 +33,9 @@ CHATML_TEMPLATE = (
 )
 
 # Split regexes of llama.cpp's BPE pre-tokenizer types, as Hugging Face tokenizers write them.
-_QWEN2_SPLIT = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 _LLAMA3_SPLIT = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 
 
@@ -106,7 +108,9 @@ class Tokenizer:
     def token_id(self, token: str) -> int | None:
         return self.tok.token_to_id(token)
 
-    def render_chat(self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True) -> str:
+    def render_chat(
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+    ) -> str:
         """Render messages (OpenAI-style, tool calls and results included) to prompt text."""
         plain = to_plain_messages(messages, tools)
         return self.template.render(
@@ -116,11 +120,19 @@ class Tokenizer:
             eos_token=self.eos_token,
         )
 
-    def encode_chat(self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True) -> list[int]:
+    def encode_chat(
+        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+    ) -> list[int]:
         """The prompt's ids, special tokens only where the template wrote them (module docstring)."""
-        plain = [{k: self._escape(v) if isinstance(v, str) else v for k, v in m.items()} for m in to_plain_messages(messages, tools)]
+        plain = [
+            {k: self._escape(v) if isinstance(v, str) else v for k, v in m.items()}
+            for m in to_plain_messages(messages, tools)
+        ]
         rendered = self.template.render(
-            messages=plain, add_generation_prompt=add_generation_prompt, bos_token=self.bos_token, eos_token=self.eos_token
+            messages=plain,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self.bos_token,
+            eos_token=self.eos_token,
         )
         parts = self._split.split(rendered) if self._split else [rendered]
         ids: list[int] = []
@@ -133,7 +145,9 @@ class Tokenizer:
 
     def _escape(self, text: str) -> str:
         index = {t: k for k, t in enumerate(self.specials)}
-        return self._escapable.sub(lambda m: ESCAPE + (ESCAPE if m[0] == ESCAPE else chr(FIRST_SPECIAL + index[m[0]])), text)
+        return self._escapable.sub(
+            lambda m: ESCAPE + (ESCAPE if m[0] == ESCAPE else chr(FIRST_SPECIAL + index[m[0]])), text
+        )
 
     def _unescape(self, text: str) -> str:
         return self._escaped.sub(lambda m: ESCAPE if m[1] == ESCAPE else self.specials[ord(m[1]) - FIRST_SPECIAL], text)
@@ -163,7 +177,9 @@ class Tokenizer:
             except Exception as e:
                 raise ModelLoadError(f"{file}: cannot read tokenizer ({e})") from e
             tc = meta.get("hf.tokenizer_config", {})
-            return cls(tok, meta.get("tokenizer.chat_template"), _tok_str(tc.get("bos_token")), _tok_str(tc.get("eos_token")))
+            return cls(
+                tok, meta.get("tokenizer.chat_template"), _tok_str(tc.get("bos_token")), _tok_str(tc.get("eos_token"))
+            )
         return None
 
 

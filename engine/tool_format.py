@@ -67,7 +67,9 @@ def _call_text(call: dict) -> str:
             args = json.loads(args)
         except json.JSONDecodeError:
             pass  # keep the raw string: the model should see what it sent
-    return "<tool_call>\n" + json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
+    return (
+        "<tool_call>\n" + json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
+    )
 
 
 def to_plain_messages(messages: list[dict], tools: list[dict] | None = None) -> list[dict]:

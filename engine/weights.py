@@ -195,7 +195,9 @@ def load_gguf(path: Path) -> Checkpoint:
 def _config_from_hf(cfg: dict, path: Path) -> ModelConfig:
     model_type = cfg.get("model_type")
     if model_type not in ("llama", "qwen2", "mistral"):
-        raise ModelLoadError(f"{path}: unsupported model_type {model_type!r}; this engine runs llama, qwen2 and mistral")
+        raise ModelLoadError(
+            f"{path}: unsupported model_type {model_type!r}; this engine runs llama, qwen2 and mistral"
+        )
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     rope_type = rope.get("rope_type", rope.get("type", "default"))
     if rope_type not in (None, "default"):
@@ -286,7 +288,13 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
             }
         )
         if config.qkv_bias:
-            shapes.update({p + "self_attn.q_proj.bias": (q,), p + "self_attn.k_proj.bias": (kv,), p + "self_attn.v_proj.bias": (kv,)})
+            shapes.update(
+                {
+                    p + "self_attn.q_proj.bias": (q,),
+                    p + "self_attn.k_proj.bias": (kv,),
+                    p + "self_attn.v_proj.bias": (kv,),
+                }
+            )
     return shapes
 
 
@@ -298,7 +306,9 @@ def _check_complete(config: ModelConfig, tensors: dict[str, torch.Tensor], path)
             raise ModelLoadError(f"{path}: tensor {name} has shape {tuple(tensors[name].shape)}, expected {shape}")
 
 
-def dummy_checkpoint(config: ModelConfig, seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.float32) -> Checkpoint:
+def dummy_checkpoint(
+    config: ModelConfig, seed: int = 0, device: str = "cpu", dtype: torch.dtype = torch.float32
+) -> Checkpoint:
     """Random weights of any size, for tests and for benchmarking shapes we do not have.
     An 8B shape is made in seconds on a GPU (device="cuda", dtype=torch.bfloat16), minutes on a CPU."""
     g = torch.Generator(device).manual_seed(seed)
@@ -310,5 +320,3 @@ def dummy_checkpoint(config: ModelConfig, seed: int = 0, device: str = "cpu", dt
             std = 0.02 if len(shape) == 2 else 0.01
             tensors[name] = (torch.randn(shape, generator=g, device=device) * std).to(dtype)
     return Checkpoint(config, tensors, None, "dummy", {})
-
-

@@ -43,13 +43,15 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     table: PriceTable = {}
     for provider, models in data.items():
         if not isinstance(models, dict):
-            raise HarnessError(f"Price table {path}: `{provider}` must be a table of models, like [{provider}.\"model\"].")
+            raise HarnessError(
+                f'Price table {path}: `{provider}` must be a table of models, like [{provider}."model"].'
+            )
         for model, fields in models.items():
             try:
                 table[(provider, model)] = Price(provider=provider, model=model, **fields)
             except TypeError as e:
                 raise HarnessError(
-                    f"Price table {path}: [{provider}.\"{model}\"] needs `input` and `output` (USD per million tokens) "
+                    f'Price table {path}: [{provider}."{model}"] needs `input` and `output` (USD per million tokens) '
                     f"and may have `cached_input` and `cache_write` multipliers ({e})."
                 ) from None
     return table
@@ -65,7 +67,7 @@ def find_price(model: str, table: PriceTable) -> Price | None:
         if name == price.model:
             return price
     for price in candidates:
-        if name.startswith(price.model) and _RELEASE_SUFFIX.fullmatch(name[len(price.model):]):
+        if name.startswith(price.model) and _RELEASE_SUFFIX.fullmatch(name[len(price.model) :]):
             return price
     return None
 
@@ -73,7 +75,9 @@ def find_price(model: str, table: PriceTable) -> Price | None:
 @overload
 def cost_usd(price: Price, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float: ...
 @overload
-def cost_usd(price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float | None: ...
+def cost_usd(
+    price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0
+) -> float | None: ...
 def cost_usd(price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float | None:
     """Prompt counts include cached and cache-written tokens, as the harness records them."""
     if price is None:

@@ -14,14 +14,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.types import Message, Usage
 from core.context_policy import Compact
-from core.memory_types import Fold
+from core.memory_types import Fold, WorkingMemory, keep_failures
+from core.types import Message, Usage
 from memory.folds import delta_text, full_text, head_len, render_folds
-from memory.summariser import (Summariser, SummaryRequest, describe_failure, fork_request, fresh_request, parse_memory,
-                               repair_request)
+from memory.summariser import (
+    Summariser,
+    SummaryRequest,
+    describe_failure,
+    fork_request,
+    fresh_request,
+    parse_memory,
+    repair_request,
+)
 from memory.tokens import TokenCounter
-from core.memory_types import WorkingMemory, keep_failures
 
 
 class Attempt(BaseModel):
@@ -92,8 +98,13 @@ def compact(
     before = counter.prompt_tokens(prompt)
     span = fold_span(history, folds, cfg.keep_recent_steps)
     if span is None:
-        return CompactionResult(ok=False, trigger=trigger, tokens_before=before, tokens_after=before,
-                                message=f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).")
+        return CompactionResult(
+            ok=False,
+            trigger=trigger,
+            tokens_before=before,
+            tokens_after=before,
+            message=f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).",
+        )
     start, upto = span
     previous = folds[-1].memory if folds else first_memory(history)
     starts = step_starts(history, start)
@@ -109,7 +120,9 @@ def compact(
             request = fork_request(prompt, previous, steps)
         else:
             request = fresh_request(previous, history[start:end], steps)
-        req = SummaryRequest(request, previous, list(history[start:end]), cap, tools if cfg.summariser_prompt == "fork" else ())
+        req = SummaryRequest(
+            request, previous, list(history[start:end]), cap, tools if cfg.summariser_prompt == "fork" else ()
+        )
         memory, used, finish, tried = _ask(summariser, req, steps)
         usage = usage + used
         attempts.extend(tried)
@@ -117,14 +130,31 @@ def compact(
             fold = _make_fold(history, folds, cfg, counter, previous, keep_failures(previous, memory), end, steps)
             fold = fold.model_copy(update={"at_step": len(step_starts(history))})
             after = counter.prompt_tokens(render_folds(history, [*folds, fold]))
-            return CompactionResult(ok=True, trigger=trigger, tokens_before=before, tokens_after=after, fold=fold,
-                                    usage=usage, finish_reason=finish, cut_off=any(a.finish_reason == "length" for a in attempts),
-                                    attempts=attempts, message=_warning(attempts))
+            return CompactionResult(
+                ok=True,
+                trigger=trigger,
+                tokens_before=before,
+                tokens_after=after,
+                fold=fold,
+                usage=usage,
+                finish_reason=finish,
+                cut_off=any(a.finish_reason == "length" for a in attempts),
+                attempts=attempts,
+                message=_warning(attempts),
+            )
         if attempts and attempts[-1].finish_reason != "length":
             break  # invalid even after the repair attempt: a bigger cap will not help
-    return CompactionResult(ok=False, trigger=trigger, tokens_before=before, tokens_after=before, usage=usage,
-                            finish_reason=finish, cut_off=any(a.finish_reason == "length" for a in attempts),
-                            attempts=attempts, message=_failure(attempts))
+    return CompactionResult(
+        ok=False,
+        trigger=trigger,
+        tokens_before=before,
+        tokens_after=before,
+        usage=usage,
+        finish_reason=finish,
+        cut_off=any(a.finish_reason == "length" for a in attempts),
+        attempts=attempts,
+        message=_failure(attempts),
+    )
 
 
 def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
@@ -133,41 +163,81 @@ def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
     try:
         reply = summariser.summarise(req)
     except Exception as e:  # a failing summariser must not end the run: the history simply stays
-        return None, usage, "error", [Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=describe_failure(e))]
+        return (
+            None,
+            usage,
+            "error",
+            [Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=describe_failure(e))],
+        )
     usage = usage + reply.usage
     if reply.finish_reason == "length":
-        return None, usage, "length", [Attempt(cap=req.cap, steps=steps, finish_reason="length", problem="cut off by its token cap")]
+        return (
+            None,
+            usage,
+            "length",
+            [Attempt(cap=req.cap, steps=steps, finish_reason="length", problem="cut off by its token cap")],
+        )
     memory, problem = parse_memory(reply.message.text)
     attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason=reply.finish_reason, problem=problem))
     if memory is not None:
         return memory, usage, reply.finish_reason, attempts
-    fixed = SummaryRequest(repair_request(req.messages, reply, problem or ""), req.previous, req.folded, req.cap, req.tools)
+    fixed = SummaryRequest(
+        repair_request(req.messages, reply, problem or ""), req.previous, req.folded, req.cap, req.tools
+    )
     try:
         reply = summariser.summarise(fixed)
     except Exception as e:
-        attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=describe_failure(e), repair=True))
+        attempts.append(
+            Attempt(cap=req.cap, steps=steps, finish_reason="error", problem=describe_failure(e), repair=True)
+        )
         return None, usage, "error", attempts
     usage = usage + reply.usage
-    memory, problem = (None, "cut off by its token cap") if reply.finish_reason == "length" else parse_memory(reply.message.text)
+    memory, problem = (
+        (None, "cut off by its token cap") if reply.finish_reason == "length" else parse_memory(reply.message.text)
+    )
     attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason=reply.finish_reason, problem=problem, repair=True))
     return memory, usage, reply.finish_reason, attempts
 
 
-def _make_fold(history, folds, cfg: Compact, counter: TokenCounter, previous: WorkingMemory, memory: WorkingMemory,
-               upto: int, steps: tuple[int, int]) -> Fold:
+def _make_fold(
+    history,
+    folds,
+    cfg: Compact,
+    counter: TokenCounter,
+    previous: WorkingMemory,
+    memory: WorkingMemory,
+    upto: int,
+    steps: tuple[int, int],
+) -> Fold:
     version = len(folds) + 1
     all_steps = (1, steps[1])
     if cfg.layout == "rewrite" or not folds:
-        return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory,
-                    text=full_text(memory, version, all_steps), restart=True)
+        return Fold(
+            version=version,
+            upto=upto,
+            first_step=steps[0],
+            last_step=steps[1],
+            memory=memory,
+            text=full_text(memory, version, all_steps),
+            restart=True,
+        )
     text = delta_text(previous, memory, version, steps)
     notes = render_folds(history, folds)[head_len(history) :]
     notes_tokens = sum(counter.count(m) for m in notes if m.role == "user" and m.text.startswith("[Working memory v"))
     if notes_tokens + len(counter.text_ids(text)) > cfg.max_memory_tokens:
         # The notes outgrew their budget: one rewrite, the only time this layout moves the prefix.
-        return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory,
-                    text=full_text(memory, version, all_steps), restart=True)
-    return Fold(version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory, text=text, restart=False)
+        return Fold(
+            version=version,
+            upto=upto,
+            first_step=steps[0],
+            last_step=steps[1],
+            memory=memory,
+            text=full_text(memory, version, all_steps),
+            restart=True,
+        )
+    return Fold(
+        version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory, text=text, restart=False
+    )
 
 
 def _failure(attempts: list[Attempt]) -> str:
@@ -179,5 +249,7 @@ def _warning(attempts: list[Attempt]) -> str:
     cut = [a for a in attempts if a.finish_reason == "length"]
     if not cut:
         return ""
-    return (f"The summariser was cut off by its token cap {len(cut)} time(s) (caps {', '.join(str(a.cap) for a in cut)}); "
-            "retried with a larger cap or fewer steps folded.")
+    return (
+        f"The summariser was cut off by its token cap {len(cut)} time(s) (caps {', '.join(str(a.cap) for a in cut)}); "
+        "retried with a larger cap or fewer steps folded."
+    )

@@ -87,7 +87,7 @@ class MaskStage:
 
     def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
         tools = self.tools
-        del tools[bisect_left(tools, changed):]
+        del tools[bisect_left(tools, changed) :]
         tools += [i for i in range(changed, len(messages)) if messages[i].role == "tool"]
         over = max(0, len(tools) - self.step.keep_last)
         hidden = over - over % self.step.every

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from core.memory_types import ArtifactRef, FailedApproach, StepStatus, WorkingMemory
 from core.types import Message, ModelReply, Usage
 from memory.summariser import SummaryRequest
 from memory.tokens import TokenCounter
-from core.memory_types import ArtifactRef, FailedApproach, StepStatus, WorkingMemory
 
 KEEP_STEPS = 8
 KEEP_ARTIFACTS = 12
@@ -59,12 +59,14 @@ def extract(previous: WorkingMemory, folded: Sequence[Message]) -> WorkingMemory
                 artifacts = [a for a in artifacts if a.path != path] + [ArtifactRef(path=path, note=note)]
                 if call.name in WRITES and ok and f"edited {path}" not in decisions:
                     decisions.append(f"edited {path}")
-    return previous.model_copy(update={
-        "steps": steps[-KEEP_STEPS:],
-        "failed_approaches": failed,
-        "artifacts": artifacts[-KEEP_ARTIFACTS:],
-        "decisions": decisions[-KEEP_DECISIONS:],
-    })
+    return previous.model_copy(
+        update={
+            "steps": steps[-KEEP_STEPS:],
+            "failed_approaches": failed,
+            "artifacts": artifacts[-KEEP_ARTIFACTS:],
+            "decisions": decisions[-KEEP_DECISIONS:],
+        }
+    )
 
 
 def _path(arguments: str) -> str | None:
@@ -88,8 +90,12 @@ class ExtractiveSummariser:
         finish = "stop"
         if len(ids) > request.cap:  # as a model would be: stopped mid-object at its cap
             text, finish = self._cut(text, request.cap), "length"
-        usage = Usage(prompt_tokens=self.counter.prompt_tokens(request.messages), completion_tokens=min(len(ids), request.cap))
-        return ModelReply(message=Message(role="assistant", text=text), usage=usage, finish_reason=finish, model=self.name)
+        usage = Usage(
+            prompt_tokens=self.counter.prompt_tokens(request.messages), completion_tokens=min(len(ids), request.cap)
+        )
+        return ModelReply(
+            message=Message(role="assistant", text=text), usage=usage, finish_reason=finish, model=self.name
+        )
 
     def _cut(self, text: str, cap: int) -> str:
         # Characters in proportion to tokens: the reply only needs to be visibly incomplete.

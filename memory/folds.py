@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from core.types import Message
 from core.memory_types import Fold, WorkingMemory, memory_text
+from core.types import Message
 
 
 def head_len(history: Sequence[Message]) -> int:
@@ -27,7 +27,9 @@ def note(fold: Fold) -> Message:
     return Message(role="user", text=fold.text)
 
 
-def render_folds(history: Sequence[Message], folds: Sequence[Fold], note: Callable[[Fold], Message] = note) -> list[Message]:
+def render_folds(
+    history: Sequence[Message], folds: Sequence[Fold], note: Callable[[Fold], Message] = note
+) -> list[Message]:
     """Head, then the memory notes since the last restart (in order), then the unfolded steps."""
     if not folds:
         return list(history)

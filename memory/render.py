@@ -62,8 +62,9 @@ class Renderer:
         self.counted = prompt  # prompts are not changed once made
         return marks[-1] + (len(counter.text_ids(self.tools_text)) if self.tools_text else 0)
 
-    def compact_if_due(self, history: Sequence[Message], folds: Sequence[Fold], step: int, summariser: Summariser,
-                       tools: Sequence = ()) -> CompactionResult | None:
+    def compact_if_due(
+        self, history: Sequence[Message], folds: Sequence[Fold], step: int, summariser: Summariser, tools: Sequence = ()
+    ) -> CompactionResult | None:
         """After `step`: fold old steps into the working memory when the next prompt reaches the policy's
         threshold (or `every_steps` passed since the last fold). None when not due; the caller keeps the fold."""
         if self.compact is None:

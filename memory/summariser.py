@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from core.events import SummaryReplied
-from core.types import Message, ModelReply
 from core.context_policy import Limits
-from memory.truncate import head_tail
+from core.events import SummaryReplied
 from core.memory_types import MEMORY_SCHEMA, WorkingMemory
+from core.types import Message, ModelReply
+from memory.truncate import head_tail
 
 SYSTEM = (
     "You maintain the working memory of an autonomous agent. You receive the previous memory and the "
@@ -68,8 +68,14 @@ def describe_failure(e: Exception) -> str:
 
 
 def request_digest(request: SummaryRequest) -> str:
-    body = json.dumps([[m.model_dump(mode="json") for m in request.messages], [getattr(t, "name", str(t)) for t in request.tools],
-                       request.cap], sort_keys=True)
+    body = json.dumps(
+        [
+            [m.model_dump(mode="json") for m in request.messages],
+            [getattr(t, "name", str(t)) for t in request.tools],
+            request.cap,
+        ],
+        sort_keys=True,
+    )
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -78,7 +84,8 @@ def answer(record: SummaryReplied, request: SummaryRequest) -> ModelReply:
     if record.request_sha256 != request_digest(request):
         raise SummariserFailed(
             f"The summariser request of step {record.step} differs from the recorded one ({request_digest(request)[:12]} "
-            f"against {record.request_sha256[:12]}): the harness now compacts differently, so the recorded reply does not apply.")
+            f"against {record.request_sha256[:12]}): the harness now compacts differently, so the recorded reply does not apply."
+        )
     if record.reply is None:
         raise SummariserFailed(record.error or "the recorded summariser call failed")
     return record.reply
@@ -93,8 +100,10 @@ class RecordedSummariser:
 
     def summarise(self, request: SummaryRequest) -> ModelReply:
         if not self.records:
-            raise SummariserFailed(f"The recorded run made {self.given} summariser calls and this one asks for another: "
-                                   "the harness now compacts more often than it did.")
+            raise SummariserFailed(
+                f"The recorded run made {self.given} summariser calls and this one asks for another: "
+                "the harness now compacts more often than it did."
+            )
         self.given += 1
         return answer(self.records.popleft(), request)
 

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import docker
 from docker.errors import (
@@ -89,7 +89,9 @@ def _tar_one(name: str, data: bytes, mode: int, uid: int | None, gid: int | None
     """One file as a tar archive; an unknown owner (a user named, not numbered) stays root's until moved."""
     buf = io.BytesIO()
     # GNU format keeps names as raw bytes, so non-UTF-8 names survive (surrogateescape).
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape") as tar:
+    with tarfile.open(
+        fileobj=buf, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8", errors="surrogateescape"
+    ) as tar:
         info = tarfile.TarInfo(name)
         info.size, info.mode, info.mtime = len(data), mode, int(time.time())
         info.uid, info.gid = uid or 0, gid or 0
@@ -149,7 +151,9 @@ class DockerSandbox:
                 "build the base image with `harness sandbox build`, or name a local image"
             ) from None
         labels = run_labels(opts, run_dir)
-        container = client.containers.create(image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts, labels))
+        container = client.containers.create(
+            image, name=name or f"harness-{uuid.uuid4().hex[:12]}", **_run_kwargs(opts, labels)
+        )
         sandbox = cls(client, container, opts)
         try:
             container.start()
@@ -362,8 +366,12 @@ class DockerSandbox:
             stage = self._stage_name()
             self._put_stage(stage, data)
             src, dst, parent = shlex.quote(stage), shlex.quote(target), shlex.quote(posixpath.dirname(target))
-            self._file_op(f"mkdir -p -- {parent} && cat -- {src} > {dst}; __h_rc=$?; rm -f -- {src}; (exit $__h_rc)",
-                          target, "write", cap=65536)
+            self._file_op(
+                f"mkdir -p -- {parent} && cat -- {src} > {dst}; __h_rc=$?; rm -f -- {src}; (exit $__h_rc)",
+                target,
+                "write",
+                cap=65536,
+            )
 
     def read_file(self, path: str) -> bytes:
         with self._lock:
@@ -372,7 +380,9 @@ class DockerSandbox:
             return self._file_op(
                 f"if [ -d {target} ]; then echo 'Is a directory' >&2; (exit 21); elif cat -- {target} 2>/dev/null; then :; "
                 f"else LC_ALL=C cat -- {target} 2>&1 >/dev/null; (exit 1); fi",
-                self._abs(path), "read", cap=READ_CAP + 1,
+                self._abs(path),
+                "read",
+                cap=READ_CAP + 1,
             )
 
     def _file_op(self, command: str, target: str, verb: str, cap: int) -> bytes:
@@ -387,10 +397,15 @@ class DockerSandbox:
             self._control = None
             self._kill_pid(control.pid)
             self._kill_session(control.pid)
-            raise TimeoutError(f"cannot {verb} {target}: it did not finish within {FILE_TIMEOUT_S:.0f} s (a pipe or device?)")
+            raise TimeoutError(
+                f"cannot {verb} {target}: it did not finish within {FILE_TIMEOUT_S:.0f} s (a pipe or device?)"
+            )
         if framed.exit_code == 0:
             if len(framed.output) > READ_CAP:
-                raise OSError(errno.EFBIG, f"{target} is larger than {READ_CAP >> 20} MiB; read parts of it with the shell (head, sed -n)")
+                raise OSError(
+                    errno.EFBIG,
+                    f"{target} is larger than {READ_CAP >> 20} MiB; read parts of it with the shell (head, sed -n)",
+                )
             return framed.output
         raise self._file_error(framed.output.decode("utf-8", "replace").strip()[-400:], target, verb)
 
@@ -399,11 +414,17 @@ class DockerSandbox:
         if "No such file" in message:
             return FileNotFoundError(errno.ENOENT, f"{target} does not exist", target)
         if "Read-only file system" in message:
-            return PermissionError(errno.EROFS, f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp")
+            return PermissionError(
+                errno.EROFS,
+                f"cannot write {target}: it is on the read-only root filesystem; write under {self.workdir} or /tmp",
+            )
         if "Permission denied" in message:
             return PermissionError(errno.EACCES, f"cannot {verb} {target} {as_user}: permission denied", target)
         if "No space left" in message:
-            return OSError(errno.ENOSPC, f"cannot write {target}: the workspace is full (quota {self.options.disk}); delete files to make room")
+            return OSError(
+                errno.ENOSPC,
+                f"cannot write {target}: the workspace is full (quota {self.options.disk}); delete files to make room",
+            )
         if "Is a directory" in message:
             return IsADirectoryError(errno.EISDIR, f"{target} is a directory", target)
         if "Not a directory" in message:
@@ -413,13 +434,17 @@ class DockerSandbox:
     def _put_stage(self, stage: str, data: bytes) -> None:
         parent, name = posixpath.split(stage)
         try:
-            self.api.put_archive(self.container.id, os.fsencode(parent), _tar_one(name, data, 0o600, self._uid, self._gid))
+            self.api.put_archive(
+                self.container.id, os.fsencode(parent), _tar_one(name, data, 0o600, self._uid, self._gid)
+            )
         except NotFound:
             self.raise_if_dead(f"writing {stage!r}")
             raise
         except APIError as e:
             if "no space left" in str(e).lower():
-                raise OSError(errno.ENOSPC, f"the workspace is full (quota {self.options.disk}): no room for {len(data)} bytes") from e
+                raise OSError(
+                    errno.ENOSPC, f"the workspace is full (quota {self.options.disk}): no room for {len(data)} bytes"
+                ) from e
             raise
 
     def _shell_ok(self, command: str, missing: str | None = None) -> None:
@@ -475,8 +500,12 @@ class DockerSandbox:
         """Did the engine report an out-of-memory kill in this container since `t` (epoch seconds)?
         It waits for the next whole second: the engine may report the event just after the kill."""
         try:
-            events = self.client.events(since=f"{int(t)}.{int(t % 1 * 1e9):09d}", until=f"{int(time.time()) + 1}",
-                                        filters={"container": self.container.id, "event": "oom"}, decode=True)
+            events = self.client.events(
+                since=f"{int(t)}.{int(t % 1 * 1e9):09d}",
+                until=f"{int(time.time()) + 1}",
+                filters={"container": self.container.id, "event": "oom"},
+                decode=True,
+            )
             try:
                 return next(iter(events), None) is not None
             finally:
@@ -610,7 +639,10 @@ class DockerSandbox:
         control = self._control_shell()
         control.run_framed(f"__h_kill {pid}", timeout=15, cap=4096)
         deadline = time.monotonic() + REAP_WAIT_S
-        while control.run_framed(f"__h_left {pid}", timeout=5, cap=64).output not in (b"0", b"") and time.monotonic() < deadline:
+        while (
+            control.run_framed(f"__h_left {pid}", timeout=5, cap=64).output not in (b"0", b"")
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.02)
 
     def _kill_pid(self, pid: int | None) -> None:
@@ -676,8 +708,13 @@ def _workdir_mount(opts: DockerOptions) -> Mount:
     uid, gid = _numeric_user(opts.user)
     if uid is not None:
         tmpfs += f",uid={uid},gid={gid},mode=0755"
-    return Mount(opts.workdir, None, type="volume", no_copy=True,
-                 driver_config=DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": tmpfs}))
+    return Mount(
+        opts.workdir,
+        None,
+        type="volume",
+        no_copy=True,
+        driver_config=DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": tmpfs}),
+    )
 
 
 def _memory_limit(opts: DockerOptions) -> int:
@@ -691,7 +728,7 @@ def _labels(opts: DockerOptions) -> dict[str, str]:
         LABEL: "1",
         "harness.host": socket.gethostname(),
         "harness.pid": str(os.getpid()),
-        "harness.started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "harness.started": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -149,7 +149,9 @@ def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP) -> Checkpoin
     moment. /tmp (a tmpfs) is not kept, nor root-filesystem changes when `read_only_root` is off."""
     run_dir = sandbox.container.labels.get(RUN_LABEL)
     if run_dir is None:
-        raise ValueError(f"sandbox {sandbox.name} was started without a run_dir, so its checkpoints could never be found")
+        raise ValueError(
+            f"sandbox {sandbox.name} was started without a run_dir, so its checkpoints could never be found"
+        )
     client, workdir = sandbox.client, sandbox.workdir
     with sandbox._lock:
         sandbox.container.reload()
@@ -174,7 +176,9 @@ def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP) -> Checkpoin
             finally:
                 sandbox.container.unpause()
             if code != 0:
-                raise OSError(f"checkpoint of {sandbox.name} failed (exit {code}): {helper.logs(tail=20).decode(errors='replace')}")
+                raise OSError(
+                    f"checkpoint of {sandbox.name} failed (exit {code}): {helper.logs(tail=20).decode(errors='replace')}"
+                )
             repo, tag = _tag(run_dir, step).split(":")
             labels = {
                 LABEL: "1",
@@ -212,7 +216,6 @@ def remove_containers(run_dir: str | os.PathLike, client: docker.DockerClient | 
     for c in mine:
         c.remove(force=True, v=True)
     return [c.name for c in mine]
-
 
 
 def reattach(

@@ -87,7 +87,9 @@ def rootfs_tarball(version: str, mirror: str | None = None, log: Callable[[str],
         log(f"using cached root filesystem {out}")
         return out
     if shutil.which("debootstrap") is None:
-        raise ImageBuildError("debootstrap is not installed; run `bash scripts/setup_system.sh` as root (apt-get install debootstrap)")
+        raise ImageBuildError(
+            "debootstrap is not installed; run `bash scripts/setup_system.sh` as root (apt-get install debootstrap)"
+        )
     if os.geteuid() != 0:
         raise ImageBuildError("debootstrap needs root; run `sudo harness sandbox build` once (the result is cached)")
     mirror = mirror or debian_mirror()
@@ -98,7 +100,9 @@ def rootfs_tarball(version: str, mirror: str | None = None, log: Callable[[str],
         log(f"running {' '.join(cmd)} (about a minute)")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise ImageBuildError(f"debootstrap failed ({proc.returncode}) with mirror {mirror}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+            raise ImageBuildError(
+                f"debootstrap failed ({proc.returncode}) with mirror {mirror}:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+            )
         _prepare_rootfs(root)
         partial = Path(tmp, "rootfs.tar")
         subprocess.run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(partial), "."], check=True)
@@ -198,7 +202,9 @@ def build_derived(
         (ctx / name).write_text(dockerfile)
         log(f"building {tag}")
         try:
-            client.images.build(path=str(ctx), dockerfile=name, tag=tag, rm=True, forcerm=True, pull=False, network_mode=network)
+            client.images.build(
+                path=str(ctx), dockerfile=name, tag=tag, rm=True, forcerm=True, pull=False, network_mode=network
+            )
         except BuildError as e:
             lines = "".join(str(x.get("stream", x.get("error", ""))) for x in e.build_log)
             raise ImageBuildError(f"building {tag} failed: {e.msg}\n{lines[-3000:]}") from e

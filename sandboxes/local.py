@@ -197,7 +197,9 @@ class LocalSandbox:
 
     def _forget(self, pgid: int) -> None:
         with self._groups_lock:
-            _write_groups(self.groups_file, [r for r in _read_groups(self.groups_file) if (r[1], r[2]) != (pgid, self.token)])
+            _write_groups(
+                self.groups_file, [r for r in _read_groups(self.groups_file) if (r[1], r[2]) != (pgid, self.token)]
+            )
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

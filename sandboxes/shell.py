@@ -151,8 +151,15 @@ class _Collector:
     def result(self) -> Framed:
         if self.end is not None:
             code, failures, ooms, background, cwd = (self.end.split(b" ", 4) + [b""])[:5]
-            return Framed(bytes(self.kept), int(code), self.capped, cwd.decode("utf-8", "surrogateescape") or None,
-                          int(failures), int(ooms), int(background))
+            return Framed(
+                bytes(self.kept),
+                int(code),
+                self.capped,
+                cwd.decode("utf-8", "surrogateescape") or None,
+                int(failures),
+                int(ooms),
+                int(background),
+            )
         # No marker yet: the held-back tail is output too (without consuming it).
         room = max(self.cap - len(self.kept), 0)
         tail = bytes(self.pending[:room])
@@ -193,8 +200,8 @@ class ShellSession:
         """Send one command; return when its end marker arrives or `timeout` passes."""
         marker = f"__HARNESS_END_{uuid.uuid4().hex}__"
         line = (
-            f"__h_c={shlex.quote(command)}; eval \"$__h_c\" </dev/null 2>&1; __h_rc=$?; {_COUNT}"
-            f"printf '%s %d %d %d %d %s\\n' {marker} \"$__h_rc\" \"$__h_n\" \"$__h_o\" \"${{!:-0}}\" \"$PWD\" >&$__h_fd\n"
+            f'__h_c={shlex.quote(command)}; eval "$__h_c" </dev/null 2>&1; __h_rc=$?; {_COUNT}'
+            f'printf \'%s %d %d %d %d %s\\n\' {marker} "$__h_rc" "$__h_n" "$__h_o" "${{!:-0}}" "$PWD" >&$__h_fd\n'
         )
         self._send(line.encode("utf-8", "surrogateescape"))
         return self.collect(marker, timeout, cap)

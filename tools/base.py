@@ -155,8 +155,14 @@ class ToolRecord(BaseModel):
 
 def record(tool: Tool) -> ToolRecord:
     server, sep, _ = tool.name.partition("__")  # MCP tools are named SERVER__tool
-    return ToolRecord(name=tool.name, server=server if sep else "builtin", effect=tool.effect, summary=tool.summary,
-                      description=tool.description, input_schema=tool.schema())
+    return ToolRecord(
+        name=tool.name,
+        server=server if sep else "builtin",
+        effect=tool.effect,
+        summary=tool.summary,
+        description=tool.description,
+        input_schema=tool.schema(),
+    )
 
 
 def recorded_tool(rec: ToolRecord) -> Tool:
@@ -165,5 +171,12 @@ def recorded_tool(rec: ToolRecord) -> Tool:
     def unavailable(args: Any, ctx: ToolContext) -> ToolResult:
         return ToolResult(f"{rec.name} is a recorded tool description; it cannot run here.", ok=False)
 
-    return Tool(name=rec.name, summary=rec.summary, description=rec.description, args=FreeArgs, effect=rec.effect,
-                run=unavailable, input_schema=rec.input_schema)
+    return Tool(
+        name=rec.name,
+        summary=rec.summary,
+        description=rec.description,
+        args=FreeArgs,
+        effect=rec.effect,
+        run=unavailable,
+        input_schema=rec.input_schema,
+    )

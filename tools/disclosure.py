@@ -17,7 +17,6 @@ from dataclasses import replace
 from pydantic import BaseModel, Field
 
 from core.context_policy import DiscloseTools
-
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult, openai_schema
 
 OPEN_SCHEMA = {"type": "object", "additionalProperties": True}
@@ -32,7 +31,9 @@ def describe_tool(tools: Registry) -> Tool:
         tool = tools.get(args.name)
         if tool is None:
             return ToolResult(f"No tool is named {args.name!r}. Tools: {', '.join(tools.names())}.", ok=False)
-        return ToolResult(f"{tool.name}: {tool.description}\nArguments (JSON schema): {json.dumps(tool.schema(), sort_keys=True)}")
+        return ToolResult(
+            f"{tool.name}: {tool.description}\nArguments (JSON schema): {json.dumps(tool.schema(), sort_keys=True)}"
+        )
 
     return Tool(
         name="describe_tool",

@@ -59,7 +59,9 @@ class LocalModel:
         if output.finish_reason in ("error", "abort"):
             raise TransientModelError(f"{self.name}: generation failed: {output.error or output.finish_reason}")
         reply = finish(self.engine, request, output)
-        calls = tuple(ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=c.name, arguments=c.arguments) for c in reply.tool_calls)
+        calls = tuple(
+            ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=c.name, arguments=c.arguments) for c in reply.tool_calls
+        )
         return ModelReply(
             message=Message(role="assistant", text=reply.content, tool_calls=calls),
             usage=Usage(

@@ -74,7 +74,13 @@ def to_reply(response, name: str, latency_s: float) -> ModelReply:
     calls = []
     for c in msg.tool_calls or []:
         if c.type == "function":
-            calls.append(ToolCall(id=c.id or f"call_{uuid.uuid4().hex[:12]}", name=c.function.name, arguments=c.function.arguments or ""))
+            calls.append(
+                ToolCall(
+                    id=c.id or f"call_{uuid.uuid4().hex[:12]}",
+                    name=c.function.name,
+                    arguments=c.function.arguments or "",
+                )
+            )
         elif c.type == "custom":
             calls.append(ToolCall(id=c.id, name=c.custom.name, arguments=c.custom.input))
     # Compatible servers (vLLM, DeepSeek) return hidden reasoning as `reasoning_content`.

@@ -73,7 +73,9 @@ def timeouts(params: ModelParams, timeout_type: Callable[..., T]) -> T:
 def malformed(err: Exception, name: str) -> TransientModelError:
     """A reply that arrived but is not the shape the API promises."""
     what = str(err).splitlines()[0][:300] if str(err) else "no detail"
-    return TransientModelError(f"{name}: the provider's reply could not be read as a model reply ({type(err).__name__}: {what})")
+    return TransientModelError(
+        f"{name}: the provider's reply could not be read as a model reply ({type(err).__name__}: {what})"
+    )
 
 
 def map_error(err: Exception, name: str, key_env: str | None = None) -> Exception:

@@ -58,13 +58,17 @@ class ScriptedModel:
         if isinstance(data, dict):
             data = data.get("replies")
         if not isinstance(data, list) or not data:
-            raise HarnessError(f"Scripted model file {path} must hold a non-empty list of replies (or `replies: [...]`).")
+            raise HarnessError(
+                f"Scripted model file {path} must hold a non-empty list of replies (or `replies: [...]`)."
+            )
         replies = []
         for i, item in enumerate(data):
             try:
                 replies.append(ScriptedReply.model_validate(item))
             except ValidationError as e:
-                raise HarnessError(describe_validation_error(e, f"Reply {i + 1} in scripted model file {path}")) from None
+                raise HarnessError(
+                    describe_validation_error(e, f"Reply {i + 1} in scripted model file {path}")
+                ) from None
         return cls(replies, name=f"scripted:{path}")
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:

@@ -1,12 +1,12 @@
 """The one parser of model strings. Every part of the harness that reads a model string asks it.
 
-    scripted:FILE                                   replies from a JSON/YAML file
-    openai:MODEL                                    OpenAI (OPENAI_API_KEY)
-    anthropic:MODEL                                 Anthropic (ANTHROPIC_API_KEY)
-    openai-compatible:http://HOST:PORT/v1#MODEL     any OpenAI-compatible server, e.g. `harness serve`
-    anthropic-compatible:http://HOST:PORT#MODEL     any Anthropic-compatible server
-    local | local:PATH                              the in-process engine (embedded model, or a GGUF/folder)
-    local-int4 | local-int4:PATH                    the same, with 4-bit weights
+scripted:FILE                                   replies from a JSON/YAML file
+openai:MODEL                                    OpenAI (OPENAI_API_KEY)
+anthropic:MODEL                                 Anthropic (ANTHROPIC_API_KEY)
+openai-compatible:http://HOST:PORT/v1#MODEL     any OpenAI-compatible server, e.g. `harness serve`
+anthropic-compatible:http://HOST:PORT#MODEL     any Anthropic-compatible server
+local | local:PATH                              the in-process engine (embedded model, or a GGUF/folder)
+local-int4 | local-int4:PATH                    the same, with 4-bit weights
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ KNOWN = (
     "scripted:FILE, openai:MODEL, anthropic:MODEL, openai-compatible:http://HOST:PORT/v1#MODEL, "
     "anthropic-compatible:http://HOST:PORT#MODEL, local, local:PATH, local-int4, local-int4:PATH"
 )
-_EXAMPLES = {"openai-compatible": "openai-compatible:http://127.0.0.1:8000/v1#smollm2",
-             "anthropic-compatible": "anthropic-compatible:http://127.0.0.1:8000#smollm2"}
+_EXAMPLES = {
+    "openai-compatible": "openai-compatible:http://127.0.0.1:8000/v1#smollm2",
+    "anthropic-compatible": "anthropic-compatible:http://127.0.0.1:8000#smollm2",
+}
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,26 @@ def _counter_buffer(device: torch.device, n: int) -> torch.Tensor:
 
 @triton.jit
 def _decode_kernel(
-    q_ptr, k_ptr, v_ptr, table_ptr, lens_ptr, m_ptr, l_ptr, acc_ptr, count_ptr, out_ptr,
-    scale, table_stride, num_parts,
-    G: tl.constexpr, GP: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
-    BS: tl.constexpr, PART: tl.constexpr, BLOCK_N: tl.constexpr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    table_ptr,
+    lens_ptr,
+    m_ptr,
+    l_ptr,
+    acc_ptr,
+    count_ptr,
+    out_ptr,
+    scale,
+    table_stride,
+    num_parts,
+    G: tl.constexpr,
+    GP: tl.constexpr,
+    KVH: tl.constexpr,
+    D: tl.constexpr,
+    BS: tl.constexpr,
+    PART: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     kh = tl.program_id(1)
@@ -134,8 +150,26 @@ def decode_attention(
     l = torch.empty_like(m)
     acc = torch.empty((b, h, num_parts, d), dtype=torch.float32, device=q.device)
     _decode_kernel[(b, kvh, num_parts)](
-        q, k_cache, v_cache, block_tables, context_lens, m, l, acc, _counter_buffer(q.device, b * kvh), out,
-        scale, block_tables.stride(0), num_parts,
-        G=group, GP=max(16, triton.next_power_of_2(group)), KVH=kvh, D=d, BS=bs, PART=part,
-        BLOCK_N=64, num_warps=4, num_stages=2,
+        q,
+        k_cache,
+        v_cache,
+        block_tables,
+        context_lens,
+        m,
+        l,
+        acc,
+        _counter_buffer(q.device, b * kvh),
+        out,
+        scale,
+        block_tables.stride(0),
+        num_parts,
+        G=group,
+        GP=max(16, triton.next_power_of_2(group)),
+        KVH=kvh,
+        D=d,
+        BS=bs,
+        PART=part,
+        BLOCK_N=64,
+        num_warps=4,
+        num_stages=2,
     )

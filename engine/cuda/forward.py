@@ -32,19 +32,32 @@ class CudaAttentionMetadata:
     max_prefill_len: int = 0
 
 
-def attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: CudaAttentionMetadata,
-              scale: float) -> torch.Tensor:
+def attention(
+    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: CudaAttentionMetadata, scale: float
+) -> torch.Tensor:
     out = torch.empty_like(q)
     if meta.num_decode:
         assert meta.decode_tables is not None and meta.decode_lens is not None, "decode rows come with their tables"
         decode_attention(q[: meta.num_decode], k_cache, v_cache, meta.decode_tables, meta.decode_lens, scale, out)
     if meta.max_prefill_len:
         assert (
-            meta.prefill_tables is not None and meta.prefill_q_start is not None
-            and meta.prefill_q_len is not None and meta.prefill_kv_len is not None
+            meta.prefill_tables is not None
+            and meta.prefill_q_start is not None
+            and meta.prefill_q_len is not None
+            and meta.prefill_kv_len is not None
         ), "prefill chunks come with their tables"
-        prefill_attention(q, k_cache, v_cache, meta.prefill_tables, meta.prefill_q_start, meta.prefill_q_len,
-                          meta.prefill_kv_len, meta.max_prefill_len, scale, out)
+        prefill_attention(
+            q,
+            k_cache,
+            v_cache,
+            meta.prefill_tables,
+            meta.prefill_q_start,
+            meta.prefill_q_len,
+            meta.prefill_kv_len,
+            meta.max_prefill_len,
+            scale,
+            out,
+        )
     return out
 
 

@@ -58,11 +58,30 @@ def _x_chunk(x_row, g_ptr, ks, K, NORM: tl.constexpr, GATED: tl.constexpr):
 
 @triton.jit
 def _gemv_kernel(
-    x_ptr, w_ptr, g_ptr, bias_ptr, out_ptr, N, K, eps,
-    pos_ptr, cos_ptr, sin_ptr, slot_ptr, k_cache_ptr, v_cache_ptr,
-    NORM: tl.constexpr, GATED: tl.constexpr, RESIDUAL: tl.constexpr, HAS_BIAS: tl.constexpr,
-    ROPE: tl.constexpr, H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    g_ptr,
+    bias_ptr,
+    out_ptr,
+    N,
+    K,
+    eps,
+    pos_ptr,
+    cos_ptr,
+    sin_ptr,
+    slot_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    NORM: tl.constexpr,
+    GATED: tl.constexpr,
+    RESIDUAL: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    ROPE: tl.constexpr,
+    H: tl.constexpr,
+    KVH: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -92,8 +111,22 @@ def _gemv_kernel(
     if HAS_BIAS:
         y += tl.load(bias_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
     if ROPE:
-        _rope_store(y, m, tl.program_id(0) * BLOCK_N, pos_ptr, cos_ptr, sin_ptr, slot_ptr, out_ptr,
-                    k_cache_ptr, v_cache_ptr, H, KVH, D, BLOCK_N)
+        _rope_store(
+            y,
+            m,
+            tl.program_id(0) * BLOCK_N,
+            pos_ptr,
+            cos_ptr,
+            sin_ptr,
+            slot_ptr,
+            out_ptr,
+            k_cache_ptr,
+            v_cache_ptr,
+            H,
+            KVH,
+            D,
+            BLOCK_N,
+        )
     else:
         out = out_ptr + m * N + rows
         if RESIDUAL:
@@ -102,8 +135,22 @@ def _gemv_kernel(
 
 
 @triton.jit
-def _rope_store(y, m, first, pos_ptr, cos_ptr, sin_ptr, slot_ptr, q_ptr, k_cache_ptr, v_cache_ptr,
-                H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr):
+def _rope_store(
+    y,
+    m,
+    first,
+    pos_ptr,
+    cos_ptr,
+    sin_ptr,
+    slot_ptr,
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    H: tl.constexpr,
+    KVH: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     """y: BLOCK_N outputs of row m of the pair-ordered QKV projection, from output `first`,
     all inside one head. Q heads go to q (T, H, D), K and V heads to the cache at row m's slot."""
     head = first // D
@@ -145,6 +192,7 @@ def gemv_config(n: int, k: int) -> tuple[int, int, int]:
 class RopeStore(NamedTuple):
     """Where the QKV projection's epilogue puts its result: RoPE at `positions`, K and V
     into one layer's cache at `slots` (-1 stores nothing)."""
+
     positions: torch.Tensor  # (T,)
     cos: torch.Tensor  # (max_len, D / 2) float32
     sin: torch.Tensor
@@ -156,28 +204,62 @@ class RopeStore(NamedTuple):
     head_dim: int
 
 
-def gemv(x, w, out, norm=None, eps=0.0, gated=False, residual=False, bias=None, rope: RopeStore | None = None,
-         pdl=True, config=None) -> None:
+def gemv(
+    x,
+    w,
+    out,
+    norm=None,
+    eps=0.0,
+    gated=False,
+    residual=False,
+    bias=None,
+    rope: RopeStore | None = None,
+    pdl=True,
+    config=None,
+) -> None:
     """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring); with
     rope, out is Q (T, H, D)."""
     n, k = w.shape
     assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
-    assert x.shape[-1] == (2 * k if gated else k) and out.numel() == x.shape[0] * (rope.num_heads * rope.head_dim
-                                                                                  if rope else n)
+    assert x.shape[-1] == (2 * k if gated else k) and out.numel() == x.shape[0] * (
+        rope.num_heads * rope.head_dim if rope else n
+    )
     block_n, block_k, warps = config or gemv_config(n, k)
     r = rope or RopeStore(w, w, w, w, w, w, 1, 1, 2)
     assert not rope or r.head_dim % block_n == 0
     _gemv_kernel[(triton.cdiv(n, block_n), x.shape[0])](
-        x, w, norm if norm is not None else w, bias if bias is not None else w, out, n, k, eps,
-        r.positions, r.cos, r.sin, r.slots, r.k_cache, r.v_cache,
-        NORM=norm is not None, GATED=gated, RESIDUAL=residual, HAS_BIAS=bias is not None,
-        ROPE=rope is not None, H=r.num_heads, KVH=r.num_kv_heads, D=r.head_dim,
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, launch_pdl=pdl and cuda.PDL,
+        x,
+        w,
+        norm if norm is not None else w,
+        bias if bias is not None else w,
+        out,
+        n,
+        k,
+        eps,
+        r.positions,
+        r.cos,
+        r.sin,
+        r.slots,
+        r.k_cache,
+        r.v_cache,
+        NORM=norm is not None,
+        GATED=gated,
+        RESIDUAL=residual,
+        HAS_BIAS=bias is not None,
+        ROPE=rope is not None,
+        H=r.num_heads,
+        KVH=r.num_kv_heads,
+        D=r.head_dim,
+        BLOCK_N=block_n,
+        BLOCK_K=block_k,
+        num_warps=warps,
+        launch_pdl=pdl and cuda.PDL,
     )
 
 
-def qkv_rope_store(x: torch.Tensor, w: torch.Tensor, norm: torch.Tensor, eps: float, bias: torch.Tensor | None,
-                   rope: RopeStore) -> torch.Tensor:
+def qkv_rope_store(
+    x: torch.Tensor, w: torch.Tensor, norm: torch.Tensor, eps: float, bias: torch.Tensor | None, rope: RopeStore
+) -> torch.Tensor:
     """The QKV projection of the normalised residual stream x, RoPE on Q and K, K and V stored
     into the cache; returns Q (T, H, D). w holds each Q and K head's rows in RoPE pairs."""
     t = x.shape[0]
@@ -204,8 +286,11 @@ def project(
 ) -> torch.Tensor:
     t = x.shape[0]
     if t <= GEMV_MAX_ROWS:
-        out = residual if residual is not None else torch.empty(
-            (t, w.shape[0]), dtype=out_dtype or x.dtype, device=x.device)
+        out = (
+            residual
+            if residual is not None
+            else torch.empty((t, w.shape[0]), dtype=out_dtype or x.dtype, device=x.device)
+        )
         if t:
             gemv(x, w, out, norm, eps, gated, residual is not None, bias, pdl=pdl)
         return out

@@ -37,8 +37,9 @@ def rope_pairs(t: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
 
 
 class CudaModel:
-    def __init__(self, ckpt: Checkpoint, device: str = "cuda", dtype: torch.dtype = torch.bfloat16,
-                 max_len: int | None = None):
+    def __init__(
+        self, ckpt: Checkpoint, device: str = "cuda", dtype: torch.dtype = torch.bfloat16, max_len: int | None = None
+    ):
         c: ModelConfig = ckpt.config
         assert c.head_dim & (c.head_dim - 1) == 0, "the Triton kernels need a power-of-two head_dim"
         self.config, self.device, self.dtype = c, torch.device(device), dtype
@@ -54,21 +55,26 @@ class CudaModel:
         self.lm_head = self.embed if c.tie_word_embeddings else mat(w["lm_head.weight"])  # (vocab, hidden)
         self.norm = vec("model.norm.weight")
         self.layers: list[CudaLayer] = []
+
         def fused_qkv(prefix, kind):  # Q and K pair-ordered for RoPE, then V
             q, k, v = (w[f"{prefix}self_attn.{n}_proj.{kind}"].to(device) for n in "qkv")
             return torch.cat([rope_pairs(q, c.num_heads, c.head_dim), rope_pairs(k, c.num_kv_heads, c.head_dim), v])
 
         for i in range(c.num_layers):
             p = f"model.layers.{i}."
-            self.layers.append(CudaLayer(
-                attn_norm=vec(p + "input_layernorm.weight"),
-                qkv=mat(fused_qkv(p, "weight")),
-                qkv_bias=fused_qkv(p, "bias").to(dtype) if c.qkv_bias else None,
-                o=mat(w[p + "self_attn.o_proj.weight"]),
-                mlp_norm=vec(p + "post_attention_layernorm.weight"),
-                gate_up=mat(torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)),
-                down=mat(w[p + "mlp.down_proj.weight"]),
-            ))
+            self.layers.append(
+                CudaLayer(
+                    attn_norm=vec(p + "input_layernorm.weight"),
+                    qkv=mat(fused_qkv(p, "weight")),
+                    qkv_bias=fused_qkv(p, "bias").to(dtype) if c.qkv_bias else None,
+                    o=mat(w[p + "self_attn.o_proj.weight"]),
+                    mlp_norm=vec(p + "post_attention_layernorm.weight"),
+                    gate_up=mat(
+                        torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)
+                    ),
+                    down=mat(w[p + "mlp.down_proj.weight"]),
+                )
+            )
         length = max_len or c.max_position_embeddings
         inv_freq = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.int64).float() / c.head_dim))
         freqs = torch.arange(length, dtype=torch.float32)[:, None] * inv_freq[None, :]  # as Hugging Face computes it

@@ -16,10 +16,22 @@ import triton.language as tl
 
 @triton.jit
 def _prefill_kernel(
-    q_ptr, k_ptr, v_ptr, out_ptr, table_ptr, q_start_ptr, q_len_ptr, kv_len_ptr,
-    scale, table_stride,
-    H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr, BS: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    out_ptr,
+    table_ptr,
+    q_start_ptr,
+    q_len_ptr,
+    kv_len_ptr,
+    scale,
+    table_stride,
+    H: tl.constexpr,
+    KVH: tl.constexpr,
+    D: tl.constexpr,
+    BS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     tile = tl.program_id(0)
     s = tl.program_id(1).to(tl.int64)
@@ -56,8 +68,11 @@ def _prefill_kernel(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m = m_new
     out = acc / l[:, None]
-    tl.store(out_ptr + ((q_start + rows)[:, None] * H + h) * D + d[None, :], out.to(out_ptr.dtype.element_ty),
-             mask=row_ok[:, None])
+    tl.store(
+        out_ptr + ((q_start + rows)[:, None] * H + h) * D + d[None, :],
+        out.to(out_ptr.dtype.element_ty),
+        mask=row_ok[:, None],
+    )
 
 
 def prefill_attention(
@@ -78,6 +93,22 @@ def prefill_attention(
     block_n = 64
     grid = (triton.cdiv(max_q_len, block_m), block_tables.shape[0], h)
     _prefill_kernel[grid](
-        q, k_cache, v_cache, out, block_tables, q_start, q_len, kv_len, scale, block_tables.stride(0),
-        H=h, KVH=kvh, D=d, BS=bs, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4, num_stages=2,
+        q,
+        k_cache,
+        v_cache,
+        out,
+        block_tables,
+        q_start,
+        q_len,
+        kv_len,
+        scale,
+        block_tables.stride(0),
+        H=h,
+        KVH=kvh,
+        D=d,
+        BS=bs,
+        BLOCK_M=block_m,
+        BLOCK_N=block_n,
+        num_warps=4,
+        num_stages=2,
     )

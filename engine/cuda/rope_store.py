@@ -16,8 +16,17 @@ import triton.language as tl
 
 @triton.jit
 def _rope_store_kernel(
-    qkv_ptr, pos_ptr, cos_ptr, sin_ptr, slot_ptr, q_out_ptr, k_cache_ptr, v_cache_ptr,
-    H: tl.constexpr, KVH: tl.constexpr, D: tl.constexpr,
+    qkv_ptr,
+    pos_ptr,
+    cos_ptr,
+    sin_ptr,
+    slot_ptr,
+    q_out_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    H: tl.constexpr,
+    KVH: tl.constexpr,
+    D: tl.constexpr,
 ):
     t = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1)
@@ -63,7 +72,17 @@ def rope_and_store(
     q = torch.empty((t, num_heads, head_dim), dtype=qkv.dtype, device=qkv.device)
     if t:
         _rope_store_kernel[(t, num_heads + num_kv_heads)](
-            qkv, positions, cos, sin, slot_mapping, q, k_cache, v_cache,
-            H=num_heads, KVH=num_kv_heads, D=head_dim, num_warps=1,
+            qkv,
+            positions,
+            cos,
+            sin,
+            slot_mapping,
+            q,
+            k_cache,
+            v_cache,
+            H=num_heads,
+            KVH=num_kv_heads,
+            D=head_dim,
+            num_warps=1,
         )
     return q

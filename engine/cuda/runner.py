@@ -35,8 +35,15 @@ def _pad(tables: list[list[int]]) -> torch.Tensor:
 
 
 class CudaRunner:
-    def __init__(self, model: CudaModel, kv: KVCache, block_size: int, max_model_len: int, max_batch: int,
-                 use_graphs: bool = True):
+    def __init__(
+        self,
+        model: CudaModel,
+        kv: KVCache,
+        block_size: int,
+        max_model_len: int,
+        max_batch: int,
+        use_graphs: bool = True,
+    ):
         self.model, self.kv, self.block_size = model, kv, block_size
         width = -(-max_model_len // block_size)
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
@@ -52,7 +59,7 @@ class CudaRunner:
     def run(self, inputs: CudaStepInputs, all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():
             nd = len(inputs.decode_tables)
-            if (self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch):
+            if self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch:
                 logits = self.graphs.run(inputs.host, inputs.decode_tables)
                 if all_logits or len(inputs.logits_rows) == nd:
                     return logits

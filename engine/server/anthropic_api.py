@@ -33,9 +33,17 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
                     text += b.text
                 elif isinstance(b, an.ToolUseBlock):
                     call_ids.add(b.id)
-                    calls.append({"id": b.id, "type": "function", "function": {"name": b.name, "arguments": json.dumps(b.input, ensure_ascii=False)}})
+                    calls.append(
+                        {
+                            "id": b.id,
+                            "type": "function",
+                            "function": {"name": b.name, "arguments": json.dumps(b.input, ensure_ascii=False)},
+                        }
+                    )
                 elif isinstance(b, an.ToolResultBlock):
-                    raise APIError(400, f"messages.{i}: tool_result blocks belong in user messages", param=f"messages.{i}")
+                    raise APIError(
+                        400, f"messages.{i}: tool_result blocks belong in user messages", param=f"messages.{i}"
+                    )
                 # thinking blocks: this model does not think, so there is nothing to render
             messages.append({"role": "assistant", "content": text, "tool_calls": calls})
             continue
@@ -44,11 +52,18 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
             if isinstance(b, an.ToolResultBlock):
                 if b.tool_use_id not in call_ids:
                     raise APIError(
-                        400, f"messages.{i}: tool_result for {b.tool_use_id!r}, which no earlier tool_use block has",
+                        400,
+                        f"messages.{i}: tool_result for {b.tool_use_id!r}, which no earlier tool_use block has",
                         param=f"messages.{i}",
                     )
                 content = b.content if isinstance(b.content, str) else _text(b.content)
-                messages.append({"role": "tool", "content": ("Error: " if b.is_error else "") + content, "tool_call_id": b.tool_use_id})
+                messages.append(
+                    {
+                        "role": "tool",
+                        "content": ("Error: " if b.is_error else "") + content,
+                        "tool_call_id": b.tool_use_id,
+                    }
+                )
             elif isinstance(b, an.TextBlock):
                 text += b.text
             else:
@@ -56,7 +71,10 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
         if text:
             messages.append({"role": "user", "content": text})
     tools = [
-        {"type": "function", "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description or "", "parameters": t.input_schema},
+        }
         for t in body.tools or []
     ]
     choice, name = "auto", None
@@ -113,7 +131,9 @@ def _content(reply: ChatReply) -> list:
         if isinstance(args, dict):
             blocks.append(an.ToolUseOut(id=f"toolu_{uuid.uuid4().hex[:24]}", name=c.name, input=args))
         else:  # the Messages API carries tool input as an object only: show the rest as text
-            blocks.append(an.TextOut(text=f'<tool_call>{{"name": {json.dumps(c.name)}, "arguments": {c.arguments}}}</tool_call>'))
+            blocks.append(
+                an.TextOut(text=f'<tool_call>{{"name": {json.dumps(c.name)}, "arguments": {c.arguments}}}</tool_call>')
+            )
     return blocks
 
 
@@ -137,12 +157,17 @@ def _event(kind: str, data: dict) -> str:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
 
 
-async def _sse(service: Service, chat: ChatRequest, body: an.MessagesRequest, first: RequestOutput, deltas) -> AsyncIterator[str]:
+async def _sse(
+    service: Service, chat: ChatRequest, body: an.MessagesRequest, first: RequestOutput, deltas
+) -> AsyncIterator[str]:
     block = service.engine.config.block_size
     cached = first.usage.cached_tokens
     written = max(0, first.usage.prompt_tokens // block * block - cached) if service.engine.radix is not None else 0
     start = an.MessageOut(
-        id=f"msg_{uuid.uuid4().hex[:24]}", model=body.model, content=[], stop_reason=None,
+        id=f"msg_{uuid.uuid4().hex[:24]}",
+        model=body.model,
+        content=[],
+        stop_reason=None,
         usage=usage(first.usage.prompt_tokens, cached, written, 1),
     )
     yield _event("message_start", {"message": start.model_dump()})
@@ -171,13 +196,22 @@ async def _sse(service: Service, chat: ChatRequest, body: an.MessagesRequest, fi
             yield _event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
             yield _event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": b.text}})
         else:
-            yield _event("content_block_start", {"index": index, "content_block": {"type": "tool_use", "id": b.id, "name": b.name, "input": {}}})
-            yield _event("content_block_delta", {"index": index, "delta": {"type": "input_json_delta", "partial_json": json.dumps(b.input)}})
+            yield _event(
+                "content_block_start",
+                {"index": index, "content_block": {"type": "tool_use", "id": b.id, "name": b.name, "input": {}}},
+            )
+            yield _event(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "input_json_delta", "partial_json": json.dumps(b.input)}},
+            )
         yield _event("content_block_stop", {"index": index})
         index += 1
     final = usage(reply.prompt_tokens, reply.cached_tokens, reply.cache_write_tokens, reply.completion_tokens)
     yield _event(
         "message_delta",
-        {"delta": {"stop_reason": _stop_reason(reply), "stop_sequence": reply.stop_sequence}, "usage": final.model_dump()},
+        {
+            "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": reply.stop_sequence},
+            "usage": final.model_dump(),
+        },
     )
     yield _event("message_stop", {})

@@ -56,7 +56,9 @@ async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes
                     raise APIError(413, f"the request body is over {max_bytes} bytes, the most this server takes")
                 chunks.append(chunk)
     except TimeoutError:
-        raise APIError(408, f"the request body did not arrive within {timeout_s:g} s; send it whole and promptly") from None
+        raise APIError(
+            408, f"the request body did not arrive within {timeout_s:g} s; send it whole and promptly"
+        ) from None
     return b"".join(chunks)
 
 
@@ -90,7 +92,12 @@ BODIES = (oa.ChatCompletionRequest, an.MessagesRequest)
 
 
 def _body(model) -> dict:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": REF.format(model=model.__name__)}}},
+        }
+    }
 
 
 def _openapi(app: FastAPI) -> dict:
@@ -176,12 +183,17 @@ def create_app(
 
     @app.post("/v1/chat/completions", openapi_extra=_body(oa.ChatCompletionRequest))
     async def chat_completions(request: Request):
-        return await answer(request, openai_api, "openai",
-                            lambda reply, model: openai_api.completion(reply, model).model_dump(exclude_none=False))
+        return await answer(
+            request,
+            openai_api,
+            "openai",
+            lambda reply, model: openai_api.completion(reply, model).model_dump(exclude_none=False),
+        )
 
     @app.post("/v1/messages", openapi_extra=_body(an.MessagesRequest))
     async def messages(request: Request):
-        return await answer(request, anthropic_api, "anthropic",
-                            lambda reply, model: anthropic_api.message(reply, model).model_dump())
+        return await answer(
+            request, anthropic_api, "anthropic", lambda reply, model: anthropic_api.message(reply, model).model_dump()
+        )
 
     return app

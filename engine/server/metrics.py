@@ -60,19 +60,27 @@ class EngineCollector(Collector):
         hist.add_metric([], buckets, seqs_sum)
         yield hist
         yield CounterMetricFamily("engine_steps", "Engine steps run", value=st["num_steps"])
-        yield GaugeMetricFamily("engine_max_batch_seqs", "Most sequences ever batched in one step", value=st["max_batch_seqs"])
+        yield GaugeMetricFamily(
+            "engine_max_batch_seqs", "Most sequences ever batched in one step", value=st["max_batch_seqs"]
+        )
         yield GaugeMetricFamily("engine_requests_running", "Requests being decoded or prefilled", value=st["running"])
         yield GaugeMetricFamily("engine_requests_waiting", "Requests queued for admission", value=st["waiting"])
         yield GaugeMetricFamily("engine_kv_blocks_total", "KV cache blocks", value=st["total_blocks"])
         yield GaugeMetricFamily(
-            "engine_kv_blocks_used", "KV cache blocks not free (running requests and prefix cache)",
+            "engine_kv_blocks_used",
+            "KV cache blocks not free (running requests and prefix cache)",
             value=st["total_blocks"] - st["free_blocks"],
         )
-        yield GaugeMetricFamily("engine_kv_blocks_cached", "KV cache blocks held by the prefix cache", value=st["cached_blocks"])
-        yield CounterMetricFamily("engine_preemptions", "Requests preempted for lack of KV blocks", value=st["preemptions"])
+        yield GaugeMetricFamily(
+            "engine_kv_blocks_cached", "KV cache blocks held by the prefix cache", value=st["cached_blocks"]
+        )
+        yield CounterMetricFamily(
+            "engine_preemptions", "Requests preempted for lack of KV blocks", value=st["preemptions"]
+        )
         prompt, cached = self.tokens.prompt_total(), self.tokens.cached_total()
         yield GaugeMetricFamily(
-            "engine_cache_hit_rate", "Prompt tokens served from the prefix cache / prompt tokens, since start",
+            "engine_cache_hit_rate",
+            "Prompt tokens served from the prefix cache / prompt tokens, since start",
             value=cached / prompt if prompt else 0.0,
         )
 
@@ -81,7 +89,9 @@ class Metrics:
     def __init__(self, engine: Engine):
         self.registry = CollectorRegistry()
         r = self.registry
-        self.requests = Counter("engine_http_requests", "HTTP API requests by API and outcome", ["api", "outcome"], registry=r)
+        self.requests = Counter(
+            "engine_http_requests", "HTTP API requests by API and outcome", ["api", "outcome"], registry=r
+        )
         self.prompt_tokens = Counter("engine_prompt_tokens", "Prompt tokens, cached ones included", registry=r)
         self.cached_tokens = Counter("engine_cached_tokens", "Prompt tokens served from the prefix cache", registry=r)
         self.completion_tokens = Counter("engine_completion_tokens", "Generated tokens", registry=r)
@@ -102,7 +112,15 @@ class Metrics:
         self._cached += output.usage.cached_tokens
 
     def request(self, api: str, status: int) -> None:
-        outcome = "ok" if status < 400 else "client_gone" if status == 499 else "client_error" if status < 500 else "server_error"
+        outcome = (
+            "ok"
+            if status < 400
+            else "client_gone"
+            if status == 499
+            else "client_error"
+            if status < 500
+            else "server_error"
+        )
         self.requests.labels(api, outcome).inc()
 
     def render(self) -> bytes:

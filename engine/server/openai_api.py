@@ -38,7 +38,8 @@ def to_chat(body: oa.ChatCompletionRequest) -> ChatRequest:
         else:
             if m.tool_call_id not in call_ids:
                 raise APIError(
-                    400, f"messages[{i}] is a tool result for call {m.tool_call_id!r}, which no earlier assistant message made",
+                    400,
+                    f"messages[{i}] is a tool result for call {m.tool_call_id!r}, which no earlier assistant message made",
                     param=f"messages.{i}.tool_call_id",
                 )
             messages.append({"role": "tool", "content": _text(m.content), "tool_call_id": m.tool_call_id})
@@ -53,7 +54,9 @@ def to_chat(body: oa.ChatCompletionRequest) -> ChatRequest:
         fmt = body.response_format.type
         if fmt == "json_schema":
             if body.response_format.json_schema is None:
-                raise APIError(400, "response_format of type json_schema needs a `json_schema` object", param="response_format")
+                raise APIError(
+                    400, "response_format of type json_schema needs a `json_schema` object", param="response_format"
+                )
             schema = body.response_format.json_schema.schema_
     stop = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     return ChatRequest(
@@ -106,7 +109,9 @@ def completion(reply: ChatReply, model: str) -> oa.ChatCompletion:
         model=model,
         choices=[
             oa.Choice(
-                message=oa.ResponseMessage(content=reply.content if reply.content or not calls else None, tool_calls=calls or None),
+                message=oa.ResponseMessage(
+                    content=reply.content if reply.content or not calls else None, tool_calls=calls or None
+                ),
                 finish_reason=_finish_reason(reply),
             )
         ],
@@ -125,8 +130,11 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
 
     def chunk(delta: oa.Delta, finish=None, usage=None, choices=True) -> str:
         c = oa.ChatCompletionChunk(
-            id=cid, created=created, model=model,
-            choices=[oa.ChunkChoice(delta=delta, finish_reason=finish)] if choices else [], usage=usage,
+            id=cid,
+            created=created,
+            model=model,
+            choices=[oa.ChunkChoice(delta=delta, finish_reason=finish)] if choices else [],
+            usage=usage,
         )
         return "data: " + c.model_dump_json() + "\n\n"
 
@@ -144,8 +152,12 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
         return
     calls = _calls(reply)
     if calls:
-        yield chunk(oa.Delta(tool_calls=[oa.DeltaToolCall(index=i, id=c.id, function=c.function) for i, c in enumerate(calls)]))
+        yield chunk(
+            oa.Delta(tool_calls=[oa.DeltaToolCall(index=i, id=c.id, function=c.function) for i, c in enumerate(calls)])
+        )
     yield chunk(oa.Delta(), finish=_finish_reason(reply))
     if body.stream_options is not None and body.stream_options.include_usage:
-        yield chunk(oa.Delta(), usage=_usage(reply.prompt_tokens, reply.cached_tokens, reply.completion_tokens), choices=False)
+        yield chunk(
+            oa.Delta(), usage=_usage(reply.prompt_tokens, reply.cached_tokens, reply.completion_tokens), choices=False
+        )
     yield "data: [DONE]\n\n"

@@ -126,7 +126,9 @@ def usable_metrics(pairs: list[Pair], notes: list[str]) -> list[Metric]:
     for m in METRICS:
         values = [(m.value(p.a), m.value(p.b)) for p in pairs]
         if any(x is None or y is None for x, y in values):
-            notes.append(f"{m.label} is left out: some runs have no value for it (a model missing from the price table).")
+            notes.append(
+                f"{m.label} is left out: some runs have no value for it (a model missing from the price table)."
+            )
             continue
         if m.name == "submitted" and all(p.a.submitted == p.a.success and p.b.submitted == p.b.success for p in pairs):
             continue  # no grader beyond submission: it would repeat `success`
@@ -134,17 +136,28 @@ def usable_metrics(pairs: list[Pair], notes: list[str]) -> list[Metric]:
     return out
 
 
-def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: str = "B", *,
-            primary: str = DEFAULT_PRIMARY, resamples: int = 10_000, seed: int = 0, alpha: float = 0.05,
-            level: float = 0.95) -> Comparison:
+def compare(
+    a: list[RunRecord],
+    b: list[RunRecord],
+    a_name: str = "A",
+    b_name: str = "B",
+    *,
+    primary: str = DEFAULT_PRIMARY,
+    resamples: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    level: float = 0.95,
+) -> Comparison:
     if primary not in METRIC_NAMES:
         raise HarnessError(f"unknown primary metric {primary!r}; choose one of {', '.join(METRIC_NAMES)}.")
     pairs, lone_a, lone_b = pair_runs(a, b)
     notes: list[str] = []
     metrics = usable_metrics(pairs, notes) if pairs else []
     if pairs and primary not in {m.name for m in metrics}:
-        raise HarnessError(f"the primary metric {primary!r} has no value for some runs (no price for the model?); "
-                           "choose another with --primary, or give --price-model.")
+        raise HarnessError(
+            f"the primary metric {primary!r} has no value for some runs (no price for the model?); "
+            "choose another with --primary, or give --price-model."
+        )
     results = [_test(m, pairs, level, resamples, seed) for m in metrics]
     secondary = [r for r in results if r.name != primary]
     for r, p_adj in zip(secondary, holm([r.p for r in secondary]), strict=True):
@@ -153,12 +166,24 @@ def compare(a: list[RunRecord], b: list[RunRecord], a_name: str = "A", b_name: s
         if r.name == primary:
             r.primary, r.p_adjusted = True, r.p
         r.detectable = r.p_adjusted < alpha
-    spend = next((m for m in metrics if m.name == "cost_usd"), None) or next(m for m in METRICS if m.name == "prompt_tokens")
+    spend = next((m for m in metrics if m.name == "cost_usd"), None) or next(
+        m for m in METRICS if m.name == "prompt_tokens"
+    )
     comparison = Comparison(
-        a_name=a_name, b_name=b_name,
-        a_policies=sorted({r.policy for r in a}), b_policies=sorted({r.policy for r in b}),
-        pairs=len(pairs), unpaired_a=[r.run_id for r in lone_a], unpaired_b=[r.run_id for r in lone_b],
-        primary=primary, alpha=alpha, level=level, resamples=resamples, seed=seed, metrics=results, notes=notes,
+        a_name=a_name,
+        b_name=b_name,
+        a_policies=sorted({r.policy for r in a}),
+        b_policies=sorted({r.policy for r in b}),
+        pairs=len(pairs),
+        unpaired_a=[r.run_id for r in lone_a],
+        unpaired_b=[r.run_id for r in lone_b],
+        primary=primary,
+        alpha=alpha,
+        level=level,
+        resamples=resamples,
+        seed=seed,
+        metrics=results,
+        notes=notes,
         verdict=verdict(results, len(pairs), alpha, level),
         rows=[TaskRow(p.a.task_id, p.a.seed, p.a, p.b) for p in pairs],
         spend_label=spend.label,
@@ -192,9 +217,30 @@ def _test(m: Metric, pairs: list[Pair], level: float, resamples: int, seed: int)
     else:
         res = paired_amounts(xa, xb, level, resamples=resamples, seed=seed)
         diffs = [y - x for x, y in zip(xa, xb, strict=True)]
-        counts = {"B higher": sum(d > 0 for d in diffs), "B lower": sum(d < 0 for d in diffs), "ties": sum(d == 0 for d in diffs)}
-    return MetricResult(m.name, m.label, m.kind, m.better, n, mean_a, mean_b, res.diff, res.low, res.high, res.test, res.p,
-                        effect=res.effect, ratio=res.ratio, ratio_low=res.ratio_low, ratio_high=res.ratio_high, counts=counts)
+        counts = {
+            "B higher": sum(d > 0 for d in diffs),
+            "B lower": sum(d < 0 for d in diffs),
+            "ties": sum(d == 0 for d in diffs),
+        }
+    return MetricResult(
+        m.name,
+        m.label,
+        m.kind,
+        m.better,
+        n,
+        mean_a,
+        mean_b,
+        res.diff,
+        res.low,
+        res.high,
+        res.test,
+        res.p,
+        effect=res.effect,
+        ratio=res.ratio,
+        ratio_low=res.ratio_low,
+        ratio_high=res.ratio_high,
+        counts=counts,
+    )
 
 
 def amount(r: MetricResult, value: float, sign: bool = True) -> str:
@@ -246,20 +292,32 @@ def describe(r: MetricResult, level: float = 0.95) -> str:
         size = f"{amount(r, r.diff)} per task ({ratio_text(r, level)})"
     else:
         relative = f", {r.relative:+.0%} of A" if math.isfinite(r.relative) else ""
-        size = f"{amount(r, r.diff)}{' per task' if r.kind != 'binary' else ''} ({level:.0%} CI {amount(r, r.ci_low)} to " \
-               f"{amount(r, r.ci_high)}{relative})"
+        size = (
+            f"{amount(r, r.diff)}{' per task' if r.kind != 'binary' else ''} ({level:.0%} CI {amount(r, r.ci_low)} to "
+            f"{amount(r, r.ci_high)}{relative})"
+        )
     return f"{r.label}{' (primary)' if r.primary else ''} {size}, {r.test} {p_text(r.p)}{adjusted}{reading}"
 
 
 def verdict(results: list[MetricResult], pairs: int, alpha: float, level: float) -> Verdict:
     if pairs == 0:
-        return Verdict(False, "No task appears in both batches, so nothing can be compared: pair runs by task id and seed.", [], [])
+        return Verdict(
+            False, "No task appears in both batches, so nothing can be compared: pair runs by task id and seed.", [], []
+        )
     found = [r for r in results if r.detectable]
     if not found:
         primary = next((r for r in results if r.primary), None)
         on_primary = f"the primary metric, {primary.label}, has {p_text(primary.p)}; " if primary else ""
-        return Verdict(False, (
-            f"No detectable difference between B and A on {pairs} paired tasks: {on_primary}no secondary metric "
-            f"differs at the {alpha:g} level after a Holm correction over {len(results) - 1}. "
-            "More tasks or repeated seeds would narrow the intervals"), [], [])
-    return Verdict(True, f"B differs from A on {pairs} paired tasks", [describe(r, level) for r in found], [r.name for r in found])
+        return Verdict(
+            False,
+            (
+                f"No detectable difference between B and A on {pairs} paired tasks: {on_primary}no secondary metric "
+                f"differs at the {alpha:g} level after a Holm correction over {len(results) - 1}. "
+                "More tasks or repeated seeds would narrow the intervals"
+            ),
+            [],
+            [],
+        )
+    return Verdict(
+        True, f"B differs from A on {pairs} paired tasks", [describe(r, level) for r in found], [r.name for r in found]
+    )

@@ -44,8 +44,15 @@ def chart(c: Comparison) -> str:
         Point("A", c.spend_a[0], c.success_a[0], A_COLOR, c.spend_a[1:], c.success_a[1:], note=note),
         Point("B", c.spend_b[0], c.success_b[0], B_COLOR, c.spend_b[1:], c.success_b[1:], note=note),
     ]
-    return scatter(points, f"Success rate against mean {c.spend_label} per task", f"mean {c.spend_label} per task",
-                   "success rate", x_fmt=usd if is_usd else compact, y_fmt=percent, y_range=(0.0, 1.0))
+    return scatter(
+        points,
+        f"Success rate against mean {c.spend_label} per task",
+        f"mean {c.spend_label} per task",
+        "success rate",
+        x_fmt=usd if is_usd else compact,
+        y_fmt=percent,
+        y_range=(0.0, 1.0),
+    )
 
 
 def cell(r: MetricResult, value: float) -> str:
@@ -59,7 +66,14 @@ def render(c: Comparison, out_dir: Path) -> tuple[Path, Path]:
     json_path = out_dir / "ab.json"
     json_path.write_text(json.dumps(to_json(c), indent=2) + "\n")
     html_path = out_dir / "ab.html"
-    context = {**common(), "c": c, "chart": Markup(chart(c)), "cell": cell, "amount": amount, "effect": effect_text,
-               "p_text": p_text}
+    context = {
+        **common(),
+        "c": c,
+        "chart": Markup(chart(c)),
+        "cell": cell,
+        "amount": amount,
+        "effect": effect_text,
+        "p_text": p_text,
+    }
     html_path.write_text(environment().get_template("ab.html.j2").render(context), encoding="utf-8")
     return html_path, json_path

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.journal import read_events, read_run_info
 from core.errors import HarnessError
-from agent.journal import read_run_info
 from evals.pricing import PriceTable, cost_usd, find_price
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import graded, submitted, success
-from agent.journal import read_events
 from evals.reports.steps import load_summary
 
 

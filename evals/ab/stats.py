@@ -50,8 +50,9 @@ class _OneSample:
     effect: float
 
 
-def paired_amounts(a: Sequence[float], b: Sequence[float], level: float = 0.95, *, resamples: int = 10_000,
-                   seed: int = 0) -> PairedResult:
+def paired_amounts(
+    a: Sequence[float], b: Sequence[float], level: float = 0.95, *, resamples: int = 10_000, seed: int = 0
+) -> PairedResult:
     """Compare paired amounts. Amounts above zero in every run (steps, tokens, cost, time) usually
     differ by a share rather than a fixed amount, a long task saving more than a short one, so they
     are tested on the log of B / A; amounts with zeros, on B − A."""
@@ -60,8 +61,17 @@ def paired_amounts(a: Sequence[float], b: Sequence[float], level: float = 0.95, 
     if len(d) and (xa > 0).all() and (xb > 0).all():
         r = _one_sample(np.log(xb / xa), level, resamples, seed)
         _, low, high = mean_interval(d, level)
-        return PairedResult(r.test + " on log ratios", r.p, float(d.mean()), low, high, r.effect,
-                            math.exp(r.mean), math.exp(r.low), math.exp(r.high))
+        return PairedResult(
+            r.test + " on log ratios",
+            r.p,
+            float(d.mean()),
+            low,
+            high,
+            r.effect,
+            math.exp(r.mean),
+            math.exp(r.low),
+            math.exp(r.high),
+        )
     r = _one_sample(d, level, resamples, seed)
     return PairedResult(r.test, r.p, r.mean, r.low, r.high, r.effect)
 
@@ -77,7 +87,9 @@ def _one_sample(x: np.ndarray, level: float, resamples: int, seed: int) -> _OneS
     sd = float(x.std(ddof=1))
     if sd == 0 or sd < 1e-12 * abs(mean):
         # every pair differs by the same amount: the t statistic is infinite (or 0/0 when nothing differs)
-        return _OneSample("paired t-test", 0.0 if mean else 1.0, mean, mean, mean, math.copysign(math.inf, mean) if mean else 0.0)
+        return _OneSample(
+            "paired t-test", 0.0 if mean else 1.0, mean, mean, mean, math.copysign(math.inf, mean) if mean else 0.0
+        )
     effect = mean / sd
     if n >= HEAVY_TAIL_MIN_PAIRS and stats.shapiro(x).pvalue < HEAVY_TAIL_ALPHA:
         nonzero = x[x != 0]
@@ -132,7 +144,9 @@ def poisson_rate(events: int, exposure: float, level: float = 0.95) -> tuple[flo
     return low / exposure, high / exposure
 
 
-def newcombe_paired(both: int, only_first: int, only_second: int, neither: int, level: float = 0.95) -> tuple[float, float]:
+def newcombe_paired(
+    both: int, only_first: int, only_second: int, neither: int, level: float = 0.95
+) -> tuple[float, float]:
     """Interval for p1 − p2, the difference of two paired rates (Newcombe 1998, square-and-add of
     Wilson intervals with a continuity-corrected correlation, as in Fagerland, Lydersen and Laake)."""
     n = both + only_first + only_second + neither

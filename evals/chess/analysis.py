@@ -55,8 +55,9 @@ def classify(drop: float) -> str | None:
     return None
 
 
-def analyse_game(start_fen: str, moves: Sequence[chess.Move], player: chess.Color, depth: int,
-                 engine_path: str = STOCKFISH) -> MoveQuality:
+def analyse_game(
+    start_fen: str, moves: Sequence[chess.Move], player: chess.Color, depth: int, engine_path: str = STOCKFISH
+) -> MoveQuality:
     board = chess.Board(start_fen)
     losses: list[MoveLoss] = []
     kinds = {"inaccuracy": 0, "mistake": 0, "blunder": 0}
@@ -91,4 +92,3 @@ def _evaluate(engine: chess.engine.SimpleEngine, board: chess.Board, pov: chess.
         return 0 if outcome.winner is None else (CP_CAP if outcome.winner == pov else -CP_CAP)
     score = engine.analyse(board, chess.engine.Limit(depth=depth))["score"].pov(pov)
     return max(-CP_CAP, min(CP_CAP, score.score(mate_score=100 * CP_CAP)))
-

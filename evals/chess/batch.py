@@ -14,21 +14,21 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.errors import HarnessError
-from core.events import Event
 from agent.journal import new_run_id, write_json_atomic
 from agent.models.base import ModelClient
+from core.errors import HarnessError
+from core.events import Event
 from core.policy import HarnessPolicy
 from evals.ab.stats import mean_interval, poisson_rate, wilson
 from evals.chess.game import GameRules
-from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.chess.opponents import check_spec
 from evals.chess.runner import GameRecord, GameRun, play_game
+from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 
 COLORS = ("white", "black", "alternate", "random")
 
@@ -77,6 +77,7 @@ class Batch(BaseModel):
 def estimate(value: float | None, low: float = math.nan, high: float = math.nan) -> Estimate:
     def r(x: float | None) -> float | None:
         return round(x, 4) if x is not None and math.isfinite(x) else None
+
     return Estimate(value=r(value), low=r(low), high=r(high))
 
 
@@ -117,7 +118,11 @@ def aggregate(records: Sequence[GameRecord]) -> Aggregate:
     analysed = [r.quality for r in records if r.quality is not None and r.quality.analysed_moves]
     analysed_moves = sum(q.analysed_moves for q in analysed)
     return Aggregate(
-        games=n, wins=wins, draws=draws, losses=losses, aborted=aborted,
+        games=n,
+        wins=wins,
+        draws=draws,
+        losses=losses,
+        aborted=aborted,
         win_loss=score(records),  # its mean is ((W − L)/N + 1)/2
         wrong_moves_per_1000_moves=per_move(records, lambda r: r.wrong_moves, 1000),
         wrong_actions_per_1000_moves=per_move(records, lambda r: r.wrong_actions, 1000),
@@ -125,11 +130,14 @@ def aggregate(records: Sequence[GameRecord]) -> Aggregate:
         completion_tokens_per_move=amount_per_move(records, lambda r: r.tokens["completion"]),
         avg_game_time_s=round(sum(r.game_time_s for r in records) / n, 3) if n else None,
         avg_plies=round(sum(r.plies for r in records) / n, 1) if n else None,
-        avg_cp_loss=round(sum(q.avg_cp_loss * q.analysed_moves for q in analysed if q.avg_cp_loss is not None)
-                          / analysed_moves, 1)
-        if analysed_moves else None,
+        avg_cp_loss=round(
+            sum(q.avg_cp_loss * q.analysed_moves for q in analysed if q.avg_cp_loss is not None) / analysed_moves, 1
+        )
+        if analysed_moves
+        else None,
         blunders_per_1000_moves=round(1000 * sum(q.blunders for q in analysed) / analysed_moves, 1)
-        if analysed_moves else None,
+        if analysed_moves
+        else None,
     )
 
 
@@ -144,13 +152,22 @@ def game_colors(color: str, games: int, seed: int) -> list[str]:
     raise ValueError(f"color must be one of {', '.join(COLORS)}, not {color!r}")
 
 
-def play_one(make_model: Callable[[int], ModelClient], opponent: str, color: str, policy: HarnessPolicy, seed: int,
-             rules: GameRules, analysis_depth: int | None, listeners: Sequence[Callable[[Event], None]],
-             out_dir: Path) -> GameRun:
+def play_one(
+    make_model: Callable[[int], ModelClient],
+    opponent: str,
+    color: str,
+    policy: HarnessPolicy,
+    seed: int,
+    rules: GameRules,
+    analysis_depth: int | None,
+    listeners: Sequence[Callable[[Event], None]],
+    out_dir: Path,
+) -> GameRun:
     """A batch job: one game with a fresh model seeded `seed`, into a run directory under `out_dir`."""
     game_policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
-    return play_game(make_model(seed), opponent, color, game_policy, out_dir, seed, rules, analysis_depth,
-                     listeners=listeners)
+    return play_game(
+        make_model(seed), opponent, color, game_policy, out_dir, seed, rules, analysis_depth, listeners=listeners
+    )
 
 
 def play_batch(
@@ -198,8 +215,17 @@ def play_batch(
         # Rewritten after every game, in game order, so an interrupted batch still leaves its finished games.
         ordered = [rows[g] for g in sorted(rows)]
         model_name = ordered[-1].record.model if ordered else ""
-        batch = Batch(batch_id=batch_id, model=model_name, opponent=opponent, color=color, policy=policy.name,
-                      seed=seed, rules=rules, games=ordered, aggregate=aggregate([r.record for r in ordered]))
+        batch = Batch(
+            batch_id=batch_id,
+            model=model_name,
+            opponent=opponent,
+            color=color,
+            policy=policy.name,
+            seed=seed,
+            rules=rules,
+            games=ordered,
+            aggregate=aggregate([r.record for r in ordered]),
+        )
         write_json_atomic(folder / "batch.json", batch.model_dump(mode="json"))
         return batch
 
@@ -216,21 +242,31 @@ def play_batch(
         if on_game is not None:
             on_game(i, played)
 
-    jobs = [Job(str(i + 1), play_one, (make_model, opponent, colors[i], policy, seed + i, rules, analysis_depth, tuple(listeners)))
-            for i in range(games) if i + 1 not in rows]
+    jobs = [
+        Job(
+            str(i + 1),
+            play_one,
+            (make_model, opponent, colors[i], policy, seed + i, rules, analysis_depth, tuple(listeners)),
+        )
+        for i in range(games)
+        if i + 1 not in rows
+    ]
     try:
         run_jobs(jobs, folder, options, arrived, tally)
     finally:
         tally.write(folder / "executor.json", [str(i + 1) for i in range(games)])
     batch = save()
     if failures:
-        raise HarnessError(f"{len(failures)} of {games} games failed ({'; '.join(failures)}). The finished games are in "
-                           f"{folder / 'batch.json'}; play the rest with --resume {folder}.")
+        raise HarnessError(
+            f"{len(failures)} of {games} games failed ({'; '.join(failures)}). The finished games are in "
+            f"{folder / 'batch.json'}; play the rest with --resume {folder}."
+        )
     return batch, folder
 
 
-def kept_games(folder: Path, opponent: str, color: str, policy: str, seed: int, rules: GameRules,
-               games: int) -> dict[int, GameRow]:
+def kept_games(
+    folder: Path, opponent: str, color: str, policy: str, seed: int, rules: GameRules, games: int
+) -> dict[int, GameRow]:
     """The finished games of an earlier run of this batch; a run directory of an unfinished game is moved aside."""
     path = folder / "batch.json"
     if not path.exists():
@@ -238,11 +274,13 @@ def kept_games(folder: Path, opponent: str, color: str, policy: str, seed: int, 
     old = Batch.model_validate_json(path.read_text())
     settings = (old.opponent, old.color, old.policy, old.seed, old.rules)
     if settings != (opponent, color, policy, seed, rules):
-        raise HarnessError(f"{folder} was played with other settings (opponent {old.opponent}, color {old.color}, "
-                           f"policy {old.policy}, seed {old.seed}, {old.rules}); resume it with the same ones.")
+        raise HarnessError(
+            f"{folder} was played with other settings (opponent {old.opponent}, color {old.color}, "
+            f"policy {old.policy}, seed {old.seed}, {old.rules}); resume it with the same ones."
+        )
     rows = {r.game: r for r in old.games if r.game <= games and (folder / r.run_dir / "summary.json").exists()}
     keep = {r.run_dir for r in rows.values()}
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     for child in folder.iterdir():
         if child.is_dir() and not child.name.startswith(".") and child.name not in keep:
             child.rename(folder / f".{child.name}.incomplete-{stamp}")

@@ -80,8 +80,10 @@ class Game:
 
     def describe(self) -> str:
         b = self.board
-        lines = [f"You play {color_name(self.player)}. Ply {len(b.move_stack) + 1}, move {b.fullmove_number}, "
-                 f"{color_name(b.turn)} to move."]
+        lines = [
+            f"You play {color_name(self.player)}. Ply {len(b.move_stack) + 1}, move {b.fullmove_number}, "
+            f"{color_name(b.turn)} to move."
+        ]
         last = self.last_opponent_move()
         lines.append(f"Opponent's last move: {last}" if last else "Opponent's last move: none yet")
         if b.is_check() and self.ending is None:
@@ -118,7 +120,10 @@ class Game:
         try:
             move = parse_move(b, text)
         except chess.AmbiguousMoveError:
-            return self._failed("Ambiguous", f"{text!r} fits more than one legal move; name the piece's file or rank (Nbd2) or use UCI (b1d2).")
+            return self._failed(
+                "Ambiguous",
+                f"{text!r} fits more than one legal move; name the piece's file or rank (Nbd2) or use UCI (b1d2).",
+            )
         except chess.IllegalMoveError:
             return self._failed("Illegal", f"{text!r} is not a legal move here; get_legal_moves lists the legal ones.")
         except chess.InvalidMoveError:
@@ -135,8 +140,10 @@ class Game:
         said += f" The opponent replied {reply}."
         if self.ending is not None:
             return MoveAttempt(True, f"{said} {self.ending.message} The game is over.", "Not run: the game is over.")
-        later = (f"Not run: your move {move.uci()} was played and the opponent has already replied ({reply}), so this "
-                 "call was planned for a board that no longer exists. Read the board again (get_board) before the next move.")
+        later = (
+            f"Not run: your move {move.uci()} was played and the opponent has already replied ({reply}), so this "
+            "call was planned for a board that no longer exists. Read the board again (get_board) before the next move."
+        )
         return MoveAttempt(True, f"{said} Your move.", later)
 
     def resign(self) -> Ending:
@@ -149,9 +156,12 @@ class Game:
             return
         self.replies += 1
         if self.ending is None and self.replies >= self.rules.max_replies:
-            self._end("forfeit_replies", not self.player,
-                      f"{self.replies} replies without a legal move this turn (limit {self.rules.max_replies}): "
-                      f"{color_name(self.player)} forfeits.")
+            self._end(
+                "forfeit_replies",
+                not self.player,
+                f"{self.replies} replies without a legal move this turn (limit {self.rules.max_replies}): "
+                f"{color_name(self.player)} forfeits.",
+            )
 
     def abort(self, why: str) -> None:
         """The run stopped for a reason outside the game (a budget, a model error)."""
@@ -193,9 +203,12 @@ class Game:
         left = self.rules.max_failed_moves - self.failed_moves
         text = f"{kind} move: {detail} Current position (FEN): {self.board.fen()}."
         if left <= 0:
-            ending = self._end("forfeit_wrong_moves", not self.player,
-                               f"{self.failed_moves} failed moves this turn (limit {self.rules.max_failed_moves}): "
-                               f"{color_name(self.player)} forfeits.")
+            ending = self._end(
+                "forfeit_wrong_moves",
+                not self.player,
+                f"{self.failed_moves} failed moves this turn (limit {self.rules.max_failed_moves}): "
+                f"{color_name(self.player)} forfeits.",
+            )
             text += f" {ending.message} The game is over."
         else:
             text += f" {left} failed move{'s' if left != 1 else ''} left this turn."

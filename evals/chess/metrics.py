@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agent.steps import fold
+from core.context_policy import ContextStep
 from core.events import Event
 from core.types import Message
-from core.context_policy import ContextStep
 from memory.render import Renderer
 
 # Observations that mean the model's action could not even be read as a tool call.

@@ -69,7 +69,9 @@ class StockfishSpec(BaseModel):
         return float(self.skill) if self.skill is not None else 20.0
 
 
-def weakened_choice(lines: list[chess.engine.InfoDict], level: float, rng: random.Random, turn: chess.Color) -> chess.Move:
+def weakened_choice(
+    lines: list[chess.engine.InfoDict], level: float, rng: random.Random, turn: chess.Color
+) -> chess.Move:
     """Stockfish's Skill::pick_best with a seeded generator: among the best lines, push each score up by a
     deterministic share of its gap to the best (more for weaker levels) plus a random share, take the highest."""
     scores = [info["score"].pov(turn).score(mate_score=100_000) for info in lines]
@@ -87,7 +89,9 @@ class StockfishOpponent:
     def __init__(self, spec: StockfishSpec, name: str, seed: int | None = 0):
         binary = shutil.which(spec.path)
         if binary is None:
-            raise HarnessError(f"Stockfish is not at {spec.path}. Install it (apt-get install stockfish) or pass path=... in the opponent spec.")
+            raise HarnessError(
+                f"Stockfish is not at {spec.path}. Install it (apt-get install stockfish) or pass path=... in the opponent spec."
+            )
         self.name = name
         self.spec = spec
         self.level = spec.level()
@@ -99,8 +103,9 @@ class StockfishOpponent:
         if self.level < 20:
             limit = self.spec.limit()
             depth = 1 + int(self.level) if limit.depth is None else min(limit.depth, 1 + int(self.level))
-            lines = self.engine.analyse(board, chess.engine.Limit(depth=depth, nodes=limit.nodes, time=limit.time),
-                                        multipv=WEAK_LINES)
+            lines = self.engine.analyse(
+                board, chess.engine.Limit(depth=depth, nodes=limit.nodes, time=limit.time), multipv=WEAK_LINES
+            )
             return weakened_choice(lines, self.level, self.rng, board.turn)
         move = self.engine.play(board, self.spec.limit()).move
         if move is None:
@@ -146,7 +151,9 @@ def check_spec(spec: str) -> str:
     if kind == "stockfish":
         parse_stockfish(spec)
     elif spec != "random":
-        raise HarnessError(f"Unknown opponent {spec!r}. Use `random` or `stockfish[:key=value,...]`, e.g. stockfish:skill=0.")
+        raise HarnessError(
+            f"Unknown opponent {spec!r}. Use `random` or `stockfish[:key=value,...]`, e.g. stockfish:skill=0."
+        )
     return spec
 
 

@@ -30,7 +30,7 @@ def board_in_view(messages: Sequence[Message]) -> chess.Board | None:
         if m.name == "get_board":
             for line in m.text.splitlines():
                 if line.startswith("FEN: "):
-                    return chess.Board(line[len("FEN: "):])
+                    return chess.Board(line[len("FEN: ") :])
     return None
 
 
@@ -50,8 +50,12 @@ class RandomPlayer:
         calls = self.decide(board)
         ids = tuple(ToolCall(id=f"call_{self.calls}_{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls))
         message = Message(role="assistant", tool_calls=ids, reasoning=self.think(board))
-        return ModelReply(message=message, usage=usage(messages, message), finish_reason="tool_calls" if ids else "stop",
-                          model=self.name)
+        return ModelReply(
+            message=message,
+            usage=usage(messages, message),
+            finish_reason="tool_calls" if ids else "stop",
+            model=self.name,
+        )
 
     def decide(self, board: chess.Board | None) -> list[tuple[str, str]]:
         if board is None or board.is_game_over():
@@ -82,8 +86,9 @@ class PlannedPlayer(RandomPlayer):
     `move:TEXT` (make_move with that text). An empty list is a reply with no call.
     """
 
-    def __init__(self, plan: Sequence[Sequence[str]], seed: int | None = 0, then: str = "random",
-                 name: str = "player:planned"):
+    def __init__(
+        self, plan: Sequence[Sequence[str]], seed: int | None = 0, then: str = "random", name: str = "player:planned"
+    ):
         super().__init__(seed, name=name)
         self.plan = [list(r) for r in plan]
         self.then = then
@@ -95,13 +100,18 @@ class PlannedPlayer(RandomPlayer):
 
     def act(self, action: str, board: chess.Board | None) -> tuple[str, str]:
         if action.startswith("move:"):
-            return call("make_move", move=action[len("move:"):])
+            return call("make_move", move=action[len("move:") :])
         if action == "random":
             if board is None:
                 raise ValueError("the plan asks for a random move before the board was read")
             return call("make_move", move=self.random_move(board))
-        simple = {"board": call("get_board"), "legal": call("get_legal_moves"), "resign": call("resign"),
-                  "bad_json": ("make_move", '{"move": '), "unknown_tool": call("teleport")}
+        simple = {
+            "board": call("get_board"),
+            "legal": call("get_legal_moves"),
+            "resign": call("resign"),
+            "bad_json": ("make_move", '{"move": '),
+            "unknown_tool": call("teleport"),
+        }
         if action not in simple:
             raise ValueError(f"unknown planned action {action!r}")
         return simple[action]
@@ -136,4 +146,6 @@ def load_player(spec: str, seed: int | None) -> RandomPlayer:
         return RandomPlayer(seed, reasoning_chars=chars, name=f"player:reasoning={chars}")
     if name == "silent":
         return PlannedPlayer([], seed, then="silent", name="player:silent")
-    raise HarnessError(f"Unknown scripted player {spec!r}; choose player:random, player:reasoning[=CHARS] or player:silent.")
+    raise HarnessError(
+        f"Unknown scripted player {spec!r}; choose player:random, player:reasoning[=CHARS] or player:silent."
+    )

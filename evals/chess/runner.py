@@ -17,15 +17,15 @@ import chess
 from pydantic import BaseModel
 
 from agent.dispatch import Dispatched
-from core.events import Event
 from agent.journal import read_events
-from agent.session import RunSpec, SandboxSpec, open_run
 from agent.models.base import ModelClient
-from core.policy import HarnessPolicy
+from agent.session import RunSpec, SandboxSpec, open_run
 from agent.state import RunState
 from agent.stopping import Stop
 from agent.summary import Summary
 from agent.task import Task
+from core.events import Event
+from core.policy import HarnessPolicy
 from evals.chess.analysis import MoveQuality, analyse_game
 from evals.chess.game import Game, GameRules, color_name, material
 from evals.chess.metrics import journal_figures
@@ -85,18 +85,21 @@ class GameRun:
 def chess_policy(policy: HarnessPolicy, rules: GameRules) -> HarnessPolicy:
     """The game's per-turn limits replace the loop's generic no-progress rules, which would
     otherwise end a game early (3 replies without a call; 50 steps in all)."""
-    stop = policy.stop.model_copy(update={
-        "max_steps": (rules.max_plies + 1) // 2 * rules.max_replies + 1,
-        "max_no_tool_replies": rules.max_replies,
-        "max_repeats": max(2, rules.max_replies),
-    })
+    stop = policy.stop.model_copy(
+        update={
+            "max_steps": (rules.max_plies + 1) // 2 * rules.max_replies + 1,
+            "max_no_tool_replies": rules.max_replies,
+            "max_repeats": max(2, rules.max_replies),
+        }
+    )
     return policy.model_copy(update={"stop": stop})
 
 
 def game_task(game: Game, opponent: str) -> Task:
     color = color_name(game.player)
-    system = SYSTEM.format(color=color, replies=game.rules.max_replies, failed=game.rules.max_failed_moves,
-                           plies=game.rules.max_plies)
+    system = SYSTEM.format(
+        color=color, replies=game.rules.max_replies, failed=game.rules.max_failed_moves, plies=game.rules.max_plies
+    )
     last = game.last_opponent_move()
     opening = f" The opponent opened with {last}." if last else ""
     prompt = f"A new game against {opponent}. You play {color}.{opening} It is your move."
@@ -146,14 +149,26 @@ def play_game(
         game = Game(chess.WHITE if color == "white" else chess.BLACK, engine, rules, start_fen)
         game.open()
         task = game_task(game, opponent)
-        spec = RunSpec(task, model, the_policy, out, sandbox=SandboxSpec(kind="none"), toolset="chess",
-                       tools=chess_tools(game), seed=seed, listeners=listeners, stop_rules=[game_rule(game)])
+        spec = RunSpec(
+            task,
+            model,
+            the_policy,
+            out,
+            sandbox=SandboxSpec(kind="none"),
+            toolset="chess",
+            tools=chess_tools(game),
+            seed=seed,
+            listeners=listeners,
+            stop_rules=[game_rule(game)],
+        )
         with open_run(spec) as session:
             summary = session.run()
             journal = session.journal
             game.abort(f"the run stopped ({summary.stop_reason}: {summary.message})")
             pgn = journal.store_artifact("game.pgn", game.pgn(model.name))
-            record = game_record(game, summary, journal.dir, pgn, model.name, opponent, seed, the_policy, analysis_depth)
+            record = game_record(
+                game, summary, journal.dir, pgn, model.name, opponent, seed, the_policy, analysis_depth
+            )
             summary = summary.model_copy(update={"outcome": record.model_dump(mode="json")})
             journal.write_summary(summary)
     finally:
@@ -161,8 +176,17 @@ def play_game(
     return GameRun(summary, journal.dir, record)
 
 
-def game_record(game: Game, summary: Summary, run_dir: Path, pgn: str, model: str, opponent: str,
-                seed: int | None, policy: HarnessPolicy, analysis_depth: int | None) -> GameRecord:
+def game_record(
+    game: Game,
+    summary: Summary,
+    run_dir: Path,
+    pgn: str,
+    model: str,
+    opponent: str,
+    seed: int | None,
+    policy: HarnessPolicy,
+    analysis_depth: int | None,
+) -> GameRecord:
     assert game.ending is not None
     f = journal_figures(read_events(run_dir), policy.context)
     mat = material(game.board)
@@ -171,17 +195,33 @@ def game_record(game: Game, summary: Summary, run_dir: Path, pgn: str, model: st
     if analysis_depth:
         quality = analyse_game(game.start_fen, game.board.move_stack, game.player, analysis_depth)
     return GameRecord(
-        color=color_name(game.player), opponent=opponent, model=model, seed=seed,
+        color=color_name(game.player),
+        opponent=opponent,
+        model=model,
+        seed=seed,
         **game_outcome(game),
-        message=game.ending.message, moves=f.moves, pgn=pgn,
-        wrong_moves=f.wrong_moves, wrong_actions=f.wrong_actions,
-        extra_moves_rejected=f.extra_moves_rejected, rejected_calls=f.rejected_calls,
-        replies=f.replies, tool_calls=f.tool_calls,
-        tokens={"prompt": f.prompt_tokens, "completion": f.completion_tokens, "cached": f.cached_tokens,
-                "reasoning": f.reasoning_tokens},
-        reasoning_chars=f.reasoning_chars, board_observation_chars=f.board_observation_chars,
+        message=game.ending.message,
+        moves=f.moves,
+        pgn=pgn,
+        wrong_moves=f.wrong_moves,
+        wrong_actions=f.wrong_actions,
+        extra_moves_rejected=f.extra_moves_rejected,
+        rejected_calls=f.rejected_calls,
+        replies=f.replies,
+        tool_calls=f.tool_calls,
+        tokens={
+            "prompt": f.prompt_tokens,
+            "completion": f.completion_tokens,
+            "cached": f.cached_tokens,
+            "reasoning": f.reasoning_tokens,
+        },
+        reasoning_chars=f.reasoning_chars,
+        board_observation_chars=f.board_observation_chars,
         prompt_chars=f.prompt_chars,
         prompt_chars_per_move=round(f.prompt_chars / f.moves, 1) if f.moves else None,
-        reply_time_s=f.reply_time_s, game_time_s=summary.wall_s,
-        material=mat, material_balance=mine - theirs, quality=quality,
+        reply_time_s=f.reply_time_s,
+        game_time_s=summary.wall_s,
+        material=mat,
+        material_balance=mine - theirs,
+        quality=quality,
     )

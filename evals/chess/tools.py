@@ -43,8 +43,12 @@ def chess_tools(game: Game) -> Registry:
 
     def legal_moves_schema() -> dict:
         legal = sorted(m.uci() for m in game.board.legal_moves) or ["0000"]
-        return {"type": "object", "properties": {"move": {"type": "string", "enum": legal}},
-                "required": ["move"], "additionalProperties": False}
+        return {
+            "type": "object",
+            "properties": {"move": {"type": "string", "enum": legal}},
+            "required": ["move"],
+            "additionalProperties": False,
+        }
 
     def resign(args: NoArgs, ctx: ToolContext) -> ToolResult:
         if game.ending is not None:
@@ -53,15 +57,34 @@ def chess_tools(game: Game) -> Registry:
         return ToolResult(f"{ending.message} The game is over.", rejects_later="Not run: the game is over.")
 
     tools = [
-        Tool("get_board", "Show the position.",
-             "Show the current position: FEN, an ASCII board from your side, whose move it is and the opponent's last move.",
-             NoArgs, Effect.READ, get_board),
-        Tool("get_legal_moves", "List the legal moves.", "List every legal move in the current position, in UCI notation.",
-             NoArgs, Effect.READ, get_legal_moves),
-        Tool("make_move", "Play your move.",
-             "Play one move in UCI (e2e4) or SAN (Nf3). The opponent replies at once, so only the first make_move of a "
-             "reply is played; read the board again before the next one.",
-             MoveArgs, Effect.WRITE, make_move, constraint=legal_moves_schema),
-        Tool("resign", "Resign the game.", "Give up the game; it ends at once as a loss.", NoArgs, Effect.WRITE, resign),
+        Tool(
+            "get_board",
+            "Show the position.",
+            "Show the current position: FEN, an ASCII board from your side, whose move it is and the opponent's last move.",
+            NoArgs,
+            Effect.READ,
+            get_board,
+        ),
+        Tool(
+            "get_legal_moves",
+            "List the legal moves.",
+            "List every legal move in the current position, in UCI notation.",
+            NoArgs,
+            Effect.READ,
+            get_legal_moves,
+        ),
+        Tool(
+            "make_move",
+            "Play your move.",
+            "Play one move in UCI (e2e4) or SAN (Nf3). The opponent replies at once, so only the first make_move of a "
+            "reply is played; read the board again before the next one.",
+            MoveArgs,
+            Effect.WRITE,
+            make_move,
+            constraint=legal_moves_schema,
+        ),
+        Tool(
+            "resign", "Resign the game.", "Give up the game; it ends at once as a loss.", NoArgs, Effect.WRITE, resign
+        ),
     ]
     return Registry.of(t for t in tools if t.name != "resign" or game.rules.allow_resign)

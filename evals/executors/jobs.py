@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -16,8 +15,7 @@ from core.errors import HarnessError
 from evals.executors.tally import Tally
 
 EXECUTORS = ("local", "ray")
-NO_RAY = ("--executor ray needs Ray, which is not installed: pip install 'harness[ray]' "
-          "(or pip install 'ray>=2.40').")
+NO_RAY = "--executor ray needs Ray, which is not installed: pip install 'harness[ray]' (or pip install 'ray>=2.40')."
 
 
 @dataclass(frozen=True)
@@ -89,8 +87,13 @@ def this_node() -> str:
     return socket.gethostname()
 
 
-def run_jobs(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
-             tally: Tally | None = None) -> list[Done]:
+def run_jobs(
+    jobs: Sequence[Job],
+    out_dir: Path,
+    options: ExecutorOptions,
+    on_done: Callable[[Done], None],
+    tally: Tally | None = None,
+) -> list[Done]:
     """Run every job; `on_done` is called on this thread as each finishes. Returns the outcomes in job order."""
     tally = tally or Tally(total=len(jobs))
     Path(out_dir).mkdir(parents=True, exist_ok=True)

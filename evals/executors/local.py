@@ -10,8 +10,9 @@ from evals.executors.jobs import Done, ExecutorOptions, Job, call, this_node
 from evals.executors.tally import Tally
 
 
-def run_locally(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
-                tally: Tally) -> list[Done]:
+def run_locally(
+    jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None], tally: Tally
+) -> list[Done]:
     node = this_node()
     tally.executor, tally.nodes = "local", 1
 

@@ -7,13 +7,17 @@ import typer
 from evals.executors.jobs import EXECUTORS, ExecutorOptions
 
 EXECUTOR = typer.Option("local", help=f"Where items run: {' or '.join(EXECUTORS)} (a Ray cluster; see evals/RAY.md).")
-RAY_ADDRESS = typer.Option(None, help="With --executor ray: a running cluster (auto, HOST:PORT, ray://HOST:PORT); "
-                                      "by default a Ray instance is started here with --workers CPUs.")
+RAY_ADDRESS = typer.Option(
+    None,
+    help="With --executor ray: a running cluster (auto, HOST:PORT, ray://HOST:PORT); "
+    "by default a Ray instance is started here with --workers CPUs.",
+)
 TASK_CPUS = typer.Option(1.0, min=0.0, help="With --executor ray: CPUs each item's task asks for.")
 TASK_MEMORY_MB = typer.Option(None, min=1, help="With --executor ray: memory (MB) each item's task asks for.")
 RETRIES = typer.Option(1, min=0, help="With --executor ray: runs again of an item whose worker or node died.")
 
 
-def executor_options(kind: str, workers: int, address: str | None, cpus: float, memory_mb: int | None,
-                     retries: int) -> ExecutorOptions:
+def executor_options(
+    kind: str, workers: int, address: str | None, cpus: float, memory_mb: int | None, retries: int
+) -> ExecutorOptions:
     return ExecutorOptions(kind=kind, workers=workers, address=address, cpus=cpus, memory_mb=memory_mb, retries=retries)

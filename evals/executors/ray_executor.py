@@ -34,8 +34,13 @@ except ImportError:  # the local executor never needs Ray
 LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
 CANCEL_GRACE_S = 10.0
 # The worker process or its node went away: the job itself may be fine, so it runs again.
-WORKER_LOST = (rex.WorkerCrashedError, rex.NodeDiedError, rex.LocalRayletDiedError, rex.ObjectLostError,
-               rex.OwnerDiedError)
+WORKER_LOST = (
+    rex.WorkerCrashedError,
+    rex.NodeDiedError,
+    rex.LocalRayletDiedError,
+    rex.ObjectLostError,
+    rex.OwnerDiedError,
+)
 
 
 def node_name() -> str:
@@ -91,8 +96,14 @@ def connect(options: ExecutorOptions) -> bool:
         ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING)
     else:
         slots = max(1, options.workers)
-        ray.init(num_cpus=slots, resources={"docker": slots} if docker_here() else {}, include_dashboard=False,
-                 object_store_memory=LOCAL_OBJECT_STORE_BYTES, log_to_driver=False, logging_level=logging.WARNING)
+        ray.init(
+            num_cpus=slots,
+            resources={"docker": slots} if docker_here() else {},
+            include_dashboard=False,
+            object_store_memory=LOCAL_OBJECT_STORE_BYTES,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+        )
     return True
 
 
@@ -115,13 +126,16 @@ def submit(job: Job, options: ExecutorOptions) -> ObjectRefGenerator:
 def check_feasible(jobs: Sequence[Job]) -> None:
     """Ray would wait forever for a resource no node has; say so instead."""
     if any(j.docker for j in jobs) and not ray.cluster_resources().get("docker"):
-        raise HarnessError("No node of the Ray cluster offers the `docker` resource these tasks need. Start the nodes "
-                           "that have a Docker engine with `ray start ... --resources='{\"docker\": N}'` "
-                           "(N sandboxes at once); see evals/RAY.md.")
+        raise HarnessError(
+            "No node of the Ray cluster offers the `docker` resource these tasks need. Start the nodes "
+            "that have a Docker engine with `ray start ... --resources='{\"docker\": N}'` "
+            "(N sandboxes at once); see evals/RAY.md."
+        )
 
 
-def run_on_ray(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
-               tally: Tally) -> list[Done]:
+def run_on_ray(
+    jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None], tally: Tally
+) -> list[Done]:
     owned = connect(options)
     try:
         check_feasible(jobs)
@@ -133,8 +147,9 @@ def run_on_ray(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_
             ray.shutdown()
 
 
-def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None],
-          tally: Tally) -> list[Done]:
+def drive(
+    jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None], tally: Tally
+) -> list[Done]:
     by_key = {j.key: j for j in jobs}
     attempts = {j.key: 1 for j in jobs}
     nodes: dict[str, str] = {}
@@ -163,8 +178,15 @@ def drive(jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done:
                         tally.retrying(key)
                         outstanding[submit(by_key[key], options)] = key
                     else:
-                        finish(Done(key, None, f"the worker died {attempts[key]} time(s): {type(e).__name__}",
-                                    attempts[key], nodes.get(key, "")))
+                        finish(
+                            Done(
+                                key,
+                                None,
+                                f"the worker died {attempts[key]} time(s): {type(e).__name__}",
+                                attempts[key],
+                                nodes.get(key, ""),
+                            )
+                        )
                     continue
                 except rex.RayError as e:  # the task could not run (e.g. its arguments did not unpickle)
                     finish(Done(key, None, f"{type(e).__name__}: {e}", attempts[key], nodes.get(key, "")))

@@ -46,8 +46,12 @@ class Tally:
                 self.done += 1
             else:
                 self.failed += 1
-            self.items[done.key] = {"status": "done" if ok else "error", "attempts": done.attempts, "node": done.node,
-                                    "wall_s": done.wall_s}
+            self.items[done.key] = {
+                "status": "done" if ok else "error",
+                "attempts": done.attempts,
+                "node": done.node,
+                "wall_s": done.wall_s,
+            }
         self.on_change(self)
 
     def reused(self, key: str) -> None:
@@ -65,9 +69,12 @@ class Tally:
 
     def write(self, path: Path, order: list[str]) -> None:
         """executor.json: where, how often and how long each item ran (written by both executors, so layouts match)."""
-        write_json_atomic(path, {
-            "executor": self.executor,
-            "nodes": self.nodes,
-            "retries": self.retried,
-            "items": {k: self.items[k] for k in order if k in self.items},
-        })
+        write_json_atomic(
+            path,
+            {
+                "executor": self.executor,
+                "nodes": self.nodes,
+                "retries": self.retried,
+                "items": {k: self.items[k] for k in order if k in self.items},
+            },
+        )

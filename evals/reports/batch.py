@@ -49,8 +49,10 @@ def batch_cards(runs: list[RunData]) -> list[Card]:
 
 def prompt_lines(runs: list[RunData]) -> str:
     if len(runs) <= MAX_LINES:
-        series = [Series(r.summary.task_id, [(s.n, prompt_tokens(s)) for s in r.steps if s.reply], PALETTE[i % len(PALETTE)])
-                  for i, r in enumerate(runs)]
+        series = [
+            Series(r.summary.task_id, [(s.n, prompt_tokens(s)) for s in r.steps if s.reply], PALETTE[i % len(PALETTE)])
+            for i, r in enumerate(runs)
+        ]
     else:
         by_step: dict[int, list[int]] = {}
         for r in runs:
@@ -75,10 +77,24 @@ def cost_scatter(runs: list[RunData]) -> str:
     priced = all(r.cost is not None for r in runs)
     good = Cloud("#16a34a", [(r.summary.steps, _height(r, priced)) for r in runs if success(r.summary)])
     bad = Cloud("#dc2626", [(r.summary.steps, _height(r, priced)) for r in runs if not success(r.summary)])
-    points = [Point(f"{'succeeded' if c is good else 'failed'} ({len(c.points)})", sum(x for x, _ in c.points) / len(c.points),
-                    sum(y for _, y in c.points) / len(c.points), c.color) for c in (good, bad) if c.points]
-    return scatter(points, cost_title(runs), "steps", "cost (USD)" if priced else "prompt tokens",
-                   clouds=[good, bad], y_fmt=usd if priced else compact)
+    points = [
+        Point(
+            f"{'succeeded' if c is good else 'failed'} ({len(c.points)})",
+            sum(x for x, _ in c.points) / len(c.points),
+            sum(y for _, y in c.points) / len(c.points),
+            c.color,
+        )
+        for c in (good, bad)
+        if c.points
+    ]
+    return scatter(
+        points,
+        cost_title(runs),
+        "steps",
+        "cost (USD)" if priced else "prompt tokens",
+        clouds=[good, bad],
+        y_fmt=usd if priced else compact,
+    )
 
 
 def _height(run: RunData, priced: bool) -> float:
@@ -91,8 +107,16 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
     rows = []
     for r in runs:
         report = render_run(r)
-        rows.append(RunRow(r, report.relative_to(batch_dir).as_posix() if report.is_relative_to(batch_dir) else report.as_uri(),
-                           outcome_label(r.summary), success(r.summary), format_usd(r.cost), len(r.findings)))
+        rows.append(
+            RunRow(
+                r,
+                report.relative_to(batch_dir).as_posix() if report.is_relative_to(batch_dir) else report.as_uri(),
+                outcome_label(r.summary),
+                success(r.summary),
+                format_usd(r.cost),
+                len(r.findings),
+            )
+        )
     counts = Counter(f.detector for r in runs for f in r.findings)
     context = {
         **common(),
@@ -100,13 +124,21 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "path": str(batch_dir),
         "cards": batch_cards(runs),
         "rows": rows,
-        "detectors": [(d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS],
+        "detectors": [
+            (d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS
+        ],
         "cost_title": cost_title(runs),
         "charts": {
             "prompt": Markup(prompt_lines(runs)),
             "cost": Markup(cost_scatter(runs)),
-            "findings": Markup(hbars([d.title for d in DETECTORS], [counts[d.name] for d in DETECTORS], "Findings by detector",
-                                     color="#f59e0b")),
+            "findings": Markup(
+                hbars(
+                    [d.title for d in DETECTORS],
+                    [counts[d.name] for d in DETECTORS],
+                    "Findings by detector",
+                    color="#f59e0b",
+                )
+            ),
         },
     }
     path = Path(out) if out is not None else batch_dir / "report.html"

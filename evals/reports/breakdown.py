@@ -67,8 +67,14 @@ def breakdowns(opening: list[Message], steps: list[Step], policy: dict[str, Any]
     out = []
     for s in steps:
         if s.reply is not None:
-            sent = {**head, "replies": live["replies"], "calls": live["calls"], "observations": live["observations"],
-                    "task": head["task"] + live["task"], "summaries": summaries}
+            sent = {
+                **head,
+                "replies": live["replies"],
+                "calls": live["calls"],
+                "observations": live["observations"],
+                "task": head["task"] + live["task"],
+                "summaries": summaries,
+            }
             sent["reasoning"] = {"none": 0, "last_turn": last_reasoning}.get(keep, live["reasoning"])
             _reconcile(sent, s.prompt_chars)
             out.append(_to_tokens(s.n, sent, s.usage.prompt_tokens))

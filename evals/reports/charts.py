@@ -25,8 +25,11 @@ PART_COLORS = {
 
 def compaction_markers(run: RunData) -> list[Marker]:
     return [
-        Marker(s.n + 0.5, f"compaction after step {s.n}: {c.tokens_before or '?'} → {c.tokens_after or '?'} tokens"
-               + (" (summary cut off)" if cut_off(c) else ""))
+        Marker(
+            s.n + 0.5,
+            f"compaction after step {s.n}: {c.tokens_before or '?'} → {c.tokens_after or '?'} tokens"
+            + (" (summary cut off)" if cut_off(c) else ""),
+        )
         for s in run.steps
         for c in s.compactions
     ]
@@ -38,7 +41,9 @@ def ideal_reuse(steps: list) -> list[Series]:
     known = [s for s in steps if s.prefix_reused is not None and s.counted_tokens]
     if not known:
         return []
-    return [Series("ideal prefix reuse", [(s.n, s.prefix_reused / s.counted_tokens) for s in known], "#64748b", dashed=True)]
+    return [
+        Series("ideal prefix reuse", [(s.n, s.prefix_reused / s.counted_tokens) for s in known], "#64748b", dashed=True)
+    ]
 
 
 def run_charts(run: RunData, parts: list[Breakdown]) -> dict[str, str]:
@@ -51,25 +56,62 @@ def run_charts(run: RunData, parts: list[Breakdown]) -> dict[str, str]:
     markers = compaction_markers(run)
     charts = {
         "prompt": line_chart(
-            [Series("prompt", list(zip(xs, prompts)), BLUE, "area"), Series("cached", list(zip(xs, cached)), GREEN, "area")],
-            "Prompt tokens per step", "step", unit, markers=markers),
+            [
+                Series("prompt", list(zip(xs, prompts)), BLUE, "area"),
+                Series("cached", list(zip(xs, cached)), GREEN, "area"),
+            ],
+            "Prompt tokens per step",
+            "step",
+            unit,
+            markers=markers,
+        ),
         "cumulative": line_chart(
-            [Series("prompt, cumulative", list(zip(xs, accumulate(prompts))), TEAL, "area"),
-             Series("cached, cumulative", list(zip(xs, accumulate(cached))), GREEN, "line", dashed=True)],
-            "Cumulative prompt tokens", "step", unit, markers=markers),
+            [
+                Series("prompt, cumulative", list(zip(xs, accumulate(prompts))), TEAL, "area"),
+                Series("cached, cumulative", list(zip(xs, accumulate(cached))), GREEN, "line", dashed=True),
+            ],
+            "Cumulative prompt tokens",
+            "step",
+            unit,
+            markers=markers,
+        ),
         "cached_share": line_chart(
-            [Series("cached share", [(s.n, s.usage.cached_tokens / p if p else 0.0) for s, p in zip(steps, prompts)], GREEN),
-             *ideal_reuse(steps)],
-            "Cached share of the prompt", "step", "share cached", markers=markers, y_fmt=percent, y_max=1.0),
+            [
+                Series(
+                    "cached share",
+                    [(s.n, s.usage.cached_tokens / p if p else 0.0) for s, p in zip(steps, prompts)],
+                    GREEN,
+                ),
+                *ideal_reuse(steps),
+            ],
+            "Cached share of the prompt",
+            "step",
+            "share cached",
+            markers=markers,
+            y_fmt=percent,
+            y_max=1.0,
+        ),
     }
     if run.price is not None:
         costs = [c or 0.0 for s, c in zip(run.steps, run.step_costs) if s.reply is not None]
-        charts["cost"] = line_chart([Series("cost", list(zip(xs, accumulate(costs))), PURPLE, "area")],
-                                    "Cumulative cost", "step", "USD", markers=markers, y_fmt=usd)
+        charts["cost"] = line_chart(
+            [Series("cost", list(zip(xs, accumulate(costs))), PURPLE, "area")],
+            "Cumulative cost",
+            "step",
+            "USD",
+            markers=markers,
+            y_fmt=usd,
+        )
     present = [p for p in PARTS if any(b.tokens.get(p) for b in parts)]
     charts["breakdown"] = stacked_bars(
         [b.step for b in parts],
         {PART_LABELS[p]: [b.tokens.get(p, 0) for b in parts] for p in present},
         {PART_LABELS[p]: PART_COLORS[p] for p in present},
-        "What each prompt was made of", "step", "tokens (estimated)", y_fmt=compact, width=1160, height=300)
+        "What each prompt was made of",
+        "step",
+        "tokens (estimated)",
+        y_fmt=compact,
+        width=1160,
+        height=300,
+    )
     return charts

@@ -65,8 +65,13 @@ def chess_view(run_dir: Path, outcome: dict[str, Any]) -> ChessView | None:
         rows.setdefault(board.fullmove_number, {})["white" if side == chess.WHITE else "black"] = cell
         board.push(move)
     last = board.peek() if board.move_stack else None
-    svg = chess.svg.board(board, orientation=player, lastmove=last, size=BOARD_PX,
-                          check=board.king(board.turn) if board.is_check() else None)
+    svg = chess.svg.board(
+        board,
+        orientation=player,
+        lastmove=last,
+        size=BOARD_PX,
+        check=board.king(board.turn) if board.is_check() else None,
+    )
     moves = [MoveRow(n, r.get("white"), r.get("black")) for n, r in sorted(rows.items())]
     return ChessView(Markup(svg), moves, game_record(outcome), outcome["pgn"])
 
@@ -88,22 +93,39 @@ def game_record(o: dict[str, Any]) -> list[tuple[str, str]]:
         ("opponent", str(o.get("opponent", "?"))),
         ("seed", _count(o.get("seed"))),
         ("plies", f"{_count(o.get('plies'))} ({_count(o.get('moves'))} moves by the agent)"),
-        ("wrong moves", f"{_count(o.get('wrong_moves'))} illegal or unparsable; {_count(o.get('wrong_actions'))} wrong actions"),
-        ("rejected", f"{_count(o.get('extra_moves_rejected'))} extra moves in one reply; {_count(o.get('rejected_calls'))} calls"),
+        (
+            "wrong moves",
+            f"{_count(o.get('wrong_moves'))} illegal or unparsable; {_count(o.get('wrong_actions'))} wrong actions",
+        ),
+        (
+            "rejected",
+            f"{_count(o.get('extra_moves_rejected'))} extra moves in one reply; {_count(o.get('rejected_calls'))} calls",
+        ),
         ("replies", _count(o.get("replies"))),
         ("tool calls", ", ".join(f"{k} {v:,}" for k, v in tools.items()) or "none"),
         ("tokens", ", ".join(f"{k} {v:,}" for k, v in tokens.items())),
-        ("prompt characters", f"{_count(o.get('prompt_chars'))} ({_count(o.get('prompt_chars_per_move'))} per move); "
-                              f"{_count(o.get('board_observation_chars'))} of board observations, "
-                              f"{_count(o.get('reasoning_chars'))} of reasoning"),
+        (
+            "prompt characters",
+            f"{_count(o.get('prompt_chars'))} ({_count(o.get('prompt_chars_per_move'))} per move); "
+            f"{_count(o.get('board_observation_chars'))} of board observations, "
+            f"{_count(o.get('reasoning_chars'))} of reasoning",
+        ),
         ("time", f"{o.get('reply_time_s', 0):,.1f} s in replies of {o.get('game_time_s', 0):,.1f} s"),
-        ("material", f"white {material.get('white', '?')}, black {material.get('black', '?')} "
-                     f"(agent {o.get('material_balance', 0):+d})"),
+        (
+            "material",
+            f"white {material.get('white', '?')}, black {material.get('black', '?')} "
+            f"(agent {o.get('material_balance', 0):+d})",
+        ),
     ]
     if q:
-        rows.append(("move quality", f"average centipawn loss {_count(q.get('avg_cp_loss'))} over {q.get('analysed_moves', 0)} moves "
-                                     f"(Stockfish depth {q.get('depth')}); inaccuracies {q.get('inaccuracies', 0)}, "
-                                     f"mistakes {q.get('mistakes', 0)}, blunders {q.get('blunders', 0)}"))
+        rows.append(
+            (
+                "move quality",
+                f"average centipawn loss {_count(q.get('avg_cp_loss'))} over {q.get('analysed_moves', 0)} moves "
+                f"(Stockfish depth {q.get('depth')}); inaccuracies {q.get('inaccuracies', 0)}, "
+                f"mistakes {q.get('mistakes', 0)}, blunders {q.get('blunders', 0)}",
+            )
+        )
     else:
         rows.append(("move quality", "not analysed"))
     return rows

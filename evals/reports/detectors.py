@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.models.base import estimate_tokens
-from core.types import ToolCall
 from core.events import Compacted
+from core.types import ToolCall
 from core.volatile import normalise
 from evals.reports.steps import CUT_REASONS, Step, cut_off
 
@@ -108,7 +108,11 @@ def repeated_action(steps: list[Step]) -> list[Finding]:
             continue  # permanent failures have their own detector
         key = (call_key(call), obs.status, normalise(obs.text))
         if key in seen and seen[key] != n:
-            out.append(Finding("repeated_action", n, f"{_describe(call)} repeats step {seen[key]}'s call and got the same result."))
+            out.append(
+                Finding(
+                    "repeated_action", n, f"{_describe(call)} repeats step {seen[key]}'s call and got the same result."
+                )
+            )
         seen.setdefault(key, n)
     return out
 
@@ -120,8 +124,13 @@ def retry_after_permanent_failure(steps: list[Step]) -> list[Finding]:
         key = call_key(call)
         if key in failed and failed[key][0] != n:
             first, kind = failed[key]
-            out.append(Finding("retry_after_permanent_failure", n,
-                               f"{_describe(call)} was sent again after it failed with {kind} at step {first}; the same call cannot succeed."))
+            out.append(
+                Finding(
+                    "retry_after_permanent_failure",
+                    n,
+                    f"{_describe(call)} was sent again after it failed with {kind} at step {first}; the same call cannot succeed.",
+                )
+            )
         if obs is not None and obs.error_kind in PERMANENT_KINDS:
             failed.setdefault(key, (n, obs.error_kind))
     return out
@@ -153,9 +162,13 @@ def cut_off_note(c: Compacted) -> str:
     if not c.ok:
         return "The summariser was cut off by its token cap and compaction failed, so the history stayed as it was."
     if c.finish_reason in CUT_REASONS:
-        return (f"The compaction summary was cut off (finish reason {c.finish_reason}); "
-                "the memory that replaced the history is incomplete.")
-    return "The summariser was cut off by its token cap, so compaction paid for a retry with a larger cap or fewer steps."
+        return (
+            f"The compaction summary was cut off (finish reason {c.finish_reason}); "
+            "the memory that replaced the history is incomplete."
+        )
+    return (
+        "The summariser was cut off by its token cap, so compaction paid for a retry with a larger cap or fewer steps."
+    )
 
 
 def truncated_compaction(steps: list[Step]) -> list[Finding]:
@@ -174,7 +187,13 @@ def context_jump(steps: list[Step]) -> list[Finding]:
             if before and abs(change) >= max(JUMP_MIN_TOKENS, JUMP_SHARE * before):
                 verb = "grew" if change > 0 else "shrank"
                 cause = _jump_cause(prev, s, change)
-                out.append(Finding("context_jump", s.n, f"The prompt {verb} from {before:,} to {now:,} tokens ({change / before:+.0%}){cause}."))
+                out.append(
+                    Finding(
+                        "context_jump",
+                        s.n,
+                        f"The prompt {verb} from {before:,} to {now:,} tokens ({change / before:+.0%}){cause}.",
+                    )
+                )
         prev = s
     return out
 
@@ -213,12 +232,21 @@ def cache_break(steps: list[Step]) -> list[Finding]:
             continue
         if prev is not None:
             reusable = reusable_tokens(prev, s)
-            if reusable is not None and reusable >= CACHE_MIN_PREFIX and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * reusable:
+            if (
+                reusable is not None
+                and reusable >= CACHE_MIN_PREFIX
+                and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * reusable
+            ):
                 now = s.usage.prompt_tokens
                 share = s.usage.cached_tokens / now if now else 0.0
-                out.append(Finding("cache_break", s.n,
-                                   f"Only {s.usage.cached_tokens:,} of {now:,} prompt tokens were cached ({share:.0%}), "
-                                   f"though about {reusable:,} repeated an earlier prompt's prefix."))
+                out.append(
+                    Finding(
+                        "cache_break",
+                        s.n,
+                        f"Only {s.usage.cached_tokens:,} of {now:,} prompt tokens were cached ({share:.0%}), "
+                        f"though about {reusable:,} repeated an earlier prompt's prefix.",
+                    )
+                )
         prev = s
     return out
 
@@ -237,31 +265,56 @@ def reasoning_heavy(steps: list[Step]) -> list[Finding]:
 
 
 DETECTORS: tuple[Detector, ...] = (
-    Detector("no_tool_call", "Steps with no tool call",
-             "The model replied without acting, so the step changed nothing.", no_tool_call),
-    Detector("repeated_action", "Repeated identical actions",
-             "A call with the same tool and arguments as an earlier one got the same result: nothing new was learned.",
-             repeated_action),
-    Detector("retry_after_permanent_failure", "Retries after a permanent failure",
-             "The same call was sent again after an error that cannot change (bad JSON, unknown tool, invalid arguments, refused).",
-             retry_after_permanent_failure),
-    Detector("rejected_or_denied", "Rejected or denied calls",
-             "Calls the dispatch policy rejected or the user refused: the model planned work that never ran.",
-             rejected_or_denied),
+    Detector(
+        "no_tool_call",
+        "Steps with no tool call",
+        "The model replied without acting, so the step changed nothing.",
+        no_tool_call,
+    ),
+    Detector(
+        "repeated_action",
+        "Repeated identical actions",
+        "A call with the same tool and arguments as an earlier one got the same result: nothing new was learned.",
+        repeated_action,
+    ),
+    Detector(
+        "retry_after_permanent_failure",
+        "Retries after a permanent failure",
+        "The same call was sent again after an error that cannot change (bad JSON, unknown tool, invalid arguments, refused).",
+        retry_after_permanent_failure,
+    ),
+    Detector(
+        "rejected_or_denied",
+        "Rejected or denied calls",
+        "Calls the dispatch policy rejected or the user refused: the model planned work that never ran.",
+        rejected_or_denied,
+    ),
     Detector("timeout", "Time-outs", "Tool calls or model calls that ran out of time.", timeouts),
-    Detector("truncated_compaction", "Cut-off compaction summaries",
-             "A compaction whose summary hit its length limit, so the memory that replaced the history is incomplete.",
-             truncated_compaction),
-    Detector("context_jump", "Context jumps",
-             f"The prompt grew or shrank by at least {JUMP_SHARE:.0%} and {JUMP_MIN_TOKENS:,} tokens from one step to the next.",
-             context_jump),
-    Detector("cache_break", "Cache breaks",
-             f"Less than {CACHE_EXPECTED_SHARE:.0%} of a prompt's reusable prefix was served from cache.",
-             cache_break),
-    Detector("reasoning_heavy", "Reasoning-heavy turns",
-             f"Turns with at least {REASONING_TIMES_MEDIAN:g}x the run's median reasoning tokens (and {REASONING_MIN:,}+), "
-             f"or over {REASONING_ALWAYS:,}.",
-             reasoning_heavy),
+    Detector(
+        "truncated_compaction",
+        "Cut-off compaction summaries",
+        "A compaction whose summary hit its length limit, so the memory that replaced the history is incomplete.",
+        truncated_compaction,
+    ),
+    Detector(
+        "context_jump",
+        "Context jumps",
+        f"The prompt grew or shrank by at least {JUMP_SHARE:.0%} and {JUMP_MIN_TOKENS:,} tokens from one step to the next.",
+        context_jump,
+    ),
+    Detector(
+        "cache_break",
+        "Cache breaks",
+        f"Less than {CACHE_EXPECTED_SHARE:.0%} of a prompt's reusable prefix was served from cache.",
+        cache_break,
+    ),
+    Detector(
+        "reasoning_heavy",
+        "Reasoning-heavy turns",
+        f"Turns with at least {REASONING_TIMES_MEDIAN:g}x the run's median reasoning tokens (and {REASONING_MIN:,}+), "
+        f"or over {REASONING_ALWAYS:,}.",
+        reasoning_heavy,
+    ),
 )
 BY_NAME = {d.name: d for d in DETECTORS}
 

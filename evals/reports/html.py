@@ -7,7 +7,7 @@ external assets. Long texts are clipped and linked (see timeline.py), so the fil
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -36,8 +36,13 @@ class Card:
 
 
 def environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["num"] = lambda v: f"{v:,}" if isinstance(v, int) else f"{v:,.2f}"
     env.filters["compact"] = compact
     env.filters["usd"] = format_usd
@@ -45,16 +50,20 @@ def environment() -> Environment:
 
 
 def common() -> dict:
-    return {"version": HARNESS_VERSION, "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {"version": HARNESS_VERSION, "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
 
 
 def cost_note(run: RunData) -> str:
     if run.price is None:
-        return (f"Cost unknown: the price table has no entry for model {run.info.model!r}. "
-                "Pass --prices FILE with its price, or --price-model NAME to price the run as another model.")
+        return (
+            f"Cost unknown: the price table has no entry for model {run.info.model!r}. "
+            "Pass --prices FILE with its price, or --price-model NAME to price the run as another model."
+        )
     p = run.price
-    return (f"Priced as {p.provider}:{p.model} at ${p.input:g} per million input and ${p.output:g} per million output tokens; "
-            f"cache reads at {p.cached_input:g}x and cache writes at {p.cache_write:g}x the input price.")
+    return (
+        f"Priced as {p.provider}:{p.model} at ${p.input:g} per million input and ${p.output:g} per million output tokens; "
+        f"cache reads at {p.cached_input:g}x and cache writes at {p.cache_write:g}x the input price."
+    )
 
 
 def cards(run: RunData) -> list[Card]:

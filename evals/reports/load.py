@@ -5,15 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import HarnessError
-from agent.journal import RunInfo, read_run_info
+from agent.journal import RunInfo, read_run_info, scan
+from agent.steps import Step, fold
 from agent.summary import Summary
+from core.errors import HarnessError
 from core.types import Message
 from evals.pricing import Price, PriceTable, cost_usd, find_price
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded
-from agent.journal import scan
-from agent.steps import Step, fold
 from evals.reports.steps import load_summary
 
 
@@ -60,7 +59,9 @@ def step_cost(price: Price | None, step: Step) -> float | None:
     if price is None:
         return None
     usages = [step.usage, *(c.summariser_usage for c in step.compactions)]
-    return sum(cost_usd(price, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens) for u in usages)
+    return sum(
+        cost_usd(price, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens) for u in usages
+    )
 
 
 def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunData:

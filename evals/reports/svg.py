@@ -18,6 +18,8 @@ _CONTROL = dict.fromkeys(c for c in range(32) if chr(c) not in "\t\n\r")
 def escape(text: str) -> str:
     """HTML-escape, and drop control characters, which XML (and so SVG) does not allow."""
     return _escape(str(text).translate(_CONTROL))
+
+
 W, H = 560, 250
 PAD_L, PAD_R, PAD_T, PAD_B = 58, 16, 30, 40
 MAX_HOVER_POINTS = 400  # beyond this, per-point hover targets cost more page than they help
@@ -97,8 +99,9 @@ class Frame:
         return self.height - PAD_B - (v - self.y0) / span * (self.height - self.top - PAD_B)
 
 
-def _axes(f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: Fmt, y_fmt: Fmt,
-          x_label: str, y_label: str) -> list[str]:
+def _axes(
+    f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: Fmt, y_fmt: Fmt, x_label: str, y_label: str
+) -> list[str]:
     out = []
     for t in y_ticks:
         y = f.y(t)
@@ -106,11 +109,17 @@ def _axes(f: Frame, x_ticks: Sequence[float], y_ticks: Sequence[float], x_fmt: F
         out.append(f'<text class="tick" x="{f.left - 6}" y="{y + 3.5:.1f}" text-anchor="end">{escape(y_fmt(t))}</text>')
     for t in x_ticks:
         x = f.x(t)
-        out.append(f'<text class="tick" x="{x:.1f}" y="{f.height - PAD_B + 15}" text-anchor="middle">{escape(x_fmt(t))}</text>')
+        out.append(
+            f'<text class="tick" x="{x:.1f}" y="{f.height - PAD_B + 15}" text-anchor="middle">{escape(x_fmt(t))}</text>'
+        )
     base = f.height - PAD_B
     out.append(f'<line class="axis" x1="{f.left}" x2="{f.width - PAD_R}" y1="{base}" y2="{base}"/>')
-    out.append(f'<text class="label" x="{(f.left + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>')
-    out.append(f'<text class="label" transform="translate(12 {(f.top + base) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>')
+    out.append(
+        f'<text class="label" x="{(f.left + f.width - PAD_R) / 2:.0f}" y="{f.height - 6}" text-anchor="middle">{escape(x_label)}</text>'
+    )
+    out.append(
+        f'<text class="label" transform="translate(12 {(f.top + base) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(y_label)}</text>'
+    )
     return out
 
 
@@ -152,12 +161,24 @@ def _legend(items: Sequence[tuple[str, str]], width: int) -> list[str]:
 
 
 def _svg(body: list[str], title: str, width: int = W, height: int = H) -> str:
-    return (f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{escape(title)}" '
-            f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>")
+    return (
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{escape(title)}" '
+        f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>"
+    )
 
 
-def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str, *, markers: Sequence[Marker] = (),
-               y_fmt: Fmt = compact, x_fmt: Fmt = compact, y_min: float | None = 0, y_max: float | None = None) -> str:
+def line_chart(
+    series: Sequence[Series],
+    title: str,
+    x_label: str,
+    y_label: str,
+    *,
+    markers: Sequence[Marker] = (),
+    y_fmt: Fmt = compact,
+    x_fmt: Fmt = compact,
+    y_min: float | None = 0,
+    y_max: float | None = None,
+) -> str:
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points]
     if not xs:
@@ -168,18 +189,24 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
     x_ticks = [t for t in x_ticks if min(xs) <= t <= max(xs)] or [min(xs)]
     legend = [(s.name, s.color) for s in series] + ([("compaction", markers[0].color)] if markers else [])
     top = _legend_top(legend, W)
-    f = Frame(min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1], W, H + top - PAD_T, top, _left(y_ticks, y_fmt))
+    f = Frame(
+        min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1], W, H + top - PAD_T, top, _left(y_ticks, y_fmt)
+    )
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for m in markers:
         x = f.x(m.x)
-        body.append(f'<g class="marker"><line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{f.height - PAD_B}" stroke="{m.color}"/>'
-                    f'<title>{escape(m.label)}</title></g>')
+        body.append(
+            f'<g class="marker"><line x1="{x:.1f}" x2="{x:.1f}" y1="{f.top}" y2="{f.height - PAD_B}" stroke="{m.color}"/>'
+            f"<title>{escape(m.label)}</title></g>"
+        )
     for s in series:
         pts = " ".join(f"{f.x(x):.1f},{f.y(y):.1f}" for x, y in s.points)
         if s.kind == "area" and s.points:
             base = f.y(max(f.y0, 0))
             first, last = f.x(s.points[0][0]), f.x(s.points[-1][0])
-            body.append(f'<polygon points="{first:.1f},{base:.1f} {pts} {last:.1f},{base:.1f}" fill="{s.color}" fill-opacity="0.18" stroke="none"/>')
+            body.append(
+                f'<polygon points="{first:.1f},{base:.1f} {pts} {last:.1f},{base:.1f}" fill="{s.color}" fill-opacity="0.18" stroke="none"/>'
+            )
         if s.kind in ("line", "area"):
             dash = ' stroke-dasharray="5 4"' if s.dashed else ""
             body.append(f'<polyline points="{pts}" fill="none" stroke="{s.color}" stroke-width="1.8"{dash}/>')
@@ -187,16 +214,26 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
             r = 3 if s.kind == "dots" else 2.2
             body.extend(
                 f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="{r}" fill="{s.color}"><title>{escape(s.name)} at {escape(x_fmt(x))}: '
-                f'{escape(y_fmt(y))}</title></circle>'
+                f"{escape(y_fmt(y))}</title></circle>"
                 for x, y in s.points
             )
     body.extend(_legend(legend, f.width))
     return _svg(body, title, f.width, f.height)
 
 
-def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors: dict[str, str], title: str,
-                 x_label: str, y_label: str, *, y_fmt: Fmt = compact, max_bars: int = 200, width: int = W,
-                 height: int = H) -> str:
+def stacked_bars(
+    xs: Sequence[float],
+    parts: dict[str, Sequence[float]],
+    colors: dict[str, str],
+    title: str,
+    x_label: str,
+    y_label: str,
+    *,
+    y_fmt: Fmt = compact,
+    max_bars: int = 200,
+    width: int = W,
+    height: int = H,
+) -> str:
     """One bar per x, split into parts; more than `max_bars` bars are averaged into bins."""
     if not xs:
         return f'<p class="empty">No data for “{escape(title)}”.</p>'
@@ -208,8 +245,16 @@ def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors:
     lo, hi = min(bar_x), max(bar_x)
     legend = [(n, colors[n]) for n in stacks if any(stacks[n])]
     top = _legend_top(legend, width)
-    f = Frame(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), 0, y_ticks[-1], width, height + top - PAD_T, top,
-              _left(y_ticks, y_fmt))
+    f = Frame(
+        lo - 0.5 * _gap(bar_x),
+        hi + 0.5 * _gap(bar_x),
+        0,
+        y_ticks[-1],
+        width,
+        height + top - PAD_T,
+        top,
+        _left(y_ticks, y_fmt),
+    )
     x_ticks = [t for t in nice_ticks(lo, max(hi, lo + 1), 6, integer=_whole(xs)) if lo <= t <= hi] or [lo]
     body = _axes(f, x_ticks, y_ticks, compact, y_fmt, x_label, y_label)
     bar_w = max(1.0, (f.x(lo + _gap(bar_x)) - f.x(lo)) * 0.8)
@@ -223,7 +268,9 @@ def stacked_bars(xs: Sequence[float], parts: dict[str, Sequence[float]], colors:
             if v <= 0:
                 continue
             bar_top, bar_bottom = f.y(y_acc + v), f.y(y_acc)
-            body.append(f'<rect x="{f.x(x) - bar_w / 2:.1f}" y="{bar_top:.1f}" width="{bar_w:.1f}" height="{bar_bottom - bar_top:.1f}" fill="{colors[name]}"/>')
+            body.append(
+                f'<rect x="{f.x(x) - bar_w / 2:.1f}" y="{bar_top:.1f}" width="{bar_w:.1f}" height="{bar_bottom - bar_top:.1f}" fill="{colors[name]}"/>'
+            )
             y_acc += v
         body.append("</g>")
     body.extend(_legend(legend, f.width))
@@ -262,34 +309,56 @@ class Cloud:
     points: list[tuple[float, float]] = field(default_factory=list)
 
 
-def scatter(points: Sequence[Point], title: str, x_label: str, y_label: str, *, clouds: Sequence[Cloud] = (),
-            x_fmt: Fmt = compact, y_fmt: Fmt = compact, y_range: tuple[float, float] | None = None) -> str:
+def scatter(
+    points: Sequence[Point],
+    title: str,
+    x_label: str,
+    y_label: str,
+    *,
+    clouds: Sequence[Cloud] = (),
+    x_fmt: Fmt = compact,
+    y_fmt: Fmt = compact,
+    y_range: tuple[float, float] | None = None,
+) -> str:
     xs = [v for p in points for v in (p.x, *(p.x_err or ()))] + [x for c in clouds for x, _ in c.points]
     ys = [v for p in points for v in (p.y, *(p.y_err or ()))] + [y for c in clouds for _, y in c.points]
     if not xs:
         return f'<p class="empty">No data for “{escape(title)}”.</p>'
     whole = _whole([p.x for p in points if not p.x_err] + [x for c in clouds for x, _ in c.points])
-    x_ticks = nice_ticks(min(0.0, min(xs)), max(max(xs) * 1.1, 1e-9), integer=whole)  # room for labels right of the points
+    x_ticks = nice_ticks(
+        min(0.0, min(xs)), max(max(xs) * 1.1, 1e-9), integer=whole
+    )  # room for labels right of the points
     y_ticks = nice_ticks(*(y_range or (min(0.0, min(ys)), max(max(ys), 1e-9))))
     f = Frame(x_ticks[0], x_ticks[-1], y_ticks[0], y_ticks[-1], left=_left(y_ticks, y_fmt))
     body = _axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for c in clouds:
-        body.extend(f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="2.5" fill="{c.color}" fill-opacity="0.25"/>' for x, y in c.points)
+        body.extend(
+            f'<circle cx="{f.x(x):.1f}" cy="{f.y(y):.1f}" r="2.5" fill="{c.color}" fill-opacity="0.25"/>'
+            for x, y in c.points
+        )
     placed: list[Box] = []
     for p in points:
         cx, cy = f.x(p.x), f.y(p.y)
         body.append("<g>")
         if p.x_err:
-            body.append(f'<line x1="{f.x(p.x_err[0]):.1f}" x2="{f.x(p.x_err[1]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{p.color}" stroke-width="2"/>')
+            body.append(
+                f'<line x1="{f.x(p.x_err[0]):.1f}" x2="{f.x(p.x_err[1]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{p.color}" stroke-width="2"/>'
+            )
         if p.y_err:
-            body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{f.y(p.y_err[0]):.1f}" y2="{f.y(p.y_err[1]):.1f}" stroke="{p.color}" stroke-width="2"/>')
+            body.append(
+                f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{f.y(p.y_err[0]):.1f}" y2="{f.y(p.y_err[1]):.1f}" stroke="{p.color}" stroke-width="2"/>'
+            )
         body.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{p.color}" stroke="#fff" stroke-width="1.5"/>')
         box = label_box(cx, cy, p.name, f, placed)
         placed.append(box)
-        body.append(f'<text class="point-label" x="{box.x0 if box.anchor == "start" else box.x1:.1f}" y="{box.y1 - 3:.1f}" '
-                    f'text-anchor="{box.anchor}">{escape(p.name)}</text>')
-        body.append(f"<title>{escape(p.name)}: {escape(x_label)} {escape(x_fmt(p.x))}, {escape(y_label)} {escape(y_fmt(p.y))}"
-                    f"{escape(' — ' + p.note) if p.note else ''}</title></g>")
+        body.append(
+            f'<text class="point-label" x="{box.x0 if box.anchor == "start" else box.x1:.1f}" y="{box.y1 - 3:.1f}" '
+            f'text-anchor="{box.anchor}">{escape(p.name)}</text>'
+        )
+        body.append(
+            f"<title>{escape(p.name)}: {escape(x_label)} {escape(x_fmt(p.x))}, {escape(y_label)} {escape(y_fmt(p.y))}"
+            f"{escape(' — ' + p.note) if p.note else ''}</title></g>"
+        )
     return _svg(body, title)
 
 
@@ -319,8 +388,15 @@ def label_box(cx: float, cy: float, text: str, f: Frame, placed: Sequence[Box]) 
     return Box(x0, cy - 8 - h, x0 + w, cy - 8, anchor)
 
 
-def hbars(labels: Sequence[str], values: Sequence[float], title: str, *, color: str = "#2563eb",
-          fmt: Fmt = compact, width: int = W) -> str:
+def hbars(
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str,
+    *,
+    color: str = "#2563eb",
+    fmt: Fmt = compact,
+    width: int = W,
+) -> str:
     """Horizontal bars with their labels on the left: counts per category."""
     if not labels:
         return f'<p class="empty">No data for “{escape(title)}”.</p>'
@@ -334,7 +410,9 @@ def hbars(labels: Sequence[str], values: Sequence[float], title: str, *, color: 
         w = span * v / top_value
         faint = ' fill-opacity="0.25"' if not v else ""
         body.append(f'<text class="legend" x="{label_w - 8}" y="{y + 15}" text-anchor="end">{escape(label)}</text>')
-        body.append(f'<rect x="{label_w}" y="{y + 4}" width="{max(w, 0.5):.1f}" height="{row - 8}" rx="3" fill="{color}"'
-                    f'{faint}><title>{escape(label)}: {escape(fmt(v))}</title></rect>')
+        body.append(
+            f'<rect x="{label_w}" y="{y + 4}" width="{max(w, 0.5):.1f}" height="{row - 8}" rx="3" fill="{color}"'
+            f"{faint}><title>{escape(label)}: {escape(fmt(v))}</title></rect>"
+        )
         body.append(f'<text class="tick" x="{label_w + w + 6:.1f}" y="{y + 15}">{escape(fmt(v))}</text>')
     return _svg(body, title, width, height)

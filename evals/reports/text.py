@@ -57,8 +57,10 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
     for r in runs:
         s = r.summary
         hit = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "—"
-        lines.append(f"| {s.run_id} | {s.task_id} | {outcome_label(s)} | {s.steps} | {s.tokens.prompt:,} | {hit} | "
-                     f"{format_usd(r.cost)} | {len(r.findings)} |")
+        lines.append(
+            f"| {s.run_id} | {s.task_id} | {outcome_label(s)} | {s.steps} | {s.tokens.prompt:,} | {hit} | "
+            f"{format_usd(r.cost)} | {len(r.findings)} |"
+        )
     counts = Counter(f.detector for r in runs for f in r.findings)
     lines += ["", "| detector | findings | runs |", "|---|---:|---:|"]
     for d in DETECTORS:

@@ -14,10 +14,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.events import Compacted
 from evals.pricing import format_usd
 from evals.reports.breakdown import Breakdown
 from evals.reports.detectors import Finding, cut_off_note, prompt_tokens, reasoning_tokens
-from core.events import Compacted
 from evals.reports.steps import Step, cut_off, memory_text
 
 INLINE_CHARS = 1500  # shown head + tail of any one text
@@ -135,13 +135,22 @@ def memory_diff(before: str, after: str) -> tuple[list[tuple[str, str]], bool]:
     for line in difflib.unified_diff(before.splitlines(), after.splitlines(), "before", "after", lineterm="", n=2):
         if line.startswith(("---", "+++")):
             continue
-        kind = "hunk" if line.startswith("@@") else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
+        kind = (
+            "hunk"
+            if line.startswith("@@")
+            else "add"
+            if line.startswith("+")
+            else "del"
+            if line.startswith("-")
+            else "same"
+        )
         lines.append((kind, line))
     return lines[:DIFF_LINES], len(lines) > DIFF_LINES
 
 
-def step_views(steps: list[Step], findings: list[Finding], costs: list[float | None], parts: list[Breakdown],
-               clip: Clipper) -> list[StepView]:
+def step_views(
+    steps: list[Step], findings: list[Finding], costs: list[float | None], parts: list[Breakdown], clip: Clipper
+) -> list[StepView]:
     by_step: dict[int, list[Finding]] = {}
     for f in findings:
         by_step.setdefault(f.step, []).append(f)
@@ -170,9 +179,17 @@ def step_views(steps: list[Step], findings: list[Finding], costs: list[float | N
                 finish_reason=reply.finish_reason if reply else "",
                 text=clip(message.text, f"step{s.n:05d}-reply") if message and message.text else None,
                 reasoning=clip(message.reasoning.text, f"step{s.n:05d}-reasoning")
-                if message and message.reasoning and message.reasoning.text else None,
-                calls=[CallView(c.id, c.name, clip(pretty_arguments(c.arguments), f"step{s.n:05d}-{c.id}-arguments"),
-                                observed.pop(c.id, None)) for c in s.calls],
+                if message and message.reasoning and message.reasoning.text
+                else None,
+                calls=[
+                    CallView(
+                        c.id,
+                        c.name,
+                        clip(pretty_arguments(c.arguments), f"step{s.n:05d}-{c.id}-arguments"),
+                        observed.pop(c.id, None),
+                    )
+                    for c in s.calls
+                ],
                 orphans=list(observed.values()),
                 failures=[("transient: " if f.transient else "permanent: ") + f.message for f in s.failures],
                 notes=[clip(n.text, f"step{s.n:05d}-note{i}") for i, n in enumerate(s.notes)],
@@ -187,7 +204,9 @@ def _observation_view(o, n: int, clip: Clipper) -> ObservationView:
     cut = o.truncation
     harness_cut = None
     if cut is not None:
-        harness_cut = f"The harness showed the model {cut.kept_chars:,} of {cut.original_chars:,} characters (head and tail)."
+        harness_cut = (
+            f"The harness showed the model {cut.kept_chars:,} of {cut.original_chars:,} characters (head and tail)."
+        )
     return ObservationView(
         call_id=o.call_id,
         tool=o.tool,
@@ -204,8 +223,18 @@ def _observation_view(o, n: int, clip: Clipper) -> ObservationView:
 def _compaction_view(c: Compacted, previous: str, n: int, clip: Clipper) -> CompactionView:
     memory, cut = memory_text(c), cut_off(c)
     diff, clipped = memory_diff(previous, memory)
-    return CompactionView(c.ok, cut_off_note(c) if cut else None, c.message, c.tokens_before, c.tokens_after,
-                          cut, c.finish_reason or None, diff, clipped, clip(memory, f"step{n:05d}-memory-{c.seq}"))
+    return CompactionView(
+        c.ok,
+        cut_off_note(c) if cut else None,
+        c.message,
+        c.tokens_before,
+        c.tokens_after,
+        cut,
+        c.finish_reason or None,
+        diff,
+        clipped,
+        clip(memory, f"step{n:05d}-memory-{c.seq}"),
+    )
 
 
 def _shares(b: Breakdown | None) -> list[tuple[str, float, int]]:

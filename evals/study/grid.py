@@ -32,8 +32,13 @@ class StudySpec:
     max_plies: int = 8  # chess games are drawn after this many plies
 
     def __post_init__(self) -> None:
-        for name, values in (("task", self.tasks), ("policy", self.policies), ("seed", self.seeds),
-                             ("concurrency", self.concurrency), ("cache size", self.kv_cache_mb)):
+        for name, values in (
+            ("task", self.tasks),
+            ("policy", self.policies),
+            ("seed", self.seeds),
+            ("concurrency", self.concurrency),
+            ("cache size", self.kv_cache_mb),
+        ):
             if not values:
                 raise HarnessError(f"A study needs at least one {name}.")
         if len(set(self.policies)) != len(self.policies) or len(set(self.tasks)) != len(self.tasks):
@@ -44,8 +49,10 @@ class StudySpec:
             raise HarnessError("A KV cache size must be 1 MiB or more.")
         local = parse_model(self.model).is_local
         if not local and self.kv_cache_mb != [None]:
-            raise HarnessError(f"--kv-cache-mb sizes the in-process engine's cache; {self.model} is served elsewhere, "
-                               "so its cache is the server's own (e.g. `harness serve --kv-cache-mb`). Leave it out.")
+            raise HarnessError(
+                f"--kv-cache-mb sizes the in-process engine's cache; {self.model} is served elsewhere, "
+                "so its cache is the server's own (e.g. `harness serve --kv-cache-mb`). Leave it out."
+            )
         check_spec(self.opponent)
         SandboxSpec.parse(self.sandbox)
 
@@ -66,7 +73,9 @@ def study_task(name: str) -> Task | None:
     if Path(name).suffix in (".yaml", ".yml", ".json") and Path(name).exists():
         return load_task(name)
     bundled = ", ".join(sorted(p.stem for p in TASKS.glob("*.yaml")))
-    raise HarnessError(f"Unknown study task {name!r}: name `chess`, a bundled task ({bundled}) or a task file (.yaml/.json).")
+    raise HarnessError(
+        f"Unknown study task {name!r}: name `chess`, a bundled task ({bundled}) or a task file (.yaml/.json)."
+    )
 
 
 def bundled_policies() -> list[str]:

@@ -44,12 +44,21 @@ class RunRow:
 def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str, ttfts: list[float]) -> RunRow:
     replies = [e for e in read_events(run_dir) if isinstance(e, ModelReplied)]
     return RunRow(
-        task_id=record.task_id, seed=record.seed, policy=record.policy, run_dir=str(run_dir.relative_to(study_dir)),
-        success=record.success, stop_reason=stop_reason, steps=record.steps, prompt_tokens=record.prompt_tokens,
-        cached_tokens=record.cached_tokens, completion_tokens=record.completion_tokens,
-        counted_tokens=sum(e.counted_tokens or 0 for e in replies), prefix_reused=sum(e.prefix_reused or 0 for e in replies),
+        task_id=record.task_id,
+        seed=record.seed,
+        policy=record.policy,
+        run_dir=str(run_dir.relative_to(study_dir)),
+        success=record.success,
+        stop_reason=stop_reason,
+        steps=record.steps,
+        prompt_tokens=record.prompt_tokens,
+        cached_tokens=record.cached_tokens,
+        completion_tokens=record.completion_tokens,
+        counted_tokens=sum(e.counted_tokens or 0 for e in replies),
+        prefix_reused=sum(e.prefix_reused or 0 for e in replies),
         peak_context=max((e.reply.usage.prompt_tokens for e in replies), default=0),
-        latencies_s=[round(e.reply.latency_s, 4) for e in replies], ttfts_s=[round(t, 4) for t in ttfts],
+        latencies_s=[round(e.reply.latency_s, 4) for e in replies],
+        ttfts_s=[round(t, 4) for t in ttfts],
         wall_s=record.wall_s,
     )
 
@@ -94,14 +103,26 @@ def policy_figures(policy: str, rows: list[RunRow], engine: EngineCounters, wall
     ttfts = [t for r in rows for t in r.ttfts_s]
     latencies = [t for r in rows for t in r.latencies_s]
     return PolicyFigures(
-        policy=policy, runs=n, finished=won, outcome_rate=won / n if n else math.nan, outcome_low=low, outcome_high=high,
-        steps=steps, prompt_tokens=prompt, cached_tokens=cached, completion_tokens=completion,
+        policy=policy,
+        runs=n,
+        finished=won,
+        outcome_rate=won / n if n else math.nan,
+        outcome_low=low,
+        outcome_high=high,
+        steps=steps,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        completion_tokens=completion,
         cached_share=cached / prompt if prompt else None,
         ideal_reuse=sum(r.prefix_reused for r in rows) / counted if counted else None,
-        engine=engine, wall_s=round(wall_s, 3),
-        steps_per_s=steps / wall_s if wall_s else math.nan, tokens_per_s=(prompt + completion) / wall_s if wall_s else math.nan,
-        ttft_p50_s=quantile(ttfts, 0.5), ttft_p95_s=quantile(ttfts, 0.95),
-        latency_p50_s=quantile(latencies, 0.5), latency_p95_s=quantile(latencies, 0.95),
+        engine=engine,
+        wall_s=round(wall_s, 3),
+        steps_per_s=steps / wall_s if wall_s else math.nan,
+        tokens_per_s=(prompt + completion) / wall_s if wall_s else math.nan,
+        ttft_p50_s=quantile(ttfts, 0.5),
+        ttft_p95_s=quantile(ttfts, 0.95),
+        latency_p50_s=quantile(latencies, 0.5),
+        latency_p95_s=quantile(latencies, 0.95),
         peak_context=max((r.peak_context for r in rows), default=0),
         mean_peak_context=sum(r.peak_context for r in rows) / n if n else math.nan,
         tokens_per_finished_task=(prompt + completion) / won if won else None,
@@ -118,15 +139,19 @@ class PairFigures:
     extra: list[dict] = field(default_factory=list)  # cached share and peak context, paired the same way
 
 
-def pair_figures(records: dict[str, list[RunRecord]], rows: dict[str, list[RunRow]], resamples: int) -> list[PairFigures]:
+def pair_figures(
+    records: dict[str, list[RunRecord]], rows: dict[str, list[RunRow]], resamples: int
+) -> list[PairFigures]:
     out = []
     for a, b in combinations(records, 2):
         c = compare(records[a], records[b], a, b, primary=PRIMARY, resamples=resamples)
         by_key = {(r.task_id, r.seed): r for r in rows[b]}
         paired = [(r, by_key[(r.task_id, r.seed)]) for r in rows[a] if (r.task_id, r.seed) in by_key]
         extra = []
-        for name, value in (("cached share", lambda r: r.cached_tokens / r.prompt_tokens if r.prompt_tokens else 0.0),
-                            ("peak context", lambda r: float(r.peak_context))):
+        for name, value in (
+            ("cached share", lambda r: r.cached_tokens / r.prompt_tokens if r.prompt_tokens else 0.0),
+            ("peak context", lambda r: float(r.peak_context)),
+        ):
             res = paired_amounts([value(x) for x, _ in paired], [value(y) for _, y in paired], resamples=resamples)
             extra.append({"label": name, "pairs": len(paired), **asdict(res)})
         out.append(PairFigures(a, b, to_json(c), extra))

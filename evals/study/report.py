@@ -41,8 +41,16 @@ def render_study(study, folder: Path) -> Path:
     names = [f.policy for f in study.points[0].policies] if study.points else list(study.spec.policies)
     charts = [(caption, Markup(hit), Markup(speed)) for caption, hit, speed in sweep_charts(study.points, names)]
     html = env.get_template("study.html.j2").render(
-        **common(), study=study, charts=charts, colors=dict(zip(names, COLORS * len(names), strict=False)), crossover=CROSSOVER,
-        share=share, num=num, seconds=seconds, interval=interval)
+        **common(),
+        study=study,
+        charts=charts,
+        colors=dict(zip(names, COLORS * len(names), strict=False)),
+        crossover=CROSSOVER,
+        share=share,
+        num=num,
+        seconds=seconds,
+        interval=interval,
+    )
     path = folder / "study.html"
     path.write_text(html, encoding="utf-8")
     return path
@@ -50,16 +58,20 @@ def render_study(study, folder: Path) -> Path:
 
 def markdown(study_json: dict) -> str:
     """The per-policy figures of every point as one Markdown table, as study.json holds them."""
-    head = ("| runs in flight | KV cache | policy | runs | prompt tokens | cached share | ideal reuse | evicted blocks | "
-            "preemptions | steps/s | tokens/s | TTFT p50 / p95 | peak context | outcome |")
+    head = (
+        "| runs in flight | KV cache | policy | runs | prompt tokens | cached share | ideal reuse | evicted blocks | "
+        "preemptions | steps/s | tokens/s | TTFT p50 / p95 | peak context | outcome |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for p in study_json["points"]:
         cache = f"{p['kv_cache_mb']} MiB ({num(p['cache_tokens'])} tok)" if p["kv_cache_mb"] else "default"
         for f in p["policies"]:
             e = f["engine"]
-            lines.append(f"| {p['concurrency']} | {cache} | {f['policy']} | {f['runs']} | {num(f['prompt_tokens'])} | "
-                         f"{share(f['cached_share'])} | {share(f['ideal_reuse'])} | {num(e['evicted_blocks'])} | "
-                         f"{num(e['preemptions'])} | {num(f['steps_per_s'], 3)} | {num(f['tokens_per_s'], 1)} | "
-                         f"{seconds(f['ttft_p50_s'])} / {seconds(f['ttft_p95_s'])} | {num(f['peak_context'])} | "
-                         f"{f['finished']}/{f['runs']} |")
+            lines.append(
+                f"| {p['concurrency']} | {cache} | {f['policy']} | {f['runs']} | {num(f['prompt_tokens'])} | "
+                f"{share(f['cached_share'])} | {share(f['ideal_reuse'])} | {num(e['evicted_blocks'])} | "
+                f"{num(e['preemptions'])} | {num(f['steps_per_s'], 3)} | {num(f['tokens_per_s'], 1)} | "
+                f"{seconds(f['ttft_p50_s'])} / {seconds(f['ttft_p95_s'])} | {num(f['peak_context'])} | "
+                f"{f['finished']}/{f['runs']} |"
+            )
     return "\n".join(lines)

@@ -52,7 +52,9 @@ class Study:
     failures: list[str]  # runs the harness could not finish (it raised), by cell
 
 
-def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, ttfts: list[float], out_dir: Path) -> Path:
+def run_cell(
+    target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, ttfts: list[float], out_dir: Path
+) -> Path:
     """A study job: one run of one task and seed under one policy; returns its run directory."""
     policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": cell.seed})})
     if spec.max_steps is not None:
@@ -68,9 +70,17 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
     return run_dir
 
 
-def run_policy(target: Target, policy: HarnessPolicy, cells: list[Cell], spec: StudySpec, concurrency: int, batch: Path,
-               study_dir: Path, failures: list[str], on_run: Callable[[str], None]
-               ) -> tuple[list[RunRecord], list[RunRow], float, EngineCounters]:
+def run_policy(
+    target: Target,
+    policy: HarnessPolicy,
+    cells: list[Cell],
+    spec: StudySpec,
+    concurrency: int,
+    batch: Path,
+    study_dir: Path,
+    failures: list[str],
+    on_run: Callable[[str], None],
+) -> tuple[list[RunRecord], list[RunRow], float, EngineCounters]:
     ttfts: dict[Cell, list[float]] = {cell: [] for cell in cells}
     before = target.read()
     by_key = {f"{c.task}#{c.seed}": c for c in cells}
@@ -100,12 +110,16 @@ def run_policy(target: Target, policy: HarnessPolicy, cells: list[Cell], spec: S
     return records, rows, wall_s, counters
 
 
-def run_study(spec: StudySpec, out: Path, resamples: int = 2000, on_run: Callable[[str], None] = lambda _: None) -> tuple[Study, Path]:
+def run_study(
+    spec: StudySpec, out: Path, resamples: int = 2000, on_run: Callable[[str], None] = lambda _: None
+) -> tuple[Study, Path]:
     """Every point of the sweep, every policy one after another on a fresh engine, its runs in threads."""
     policies = [study_policy(p) for p in spec.policies]
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
-        raise HarnessError(f"Two of the policies share a name ({', '.join(names)}); runs are told apart by policy name.")
+        raise HarnessError(
+            f"Two of the policies share a name ({', '.join(names)}); runs are told apart by policy name."
+        )
     tasks = {t: study_task(t) for t in spec.tasks}  # every name checked before anything runs
     cells = [Cell(t, s) for t in tasks for s in spec.seeds]
     folder = Path(out) / new_run_id("study")
@@ -121,19 +135,29 @@ def run_study(spec: StudySpec, out: Path, resamples: int = 2000, on_run: Callabl
                     batch = folder / f"c{concurrency}-kv{kv_cache_mb or 'default'}-{policy.name}"
                     with open_target(spec.model, checkpoint, kv_cache_mb) as target:
                         records[policy.name], rows[policy.name], wall_s, counters = run_policy(
-                            target, policy, cells, spec, concurrency, batch, folder, study.failures, on_run)
+                            target, policy, cells, spec, concurrency, batch, folder, study.failures, on_run
+                        )
                     cache_tokens = counters.cache_tokens
                     figures.append(policy_figures(policy.name, rows[policy.name], counters, wall_s))
                 pairs = pair_figures(records, rows, resamples)
-                study.points.append(Point(concurrency, kv_cache_mb, cache_tokens, figures, pairs,
-                                          [r for name in rows for r in rows[name]]))
+                study.points.append(
+                    Point(
+                        concurrency, kv_cache_mb, cache_tokens, figures, pairs, [r for name in rows for r in rows[name]]
+                    )
+                )
                 write_study(study, folder)
     return study, folder
 
 
 def study_json(study: Study) -> dict:
-    return _finite({"study_id": study.study_id, "spec": asdict(study.spec), "failures": study.failures,
-                    "points": [{**asdict(p), "label": p.label} for p in study.points]})
+    return _finite(
+        {
+            "study_id": study.study_id,
+            "spec": asdict(study.spec),
+            "failures": study.failures,
+            "points": [{**asdict(p), "label": p.label} for p in study.points],
+        }
+    )
 
 
 def write_study(study: Study, folder: Path) -> None:

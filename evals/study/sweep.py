@@ -27,14 +27,16 @@ def crossovers(first: Sequence[tuple[float, float]], other: Sequence[tuple[float
     return out
 
 
-def sweep_chart(lines: dict[str, list[tuple[float, float]]], title: str, x_label: str, y_label: str,
-                y_fmt: Callable[[float], str]) -> str:
+def sweep_chart(
+    lines: dict[str, list[tuple[float, float]]], title: str, x_label: str, y_label: str, y_fmt: Callable[[float], str]
+) -> str:
     """One line per policy, in study order; a dot wherever a later policy crosses the first."""
     names = list(lines)
     series = [Series(name, sorted(points), COLORS[i % len(COLORS)]) for i, (name, points) in enumerate(lines.items())]
     first = sorted(lines[names[0]]) if names else []
-    crossing = [c for name in names[1:] for c in crossovers(first, sorted(lines[name]))
-                if len(first) == len(lines[name])]
+    crossing = [
+        c for name in names[1:] for c in crossovers(first, sorted(lines[name])) if len(first) == len(lines[name])
+    ]
     if crossing:
         series.append(Series("crossover", crossing, CROSSOVER, kind="dots"))
     return line_chart(series, title, x_label, y_label, y_fmt=y_fmt)
@@ -56,9 +58,19 @@ def sweep_charts(points: list, policies: list[str]) -> list[tuple[str, str, str]
     for caption, group in groups.items():
         if len(group) < 2:
             continue
-        hit = {name: [(x_of(p), f.cached_share or 0.0) for p in group for f in p.policies if f.policy == name] for name in policies}
-        speed = {name: [(x_of(p), f.tokens_per_s) for p in group for f in p.policies if f.policy == name] for name in policies}
-        out.append((caption,
-                    sweep_chart(hit, f"Cached share, {caption}", x_label, "cached share of prompt tokens", percent),
-                    sweep_chart(speed, f"Throughput, {caption}", x_label, "tokens per second", compact)))
+        hit = {
+            name: [(x_of(p), f.cached_share or 0.0) for p in group for f in p.policies if f.policy == name]
+            for name in policies
+        }
+        speed = {
+            name: [(x_of(p), f.tokens_per_s) for p in group for f in p.policies if f.policy == name]
+            for name in policies
+        }
+        out.append(
+            (
+                caption,
+                sweep_chart(hit, f"Cached share, {caption}", x_label, "cached share of prompt tokens", percent),
+                sweep_chart(speed, f"Throughput, {caption}", x_label, "tokens per second", compact),
+            )
+        )
     return out

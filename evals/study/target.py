@@ -24,9 +24,13 @@ from agent.models.spec import parse_model
 from core.errors import HarnessError
 
 # /metrics sample -> the name a study gives it
-SERVED = {"engine_prompt_tokens_total": "prompt_tokens", "engine_cached_tokens_total": "cached_tokens",
-          "engine_preemptions_total": "preemptions", "engine_steps_total": "engine_steps",
-          "engine_kv_blocks_evicted_total": "evicted_blocks"}
+SERVED = {
+    "engine_prompt_tokens_total": "prompt_tokens",
+    "engine_cached_tokens_total": "cached_tokens",
+    "engine_preemptions_total": "preemptions",
+    "engine_steps_total": "engine_steps",
+    "engine_kv_blocks_evicted_total": "evicted_blocks",
+}
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,12 @@ class Target:
     def read(self) -> dict[str, int]:
         if self.engine is not None:
             st = self.engine.stats()
-            return {"evicted_blocks": st["evicted_blocks"], "preemptions": st["preemptions"],
-                    "engine_steps": st["num_steps"], "cache_tokens": st["total_blocks"] * self.engine.config.block_size}
+            return {
+                "evicted_blocks": st["evicted_blocks"],
+                "preemptions": st["preemptions"],
+                "engine_steps": st["num_steps"],
+                "cache_tokens": st["total_blocks"] * self.engine.config.block_size,
+            }
         if self.metrics_url is not None:
             return scrape(self.metrics_url)
         return {}
@@ -90,9 +98,15 @@ def scrape(url: str) -> dict[str, int]:
     try:
         text = httpx.get(url, timeout=10).text
     except httpx.HTTPError as e:
-        raise HarnessError(f"Cannot read the server's metrics at {url}: {e}. Is `harness serve` running there?") from None
-    return {SERVED[s.name]: int(s.value) for family in text_string_to_metric_families(text)
-            for s in family.samples if s.name in SERVED}
+        raise HarnessError(
+            f"Cannot read the server's metrics at {url}: {e}. Is `harness serve` running there?"
+        ) from None
+    return {
+        SERVED[s.name]: int(s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name in SERVED
+    }
 
 
 def metrics_url(base_url: str) -> str:

@@ -27,7 +27,9 @@ def oracle(inst: SweInstance) -> list[ScriptedReply]:
     """Applies the gold patch through the shell tool, then submits."""
     encoded = base64.b64encode(inst.patch.encode()).decode()
     return [
-        ScriptedReply(text="Applying the known fix.", tool_calls=[_shell(f"echo {encoded} | base64 -d | git apply -v")]),
+        ScriptedReply(
+            text="Applying the known fix.", tool_calls=[_shell(f"echo {encoded} | base64 -d | git apply -v")]
+        ),
         _submit("Applied the fix."),
     ]
 
@@ -45,7 +47,9 @@ def test_deleter(inst: SweInstance) -> list[ScriptedReply]:
     """Makes the suite 'green' by deleting the tests, those it can see and those the dataset names:
     grading must not be fooled."""
     files = " ".join(shlex.quote(f) for f in inst.test_files())
-    command = f"git ls-files -z | grep -zE {shlex.quote(TEST_FILES)} | xargs -0 rm -f; rm -f {files}; git status --short"
+    command = (
+        f"git ls-files -z | grep -zE {shlex.quote(TEST_FILES)} | xargs -0 rm -f; rm -f {files}; git status --short"
+    )
     return [
         ScriptedReply(text="Removing the failing tests.", tool_calls=[_shell(command)]),
         _submit("Removed the failing tests."),

@@ -27,12 +27,14 @@ def batch_run_id(model: str) -> str:
     return model.replace(":", "-").replace("/", "-")
 
 
-def grade_result(inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None,
-                 logs: Path | None = None) -> InstanceReport:
+def grade_result(
+    inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None, logs: Path | None = None
+) -> InstanceReport:
     """The grade of a run; a run that failed (no client needed then) is an error instance."""
     if result.error is not None:
-        return InstanceReport(patch_is_None=True, patch_exists=False, patch_successfully_applied=False, resolved=False,
-                              error=result.error)
+        return InstanceReport(
+            patch_is_None=True, patch_exists=False, patch_successfully_applied=False, resolved=False, error=result.error
+        )
     return grade(inst, result.model_patch, client or docker.from_env(timeout=300), log=lambda s: None, log_dir=logs)
 
 
@@ -40,7 +42,9 @@ def write_grade(run_dir: Path, instance_id: str, report: InstanceReport) -> None
     write_json_atomic(run_dir / "grade.json", {instance_id: report.model_dump(mode="json")})
 
 
-def run_and_grade_one(inst: SweInstance, model: str, policy: HarnessPolicy, out_dir: Path, run_id: str = "run") -> InstanceResult:
+def run_and_grade_one(
+    inst: SweInstance, model: str, policy: HarnessPolicy, out_dir: Path, run_id: str = "run"
+) -> InstanceResult:
     """A batch job: run one instance, grade its patch in a fresh container, leave grade.json in its run
     directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
     client = docker.from_env(timeout=300)
@@ -60,9 +64,16 @@ def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | N
     return result.model_copy(update={"grade": report})
 
 
-def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolicy, batch_dir: Path, workers: int = 1,
-                  on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None,
-                  executor: ExecutorOptions | None = None, tally: Tally | None = None) -> RunReport:
+def run_and_grade(
+    instances: list[SweInstance],
+    model: str,
+    policy: HarnessPolicy,
+    batch_dir: Path,
+    workers: int = 1,
+    on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None,
+    executor: ExecutorOptions | None = None,
+    tally: Tally | None = None,
+) -> RunReport:
     """Run and grade every instance where `executor` says (local threads by default, or Ray), then write the reports."""
     by_id = {i.instance_id: i for i in instances}
     reports: dict[str, InstanceReport] = {}
@@ -76,8 +87,18 @@ def run_and_grade(instances: list[SweInstance], model: str, policy: HarnessPolic
         reports[result.instance_id] = report
         on_graded(result, report)
 
-    results = run_batch(instances, model, policy, batch_dir, workers, on_done=graded, executor=executor,
-                        work=partial(run_and_grade_one, run_id=batch_run_id(model)), reuse=finished_and_graded, tally=tally)
+    results = run_batch(
+        instances,
+        model,
+        policy,
+        batch_dir,
+        workers,
+        on_done=graded,
+        executor=executor,
+        work=partial(run_and_grade_one, run_id=batch_run_id(model)),
+        reuse=finished_and_graded,
+        tally=tally,
+    )
     predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
     report = run_report(instances, predictions, reports)
     write_json_atomic(batch_dir / "report.json", report.model_dump(mode="json"))
@@ -95,19 +116,32 @@ def load_predictions(path: Path) -> dict[str, Prediction]:
         items = list(data.values()) if "instance_id" not in data else [data]
     else:
         items = [json.loads(line) for line in raw.splitlines() if line.strip()]
-    return {p["instance_id"]: Prediction(p["instance_id"], p.get("model_name_or_path", ""), p.get("model_patch")) for p in items}
+    return {
+        p["instance_id"]: Prediction(p["instance_id"], p.get("model_name_or_path", ""), p.get("model_patch"))
+        for p in items
+    }
 
 
-def grade_file(instances: list[SweInstance], predictions: dict[str, Prediction], out: Path, run_id: str = "run",
-               on_graded: Callable[[str, InstanceReport], None] = lambda i, g: None,
-               on_step: Callable[[str], None] = lambda s: None) -> RunReport:
+def grade_file(
+    instances: list[SweInstance],
+    predictions: dict[str, Prediction],
+    out: Path,
+    run_id: str = "run",
+    on_graded: Callable[[str, InstanceReport], None] = lambda i, g: None,
+    on_step: Callable[[str], None] = lambda s: None,
+) -> RunReport:
     """Grade every predicted instance; each leaves its files under out/logs/<run_id>/<instance_id>/."""
     client = docker.from_env(timeout=300)
     reports = {}
     for inst in instances:
         if inst.instance_id in predictions:
-            reports[inst.instance_id] = grade(inst, predictions[inst.instance_id].model_patch, client, log=on_step,
-                                              log_dir=log_dir(out, run_id, inst.instance_id))
+            reports[inst.instance_id] = grade(
+                inst,
+                predictions[inst.instance_id].model_patch,
+                client,
+                log=on_step,
+                log_dir=log_dir(out, run_id, inst.instance_id),
+            )
             on_graded(inst.instance_id, reports[inst.instance_id])
     report = run_report(instances, predictions, reports)
     out.mkdir(parents=True, exist_ok=True)

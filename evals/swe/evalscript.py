@@ -43,8 +43,10 @@ def with_junit(command: str) -> str:
 def classic_script(inst: SweInstance) -> str:
     spec = inst.spec
     if spec is None:
-        raise HarnessError(f"Instance {inst.instance_id}: it has no eval_script and no spec for {inst.repo} version "
-                           f"{inst.version!r} to write one from; pass --specs FILE.")
+        raise HarnessError(
+            f"Instance {inst.instance_id}: it has no eval_script and no spec for {inst.repo} version "
+            f"{inst.version!r} to write one from; pass --specs FILE."
+        )
     base = shlex.quote(inst.base_commit)
     files = [shlex.quote(f) for f in inst.test_files()]
     reset = [f"git checkout -q {base} -- {f} 2>/dev/null || rm -f {f}" for f in files]

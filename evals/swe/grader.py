@@ -82,8 +82,13 @@ class InstanceLog:
                 f.write(text)
 
 
-def grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, log: Callable[[str], None] = print,
-          log_dir: Path | None = None) -> InstanceReport:
+def grade(
+    inst: SweInstance,
+    patch: str | None,
+    client: docker.DockerClient,
+    log: Callable[[str], None] = print,
+    log_dir: Path | None = None,
+) -> InstanceReport:
     """Grade one patch; `log_dir` (e.g. logs/<run_id>/<instance_id>) receives the official files."""
     out = InstanceLog(log_dir, log)
     report = _grade(inst, patch, client, out)
@@ -96,7 +101,9 @@ def _grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, ou
     out.write("patch.diff", patch or "")
     if not patch or not patch.strip():
         out.step(f"{inst.instance_id}: empty patch, nothing to run")
-        return InstanceReport(patch_is_None=patch is None, patch_exists=False, patch_successfully_applied=False, resolved=False)
+        return InstanceReport(
+            patch_is_None=patch is None, patch_exists=False, patch_successfully_applied=False, resolved=False
+        )
     try:
         return decide(inst, run_tests(inst, patch, client, out))
     except NotApplied:
@@ -148,8 +155,11 @@ def run_tests(inst: SweInstance, patch: str, client: docker.DockerClient, out: I
             out.write("junit.xml", junit)
         sliced = marked_output(whole)
         if sliced is None:
-            raise GradingError("the tests did not run: the log lacks the test output markers or the test patch did not "
-                               "apply (see test_output.txt)", applied=True)
+            raise GradingError(
+                "the tests did not run: the log lacks the test output markers or the test patch did not "
+                "apply (see test_output.txt)",
+                applied=True,
+            )
         return statuses(inst, sliced, whole, junit)
     except (NotApplied, GradingError):
         raise
@@ -185,7 +195,9 @@ def decide(inst: SweInstance, found: dict[str, str]) -> InstanceReport:
     for test in inst.PASS_TO_PASS:
         (ts.PASS_TO_PASS.success if p2p_ok(status(test)) else ts.PASS_TO_PASS.failure).append(test)
     resolved = not ts.FAIL_TO_PASS.failure and not ts.PASS_TO_PASS.failure
-    return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=True, resolved=resolved, tests_status=ts)
+    return InstanceReport(
+        patch_is_None=False, patch_exists=True, patch_successfully_applied=True, resolved=resolved, tests_status=ts
+    )
 
 
 def not_failed(status: str | None) -> bool:
@@ -194,7 +206,9 @@ def not_failed(status: str | None) -> bool:
 
 
 def _error(message: str, applied: bool = False) -> InstanceReport:
-    return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=applied, resolved=False, error=message)
+    return InstanceReport(
+        patch_is_None=False, patch_exists=True, patch_successfully_applied=applied, resolved=False, error=message
+    )
 
 
 class RunReport(BaseModel):
@@ -215,7 +229,9 @@ class RunReport(BaseModel):
     schema_version: int = 2
 
 
-def run_report(instances: list[SweInstance], predictions: dict[str, Prediction], reports: dict[str, InstanceReport]) -> RunReport:
+def run_report(
+    instances: list[SweInstance], predictions: dict[str, Prediction], reports: dict[str, InstanceReport]
+) -> RunReport:
     ids = sorted(i.instance_id for i in instances)
     submitted = sorted(i for i in ids if i in predictions)
     errors = sorted(i for i in submitted if reports[i].error is not None)

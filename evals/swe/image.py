@@ -68,24 +68,35 @@ def instance_image(inst: SweInstance, client: docker.DockerClient, log: Callable
         dockerfile = f"FROM {prebuilt}\nUSER root\nENV PATH={CONDA_PATH}:$PATH\n" + baseline_layer()
         return _build(inst, dockerfile, None, client, log)
     if inst.image is not None:  # the record's own image is its environment: its eval script was written for it
-        raise HarnessError(f"Instance {inst.instance_id}: its image {inst.image} is not in the local Docker engine and "
-                           f"nothing is pulled here; {how_to_provide(inst.instance_id, inst.repo)}.")
+        raise HarnessError(
+            f"Instance {inst.instance_id}: its image {inst.image} is not in the local Docker engine and "
+            f"nothing is pulled here; {how_to_provide(inst.instance_id, inst.repo)}."
+        )
     spec = inst.spec
     if spec is None:
-        raise HarnessError(f"Instance {inst.instance_id}: no image {prebuilt} in the local Docker engine and no spec "
-                           f"for {inst.repo} version {inst.version!r} to build one; pass --specs FILE, or "
-                           f"{how_to_provide(inst.instance_id, inst.repo)}.")
+        raise HarnessError(
+            f"Instance {inst.instance_id}: no image {prebuilt} in the local Docker engine and no spec "
+            f"for {inst.repo} version {inst.version!r} to build one; pass --specs FILE, or "
+            f"{how_to_provide(inst.instance_id, inst.repo)}."
+        )
     base = swe_base_image(client, log)
     with tempfile.TemporaryDirectory(prefix="harness-swe-") as tmp:
         ctx = Path(tmp)
-        dockerfile = (f"FROM {base}\n" + _build_args(inst, spec) + _environment(inst, spec)
-                      + _repository(inst, ctx) + _install(inst, spec))
+        dockerfile = (
+            f"FROM {base}\n"
+            + _build_args(inst, spec)
+            + _environment(inst, spec)
+            + _repository(inst, ctx)
+            + _install(inst, spec)
+        )
         log(f"building image for {inst.instance_id} from its spec")
         try:
             return _build(inst, dockerfile + baseline_layer(), ctx, client, log)
         except HarnessError as e:
             if inst.source is None:  # the GitHub clone is the usual failure offline
-                raise HarnessError(f"{e}\nWithout network access, {how_to_provide(inst.instance_id, inst.repo)}.") from None
+                raise HarnessError(
+                    f"{e}\nWithout network access, {how_to_provide(inst.instance_id, inst.repo)}."
+                ) from None
             raise
 
 
@@ -96,7 +107,9 @@ def _local(client: docker.DockerClient, image: str) -> bool:
         return False
 
 
-def _build(inst: SweInstance, dockerfile: str, ctx: Path | None, client: docker.DockerClient, log: Callable[[str], None]) -> str:
+def _build(
+    inst: SweInstance, dockerfile: str, ctx: Path | None, client: docker.DockerClient, log: Callable[[str], None]
+) -> str:
     try:
         return build_derived(dockerfile, ctx, repo="harness-swe-task", client=client, log=log)
     except ImageBuildError as e:
@@ -110,9 +123,11 @@ def _build_args(inst: SweInstance, spec: Spec) -> str:
 
 def _environment(inst: SweInstance, spec: Spec) -> str:
     if spec.python and spec.python != SYSTEM_PYTHON and not spec.python.startswith(SYSTEM_PYTHON + "."):
-        raise HarnessError(f"Instance {inst.instance_id}: the spec for {inst.repo} version {inst.version} asks for "
-                           f"Python {spec.python}; images built here have Python {SYSTEM_PYTHON} (Debian bookworm). "
-                           f"Use the official prebuilt image, or set `python: \"{SYSTEM_PYTHON}\"` if the project supports it.")
+        raise HarnessError(
+            f"Instance {inst.instance_id}: the spec for {inst.repo} version {inst.version} asks for "
+            f"Python {spec.python}; images built here have Python {SYSTEM_PYTHON} (Debian bookworm). "
+            f'Use the official prebuilt image, or set `python: "{SYSTEM_PYTHON}"` if the project supports it.'
+        )
     lines = [f"RUN python3 -m venv --system-site-packages {VENV}", f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH"]
     lines += [f"ENV {k}={json.dumps(v)}" for k, v in spec.env.items()]
     return "\n".join(lines) + "\n"
@@ -128,7 +143,10 @@ def _repository(inst: SweInstance, ctx: Path) -> str:
         shutil.copytree(source, ctx / "repo", symlinks=True)
         return "COPY repo /testbed\nRUN cd /testbed && git reset -q --hard && git clean -fdxq\n" + checkout
     shutil.copy(source, ctx / "repo.bundle")
-    return "COPY repo.bundle /tmp/repo.bundle\nRUN git clone -q /tmp/repo.bundle /testbed && rm /tmp/repo.bundle\n" + checkout
+    return (
+        "COPY repo.bundle /tmp/repo.bundle\nRUN git clone -q /tmp/repo.bundle /testbed && rm /tmp/repo.bundle\n"
+        + checkout
+    )
 
 
 def _install(inst: SweInstance, spec: Spec) -> str:
@@ -136,8 +154,10 @@ def _install(inst: SweInstance, spec: Spec) -> str:
     if spec.packages == "requirements.txt":
         steps.append("pip install -r requirements.txt")
     elif spec.packages == "environment.yml":
-        raise HarnessError(f"Instance {inst.instance_id}: the spec installs a conda environment.yml, which images built "
-                           f"here cannot (they have no conda); use the official prebuilt image, or list pip_packages.")
+        raise HarnessError(
+            f"Instance {inst.instance_id}: the spec installs a conda environment.yml, which images built "
+            f"here cannot (they have no conda); use the official prebuilt image, or list pip_packages."
+        )
     elif spec.packages.strip():
         steps.append("pip install " + spec.packages.strip())
     if spec.pip_packages:

@@ -17,7 +17,9 @@ RANK = {"PASSED": 0, "XFAIL": 1, "XPASS": 2, "SKIPPED": 3, "FAILED": 4, "ERROR":
 
 # `tests/test_a.py::test_x[a b] PASSED    [ 50%]` (-v): the id ends where the status column begins;
 # a summary line (below) that happens to end in a status word is not one.
-VERBOSE = re.compile(rf"^(?!(?:{_ONE_OF}) )(?P<id>\S[^\n]*?::[^\n]*?) (?P<status>{_ONE_OF})(?: \(.*\))?(?:\s+\[\s*\d+%\])?\s*$")
+VERBOSE = re.compile(
+    rf"^(?!(?:{_ONE_OF}) )(?P<id>\S[^\n]*?::[^\n]*?) (?P<status>{_ONE_OF})(?: \(.*\))?(?:\s+\[\s*\d+%\])?\s*$"
+)
 # `FAILED tests/test_a.py::test_x[a b] - AssertionError` (-rA, and xdist's `[gw0] [ 50%] PASSED id`).
 SUMMARY = re.compile(rf"^(?:\[gw\d+\] \[\s*\d+%\] )?(?P<status>{_ONE_OF}) (?P<rest>.+?)\s*$")
 SKIP_COUNT = re.compile(r"^\[\d+\] ")  # `SKIPPED [2] tests/x.py:10: reason` names no test
@@ -88,7 +90,7 @@ def _node_id(file: str | None, classname: str, name: str) -> str | None:
         return file
     if classname != module and not classname.startswith(module + "."):
         return None
-    classes = [c for c in classname[len(module):].split(".") if c]
+    classes = [c for c in classname[len(module) :].split(".") if c]
     return "::".join([file, *classes, name])
 
 

@@ -13,23 +13,23 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import docker
 from pydantic import BaseModel
 
-from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
 from agent.models import load_model
 from agent.models.base import ModelClient
-from core.policy import HarnessPolicy
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
 from agent.task import Task
+from core.errors import HarnessError
+from core.policy import HarnessPolicy
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent
 from evals.swe.grader import InstanceReport
 from evals.swe.image import BASELINE_REF, instance_image, sandbox_options
 from evals.swe.task import SweInstance
-from core.errors import HarnessError
 from sandboxes.base import Sandbox
 
 SYSTEM = (
@@ -41,7 +41,9 @@ SYSTEM = (
 
 
 def task_for(inst: SweInstance) -> Task:
-    prompt = f"<issue>\n{inst.problem_statement.strip()}\n</issue>\n\nThe repository {inst.repo} is checked out at /testbed."
+    prompt = (
+        f"<issue>\n{inst.problem_statement.strip()}\n</issue>\n\nThe repository {inst.repo} is checked out at /testbed."
+    )
     if inst.hints_text.strip():
         prompt += f"\n\nHints:\n{inst.hints_text.strip()}"
     return Task(id=inst.instance_id, prompt=prompt, system=SYSTEM)
@@ -72,16 +74,30 @@ def model_for(spec: str, inst: SweInstance) -> ModelClient:
     return reference_agent(spec, inst) if is_reference(spec) else load_model(spec)
 
 
-def run_instance(inst: SweInstance, model_spec: str, policy: HarnessPolicy, batch_dir: Path,
-                 client: docker.DockerClient, log: Callable[[str], None] = lambda s: None) -> InstanceResult:
+def run_instance(
+    inst: SweInstance,
+    model_spec: str,
+    policy: HarnessPolicy,
+    batch_dir: Path,
+    client: docker.DockerClient,
+    log: Callable[[str], None] = lambda s: None,
+) -> InstanceResult:
     try:
         options = sandbox_options(instance_image(inst, client, log), client)
-        sandbox: SandboxSpec | SandboxFactory = SandboxSpec(kind="docker", image=options.image, workdir=options.workdir,
-                                                            env={"PATH": options.env["PATH"]})
+        sandbox: SandboxSpec | SandboxFactory = SandboxSpec(
+            kind="docker", image=options.image, workdir=options.workdir, env={"PATH": options.env["PATH"]}
+        )
     except Exception as e:  # the environment failed, not the agent: the run records it, and the batch goes on
         sandbox = _unbuildable(e)
-    spec = RunSpec(task_for(inst), model_for(model_spec, inst), policy, batch_dir, sandbox=sandbox,
-                   toolset="repository", run_id=inst.instance_id)
+    spec = RunSpec(
+        task_for(inst),
+        model_for(model_spec, inst),
+        policy,
+        batch_dir,
+        sandbox=sandbox,
+        toolset="repository",
+        run_id=inst.instance_id,
+    )
     try:
         with open_run(spec) as session:
             summary = session.run()
@@ -91,10 +107,21 @@ def run_instance(inst: SweInstance, model_spec: str, policy: HarnessPolicy, batc
     except HarnessError as e:
         if not (batch_dir / inst.instance_id / "events.jsonl").exists():
             raise
-        return InstanceResult(instance_id=inst.instance_id, run_dir=str(batch_dir / inst.instance_id),
-                              stop_reason="environment_error", model_patch=None, error=str(e))
-    return InstanceResult(instance_id=inst.instance_id, run_dir=str(session.journal.dir), stop_reason=summary.stop_reason,
-                          model_patch=patch, steps=summary.steps, tokens=summary.tokens.prompt + summary.tokens.completion)
+        return InstanceResult(
+            instance_id=inst.instance_id,
+            run_dir=str(batch_dir / inst.instance_id),
+            stop_reason="environment_error",
+            model_patch=None,
+            error=str(e),
+        )
+    return InstanceResult(
+        instance_id=inst.instance_id,
+        run_dir=str(session.journal.dir),
+        stop_reason=summary.stop_reason,
+        model_patch=patch,
+        steps=summary.steps,
+        tokens=summary.tokens.prompt + summary.tokens.completion,
+    )
 
 
 def _unbuildable(error: Exception) -> SandboxFactory:
@@ -111,14 +138,20 @@ def finished(batch_dir: Path, instance_id: str) -> InstanceResult | None:
     if not (summary.exists() and patch.exists()):
         return None
     s = json.loads(summary.read_text())
-    return InstanceResult(instance_id=instance_id, run_dir=str(run_dir), stop_reason=s["stop_reason"],
-                          model_patch=patch.read_text(), steps=s["steps"], tokens=s["tokens"]["prompt"] + s["tokens"]["completion"])
+    return InstanceResult(
+        instance_id=instance_id,
+        run_dir=str(run_dir),
+        stop_reason=s["stop_reason"],
+        model_patch=patch.read_text(),
+        steps=s["steps"],
+        tokens=s["tokens"]["prompt"] + s["tokens"]["completion"],
+    )
 
 
 def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
     run_dir = batch_dir / instance_id
     if run_dir.exists():
-        run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(timezone.utc):%Y%m%d%H%M%S}")
+        run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(UTC):%Y%m%d%H%M%S}")
 
 
 def run_one(inst: SweInstance, model_spec: str, policy: HarnessPolicy, out_dir: Path) -> InstanceResult:
@@ -126,10 +159,18 @@ def run_one(inst: SweInstance, model_spec: str, policy: HarnessPolicy, out_dir: 
     return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300))
 
 
-def run_batch(instances: list[SweInstance], model_spec: str, policy: HarnessPolicy, batch_dir: Path, workers: int = 1,
-              on_done: Callable[[InstanceResult], None] = lambda r: None, executor: ExecutorOptions | None = None,
-              work: Callable[[SweInstance, str, HarnessPolicy, Path], InstanceResult] = run_one,
-              reuse: Callable[[Path, str], InstanceResult | None] = finished, tally: Tally | None = None) -> list[InstanceResult]:
+def run_batch(
+    instances: list[SweInstance],
+    model_spec: str,
+    policy: HarnessPolicy,
+    batch_dir: Path,
+    workers: int = 1,
+    on_done: Callable[[InstanceResult], None] = lambda r: None,
+    executor: ExecutorOptions | None = None,
+    work: Callable[[SweInstance, str, HarnessPolicy, Path], InstanceResult] = run_one,
+    reuse: Callable[[Path, str], InstanceResult | None] = finished,
+    tally: Tally | None = None,
+) -> list[InstanceResult]:
     """Run `work` on every instance not already finished (per `reuse`), on the local executor or Ray."""
     batch_dir.mkdir(parents=True, exist_ok=True)
     options = executor or ExecutorOptions(workers=workers)
@@ -151,8 +192,9 @@ def run_batch(instances: list[SweInstance], model_spec: str, policy: HarnessPoli
         if done.error is None:
             result = done.result.model_copy(update={"run_dir": run_dir})
         else:  # a harness failure on one instance must not lose the others
-            result = InstanceResult(instance_id=done.key, run_dir=run_dir, stop_reason="harness_error", model_patch=None,
-                                    error=done.error)
+            result = InstanceResult(
+                instance_id=done.key, run_dir=run_dir, stop_reason="harness_error", model_patch=None, error=done.error
+            )
         results[done.key] = result
         on_done(result)
 

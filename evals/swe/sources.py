@@ -39,13 +39,19 @@ def local_repository(repos: Path, instance_id: str, repo: str, commit: str) -> P
 
 
 def _has_commit(clone: Path, commit: str) -> bool:
-    return subprocess.run(["git", "-C", str(clone), "cat-file", "-e", f"{commit}^{{commit}}"],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["git", "-C", str(clone), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def how_to_provide(instance_id: str, repo: str) -> str:
     """The sentence an error ends with when a repository cannot be found."""
     owner, _, name = repo.partition("/")
-    return (f"load the image {official_image(instance_id)} into the local Docker engine (`docker load -i FILE`), "
-            f"or put a clone of {repo} holding the base commit under --repos DIR as DIR/{instance_id}/, "
-            f"DIR/{owner}__{name}/ or DIR/{instance_id}.bundle")
+    return (
+        f"load the image {official_image(instance_id)} into the local Docker engine (`docker load -i FILE`), "
+        f"or put a clone of {repo} holding the base commit under --repos DIR as DIR/{instance_id}/, "
+        f"DIR/{owner}__{name}/ or DIR/{instance_id}.bundle"
+    )

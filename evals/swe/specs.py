@@ -55,7 +55,9 @@ class _TextLoader(yaml.SafeLoader):
 
 
 _TextLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")]
+    first: [
+        (tag, regexp) for tag, regexp in resolvers if tag not in ("tag:yaml.org,2002:float", "tag:yaml.org,2002:int")
+    ]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 
@@ -69,9 +71,13 @@ def load_specs(path: str | Path) -> SpecTable:
     try:
         data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_TextLoader)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise HarnessError(f"Spec file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}") from None
+        raise HarnessError(
+            f"Spec file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}"
+        ) from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise HarnessError(f"Spec file {path} must map each repository to its versions: {{repo: {{version: {{test_cmd: ...}}}}}}.")
+        raise HarnessError(
+            f"Spec file {path} must map each repository to its versions: {{repo: {{version: {{test_cmd: ...}}}}}}."
+        )
     table: SpecTable = {}
     for repo, versions in data.items():
         table[repo] = {}
@@ -79,7 +85,9 @@ def load_specs(path: str | Path) -> SpecTable:
             try:
                 table[repo][str(version)] = Spec.model_validate(spec or {})
             except ValidationError as e:
-                raise HarnessError(describe_validation_error(e, f"Spec file {path}, {repo} version {version}")) from None
+                raise HarnessError(
+                    describe_validation_error(e, f"Spec file {path}, {repo} version {version}")
+                ) from None
     return table
 
 

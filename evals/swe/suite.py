@@ -28,7 +28,9 @@ def suite_path(name: str) -> Path:
     if Path(name).exists():
         return Path(name)
     known = sorted(p.name for p in SUITES.iterdir() if (p / "instances.jsonl").exists())
-    raise HarnessError(f"No suite {name!r}: bundled suites are {', '.join(known) or '(none)'}; or pass a JSON or JSONL file.")
+    raise HarnessError(
+        f"No suite {name!r}: bundled suites are {', '.join(known) or '(none)'}; or pass a JSON or JSONL file."
+    )
 
 
 def parse_build_env(pairs: list[str] | None) -> dict[str, str]:
@@ -41,8 +43,12 @@ def parse_build_env(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def load_instances(path: str | Path, specs: str | Path | None = None, repos: str | Path | None = None,
-                   build_env: dict[str, str] | None = None) -> list[SweInstance]:
+def load_instances(
+    path: str | Path,
+    specs: str | Path | None = None,
+    repos: str | Path | None = None,
+    build_env: dict[str, str] | None = None,
+) -> list[SweInstance]:
     """The records of `path`, each with its spec, its local repository (if any) and the build variables."""
     path = Path(path)
     if specs is None and (path.parent / "specs.yaml").exists():
@@ -65,8 +71,10 @@ def load_instances(path: str | Path, specs: str | Path | None = None, repos: str
     if missing:
         pairs = ", ".join(f"{repo} version {version!r}" for repo, version in sorted(missing))
         where = f"the spec file {specs}" if specs else "no spec file (pass --specs FILE)"
-        raise HarnessError(f"{path}: no environment for {pairs}: classic records need an entry in {where}, shaped "
-                           f"{{repo: {{version: {{test_cmd: ..., install: ...}}}}}}, or the records need an eval_script.")
+        raise HarnessError(
+            f"{path}: no environment for {pairs}: classic records need an entry in {where}, shaped "
+            f"{{repo: {{version: {{test_cmd: ..., install: ...}}}}}}, or the records need an eval_script."
+        )
     return instances
 
 

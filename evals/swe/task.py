@@ -99,7 +99,9 @@ def read_records(path: str | Path) -> list[SweInstance]:
         if inst.source is not None:
             source = path.parent / inst.source
             if not source.exists():
-                raise HarnessError(f"Task file {path}, {where} (instance {inst.instance_id}): source {inst.source} does not exist.")
+                raise HarnessError(
+                    f"Task file {path}, {where} (instance {inst.instance_id}): source {inst.source} does not exist."
+                )
             inst = inst.model_copy(update={"source": str(source)})
         instances.append(inst)
     return instances

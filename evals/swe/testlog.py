@@ -25,8 +25,26 @@ Parser = Callable[[str], dict[str, str]]
 
 # The official Python parsers this project stands in for: Django's and sympy's runners have
 # their own; the rest read pytest's output.
-PYTEST_FAMILY = ("pytest", "pytest_options", "pytest_v2", "seaborn", "matplotlib", "astroid", "flask", "marshmallow",
-                 "pvlib", "pyvista", "sqlfluff", "xarray", "pydicom", "requests", "pylint", "astropy", "scikit", "sphinx")
+PYTEST_FAMILY = (
+    "pytest",
+    "pytest_options",
+    "pytest_v2",
+    "seaborn",
+    "matplotlib",
+    "astroid",
+    "flask",
+    "marshmallow",
+    "pvlib",
+    "pyvista",
+    "sqlfluff",
+    "xarray",
+    "pydicom",
+    "requests",
+    "pylint",
+    "astropy",
+    "scikit",
+    "sphinx",
+)
 OWN_PARSERS: dict[str, Parser] = {
     **{f"parse_log_{name}": parse_pytest for name in PYTEST_FAMILY},
     "parse_log_django": parse_django,
@@ -47,9 +65,17 @@ def official_parser(name: str, inst: SweInstance) -> Parser | None:
 
     if name not in PARSER_REGISTRY:
         return None
-    spec = TestSpec(instance_id=inst.instance_id, image=inst.image or "", eval_script_list=[], repo=inst.repo,
-                    version=inst.version, FAIL_TO_PASS=inst.FAIL_TO_PASS, PASS_TO_PASS=inst.PASS_TO_PASS,
-                    log_parser=name, eval_type=inst.eval_type)
+    spec = TestSpec(
+        instance_id=inst.instance_id,
+        image=inst.image or "",
+        eval_script_list=[],
+        repo=inst.repo,
+        version=inst.version,
+        FAIL_TO_PASS=inst.FAIL_TO_PASS,
+        PASS_TO_PASS=inst.PASS_TO_PASS,
+        log_parser=name,
+        eval_type=inst.eval_type,
+    )
     return lambda log: PARSER_REGISTRY[name](log, spec)
 
 
@@ -63,8 +89,10 @@ def check_parser(inst: SweInstance) -> None:
     if name is None or name in OWN_PARSERS or official_parser(name, inst) is not None:
         return
     hint = "" if official_available() else " With `pip install 'harness[swebench]'` every official parser is available."
-    raise HarnessError(f"Instance {inst.instance_id}: unknown log parser {name!r}; this project has "
-                       f"{', '.join(sorted(OWN_PARSERS))}.{hint}")
+    raise HarnessError(
+        f"Instance {inst.instance_id}: unknown log parser {name!r}; this project has "
+        f"{', '.join(sorted(OWN_PARSERS))}.{hint}"
+    )
 
 
 def statuses(inst: SweInstance, output: str, whole_log: str, junit: str | None) -> dict[str, str]:

@@ -31,12 +31,17 @@ class Flip(BaseModel):
 
     @property
     def as_declared(self) -> bool:
-        return self.error is None and not (self.fail_to_pass_passing_before or self.fail_to_pass_failing_after
-                                           or self.pass_to_pass_failing_before or self.pass_to_pass_failing_after)
+        return self.error is None and not (
+            self.fail_to_pass_passing_before
+            or self.fail_to_pass_failing_after
+            or self.pass_to_pass_failing_before
+            or self.pass_to_pass_failing_after
+        )
 
 
-def validate_instance(inst: SweInstance, client: docker.DockerClient, logs: Path,
-                      progress: Callable[[str], None] = lambda s: None) -> Flip:
+def validate_instance(
+    inst: SweInstance, client: docker.DockerClient, logs: Path, progress: Callable[[str], None] = lambda s: None
+) -> Flip:
     runs = {}
     for name, patch in (("gold", inst.patch), ("empty", "")):
         out = InstanceLog(logs / name, progress)
@@ -56,8 +61,12 @@ def validate_instance(inst: SweInstance, client: docker.DockerClient, logs: Path
     )
 
 
-def validate(instances: list[SweInstance], out: Path, on_done: Callable[[Flip], None] = lambda f: None,
-             progress: Callable[[str], None] = lambda s: None) -> list[Flip]:
+def validate(
+    instances: list[SweInstance],
+    out: Path,
+    on_done: Callable[[Flip], None] = lambda f: None,
+    progress: Callable[[str], None] = lambda s: None,
+) -> list[Flip]:
     client = docker.from_env(timeout=300)
     flips = []
     for inst in instances:

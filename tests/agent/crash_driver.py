@@ -81,16 +81,32 @@ class Cell:
         return cell
 
 
-CELLS = [Cell(s, c, w) for s in ("local", "docker") for c in ("append-only", "compacting")
-         for w in ("shell", "write_file", "mcp")]
+CELLS = [
+    Cell(s, c, w)
+    for s in ("local", "docker")
+    for c in ("append-only", "compacting")
+    for w in ("shell", "write_file", "mcp")
+]
 
 
 def policy(cell: Cell, out: Path) -> HarnessPolicy:
-    context = [Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")] \
-        if cell.context == "compacting" else []
-    mcp = [McpServer(name="counter", command=sys.executable, trusted=True,
-                     args=[str(SERVER), str((out / MCP_COUNTER).resolve()), "--slow", str(SLOW_S)])] \
-        if cell.writes == "mcp" else []
+    context = (
+        [Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
+        if cell.context == "compacting"
+        else []
+    )
+    mcp = (
+        [
+            McpServer(
+                name="counter",
+                command=sys.executable,
+                trusted=True,
+                args=[str(SERVER), str((out / MCP_COUNTER).resolve()), "--slow", str(SLOW_S)],
+            )
+        ]
+        if cell.writes == "mcp"
+        else []
+    )
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
     return HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint)
@@ -102,7 +118,9 @@ def call(name: str, **arguments) -> dict:
 
 def write(cell: Cell, i: int) -> dict:
     if cell.writes == "shell":
-        return call("shell", command=f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER}; sleep {SLOW_S}")
+        return call(
+            "shell", command=f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER}; sleep {SLOW_S}"
+        )
     if cell.writes == "write_file":
         return call("write_file", path=COUNTER, content="".join(f"{v}\n" for v in range(1, i + 1)))
     return call("counter__put", index=i, value=i)
@@ -143,8 +161,13 @@ def start(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "script.json").write_text(json.dumps(script(cell, steps)))
     print("ready", flush=True)
-    launch(Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit."),
-           model(out), cell.sandbox, policy(cell, out), out / "runs")
+    launch(
+        Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit."),
+        model(out),
+        cell.sandbox,
+        policy(cell, out),
+        out / "runs",
+    )
 
 
 def resume_run(run_dir: Path) -> None:
@@ -170,8 +193,13 @@ class Torture:
 
 def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
     """An uninterrupted run in a subprocess, as the killed ones run: its directory and wall time from `ready`."""
-    proc = subprocess.Popen(driver("start", str(out), str(steps), cell.name), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        driver("start", str(out), str(steps), cell.name),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     proc.stdout.readline()
     began = time.perf_counter()
     output = proc.communicate()[0]
@@ -191,7 +219,9 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
         run_dir, clean_exits = None, 0
         while True:
             args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(out), str(steps), cell.name]
-            proc = subprocess.Popen(driver(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(
+                driver(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
             stats.processes += 1
             proc.stdout.readline()  # "ready": the harness is about to act
             time.sleep(rng.uniform(0, window_s))
@@ -226,8 +256,11 @@ def last_stop(run_dir: Path) -> RunStopped | None:
 
 def counter(run_dir: Path) -> list[int]:
     """The counter's values as the run's last step read them back."""
-    reads = [e.observation.text for e in read_events(run_dir) if isinstance(e, ToolObserved)
-             and e.observation.tool in ("shell", "counter__read")]
+    reads = [
+        e.observation.text
+        for e in read_events(run_dir)
+        if isinstance(e, ToolObserved) and e.observation.tool in ("shell", "counter__read")
+    ]
     return [int(v) for v in re.findall(r"^\d+$", reads[-1].replace(" ", "\n"), re.MULTILINE)] if reads else []
 
 
@@ -249,8 +282,10 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
     found = []
     stop, want = last_stop(run_dir), last_stop(reference)
     if stop is None or stop.reason in RESUMABLE or (stop.reason, stop.step) != (want.reason, want.step):
-        found.append(f"stopped {stop.reason if stop else 'never'} after step {stop.step if stop else '?'}, "
-                     f"not {want.reason} after step {want.step}")
+        found.append(
+            f"stopped {stop.reason if stop else 'never'} after step {stop.step if stop else '?'}, "
+            f"not {want.reason} after step {want.step}"
+        )
     if counter(run_dir) != counter(reference):
         found.append(f"the counter reads {counter(run_dir)}, not {counter(reference)}")
     for name in (f"workspace/{COUNTER}", f"../../{MCP_COUNTER}"):
@@ -265,7 +300,10 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
     observed = Counter(e.observation.call_id for e in events if isinstance(e, ToolObserved))
     if any(n != 1 for n in observed.values()):
         found.append(f"calls observed more than once: {[c for c, n in observed.items() if n != 1]}")
-    logged, wanted = prompt_log(run_dir.parent.parent), {p["index"]: p["prompt"] for p in prompt_log(reference.parent.parent)}
+    logged, wanted = (
+        prompt_log(run_dir.parent.parent),
+        {p["index"]: p["prompt"] for p in prompt_log(reference.parent.parent)},
+    )
     if {p["index"] for p in logged} != set(wanted) or any(p["prompt"] != wanted[p["index"]] for p in logged):
         found.append("a prompt differs from the uninterrupted run's")
     return found
@@ -290,8 +328,12 @@ def prompt_log(out: Path) -> list[dict]:
 
 def kills_inside_tools(run_dir: Path) -> int:
     """Resumes that found a write cut short while it ran."""
-    return sum("was running when the process died" in n for e in read_events(run_dir) if isinstance(e, RunResumed)
-               for n in e.notes)
+    return sum(
+        "was running when the process died" in n
+        for e in read_events(run_dir)
+        if isinstance(e, RunResumed)
+        for n in e.notes
+    )
 
 
 def containers_left(root: Path) -> int:

@@ -10,8 +10,14 @@ from agent.models.scripted import ScriptedCall, ScriptedReply
 
 
 def new_journal(root: Path, run_id: str = "run") -> Journal:
-    info = RunInfo(run_id=run_id, task={"id": "t"}, model="scripted", sandbox="local", policy={"name": "default"},
-                   started_at="2026-01-01T00:00:00Z")
+    info = RunInfo(
+        run_id=run_id,
+        task={"id": "t"},
+        model="scripted",
+        sandbox="local",
+        policy={"name": "default"},
+        started_at="2026-01-01T00:00:00Z",
+    )
     return Journal.create(root, info)
 
 

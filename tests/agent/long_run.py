@@ -15,13 +15,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.events import Event
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import ApprovalPolicy, CheckpointPolicy, HarnessPolicy, StopPolicy
 from agent.summary import Summary
 from agent.task import Task
 from core.context_policy import MaskObservations
+from core.events import Event
+from core.policy import ApprovalPolicy, CheckpointPolicy, HarnessPolicy, StopPolicy
 from tests.agent.helpers import call
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 from tools.builtin import STANDARD
@@ -57,12 +57,19 @@ def tools() -> Registry:
     return Registry.of([NOTE, *STANDARD])
 
 
-def long_run(out: Path, steps: int, snapshot_every: int = 10,
-             listeners: tuple[Callable[[Event], None], ...] = ()) -> tuple[Summary, Path]:
+def long_run(
+    out: Path, steps: int, snapshot_every: int = 10, listeners: tuple[Callable[[Event], None], ...] = ()
+) -> tuple[Summary, Path]:
     """A run of `steps` steps that stops awaiting approval of its last one."""
-    return launch(Task(id="long", prompt="Note the numbers from 1 up, then write done.txt and submit."),
-                  ScriptedModel(script(steps)), "local", policy(steps, snapshot_every), out, tools=tools(),
-                  listeners=listeners)
+    return launch(
+        Task(id="long", prompt="Note the numbers from 1 up, then write done.txt and submit."),
+        ScriptedModel(script(steps)),
+        "local",
+        policy(steps, snapshot_every),
+        out,
+        tools=tools(),
+        listeners=listeners,
+    )
 
 
 def fast_dir() -> str | None:

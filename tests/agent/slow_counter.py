@@ -50,7 +50,20 @@ def read_counter(args: NoArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(" ".join(values) or "empty")
 
 
-APPEND = Tool(name="append", summary="Append a value to the counter file.", description="Append a value.",
-              args=AppendArgs, effect=Effect.WRITE, run=append, already_done=append_done)
-READ = Tool(name="read_counter", summary="Show the counter file.", description="Show the values so far.",
-            args=NoArgs, effect=Effect.READ, run=read_counter)
+APPEND = Tool(
+    name="append",
+    summary="Append a value to the counter file.",
+    description="Append a value.",
+    args=AppendArgs,
+    effect=Effect.WRITE,
+    run=append,
+    already_done=append_done,
+)
+READ = Tool(
+    name="read_counter",
+    summary="Show the counter file.",
+    description="Show the values so far.",
+    args=NoArgs,
+    effect=Effect.READ,
+    run=read_counter,
+)

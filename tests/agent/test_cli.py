@@ -19,8 +19,18 @@ def test_help_lists_every_command():
 
 
 def test_the_scripted_example_writes_a_complete_run_directory(tmp_path):
-    result = runner.invoke(app, ["run", "--task", str(EXAMPLES / "demo_task.yaml"),
-                                 "--model", f"scripted:{EXAMPLES / 'demo_script.yaml'}", "--out", str(tmp_path)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--task",
+            str(EXAMPLES / "demo_task.yaml"),
+            "--model",
+            f"scripted:{EXAMPLES / 'demo_script.yaml'}",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     [run_dir] = list(tmp_path.iterdir())
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -43,7 +53,10 @@ def test_errors_are_one_paragraph_not_tracebacks(tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text("- tool_calls: [{name: shell, arguments: {command: 'true'}}]\n")
     cases = [
-        (["--task", "x", "--model", "scripted:" + str(script), "--policy", "fastest"], "Unknown policy preset 'fastest'"),
+        (
+            ["--task", "x", "--model", "scripted:" + str(script), "--policy", "fastest"],
+            "Unknown policy preset 'fastest'",
+        ),
         (["--task", "missing.yaml", "--model", "scripted:" + str(script)], "Cannot read task file missing.yaml"),
         (["--task", "x", "--model", "scripted:/nope.yaml"], "Cannot read scripted model file /nope.yaml"),
         (["--task", "x", "--model", "gpt:4"], "Unknown model 'gpt:4'"),

@@ -43,8 +43,9 @@ def script() -> list[ScriptedReply]:
     return replies + [call("submit", answer="ok")]
 
 
-def compacted_run(tmp_path: Path, prompt: str, snapshots: dict[int, bytes | None] | None = None,
-                  max_tokens: int | None = None) -> Path:
+def compacted_run(
+    tmp_path: Path, prompt: str, snapshots: dict[int, bytes | None] | None = None, max_tokens: int | None = None
+) -> Path:
     """`snapshots`: filled with snapshot.json as it was when each event was written (by seq)."""
     cfg = Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt=prompt)
     # `rerun`: a kill inside `submit` (a write no check can settle) runs it again, as the uninterrupted run did.
@@ -56,7 +57,9 @@ def compacted_run(tmp_path: Path, prompt: str, snapshots: dict[int, bytes | None
             snapshot = next((tmp_path / "runs").iterdir()) / "snapshot.json"
             snapshots[event.seq] = snapshot.read_bytes() if snapshot.exists() else None
 
-    summary, run_dir = launch(TASK, ScriptedModel(script()), "local", policy, tmp_path / "runs", listeners=(keep_snapshot,))
+    summary, run_dir = launch(
+        TASK, ScriptedModel(script()), "local", policy, tmp_path / "runs", listeners=(keep_snapshot,)
+    )
     if max_tokens is None:
         assert summary.stop_reason == "submitted" and summary.compactions == 2
         assert [e.ok for e in read_events(run_dir) if isinstance(e, Compacted)] == [True, False, True]
@@ -67,8 +70,11 @@ def tokens_spent_by(run_dir: Path, step: int) -> int:
     """What the token budget has counted when step `step` ends: its replies so far and the summaries before it."""
     spent = 0
     for e in read_events(run_dir):
-        usage = e.reply.usage if isinstance(e, ModelReplied) and e.step <= step else (
-            e.summariser_usage if isinstance(e, Compacted) and e.step < step else None)
+        usage = (
+            e.reply.usage
+            if isinstance(e, ModelReplied) and e.step <= step
+            else (e.summariser_usage if isinstance(e, Compacted) and e.step < step else None)
+        )
         spent += usage.prompt_tokens + usage.completion_tokens if usage is not None else 0
     return spent
 

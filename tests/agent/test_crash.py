@@ -34,12 +34,16 @@ def test_sigkill_at_random_moments_then_resume_matches_the_uninterrupted_run(tmp
     reference, took = crash_driver.run_once(CELL, tmp_path / "reference", STEPS)
     assert crash_driver.counter(reference) == list(range(1, STEPS + 1))
 
-    seed = int(os.environ.get("CRASH_SEED", time.time_ns() % 2**32))  # a failure names its seed; CRASH_SEED repeats its kill delays
+    seed = int(
+        os.environ.get("CRASH_SEED", time.time_ns() % 2**32)
+    )  # a failure names its seed; CRASH_SEED repeats its kill delays
     stats = crash_driver.torture(tmp_path / "killed", CELL, KILLS, STEPS, seed, window_s=took)
     assert stats.kills == KILLS and stats.runs, f"seed {seed}"
     for run_dir in stats.runs:
         assert crash_driver.problems(run_dir, reference) == [], f"seed {seed}, {run_dir}"
-    assert sum(crash_driver.kills_inside_tools(r) for r in stats.runs) > 0, f"seed {seed}: no kill landed inside a write"
+    assert sum(crash_driver.kills_inside_tools(r) for r in stats.runs) > 0, (
+        f"seed {seed}: no kill landed inside a write"
+    )
 
 
 def test_harness_resume_picks_up_a_harness_run_killed_inside_a_shell_command(tmp_path):
@@ -51,8 +55,20 @@ def test_harness_resume_picks_up_a_harness_run_killed_inside_a_shell_command(tmp
         "- tool_calls: [{name: submit, arguments: {answer: done}}]\n"
     )
     harness = Path(sys.executable).parent / "harness"
-    proc = subprocess.Popen([str(harness), "run", "--task", "Write a and c.", "--model", f"scripted:{script}",
-                             "--out", str(tmp_path / "runs")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            str(harness),
+            "run",
+            "--task",
+            "Write a and c.",
+            "--model",
+            f"scripted:{script}",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         run_dir = wait_for(lambda: next((d for d in (tmp_path / "runs").glob("*") if intent_of(d, "call_2_0")), None))
         busy = runner.invoke(app, ["resume", str(run_dir)])

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from agent.dispatch import dispatch
-from core.events import ToolIntent, ToolObserved
 from agent.journal import read_events
+from core.context_policy import TruncationPolicy
+from core.events import ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, DispatchPolicy, HarnessPolicy
 from core.types import ToolCall
-from core.context_policy import TruncationPolicy
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import new_journal
 from tools.base import ToolContext
@@ -59,9 +59,20 @@ def test_bad_json_and_invalid_arguments_name_the_problem(env):
 def test_nonzero_exit_and_timeout(env):
     policy = HarnessPolicy(dispatch=DispatchPolicy(parallel="all"))
     failed, slow, after = run(
-        env, [c(1, "shell", command="echo oops; exit 3"), c(2, "shell", command="sleep 30"), c(3, "shell", command="echo fine")], policy
+        env,
+        [
+            c(1, "shell", command="echo oops; exit 3"),
+            c(2, "shell", command="sleep 30"),
+            c(3, "shell", command="echo fine"),
+        ],
+        policy,
     ).observations
-    assert failed.status == "error" and failed.error_kind == "nonzero_exit" and failed.exit_code == 3 and "oops" in failed.text
+    assert (
+        failed.status == "error"
+        and failed.error_kind == "nonzero_exit"
+        and failed.exit_code == 3
+        and "oops" in failed.text
+    )
     assert slow.status == "timeout" and slow.duration_s < 10
     assert after.status == "ok" and after.text.strip() == "fine"
 
@@ -84,7 +95,12 @@ def test_a_closed_sandbox_is_reported_as_dead(env):
 def test_first_write_wins_runs_reads_then_one_write(env):
     obs = run(
         env,
-        [c(1, "find", name="*"), c(2, "write_file", path="a.txt", content="A"), c(3, "write_file", path="b.txt", content="B"), c(4, "find", name="*")],
+        [
+            c(1, "find", name="*"),
+            c(2, "write_file", path="a.txt", content="A"),
+            c(3, "write_file", path="b.txt", content="B"),
+            c(4, "find", name="*"),
+        ],
     ).observations
     assert [o.status for o in obs] == ["ok", "ok", "rejected", "rejected"]
     assert "c2 (write_file)" in obs[2].text and "changed the world" in obs[2].text
@@ -100,7 +116,11 @@ def test_a_failed_validation_does_not_close_the_reply(env):
 
 
 def test_one_call_only(env):
-    obs = run(env, [c(1, "find", name="*"), c(2, "find", name="*")], HarnessPolicy(dispatch=DispatchPolicy(parallel="one_call_only"))).observations
+    obs = run(
+        env,
+        [c(1, "find", name="*"), c(2, "find", name="*")],
+        HarnessPolicy(dispatch=DispatchPolicy(parallel="one_call_only")),
+    ).observations
     assert [o.status for o in obs] == ["ok", "rejected"]
     assert "one tool call per reply" in obs[1].text
 
@@ -116,7 +136,12 @@ def test_intent_is_journaled_before_a_write_and_not_for_a_read(env):
 
 def test_approval_refused_is_a_denied_observation(env):
     policy = HarnessPolicy(approval=ApprovalPolicy(approve="writes"))
-    obs = run(env, [c(1, "find", name="*"), c(2, "write_file", path="a.txt", content="A")], policy, approve=lambda call, tool: False).observations
+    obs = run(
+        env,
+        [c(1, "find", name="*"), c(2, "write_file", path="a.txt", content="A")],
+        policy,
+        approve=lambda call, tool: False,
+    ).observations
     assert [o.status for o in obs] == ["ok", "denied"]
     assert not obs[1].executed
 

@@ -50,9 +50,23 @@ def containers_of(client, run_dir: Path) -> list:
 
 def test_a_killed_swe_run_resumes_in_its_task_image_with_testbed_as_it_was(docker_ready, tmp_path):  # noqa: F811
     steps = ["echo changed-by-the-run >> README.md && git status --short", "sleep 60", "tail -n 1 README.md"]
-    proc = subprocess.Popen([HARNESS, "swe", "--suite", "builtin", "--only", "acme__configlite-41",
-                             "--model", f"scripted:{script(tmp_path, steps)}", "--out", str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            HARNESS,
+            "swe",
+            "--suite",
+            "builtin",
+            "--only",
+            "acme__configlite-41",
+            "--model",
+            f"scripted:{script(tmp_path, steps)}",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     run_dir = kill_when(proc, tmp_path / "out", "sleep 60")
     info = json.loads((run_dir / "run.json").read_text())
     assert info["sandbox"] == "docker" and info["workdir"] == "/testbed" and info["image"] != "harness-base:bookworm-1"
@@ -72,9 +86,25 @@ def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(doc
     steps = ["echo one > a.txt", "echo two >> a.txt", "sleep 60", "cat a.txt"]
     policy = tmp_path / "policy.toml"
     policy.write_text('extends = "default"\n[checkpoint]\nsnapshot_every = 1\n')
-    proc = subprocess.Popen([HARNESS, "run", "--task", "Write two lines to a file.", "--sandbox", "docker", "--policy", str(policy),
-                             "--model", f"scripted:{script(tmp_path, steps)}", "--out", str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            HARNESS,
+            "run",
+            "--task",
+            "Write two lines to a file.",
+            "--sandbox",
+            "docker",
+            "--policy",
+            str(policy),
+            "--model",
+            f"scripted:{script(tmp_path, steps)}",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     run_dir = kill_when(proc, tmp_path / "out", "sleep 60")
     for container in containers_of(docker_ready, run_dir):
         container.remove(force=True, v=True)  # the machine rebooted, say
@@ -89,7 +119,11 @@ def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(doc
 
 
 @pytest.mark.parametrize("events_kept", [0, 1])  # nothing journaled, or only the container's sandbox_opened
-def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves_none(docker_ready, tmp_path, events_kept):  # noqa: F811
+def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves_none(
+    docker_ready,  # noqa: F811  (the fixture)
+    tmp_path,
+    events_kept,
+):
     from agent.journal import decode, encode
     from agent.launch import launch
     from agent.models.scripted import ScriptedModel
@@ -100,7 +134,9 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
 
     task = Task(prompt="Read the file.", files={"a.txt": "from the task\n"})
     replies = yaml.safe_load(script(tmp_path, ["cat a.txt"]).read_text())
-    _, run_dir = launch(task, ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])), "docker", HarnessPolicy(), tmp_path / "runs")
+    _, run_dir = launch(
+        task, ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])), "docker", HarnessPolicy(), tmp_path / "runs"
+    )
     assert len(replies) == 2 and containers_of(docker_ready, run_dir) == []
     # The process died as it began: its container started (perhaps journaled), no step taken yet.
     lines = (run_dir / "events.jsonl").read_text().splitlines(keepends=True)
@@ -114,7 +150,9 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
 
     done = resume(run_dir, model=ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])))
     assert done.summary is not None and done.summary.stop_reason == "submitted", done.notes
-    [observed] = [e.observation.text for e in read_events(run_dir) if e.type == "tool_observed" and e.observation.tool == "shell"]
+    [observed] = [
+        e.observation.text for e in read_events(run_dir) if e.type == "tool_observed" and e.observation.tool == "shell"
+    ]
     assert observed.strip() == "from the task"  # the task's files are there whichever container it went on in
     assert containers_of(docker_ready, run_dir) == []
 
@@ -127,8 +165,13 @@ def test_resuming_a_finished_docker_run_removes_the_container_its_killed_process
     from agent.task import Task
     from core.policy import HarnessPolicy
 
-    _, run_dir = launch(Task(prompt="Say hi."), ScriptedModel.from_file(script(tmp_path, ["echo hi"])), "docker",
-                        HarnessPolicy(), tmp_path / "runs")
+    _, run_dir = launch(
+        Task(prompt="Say hi."),
+        ScriptedModel.from_file(script(tmp_path, ["echo hi"])),
+        "docker",
+        HarnessPolicy(),
+        tmp_path / "runs",
+    )
     # Killed between its run_stopped event and removing its container: the container outlives it.
     stray = open_sandbox(SandboxSpec(kind="docker"), run_dir / "workspace")
     assert [c.id for c in containers_of(docker_ready, run_dir)] == [stray.container_id]

@@ -187,9 +187,13 @@ def test_running_into_a_read_only_folder_is_a_one_line_error(tmp_path, immutable
     out = tmp_path / "runs"
     out.mkdir()
     immutable(out)
-    result = runner.invoke(app, ["run", "--task", "x", "--model", f"scripted:{script_file(tmp_path)}", "--out", str(out)])
+    result = runner.invoke(
+        app, ["run", "--task", "x", "--model", f"scripted:{script_file(tmp_path)}", "--out", str(out)]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "Cannot create run directory" in one_line(result.output) and "Operation not permitted" in one_line(result.output)
+    assert "Cannot create run directory" in one_line(result.output) and "Operation not permitted" in one_line(
+        result.output
+    )
 
 
 @pytest.fixture
@@ -197,8 +201,10 @@ def small_disk(tmp_path):
     """A 1 MiB tmpfs: a real filesystem that fills up."""
     where = tmp_path / "disk"
     where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", f"harness-test-{uuid.uuid4().hex[:6]}", str(where)],
-                          capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", f"harness-test-{uuid.uuid4().hex[:6]}", str(where)],
+        capture_output=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     yield where
@@ -211,8 +217,12 @@ def test_a_run_that_fills_its_disk_stops_with_a_one_line_error_and_resumes_once_
     script.write_text(json.dumps([r.model_dump(mode="json", exclude_none=True) for r in fill]))
     result = runner.invoke(app, ["run", "--task", "x", "--model", f"scripted:{script}", "--out", str(small_disk)])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    message = one_line(result.output[result.output.index("error: "):])  # after the progress lines of the steps
-    assert message.startswith("error: Cannot write") and "No space left on device" in message and "harness resume" in message
+    message = one_line(result.output[result.output.index("error: ") :])  # after the progress lines of the steps
+    assert (
+        message.startswith("error: Cannot write")
+        and "No space left on device" in message
+        and "harness resume" in message
+    )
     [run_dir] = [p for p in small_disk.iterdir() if p.is_dir()]
     assert scan(run_dir).damage is None  # what was written is intact
 

@@ -6,17 +6,48 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from agent.task import Task
+from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from core.types import ModelReply
 from tests.agent.helpers import call, calls, events
 
-RUN_JSON_FIELDS = {"run_id", "task", "model", "sandbox", "image", "workdir", "env", "toolset", "tools", "policy", "harness_version",
-                   "seed", "started_at"}
+RUN_JSON_FIELDS = {
+    "run_id",
+    "task",
+    "model",
+    "sandbox",
+    "image",
+    "workdir",
+    "env",
+    "toolset",
+    "tools",
+    "policy",
+    "harness_version",
+    "seed",
+    "started_at",
+}
 SUMMARY_FIELDS = {
-    "run_id", "task_id", "model", "policy", "stop_reason", "message", "outcome", "steps", "tokens", "cache_hit_rate",
-    "wall_s", "model_calls", "model_failures", "tool_calls", "tool_calls_total", "errors", "truncated_outputs",
-    "prefix_reuse_rate", "compactions", "summariser_tokens", "warnings",
+    "run_id",
+    "task_id",
+    "model",
+    "policy",
+    "stop_reason",
+    "message",
+    "outcome",
+    "steps",
+    "tokens",
+    "cache_hit_rate",
+    "wall_s",
+    "model_calls",
+    "model_failures",
+    "tool_calls",
+    "tool_calls_total",
+    "errors",
+    "truncated_outputs",
+    "prefix_reuse_rate",
+    "compactions",
+    "summariser_tokens",
+    "warnings",
 }
 
 
@@ -41,7 +72,15 @@ def test_write_run_fail_submit(tmp_path):
 
     info = json.loads((run_dir / "run.json").read_text())
     assert set(info) == RUN_JSON_FIELDS
-    assert [t["name"] for t in info["tools"]] == ["shell", "read_file", "write_file", "replace", "grep", "find", "submit"]
+    assert [t["name"] for t in info["tools"]] == [
+        "shell",
+        "read_file",
+        "write_file",
+        "replace",
+        "grep",
+        "find",
+        "submit",
+    ]
     assert all(t["server"] == "builtin" and len(t["schema_sha256"]) == 64 for t in info["tools"])
     saved = json.loads((run_dir / "summary.json").read_text())
     assert set(saved) == SUMMARY_FIELDS and saved["stop_reason"] == "submitted"
@@ -59,7 +98,9 @@ def test_write_run_fail_submit(tmp_path):
 
 def test_goal_check_stops_the_run(tmp_path):
     task = Task(prompt="make ok.txt", check="test -f ok.txt")
-    summary, _ = go(tmp_path, [call("shell", command="true"), call("write_file", path="ok.txt", content="")] * 2, task=task)
+    summary, _ = go(
+        tmp_path, [call("shell", command="true"), call("write_file", path="ok.txt", content="")] * 2, task=task
+    )
     assert summary.stop_reason == "goal_verified" and summary.steps == 2
 
 
@@ -86,8 +127,10 @@ def test_step_and_token_budgets(tmp_path):
     replies = [call("shell", command=f"echo {i}") for i in range(20)]
     summary, _ = go(tmp_path, replies, HarnessPolicy(stop=StopPolicy(max_steps=4)))
     assert summary.stop_reason == "step_budget" and summary.steps == 4
-    big = [ModelReply(message=r.message, usage=r.usage.model_copy(update={"prompt_tokens": 600})) for r in
-           [ScriptedModel([x]).complete([], [], HarnessPolicy().model) for x in replies]]
+    big = [
+        ModelReply(message=r.message, usage=r.usage.model_copy(update={"prompt_tokens": 600}))
+        for r in [ScriptedModel([x]).complete([], [], HarnessPolicy().model) for x in replies]
+    ]
     summary, _ = go(tmp_path / "b", big, HarnessPolicy(stop=StopPolicy(max_tokens=2000)))
     assert summary.stop_reason == "token_budget" and summary.steps == 4
 
@@ -99,5 +142,11 @@ def test_a_script_that_runs_out_stops_with_a_clear_model_error(tmp_path):
 
 
 def test_a_failed_write_then_rejection_in_one_step(tmp_path):
-    summary, _ = go(tmp_path, [calls(("write_file", {"path": "a", "content": "1"}), ("shell", {"command": "true"})), call("submit", answer="x")])
+    summary, _ = go(
+        tmp_path,
+        [
+            calls(("write_file", {"path": "a", "content": "1"}), ("shell", {"command": "true"})),
+            call("submit", answer="x"),
+        ],
+    )
     assert summary.errors == {"rejected": 1} and summary.stop_reason == "submitted"

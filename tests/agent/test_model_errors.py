@@ -6,11 +6,11 @@ real providers over real HTTP are tested with the provider clients.
 
 from __future__ import annotations
 
-from core.errors import PermanentModelError, TransientModelError
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import ErrorPolicy, HarnessPolicy
 from agent.task import Task
+from core.errors import PermanentModelError, TransientModelError
+from core.policy import ErrorPolicy, HarnessPolicy
 from tests.agent.helpers import call, events
 
 FAST = HarnessPolicy(errors=ErrorPolicy(model_attempts=3, backoff_multiplier_s=0.01, backoff_max_s=0.05))

@@ -1,8 +1,8 @@
 import pytest
 
+from core.context_policy import MaskObservations
 from core.errors import HarnessError
 from core.policy import PRESETS, load_policy
-from core.context_policy import MaskObservations
 
 
 def test_presets_load_by_name():
@@ -27,7 +27,10 @@ def test_a_yaml_file_with_context_steps(tmp_path):
 @pytest.mark.parametrize(
     "body, expected",
     [
-        ('[dispatch]\nparallel = "some"\n', ["dispatch.parallel", "'first_write_wins', 'all' or 'one_call_only'", "'some'"]),
+        (
+            '[dispatch]\nparallel = "some"\n',
+            ["dispatch.parallel", "'first_write_wins', 'all' or 'one_call_only'", "'some'"],
+        ),
         ("[stop]\nmax_stepz = 3\n", ["stop.max_stepz", "not a known field"]),
         ("[stop]\nmax_steps = 0\n", ["stop.max_steps", "greater than or equal to 1"]),
         ("[dispatch\n", ["not valid TOML"]),

@@ -20,12 +20,12 @@ from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.replay import replay
 from agent.resume import resume
 from agent.task import Task
-from core.volatile import normalise
 from cli.main import app
 from core.context_policy import Compact
 from core.events import ModelReplied
 from core.memory_types import WorkingMemory
 from core.policy import ApprovalPolicy, HarnessPolicy
+from core.volatile import normalise
 from tests.agent.helpers import call
 
 runner = CliRunner()
@@ -34,8 +34,12 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
 
 def test_a_deterministic_run_replays_with_no_divergence_played_back_or_executed(tmp_path):
     task = Task(prompt="x", files={"data.txt": "3\n1\n2\n"}, setup=["echo seeded > seed.txt"])
-    replies = [call("shell", command="sort data.txt"), call("write_file", path="out.txt", content="1 2 3\n"),
-               call("shell", command="cat out.txt seed.txt"), call("submit", answer="done")]
+    replies = [
+        call("shell", command="sort data.txt"),
+        call("write_file", path="out.txt", content="1 2 3\n"),
+        call("shell", command="cat out.txt seed.txt"),
+        call("submit", answer="done"),
+    ]
     _, run_dir = launch(task, ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
     assert all(e.prompt_sha256 for e in read_events(run_dir) if isinstance(e, ModelReplied))
 
@@ -61,7 +65,11 @@ def test_recorded_approval_decisions_are_applied_in_the_replay(tmp_path):
 def test_a_changed_world_is_information_not_a_harness_divergence(tmp_path):
     outside = tmp_path / "world.txt"  # a part of the world the sandbox does not reset
     outside.write_text("alpha\nbeta\n")
-    replies = [call("shell", command="echo start"), call("shell", command=f"cat {outside}"), call("submit", answer="done")]
+    replies = [
+        call("shell", command="echo start"),
+        call("shell", command=f"cat {outside}"),
+        call("submit", answer="done"),
+    ]
     _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
     outside.write_text("alpha\ngamma\n")
 
@@ -78,8 +86,11 @@ def test_a_changed_world_is_information_not_a_harness_divergence(tmp_path):
 
 
 def test_ls_la_and_the_date_replay_cleanly(tmp_path):
-    replies = [call("write_file", path="notes.txt", content="hi\n"), call("shell", command="ls -la; date; pwd"),
-               call("submit", answer="done")]
+    replies = [
+        call("write_file", path="notes.txt", content="hi\n"),
+        call("shell", command="ls -la; date; pwd"),
+        call("submit", answer="done"),
+    ]
     _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
     result = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays")])
     assert result.exit_code == 0, result.output
@@ -108,10 +119,18 @@ def test_a_harness_that_builds_another_prompt_or_observation_is_a_divergence(tmp
 def test_a_compacted_run_replays_with_no_harness_divergence(tmp_path):
     memory = WorkingMemory(goal="count", plan=["echo each number"])
     summary = ScriptedReply(text=json.dumps(memory.model_dump()))
-    replies = [call("shell", command="echo 1"), call("shell", command="echo 2"), summary,
-               call("shell", command="echo 3"), call("shell", command="echo 4"), summary, call("submit", answer="done")]
-    policy = HarnessPolicy(context=[Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9,
-                                            summariser_prompt="fresh")])
+    replies = [
+        call("shell", command="echo 1"),
+        call("shell", command="echo 2"),
+        summary,
+        call("shell", command="echo 3"),
+        call("shell", command="echo 4"),
+        summary,
+        call("submit", answer="done"),
+    ]
+    policy = HarnessPolicy(
+        context=[Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
+    )
     result, run_dir = launch(Task(prompt="count"), ScriptedModel(replies), "local", policy, tmp_path / "runs")
     assert result.compactions == 2 and result.stop_reason == "submitted"
     report = replay(run_dir, out=tmp_path / "replays")
@@ -138,8 +157,18 @@ def test_volatile_text_is_normalised():
 def test_the_readme_example_replays_cleanly_played_back_and_executed(tmp_path):
     """examples/demo_script.yaml lists the workspace with `ls -la`: its times change, the harness does not."""
     examples = Path(__file__).resolve().parent.parent.parent / "examples"
-    ran = runner.invoke(app, ["run", "--task", str(examples / "demo_task.yaml"),
-                              "--model", f"scripted:{examples / 'demo_script.yaml'}", "--out", str(tmp_path / "runs")])
+    ran = runner.invoke(
+        app,
+        [
+            "run",
+            "--task",
+            str(examples / "demo_task.yaml"),
+            "--model",
+            f"scripted:{examples / 'demo_script.yaml'}",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert ran.exit_code == 0, ran.output
     [run_dir] = list((tmp_path / "runs").iterdir())
     played = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays")])

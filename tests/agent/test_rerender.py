@@ -6,21 +6,21 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.main import app
 from agent.journal import Journal, RunInfo, read_events
 from agent.launch import launch
-from agent.session import prepare
 from agent.loop import run
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from core.policy import HarnessPolicy, StopPolicy
-from agent.task import Task
-from core.context_policy import Compact, MaskObservations
-from memory.render import render
 from agent.rerender import HELD_FIXED, replay_history, rerender
+from agent.session import prepare
+from agent.task import Task
 from agent.tokens import counter_for
-from tests.agent.helpers import call
+from cli.main import app
+from core.context_policy import Compact, MaskObservations
+from core.policy import HarnessPolicy, StopPolicy
 from memory.extractive import ExtractiveSummariser
+from memory.render import render
 from sandboxes.local import LocalSandbox
+from tests.agent.helpers import call
 from tools.builtin import STANDARD, standard_tools
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
@@ -31,7 +31,9 @@ def hundred_steps(tmp_path) -> Path:
     replies = [call("read_file", path="big.txt", start_line=1 + 29 * i, end_line=200 + 29 * i) for i in range(99)]
     replies.append(call("submit", answer="read it all"))
     policy = HarnessPolicy(stop=StopPolicy(max_steps=100))
-    summary, run_dir = launch(Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path)
+    summary, run_dir = launch(
+        Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path
+    )
     assert summary.steps == 100 and summary.stop_reason == "submitted"
     return run_dir
 
@@ -67,7 +69,9 @@ def test_a_compacted_run_rerenders_with_its_own_journaled_folds(tmp_path):
             replies.append(ScriptedReply(text=memory))
     replies.append(call("submit", answer="ok"))
     policy = HarnessPolicy(context=[cfg])
-    summary, run_dir = launch(Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path)
+    summary, run_dir = launch(
+        Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path
+    )
     assert summary.compactions == 3 and summary.stop_reason == "submitted"
     events = read_events(run_dir)
     again = rerender(events, [cfg], counter_for("scripted"), STANDARD, recorded_folds=True)
@@ -96,9 +100,24 @@ def test_a_fixture_under_other_policies():
 def test_rerender_prices_the_tools_the_run_recorded(tmp_path):
     """A chess game offers the chess tools, not the standard set: rerender under the recorded policy
     must give the very token counts the run measured while it ran."""
-    result = CliRunner().invoke(app, ["chess", "--games", "1", "--model", "player:random", "--opponent",
-                                      "stockfish:skill=0,depth=1", "--max-plies", "6", "--analysis-depth", "0",
-                                      "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "chess",
+            "--games",
+            "1",
+            "--model",
+            "player:random",
+            "--opponent",
+            "stockfish:skill=0,depth=1",
+            "--max-plies",
+            "6",
+            "--analysis-depth",
+            "0",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     [run_dir] = [p.parent for p in tmp_path.rglob("run.json")]
     events = read_events(run_dir)
@@ -118,13 +137,21 @@ def test_rerender_and_the_loop_compact_through_the_same_pipeline(tmp_path):
     replies = [call("read_file", path="big.txt", start_line=1 + 20 * i, end_line=30 + 20 * i) for i in range(39)]
     model = ScriptedModel([*replies, call("submit", answer="ok")])
     task = Task(prompt="read big.txt", files={"big.txt": BIG})
-    info = RunInfo(run_id="r", task=task.model_dump(mode="json"), model=model.name, sandbox="local",
-                   policy=policy.model_dump(mode="json"), started_at="2026-01-01T00:00:00Z")
+    info = RunInfo(
+        run_id="r",
+        task=task.model_dump(mode="json"),
+        model=model.name,
+        sandbox="local",
+        policy=policy.model_dump(mode="json"),
+        started_at="2026-01-01T00:00:00Z",
+    )
     journal = Journal.create(tmp_path, info)
     box = LocalSandbox(journal.dir / "workspace")
     try:
         prepare(task, box, 60)
-        summary = run(task, model, standard_tools(), box, policy, journal, summariser=ExtractiveSummariser(counter_for(model)))
+        summary = run(
+            task, model, standard_tools(), box, policy, journal, summariser=ExtractiveSummariser(counter_for(model))
+        )
     finally:
         box.close()
         journal.close()

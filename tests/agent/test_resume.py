@@ -18,15 +18,15 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from agent.approval import record_decision
-from cli.main import app
-from core.events import ModelReplied, RunResumed, ToolObserved
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
 from agent.reconcile import NOT_RERUN, UNKNOWN
 from agent.resume import resume
 from agent.task import Task
+from cli.main import app
+from core.events import ModelReplied, RunResumed, ToolObserved
+from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
 from tests.agent import slow_counter
 from tests.agent.helpers import call, calls
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
@@ -56,14 +56,22 @@ class RecordingModel(ScriptedModel):
 
 def uninterrupted(tmp_path, script=SCRIPT, tools=None, policy=HarnessPolicy()):
     prompts: list[str] = []
-    summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "reference", tools=tools)
+    summary, run_dir = launch(
+        TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "reference", tools=tools
+    )
     return prompts, summary, run_dir
 
 
 def history(run_dir):
-    return [(type(e).__name__, e.model_dump(exclude={"seq", "ts"}, mode="json")) for e in read_events(run_dir)
-            if type(e).__name__ in ("MessageAdded", "ModelReplied")] + [
-        e.observation.model_dump(include={"call_id", "status", "text"}) for e in read_events(run_dir) if isinstance(e, ToolObserved)]
+    return [
+        (type(e).__name__, e.model_dump(exclude={"seq", "ts"}, mode="json"))
+        for e in read_events(run_dir)
+        if type(e).__name__ in ("MessageAdded", "ModelReplied")
+    ] + [
+        e.observation.model_dump(include={"call_id", "status", "text"})
+        for e in read_events(run_dir)
+        if isinstance(e, ToolObserved)
+    ]
 
 
 def test_an_approval_stop_writes_a_snapshot_and_the_resumed_prompts_are_byte_identical(tmp_path):
@@ -135,8 +143,14 @@ def counter_tools(append: Tool) -> Registry:
 def test_an_interrupted_write_with_its_own_check_is_settled_and_never_applied_twice(tmp_path, when):
     want, _, reference = uninterrupted(tmp_path, APPEND_SCRIPT, counter_tools(slow_counter.APPEND))
     prompts: list[str] = []
-    summary, run_dir = launch(TASK, RecordingModel(APPEND_SCRIPT, prompts), "local", HarnessPolicy(), tmp_path / "cut",
-                              tools=counter_tools(interrupting(slow_counter.APPEND, when)))
+    summary, run_dir = launch(
+        TASK,
+        RecordingModel(APPEND_SCRIPT, prompts),
+        "local",
+        HarnessPolicy(),
+        tmp_path / "cut",
+        tools=counter_tools(interrupting(slow_counter.APPEND, when)),
+    )
     assert summary.stop_reason == "interrupted"
     done = resume(run_dir, model=RecordingModel(APPEND_SCRIPT, prompts), tools=counter_tools(slow_counter.APPEND))
     assert done.summary.stop_reason == "submitted"
@@ -155,16 +169,25 @@ def blind_append(args: LineArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(f"appended {args.value}")
 
 
-BLIND = Tool("append", "Append a line.", "Append a line; it cannot tell whether it already did.", LineArgs, Effect.WRITE,
-             blind_append)
+BLIND = Tool(
+    "append",
+    "Append a line.",
+    "Append a line; it cannot tell whether it already did.",
+    LineArgs,
+    Effect.WRITE,
+    blind_append,
+)
 
 
-@pytest.mark.parametrize("rule, lines, status", [("unknown", "1\n", "error"), ("rerun", "1\n1\n", "ok"),
-                                                 ("ask", "1\n", "denied")])
+@pytest.mark.parametrize(
+    "rule, lines, status", [("unknown", "1\n", "error"), ("rerun", "1\n1\n", "ok"), ("ask", "1\n", "denied")]
+)
 def test_an_interrupted_write_without_a_check_follows_the_policy(tmp_path, rule, lines, status):
     policy = HarnessPolicy(checkpoint=CheckpointPolicy(interrupted_writes=rule))
     script = [call("append", value=1), call("submit", answer="done")]
-    _, run_dir = launch(TASK, ScriptedModel(script), "local", policy, tmp_path, tools=counter_tools(interrupting(BLIND, "after")))
+    _, run_dir = launch(
+        TASK, ScriptedModel(script), "local", policy, tmp_path, tools=counter_tools(interrupting(BLIND, "after"))
+    )
     done = resume(run_dir, model=ScriptedModel(script), tools=counter_tools(BLIND))
     if rule == "ask":
         assert done.summary.stop_reason == "awaiting_approval" and done.summary.outcome == {"pending": ["call_1_0"]}
@@ -172,7 +195,9 @@ def test_an_interrupted_write_without_a_check_follows_the_policy(tmp_path, rule,
         done = resume(run_dir, model=ScriptedModel(script), tools=counter_tools(BLIND))
     assert done.summary.stop_reason == "submitted"
     assert (run_dir / "workspace" / "log.txt").read_text() == lines
-    [obs] = [e.observation for e in read_events(run_dir) if isinstance(e, ToolObserved) and e.observation.tool == "append"]
+    [obs] = [
+        e.observation for e in read_events(run_dir) if isinstance(e, ToolObserved) and e.observation.tool == "append"
+    ]
     assert obs.status == status
     if rule == "unknown":
         assert obs.error_kind == "interrupted" and obs.text == UNKNOWN.format(tool="append", id="call_1_0")
@@ -181,7 +206,10 @@ def test_an_interrupted_write_without_a_check_follows_the_policy(tmp_path, rule,
 
 
 def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_again(tmp_path):
-    script = [calls(("read_counter", {}), ("append", {"value": 1}), ("read_counter", {})), call("submit", answer="done")]
+    script = [
+        calls(("read_counter", {}), ("append", {"value": 1}), ("read_counter", {})),
+        call("submit", answer="done"),
+    ]
     policy = HarnessPolicy(dispatch=DispatchPolicy(parallel="all"))
     want, _, reference = uninterrupted(tmp_path, script, counter_tools(slow_counter.APPEND), policy)
     prompts: list[str] = []
@@ -201,7 +229,12 @@ def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_aga
     assert done.summary.stop_reason == "submitted"
     events = read_events(run_dir)
     assert sum(isinstance(e, ModelReplied) for e in events) == 2  # the cut step's reply was not asked for again
-    assert [e.observation.call_id for e in events if isinstance(e, ToolObserved)] == ["call_1_0", "call_1_1", "call_1_2", "call_2_0"]
+    assert [e.observation.call_id for e in events if isinstance(e, ToolObserved)] == [
+        "call_1_0",
+        "call_1_1",
+        "call_1_2",
+        "call_2_0",
+    ]
     assert prompts == want and history(run_dir) == history(reference)
     assert (run_dir / "workspace" / "counter.txt").read_text() == (reference / "workspace" / "counter.txt").read_text()
 
@@ -252,7 +285,11 @@ def test_a_finished_run_is_left_as_it_is(tmp_path):
 
 def test_a_sandbox_that_is_gone_is_recreated_from_the_task_and_the_output_says_so(tmp_path):
     task = Task(prompt="x", files={"data.txt": "42\n"})
-    replies = [call("write_file", path="a.txt", content="A"), call("shell", command="cat data.txt"), call("submit", answer="42")]
+    replies = [
+        call("write_file", path="a.txt", content="A"),
+        call("shell", command="cat data.txt"),
+        call("submit", answer="42"),
+    ]
     _, run_dir = launch(task, ScriptedModel(replies), "local", GATED, tmp_path)
     shutil.rmtree(run_dir / "workspace")
     record_decision(run_dir, "call_1_0", True)
@@ -264,13 +301,27 @@ def test_a_sandbox_that_is_gone_is_recreated_from_the_task_and_the_output_says_s
 
 def test_harness_run_says_how_to_approve_and_resume_continues(tmp_path):
     script = tmp_path / "script.yaml"
-    script.write_text("- tool_calls: [{name: write_file, arguments: {path: a.txt, content: A}}]\n"
-                      "- tool_calls: [{name: submit, arguments: {answer: done}}]\n")
+    script.write_text(
+        "- tool_calls: [{name: write_file, arguments: {path: a.txt, content: A}}]\n"
+        "- tool_calls: [{name: submit, arguments: {answer: done}}]\n"
+    )
     policy = tmp_path / "gated.toml"
     policy.write_text('[approval]\nper_tool = {write_file = "always"}\n')
     runner = CliRunner()
-    ran = runner.invoke(app, ["run", "--task", "Write a.", "--model", f"scripted:{script}", "--policy", str(policy),
-                              "--out", str(tmp_path / "runs")])
+    ran = runner.invoke(
+        app,
+        [
+            "run",
+            "--task",
+            "Write a.",
+            "--model",
+            f"scripted:{script}",
+            "--policy",
+            str(policy),
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     [run_dir] = (tmp_path / "runs").iterdir()
     assert ran.exit_code == 0 and f"harness approve {run_dir} --call call_1_0 --yes" in " ".join(ran.output.split())
     assert runner.invoke(app, ["approve", str(run_dir), "--call", "call_1_0", "--yes"]).exit_code == 0
@@ -303,13 +354,18 @@ def test_a_run_killed_between_its_opening_messages_gets_the_rest_on_resume(tmp_p
 
 def test_a_compacted_run_resumes_after_its_summariser_replies(tmp_path):
     """The scripted model serves the summariser too; the resumed model goes on after every reply it gave."""
+    from agent.models.scripted import ScriptedReply
     from core.context_policy import Compact
     from core.memory_types import WorkingMemory
-    from agent.models.scripted import ScriptedReply
 
     memory = ScriptedReply(text=json.dumps(WorkingMemory(goal="write a.txt").model_dump()))
-    script = [call("shell", command="echo 1"), call("shell", command="echo 2"), memory,
-              call("write_file", path="a.txt", content="A\n"), call("submit", answer="done")]
+    script = [
+        call("shell", command="echo 1"),
+        call("shell", command="echo 2"),
+        memory,
+        call("write_file", path="a.txt", content="A\n"),
+        call("submit", answer="done"),
+    ]
     compacting = [Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
     want, _, reference = uninterrupted(tmp_path, script=script, policy=HarnessPolicy(context=compacting))
     prompts: list[str] = []

@@ -17,7 +17,7 @@ extends = "default"
 [[mcp]]
 name = "notes"
 command = "{sys.executable}"
-args = ["{SERVERS / 'basic.py'}"]
+args = ["{SERVERS / "basic.py"}"]
 """
 
 
@@ -27,9 +27,26 @@ def offered(run_dir) -> dict[str, str]:
 
 def test_a_chess_game_offers_the_policys_mcp_tools(tmp_path):
     (tmp_path / "policy.toml").write_text(POLICY)
-    result = CliRunner().invoke(app, ["chess", "--games", "1", "--model", "player:random", "--opponent",
-                                      "stockfish:skill=0,depth=1", "--max-plies", "4", "--analysis-depth", "0",
-                                      "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "chess",
+            "--games",
+            "1",
+            "--model",
+            "player:random",
+            "--opponent",
+            "stockfish:skill=0,depth=1",
+            "--max-plies",
+            "4",
+            "--analysis-depth",
+            "0",
+            "--policy",
+            str(tmp_path / "policy.toml"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     [game] = [p.parent for p in (tmp_path / "out").rglob("run.json")]
     tools = offered(game)
@@ -40,8 +57,22 @@ def test_a_chess_game_offers_the_policys_mcp_tools(tmp_path):
 
 def test_a_swe_instance_offers_the_policys_mcp_tools(docker_ready, tmp_path):  # noqa: F811  (the fixture)
     (tmp_path / "policy.toml").write_text(POLICY)
-    result = CliRunner().invoke(app, ["swe", "--suite", "builtin", "--model", "null", "--only", "acme__configlite-41",
-                                      "--policy", str(tmp_path / "policy.toml"), "--out", str(tmp_path / "batch")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "swe",
+            "--suite",
+            "builtin",
+            "--model",
+            "null",
+            "--only",
+            "acme__configlite-41",
+            "--policy",
+            str(tmp_path / "policy.toml"),
+            "--out",
+            str(tmp_path / "batch"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     [batch] = (tmp_path / "batch").iterdir()
     run_dir = batch / "acme__configlite-41"

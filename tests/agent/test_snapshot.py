@@ -6,12 +6,12 @@ import json
 import tempfile
 from pathlib import Path
 
-from core.events import ModelReplied, RunStopped
 from agent.journal import read_events
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel
-from core.policy import CheckpointPolicy, HarnessPolicy
 from agent.task import Task
+from core.events import ModelReplied, RunStopped
+from core.policy import CheckpointPolicy, HarnessPolicy
 from tests.agent.helpers import call
 from tests.agent.long_run import fast_dir, long_run
 
@@ -24,9 +24,11 @@ def test_size_at_step_1000_is_within_10_percent_of_step_50():
             # The snapshot of step K is on disk when step K + 1's reply is journaled.
             if isinstance(event, ModelReplied) and event.step - 1 in (50, 950):
                 sizes[event.step - 1] = (run_dir() / "snapshot.json").stat().st_size
+
         return listener
 
     with tempfile.TemporaryDirectory(dir=fast_dir()) as tmp:
+
         def found() -> Path:
             return next(Path(tmp).iterdir())
 
@@ -51,7 +53,9 @@ def test_written_every_k_steps_and_at_the_stop_covering_the_journal(tmp_path):
 
     replies = [call("shell", command=f"echo {i}") for i in range(1, 6)] + [call("submit", answer="ok")]
     policy = HarnessPolicy(checkpoint=CheckpointPolicy(snapshot_every=2))
-    summary, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", policy, tmp_path, listeners=(listener,))
+    summary, run_dir = launch(
+        Task(prompt="x"), ScriptedModel(replies), "local", policy, tmp_path, listeners=(listener,)
+    )
     assert seen == [None, None, 2, 2, 4, 4]  # as each step's reply arrives: the latest snapshot's step
     snap = json.loads((run_dir / "snapshot.json").read_text())
     events = read_events(run_dir)

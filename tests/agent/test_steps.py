@@ -21,26 +21,51 @@ from core.events import (
 from core.memory_types import Fold, WorkingMemory
 from core.types import Message, ModelReply, Observation, ToolCall, Usage
 
-OPENING = [MessageAdded(step=0, message=Message(role="system", text="s")),
-           MessageAdded(step=0, message=Message(role="user", text="t"))]
+OPENING = [
+    MessageAdded(step=0, message=Message(role="system", text="s")),
+    MessageAdded(step=0, message=Message(role="user", text="t")),
+]
 
 
 def step_events(n: int, calls: int, failures: int, nudged: bool, compacted: bool) -> list:
     """One step as the loop journals it: failed attempts, the reply, intents and results, a nudge, a compaction."""
     out: list = [ModelFailed(step=n, transient=True, message=f"e{i}") for i in range(failures)]
     tool_calls = tuple(ToolCall(id=f"c{n}_{i}", name="shell", arguments="{}") for i in range(calls))
-    out.append(ModelReplied(step=n, reply=ModelReply(message=Message(role="assistant", text=f"r{n}", tool_calls=tool_calls),
-                                                     usage=Usage(prompt_tokens=n), finish_reason="stop"),
-                            prompt_messages=0, prompt_chars=0))
+    out.append(
+        ModelReplied(
+            step=n,
+            reply=ModelReply(
+                message=Message(role="assistant", text=f"r{n}", tool_calls=tool_calls),
+                usage=Usage(prompt_tokens=n),
+                finish_reason="stop",
+            ),
+            prompt_messages=0,
+            prompt_chars=0,
+        )
+    )
     for c in tool_calls:
         out.append(ToolIntent(step=n, call_id=c.id, tool="shell", arguments={}, idempotency_key=c.id))
         out.append(ToolObserved(step=n, observation=Observation(call_id=c.id, tool="shell", status="ok", text=c.id)))
     if nudged:
         out.append(MessageAdded(step=n, message=Message(role="user", text=f"nudge {n}")))
     if compacted:
-        fold_ = Fold(version=1, upto=2, first_step=1, last_step=n, memory=WorkingMemory(), text="m", restart=True, at_step=n)
-        out.append(Compacted(step=n, ok=True, trigger="tokens", version=1, tokens_before=2, tokens_after=1, fold=fold_,
-                             summariser_usage=Usage(), finish_reason="stop", cut_off=False))
+        fold_ = Fold(
+            version=1, upto=2, first_step=1, last_step=n, memory=WorkingMemory(), text="m", restart=True, at_step=n
+        )
+        out.append(
+            Compacted(
+                step=n,
+                ok=True,
+                trigger="tokens",
+                version=1,
+                tokens_before=2,
+                tokens_after=1,
+                fold=fold_,
+                summariser_usage=Usage(),
+                finish_reason="stop",
+                cut_off=False,
+            )
+        )
     return out
 
 
@@ -73,8 +98,16 @@ def test_the_fold_keeps_every_event_in_its_place(shapes, stopped):
 def summariser_calls(n: int, given: list[bool]) -> list:
     """A compaction's summariser calls as the journal holds them: each gave a reply, or raised."""
     reply = ModelReply(message=Message(role="assistant", text="{}"), usage=Usage(), finish_reason="stop")
-    return [SummaryReplied(step=n, request_sha256="x", request_messages=2, cap=10,
-                           **({"reply": reply} if ok else {"error": "TransientModelError: busy"})) for ok in given]
+    return [
+        SummaryReplied(
+            step=n,
+            request_sha256="x",
+            request_messages=2,
+            cap=10,
+            **({"reply": reply} if ok else {"error": "TransientModelError: busy"}),
+        )
+        for ok in given
+    ]
 
 
 @settings(max_examples=150, deadline=None)
@@ -83,15 +116,18 @@ def test_the_fold_counts_the_models_replies_and_the_compaction_a_crash_cut_short
     events = list(OPENING)
     for n, ((calls, failures, nudged, compacted), given_) in enumerate(shapes, 1):
         steps = step_events(n, calls, failures, nudged, compacted)
-        events += steps[:-1] + summariser_calls(n, given_) + steps[-1:] if compacted else steps + summariser_calls(n, given_)
+        events += (
+            steps[:-1] + summariser_calls(n, given_) + steps[-1:] if compacted else steps + summariser_calls(n, given_)
+        )
     if resumed:
         events.append(RunResumed(step=len(shapes) + 5, from_seq=0))
     events = [e.model_copy(update={"seq": i, "ts": float(i)}) for i, e in enumerate(events, 1)]
 
     run = fold(events)
     # What a scripted model has handed out: one per reply, the agent's or the summariser's; a call that raised took none.
-    assert run.model_replies == sum(isinstance(e, ModelReplied) or (isinstance(e, SummaryReplied) and e.reply is not None)
-                                    for e in events)
+    assert run.model_replies == sum(
+        isinstance(e, ModelReplied) or (isinstance(e, SummaryReplied) and e.reply is not None) for e in events
+    )
     last_compaction = max((e.seq for e in events if isinstance(e, Compacted)), default=0)
     assert run.pending_summaries == [e for e in events if isinstance(e, SummaryReplied) and e.seq > last_compaction]
     for step in run.steps:

@@ -15,8 +15,9 @@ def run_json(folder) -> dict:
 
 
 def test_harness_run_with_the_local_model_and_no_policy_finishes(tmp_path):
-    result = CliRunner().invoke(app, ["run", "--model", "local", "--task", str(EXAMPLES / "demo_task.yaml"),
-                                      "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        app, ["run", "--model", "local", "--task", str(EXAMPLES / "demo_task.yaml"), "--out", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     policy = run_json(tmp_path)["policy"]
     assert policy["name"] == "local" and policy["model"]["tool_choice"] == "required"
@@ -26,8 +27,22 @@ def test_harness_run_with_the_local_model_and_no_policy_finishes(tmp_path):
 
 
 def test_harness_chess_with_the_local_model_and_no_policy_finishes(tmp_path):
-    result = CliRunner().invoke(app, ["chess", "--model", "local", "--games", "1", "--max-plies", "6",
-                                      "--analysis-depth", "0", "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "chess",
+            "--model",
+            "local",
+            "--games",
+            "1",
+            "--max-plies",
+            "6",
+            "--analysis-depth",
+            "0",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert run_json(tmp_path)["policy"]["model"]["tool_choice"] == "required"
     [summary] = [json.loads(p.read_text()) for p in tmp_path.rglob("summary.json") if p.parent.name != tmp_path.name]
@@ -35,7 +50,17 @@ def test_harness_chess_with_the_local_model_and_no_policy_finishes(tmp_path):
 
 
 def test_a_named_policy_wins_over_the_local_default(tmp_path):
-    result = CliRunner().invoke(app, ["run", "--model", "scripted:" + str(EXAMPLES / "demo_script.yaml"),
-                                      "--task", str(EXAMPLES / "demo_task.yaml"), "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--model",
+            "scripted:" + str(EXAMPLES / "demo_script.yaml"),
+            "--task",
+            str(EXAMPLES / "demo_task.yaml"),
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert run_json(tmp_path)["policy"]["name"] == "default"

@@ -30,16 +30,22 @@ def harness(*args: str, **extra: str) -> subprocess.CompletedProcess:
 
 
 def started(*args: str, **extra: str) -> subprocess.Popen:
-    return subprocess.Popen([HARNESS, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                            env=env(**extra))
+    return subprocess.Popen(
+        [HARNESS, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env(**extra)
+    )
 
 
 def test_tools_list_json_piped_holds_every_tool_with_its_whole_name():
     done = harness("tools", "list", "--json", "--mcp", f"{LONG}={BASIC}")
     assert done.returncode == 0, done.stderr
     tools = {t["name"]: t for t in json.loads(done.stdout)}  # stdout is the JSON and nothing else
-    assert tools[f"{LONG}__write_note"] == {"name": f"{LONG}__write_note", "server": LONG, "effect": "write",
-                                            "asks_approval": True, "summary": "Pretend to store a note."}
+    assert tools[f"{LONG}__write_note"] == {
+        "name": f"{LONG}__write_note",
+        "server": LONG,
+        "effect": "write",
+        "asks_approval": True,
+        "summary": "Pretend to store a note.",
+    }
     assert tools["shell"]["server"] == "built-in" and not tools["shell"]["asks_approval"]
 
 
@@ -47,8 +53,13 @@ def test_tools_list_piped_keeps_each_row_on_one_line_uncut():
     done = harness("tools", "list", "--mcp", f"{LONG}={BASIC}")
     assert done.returncode == 0, done.stderr
     [row] = [line for line in done.stdout.splitlines() if f"{LONG}__write_note" in line]
-    assert [c.strip() for c in row.split("│")[1:-1]] == [f"{LONG}__write_note", LONG, "write", "yes",
-                                                         "Pretend to store a note."]
+    assert [c.strip() for c in row.split("│")[1:-1]] == [
+        f"{LONG}__write_note",
+        LONG,
+        "write",
+        "yes",
+        "Pretend to store a note.",
+    ]
     assert "\x1b[" not in done.stdout  # no colour codes in a pipe
 
 
@@ -63,8 +74,22 @@ def test_policies_json_lists_every_preset():
 def test_chess_prints_a_line_per_game_while_the_batch_is_still_playing(tmp_path):
     # Full-strength Stockfish thinks a whole second a move, so the second game is still being played when the first
     # game's line is read, and heartbeats come during each game.
-    proc = started("chess", "--games", "2", "--model", "player:random", "--opponent", "stockfish:skill=20,time=1",
-                   "--max-plies", "6", "--analysis-depth", "0", "--out", str(tmp_path), HARNESS_HEARTBEAT_S="0.3")
+    proc = started(
+        "chess",
+        "--games",
+        "2",
+        "--model",
+        "player:random",
+        "--opponent",
+        "stockfish:skill=20,time=1",
+        "--max-plies",
+        "6",
+        "--analysis-depth",
+        "0",
+        "--out",
+        str(tmp_path),
+        HARNESS_HEARTBEAT_S="0.3",
+    )
     lines, running_at_first = [], None
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
@@ -82,8 +107,22 @@ def test_chess_prints_a_line_per_game_while_the_batch_is_still_playing(tmp_path)
 
 
 def test_chess_json_piped_is_the_final_table_and_progress_goes_to_stderr(tmp_path):
-    done = harness("chess", "--games", "2", "--model", "player:random", "--opponent", "stockfish:skill=0,depth=1",
-                   "--max-plies", "6", "--analysis-depth", "0", "--out", str(tmp_path), "--json")
+    done = harness(
+        "chess",
+        "--games",
+        "2",
+        "--model",
+        "player:random",
+        "--opponent",
+        "stockfish:skill=0,depth=1",
+        "--max-plies",
+        "6",
+        "--analysis-depth",
+        "0",
+        "--out",
+        str(tmp_path),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     table = json.loads(done.stdout)
     [folder] = tmp_path.iterdir()  # --out is the parent of the new batch folder
@@ -97,9 +136,18 @@ def test_a_long_run_prints_heartbeat_lines_while_it_waits(tmp_path):
     script = tmp_path / "script.yaml"
     script.write_text(  # the shell command holds the run until the test lets it go
         f"- tool_calls: [{{name: shell, arguments: {{command: 'until [ -e {go} ]; do sleep 0.05; done'}}}}]\n"
-        "- tool_calls: [{name: submit, arguments: {answer: done}}]\n")
-    proc = started("run", "--task", "Wait.", "--model", f"scripted:{script}", "--out", str(tmp_path / "runs"),
-                   HARNESS_HEARTBEAT_S="0.2")
+        "- tool_calls: [{name: submit, arguments: {answer: done}}]\n"
+    )
+    proc = started(
+        "run",
+        "--task",
+        "Wait.",
+        "--model",
+        f"scripted:{script}",
+        "--out",
+        str(tmp_path / "runs"),
+        HARNESS_HEARTBEAT_S="0.2",
+    )
     lines = []
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
@@ -112,8 +160,9 @@ def test_a_long_run_prints_heartbeat_lines_while_it_waits(tmp_path):
 
 
 def test_a_heartbeat_setting_that_is_not_a_positive_number_is_refused(tmp_path):
-    done = harness("run", "--task", "Wait.", "--model", "scripted:none.yaml", "--out", str(tmp_path),
-                   HARNESS_HEARTBEAT_S="soon")
+    done = harness(
+        "run", "--task", "Wait.", "--model", "scripted:none.yaml", "--out", str(tmp_path), HARNESS_HEARTBEAT_S="soon"
+    )
     assert done.returncode == 2 and "HARNESS_HEARTBEAT_S must be a number of seconds above 0, got 'soon'" in done.stdout
 
 

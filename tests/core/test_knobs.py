@@ -30,8 +30,18 @@ def models(annotation, seen: set) -> None:
 def test_every_field_of_every_policy_model_has_a_description():
     seen: set = set()
     models(HarnessPolicy, seen)
-    assert {m.__name__ for m in seen} >= {"HarnessPolicy", "StopPolicy", "Compact", "MaskObservations", "StripReasoning",
-                                          "DiscloseTools", "Limits", "TruncationPolicy", "McpServer", "ModelParams"}
+    assert {m.__name__ for m in seen} >= {
+        "HarnessPolicy",
+        "StopPolicy",
+        "Compact",
+        "MaskObservations",
+        "StripReasoning",
+        "DiscloseTools",
+        "Limits",
+        "TruncationPolicy",
+        "McpServer",
+        "ModelParams",
+    }
     missing = [f"{m.__name__}.{name}" for m in seen for name, info in m.model_fields.items() if not info.description]
     assert missing == []
 

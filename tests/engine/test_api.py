@@ -127,8 +127,16 @@ def test_bad_inputs_get_clear_errors_and_the_engine_keeps_serving(engine, tmp_pa
 @pytest.mark.parametrize("weights, intermediate", [("float32", 96), ("int4", 96), ("int4", 40)])
 def test_dummy_weights_of_any_size_run_from_token_ids(weights, intermediate):
     config = ModelConfig(
-        vocab_size=300, hidden_size=64, intermediate_size=intermediate, num_layers=2, num_heads=4, num_kv_heads=2,
-        head_dim=16, max_position_embeddings=256, tie_word_embeddings=False, qkv_bias=True,
+        vocab_size=300,
+        hidden_size=64,
+        intermediate_size=intermediate,
+        num_layers=2,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=16,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+        qkv_bias=True,
     )
     eng = Engine(dummy_checkpoint(config, seed=1), EngineConfig(kv_cache_bytes=1 << 20, weights=weights))
     try:
@@ -137,7 +145,10 @@ def test_dummy_weights_of_any_size_run_from_token_ids(weights, intermediate):
             assert layer.qkv.kind == "int4" and (layer.down.kind == "int4") == (intermediate % 32 == 0)
         a = eng.generate([[1, 2, 3]], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))[0]
         assert len(a.token_ids) == 10 and all(0 <= t < 300 for t in a.token_ids)
-        assert eng.generate([[1, 2, 3]], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))[0].token_ids == a.token_ids
+        assert (
+            eng.generate([[1, 2, 3]], SamplingParams(temperature=0, max_tokens=10, ignore_eos=True))[0].token_ids
+            == a.token_ids
+        )
         with pytest.raises(InvalidRequestError, match="no tokenizer"):
             eng.generate(["text"], GREEDY)
         with pytest.raises(ContextLengthError):

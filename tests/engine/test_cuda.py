@@ -39,6 +39,7 @@ def capture_first_logits(store: list):
         if not generated:
             store.append(logits.float().clone())
         return logits
+
     return proc
 
 
@@ -159,11 +160,20 @@ def test_cuda_logits_match_transformers(ckpt):
     transformers = pytest.importorskip("transformers")
     c = SMOLLM2_135M
     with torch.device("cuda"):  # float32: the reference is held to a higher precision than the bf16 engine
-        ref = transformers.LlamaForCausalLM(transformers.LlamaConfig(
-            vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
-            num_hidden_layers=c.num_layers, num_attention_heads=c.num_heads, num_key_value_heads=c.num_kv_heads,
-            rope_theta=c.rope_theta, max_position_embeddings=c.max_position_embeddings, rms_norm_eps=c.rms_norm_eps,
-            tie_word_embeddings=True))
+        ref = transformers.LlamaForCausalLM(
+            transformers.LlamaConfig(
+                vocab_size=c.vocab_size,
+                hidden_size=c.hidden_size,
+                intermediate_size=c.intermediate_size,
+                num_hidden_layers=c.num_layers,
+                num_attention_heads=c.num_heads,
+                num_key_value_heads=c.num_kv_heads,
+                rope_theta=c.rope_theta,
+                max_position_embeddings=c.max_position_embeddings,
+                rms_norm_eps=c.rms_norm_eps,
+                tie_word_embeddings=True,
+            )
+        )
     ref.load_state_dict({k: v.to("cuda") for k, v in ckpt.tensors.items()}, strict=False)
     ref.tie_weights()
     ref.eval()
@@ -182,12 +192,16 @@ def test_prefix_cached_prefill_equals_cold_prefill(ckpt):
     warm = cuda_engine(ckpt, max_num_batched_tokens=256)  # chunked: chunks after a prefix as well
     warm.generate([base], SamplingParams(temperature=0, max_tokens=1))
     got: list = []
-    out = warm.generate([follow], SamplingParams(temperature=0, max_tokens=1, logits_processor=capture_first_logits(got)))[0]
+    out = warm.generate(
+        [follow], SamplingParams(temperature=0, max_tokens=1, logits_processor=capture_first_logits(got))
+    )[0]
     warm.shutdown()
     assert out.usage.cached_tokens == 640
     cold = cuda_engine(ckpt, enable_prefix_cache=False, max_num_batched_tokens=4096)
     want: list = []
-    out = cold.generate([follow], SamplingParams(temperature=0, max_tokens=1, logits_processor=capture_first_logits(want)))[0]
+    out = cold.generate(
+        [follow], SamplingParams(temperature=0, max_tokens=1, logits_processor=capture_first_logits(want))
+    )[0]
     cold.shutdown()
     assert out.usage.cached_tokens == 0
     assert rel(got[0], want[0]) < 1e-2

@@ -97,11 +97,17 @@ def test_a_model_fault_fails_only_the_request_that_causes_it_fault_injection(che
 
 # ------------------------------------------------------------------ through the server
 
-INNOCENT = {"model": "smollm2", "max_tokens": 6, "temperature": 0, "messages": [{"role": "user", "content": "Say hello."}]}
+INNOCENT = {
+    "model": "smollm2",
+    "max_tokens": 6,
+    "temperature": 0,
+    "messages": [{"role": "user", "content": "Say hello."}],
+}
 
 
 def hostile_bodies() -> dict[str, tuple[bytes, str | None]]:
     """name -> (body, the field the 400 must name)."""
+
     def body(**changes):
         return json.dumps({**INNOCENT, **changes}).encode()
 
@@ -165,7 +171,9 @@ def raw_exchange(url: str, head: bytes, body: bytes, wait_s: float = 10) -> byte
 
 
 def test_body_size_and_body_read_time_are_bounded(server):
-    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+    )
     too_big = raw_exchange(server, head % (2 << 20), b"{")
     assert too_big.startswith(b"HTTP/1.1 413") and b"at most" in too_big
     t0 = time.monotonic()
@@ -180,7 +188,9 @@ def test_every_5xx_is_counted_and_the_connection_stays_usable_fault_injection(se
     and neither it nor a 4xx may cost the client its kept-alive connection."""
     host, port = server.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=60)
-    before = metrics(httpx.get(server + "/metrics").text).get("engine_http_requests_total{api=openai,outcome=server_error}", 0)
+    before = metrics(httpx.get(server + "/metrics").text).get(
+        "engine_http_requests_total{api=openai,outcome=server_error}", 0
+    )
 
     def post(body: dict) -> http.client.HTTPResponse:
         conn.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -204,7 +214,11 @@ def test_every_5xx_is_counted_and_the_connection_stays_usable_fault_injection(se
 
 
 def test_a_non_streamed_request_is_aborted_when_its_client_disconnects(eng, server):
-    long = {**INNOCENT, "max_tokens": 400, "messages": [{"role": "user", "content": "Count from 1 to 1000, one number per line."}]}
+    long = {
+        **INNOCENT,
+        "max_tokens": 400,
+        "messages": [{"role": "user", "content": "Count from 1 to 1000, one number per line."}],
+    }
     before = metrics(httpx.get(server + "/metrics").text)
     steps_before = eng.num_steps
     with pytest.raises(httpx.ReadTimeout):

@@ -26,7 +26,9 @@ def ids_strategy(tokenizer):
     text = [tokenizer.encode(s) for s in ("naïve café — 東京 🎉🎉 ok", "ünïcödé ∑ 😀 </tool_call>", "stop here. STOP")]
     assert len(partial) > 100 and special
     token = st.one_of(
-        st.integers(0, vocab - 1), st.sampled_from(partial), st.sampled_from(special),
+        st.integers(0, vocab - 1),
+        st.sampled_from(partial),
+        st.sampled_from(special),
         st.sampled_from([t for ids in text for t in ids]),
     )
     return st.lists(token, max_size=60) | st.sampled_from(text).flatmap(

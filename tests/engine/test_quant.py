@@ -21,8 +21,11 @@ def test_the_embedded_files_q4_1_weights_are_recovered_exactly(checkpoint):
 
 @settings(max_examples=40, deadline=None)
 @given(
-    out_groups=st.integers(1, 3), in_groups=st.integers(1, 4), seed=st.integers(0, 2**31 - 1),
-    spread=st.floats(1e-3, 10.0), constant_rows=st.booleans(),
+    out_groups=st.integers(1, 3),
+    in_groups=st.integers(1, 4),
+    seed=st.integers(0, 2**31 - 1),
+    spread=st.floats(1e-3, 10.0),
+    constant_rows=st.booleans(),
 )
 def test_other_weights_round_to_the_nearest_of_16_levels(out_groups, in_groups, seed, spread, constant_rows):
     w = torch.randn(16 * out_groups, GROUP_SIZE * in_groups, generator=torch.Generator().manual_seed(seed)) * spread
@@ -51,7 +54,9 @@ def test_an_int4_engine_stays_close_to_float32(checkpoint, engine):
     try:
         assert small.kv.bytes_per_token * 2 == engine.kv.bytes_per_token  # a bfloat16 KV cache
         texts = ["The quick brown fox jumps over the lazy dog. " * 3, "def add(a, b):\n    return a + b\n" * 2]
-        prompts = [engine.encode(t) for t in texts] + [engine.encode_chat([{"role": "user", "content": "Write a haiku about rain."}])]
+        prompts = [engine.encode(t) for t in texts] + [
+            engine.encode_chat([{"role": "user", "content": "Write a haiku about rain."}])
+        ]
         ref, ours = torch.cat(engine.prompt_logits(prompts)), torch.cat(small.prompt_logits(prompts))
         # bfloat16 activations flip the top token where two are nearly tied (4 of these 94 positions).
         assert (ref.argmax(-1) == ours.argmax(-1)).float().mean() >= 0.9

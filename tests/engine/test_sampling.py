@@ -28,7 +28,9 @@ def test_same_seed_same_tokens_different_seed_different_tokens(engine, prompt):
 
 def test_top_k_one_is_greedy(engine, prompt):
     greedy = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=12, ignore_eos=True))[0]
-    top1 = engine.generate([prompt], SamplingParams(temperature=1.5, top_k=1, seed=3, max_tokens=12, ignore_eos=True))[0]
+    top1 = engine.generate([prompt], SamplingParams(temperature=1.5, top_k=1, seed=3, max_tokens=12, ignore_eos=True))[
+        0
+    ]
     assert top1.token_ids == greedy.token_ids
 
 
@@ -53,7 +55,9 @@ def test_max_tokens_eos_and_stop_strings(engine):
     cut = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=40, stop=[stop]))[0]
     assert cut.finish_reason == "stop"
     assert cut.text == full.text[: full.text.index(stop)]
-    stopped_by_id = engine.generate([prompt], SamplingParams(temperature=0, max_tokens=40, stop_token_ids=[full.token_ids[3]]))[0]
+    stopped_by_id = engine.generate(
+        [prompt], SamplingParams(temperature=0, max_tokens=40, stop_token_ids=[full.token_ids[3]])
+    )[0]
     assert stopped_by_id.token_ids == full.token_ids[:4] and stopped_by_id.finish_reason == "stop"
 
 
@@ -67,7 +71,9 @@ def test_logits_processor_masks_what_may_be_generated(engine, prompt):
         mask[allowed] = 0
         return logits + mask
 
-    out = engine.generate([prompt], SamplingParams(temperature=0.7, seed=0, max_tokens=6, logits_processor=only_yes_no))[0]
+    out = engine.generate(
+        [prompt], SamplingParams(temperature=0.7, seed=0, max_tokens=6, logits_processor=only_yes_no)
+    )[0]
     assert set(out.token_ids) <= set(allowed)
     assert seen == [out.token_ids[:i] for i in range(6)]  # called with the ids generated so far
 
@@ -103,8 +109,11 @@ def test_a_failing_logits_processor_fails_only_its_own_request(engine, prompt):
     expected = engine.generate([prompt], greedy)[0].token_ids
     outs = engine.generate(
         [prompt, prompt, prompt],
-        [SamplingParams(temperature=0, max_tokens=6, logits_processor=broken), greedy,
-         SamplingParams(temperature=0.5, max_tokens=6, logits_processor=masks_everything)],
+        [
+            SamplingParams(temperature=0, max_tokens=6, logits_processor=broken),
+            greedy,
+            SamplingParams(temperature=0.5, max_tokens=6, logits_processor=masks_everything),
+        ],
     )
     assert outs[0].finish_reason == "error" and "grammar exploded" in outs[0].error
     assert len(outs[0].token_ids) == 2

@@ -21,7 +21,12 @@ WEATHER = {
     "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
     "required": ["city", "unit"],
 }
-OA_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city", "parameters": WEATHER}}]
+OA_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "get_weather", "description": "Current weather in a city", "parameters": WEATHER},
+    }
+]
 AN_TOOLS = [{"name": "get_weather", "description": "Current weather in a city", "input_schema": WEATHER}]
 ASK = "What is the weather in Paris right now?"
 
@@ -46,13 +51,22 @@ def test_models_health_and_metrics(base, oa):
     assert [m.id for m in oa.models.list()] == ["smollm2"]
     assert httpx.get(base + "/health").json()["status"] == "ok"
     m = metrics(httpx.get(base + "/metrics").text)
-    for name in ("engine_requests_running", "engine_requests_waiting", "engine_kv_blocks_used", "engine_cache_hit_rate",
-                 "engine_prompt_tokens_total", "engine_cached_tokens_total", "engine_step_seqs_count"):
+    for name in (
+        "engine_requests_running",
+        "engine_requests_waiting",
+        "engine_kv_blocks_used",
+        "engine_cache_hit_rate",
+        "engine_prompt_tokens_total",
+        "engine_cached_tokens_total",
+        "engine_step_seqs_count",
+    ):
         assert name in m
 
 
 def test_openai_plain_chat(oa):
-    r = oa.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Say hello."}], max_tokens=8, temperature=0)
+    r = oa.chat.completions.create(
+        model="smollm2", messages=[{"role": "user", "content": "Say hello."}], max_tokens=8, temperature=0
+    )
     assert r.choices[0].message.content and r.choices[0].finish_reason in ("stop", "length")
     u = r.usage
     assert u.completion_tokens <= 8 and u.total_tokens == u.prompt_tokens + u.completion_tokens
@@ -61,7 +75,9 @@ def test_openai_plain_chat(oa):
 
 def test_openai_tool_call_round_trip_reports_cached_tokens(oa):
     messages = [{"role": "user", "content": ASK}]
-    first = oa.chat.completions.create(model="smollm2", messages=messages, tools=OA_TOOLS, tool_choice="required", max_tokens=48, temperature=0)
+    first = oa.chat.completions.create(
+        model="smollm2", messages=messages, tools=OA_TOOLS, tool_choice="required", max_tokens=48, temperature=0
+    )
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls"
     call = choice.message.tool_calls[0]
@@ -71,7 +87,9 @@ def test_openai_tool_call_round_trip_reports_cached_tokens(oa):
         choice.message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": call.id, "content": '{"temperature": 18, "sky": "clear"}'},
     ]
-    second = oa.chat.completions.create(model="smollm2", messages=messages, tools=OA_TOOLS, tool_choice="none", max_tokens=16, temperature=0)
+    second = oa.chat.completions.create(
+        model="smollm2", messages=messages, tools=OA_TOOLS, tool_choice="none", max_tokens=16, temperature=0
+    )
     assert second.choices[0].message.content and not second.choices[0].message.tool_calls
     # The second turn's prompt starts with the whole first one: the prefix cache serves it.
     assert second.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens // 16 * 16 - 16 > 0
@@ -79,8 +97,12 @@ def test_openai_tool_call_round_trip_reports_cached_tokens(oa):
 
 def test_openai_streaming_with_usage(oa):
     stream = oa.chat.completions.create(
-        model="smollm2", messages=[{"role": "user", "content": "Count to five."}], max_tokens=12, temperature=0,
-        stream=True, stream_options={"include_usage": True},
+        model="smollm2",
+        messages=[{"role": "user", "content": "Count to five."}],
+        max_tokens=12,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
     )
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -89,14 +111,22 @@ def test_openai_streaming_with_usage(oa):
     assert usage.prompt_tokens_details.cached_tokens is not None
     finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
     assert finishes in (["stop"], ["length"])
-    plain = oa.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Count to five."}], max_tokens=12, temperature=0)
+    plain = oa.chat.completions.create(
+        model="smollm2", messages=[{"role": "user", "content": "Count to five."}], max_tokens=12, temperature=0
+    )
     assert plain.choices[0].message.content == text  # greedy: streaming changes nothing
 
 
 def test_openai_streamed_tool_call(oa):
-    stream = oa.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": ASK}], tools=OA_TOOLS,
-                                        tool_choice={"type": "function", "function": {"name": "get_weather"}},
-                                        max_tokens=48, temperature=0, stream=True)
+    stream = oa.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": ASK}],
+        tools=OA_TOOLS,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        max_tokens=48,
+        temperature=0,
+        stream=True,
+    )
     chunks = list(stream)
     calls = [tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or []]
     assert len(calls) == 1 and calls[0].function.name == "get_weather"
@@ -105,16 +135,26 @@ def test_openai_streamed_tool_call(oa):
 
 
 def test_openai_json_schema_response_format(oa):
-    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
     r = oa.chat.completions.create(
-        model="smollm2", messages=[{"role": "user", "content": "What is 2 + 2? Reply in JSON."}], max_tokens=24, temperature=0,
+        model="smollm2",
+        messages=[{"role": "user", "content": "What is 2 + 2? Reply in JSON."}],
+        max_tokens=24,
+        temperature=0,
         response_format={"type": "json_schema", "json_schema": {"name": "sum", "schema": schema}},
     )
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
 
 
 def test_anthropic_plain_message(an):
-    m = an.messages.create(model="smollm2", max_tokens=8, system="Be brief.", messages=[{"role": "user", "content": "Say hello."}])
+    m = an.messages.create(
+        model="smollm2", max_tokens=8, system="Be brief.", messages=[{"role": "user", "content": "Say hello."}]
+    )
     assert m.content[0].type == "text" and m.content[0].text and m.stop_reason in ("end_turn", "max_tokens")
     u = m.usage
     assert u.output_tokens <= 8 and u.cache_read_input_tokens is not None and u.cache_creation_input_tokens is not None
@@ -123,7 +163,9 @@ def test_anthropic_plain_message(an):
 
 def test_anthropic_tool_use_round_trip_reports_cache_reads(an):
     messages = [{"role": "user", "content": ASK}]
-    first = an.messages.create(model="smollm2", max_tokens=48, messages=messages, tools=AN_TOOLS, tool_choice={"type": "any"})
+    first = an.messages.create(
+        model="smollm2", max_tokens=48, messages=messages, tools=AN_TOOLS, tool_choice={"type": "any"}
+    )
     assert first.stop_reason == "tool_use"
     use = next(b for b in first.content if b.type == "tool_use")
     jsonschema.validate(use.input, WEATHER)
@@ -131,15 +173,24 @@ def test_anthropic_tool_use_round_trip_reports_cache_reads(an):
         {"role": "assistant", "content": [b.to_dict() for b in first.content]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18 C, clear"}]},
     ]
-    second = an.messages.create(model="smollm2", max_tokens=16, messages=messages, tools=AN_TOOLS, tool_choice={"type": "none"})
+    second = an.messages.create(
+        model="smollm2", max_tokens=16, messages=messages, tools=AN_TOOLS, tool_choice={"type": "none"}
+    )
     assert second.content and second.content[0].type == "text"
-    first_total = first.usage.input_tokens + first.usage.cache_read_input_tokens + first.usage.cache_creation_input_tokens
+    first_total = (
+        first.usage.input_tokens + first.usage.cache_read_input_tokens + first.usage.cache_creation_input_tokens
+    )
     assert second.usage.cache_read_input_tokens >= first_total // 16 * 16 - 16 > 0
 
 
 def test_anthropic_streaming_events(an):
-    with an.messages.stream(model="smollm2", max_tokens=48, messages=[{"role": "user", "content": ASK}], tools=AN_TOOLS,
-                            tool_choice={"type": "tool", "name": "get_weather"}) as stream:
+    with an.messages.stream(
+        model="smollm2",
+        max_tokens=48,
+        messages=[{"role": "user", "content": ASK}],
+        tools=AN_TOOLS,
+        tool_choice={"type": "tool", "name": "get_weather"},
+    ) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_message()
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop" and "message_delta" in kinds
@@ -149,8 +200,13 @@ def test_anthropic_streaming_events(an):
 
 
 def test_anthropic_stop_sequence(an):
-    m = an.messages.create(model="smollm2", max_tokens=32, messages=[{"role": "user", "content": "List three fruits, one per line."}],
-                           stop_sequences=["\n"], extra_body={"temperature": 0})
+    m = an.messages.create(
+        model="smollm2",
+        max_tokens=32,
+        messages=[{"role": "user", "content": "List three fruits, one per line."}],
+        stop_sequences=["\n"],
+        extra_body={"temperature": 0},
+    )
     if m.stop_reason == "stop_sequence":
         assert m.stop_sequence == "\n" and "\n" not in m.content[0].text
     else:  # the model may finish the first line with end-of-turn; it must not have passed a newline
@@ -160,7 +216,10 @@ def test_anthropic_stop_sequence(an):
 def test_second_turn_reports_cached_tokens_through_both_apis(oa, an):
     history = [{"role": "user", "content": "Name a colour."}]
     one = oa.chat.completions.create(model="smollm2", messages=history, max_tokens=8, temperature=0)
-    history += [{"role": "assistant", "content": one.choices[0].message.content}, {"role": "user", "content": "And another?"}]
+    history += [
+        {"role": "assistant", "content": one.choices[0].message.content},
+        {"role": "user", "content": "And another?"},
+    ]
     two = oa.chat.completions.create(model="smollm2", messages=history, max_tokens=8, temperature=0)
     assert two.usage.prompt_tokens_details.cached_tokens > 0
     assert two.usage.prompt_tokens > two.usage.prompt_tokens_details.cached_tokens
@@ -176,8 +235,13 @@ def test_eight_concurrent_requests_are_batched_by_the_scheduler(base, oa):
     before = metrics(httpx.get(base + "/metrics").text)
 
     def ask(i: int):
-        return oa.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": f"Tell me a fact about the number {i}."}],
-                                          max_tokens=24, temperature=0.7, seed=i)
+        return oa.chat.completions.create(
+            model="smollm2",
+            messages=[{"role": "user", "content": f"Tell me a fact about the number {i}."}],
+            max_tokens=24,
+            temperature=0.7,
+            seed=i,
+        )
 
     with ThreadPoolExecutor(8) as pool:
         replies = list(pool.map(ask, range(8)))

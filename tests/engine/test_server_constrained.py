@@ -44,8 +44,15 @@ def oa(engine):
 
 def test_fifty_seeded_sampled_trials_all_give_schema_valid_calls(oa):
     def trial(seed: int):
-        r = oa.chat.completions.create(model="smollm2", messages=MESSAGES, tools=TOOLS, tool_choice="required",
-                                       temperature=1.0, seed=seed, max_tokens=96)
+        r = oa.chat.completions.create(
+            model="smollm2",
+            messages=MESSAGES,
+            tools=TOOLS,
+            tool_choice="required",
+            temperature=1.0,
+            seed=seed,
+            max_tokens=96,
+        )
         return r.choices[0]
 
     first = trial(0)  # alone, so the shared prompt is in the prefix cache for the other 49
@@ -61,8 +68,15 @@ def test_fifty_seeded_sampled_trials_all_give_schema_valid_calls(oa):
 
 
 def test_a_named_tool_is_the_one_called(oa):
-    r = oa.chat.completions.create(model="smollm2", messages=MESSAGES, tools=TOOLS, temperature=1.0, seed=7, max_tokens=96,
-                                   tool_choice={"type": "function", "function": {"name": "make_move"}})
+    r = oa.chat.completions.create(
+        model="smollm2",
+        messages=MESSAGES,
+        tools=TOOLS,
+        temperature=1.0,
+        seed=7,
+        max_tokens=96,
+        tool_choice={"type": "function", "function": {"name": "make_move"}},
+    )
     call = r.choices[0].message.tool_calls[0]
     assert call.function.name == "make_move"
     jsonschema.validate(json.loads(call.function.arguments), MOVE)

@@ -16,7 +16,10 @@ from tests.engine.serving import running_server
 OA_PATH, AN_PATH = "/v1/chat/completions", "/v1/messages"
 OA_VALID = {"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, "temperature": 0}
 AN_VALID = {"model": "smollm2", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}
-TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}
+TOOL = {
+    "type": "function",
+    "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+}
 LONG = "word " * 400  # more tokens than this server's 256-token context
 
 
@@ -63,12 +66,18 @@ OPENAI_CASES = {
     "max_tokens zero": with_(OA_VALID, max_tokens=0),
     "n above one": with_(OA_VALID, n=3),
     "prompt longer than the context": with_(OA_VALID, messages=[{"role": "user", "content": LONG}]),
-    "tool parameters not an object": with_(OA_VALID, tools=[{"type": "function", "function": {"name": "f", "parameters": "int"}}]),
-    "tool schema invalid": with_(OA_VALID, tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "integr"}}}]),
+    "tool parameters not an object": with_(
+        OA_VALID, tools=[{"type": "function", "function": {"name": "f", "parameters": "int"}}]
+    ),
+    "tool schema invalid": with_(
+        OA_VALID, tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "integr"}}}]
+    ),
     "tool name with spaces": with_(OA_VALID, tools=[{"type": "function", "function": {"name": "get weather"}}]),
     "duplicate tool names": with_(OA_VALID, tools=[TOOL, TOOL]),
     "required tool_choice without tools": with_(OA_VALID, tool_choice="required"),
-    "named tool that does not exist": with_(OA_VALID, tools=[TOOL], tool_choice={"type": "function", "function": {"name": "g"}}),
+    "named tool that does not exist": with_(
+        OA_VALID, tools=[TOOL], tool_choice={"type": "function", "function": {"name": "g"}}
+    ),
     "json_schema format without a schema": with_(OA_VALID, response_format={"type": "json_schema"}),
 }
 
@@ -78,10 +87,14 @@ ANTHROPIC_CASES = {
     "unknown model": with_(AN_VALID, model="claude-0"),
     "system role in messages": with_(AN_VALID, messages=[{"role": "system", "content": "x"}]),
     "unknown block type": with_(AN_VALID, messages=[{"role": "user", "content": [{"type": "image", "source": {}}]}]),
-    "tool_result without a tool_use": with_(AN_VALID, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]),
+    "tool_result without a tool_use": with_(
+        AN_VALID, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]
+    ),
     "temperature above one": with_(AN_VALID, temperature=1.5),
     "tool schema invalid": with_(AN_VALID, tools=[{"name": "f", "input_schema": {"type": 12}}]),
-    "tool choice without a name": with_(AN_VALID, tools=[{"name": "f", "input_schema": {"type": "object"}}], tool_choice={"type": "tool"}),
+    "tool choice without a name": with_(
+        AN_VALID, tools=[{"name": "f", "input_schema": {"type": "object"}}], tool_choice={"type": "tool"}
+    ),
     "prompt longer than the context": with_(AN_VALID, messages=[{"role": "user", "content": LONG}]),
 }
 

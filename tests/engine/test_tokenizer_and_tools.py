@@ -77,7 +77,10 @@ def test_tools_calls_and_results_render_in_hermes_format(engine):
     assert "<tools>\n" + json.dumps(WEATHER) + "\n</tools>" in system
     assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in text
     # Both results in one user turn, in order.
-    assert "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response><|im_end|>" in text
+    assert (
+        "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response><|im_end|>"
+        in text
+    )
     assert text.endswith("<|im_start|>assistant\n")
     # What the template wrote for the calls parses back into the same calls.
     reply = text.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
@@ -90,9 +93,9 @@ def test_tools_calls_and_results_render_in_hermes_format(engine):
 
 def test_parser_separates_text_calls_and_errors():
     text = (
-        "Let me check.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {\"x\": 1}}\n</tool_call>\n"
+        'Let me check.\n<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>\n'
         "<tool_call>{not json}</tool_call>\n<tool_call>[1, 2]</tool_call>"
-        "<tool_call>{\"name\": \"b\", \"arguments\": \"{\\\"raw\\\": true}\"}"  # unterminated, last
+        '<tool_call>{"name": "b", "arguments": "{\\"raw\\": true}"}'  # unterminated, last
     )
     parsed = parse_tool_calls(text)
     assert parsed.content == "Let me check."
@@ -102,7 +105,22 @@ def test_parser_separates_text_calls_and_errors():
     assert plain.content == "no calls here" and plain.tool_calls == [] and plain.errors == []
 
 
-FRAGMENTS = ["<tool_call>", "</tool_call>", "{", "}", '"name"', '"arguments"', ":", ",", '"x"', "[", "]", "\n", "```json", "null"]
+FRAGMENTS = [
+    "<tool_call>",
+    "</tool_call>",
+    "{",
+    "}",
+    '"name"',
+    '"arguments"',
+    ":",
+    ",",
+    '"x"',
+    "[",
+    "]",
+    "\n",
+    "```json",
+    "null",
+]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -127,7 +145,10 @@ def test_parser_never_raises_on_malformed_output(text):
 @given(
     st.text().filter(lambda s: "<tool_call>" not in s),
     st.lists(
-        st.tuples(st.text(min_size=1, max_size=20).filter(lambda s: "</tool_call>" not in s), st.dictionaries(st.text(max_size=8), json_values, max_size=4)),
+        st.tuples(
+            st.text(min_size=1, max_size=20).filter(lambda s: "</tool_call>" not in s),
+            st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+        ),
         max_size=3,
     ),
 )

@@ -11,8 +11,15 @@ def _tiny_hf_model(kind: str):
     import transformers
 
     common = dict(
-        vocab_size=320, hidden_size=64, intermediate_size=112, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        vocab_size=320,
+        hidden_size=64,
+        intermediate_size=112,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
     )
     torch.manual_seed(0)
     if kind == "qwen2":
@@ -34,7 +41,10 @@ def test_safetensors_directory_matches_transformers(tmp_path, kind):
     assert ckpt.kind == "safetensors" and ckpt.config.qkv_bias == (kind == "qwen2")
     eng = Engine(ckpt, EngineConfig(kv_cache_bytes=1 << 20))
     try:
-        prompts = [[3, 17, 250, 9, 9, 41, 7], [100, 101, 102, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]]
+        prompts = [
+            [3, 17, 250, 9, 9, 41, 7],
+            [100, 101, 102, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20],
+        ]
         for ids, logits in zip(prompts, eng.prompt_logits(prompts)):
             with torch.no_grad():
                 ref = model(torch.tensor([ids])).logits[0]

@@ -14,18 +14,27 @@ from hypothesis import strategies as st
 from scipy import stats
 from typer.testing import CliRunner
 
-from cli.main import app
 from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.task import Task
+from cli.main import app
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
-from agent.task import Task
 from core.types import Usage
 from evals.ab.compare import compare
 from evals.ab.pairing import pair_runs
 from evals.ab.records import RunRecord
-from evals.ab.stats import (bootstrap_means, holm, mcnemar_exact, mean_interval, newcombe_paired, paired_amounts,
-                            paired_outcomes, percentile_interval, wilson)
+from evals.ab.stats import (
+    bootstrap_means,
+    holm,
+    mcnemar_exact,
+    mean_interval,
+    newcombe_paired,
+    paired_amounts,
+    paired_outcomes,
+    percentile_interval,
+    wilson,
+)
 
 
 def test_positive_amounts_are_tested_as_ratios_matching_scipy():
@@ -38,7 +47,9 @@ def test_positive_amounts_are_tested_as_ratios_matching_scipy():
     assert res.test == "paired t-test on log ratios" and res.p == pytest.approx(logs.pvalue)
     assert (res.ratio_low, res.ratio_high) == pytest.approx((math.exp(log_ci.low), math.exp(log_ci.high)))
     assert res.ratio == pytest.approx(math.exp(sum(math.log(y / x) for x, y in zip(a, b)) / 5))
-    assert res.diff == pytest.approx(sum(b) / 5 - sum(a) / 5) and (res.low, res.high) == pytest.approx((raw_ci.low, raw_ci.high))
+    assert res.diff == pytest.approx(sum(b) / 5 - sum(a) / 5) and (res.low, res.high) == pytest.approx(
+        (raw_ci.low, raw_ci.high)
+    )
 
 
 def test_amounts_with_zeros_are_tested_as_differences_matching_scipy():
@@ -130,7 +141,9 @@ def test_swapping_the_batches_swaps_the_sign_and_keeps_the_p_value(pairs):
     if ab.test.startswith("paired t-test"):  # (a bootstrap interval need not hold its mean)
         assert ab.low <= ab.diff + 1e-6 * (1 + abs(ab.diff)) and ab.diff <= ab.high + 1e-6 * (1 + abs(ab.diff))
     if math.isfinite(ab.ratio) and ab.test.startswith("paired t-test"):
-        assert ab.ratio == pytest.approx(1 / ba.ratio) and ab.ratio_low <= ab.ratio * (1 + 1e-9) <= ab.ratio_high * (1 + 1e-9)
+        assert ab.ratio == pytest.approx(1 / ba.ratio) and ab.ratio_low <= ab.ratio * (1 + 1e-9) <= ab.ratio_high * (
+            1 + 1e-9
+        )
 
 
 def test_holm_adjustment():
@@ -150,15 +163,40 @@ def test_bootstrap_interval_covers_the_mean():
     assert low < 2.0 < high and high - low < 1.5
 
 
-def record(task: str, policy: str, *, seed: int | None = 0, success: bool = True, steps: int = 10, cost: float | None = 0.1,
-           started: str = "") -> RunRecord:
-    return RunRecord(task_id=task, seed=seed, run_id=f"{policy}-{task}-{seed}-{started}", policy=policy, success=success,
-                     submitted=success, steps=steps, prompt_tokens=steps * 1000, cached_tokens=steps * 500,
-                     completion_tokens=steps * 100, cost_usd=cost, wall_s=steps * 1.5, started_at=started)
+def record(
+    task: str,
+    policy: str,
+    *,
+    seed: int | None = 0,
+    success: bool = True,
+    steps: int = 10,
+    cost: float | None = 0.1,
+    started: str = "",
+) -> RunRecord:
+    return RunRecord(
+        task_id=task,
+        seed=seed,
+        run_id=f"{policy}-{task}-{seed}-{started}",
+        policy=policy,
+        success=success,
+        submitted=success,
+        steps=steps,
+        prompt_tokens=steps * 1000,
+        cached_tokens=steps * 500,
+        completion_tokens=steps * 100,
+        cost_usd=cost,
+        wall_s=steps * 1.5,
+        started_at=started,
+    )
 
 
 def test_pairing_by_task_and_seed_in_start_order():
-    a = [record("t1", "a", started="1"), record("t1", "a", started="2"), record("t2", "a"), record("t3", "a", seed=None)]
+    a = [
+        record("t1", "a", started="1"),
+        record("t1", "a", started="2"),
+        record("t2", "a"),
+        record("t3", "a", seed=None),
+    ]
     b = [record("t1", "b", started="3"), record("t2", "b", seed=1), record("t3", "b", seed=None)]
     pairs, lone_a, lone_b = pair_runs(a, b)
     assert [(p.a.task_id, p.a.started_at) for p in pairs] == [("t1", "1"), ("t3", "")]
@@ -174,10 +212,22 @@ def synthetic_batches(rng: random.Random, tasks: int, steps_shift: float, p_a: f
         for policy, shift, p, out in (("a", 0.0, p_a, a), ("b", steps_shift, p_b, b)):
             steps = max(1, round(hard + shift + rng.gauss(0, 3)))
             prompt = int(hard * steps * 300 * rng.uniform(0.8, 1.2))
-            out.append(RunRecord(task_id=f"task-{i}", seed=0, run_id=f"{policy}-{i}", policy=policy,
-                                 success=rng.random() < p, submitted=True, steps=steps, prompt_tokens=prompt,
-                                 cached_tokens=int(prompt * rng.uniform(0.5, 0.8)), completion_tokens=steps * 120,
-                                 cost_usd=prompt * 3e-6 + steps * 120 * 15e-6, wall_s=steps * rng.uniform(0.8, 2.0)))
+            out.append(
+                RunRecord(
+                    task_id=f"task-{i}",
+                    seed=0,
+                    run_id=f"{policy}-{i}",
+                    policy=policy,
+                    success=rng.random() < p,
+                    submitted=True,
+                    steps=steps,
+                    prompt_tokens=prompt,
+                    cached_tokens=int(prompt * rng.uniform(0.5, 0.8)),
+                    completion_tokens=steps * 120,
+                    cost_usd=prompt * 3e-6 + steps * 120 * 15e-6,
+                    wall_s=steps * rng.uniform(0.8, 2.0),
+                )
+            )
     return a, b
 
 
@@ -206,12 +256,38 @@ def issue_batches(pairs: int = 6):
     """Chess-like batches: the same outcomes, B reads 131,697 fewer prompt tokens in every game."""
     a, b = [], []
     for i in range(pairs):
-        a.append(RunRecord(task_id="chess", seed=i, run_id=f"a{i}", policy="default", success=i % 2 == 0, submitted=i % 2 == 0,
-                           steps=20 + i, prompt_tokens=300_000 + 1000 * i, cached_tokens=0, completion_tokens=9000 + 10 * i,
-                           cost_usd=None, wall_s=30.0 + i))
-        b.append(RunRecord(task_id="chess", seed=i, run_id=f"b{i}", policy="lean", success=i % 2 == 0, submitted=i % 2 == 0,
-                           steps=20 + i, prompt_tokens=300_000 + 1000 * i - 131_697, cached_tokens=0,
-                           completion_tokens=9000 + 10 * i + (3 if i % 3 else -4), cost_usd=None, wall_s=30.0 + i + (0.5 if i % 2 else -0.4)))
+        a.append(
+            RunRecord(
+                task_id="chess",
+                seed=i,
+                run_id=f"a{i}",
+                policy="default",
+                success=i % 2 == 0,
+                submitted=i % 2 == 0,
+                steps=20 + i,
+                prompt_tokens=300_000 + 1000 * i,
+                cached_tokens=0,
+                completion_tokens=9000 + 10 * i,
+                cost_usd=None,
+                wall_s=30.0 + i,
+            )
+        )
+        b.append(
+            RunRecord(
+                task_id="chess",
+                seed=i,
+                run_id=f"b{i}",
+                policy="lean",
+                success=i % 2 == 0,
+                submitted=i % 2 == 0,
+                steps=20 + i,
+                prompt_tokens=300_000 + 1000 * i - 131_697,
+                cached_tokens=0,
+                completion_tokens=9000 + 10 * i + (3 if i % 3 else -4),
+                cost_usd=None,
+                wall_s=30.0 + i + (0.5 if i % 2 else -0.4),
+            )
+        )
     return a, b
 
 
@@ -269,9 +345,12 @@ def test_no_common_task_means_no_comparison():
 
 # --- end to end: batches made by the real loop, compared by `harness ab` ---
 
+
 def reply(*calls: tuple[str, dict], prompt: int) -> ScriptedReply:
-    return ScriptedReply(tool_calls=[ScriptedCall(name=n, arguments=a) for n, a in calls],
-                         usage=Usage(prompt_tokens=prompt, cached_tokens=prompt // 2, completion_tokens=40))
+    return ScriptedReply(
+        tool_calls=[ScriptedCall(name=n, arguments=a) for n, a in calls],
+        usage=Usage(prompt_tokens=prompt, cached_tokens=prompt // 2, completion_tokens=40),
+    )
 
 
 def make_batch(out: Path, tasks: int, detours: int) -> Path:
@@ -279,11 +358,18 @@ def make_batch(out: Path, tasks: int, detours: int) -> Path:
     for i in range(tasks):
         script = [reply(("shell", {"command": f"ls -la # look {k}"}), prompt=800 + 200 * k) for k in range(detours)]
         base = 800 + 200 * detours
-        script += [reply(("write_file", {"path": "n.txt", "content": str(i)}), prompt=base),
-                   reply(("shell", {"command": "cat n.txt"}), prompt=base + 200),
-                   reply(("submit", {"answer": str(i)}), prompt=base + 400)]
-        launch(Task(id=f"task-{i:02d}", prompt=f"Write {i} to n.txt and submit."), ScriptedModel(script, name="scripted:ab"),
-               "local", HarnessPolicy(name=f"detours-{detours}"), out)
+        script += [
+            reply(("write_file", {"path": "n.txt", "content": str(i)}), prompt=base),
+            reply(("shell", {"command": "cat n.txt"}), prompt=base + 200),
+            reply(("submit", {"answer": str(i)}), prompt=base + 400),
+        ]
+        launch(
+            Task(id=f"task-{i:02d}", prompt=f"Write {i} to n.txt and submit."),
+            ScriptedModel(script, name="scripted:ab"),
+            "local",
+            HarnessPolicy(name=f"detours-{detours}"),
+            out,
+        )
     return out
 
 
@@ -296,8 +382,9 @@ def batches(tmp_path_factory) -> tuple[Path, Path]:
 def test_harness_ab_on_real_batches(batches, tmp_path):
     a_dir, b_dir = batches
     out = tmp_path / "ab"
-    result = CliRunner().invoke(app, ["ab", str(a_dir), str(b_dir), "--out", str(out), "--price-model", "openai:gpt-5",
-                                      "--resamples", "2000"])
+    result = CliRunner().invoke(
+        app, ["ab", str(a_dir), str(b_dir), "--out", str(out), "--price-model", "openai:gpt-5", "--resamples", "2000"]
+    )
     assert result.exit_code == 0, result.output
     assert f"ab-{a_dir.name}-vs-{b_dir.name}" in result.output  # --out is the parent of the A/B folder
     data = json.loads((out / f"ab-{a_dir.name}-vs-{b_dir.name}" / "ab.json").read_text())
@@ -315,10 +402,20 @@ def test_ab_html_renders_in_chromium_without_errors(batches, tmp_path):
 
     a_dir, b_dir = batches
     out = tmp_path / "ab"
-    assert CliRunner().invoke(app, ["ab", str(a_dir), str(b_dir), "--out", str(out), "--resamples", "500"]).exit_code == 0
+    assert (
+        CliRunner().invoke(app, ["ab", str(a_dir), str(b_dir), "--out", str(out), "--resamples", "500"]).exit_code == 0
+    )
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu",
-                                    "--disable-background-networking", "--disable-component-update", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1360, "height": 900})
         problems: list[str] = []
         page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)

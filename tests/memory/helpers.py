@@ -10,8 +10,14 @@ SYSTEM = Message(role="system", text="You are an agent.")
 TASK = Message(role="user", text="Fix the failing test in pkg/.")
 
 
-def step(i: int, output: str = "ok", status: str = "ok", tool: str = "shell", reasoning: str | None = None,
-         payload: list | None = None) -> list[Message]:
+def step(
+    i: int,
+    output: str = "ok",
+    status: str = "ok",
+    tool: str = "shell",
+    reasoning: str | None = None,
+    payload: list | None = None,
+) -> list[Message]:
     """One step: an assistant turn with one tool call, and its observation."""
     call = ToolCall(id=f"c{i}", name=tool, arguments=json.dumps({"command": f"cmd {i}"}))
     r = Reasoning(text=reasoning, payload=payload or []) if reasoning or payload else None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.prefix import PrefixReuse, RadixTree
 from agent.tokens import counter_for
+from memory.prefix import PrefixReuse, RadixTree
 from memory.tokens import PromptAccounting, TokenCounter, shared_prefix
 from tests.memory.helpers import history
 
@@ -24,7 +24,7 @@ def brute_force(earlier: list[list[int]], ids: list[int]) -> int:
 @given(st.lists(st.integers(0, 3), max_size=40), st.lists(st.integers(0, 3), max_size=40))
 def test_two_prompts_share_the_messages_up_to_their_first_difference(a, b):
     assert shared_prefix(a, b) == brute_force([a], b)
-    assert shared_prefix(a, a[: len(b)] + b) == min(len(a), len(b)) + brute_force([a[len(b):]], b)
+    assert shared_prefix(a, a[: len(b)] + b) == min(len(a), len(b)) + brute_force([a[len(b) :]], b)
 
 
 @given(st.lists(st.lists(st.integers(0, 3), max_size=12), max_size=12))

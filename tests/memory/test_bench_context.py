@@ -30,7 +30,10 @@ def test_the_engine_serves_an_append_only_prefix_and_agrees_with_the_ideal(bench
     counter = TokenCounter(tokenizer.encode, "engine")
     events = [e for e in read_events(FIXTURE) if e.step <= 12]
     rows = {}
-    for policy, steps in {"append_only": [], "compact_cache_aware": [Compact(trigger_tokens=6000, keep_recent_steps=1)]}.items():
+    for policy, steps in {
+        "append_only": [],
+        "compact_cache_aware": [Compact(trigger_tokens=6000, keep_recent_steps=1)],
+    }.items():
         engine = new_engine()
         try:
             rows[policy] = bench.replay("click", events, steps, policy, engine, tokenizer, counter)

@@ -6,20 +6,23 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from core.policy import HarnessPolicy, ModelParams
 from agent.task import Task
-from memory.compaction import compact
 from core.context_policy import Compact
+from core.memory_types import FailedApproach, WorkingMemory
+from core.policy import HarnessPolicy, ModelParams
+from memory.compaction import compact
 from memory.render import render
 from memory.summariser import ModelSummariser, fresh_request
 from memory.tokens import TokenCounter
-from core.memory_types import FailedApproach, WorkingMemory
 from tests.agent.helpers import call, events
 from tests.memory.helpers import history
 
 COUNTER = TokenCounter(lambda text: list(text.encode()), "bytes")
-MEMORY = WorkingMemory(goal="print hi", plan=["write", "run"],
-                       failed_approaches=[FailedApproach(approach="python2 hi.py", why="not installed")])
+MEMORY = WorkingMemory(
+    goal="print hi",
+    plan=["write", "run"],
+    failed_approaches=[FailedApproach(approach="python2 hi.py", why="not installed")],
+)
 
 
 def summary(memory=MEMORY, **kw) -> ScriptedReply:
@@ -33,8 +36,13 @@ def run(tmp_path, replies, cfg):
 
 def test_a_fold_is_journaled_with_tokens_memory_version_and_summariser_usage(tmp_path):
     cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")
-    replies = [call("shell", command="echo 1"), call("shell", command="echo 2"), summary(),
-               call("shell", command="echo 3"), call("submit", answer="done")]
+    replies = [
+        call("shell", command="echo 1"),
+        call("shell", command="echo 2"),
+        summary(),
+        call("shell", command="echo 3"),
+        call("submit", answer="done"),
+    ]
     summary_, run_dir = run(tmp_path, replies, cfg)
     folds = [e for e in events(run_dir) if e["type"] == "compaction"]
     assert len(folds) == 1 and folds[0]["ok"] and folds[0]["version"] == 1
@@ -51,9 +59,13 @@ def test_a_fold_is_journaled_with_tokens_memory_version_and_summariser_usage(tmp
 
 def test_a_cut_off_summary_is_never_silent_and_is_retried_with_a_larger_cap(tmp_path):
     cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summary_max_tokens=64)
-    replies = [call("shell", command="echo 1"), call("shell", command="echo 2"),
-               ScriptedReply(text='{"goal": "print', finish_reason="length"), summary(),
-               call("submit", answer="done")]
+    replies = [
+        call("shell", command="echo 1"),
+        call("shell", command="echo 2"),
+        ScriptedReply(text='{"goal": "print', finish_reason="length"),
+        summary(),
+        call("submit", answer="done"),
+    ]
     summary_, run_dir = run(tmp_path, replies, cfg)
     fold = next(e for e in events(run_dir) if e["type"] == "compaction")
     assert fold["ok"] and fold["cut_off"] and [a["cap"] for a in fold["attempts"]] == [64, 128]
@@ -117,7 +129,11 @@ def test_what_the_summariser_spends_counts_toward_the_token_budget(tmp_path):
 
     cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9)
     costly = summary(usage=Usage(prompt_tokens=50_000, completion_tokens=100))
-    replies = [call("shell", command=f"echo {i}") for i in range(2)] + [costly] + [call("shell", command=f"echo {i}") for i in range(2, 9)]
+    replies = (
+        [call("shell", command=f"echo {i}") for i in range(2)]
+        + [costly]
+        + [call("shell", command=f"echo {i}") for i in range(2, 9)]
+    )
     policy = HarnessPolicy(context=[cfg], stop=StopPolicy(max_tokens=40_000))
     summary_, _ = launch(Task(prompt="print hi"), ScriptedModel(replies), "local", policy, tmp_path)
     assert summary_.stop_reason == "token_budget" and summary_.steps == 3

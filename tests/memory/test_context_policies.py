@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.types import Message
 from core.context_policy import MaskObservations, StripReasoning
+from core.types import Message
 from memory.render import Renderer, render
 from tests.memory.helpers import SYSTEM, TASK, history, step
 

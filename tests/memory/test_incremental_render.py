@@ -71,11 +71,14 @@ op = st.one_of(
     st.tuples(st.just("fold"), st.booleans()),
     st.tuples(st.just("render"), st.none() | st.floats(0, 1)),
 )
-other_steps = st.lists(st.one_of(
-    st.builds(StripReasoning, keep=st.sampled_from(["none", "last_turn", "all"])),
-    st.builds(MaskObservations, keep_last=st.integers(0, 4), every=st.integers(1, 3)),
-    st.just(DiscloseTools()),
-), max_size=3)
+other_steps = st.lists(
+    st.one_of(
+        st.builds(StripReasoning, keep=st.sampled_from(["none", "last_turn", "all"])),
+        st.builds(MaskObservations, keep_last=st.integers(0, 4), every=st.integers(1, 3)),
+        st.just(DiscloseTools()),
+    ),
+    max_size=3,
+)
 # Compaction works on history indices, so it comes first (core.context_policy says so).
 policies = st.one_of(
     st.sampled_from([p.context for p in PRESETS.values()]),
@@ -87,7 +90,11 @@ policies = st.one_of(
 def message(kind, args, n: int) -> Message:
     if kind == "assistant":
         calls, thought, signed = args
-        reasoning = Reasoning(text=thought or "", payload=[{"sig": str(n)}] if signed else []) if thought is not None or signed else None
+        reasoning = (
+            Reasoning(text=thought or "", payload=[{"sig": str(n)}] if signed else [])
+            if thought is not None or signed
+            else None
+        )
         tool_calls = (ToolCall(id=f"c{n}", name="shell", arguments="{}"),) if calls else ()
         return Message(role="assistant", text=f"turn {n}", tool_calls=tool_calls, reasoning=reasoning)
     if kind == "tool":
@@ -99,17 +106,31 @@ def message(kind, args, n: int) -> Message:
 @settings(max_examples=500, deadline=None)
 @given(policies, st.lists(op, max_size=60))
 # Folds made, then an earlier prompt without them (as a resume renders the last prompt sent).
-@example([Compact(), MaskObservations(keep_last=1)], [("step", None, False, "x")] * 6 + [("fold", False), ("render", None), ("render", 0.2)])
+@example(
+    [Compact(), MaskObservations(keep_last=1)],
+    [("step", None, False, "x")] * 6 + [("fold", False), ("render", None), ("render", 0.2)],
+)
 def test_the_incremental_renderer_renders_what_the_steps_define(steps, ops):
     renderer = Renderer(steps)
     history = [SYSTEM, TASK]  # one list, appended to in place, as the loop's state.history is
     folds: list[Fold] = []
     for n, (kind, *args) in enumerate(ops):
         if kind == "fold":
-            starts = [i for i, m in enumerate(history) if m.role == "assistant" and i > (folds[-1].upto if folds else 0)]
+            starts = [
+                i for i, m in enumerate(history) if m.role == "assistant" and i > (folds[-1].upto if folds else 0)
+            ]
             if starts:
-                folds.append(Fold(version=len(folds) + 1, upto=starts[-1], first_step=1, last_step=1, memory=WorkingMemory(),
-                                  text=f"memory v{len(folds) + 1}", restart=args[0]))
+                folds.append(
+                    Fold(
+                        version=len(folds) + 1,
+                        upto=starts[-1],
+                        first_step=1,
+                        last_step=1,
+                        memory=WorkingMemory(),
+                        text=f"memory v{len(folds) + 1}",
+                        restart=args[0],
+                    )
+                )
         elif kind == "render":
             if args[0] is None:
                 shown, made = history, folds

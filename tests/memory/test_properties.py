@@ -9,24 +9,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.models.scripted import ScriptedModel, ScriptedReply
+from core.context_policy import Compact, Limits, MaskObservations, StripReasoning, TruncationPolicy
+from core.memory_types import FailedApproach, WorkingMemory
 from core.policy import ModelParams
 from core.types import Message
 from memory.compaction import compact
-from core.context_policy import Compact, MaskObservations, StripReasoning
 from memory.folds import head_len
 from memory.render import render
 from memory.summariser import ModelSummariser
 from memory.tokens import TokenCounter
-from core.context_policy import Limits, TruncationPolicy
 from memory.truncate import head_tail
-from core.memory_types import FailedApproach, WorkingMemory
 from tests.memory.helpers import SYSTEM, TASK, step
 
 # A byte-level tokenizer: real ids, no vocabulary to load, so properties run fast.
 COUNTER = TokenCounter(lambda text: list(text.encode()), "bytes")
 
 steps_st = st.lists(
-    st.tuples(st.text(max_size=60), st.sampled_from(["ok", "error", "timeout"]), st.none() | st.text(min_size=1, max_size=20)),
+    st.tuples(
+        st.text(max_size=60), st.sampled_from(["ok", "error", "timeout"]), st.none() | st.text(min_size=1, max_size=20)
+    ),
     min_size=1,
     max_size=12,
 )

@@ -2,7 +2,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.context_policy import Limits
-
 from memory.truncate import head_tail
 
 

@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def docker_ready():
-    proc = subprocess.run(["bash", "scripts/setup.d/10-docker.sh"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        ["bash", "scripts/setup.d/10-docker.sh"], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     if proc.returncode != 0:
         pytest.fail(f"Docker setup failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     from sandboxes.docker import docker_client

@@ -49,7 +49,9 @@ def test_the_workspace_has_a_disk_quota_and_says_when_it_is_full(docker_ready):
         assert e.value.errno == errno.ENOSPC and "full" in str(e.value)
         sb.exec("rm -f big", timeout=10)
         full_tmp = sb.exec("head -c 300000000 /dev/zero > /tmp/big", timeout=60)
-        assert "No space left on device" in full_tmp.output and "[sandbox:" not in full_tmp.output  # /tmp, not the workspace
+        assert (
+            "No space left on device" in full_tmp.output and "[sandbox:" not in full_tmp.output
+        )  # /tmp, not the workspace
         sb.exec("rm -f /tmp/big", timeout=10)
         sb.write_file("more.bin", b"x" * (8 << 20))
         assert sb.exec("stat -c %s more.bin", timeout=10).output == f"{8 << 20}\n"
@@ -91,7 +93,10 @@ def test_death_after_an_earlier_out_of_memory_kill_is_not_blamed_on_memory(docke
 
 
 def test_an_image_workdir_larger_than_the_quota_is_refused_clearly_and_leaves_nothing(docker_ready):
-    with pytest.raises(DockerUnavailable, match=r"in /usr/lib could not be copied into the sandbox's workspace of 1m \(.*No space left.*\); raise DockerOptions.disk"):
+    with pytest.raises(
+        DockerUnavailable,
+        match=r"in /usr/lib could not be copied into the sandbox's workspace of 1m \(.*No space left.*\); raise DockerOptions.disk",
+    ):
         DockerSandbox.start(DockerOptions(workdir="/usr/lib", disk="1m"), client=docker_ready)
     assert not docker_ready.containers.list(all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]})
 

@@ -4,8 +4,8 @@ import json
 
 from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from core.policy import HarnessPolicy
 from agent.task import Task
+from core.policy import HarnessPolicy
 from sandboxes.docker import DockerSandbox
 
 
@@ -25,8 +25,14 @@ def test_killing_the_container_after_the_first_tool_call_stops_the_run_as_sandbo
             boxes[0].container.kill()
 
     replies = [shell("echo first > first.txt && cat first.txt"), shell("echo second"), shell("echo third")]
-    summary, run_dir = launch(Task(prompt="write two files"), ScriptedModel(replies), start, HarnessPolicy(), tmp_path,
-                              listeners=(kill_after_first_tool_call,))
+    summary, run_dir = launch(
+        Task(prompt="write two files"),
+        ScriptedModel(replies),
+        start,
+        HarnessPolicy(),
+        tmp_path,
+        listeners=(kill_after_first_tool_call,),
+    )
 
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "sandbox_dead"
     assert summary.steps == 2

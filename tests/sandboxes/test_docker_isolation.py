@@ -83,7 +83,9 @@ def test_four_sandboxes_run_concurrently_without_crosstalk(docker_ready):
             with DockerSandbox.start(client=docker_ready) as sb:
                 sb.write_file("me.txt", f"sandbox-{i}".encode())
                 sb.exec(f"export ME=sandbox-{i}", timeout=10)
-                seen[i] = [sb.exec('echo "$ME $(cat me.txt) $(ls /workspace | wc -l)"', timeout=10).output for _ in range(50)]
+                seen[i] = [
+                    sb.exec('echo "$ME $(cat me.txt) $(ls /workspace | wc -l)"', timeout=10).output for _ in range(50)
+                ]
         except Exception as e:  # reported below with its sandbox number
             errors.append((i, e))
 

@@ -11,8 +11,8 @@ import pytest
 from docker.errors import APIError, NotFound
 from typer.testing import CliRunner
 
-from sandboxes.base import SandboxDead
 from cli.sandbox import app
+from sandboxes.base import SandboxDead
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import LABEL, DockerOptions
 
@@ -63,7 +63,9 @@ def test_removed_from_outside(sandbox):
 
 def test_prune_removes_containers_of_crashed_runs_only(docker_ready):
     crash = "from sandboxes.docker import DockerSandbox; import os; print(DockerSandbox.start().name, flush=True); os._exit(1)"
-    orphan = subprocess.run([sys.executable, "-c", crash], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+    orphan = subprocess.run(
+        [sys.executable, "-c", crash], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
     assert orphan.startswith("harness-")
     assert docker_ready.containers.get(orphan)  # left behind by the "crash"
     with DockerSandbox.start(client=docker_ready) as live:

@@ -16,7 +16,10 @@ def test_defaults_are_the_locked_down_ones(monkeypatch):
     # 1 GiB for processes and 1 GiB for the workspace, a tmpfs whose pages count as memory.
     assert kw["pids_limit"] == 256 and kw["mem_limit"] == kw["memswap_limit"] == 2 << 30
     [mount] = kw["mounts"]
-    assert mount["Target"] == "/workspace" and mount["VolumeOptions"]["DriverConfig"]["Options"]["o"] == "size=1g,uid=1000,gid=1000,mode=0755"
+    assert (
+        mount["Target"] == "/workspace"
+        and mount["VolumeOptions"]["DriverConfig"]["Options"]["o"] == "size=1g,uid=1000,gid=1000,mode=0755"
+    )
     assert set(kw["environment"]) == {"PATH", "HOME", "LANG"}
     assert kw["labels"][LABEL] == "1"
 

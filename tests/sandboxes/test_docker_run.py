@@ -16,8 +16,20 @@ def test_harness_run_in_the_docker_sandbox(docker_ready, tmp_path):
         "- tool_calls: [{name: shell, arguments: {command: 'python3 hello.py; pwd'}}]\n"
         "- tool_calls: [{name: submit, arguments: {answer: done}}]\n"
     )
-    result = CliRunner().invoke(app, ["run", "--task", "say hi", "--model", f"scripted:{script}", "--sandbox", "docker",
-                                      "--out", str(tmp_path / "runs")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--task",
+            "say hi",
+            "--model",
+            f"scripted:{script}",
+            "--sandbox",
+            "docker",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     [run_dir] = list((tmp_path / "runs").iterdir())
     assert json.loads((run_dir / "run.json").read_text())["sandbox"] == "docker"
@@ -29,7 +41,19 @@ def test_harness_run_in_the_docker_sandbox(docker_ready, tmp_path):
 def test_an_image_that_is_not_there_is_a_clear_error(docker_ready, tmp_path):
     script = tmp_path / "script.yaml"
     script.write_text("- tool_calls: [{name: submit, arguments: {answer: done}}]\n")
-    result = CliRunner().invoke(app, ["run", "--task", "x", "--model", f"scripted:{script}", "--sandbox", "docker:no-such-image:1",
-                                      "--out", str(tmp_path / "runs")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--task",
+            "x",
+            "--model",
+            f"scripted:{script}",
+            "--sandbox",
+            "docker:no-such-image:1",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "no-such-image:1" in result.output and "nothing is pulled" in " ".join(result.output.split())

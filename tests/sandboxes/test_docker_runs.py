@@ -56,9 +56,16 @@ def _gone(client, container_id: str) -> bool:
         return True
 
 
-def test_a_killed_owners_container_is_kept_while_its_run_is_held_and_reconnected_with_its_shell_state(docker_ready, tmp_path):
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+def test_a_killed_owners_container_is_kept_while_its_run_is_held_and_reconnected_with_its_shell_state(
+    docker_ready, tmp_path
+):
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     first = json.loads(owner.stdout.readline())
     assert first["cwd"] == "/workspace/sub" and first["env"] == {"GREETING": "hello world"}
     time.sleep(0.5)  # the long command is running
@@ -76,8 +83,10 @@ def test_a_killed_owners_container_is_kept_while_its_run_is_held_and_reconnected
     try:
         assert back.how == "reconnected" and back.checkpoint is None
         assert back.sandbox.container_id == first["id"]
-        r = back.sandbox.exec("pwd; echo \"$GREETING\"; cat kept.txt; cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 3[0]0'",
-                              timeout=10)
+        r = back.sandbox.exec(
+            "pwd; echo \"$GREETING\"; cat kept.txt; cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 3[0]0'",
+            timeout=10,
+        )
         assert r.output.splitlines() == ["/workspace/sub", "hello world", "kept", "0"]  # the old command was ended
         assert name not in prune(docker_ready)  # its run is held again
         assert back.sandbox.alive()
@@ -155,7 +164,9 @@ def test_reattaching_refuses_another_runs_container(docker_ready, tmp_path):
         assert other.alive()
 
 
-def test_without_a_journaled_id_the_runs_newest_running_container_is_reconnected_and_strays_removed(docker_ready, tmp_path):
+def test_without_a_journaled_id_the_runs_newest_running_container_is_reconnected_and_strays_removed(
+    docker_ready, tmp_path
+):
     journal = _lock(tmp_path)
     older = DockerSandbox.start(client=docker_ready, run_dir=tmp_path)
     newer = DockerSandbox.start(client=docker_ready, run_dir=tmp_path)
@@ -185,8 +196,8 @@ def test_run_alive_follows_the_journals_own_lock(tmp_path):
 def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready, tmp_path):
     from agent.launch import launch
     from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-    from core.policy import HarnessPolicy
     from agent.task import Task
+    from core.policy import HarnessPolicy
     from sandboxes.docker import factory
 
     seen = []
@@ -196,8 +207,14 @@ def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready,
             labelled = [c.labels[RUN_LABEL] for c in docker_ready.containers.list(filters={"label": RUN_LABEL})]
             seen.append([run for run in labelled if run.startswith(str(tmp_path))])
 
-    replies = [ScriptedReply(tool_calls=[ScriptedCall(name="shell", arguments={"command": "true"})]),
-               ScriptedReply(tool_calls=[ScriptedCall(name="submit", arguments={"answer": "done"})])]
-    _summary, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), factory(), HarnessPolicy(), tmp_path, listeners=(look,))
+    replies = [
+        ScriptedReply(tool_calls=[ScriptedCall(name="shell", arguments={"command": "true"})]),
+        ScriptedReply(tool_calls=[ScriptedCall(name="submit", arguments={"answer": "done"})]),
+    ]
+    _summary, run_dir = launch(
+        Task(prompt="x"), ScriptedModel(replies), factory(), HarnessPolicy(), tmp_path, listeners=(look,)
+    )
     assert seen[0] == [str(run_dir)]
-    assert not docker_ready.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir}"})  # closed with the run
+    assert not docker_ready.containers.list(
+        all=True, filters={"label": f"{RUN_LABEL}={run_dir}"}
+    )  # closed with the run

@@ -77,7 +77,9 @@ def test_an_image_without_the_workdir_and_a_named_user_still_gets_a_writable_wor
 
 
 def test_an_image_without_bash_is_refused_clearly_and_leaves_no_container(docker_ready):
-    tag = build_derived(f"FROM {BASE_IMAGE}\nRUN rm -f /bin/bash /usr/bin/bash\n", repo="harness-test", client=docker_ready)
+    tag = build_derived(
+        f"FROM {BASE_IMAGE}\nRUN rm -f /bin/bash /usr/bin/bash\n", repo="harness-test", client=docker_ready
+    )
     with pytest.raises(ShellExited, match="needs bash"):
         DockerSandbox.start(DockerOptions(image=tag), client=docker_ready)
     assert not docker_ready.containers.list(all=True, filters={"ancestor": tag})
@@ -85,7 +87,9 @@ def test_an_image_without_bash_is_refused_clearly_and_leaves_no_container(docker
 
 def test_a_rebuilt_base_gives_derived_images_a_new_tag(docker_ready):
     base = docker_ready.images.get(BASE_IMAGE)
-    other = docker_ready.images.get(build_derived(f"FROM {BASE_IMAGE}\nLABEL harness.test=other\n", repo="harness-test", client=docker_ready))
+    other = docker_ready.images.get(
+        build_derived(f"FROM {BASE_IMAGE}\nLABEL harness.test=other\n", repo="harness-test", client=docker_ready)
+    )
     dockerfile = "FROM harness-test-base:latest\nLABEL harness.test=derived\n"
     try:
         base.tag("harness-test-base", "latest")

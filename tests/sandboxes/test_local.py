@@ -73,7 +73,9 @@ box.exec("sleep 300 & echo $! > bg.pid; echo started > started.txt; sleep 300; e
 
 def test_commands_of_a_sigkilled_owner_are_ended_by_the_next_sandbox_on_its_workdir(tmp_path):
     ws = tmp_path / "ws"
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(ws)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(ws)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     deadline = time.monotonic() + 30
     while not (ws / "started.txt").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

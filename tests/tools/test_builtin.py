@@ -5,7 +5,7 @@ import pytest
 from sandboxes.local import LocalSandbox
 from tools.base import ToolContext, anthropic_schema, openai_schema
 from tools.builtin import standard_tools
-from tools.builtin.files import REPLACE, ReplaceArgs, ReadArgs, READ_FILE
+from tools.builtin.files import READ_FILE, REPLACE, ReadArgs, ReplaceArgs
 from tools.builtin.search import FIND, GREP, FindArgs, GrepArgs
 
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 
 from agent.launch import launch
-from agent.models.scripted import ScriptedModel
-from core.policy import HarnessPolicy
+from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from agent.task import Task
-from core.context_policy import DiscloseTools
-from tools.disclosure import request_tools, tools_text, with_describe_tool
 from agent.tokens import counter_for
-from agent.models.scripted import ScriptedCall, ScriptedReply
+from core.context_policy import DiscloseTools
+from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
 from tools.builtin import standard_tools
+from tools.disclosure import request_tools, tools_text, with_describe_tool
 
 
 def test_requests_carry_summaries_and_cost_fewer_schema_tokens():
@@ -34,8 +33,7 @@ def describe(name: str) -> ScriptedReply:
 
 def test_describe_tool_returns_the_full_description_and_schema_and_real_arguments_are_still_validated(tmp_path):
     policy = HarnessPolicy(context=[DiscloseTools()])
-    replies = [describe("replace"), call("replace", path="x"), describe("nope"),
-               call("submit", answer="ok")]
+    replies = [describe("replace"), call("replace", path="x"), describe("nope"), call("submit", answer="ok")]
     _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", policy, tmp_path)
     obs = [e["observation"] for e in events(run_dir) if e["type"] == "tool_observed"]
     assert obs[0]["status"] == "ok" and "must occur exactly once" in obs[0]["text"]

@@ -17,7 +17,9 @@ def read_file(args: ReadArgs, ctx: ToolContext) -> ToolResult:
     lines = ctx.sandbox.read_file(args.path).decode("utf-8", errors="replace").splitlines()
     end = min(args.end_line or len(lines), len(lines))
     if args.start_line > max(len(lines), 1):
-        return ToolResult(f"{args.path} has {len(lines)} lines; start_line {args.start_line} is past the end.", ok=False)
+        return ToolResult(
+            f"{args.path} has {len(lines)} lines; start_line {args.start_line} is past the end.", ok=False
+        )
     shown = [f"{n:6d}\t{lines[n - 1]}" for n in range(args.start_line, end + 1)]
     return ToolResult("\n".join(shown) if shown else f"{args.path} is empty.")
 

@@ -17,7 +17,9 @@ def run_shell(args: ShellArgs, ctx: ToolContext) -> ToolResult:
     if result.output_capped:
         text += "\n[output capped by the sandbox: the command printed more than it keeps]"
     if result.timed_out:
-        return ToolResult(text + f"\n[timed out after {ctx.timeout_s:g} s; the command was killed]", ok=False, timed_out=True)
+        return ToolResult(
+            text + f"\n[timed out after {ctx.timeout_s:g} s; the command was killed]", ok=False, timed_out=True
+        )
     if result.exit_code != 0:
         text += f"\n[exit code {result.exit_code}]"
     return ToolResult(text, ok=result.exit_code == 0, exit_code=result.exit_code)

@@ -104,8 +104,9 @@ def load_servers(path: str | Path) -> list[McpServer]:
         try:
             servers.append(McpServer.model_validate(entry))
         except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
-                                 for err in e.errors())
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in e.errors()
+            )
             raise ValueError(f"MCP config file {path}, server {number}: {problems}") from None
     return servers
 
@@ -122,7 +123,8 @@ def gather(commands: list[str], urls: list[str], files: list[str], known: Sequen
     seen: set[str] = set()
     for server in servers:
         if server.name in seen:
-            raise ValueError(f"Two MCP servers are named {server.name!r}; "
-                             "give one another name (NAME=... on the command line).")
+            raise ValueError(
+                f"Two MCP servers are named {server.name!r}; give one another name (NAME=... on the command line)."
+            )
         seen.add(server.name)
     return servers

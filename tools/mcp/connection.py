@@ -73,7 +73,9 @@ class Connection:
         except TimeoutError:
             await self.close()
             unreadable = f"; {self.unreadable}" if self.unreadable else ""
-            raise RuntimeError(f"no answer within {self.server.connect_timeout_s:g} s{unreadable}{self._stderr()}") from None
+            raise RuntimeError(
+                f"no answer within {self.server.connect_timeout_s:g} s{unreadable}{self._stderr()}"
+            ) from None
         except Exception as e:
             stderr = self._stderr()
             await self.close()
@@ -157,8 +159,9 @@ class Connection:
                 break
             seen.add(cursor)
         else:
-            self.report(f"MCP server {self.server.name}: stopped listing tools after {MAX_PAGES} pages; "
-                        "the rest are left out")
+            self.report(
+                f"MCP server {self.server.name}: stopped listing tools after {MAX_PAGES} pages; the rest are left out"
+            )
         self.listed(self.server, specs)
 
     async def _on_message(self, message: Any) -> None:
@@ -216,14 +219,18 @@ class Connection:
                 return ToolResult(f"{note}{late.text}", ok=False, timed_out=True)
             if e.code == CONNECTION_CLOSED:
                 report = await self._restart(f"the connection closed {time.monotonic() - start:.1f} s into this call")
-                return ToolResult(f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.",
-                                  ok=False)
+                return ToolResult(
+                    f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.", ok=False
+                )
             if e.code == TOO_LONG:
                 return ToolResult(f"{note}{name} on MCP server {self.server.name}: {_said(e.message)}", ok=False)
-            return ToolResult(f"{note}MCP server {self.server.name} refused the call (error {e.code}): "
-                              f"{_said(e.message)}", ok=False)
+            return ToolResult(
+                f"{note}MCP server {self.server.name} refused the call (error {e.code}): {_said(e.message)}", ok=False
+            )
         except Exception as e:  # a malformed answer, a transport fault: still one observation
-            return ToolResult(f"{note}The call to {name} on MCP server {self.server.name} failed: {describe(e)}", ok=False)
+            return ToolResult(
+                f"{note}The call to {name} on MCP server {self.server.name} failed: {describe(e)}", ok=False
+            )
         shown = render(result)
         return ToolResult(f"{note}{shown.text}", ok=shown.ok) if note else shown
 
@@ -245,8 +252,9 @@ class Connection:
                 try:
                     await self.open()
                 except Exception as e:
-                    self.gone = (f"{crashed} It could not be {again}: {_said(str(e))}. "
-                                 "Its tools cannot be used in this run.")
+                    self.gone = (
+                        f"{crashed} It could not be {again}: {_said(str(e))}. Its tools cannot be used in this run."
+                    )
             told = self.gone or f"{crashed} It was {again} and its tools were listed again."
             self.report(told)
             return told
@@ -266,9 +274,13 @@ class Connection:
 
 def timed_out(name: str, server: str, seconds: float) -> ToolResult:
     """A call given up on. The server was asked to cancel it, but nothing makes it stop."""
-    return ToolResult(f"{name} on MCP server {server} gave no answer within {seconds:g} s. The server was asked to "
-                      "cancel it, but the call may still be running there and may yet take effect: check its effect "
-                      "before calling it again.", ok=False, timed_out=True)
+    return ToolResult(
+        f"{name} on MCP server {server} gave no answer within {seconds:g} s. The server was asked to "
+        "cancel it, but the call may still be running there and may yet take effect: check its effect "
+        "before calling it again.",
+        ok=False,
+        timed_out=True,
+    )
 
 
 def _announces_changes(client: Client) -> bool:

@@ -60,9 +60,13 @@ def too_long(line: str, size: int) -> str | None:
     found = _ID.search(line[:_HEAD_CHARS])
     if found is None:
         return None
-    message = (f"its answer had {size:,} characters, more than the {MESSAGE_CHARS:,} one message may have, so it was "
-               "dropped; the call itself ran")
-    return json.dumps({"jsonrpc": "2.0", "id": json.loads(found.group(1)), "error": {"code": TOO_LONG, "message": message}})
+    message = (
+        f"its answer had {size:,} characters, more than the {MESSAGE_CHARS:,} one message may have, so it was "
+        "dropped; the call itself ran"
+    )
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": json.loads(found.group(1)), "error": {"code": TOO_LONG, "message": message}}
+    )
 
 
 def use_line_stream() -> None:

@@ -72,7 +72,9 @@ class McpTools:
     def call(self, server: str, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
         """Synchronous, and never raises: a dead loop or a missed deadline is a result too."""
         if self._closed:
-            return ToolResult(f"The MCP connections of this run are closed; {server}__{name} cannot be called.", ok=False)
+            return ToolResult(
+                f"The MCP connections of this run are closed; {server}__{name} cannot be called.", ok=False
+            )
         connection = self._connections[server]
         # Beyond the call's own timeout, leave room for one restart of a crashed server.
         deadline = timeout_s + connection.server.connect_timeout_s + STOP_WAIT_S
@@ -121,8 +123,13 @@ class McpTools:
 
     def _on_listed(self, server: McpServer, specs: list[Any]) -> None:
         if server.max_tools is not None and len(specs) > server.max_tools:
-            self.report(left_out(f"MCP server {server.name} lists {len(specs):,} tools, more than its max_tools of "
-                                 f"{server.max_tools}", [one_line(spec.name, 80) for spec in specs[server.max_tools:]]))
+            self.report(
+                left_out(
+                    f"MCP server {server.name} lists {len(specs):,} tools, more than its max_tools of "
+                    f"{server.max_tools}",
+                    [one_line(spec.name, 80) for spec in specs[server.max_tools :]],
+                )
+            )
             specs = specs[: server.max_tools]  # before adapting: 2,000 tools cost time to clean as well
         tools = []
         for spec in specs:

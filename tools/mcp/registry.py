@@ -50,8 +50,10 @@ class LiveRegistry(Registry):
             for tool in self.listed.get(server.name, []):
                 if tool.name in self.tools:
                     owner = "another of its tools" if tool.name in kept else self._owner(tool.name)
-                    self.mcp.report(f"MCP server {server.name}: a tool would be named {tool.name!r}, which "
-                                    f"{owner} already uses; it is left out")
+                    self.mcp.report(
+                        f"MCP server {server.name}: a tool would be named {tool.name!r}, which "
+                        f"{owner} already uses; it is left out"
+                    )
                 elif offered >= self.max_tools:
                     over.append(tool.name)
                 else:
@@ -60,8 +62,13 @@ class LiveRegistry(Registry):
                     offered += 1
             self.owned[server.name] = kept
         if over:
-            self.mcp.report(left_out(f"The MCP servers offer {self.max_tools + len(over):,} tools, more than the "
-                                     f"policy's mcp_max_tools of {self.max_tools}", over))
+            self.mcp.report(
+                left_out(
+                    f"The MCP servers offer {self.max_tools + len(over):,} tools, more than the "
+                    f"policy's mcp_max_tools of {self.max_tools}",
+                    over,
+                )
+            )
 
     def add(self, tool: Tool) -> None:
         """A tool added after the MCP ones stays through later rebuilds, as a built-in one does."""

@@ -32,8 +32,10 @@ from sandboxes.docker import docker_client
 HERE = Path(__file__).resolve().parent
 SRC, OUT = HERE / "src", HERE / "builtin"
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Acme Maintainers", "GIT_AUTHOR_EMAIL": "dev@acme.example",
-    "GIT_COMMITTER_NAME": "Acme Maintainers", "GIT_COMMITTER_EMAIL": "dev@acme.example",
+    "GIT_AUTHOR_NAME": "Acme Maintainers",
+    "GIT_AUTHOR_EMAIL": "dev@acme.example",
+    "GIT_COMMITTER_NAME": "Acme Maintainers",
+    "GIT_COMMITTER_EMAIL": "dev@acme.example",
 }
 
 
@@ -106,15 +108,31 @@ def main() -> int:
                 bundle = OUT / "repos" / f"{iid}.bundle"
                 git(work, "bundle", "create", str(bundle), "--all")
             inst = SweInstance(
-                instance_id=iid, repo=spec["repo"], base_commit=base, patch=gold, test_patch=tests,
-                problem_statement=raw["problem_statement"], hints_text=raw.get("hints", ""),
-                created_at=spec["created_at"], version=spec["version"], FAIL_TO_PASS=[], PASS_TO_PASS=[],
-                environment_setup_commit=base, source=str(bundle), spec=spec_for(specs, spec["repo"], spec["version"]),
+                instance_id=iid,
+                repo=spec["repo"],
+                base_commit=base,
+                patch=gold,
+                test_patch=tests,
+                problem_statement=raw["problem_statement"],
+                hints_text=raw.get("hints", ""),
+                created_at=spec["created_at"],
+                version=spec["version"],
+                FAIL_TO_PASS=[],
+                PASS_TO_PASS=[],
+                environment_setup_commit=base,
+                source=str(bundle),
+                spec=spec_for(specs, spec["repo"], spec["version"]),
             )
             f2p, p2p = validate(inst, client)
-            record = inst.model_dump(mode="json", exclude={"source", "image", "eval_script", "log_parser", "eval_type", "spec", "build_env"})
-            record.update(FAIL_TO_PASS=json.dumps(f2p), PASS_TO_PASS=json.dumps(p2p), source=f"repos/{iid}.bundle",
-                          bug_kind=raw["kind"])
+            record = inst.model_dump(
+                mode="json", exclude={"source", "image", "eval_script", "log_parser", "eval_type", "spec", "build_env"}
+            )
+            record.update(
+                FAIL_TO_PASS=json.dumps(f2p),
+                PASS_TO_PASS=json.dumps(p2p),
+                source=f"repos/{iid}.bundle",
+                bug_kind=raw["kind"],
+            )
             records.append(record)
             print(f"{iid}: {len(f2p)} FAIL_TO_PASS, {len(p2p)} PASS_TO_PASS ({raw['kind']})")
     (OUT / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

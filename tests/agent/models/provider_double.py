@@ -75,18 +75,36 @@ def openai_completion(tool_calls=None, text=None, cached=64) -> dict:
             for i, (n, a) in enumerate(tool_calls)
         ]
     return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110,
-                  "prompt_tokens_details": {"cached_tokens": cached}, "completion_tokens_details": {"reasoning_tokens": 3}},
+        "usage": {
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+            "total_tokens": 110,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": 3},
+        },
     }
 
 
 def anthropic_message(content: list, stop_reason="tool_use") -> dict:
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": content,
-        "stop_reason": stop_reason, "stop_sequence": None,
-        "usage": {"input_tokens": 20, "output_tokens": 10, "cache_read_input_tokens": 70, "cache_creation_input_tokens": 10},
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 20,
+            "output_tokens": 10,
+            "cache_read_input_tokens": 70,
+            "cache_creation_input_tokens": 10,
+        },
     }
 
 

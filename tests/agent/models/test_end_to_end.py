@@ -16,8 +16,8 @@ import pytest
 
 from agent.launch import launch
 from agent.models import load_model
-from core.policy import load_policy
 from agent.task import Task
+from core.policy import load_policy
 from tests.engine.serving import free_port
 
 HARNESS = str(Path(sys.executable).parent / "harness")
@@ -46,7 +46,9 @@ def server():
     port = free_port()
     proc = subprocess.Popen(
         [HARNESS, "serve", "--port", str(port), "--kv-cache-mb", "256", "--max-model-len", "4096"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
@@ -82,9 +84,22 @@ def check_run(run_dir: Path) -> list[dict]:
 
 def test_harness_run_through_the_openai_client_against_harness_serve(server, policy_file, tmp_path):
     done = subprocess.run(
-        [HARNESS, "run", "--model", f"openai-compatible:{server}/v1#smollm2", "--task", TASK,
-         "--policy", str(policy_file), "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=240, env={**os.environ, "COLUMNS": "200"},
+        [
+            HARNESS,
+            "run",
+            "--model",
+            f"openai-compatible:{server}/v1#smollm2",
+            "--task",
+            TASK,
+            "--policy",
+            str(policy_file),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "COLUMNS": "200"},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
@@ -97,7 +112,9 @@ def test_harness_run_through_the_openai_client_against_harness_serve(server, pol
 
 
 def test_harness_run_through_the_anthropic_client_against_the_same_server(server, policy_file, tmp_path):
-    summary, run_dir = launch(Task(prompt=TASK), f"anthropic-compatible:{server}#smollm2", "local", load_policy(str(policy_file)), tmp_path)
+    summary, run_dir = launch(
+        Task(prompt=TASK), f"anthropic-compatible:{server}#smollm2", "local", load_policy(str(policy_file)), tmp_path
+    )
     assert summary.stop_reason in ("step_budget", "submitted"), summary.message
     usages = check_run(run_dir)
     assert all(u["cache_write_tokens"] >= 0 for u in usages)

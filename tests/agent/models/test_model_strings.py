@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import HarnessError
 from agent.models import load_model
 from agent.models.anthropic import AnthropicModel
 from agent.models.openai import OpenAIModel
+from core.errors import HarnessError
 
 
 def test_provider_strings(monkeypatch):
@@ -32,7 +32,9 @@ def test_reasoning_models_get_no_temperature_and_use_max_completion_tokens(monke
     assert kwargs["temperature"] == 0 and "max_tokens" not in kwargs
 
 
-@pytest.mark.parametrize("spec, env", [("openai:gpt-5", "OPENAI_API_KEY"), ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY")])
+@pytest.mark.parametrize(
+    "spec, env", [("openai:gpt-5", "OPENAI_API_KEY"), ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY")]
+)
 def test_a_missing_key_is_a_clear_error(monkeypatch, spec, env):
     monkeypatch.delenv(env, raising=False)
     with pytest.raises(HarnessError, match=f"set {env}"):
@@ -46,7 +48,9 @@ def test_compatible_servers_need_no_key(monkeypatch):
     assert load_model("anthropic-compatible:http://h:1#m").model == "m"
 
 
-@pytest.mark.parametrize("spec", ["openai-compatible:http://h:1/v1", "openai-compatible:h:1/v1#m", "openai:", "gemini:pro"])
+@pytest.mark.parametrize(
+    "spec", ["openai-compatible:http://h:1/v1", "openai-compatible:h:1/v1#m", "openai:", "gemini:pro"]
+)
 def test_malformed_strings_say_what_to_write(spec):
     with pytest.raises(HarnessError, match="look like"):
         load_model(spec)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import PermanentModelError, TransientModelError
 from agent.launch import launch
 from agent.models import load_model
-from core.policy import ErrorPolicy, HarnessPolicy, ModelParams
 from agent.task import Task
+from core.errors import PermanentModelError, TransientModelError
+from core.policy import ErrorPolicy, HarnessPolicy, ModelParams
 from tests.agent.helpers import events
 from tests.agent.models.provider_double import (
     DROP,
@@ -25,11 +25,22 @@ from tests.agent.models.provider_double import (
 FAST = HarnessPolicy(errors=ErrorPolicy(model_attempts=5, backoff_multiplier_s=0.01, backoff_max_s=0.05))
 
 SUBMIT_OA = reply(200, openai_completion([("submit", {"answer": "done"})]))
-SUBMIT_AN = reply(200, anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "submit", "input": {"answer": "done"}}]))
+SUBMIT_AN = reply(
+    200, anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "submit", "input": {"answer": "done"}}])
+)
 FLAKY = {
-    "openai": [reply(429, openai_error(429, "slow down"), {"retry-after": "0.01"}), reply(500, openai_error(500, "boom")), DROP, SUBMIT_OA],
-    "anthropic": [reply(429, anthropic_error("rate_limit_error", "slow down"), {"retry-after": "0.01"}),
-                  reply(500, anthropic_error("api_error", "boom")), DROP, SUBMIT_AN],
+    "openai": [
+        reply(429, openai_error(429, "slow down"), {"retry-after": "0.01"}),
+        reply(500, openai_error(500, "boom")),
+        DROP,
+        SUBMIT_OA,
+    ],
+    "anthropic": [
+        reply(429, anthropic_error("rate_limit_error", "slow down"), {"retry-after": "0.01"}),
+        reply(500, anthropic_error("api_error", "boom")),
+        DROP,
+        SUBMIT_AN,
+    ],
 }
 UNAUTHORISED = {
     "openai": reply(401, openai_error(401, "Incorrect API key provided")),

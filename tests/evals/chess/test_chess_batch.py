@@ -18,8 +18,9 @@ def test_a_batch_writes_every_game_and_the_aggregate(tmp_path):
     def make(seed):
         return PlannedPlayer([["resign"]], seed) if seed == 10 else RandomPlayer(seed)
 
-    batch, folder = play_batch(2, make, "stockfish:depth=1", "white", out=tmp_path, seed=10,
-                               rules=GameRules(max_plies=6), analysis_depth=0)
+    batch, folder = play_batch(
+        2, make, "stockfish:depth=1", "white", out=tmp_path, seed=10, rules=GameRules(max_plies=6), analysis_depth=0
+    )
     saved = json.loads((folder / "batch.json").read_text())
     assert [g["record"]["player_result"] for g in saved["games"]] == ["loss", "draw"]
     for g in saved["games"]:
@@ -33,10 +34,28 @@ def test_a_batch_writes_every_game_and_the_aggregate(tmp_path):
 
 
 def test_harness_chess_plays_a_batch_and_prints_the_table(tmp_path):
-    result = CliRunner().invoke(app, [
-        "chess", "--games", "2", "--model", "player:random", "--opponent", "stockfish:skill=0,depth=1",
-        "--color", "alternate", "--out", str(tmp_path), "--max-plies", "30", "--analysis-depth", "4", "--seed", "3",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "chess",
+            "--games",
+            "2",
+            "--model",
+            "player:random",
+            "--opponent",
+            "stockfish:skill=0,depth=1",
+            "--color",
+            "alternate",
+            "--out",
+            str(tmp_path),
+            "--max-plies",
+            "30",
+            "--analysis-depth",
+            "4",
+            "--seed",
+            "3",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "win_loss" in result.output and "wrong moves / 1000 moves" in result.output
     (folder,) = tmp_path.iterdir()
@@ -49,7 +68,8 @@ def test_harness_chess_plays_a_batch_and_prints_the_table(tmp_path):
 
 
 def test_harness_chess_explains_a_bad_opponent(tmp_path):
-    result = CliRunner().invoke(app, ["chess", "--model", "player:random", "--opponent", "stockfish:elo=900",
-                                      "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        app, ["chess", "--model", "player:random", "--opponent", "stockfish:elo=900", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 2 and "1350" in result.output
     assert not any(tmp_path.iterdir())

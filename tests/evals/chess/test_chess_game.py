@@ -10,9 +10,9 @@ import chess
 import chess.pgn
 import pytest
 
-from core.events import ToolObserved
 from agent.journal import read_events
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from core.events import ToolObserved
 from core.policy import ErrorPolicy, HarnessPolicy
 from evals.chess.batch import aggregate
 from evals.chess.game import Game, GameRules
@@ -37,8 +37,14 @@ def test_random_player_finishes_a_game_with_a_valid_pgn(tmp_path):
     played = play_game(RandomPlayer(seed=3), WEAK, "white", out=tmp_path, analysis_depth=4)
     r = played.record
     assert played.summary.stop_reason == "game_over"
-    assert r.termination in {"checkmate", "stalemate", "insufficient_material", "seventyfive_moves",
-                             "fivefold_repetition", "max_plies"}
+    assert r.termination in {
+        "checkmate",
+        "stalemate",
+        "insufficient_material",
+        "seventyfive_moves",
+        "fivefold_repetition",
+        "max_plies",
+    }
     pgn = read_pgn(played.run_dir, r)
     moves = list(pgn.mainline_moves())
     assert len(moves) == r.plies and pgn.headers["Result"] == r.result
@@ -82,8 +88,16 @@ def test_wrong_moves_get_their_own_observation_and_spare_the_backstop(tmp_path):
     plan = [["move:Nd2"], ["move:knight to d2"], ["move:Nbd2"], ["board"], ["move:e1e3"], ["board"], ["random"]]
     # A backstop of one failure would stop the run at the first wrong move, were it counted.
     policy = HarnessPolicy(errors=ErrorPolicy(max_consecutive_failures=1))
-    played = play_game(PlannedPlayer(plan), WEAK, "white", policy, tmp_path, rules=GameRules(max_plies=4),
-                       analysis_depth=0, start_fen=KNIGHTS)
+    played = play_game(
+        PlannedPlayer(plan),
+        WEAK,
+        "white",
+        policy,
+        tmp_path,
+        rules=GameRules(max_plies=4),
+        analysis_depth=0,
+        start_fen=KNIGHTS,
+    )
     obs = observations(played.run_dir)
     ambiguous, invalid, legal, _, illegal, _, last = obs
     assert ambiguous.text.startswith("Ambiguous move") and KNIGHTS.split()[0] in ambiguous.text
@@ -123,8 +137,9 @@ def test_unreadable_calls_are_wrong_actions_and_a_legal_move_resets_the_backstop
     # the legal move between them resets it.
     plan = [["bad_json"], ["move:e2e4"], ["unknown_tool"], ["board"], ["random"]]
     policy = HarnessPolicy(errors=ErrorPolicy(max_consecutive_failures=2))
-    played = play_game(PlannedPlayer(plan), WEAK, "white", policy, tmp_path, rules=GameRules(max_plies=4),
-                       analysis_depth=0)
+    played = play_game(
+        PlannedPlayer(plan), WEAK, "white", policy, tmp_path, rules=GameRules(max_plies=4), analysis_depth=0
+    )
     r = played.record
     assert played.summary.stop_reason == "game_over" and r.termination == "max_plies"
     assert r.wrong_actions == 2 and r.wrong_moves == 0 and r.moves == 2
@@ -156,8 +171,9 @@ def test_standard_endings_stop_the_run(tmp_path, fen, move, termination, result)
 
 
 def test_the_ply_cap_draws_the_game(tmp_path):
-    played = play_game(RandomPlayer(seed=1), "random", "white", out=tmp_path, rules=GameRules(max_plies=6),
-                       analysis_depth=0)
+    played = play_game(
+        RandomPlayer(seed=1), "random", "white", out=tmp_path, rules=GameRules(max_plies=6), analysis_depth=0
+    )
     r = played.record
     assert (r.termination, r.result, r.plies, r.player_result) == ("max_plies", "1/2-1/2", 6, "draw")
 
@@ -175,8 +191,12 @@ def test_fivefold_repetition_ends_the_game():
 
 def test_a_run_that_stops_outside_the_game_leaves_an_unfinished_game(tmp_path):
     # A model that runs out of replies is a model error: the run stops, the game has no result.
-    model = ScriptedModel([ScriptedReply(tool_calls=[ScriptedCall(name="get_board")]),
-                           ScriptedReply(tool_calls=[ScriptedCall(name="make_move", arguments={"move": "e4"})])])
+    model = ScriptedModel(
+        [
+            ScriptedReply(tool_calls=[ScriptedCall(name="get_board")]),
+            ScriptedReply(tool_calls=[ScriptedCall(name="make_move", arguments={"move": "e4"})]),
+        ]
+    )
     played = play_game(model, WEAK, "white", out=tmp_path, analysis_depth=0)
     r = played.record
     assert played.summary.stop_reason == "model_error"
@@ -187,10 +207,12 @@ def test_a_run_that_stops_outside_the_game_leaves_an_unfinished_game(tmp_path):
 
 
 def test_harness_resume_refuses_a_chess_game_and_says_what_to_do(tmp_path):
-    from core.errors import HarnessError
     from agent.resume import resume
+    from core.errors import HarnessError
 
-    played = play_game(RandomPlayer(seed=3), WEAK, "white", out=tmp_path, rules=GameRules(max_plies=4), analysis_depth=0)
+    played = play_game(
+        RandomPlayer(seed=3), WEAK, "white", out=tmp_path, rules=GameRules(max_plies=4), analysis_depth=0
+    )
     journal = played.run_dir / "events.jsonl"
     # As if the process had died mid-game: the last events and the summary never got written.
     lines = journal.read_text().splitlines(keepends=True)

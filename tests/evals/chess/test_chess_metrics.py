@@ -53,7 +53,9 @@ def two(results):
 
 def test_intervals_and_colours():
     # Wilson for 1 of 2 and for 0 of 2: never a zero-width interval after two games
-    assert (score(two(("win", "loss"))).low, score(two(("win", "loss"))).high) == pytest.approx((0.0945, 0.9055), abs=1e-4)
+    assert (score(two(("win", "loss"))).low, score(two(("win", "loss"))).high) == pytest.approx(
+        (0.0945, 0.9055), abs=1e-4
+    )
     lost = score(two(("loss", "loss")))
     assert lost.value == 0.0 and lost.low == 0.0 and lost.high == pytest.approx(0.6576, abs=1e-4)
     assert score([]).value is None

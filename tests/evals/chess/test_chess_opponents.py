@@ -82,6 +82,7 @@ def test_full_strength_stockfish_with_a_depth_limit_repeats():
 @pytest.mark.parametrize("spec", ["stockfish:skill=0", "stockfish:elo=1500", "stockfish:nodes=3000"])
 def test_every_stockfish_opponent_repeats_its_game_for_a_seed(spec):
     """The weakened Stockfish is seeded by the harness, so an A/B pair with one seed plays one game."""
+
     def game(seed):
         sf, board = open_opponent(spec, seed), chess.Board()
         try:

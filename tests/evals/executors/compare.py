@@ -7,8 +7,19 @@ from pathlib import Path
 
 # Fields that hold times (or ids made from times), a line's checksum (it covers its time) and a
 # container's id (Docker makes one per container); everything else must be equal.
-TIMING = {"ts", "wall_s", "started_at", "written_at", "latency_s", "duration_s", "game_time_s", "reply_time_s", "run_id",
-          "crc", "container_id"}
+TIMING = {
+    "ts",
+    "wall_s",
+    "started_at",
+    "written_at",
+    "latency_s",
+    "duration_s",
+    "game_time_s",
+    "reply_time_s",
+    "run_id",
+    "crc",
+    "container_id",
+}
 
 
 def files(folder: Path) -> list[str]:

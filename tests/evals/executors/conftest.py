@@ -33,10 +33,16 @@ def ray_cluster():
     # create that folder: point it at ours, so nothing depends on an earlier Ray run on this machine.
     os.environ["RAY_TMPDIR"] = temp
     os.makedirs(os.path.join(temp, "ray"), exist_ok=True)
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"docker": 1}, "object_store_memory": OBJECT_STORE_BYTES,
-        "include_dashboard": False, "temp_dir": temp,
-    })
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "resources": {"docker": 1},
+            "object_store_memory": OBJECT_STORE_BYTES,
+            "include_dashboard": False,
+            "temp_dir": temp,
+        },
+    )
     try:
         cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE_BYTES)
         cluster.wait_for_nodes()

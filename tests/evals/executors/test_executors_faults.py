@@ -59,7 +59,9 @@ def test_a_killed_worker_is_retried_and_a_rerun_skips_finished_instances(docker_
     record = json.loads((tmp_path / "executor.json").read_text())
     assert record["retries"] == 1
     assert sorted(item["attempts"] for item in record["items"].values()) == [1, 1, 2]
-    predictions = [json.loads(line)["instance_id"] for line in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    predictions = [
+        json.loads(line)["instance_id"] for line in (tmp_path / "predictions.jsonl").read_text().splitlines()
+    ]
     assert sorted(predictions) == sorted(SUBSET)  # none missing, none twice
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and p.name != "logs") == sorted(SUBSET)
 
@@ -72,8 +74,13 @@ def test_a_killed_worker_is_retried_and_a_rerun_skips_finished_instances(docker_
 def test_a_task_that_fails_for_its_own_reason_is_an_error_not_a_retry(docker_ready, ray_cluster, tmp_path):
     good = load_instances(suite_path("builtin"))[0]
     broken = good.model_copy(update={"instance_id": "acme__noimage-1", "image": "harness-no-such-image:1"})
-    report = run_and_grade([broken, good], "oracle", HarnessPolicy(), tmp_path,
-                           executor=ExecutorOptions(kind="ray", address=ray_cluster.address, retries=1))
+    report = run_and_grade(
+        [broken, good],
+        "oracle",
+        HarnessPolicy(),
+        tmp_path,
+        executor=ExecutorOptions(kind="ray", address=ray_cluster.address, retries=1),
+    )
     assert report.error_ids == ["acme__noimage-1"] and report.resolved_ids == [good.instance_id]
     record = json.loads((tmp_path / "executor.json").read_text())
     assert record["retries"] == 0 and record["items"]["acme__noimage-1"]["attempts"] == 1
@@ -81,9 +88,29 @@ def test_a_task_that_fails_for_its_own_reason_is_an_error_not_a_retry(docker_rea
 
 
 def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster, tmp_path):
-    args = [HARNESS, "chess", "--games", "6", "--model", "player:random", "--opponent", "random", "--max-plies", "200",
-            "--analysis-depth", "0", "--seed", "1", "--executor", "ray", "--ray-address", ray_cluster.address]
-    driver = subprocess.Popen([*args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    args = [
+        HARNESS,
+        "chess",
+        "--games",
+        "6",
+        "--model",
+        "player:random",
+        "--opponent",
+        "random",
+        "--max-plies",
+        "200",
+        "--analysis-depth",
+        "0",
+        "--seed",
+        "1",
+        "--executor",
+        "ray",
+        "--ray-address",
+        ray_cluster.address,
+    ]
+    driver = subprocess.Popen(
+        [*args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         deadline = time.time() + 120
         while not list(tmp_path.glob("*/batch.json")) and time.time() < deadline and driver.poll() is None:

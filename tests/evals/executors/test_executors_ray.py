@@ -12,10 +12,10 @@ import sys
 
 from typer.testing import CliRunner
 
+from cli.chess import model_maker
 from cli.main import app
 from core.policy import HarnessPolicy
 from evals.chess.batch import play_batch
-from cli.chess import model_maker
 from evals.chess.game import GameRules
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
@@ -23,12 +23,18 @@ from evals.swe.suite import load_instances, suite_path
 from tests.evals.executors.compare import files, same_run
 from tests.evals.executors.conftest import node_ids_with
 
+
 def test_a_swe_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_path):
     instances = load_instances(suite_path("builtin"))
     ids = sorted(i.instance_id for i in instances)
     local = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path / "local", workers=1)
-    on_ray = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path / "ray",
-                           executor=ExecutorOptions(kind="ray", address=ray_cluster.address))
+    on_ray = run_and_grade(
+        instances,
+        "oracle",
+        HarnessPolicy(),
+        tmp_path / "ray",
+        executor=ExecutorOptions(kind="ray", address=ray_cluster.address),
+    )
     assert local.resolved_ids == on_ray.resolved_ids == ids
     assert files(tmp_path / "local") == files(tmp_path / "ray")
     for name in ("report.json", "predictions.jsonl"):
@@ -46,15 +52,26 @@ def test_a_swe_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_
 
 
 def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
-    settings = dict(games=3, make_model=model_maker("player:random"), opponent="stockfish:depth=1", color="alternate",
-                    seed=5, rules=GameRules(max_plies=24), analysis_depth=4)
+    settings = dict(
+        games=3,
+        make_model=model_maker("player:random"),
+        opponent="stockfish:depth=1",
+        color="alternate",
+        seed=5,
+        rules=GameRules(max_plies=24),
+        analysis_depth=4,
+    )
     local, local_dir = play_batch(**settings, out=tmp_path / "local", executor=ExecutorOptions(workers=2))
-    on_ray, ray_dir = play_batch(**settings, out=tmp_path / "ray",
-                                 executor=ExecutorOptions(kind="ray", address=ray_cluster.address))
+    on_ray, ray_dir = play_batch(
+        **settings, out=tmp_path / "ray", executor=ExecutorOptions(kind="ray", address=ray_cluster.address)
+    )
     assert [g.game for g in on_ray.games] == [1, 2, 3]
-    assert [g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in local.games] == \
-           [g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in on_ray.games]
-    assert local.aggregate.model_dump(exclude={"avg_game_time_s"}) == on_ray.aggregate.model_dump(exclude={"avg_game_time_s"})
+    assert [g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in local.games] == [
+        g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in on_ray.games
+    ]
+    assert local.aggregate.model_dump(exclude={"avg_game_time_s"}) == on_ray.aggregate.model_dump(
+        exclude={"avg_game_time_s"}
+    )
     for a, b in zip(local.games, on_ray.games):
         same_run(local_dir / a.run_dir, ray_dir / b.run_dir)
     assert sorted(p.name for p in ray_dir.iterdir() if p.is_file()) == ["batch.json", "executor.json"]
@@ -65,17 +82,38 @@ def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
 
 def test_asking_for_ray_without_it_installed_is_a_clear_error(tmp_path):
     # A child interpreter where `import ray` fails, as on a machine without it.
-    code = ("import sys; sys.modules['ray'] = None; from cli.main import app; "
-            f"app(['chess', '--model', 'player:random', '--opponent', 'random', '--executor', 'ray', '--out', {str(tmp_path)!r}])")
+    code = (
+        "import sys; sys.modules['ray'] = None; from cli.main import app; "
+        f"app(['chess', '--model', 'player:random', '--opponent', 'random', '--executor', 'ray', '--out', {str(tmp_path)!r}])"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "pip install 'harness[ray]'" in " ".join(proc.stdout.split()) and not any(tmp_path.iterdir())
 
 
 def test_harness_swe_on_ray_shows_the_batch_and_the_nodes(docker_ready, ray_cluster, tmp_path):
-    result = CliRunner().invoke(app, ["swe", "--model", "oracle", "--only", "acme__textkit-14", "--out", str(tmp_path),
-                                      "--executor", "ray", "--ray-address", ray_cluster.address, "--retries", "2",
-                                      "--task-cpus", "0.5", "--task-memory-mb", "256"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "swe",
+            "--model",
+            "oracle",
+            "--only",
+            "acme__textkit-14",
+            "--out",
+            str(tmp_path),
+            "--executor",
+            "ray",
+            "--ray-address",
+            ray_cluster.address,
+            "--retries",
+            "2",
+            "--task-cpus",
+            "0.5",
+            "--task-memory-mb",
+            "256",
+        ],
+    )
     assert result.exit_code == 0, result.output
     line = " ".join(result.output.split())
     assert "running 0 · done 1 · failed 0" in line and "nodes in use 0/2" in line and "resolved 1" in line

@@ -17,7 +17,9 @@ def by_step(events, compactions=(), policy=None):
 
 
 def test_parts_add_up_to_the_reported_prompt_and_observations_grow():
-    events = [e for i in range(1, 5) for e in act(i, "shell", {"command": f"cat f{i}"}, "o" * 2000, prompt=1000 + 600 * i)]
+    events = [
+        e for i in range(1, 5) for e in act(i, "shell", {"command": f"cat f{i}"}, "o" * 2000, prompt=1000 + 600 * i)
+    ]
     parts = by_step(events)
     for b in parts.values():
         assert b.total == b.reported

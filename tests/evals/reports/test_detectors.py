@@ -17,7 +17,15 @@ def clean_run() -> list:
     return [
         *act(1, "shell", {"command": "ls"}, "a.py", prompt=1500, cached=0, reasoning="look", reasoning_tokens=200),
         *act(2, "read_file", {"path": "a.py"}, "print(1)", prompt=1800, cached=1400, reasoning_tokens=250),
-        *act(3, "write_file", {"path": "a.py", "content": "print(2)"}, "wrote", prompt=2100, cached=1750, reasoning_tokens=300),
+        *act(
+            3,
+            "write_file",
+            {"path": "a.py", "content": "print(2)"},
+            "wrote",
+            prompt=2100,
+            cached=1750,
+            reasoning_tokens=300,
+        ),
         *act(4, "shell", {"command": "python a.py"}, "2", prompt=2400, cached=2050, reasoning_tokens=220),
         *act(5, "submit", {"answer": "done"}, "submitted", prompt=2700, cached=2350, reasoning_tokens=180),
     ]
@@ -34,7 +42,11 @@ def test_a_clean_run_has_no_findings():
 
 
 def test_no_tool_call():
-    events = [*act(1, "shell", {"command": "ls"}), reply(2, text="I think it works."), *act(3, "submit", {"answer": "x"})]
+    events = [
+        *act(1, "shell", {"command": "ls"}),
+        reply(2, text="I think it works."),
+        *act(3, "submit", {"answer": "x"}),
+    ]
     assert flagged("no_tool_call", events) == [2]
     assert flagged("no_tool_call", clean_run()) == []
 
@@ -48,7 +60,7 @@ def test_repeated_action_needs_the_same_call_and_the_same_result():
     events = [
         *act(1, "shell", {"command": "ls"}, "a.py"),
         *act(2, "shell", {"command": "cat a.py"}, "x"),
-        *act(3, "shell", {"command":  "ls"}, "a.py"),  # same call, same result: nothing learned
+        *act(3, "shell", {"command": "ls"}, "a.py"),  # same call, same result: nothing learned
         *act(4, "shell", {"command": "pytest"}, "1 failed", "error", "nonzero_exit"),
         *act(5, "write_file", {"path": "a.py", "content": "y"}, "wrote"),
         *act(6, "shell", {"command": "pytest"}, "1 passed"),  # same call, new result: fine
@@ -66,11 +78,23 @@ def test_repeated_action_ignores_json_key_order():
 
 
 def test_repeated_failing_calls_whose_messages_move_line_numbers_are_repeats():
-    events = [e for n in range(1, 6) for e in act(n, "shell", {"command": "slugify hello"},
-                                                    f"bash: line {n + 3}: slugify: command not found\n\n[exit code 127]",
-                                                    "error", "nonzero_exit")]
+    events = [
+        e
+        for n in range(1, 6)
+        for e in act(
+            n,
+            "shell",
+            {"command": "slugify hello"},
+            f"bash: line {n + 3}: slugify: command not found\n\n[exit code 127]",
+            "error",
+            "nonzero_exit",
+        )
+    ]
     assert flagged("repeated_action", events) == [2, 3, 4, 5]
-    moved = [*act(1, "shell", {"command": "pytest"}, "1 failed in 0.53s"), *act(2, "shell", {"command": "pytest"}, "2 failed in 0.61s")]
+    moved = [
+        *act(1, "shell", {"command": "pytest"}, "1 failed in 0.53s"),
+        *act(2, "shell", {"command": "pytest"}, "2 failed in 0.61s"),
+    ]
     assert flagged("repeated_action", moved) == []  # a different count of failures is news
 
 
@@ -106,7 +130,14 @@ def test_rejected_or_denied():
 
 def test_timeouts_of_tools_and_of_model_calls():
     events = [
-        *act(1, "shell", {"command": "sleep 99"}, "shell timed out", "timeout", "timeout", ),
+        *act(
+            1,
+            "shell",
+            {"command": "sleep 99"},
+            "shell timed out",
+            "timeout",
+            "timeout",
+        ),
         model_failed(2, "Request timed out after 60 s"),
         model_failed(2, "HTTP 529 overloaded"),
         *act(2, "shell", {"command": "ls"}),
@@ -179,5 +210,8 @@ def test_reasoning_heavy():
 
 
 def test_reasoning_heavy_estimates_from_text_when_tokens_are_not_reported():
-    events = [*act(1, "shell", {"command": "ls"}, reasoning="hmm " * 10), *act(2, "shell", {"command": "pwd"}, reasoning="z" * 40000)]
+    events = [
+        *act(1, "shell", {"command": "ls"}, reasoning="hmm " * 10),
+        *act(2, "shell", {"command": "pwd"}, reasoning="z" * 40000),
+    ]
     assert flagged("reasoning_heavy", events) == [2]

@@ -15,7 +15,13 @@ from evals.reports.html import render_run
 from evals.reports.load import load_run
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 
@@ -37,7 +43,9 @@ def report(rich_run: Path) -> Path:
 def open_page(browser, path: Path):
     page = browser.new_page(viewport={"width": 1360, "height": 900})
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("request", lambda r: problems.append(f"request: {r.url}") if not r.url.startswith("file://") else None)
     page.goto(path.as_uri())

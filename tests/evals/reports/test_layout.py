@@ -16,7 +16,13 @@ from evals.reports.html import render_run
 from evals.reports.load import load_run, run_dirs_in
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 VIEWPORT = {"width": 1280, "height": 800}
 
 # The boxes of every text element of every chart, in page pixels.
@@ -52,7 +58,12 @@ def pages(rich_run, chess_batches, tmp_path_factory) -> dict:
 
 
 def overlaps(a: dict, b: dict, slack: float = 0.5) -> bool:
-    return a["x0"] + slack < b["x1"] and b["x0"] + slack < a["x1"] and a["y0"] + slack < b["y1"] and b["y0"] + slack < a["y1"]
+    return (
+        a["x0"] + slack < b["x1"]
+        and b["x0"] + slack < a["x1"]
+        and a["y0"] + slack < b["y1"]
+        and b["y0"] + slack < a["y1"]
+    )
 
 
 @pytest.mark.parametrize("name", ["run", "chess", "batch", "ab"])
@@ -68,7 +79,13 @@ def test_the_page_fits_1280_pixels_and_no_chart_labels_overlap(browser, pages, n
     assert too_wide == 0
     charts = page.evaluate(CHART_TEXT_BOXES)
     assert charts, "every page has charts"
-    clashes = [(a["text"], b["text"]) for boxes in charts for i, a in enumerate(boxes) for b in boxes[i + 1:] if overlaps(a, b)]
+    clashes = [
+        (a["text"], b["text"])
+        for boxes in charts
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if overlaps(a, b)
+    ]
     assert clashes == []
     assert errors == []
     page.close()
@@ -85,7 +102,13 @@ def test_the_chess_report_shows_the_board_the_moves_and_the_record(browser, page
     assert agent_losses >= 2
     first = rows.nth(0).locator("td").all_inner_texts()
     assert first[0] == "1" and first[1] and first[2].strip().isdigit()  # the agent plays white: its loss is shown
-    record = dict(zip(page.locator("#game-record th").all_inner_texts(), page.locator("#game-record td").all_inner_texts(), strict=True))
+    record = dict(
+        zip(
+            page.locator("#game-record th").all_inner_texts(),
+            page.locator("#game-record td").all_inner_texts(),
+            strict=True,
+        )
+    )
     assert record["opponent"] == "stockfish:skill=0" and "for the agent" in record["result"]
     assert "=" not in page.locator("#summary .outcome").inner_text()  # no key = value dump
     page.close()
@@ -106,6 +129,7 @@ def test_the_ab_page_says_its_verdict_once_with_short_labels(browser, pages, che
 
 def test_chess_ab_pairs_play_the_same_game(chess_batches):
     """Each seed's opponent is seeded, so the games of a pair are move for move the same."""
+
     def games(folder):
         out = {}
         for d in run_dirs_in(folder):

@@ -20,7 +20,9 @@ def test_verdicts_in_the_outcome_win_over_the_stop_reason():
     assert success(summary("submitted")) and outcome_label(summary("submitted")) == "submitted"
     assert not success(summary("step_budget"))
     assert success(summary("goal_verified", goal_verified=True))
-    assert not success(summary("submitted", resolved=False)) and outcome_label(summary(resolved=False)) == "not resolved"
+    assert (
+        not success(summary("submitted", resolved=False)) and outcome_label(summary(resolved=False)) == "not resolved"
+    )
     assert success(summary("game_over", player_result="win", result="1-0"))
     assert not success(summary("game_over", player_result="draw", result="1/2-1/2"))
     assert outcome_label(summary("game_over", player_result="loss")) == "loss"

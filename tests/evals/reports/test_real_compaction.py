@@ -10,20 +10,22 @@ import pytest
 from conftest import make_run
 
 from agent.models.scripted import ScriptedCall, ScriptedReply
+from core.context_policy import Compact
 from core.policy import HarnessPolicy, StopPolicy
 from evals.pricing import cost_usd, load_prices
 from evals.reports.breakdown import breakdowns
 from evals.reports.html import render_run
 from evals.reports.load import load_run
 from evals.reports.steps import cut_off, memory_text
-from core.context_policy import Compact
 
 MEMORY_1 = {"goal": "count to six", "plan": ["echo each number"], "decisions": ["use echo"]}
 MEMORY_2 = {"goal": "count to six", "plan": ["echo five and six", "submit"], "decisions": ["use echo", "one per step"]}
 
 
 def echo(word: str) -> ScriptedReply:
-    return ScriptedReply(text=f"Next: {word}.", tool_calls=[ScriptedCall(name="shell", arguments={"command": f"echo {word}"})])
+    return ScriptedReply(
+        text=f"Next: {word}.", tool_calls=[ScriptedCall(name="shell", arguments={"command": f"echo {word}"})]
+    )
 
 
 def memory(data: dict, cut_at: int | None = None) -> ScriptedReply:
@@ -32,17 +34,34 @@ def memory(data: dict, cut_at: int | None = None) -> ScriptedReply:
 
 
 # Compaction every 3 steps, keeping the newest step verbatim; the second summary is cut off once, then retried.
-SCRIPT = [echo("one"), echo("two"), echo("three"), memory(MEMORY_1),
-          echo("four"), echo("five"), echo("six"), memory(MEMORY_2, cut_at=30), memory(MEMORY_2),
-          ScriptedReply(text="Done.", tool_calls=[ScriptedCall(name="submit", arguments={"answer": "6"})])]
-POLICY = HarnessPolicy(name="compacting", stop=StopPolicy(max_steps=20),
-                       context=[Compact(trigger_tokens=10**9, every_steps=3, keep_recent_steps=1, summariser_prompt="fresh")])
+SCRIPT = [
+    echo("one"),
+    echo("two"),
+    echo("three"),
+    memory(MEMORY_1),
+    echo("four"),
+    echo("five"),
+    echo("six"),
+    memory(MEMORY_2, cut_at=30),
+    memory(MEMORY_2),
+    ScriptedReply(text="Done.", tool_calls=[ScriptedCall(name="submit", arguments={"answer": "6"})]),
+]
+POLICY = HarnessPolicy(
+    name="compacting",
+    stop=StopPolicy(max_steps=20),
+    context=[Compact(trigger_tokens=10**9, every_steps=3, keep_recent_steps=1, summariser_prompt="fresh")],
+)
 
 
 @pytest.fixture(scope="module")
 def compacted(tmp_path_factory):
-    run_dir = make_run(tmp_path_factory.mktemp("compacting"), SCRIPT, POLICY, task_id="count",
-                       prompt="Echo the numbers one to six, one a step, then submit.")
+    run_dir = make_run(
+        tmp_path_factory.mktemp("compacting"),
+        SCRIPT,
+        POLICY,
+        task_id="count",
+        prompt="Echo the numbers one to six, one a step, then submit.",
+    )
     return load_run(run_dir, load_prices(), price_model="anthropic:claude-haiku-4-5")
 
 

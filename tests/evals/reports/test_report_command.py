@@ -29,7 +29,9 @@ def test_markdown_summary_for_a_terminal(rich_run):
 
 
 def test_html_report_for_a_run_priced_as_another_model(rich_run, tmp_path):
-    result = runner.invoke(app, ["report", str(rich_run), "--out", str(tmp_path / "r"), "--price-model", "openai:gpt-5"])
+    result = runner.invoke(
+        app, ["report", str(rich_run), "--out", str(tmp_path / "r"), "--price-model", "openai:gpt-5"]
+    )
     assert result.exit_code == 0, result.output
     html = (tmp_path / "r" / "report.html").read_text()  # --out is the folder that receives report.html
     assert "Priced as openai:gpt-5" in html and 'id="chart-cost"' in html

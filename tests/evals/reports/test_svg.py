@@ -22,8 +22,13 @@ def test_ticks_cover_the_range(lo, span):
 @settings(max_examples=40, deadline=None)
 @given(st.lists(values, min_size=1, max_size=600), st.text(max_size=20))
 def test_line_chart_is_well_formed(ys, name):
-    svg = line_chart([Series(name or "s", list(enumerate(ys, 1)), "#123456", "area")], "t<&>", "step", "tokens",
-                     markers=[Marker(1.5, "compaction <1>")])
+    svg = line_chart(
+        [Series(name or "s", list(enumerate(ys, 1)), "#123456", "area")],
+        "t<&>",
+        "step",
+        "tokens",
+        markers=[Marker(1.5, "compaction <1>")],
+    )
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg") and root.get("viewBox")
 
@@ -32,16 +37,29 @@ def test_line_chart_is_well_formed(ys, name):
 @given(st.lists(st.tuples(values, values), min_size=1, max_size=400))
 def test_stacked_bars_bin_long_runs_and_stay_well_formed(rows):
     xs = list(range(1, len(rows) + 1))
-    svg = stacked_bars(xs, {"a": [r[0] for r in rows], "b": [r[1] for r in rows]}, {"a": "#111", "b": "#222"}, "t", "x", "y",
-                       max_bars=100)
+    svg = stacked_bars(
+        xs,
+        {"a": [r[0] for r in rows], "b": [r[1] for r in rows]},
+        {"a": "#111", "b": "#222"},
+        "t",
+        "x",
+        "y",
+        max_bars=100,
+    )
     root = ET.fromstring(svg)
     groups = root.findall("{http://www.w3.org/2000/svg}g")
     assert len(groups) <= 100
 
 
 def test_scatter_and_horizontal_bars_are_well_formed():
-    ET.fromstring(scatter([Point("A", 1.0, 0.5, "#000", (0.8, 1.2), (0.4, 0.6)), Point("B & co", 2.0, 0.9, "#111")],
-                          "t", "cost", "success"))
+    ET.fromstring(
+        scatter(
+            [Point("A", 1.0, 0.5, "#000", (0.8, 1.2), (0.4, 0.6)), Point("B & co", 2.0, 0.9, "#111")],
+            "t",
+            "cost",
+            "success",
+        )
+    )
     ET.fromstring(hbars(["one", "two <2>"], [0, 3], "t"))
 
 
@@ -59,14 +77,22 @@ def test_integer_ticks_are_whole_numbers_that_cover_the_range(lo, span):
 
 def test_step_axes_get_whole_ticks():
     svg = line_chart([Series("s", [(1, 5.0), (2, 7.0), (3, 6.0)], "#123456")], "t", "step", "tokens")
-    ticks = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text") if t.get("text-anchor") == "middle"
-             and t.get("class") == "tick"]
+    ticks = [
+        t.text
+        for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")
+        if t.get("text-anchor") == "middle" and t.get("class") == "tick"
+    ]
     assert ticks == ["1", "2", "3"]
 
 
 def test_labels_of_coinciding_points_are_placed_apart():
-    svg = scatter([Point("A", 1.0, 0.5, "#111111"), Point("B", 1.0, 0.5, "#222222"), Point("C", 1.02, 0.51, "#333333")],
-                  "t", "x", "y", y_range=(0.0, 1.0))
+    svg = scatter(
+        [Point("A", 1.0, 0.5, "#111111"), Point("B", 1.0, 0.5, "#222222"), Point("C", 1.02, 0.51, "#333333")],
+        "t",
+        "x",
+        "y",
+        y_range=(0.0, 1.0),
+    )
     labels = [t for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "point-label"]
     assert [t.text for t in labels] == ["A", "B", "C"]
 
@@ -76,7 +102,9 @@ def test_labels_of_coinciding_points_are_placed_apart():
         return x0, y - 11, x0 + w, y + 3
 
     boxes = [box(t) for t in labels]
-    assert not any(a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3] for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert not any(
+        a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3] for i, a in enumerate(boxes) for b in boxes[i + 1 :]
+    )
 
 
 def test_a_long_legend_wraps_inside_the_chart():

@@ -15,7 +15,10 @@ from evals.reports.text import run_markdown
 
 def test_a_run_whose_model_failed_shows_the_failure_at_its_step(tmp_path):
     # two replies, then the scripted model has nothing more to say: a permanent model error at step 3
-    script = [reply("look", ("shell", {"command": "ls"}), prompt=500), reply("again", ("shell", {"command": "pwd"}), prompt=600)]
+    script = [
+        reply("look", ("shell", {"command": "ls"}), prompt=500),
+        reply("again", ("shell", {"command": "pwd"}), prompt=600),
+    ]
     run_dir = make_run(tmp_path, script, HarnessPolicy(name="short"), task_id="fails")
     run = load_run(run_dir, load_prices())
     assert run.summary.stop_reason == "model_error"

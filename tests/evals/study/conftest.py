@@ -31,9 +31,25 @@ def scripted_study(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("study")
     script = tmp / "script.yaml"
     script.write_text(SCRIPT)
-    code, output, folder = study(tmp / "out", "--model", f"scripted:{script}", "--task", "ledger", "--task", "inventory",
-                                 "--policy", "default", "--policy", "lean", "--seeds", "0,1", "--concurrency", "1,4",
-                                 "--sandbox", "local")
+    code, output, folder = study(
+        tmp / "out",
+        "--model",
+        f"scripted:{script}",
+        "--task",
+        "ledger",
+        "--task",
+        "inventory",
+        "--policy",
+        "default",
+        "--policy",
+        "lean",
+        "--seeds",
+        "0,1",
+        "--concurrency",
+        "1,4",
+        "--sandbox",
+        "local",
+    )
     assert code == 0, output
     assert folder is not None
     return folder

@@ -15,7 +15,9 @@ def test_with_a_scripted_model_each_point_writes_one_batch_folder_per_policy(scr
     batches = sorted(p.name for p in scripted_study.iterdir() if p.is_dir())
     assert batches == ["c1-kvdefault-default", "c1-kvdefault-lean", "c4-kvdefault-default", "c4-kvdefault-lean"]
     for batch in batches:
-        assert len([d for d in (scripted_study / batch).iterdir() if (d / "run.json").exists()]) == 4  # 2 tasks × 2 seeds
+        assert (
+            len([d for d in (scripted_study / batch).iterdir() if (d / "run.json").exists()]) == 4
+        )  # 2 tasks × 2 seeds
     assert (scripted_study / "study.html").exists()
     assert scripted_study_json["failures"] == []
 
@@ -40,7 +42,9 @@ def test_with_a_scripted_model_policy_figures_add_up_from_the_journals(scripted_
         replies = [e for r in runs for e in read_events(scripted_study / r["run_dir"]) if isinstance(e, ModelReplied)]
         assert figures["prompt_tokens"] == sum(e.reply.usage.prompt_tokens for e in replies)
         assert figures["peak_context"] == max(e.reply.usage.prompt_tokens for e in replies)
-        assert figures["ideal_reuse"] == sum(e.prefix_reused or 0 for e in replies) / sum(e.counted_tokens or 0 for e in replies)
+        assert figures["ideal_reuse"] == sum(e.prefix_reused or 0 for e in replies) / sum(
+            e.counted_tokens or 0 for e in replies
+        )
         assert figures["steps"] == sum(r["steps"] for r in runs) == 16
         assert figures["steps_per_s"] > 0 and figures["latency_p50_s"] is not None
         # a scripted model is no engine: the figures only an engine can give are absent, not zero
@@ -54,22 +58,44 @@ def test_the_batch_folders_are_what_harness_ab_reads(scripted_study):
     from cli.main import app
 
     out = scripted_study.parent / "ab"
-    result = CliRunner().invoke(app, ["ab", str(scripted_study / "c4-kvdefault-default"),
-                                      str(scripted_study / "c4-kvdefault-lean"), "--out", str(out), "--resamples", "200"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "ab",
+            str(scripted_study / "c4-kvdefault-default"),
+            str(scripted_study / "c4-kvdefault-lean"),
+            "--out",
+            str(out),
+            "--resamples",
+            "200",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((out / "ab.json").read_text())["pairs"] == 4
 
 
 def test_an_unknown_task_is_refused_before_anything_runs(tmp_path):
-    code, output, folder = study(tmp_path / "out", "--model", "local", "--task", "nosuch", "--policy", "local",
-                                 "--policy", "local_compact")
+    code, output, folder = study(
+        tmp_path / "out", "--model", "local", "--task", "nosuch", "--policy", "local", "--policy", "local_compact"
+    )
     assert code == 2 and "Unknown study task 'nosuch'" in output and "ledger" in output
     assert folder is None
 
 
 def test_a_cache_size_for_a_served_engine_is_refused(tmp_path):
-    code, output, _ = study(tmp_path / "out", "--model", "openai-compatible:http://127.0.0.1:9/v1#m", "--task", "chess",
-                            "--policy", "default", "--policy", "lean", "--kv-cache-mb", "64")
+    code, output, _ = study(
+        tmp_path / "out",
+        "--model",
+        "openai-compatible:http://127.0.0.1:9/v1#m",
+        "--task",
+        "chess",
+        "--policy",
+        "default",
+        "--policy",
+        "lean",
+        "--kv-cache-mb",
+        "64",
+    )
     assert code == 2 and "harness serve --kv-cache-mb" in output
 
 
@@ -89,8 +115,23 @@ def test_the_markdown_table_has_a_row_per_policy_at_each_point(scripted_study_js
 def test_with_a_scripted_model_the_bundled_tasks_run_in_the_docker_sandbox(tmp_path):
     script = tmp_path / "script.yaml"
     script.write_text(SCRIPT)
-    code, output, folder = study(tmp_path / "out", "--model", f"scripted:{script}", "--task", "ledger", "--task", "inventory",
-                                 "--policy", "default", "--policy", "lean", "--seeds", "0", "--concurrency", "2")
+    code, output, folder = study(
+        tmp_path / "out",
+        "--model",
+        f"scripted:{script}",
+        "--task",
+        "ledger",
+        "--task",
+        "inventory",
+        "--policy",
+        "default",
+        "--policy",
+        "lean",
+        "--seeds",
+        "0",
+        "--concurrency",
+        "2",
+    )
     assert code == 0, output
     [point] = json.loads((folder / "study.json").read_text())["points"]
     for run in point["runs"]:

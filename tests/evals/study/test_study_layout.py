@@ -21,7 +21,13 @@ def test_the_study_page_fits_1280_pixels_with_its_sweep_charts(scripted_study):
         assert too_wide == 0
         charts = page.evaluate(CHART_TEXT_BOXES)
         assert len(charts) == 2  # cached share and throughput across runs in flight
-        clashes = [(a["text"], b["text"]) for boxes in charts for i, a in enumerate(boxes) for b in boxes[i + 1:] if overlaps(a, b)]
+        clashes = [
+            (a["text"], b["text"])
+            for boxes in charts
+            for i, a in enumerate(boxes)
+            for b in boxes[i + 1 :]
+            if overlaps(a, b)
+        ]
         assert clashes == []
         assert page.locator("table.cache tbody tr").count() == 4  # 2 policies at each of 2 points
         assert page.locator("#pairs .verdict").count() == 2

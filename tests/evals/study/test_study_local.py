@@ -9,9 +9,31 @@ from tests.evals.study.conftest import study
 
 
 def test_the_embedded_model_study_reports_the_engines_own_figures(tmp_path):
-    code, output, folder = study(tmp_path / "out", "--model", "local", "--task", "chess", "--task", "ledger",
-                                 "--policy", "local", "--policy", "local_compact", "--seeds", "0,1", "--concurrency", "4",
-                                 "--kv-cache-mb", "64", "--max-steps", "2", "--max-plies", "2", "--sandbox", "local")
+    code, output, folder = study(
+        tmp_path / "out",
+        "--model",
+        "local",
+        "--task",
+        "chess",
+        "--task",
+        "ledger",
+        "--policy",
+        "local",
+        "--policy",
+        "local_compact",
+        "--seeds",
+        "0,1",
+        "--concurrency",
+        "4",
+        "--kv-cache-mb",
+        "64",
+        "--max-steps",
+        "2",
+        "--max-plies",
+        "2",
+        "--sandbox",
+        "local",
+    )
     assert code == 0, output
     [point] = json.loads((folder / "study.json").read_text())["points"]
     assert point["cache_tokens"] and point["cache_tokens"] > 1000  # 64 MiB of KV blocks, as the engine counted them
@@ -24,5 +46,8 @@ def test_the_embedded_model_study_reports_the_engines_own_figures(tmp_path):
         assert figures["peak_context"] > 0 and figures["tokens_per_s"] > 0
     [pair] = point["pairs"]
     assert pair["comparison"]["pairs"] == 4
-    assert {r["task_id"] for r in point["runs"]} == {"ledger", "chess-white-vs-stockfish:skill=0",
-                                                     "chess-black-vs-stockfish:skill=0"}
+    assert {r["task_id"] for r in point["runs"]} == {
+        "ledger",
+        "chess-white-vs-stockfish:skill=0",
+        "chess-black-vs-stockfish:skill=0",
+    }

@@ -10,9 +10,23 @@ from tests.evals.study.conftest import study
 
 
 def test_a_served_engine_counts_each_policys_tokens_as_its_runs_do(server, tmp_path):  # noqa: F811
-    code, output, folder = study(tmp_path / "out", "--model", f"openai-compatible:{server}/v1#smollm2", "--task", "chess",
-                                 "--policy", "local", "--policy", "local_lean", "--seeds", "0", "--concurrency", "2",
-                                 "--max-plies", "2")
+    code, output, folder = study(
+        tmp_path / "out",
+        "--model",
+        f"openai-compatible:{server}/v1#smollm2",
+        "--task",
+        "chess",
+        "--policy",
+        "local",
+        "--policy",
+        "local_lean",
+        "--seeds",
+        "0",
+        "--concurrency",
+        "2",
+        "--max-plies",
+        "2",
+    )
     assert code == 0, output
     [point] = json.loads((folder / "study.json").read_text())["points"]
     for figures in point["policies"]:

@@ -21,7 +21,7 @@ def test_a_line_that_stays_above_never_crosses():
 
 @given(st.lists(st.tuples(ys, ys), min_size=2, max_size=8))
 def test_every_crossing_lies_between_its_settings_and_on_both_lines(values):
-    xs = [float(2 ** i) for i in range(len(values))]
+    xs = [float(2**i) for i in range(len(values))]
     first = [(x, a) for x, (a, _) in zip(xs, values, strict=True)]
     other = [(x, b) for x, (_, b) in zip(xs, values, strict=True)]
     for x, y in crossovers(first, other):

@@ -18,7 +18,7 @@ REPO = "example/sizes"
 VERSION = "1.0"
 LONG = "a very long parametrised id " + "with many words " * 12 + "and a colon: the end"
 
-SOURCE = '''\
+SOURCE = """\
 from sizes._version import __version__
 
 UNITS = ["kB", "MB", "GB"]
@@ -33,10 +33,10 @@ def naturalsize(n: int) -> str:
         if value < 1024:
             return f"{value:.1f} {unit}"
     return f"{value:.1f} TB"
-'''
+"""
 FIX = ('        return f"{n} Bytes"\n', '        return "1 Byte" if n == 1 else f"{n} Bytes"\n')
 
-BASE_TESTS = '''\
+BASE_TESTS = """\
 from sizes import naturalsize
 
 
@@ -47,9 +47,9 @@ def test_kilobytes():
 class TestLarge:
     def test_megabytes(self):
         assert naturalsize(3 * 1024 * 1024) == "3.0 MB"
-'''
+"""
 
-HIDDEN_TESTS = f'''\
+HIDDEN_TESTS = f"""\
 import pytest
 
 from sizes import naturalsize
@@ -67,7 +67,7 @@ def test_naturalsize(n, expected):
 class TestUnits:
     def test_megabytes(self):
         assert naturalsize(3 * 1024 * 1024) == "3.0 MB"
-'''
+"""
 
 PYTEST_INI = "[pytest]\ndisable_test_id_escaping_and_forfeit_all_rights_to_community_support = true\n"
 SETUP_PY = "from setuptools import setup\n\nsetup(name='sizes', version='1.0.0', packages=['sizes'])\n"
@@ -88,14 +88,20 @@ SPEC = {
     "env": {"SIZES_TESTING": "1"},
 }
 
-GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-       "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
-       "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z"}
+GIT = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+}
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, env={**os.environ, **GIT}, check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=repo, env={**os.environ, **GIT}, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def make_repo(repo: Path) -> tuple[str, str, str]:
@@ -125,25 +131,41 @@ def make_repo(repo: Path) -> tuple[str, str, str]:
 def classic_record(base: str, gold: str, tests: str) -> dict:
     """The record as SWE-bench publishes it: JSON-encoded test lists, no environment inside."""
     return {
-        "repo": REPO, "instance_id": INSTANCE_ID, "base_commit": base, "patch": gold, "test_patch": tests,
+        "repo": REPO,
+        "instance_id": INSTANCE_ID,
+        "base_commit": base,
+        "patch": gold,
+        "test_patch": tests,
         "problem_statement": "naturalsize(1) says '1 Bytes'\n\nOne byte is singular: it should say '1 Byte'.",
-        "hints_text": "", "created_at": "2024-01-02T00:00:00Z", "version": VERSION,
-        "FAIL_TO_PASS": json.dumps(FAIL_TO_PASS), "PASS_TO_PASS": json.dumps(PASS_TO_PASS),
+        "hints_text": "",
+        "created_at": "2024-01-02T00:00:00Z",
+        "version": VERSION,
+        "FAIL_TO_PASS": json.dumps(FAIL_TO_PASS),
+        "PASS_TO_PASS": json.dumps(PASS_TO_PASS),
         "environment_setup_commit": base,
     }
 
 
 def eval_script(base: str, tests: str) -> str:
     """An eval script shaped as swebench 5.x writes them (`: '>>>>> ...'` markers, heredoc test patch)."""
-    return "\n".join([
-        "#!/bin/bash", "set -uxo pipefail", "cd /testbed",
-        f"git checkout {base} {HIDDEN}",
-        "git apply -v - <<'EOF_114329324912'", tests.rstrip("\n"), "EOF_114329324912",
-        ": '>>>>> Start Test Output'",
-        f"python -m pytest -rA -p no:cacheprovider {HIDDEN}",
-        ": '>>>>> End Test Output'",
-        f"git checkout {base} {HIDDEN}",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "#!/bin/bash",
+                "set -uxo pipefail",
+                "cd /testbed",
+                f"git checkout {base} {HIDDEN}",
+                "git apply -v - <<'EOF_114329324912'",
+                tests.rstrip("\n"),
+                "EOF_114329324912",
+                ": '>>>>> Start Test Output'",
+                f"python -m pytest -rA -p no:cacheprovider {HIDDEN}",
+                ": '>>>>> End Test Output'",
+                f"git checkout {base} {HIDDEN}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def cut(test_id: str) -> str:
@@ -154,8 +176,13 @@ def cut(test_id: str) -> str:
 def self_contained_record(base: str, gold: str, tests: str, image: str) -> dict:
     """The same bug in the self-contained form, its test ids cut as datasets built by the official parser hold them."""
     record = classic_record(base, gold, tests)
-    record.update(instance_id="sizes-selfcontained", image=image, eval_script=eval_script(base, tests),
-                  log_parser="parse_log_pytest", eval_type="pass_and_fail",
-                  FAIL_TO_PASS=json.dumps([cut(t) for t in FAIL_TO_PASS]),
-                  PASS_TO_PASS=json.dumps([cut(t) for t in PASS_TO_PASS]))
+    record.update(
+        instance_id="sizes-selfcontained",
+        image=image,
+        eval_script=eval_script(base, tests),
+        log_parser="parse_log_pytest",
+        eval_type="pass_and_fail",
+        FAIL_TO_PASS=json.dumps([cut(t) for t in FAIL_TO_PASS]),
+        PASS_TO_PASS=json.dumps([cut(t) for t in PASS_TO_PASS]),
+    )
     return record

@@ -17,26 +17,47 @@ FILESIZE = "tests/test_filesize.py::test_naturalsize"
 # The ids a dataset would hold for each recorded log, in full and, where the official pytest
 # parser cuts them at the first space, cut as published datasets hold them.
 DATASET_IDS = {
-    "parse_log_pytest": ("pytest_rA.log", [
-        f"{FILESIZE}[test_args62-1 Bytes]", f"{FILESIZE}[test_args62-1", f"{FILESIZE}[test_args0-300 B]",
-        f"{FILESIZE}[test_args63-2 Bytes - raw]", f"{FILESIZE}[test_args63-2", "tests/test_filesize.py::test_gnu[1]",
-        "tests/test_time.py::TestDelta::test_seconds", "tests/test_time.py::test_fmt[%H:%M]",
-        "tests/test_time.py::test_leap", "tests/test_time.py::test_dst", "tests/test_time.py::test_tz",
-        "tests/test_time.py::test_missing",
-    ]),
-    "parse_log_django": ("django.log", [
-        "test_add_field (migrations.test_operations.OperationTests)",
-        "test_alter_field (migrations.test_operations.OperationTests)",
-        "test_rename_model (migrations.test_operations.OperationTests)",
-        "test_create_model_m2m (migrations.test_operations.OperationTests)",
-        "test_unexpected (migrations.test_operations.OperationTests)",
-        "AlterField keeps the db_column of a renamed field.",
-        "test_noisy (migrations.test_operations.OperationTests)",
-        "test_references_model (migrations.test_operations.FieldOperationTests)",
-    ]),
-    "parse_log_sympy": ("sympy.log", [
-        "test_structure", "test_equality", "test_matches_basic", "test_basic", "test_ibasic", "test_leading_term",
-    ]),
+    "parse_log_pytest": (
+        "pytest_rA.log",
+        [
+            f"{FILESIZE}[test_args62-1 Bytes]",
+            f"{FILESIZE}[test_args62-1",
+            f"{FILESIZE}[test_args0-300 B]",
+            f"{FILESIZE}[test_args63-2 Bytes - raw]",
+            f"{FILESIZE}[test_args63-2",
+            "tests/test_filesize.py::test_gnu[1]",
+            "tests/test_time.py::TestDelta::test_seconds",
+            "tests/test_time.py::test_fmt[%H:%M]",
+            "tests/test_time.py::test_leap",
+            "tests/test_time.py::test_dst",
+            "tests/test_time.py::test_tz",
+            "tests/test_time.py::test_missing",
+        ],
+    ),
+    "parse_log_django": (
+        "django.log",
+        [
+            "test_add_field (migrations.test_operations.OperationTests)",
+            "test_alter_field (migrations.test_operations.OperationTests)",
+            "test_rename_model (migrations.test_operations.OperationTests)",
+            "test_create_model_m2m (migrations.test_operations.OperationTests)",
+            "test_unexpected (migrations.test_operations.OperationTests)",
+            "AlterField keeps the db_column of a renamed field.",
+            "test_noisy (migrations.test_operations.OperationTests)",
+            "test_references_model (migrations.test_operations.FieldOperationTests)",
+        ],
+    ),
+    "parse_log_sympy": (
+        "sympy.log",
+        [
+            "test_structure",
+            "test_equality",
+            "test_matches_basic",
+            "test_basic",
+            "test_ibasic",
+            "test_leading_term",
+        ],
+    ),
 }
 OURS = {"parse_log_pytest": parse_pytest, "parse_log_django": parse_django, "parse_log_sympy": parse_sympy}
 
@@ -58,8 +79,13 @@ def test_django_and_sympy_statuses():
     assert django["AlterField keeps the db_column of a renamed field."] == "PASSED"
     assert django["test_create_model_m2m (migrations.test_operations.OperationTests)"] == "SKIPPED"
     sympy = parse_sympy((LOGS / "sympy.log").read_text())
-    assert sympy == {"test_structure": "PASSED", "test_equality": "FAILED", "test_matches_basic": "ERROR",
-                     "test_basic": "PASSED", "test_ibasic": "PASSED"}
+    assert sympy == {
+        "test_structure": "PASSED",
+        "test_equality": "FAILED",
+        "test_matches_basic": "ERROR",
+        "test_basic": "PASSED",
+        "test_ibasic": "PASSED",
+    }
 
 
 @pytest.mark.parametrize("parser", sorted(DATASET_IDS))
@@ -71,7 +97,9 @@ def test_our_parsers_grade_recorded_logs_as_the_official_ones_do(parser):
     log = (LOGS / name).read_text()
     ours, official = lookup(OURS[parser](log)), lookup(PARSER_REGISTRY[parser](log, None))
     for test in ids:
-        assert (passed(ours(test)), maintained(ours(test))) == (passed(official(test)), maintained(official(test))), test
+        assert (passed(ours(test)), maintained(ours(test))) == (passed(official(test)), maintained(official(test))), (
+            test
+        )
     assert any(passed(ours(t)) for t in ids) and any(not passed(ours(t)) for t in ids)  # the fixtures hold both
 
 
@@ -104,14 +132,20 @@ def test_junit_xml_gives_node_ids():
 
 
 # Parameter text: anything printable but brackets and line breaks, with balanced bracket groups inside.
-PARAM_TEXT = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="[]\n\r"), max_size=40)
+PARAM_TEXT = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="[]\n\r"), max_size=40
+)
 PARAMS = st.lists(st.one_of(PARAM_TEXT, PARAM_TEXT.map(lambda s: f"[{s}]")), min_size=1, max_size=4).map("".join)
 
 
 @given(params=PARAMS.filter(lambda p: p.strip() == p and p), message=PARAM_TEXT.filter(str.strip))
 def test_any_parametrised_id_survives_summary_and_verbose_lines(params, message):
     test = f"tests/test_p.py::TestC::test_p[{params}]"
-    for line, status in ((f"PASSED {test}", "PASSED"), (f"FAILED {test} - {message}", "FAILED"),
-                         (f"ERROR {test}", "ERROR"), (f"{test} PASSED                  [ 50%]", "PASSED"),
-                         (f"{test} XFAIL (reason)", "XFAIL")):
+    for line, status in (
+        (f"PASSED {test}", "PASSED"),
+        (f"FAILED {test} - {message}", "FAILED"),
+        (f"ERROR {test}", "ERROR"),
+        (f"{test} PASSED                  [ 50%]", "PASSED"),
+        (f"{test} XFAIL (reason)", "XFAIL"),
+    ):
         assert parse_pytest(line) == {test: status}, line

@@ -43,8 +43,12 @@ def test_reference_agents(docker_ready, instances, tmp_path, agent, resolved):
 
 def test_grading_twice_gives_identical_reports(docker_ready, instances, tmp_path):
     preds = tmp_path / "preds.jsonl"
-    preds.write_text("".join(json.dumps({"instance_id": i.instance_id, "model_name_or_path": "gold", "model_patch": i.patch}) + "\n"
-                             for i in instances[:2]))
+    preds.write_text(
+        "".join(
+            json.dumps({"instance_id": i.instance_id, "model_name_or_path": "gold", "model_patch": i.patch}) + "\n"
+            for i in instances[:2]
+        )
+    )
     first = grade_file(instances, load_predictions(preds), tmp_path / "a")
     grade_file(instances, load_predictions(preds), tmp_path / "b")
     assert first.resolved_instances == 2 and len(first.incomplete_ids) == len(instances) - 2
@@ -55,7 +59,9 @@ def test_grading_twice_gives_identical_reports(docker_ready, instances, tmp_path
 def test_a_patch_that_does_not_apply_is_reported_not_raised(docker_ready, instances):
     bad = "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1,1 +1,1 @@\n-x = 1\n+x = 2\n"
     report = grade(instances[0], bad, docker_ready, log=lambda s: None)
-    assert report.patch_exists and not report.patch_successfully_applied and not report.resolved and report.error is None
+    assert (
+        report.patch_exists and not report.patch_successfully_applied and not report.resolved and report.error is None
+    )
 
 
 def test_an_environment_that_fails_to_build_is_an_error_instance(docker_ready, instances, tmp_path):

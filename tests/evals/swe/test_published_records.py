@@ -42,8 +42,19 @@ def run_suite(suite, model: str, records: str = "records.jsonl") -> dict:
     root = suite["root"]
     out = root / f"batch-{model}-{records}"
     shutil.rmtree(out, ignore_errors=True)
-    cli("swe", "--suite", str(root / records), "--specs", str(root / "specs.yaml"), "--repos", str(root / "repos"),
-        "--model", model, "--out", str(out))
+    cli(
+        "swe",
+        "--suite",
+        str(root / records),
+        "--specs",
+        str(root / "specs.yaml"),
+        "--repos",
+        str(root / "repos"),
+        "--model",
+        model,
+        "--out",
+        str(out),
+    )
     [batch] = out.iterdir()  # --out is the parent of the new batch folder
     return json.loads((batch / "report.json").read_text()) | {"out": batch}
 
@@ -71,12 +82,26 @@ def test_a_classic_record_runs_and_grades_without_edits(suite, model):
 
 def test_swe_grade_takes_official_predictions_and_warns_for_unknown_ids(suite, tmp_path):
     preds = tmp_path / "preds.jsonl"
-    rows = [{"instance_id": sizes.INSTANCE_ID, "model_name_or_path": "gold", "model_patch": suite["gold"]},
-            {"instance_id": "sizes-1", "model_name_or_path": "gold", "model_patch": suite["gold"]}]
+    rows = [
+        {"instance_id": sizes.INSTANCE_ID, "model_name_or_path": "gold", "model_patch": suite["gold"]},
+        {"instance_id": "sizes-1", "model_name_or_path": "gold", "model_patch": suite["gold"]},
+    ]
     preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
     root = suite["root"]
-    output = cli("swe-grade", str(preds), "--suite", str(root / "records.jsonl"), "--specs", str(root / "specs.yaml"),
-                 "--repos", str(root / "repos"), "--out", str(tmp_path / "graded"), "--run-id", "gold")
+    output = cli(
+        "swe-grade",
+        str(preds),
+        "--suite",
+        str(root / "records.jsonl"),
+        "--specs",
+        str(root / "specs.yaml"),
+        "--repos",
+        str(root / "repos"),
+        "--out",
+        str(tmp_path / "graded"),
+        "--run-id",
+        "gold",
+    )
     assert "sizes-1" in output and "not graded" in output
     [graded] = (tmp_path / "graded").iterdir()
     assert f"grading folder: {graded}" in output
@@ -91,8 +116,12 @@ def test_the_environment_is_the_baseline_of_the_task_image(suite, docker_ready):
     root = suite["root"]
     [inst] = load_instances(root / "records.jsonl", root / "specs.yaml", root / "repos")
     image = instance_image(inst, docker_ready, log=lambda s: None)
-    out = docker_ready.containers.run(image, ["bash", "-c", f"git status --porcelain; git diff --stat {suite['base']} {BASELINE_REF}"],
-                                      remove=True, working_dir="/testbed").decode()
+    out = docker_ready.containers.run(
+        image,
+        ["bash", "-c", f"git status --porcelain; git diff --stat {suite['base']} {BASELINE_REF}"],
+        remove=True,
+        working_dir="/testbed",
+    ).decode()
     assert "_version.py" in out  # the installation changed a tracked file, and the baseline holds it
     assert "??" not in out and " M " not in out  # nothing is left outside the baseline
 
@@ -100,11 +129,17 @@ def test_the_environment_is_the_baseline_of_the_task_image(suite, docker_ready):
 def test_build_variables_reach_the_build_and_not_the_container(suite, docker_ready, tmp_path):
     root = suite["root"]
     specs = yaml.safe_load((root / "specs.yaml").read_text())
-    specs[sizes.REPO][sizes.VERSION]["install"] = 'test "$PIP_INDEX_URL" = http://mirror.invalid/simple && test "$SPEC_PRETEND" = 1.0'
+    specs[sizes.REPO][sizes.VERSION]["install"] = (
+        'test "$PIP_INDEX_URL" = http://mirror.invalid/simple && test "$SPEC_PRETEND" = 1.0'
+    )
     specs[sizes.REPO][sizes.VERSION]["build_env"] = {"SPEC_PRETEND": "1.0"}
     (tmp_path / "specs.yaml").write_text(yaml.safe_dump(specs))
-    [inst] = load_instances(root / "records.jsonl", tmp_path / "specs.yaml", root / "repos",
-                            {"PIP_INDEX_URL": "http://mirror.invalid/simple"})
+    [inst] = load_instances(
+        root / "records.jsonl",
+        tmp_path / "specs.yaml",
+        root / "repos",
+        {"PIP_INDEX_URL": "http://mirror.invalid/simple"},
+    )
     image = instance_image(inst, docker_ready, log=lambda s: None)  # the install step fails without them
     env = docker_ready.images.get(image).attrs["Config"]["Env"]
     assert not any(e.startswith(("PIP_INDEX_URL=", "SPEC_PRETEND=")) for e in env)
@@ -116,12 +151,16 @@ def test_a_self_contained_record_runs_through_both_commands(suite, docker_ready,
     [classic] = load_instances(root / "records.jsonl", root / "specs.yaml", root / "repos")
     prebuilt = docker_ready.images.get(instance_image(classic, docker_ready, log=lambda s: None))
     prebuilt.tag("harness-test/sizes-selfcontained", "latest")
-    record = sizes.self_contained_record(suite["base"], suite["gold"], suite["tests"], "harness-test/sizes-selfcontained:latest")
+    record = sizes.self_contained_record(
+        suite["base"], suite["gold"], suite["tests"], "harness-test/sizes-selfcontained:latest"
+    )
     (root / "selfcontained.jsonl").write_text(json.dumps(record) + "\n")
     report = run_suite(suite, "oracle", "selfcontained.jsonl")
     assert report["resolved_ids"] == ["sizes-selfcontained"], report
     preds = tmp_path / "preds.json"
-    preds.write_text(json.dumps([{"instance_id": "sizes-selfcontained", "model_name_or_path": "x", "model_patch": suite["gold"]}]))
+    preds.write_text(
+        json.dumps([{"instance_id": "sizes-selfcontained", "model_name_or_path": "x", "model_patch": suite["gold"]}])
+    )
     cli("swe-grade", str(preds), "--suite", str(root / "selfcontained.jsonl"), "--out", str(tmp_path / "graded"))
     [graded] = (tmp_path / "graded").iterdir()
     assert json.loads((graded / "report.json").read_text())["resolved_ids"] == ["sizes-selfcontained"]
@@ -130,13 +169,28 @@ def test_a_self_contained_record_runs_through_both_commands(suite, docker_ready,
 def test_validate_lists_instances_whose_tests_do_not_flip(suite, tmp_path):
     root = suite["root"]
     record = json.loads((root / "records.jsonl").read_text())
-    wrong = dict(record, instance_id="sizes-wrong",
-                 FAIL_TO_PASS=json.dumps(sizes.FAIL_TO_PASS + [f"{sizes.HIDDEN}::TestUnits::test_megabytes"]))
+    wrong = dict(
+        record,
+        instance_id="sizes-wrong",
+        FAIL_TO_PASS=json.dumps(sizes.FAIL_TO_PASS + [f"{sizes.HIDDEN}::TestUnits::test_megabytes"]),
+    )
     shutil.copytree(root / "repos" / sizes.INSTANCE_ID, tmp_path / "repos" / "sizes-wrong")
     shutil.copytree(root / "repos" / sizes.INSTANCE_ID, tmp_path / "repos" / sizes.INSTANCE_ID)
     (tmp_path / "records.jsonl").write_text(json.dumps(record) + "\n" + json.dumps(wrong) + "\n")
-    result = runner.invoke(app, ["swe", "validate", str(tmp_path / "records.jsonl"), "--specs", str(root / "specs.yaml"),
-                                 "--repos", str(tmp_path / "repos"), "--out", str(tmp_path / "v")])
+    result = runner.invoke(
+        app,
+        [
+            "swe",
+            "validate",
+            str(tmp_path / "records.jsonl"),
+            "--specs",
+            str(root / "specs.yaml"),
+            "--repos",
+            str(tmp_path / "repos"),
+            "--out",
+            str(tmp_path / "v"),
+        ],
+    )
     assert result.exit_code == 1, result.output
     assert "sizes-wrong" in result.output and "test_megabytes" in result.output
     assert "1 of 2 instances flip as declared" in result.output
@@ -163,13 +217,26 @@ def test_an_official_instance_image_in_the_local_engine_comes_first(suite, docke
     """A classic record with no local repository: its official image (here one made by the tests) is used."""
     root = suite["root"]
     [classic] = load_instances(root / "records.jsonl", root / "specs.yaml", root / "repos")
-    docker_ready.images.get(instance_image(classic, docker_ready, log=lambda s: None)).tag(official_image("example__sizes-1"))
+    docker_ready.images.get(instance_image(classic, docker_ready, log=lambda s: None)).tag(
+        official_image("example__sizes-1")
+    )
     record = dict(json.loads((root / "records.jsonl").read_text()), instance_id="example__sizes-1")
     records = write_records(tmp_path, record)
     preds = tmp_path / "preds.jsonl"
-    preds.write_text(json.dumps({"instance_id": "example__sizes-1", "model_name_or_path": "gold", "model_patch": suite["gold"]}))
+    preds.write_text(
+        json.dumps({"instance_id": "example__sizes-1", "model_name_or_path": "gold", "model_patch": suite["gold"]})
+    )
     try:
-        cli("swe-grade", str(preds), "--suite", str(records), "--specs", str(root / "specs.yaml"), "--out", str(tmp_path / "g"))
+        cli(
+            "swe-grade",
+            str(preds),
+            "--suite",
+            str(records),
+            "--specs",
+            str(root / "specs.yaml"),
+            "--out",
+            str(tmp_path / "g"),
+        )
     finally:  # no stand-in for an official image outlives the test
         docker_ready.images.remove(official_image("example__sizes-1"))
     [g] = (tmp_path / "g").iterdir()

@@ -21,13 +21,21 @@ def test_the_builtin_suite_loads_with_its_specs():
 
 def published(**changes):
     """A classic record as SWE-bench publishes it: no environment inside, JSON-encoded test lists."""
-    record = {"repo": "psf/requests", "instance_id": "psf__requests-2317", "base_commit": "091991be0da19de9108dbe5e3752917fea3d7fdc",
-              "patch": "diff --git a/requests/sessions.py b/requests/sessions.py\n", "problem_statement": "method = builtin_str(method) problem",
-              "test_patch": "diff --git a/test_requests.py b/test_requests.py\n--- a/test_requests.py\n+++ b/test_requests.py\n"
-                            "diff --git a/tests/data/x.json b/tests/data/x.json\n",
-              "hints_text": "", "created_at": "2014-11-01T02:20:16Z", "version": "2.4",
-              "FAIL_TO_PASS": '["test_requests.py::RequestsTestCase::test_HTTP_200_OK_GET_ALTERNATIVE"]',
-              "PASS_TO_PASS": '["test_requests.py::RequestsTestCase::test_basic_building"]', "environment_setup_commit": "091991be"}
+    record = {
+        "repo": "psf/requests",
+        "instance_id": "psf__requests-2317",
+        "base_commit": "091991be0da19de9108dbe5e3752917fea3d7fdc",
+        "patch": "diff --git a/requests/sessions.py b/requests/sessions.py\n",
+        "problem_statement": "method = builtin_str(method) problem",
+        "test_patch": "diff --git a/test_requests.py b/test_requests.py\n--- a/test_requests.py\n+++ b/test_requests.py\n"
+        "diff --git a/tests/data/x.json b/tests/data/x.json\n",
+        "hints_text": "",
+        "created_at": "2014-11-01T02:20:16Z",
+        "version": "2.4",
+        "FAIL_TO_PASS": '["test_requests.py::RequestsTestCase::test_HTTP_200_OK_GET_ALTERNATIVE"]',
+        "PASS_TO_PASS": '["test_requests.py::RequestsTestCase::test_basic_building"]',
+        "environment_setup_commit": "091991be",
+    }
     record.update(changes)
     return record
 
@@ -40,9 +48,12 @@ def write(tmp_path, *records, name="tasks.jsonl"):
 
 def test_a_classic_record_loads_with_a_spec_file_in_yaml_or_json(tmp_path):
     path = write(tmp_path, published(), published(instance_id="any string at all: ü [1]"))
-    (tmp_path / "specs.json").write_text(json.dumps({"psf/requests": {"2.4": {"python": "3.9", "test_cmd": "pytest -rA",
-                                                                             "nano_cpus": 2}}}))
-    (tmp_path / "specs.yml").write_text("psf/requests:\n  2.4:\n    test_cmd: pytest -rA\n    env: {A: 1}\n  1.10:\n    python: 3.10\n")
+    (tmp_path / "specs.json").write_text(
+        json.dumps({"psf/requests": {"2.4": {"python": "3.9", "test_cmd": "pytest -rA", "nano_cpus": 2}}})
+    )
+    (tmp_path / "specs.yml").write_text(
+        "psf/requests:\n  2.4:\n    test_cmd: pytest -rA\n    env: {A: 1}\n  1.10:\n    python: 3.10\n"
+    )
     for specs in ("specs.json", "specs.yml"):
         instances = load_instances(path, tmp_path / specs)
         assert [i.instance_id for i in instances] == ["psf__requests-2317", "any string at all: ü [1]"]
@@ -58,8 +69,12 @@ def test_a_classic_record_without_a_spec_names_what_is_missing(tmp_path):
 
 
 def test_a_self_contained_record_needs_no_spec(tmp_path):
-    record = published(image="swebench/sweb.eval.x86_64.psf_1776_requests-2317:latest", eval_script="pytest -rA",
-                       log_parser="parse_log_pytest", eval_type="fail_only")
+    record = published(
+        image="swebench/sweb.eval.x86_64.psf_1776_requests-2317:latest",
+        eval_script="pytest -rA",
+        log_parser="parse_log_pytest",
+        eval_type="fail_only",
+    )
     [inst] = load_instances(write(tmp_path, record))
     assert inst.spec is None and inst.eval_type == "fail_only" and inst.log_parser == "parse_log_pytest"
 
@@ -112,21 +127,34 @@ def test_local_repositories_by_instance_or_by_repository_holding_the_commit(tmp_
     clone = tmp_path / "psf__requests"
     clone.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"], cwd=clone, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"],
+        cwd=clone,
+        check=True,
+    )
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
     assert local_repository(tmp_path, "psf__requests-1", "psf/requests", head) == clone
     assert local_repository(tmp_path, "psf__requests-1", "psf/requests", "0" * 40) is None  # lacks the commit
     (tmp_path / "psf__requests-2.bundle").write_text("")
-    assert local_repository(tmp_path, "psf__requests-2", "psf/requests", "0" * 40) == tmp_path / "psf__requests-2.bundle"
+    assert (
+        local_repository(tmp_path, "psf__requests-2", "psf/requests", "0" * 40) == tmp_path / "psf__requests-2.bundle"
+    )
 
 
 def test_the_classic_eval_script_appends_the_test_patch_files():
-    inst = SweInstance.model_validate(published()).model_copy(update={"spec": Spec(test_cmd="pytest -rA", env={"X": "a b"})})
+    inst = SweInstance.model_validate(published()).model_copy(
+        update={"spec": Spec(test_cmd="pytest -rA", env={"X": "a b"})}
+    )
     assert directives(inst) == ["test_requests.py"]  # the .json data file is no test
     script = classic_script(inst)
     assert "pytest -rA --junitxml=/tmp/harness-junit.xml -o junit_family=xunit1 test_requests.py" in script
     assert "export X='a b'" in script
-    django = inst.model_copy(update={"repo": "django/django", "test_patch": "diff --git a/tests/admin_views/tests.py b/tests/admin_views/tests.py\n"})
+    django = inst.model_copy(
+        update={
+            "repo": "django/django",
+            "test_patch": "diff --git a/tests/admin_views/tests.py b/tests/admin_views/tests.py\n",
+        }
+    )
     assert directives(django) == ["admin_views.tests"]
     assert marked_output("+ echo x\n>>>>> Start Test Output\nPASSED a\n>>>>> End Test Output\n") == "\nPASSED a\n"
     assert marked_output(">>>>> Reset Failed") is None

@@ -39,7 +39,9 @@ def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **a
     journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
     call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
     try:
-        done = dispatch([call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True)
+        done = dispatch(
+            [call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True
+        )
         [obs] = done.observations
     finally:
         journal.close()
@@ -77,8 +79,11 @@ def wait_for_port(port: int, process: subprocess.Popen, within_s: float = 30.0) 
 def http_url():
     """basic.py serving Streamable HTTP on a free 127.0.0.1 port, as a subprocess."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, str(SERVERS / "basic.py"), "http", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, str(SERVERS / "basic.py"), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"

@@ -108,7 +108,11 @@ def test_a_crashed_server_is_reported_restarted_and_keeps_its_environment(tmp_pa
     server = stdio("crashy", "basic.py", env={"MODE": "test"}, env_pass=["HARNESS_TEST_PASSED"])
     with with_mcp([server], Registry()) as registry:
         probe = lambda name: observe(registry, tmp_path, "crashy__env_probe", name=name).text  # noqa: E731
-        assert (probe("HARNESS_TEST_SECRET"), probe("HARNESS_TEST_PASSED"), probe("MODE")) == ("(unset)", "allowed", "test")
+        assert (probe("HARNESS_TEST_SECRET"), probe("HARNESS_TEST_PASSED"), probe("MODE")) == (
+            "(unset)",
+            "allowed",
+            "test",
+        )
         obs = observe(registry, tmp_path, "crashy__crash")
         assert obs.status == "error" and "MCP server crashy crashed" in obs.text
         assert "segfault in the flux capacitor" in obs.text and "It was restarted" in obs.text
@@ -133,7 +137,9 @@ def test_an_http_server_that_comes_back_is_reconnected(tmp_path):
     process = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process)
-        with with_mcp([McpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", trusted=True)], Registry()) as registry:
+        with with_mcp(
+            [McpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", trusted=True)], Registry()
+        ) as registry:
             connection = registry.mcp._connections["web"]
             process.kill()
             process.wait(10)

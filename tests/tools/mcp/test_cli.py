@@ -23,8 +23,10 @@ def rows(output: str) -> dict[str, list[str]]:
 
 def test_tools_list_shows_built_in_and_mcp_tools_with_server_effect_and_summary(http_url, tmp_path):
     config = tmp_path / "servers.toml"
-    config.write_text(f'[[mcp]]\nname = "mine"\ncommand = {json.dumps(sys.executable)}\n'
-                      f'args = [{json.dumps(str(SERVERS / "basic.py"))}]\ntrusted = true\n')
+    config.write_text(
+        f'[[mcp]]\nname = "mine"\ncommand = {json.dumps(sys.executable)}\n'
+        f"args = [{json.dumps(str(SERVERS / 'basic.py'))}]\ntrusted = true\n"
+    )
     result = runner.invoke(app, ["tools", "list", "--config", str(config), "--mcp-url", f"web={http_url}"])
     assert result.exit_code == 0, result.output
     table = rows(result.output)
@@ -37,7 +39,9 @@ def test_tools_list_shows_built_in_and_mcp_tools_with_server_effect_and_summary(
 
 def test_tools_list_prints_problems_and_startup_errors():
     hostile = runner.invoke(app, ["tools", "list", "--mcp", shlex.join([sys.executable, str(SERVERS / "hostile.py")])])
-    assert hostile.exit_code == 0 and "warning: MCP server hostile: a tool would be named 'hostile__a_b'" in hostile.output
+    assert (
+        hostile.exit_code == 0 and "warning: MCP server hostile: a tool would be named 'hostile__a_b'" in hostile.output
+    )
     assert "warning: MCP server hostile: tool 'too_big' is left out" in hostile.output
     broken = runner.invoke(app, ["tools", "list", "--mcp", "/no/such/server --flag"])
     assert broken.exit_code == 2 and "Traceback" not in broken.output
@@ -46,14 +50,32 @@ def test_tools_list_prints_problems_and_startup_errors():
 
 def test_run_accepts_the_same_options(tmp_path):
     config = tmp_path / "servers.yaml"
-    config.write_text(f"mcp:\n  - name: notes\n    command: {json.dumps(sys.executable)}\n"
-                      f"    args: [{json.dumps(str(SERVERS / 'basic.py'))}]\n    approve: never\n")
+    config.write_text(
+        f"mcp:\n  - name: notes\n    command: {json.dumps(sys.executable)}\n"
+        f"    args: [{json.dumps(str(SERVERS / 'basic.py'))}]\n    approve: never\n"
+    )
     script = tmp_path / "script.yaml"
-    script.write_text("- tool_calls: [{name: notes__write_note, arguments: {text: hi}}]\n"
-                      "- tool_calls: [{name: echo__echo, arguments: {text: hi}}]\n"
-                      "- tool_calls: [{name: submit, arguments: {answer: done}}]\n")
-    result = runner.invoke(app, ["run", "--task", "Take a note.", "--model", f"scripted:{script}", "--out",
-                                 str(tmp_path / "runs"), "--config", str(config), "--mcp", f"echo={BASIC}"])
+    script.write_text(
+        "- tool_calls: [{name: notes__write_note, arguments: {text: hi}}]\n"
+        "- tool_calls: [{name: echo__echo, arguments: {text: hi}}]\n"
+        "- tool_calls: [{name: submit, arguments: {answer: done}}]\n"
+    )
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--task",
+            "Take a note.",
+            "--model",
+            f"scripted:{script}",
+            "--out",
+            str(tmp_path / "runs"),
+            "--config",
+            str(config),
+            "--mcp",
+            f"echo={BASIC}",
+        ],
+    )
     assert result.exit_code == 0, result.output
     [run_dir] = list((tmp_path / "runs").iterdir())
     log = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

@@ -50,13 +50,16 @@ def test_a_yaml_file_may_hold_only_the_server_list(tmp_path):
     assert web.name == "web" and web.where == "https://example.org/mcp"
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"name": "a", "command": "x", "url": "http://h/mcp"}, "exactly one of"),
-    ({"name": "a"}, "exactly one of"),
-    ({"name": "a__b", "command": "x"}, "pattern"),
-    ({"name": "a", "url": "ftp://h"}, "http://"),
-    ({"name": "a", "command": "x", "trust": True}, "Extra inputs"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"name": "a", "command": "x", "url": "http://h/mcp"}, "exactly one of"),
+        ({"name": "a"}, "exactly one of"),
+        ({"name": "a__b", "command": "x"}, "pattern"),
+        ({"name": "a", "url": "ftp://h"}, "http://"),
+        ({"name": "a", "command": "x", "trust": True}, "Extra inputs"),
+    ],
+)
 def test_bad_settings_are_refused(settings, message):
     with pytest.raises(ValidationError, match=message):
         McpServer.model_validate(settings)

@@ -59,7 +59,8 @@ def test_approve_setting_decides_which_tools_ask(approve, asks):
     server = McpServer(name="s", command="x", trusted=True, approve=approve)
     never = lambda *a: None  # noqa: E731 - these adapted tools are inspected, never run
     assert (adapt(server, spec_read, never).asks_approval, adapt(server, spec_write, never).asks_approval) == (
-        asks if approve is not None else (False, False))
+        asks if approve is not None else (False, False)
+    )
     untrusted = McpServer(name="s", command="x", approve=approve)
     assert adapt(untrusted, spec_write, never).asks_approval == (approve != "never")
 
@@ -74,11 +75,16 @@ def test_the_policy_per_tool_rule_still_decides():
 
 def test_pagination_follows_the_cursor_to_the_end():
     with with_mcp([stdio("paged", "paged.py", "25", "4")], Registry()) as registry:
-        assert len(registry) == 25 and registry.names()[0] == "paged__tool_000" and "paged__tool_024" in registry.names()
+        assert (
+            len(registry) == 25 and registry.names()[0] == "paged__tool_000" and "paged__tool_024" in registry.names()
+        )
         tool = registry.get("paged__tool_017")
         assert tool.run(tool.args.model_validate({"x": 3}), context()).text == "tool_017 got {'x': 3}"
         refused = tool.run(tool.args.model_validate({"x": -1}), context())
-        assert not refused.ok and refused.text == "MCP server paged refused the call (error -32602): x must not be negative"
+        assert (
+            not refused.ok
+            and refused.text == "MCP server paged refused the call (error -32602): x must not be negative"
+        )
 
 
 def test_a_hostile_description_is_cleaned_capped_fenced_and_clashing_names_reported():
@@ -104,14 +110,18 @@ def test_names_are_namespaced_and_fit_providers():
 def test_a_server_timeout_overrides_the_policy_one():
     spec = McpTool(name="t", input_schema={"type": "object"})
     said = lambda name, arguments, timeout_s: ToolResult(f"{name} {arguments} {timeout_s}")  # noqa: E731
-    for server, expected in [(McpServer(name="s", command="x", timeout_s=2), "t {'a': 1} 2.0"),
-                             (McpServer(name="s", command="x"), "t {'a': 1} 7.0")]:
+    for server, expected in [
+        (McpServer(name="s", command="x", timeout_s=2), "t {'a': 1} 2.0"),
+        (McpServer(name="s", command="x"), "t {'a': 1} 7.0"),
+    ]:
         tool = adapt(server, spec, said)
         assert tool.run(tool.args.model_validate({"a": 1}), context(7.0)).text == expected
 
 
 def test_an_oversized_input_schema_is_refused():
-    spec = McpTool(name="big", input_schema={"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(2000)}})
+    spec = McpTool(
+        name="big", input_schema={"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(2000)}}
+    )
     with pytest.raises(ValueError, match=f"limit {SCHEMA_CHARS:,}"):
         adapt(McpServer(name="s", command="x"), spec, lambda *a: None)
 

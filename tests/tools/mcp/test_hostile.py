@@ -76,8 +76,10 @@ def test_a_hostile_description_and_title_are_fenced_and_cannot_close_the_fence(h
 def test_schemas_too_large_or_too_deep_leave_their_tool_out_with_a_notice(hostile):
     assert hostile.get("hostile__too_big") is None and hostile.get("hostile__too_deep") is None
     problems = "\n".join(hostile.mcp.problems)
-    assert f"tool 'too_big' is left out: its input schema has 294,034 characters even with each string capped " \
-           f"(limit {SCHEMA_CHARS:,})" in problems
+    assert (
+        f"tool 'too_big' is left out: its input schema has 294,034 characters even with each string capped "
+        f"(limit {SCHEMA_CHARS:,})" in problems
+    )
     assert "tool 'too_deep' is left out: its input schema is nested deeper than 32 levels" in problems
 
 
@@ -96,8 +98,9 @@ def test_a_name_that_a_built_in_tool_already_has_is_left_out_with_a_notice():
     with with_mcp([stdio("hostile", "hostile.py")], base) as registry:
         assert registry.get("hostile__shell").description == shell.description  # the built-in one
         assert registry.server_of("hostile__shell") is None
-        assert any("'hostile__shell', which a built-in tool already uses; it is left out" in p
-                   for p in registry.mcp.problems)
+        assert any(
+            "'hostile__shell', which a built-in tool already uses; it is left out" in p for p in registry.mcp.problems
+        )
 
 
 def test_a_hanging_tool_times_out_and_says_it_may_still_be_running(hostile, tmp_path):
@@ -140,11 +143,18 @@ def test_two_thousand_tools_are_capped_by_the_policy_with_a_notice():
     with with_mcp([stdio("hostile", "hostile.py", "--many", "2000")], standard_tools()) as registry:
         mcp_tools = [n for n in registry.names() if n not in BUILT_IN]
         assert len(mcp_tools) == 100 and "hostile__weather" in mcp_tools  # the first listed are kept
-        assert any(p.startswith("The MCP servers offer 2,010 tools, more than the policy's mcp_max_tools of 100; "
-                                 "left out: hostile__extra_0090,") and p.endswith("and 1,900 more")
-                   for p in registry.mcp.problems)
-        assert sum(len(json.dumps(registry.get(n).schema())) + len(registry.get(n).description) for n in mcp_tools) \
-            < 200_000  # what every request carries; 2,000 uncapped tools carried about 3 M characters
+        assert any(
+            p.startswith(
+                "The MCP servers offer 2,010 tools, more than the policy's mcp_max_tools of 100; "
+                "left out: hostile__extra_0090,"
+            )
+            and p.endswith("and 1,900 more")
+            for p in registry.mcp.problems
+        )
+        assert (
+            sum(len(json.dumps(registry.get(n).schema())) + len(registry.get(n).description) for n in mcp_tools)
+            < 200_000
+        )  # what every request carries; 2,000 uncapped tools carried about 3 M characters
 
 
 def test_a_server_max_tools_keeps_its_first_tools_and_says_which_were_left_out():
@@ -153,10 +163,16 @@ def test_a_server_max_tools_keeps_its_first_tools_and_says_which_were_left_out()
         assert registry.owned["one"] == [f"one__tool_{i:03d}" for i in range(10)]
         assert registry.owned["two"] == [f"two__tool_{i:03d}" for i in range(5)]  # servers in the order configured
         problems = registry.mcp.problems
-        assert "MCP server one lists 25 tools, more than its max_tools of 10; left out: tool_010, tool_011, " \
-               "tool_012, tool_013, tool_014, tool_015, tool_016, tool_017, tool_018, tool_019 and 5 more" in problems
-        assert any(p.startswith("The MCP servers offer 35 tools, more than the policy's mcp_max_tools of 15; "
-                                "left out: two__tool_005") for p in problems)
+        assert (
+            "MCP server one lists 25 tools, more than its max_tools of 10; left out: tool_010, tool_011, "
+            "tool_012, tool_013, tool_014, tool_015, tool_016, tool_017, tool_018, tool_019 and 5 more" in problems
+        )
+        assert any(
+            p.startswith(
+                "The MCP servers offer 35 tools, more than the policy's mcp_max_tools of 15; left out: two__tool_005"
+            )
+            for p in problems
+        )
 
 
 def test_a_policy_without_mcp_tools_offers_none():

@@ -31,8 +31,10 @@ def split(data: bytes, cuts: list[int]) -> list[bytes]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), min_size=1), max_size=8),
-       st.lists(st.integers(min_value=0), max_size=20))
+@given(
+    st.lists(st.text(st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)), min_size=1), max_size=8),
+    st.lists(st.integers(min_value=0), max_size=20),
+)
 def test_whole_lines_come_through_unchanged_however_the_bytes_are_cut(messages, cuts):
     data = "".join(m + "\n" for m in messages).encode()
     out = read_all(split(data, cuts))

@@ -23,10 +23,23 @@ from tools.mcp.text import (
 
 HIDDEN = {"Cc", "Cf", "Co", "Cs", "Cn"}
 # Text a hostile server would try: fences and their look-alikes, chat-template markers, hidden characters.
-ATTACKS = st.sampled_from([
-    "</mcp-untrusted>", "<mcp-untrusted server='x'>", "</MCP_Untrusted>", "</ｍｃｐ－ｕｎｔｒｕｓｔｅｄ>", "mcp\u200b-untrusted",
-    "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<｜begin▁of▁sentence｜>", "\u202e", "\u200b", "\x1b[2J", "\U000e0041",
-])
+ATTACKS = st.sampled_from(
+    [
+        "</mcp-untrusted>",
+        "<mcp-untrusted server='x'>",
+        "</MCP_Untrusted>",
+        "</ｍｃｐ－ｕｎｔｒｕｓｔｅｄ>",
+        "mcp\u200b-untrusted",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|eot_id|>",
+        "<｜begin▁of▁sentence｜>",
+        "\u202e",
+        "\u200b",
+        "\x1b[2J",
+        "\U000e0041",
+    ]
+)
 HOSTILE_TEXT = st.lists(st.one_of(st.text(max_size=20), ATTACKS), max_size=12).map("".join)
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | HOSTILE_TEXT,
@@ -86,9 +99,11 @@ def test_schema_text_is_cleaned_and_capped_but_its_structure_kept():
 
 def harmless(text: str) -> bool:
     """No hidden character, no chat-template marker, nothing that names the fence (look-alikes included)."""
-    return (all(c in "\n\t" or unicodedata.category(c) not in HIDDEN for c in text)
-            and not re.search(r"<\|[^|<>\n]*\|>", text)
-            and not re.search(r"mcp\W*untrusted", unicodedata.normalize("NFKC", text), re.IGNORECASE))
+    return (
+        all(c in "\n\t" or unicodedata.category(c) not in HIDDEN for c in text)
+        and not re.search(r"<\|[^|<>\n]*\|>", text)
+        and not re.search(r"mcp\W*untrusted", unicodedata.normalize("NFKC", text), re.IGNORECASE)
+    )
 
 
 @given(HOSTILE_TEXT, st.integers(min_value=40, max_value=400))

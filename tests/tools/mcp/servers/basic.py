@@ -90,7 +90,9 @@ def picture() -> list:
         TextContent(type="text", text="here is the chart"),
         ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
         ResourceLink(type="resource_link", uri="file:///data/report.csv", name="report", mime_type="text/csv"),
-        EmbeddedResource(type="resource", resource=TextResourceContents(uri="mem://notes", mime_type="text/plain", text="note body")),
+        EmbeddedResource(
+            type="resource", resource=TextResourceContents(uri="mem://notes", mime_type="text/plain", text="note body")
+        ),
     ]
 
 
