@@ -55,7 +55,9 @@ class ModelSummariser:
         self.params = params
 
     def summarise(self, request: SummaryRequest) -> ModelReply:
-        params = self.params.model_copy(update={"max_tokens": request.cap})
+        # A summary is text: a policy that makes every agent reply a tool call (the local preset's
+        # grammar) must not make the summariser's one, or no fold ever parses.
+        params = self.params.model_copy(update={"max_tokens": request.cap, "tool_choice": "none"})
         return self.client.complete(request.messages, list(request.tools), params)
 
 

@@ -155,3 +155,29 @@ def test_the_extractive_summariser_is_cut_off_at_its_cap_like_a_model_and_compac
     hopeless = fold(40)
     assert not hopeless.ok and hopeless.fold is None and len(hopeless.attempts) == 3
     assert hopeless.message.startswith("Compaction failed (cut off by its token cap)")
+
+
+class ParamsWatching(ScriptedModel):
+    """The scripted model, keeping the tool_choice of each request it answers."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.choices: list[str] = []
+
+    def complete(self, messages, tools, params):
+        self.choices.append(params.tool_choice)
+        return super().complete(messages, tools, params)
+
+
+def test_the_summariser_answers_in_text_under_a_policy_that_forces_tool_calls(tmp_path):
+    """The `local` preset constrains every agent reply to a tool call; a summary is text."""
+    cfg = Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")
+    model = ParamsWatching(
+        [call("shell", command="echo 1"), call("shell", command="echo 2"), summary(), call("submit", answer="hi")]
+    )
+    policy = HarnessPolicy(context=[cfg], model=ModelParams(tool_choice="required"))
+    summary_, run_dir = launch(Task(prompt="print hi"), model, "local", policy, tmp_path)
+    assert summary_.stop_reason == "submitted"
+    assert model.choices == ["required", "required", "none", "required"]
+    [folded] = [e for e in events(run_dir) if e["type"] == "compaction"]
+    assert folded["ok"]
