@@ -71,7 +71,8 @@ def test_the_batch_folders_are_what_harness_ab_reads(scripted_study):
         ],
     )
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "ab.json").read_text())["pairs"] == 4
+    [written] = out.rglob("ab.json")  # --out receives the comparison's own folder
+    assert json.loads(written.read_text())["pairs"] == 4
 
 
 def test_an_unknown_task_is_refused_before_anything_runs(tmp_path):
