@@ -51,7 +51,8 @@ def pages(rich_run, chess_batches, tmp_path_factory) -> dict:
     ab_html, _ = render_ab(compare(a, b, a_dir.name, b_dir.name, resamples=500), tmp_path_factory.mktemp("ab"))
     return {
         "run": render_run(load_run(rich_run, prices, price_model="anthropic:claude-sonnet-4-5")),
-        "chess": render_run(chess_runs[0]),
+        # A game where the agent plays white (run names sort by time, then colour): the test reads its first move.
+        "chess": render_run(load_run(next(d for d in run_dirs_in(a_dir) if "-white-" in d.name), prices)),
         "batch": render_batch(a_dir, chess_runs),
         "ab": ab_html,
     }
