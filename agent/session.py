@@ -24,7 +24,7 @@ from agent.journal import Journal, RunInfo, new_run_id, write_json_atomic
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
-from agent.models.spec import parse_model
+from agent.models.spec import is_local
 from agent.stopping import RESUMABLE, StopRule
 from agent.summary import Summary
 from agent.task import Task
@@ -61,11 +61,7 @@ def policy_for(name_or_path: str | None, model: str) -> HarnessPolicy:
     """The policy a user named, or the default for the model: `local` for the embedded engine, else `default`."""
     if name_or_path is not None:
         return load_policy(name_or_path)
-    try:
-        local = parse_model(model).is_local
-    except HarnessError:  # a player or reference agent of a benchmark, not a model string
-        local = False
-    return PRESETS["local" if local else "default"]
+    return PRESETS["local" if is_local(model) else "default"]
 
 
 def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from agent.models import load_model
 from agent.models.base import ModelClient
+from agent.models.spec import is_local
 from agent.session import policy_for
 from cli.output import console, print_json, stderr
 from cli.progress import RunState, heartbeat
@@ -59,7 +60,12 @@ def chess_command(
     max_plies: int = typer.Option(200, min=1, help="A game is drawn after this many plies."),
     max_failed_moves: int = typer.Option(3, min=1, help="Failed moves per turn before the game is forfeited."),
     max_replies: int = typer.Option(10, min=1, help="Model replies per turn before the game is forfeited."),
-    resign: bool = typer.Option(True, help="Offer the agent the resign tool."),
+    resign: bool | None = typer.Option(
+        None,
+        "--resign/--no-resign",
+        help="Offer the agent the resign tool; default: yes, but no for the embedded model "
+        "(a small model resigns at once).",
+    ),
     analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
     workers: int = typer.Option(
         1,
@@ -89,7 +95,10 @@ def chess_command(
         the_policy = policy_for(policy, model)
         make = model_maker(model)
         rules = GameRules(
-            max_plies=max_plies, max_failed_moves=max_failed_moves, max_replies=max_replies, allow_resign=resign
+            max_plies=max_plies,
+            max_failed_moves=max_failed_moves,
+            max_replies=max_replies,
+            allow_resign=resign if resign is not None else not is_local(model),
         )
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
         started = time.monotonic()

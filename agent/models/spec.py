@@ -38,6 +38,14 @@ class ModelString:
         return self.kind in ("local", "local-int4")
 
 
+def is_local(spec: str) -> bool:
+    """Whether `spec` names the in-process engine; False for anything else, players and reference agents included."""
+    try:
+        return parse_model(spec).is_local
+    except HarnessError:
+        return False
+
+
 def parse_model(spec: str) -> ModelString:
     kind, _, rest = spec.partition(":")
     if kind == "scripted":
