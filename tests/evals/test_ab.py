@@ -35,6 +35,7 @@ from evals.ab.stats import (
     percentile_interval,
     wilson,
 )
+from tests.evals.reports.conftest import ARGS, CHROMIUM
 
 
 def test_positive_amounts_are_tested_as_ratios_matching_scipy():
@@ -406,16 +407,7 @@ def test_ab_html_renders_in_chromium_without_errors(batches, tmp_path):
         CliRunner().invoke(app, ["ab", str(a_dir), str(b_dir), "--out", str(out), "--resamples", "500"]).exit_code == 0
     )
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path="/usr/bin/chromium",
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-            ],
-        )
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1360, "height": 900})
         problems: list[str] = []
         page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)

@@ -241,3 +241,24 @@ def chess_batches(tmp_path_factory) -> tuple[Path, Path]:
         )
         out.append(folder)
     return out[0], out[1]
+
+
+# Debian's Chromium, headless, with no background traffic (the machine has no network).
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()

@@ -15,14 +15,6 @@ from evals.reports.batch import render_batch
 from evals.reports.html import render_run
 from evals.reports.load import load_run, run_dirs_in
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 VIEWPORT = {"width": 1280, "height": 800}
 
 # The boxes of every text element of every chart, in page pixels.
@@ -30,16 +22,6 @@ CHART_TEXT_BOXES = """() => [...document.querySelectorAll('svg.chart')].map(svg 
     [...svg.querySelectorAll('text')].map(t => { const r = t.getBoundingClientRect();
         return {text: t.textContent, x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; })
         .filter(b => b.x1 > b.x0 && b.y1 > b.y0))"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

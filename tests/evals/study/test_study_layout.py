@@ -3,7 +3,8 @@ no table pushes past it, the sweep's charts are there and none of their labels o
 
 from __future__ import annotations
 
-from tests.evals.reports.test_layout import ARGS, CHART_TEXT_BOXES, CHROMIUM, VIEWPORT, overlaps
+from tests.evals.reports.conftest import ARGS, CHROMIUM
+from tests.evals.reports.test_layout import CHART_TEXT_BOXES, VIEWPORT, overlaps
 
 
 def test_the_study_page_fits_1280_pixels_with_its_sweep_charts(scripted_study):
