@@ -27,7 +27,6 @@ from agent.journal import RunInfo, damage_error, read_events, read_run_info, sca
 from agent.playback import PlaybackModel, playback, world_stops
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
 from agent.task import Task
-from core.errors import HarnessError
 from core.events import (
     Compacted,
     Event,
@@ -85,12 +84,7 @@ def replay(
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-replay-"))
     model = PlaybackModel(recorded, info)
     if execute:
-        box = sandbox if sandbox is not None else recorded_sandbox(info)
-        if box is None:
-            raise HarnessError(
-                f"Run {info.run_id} used a custom sandbox ({info.sandbox}); replay it from code with "
-                "--execute, passing the same sandbox factory."
-            )
+        box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
             task,
             model,

@@ -154,13 +154,7 @@ def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sa
     workspace = run_dir / "workspace"
     if factory is not None:
         return factory(workspace)
-    spec = recorded_sandbox(info)
-    if spec is None:
-        raise HarnessError(
-            f"Run {info.run_id} used a custom sandbox ({info.sandbox}); resume it from code, "
-            "passing the same sandbox factory."
-        )
-    return open_sandbox(spec, workspace)
+    return open_sandbox(recorded_sandbox(info, "resume"), workspace)
 
 
 def begin_again(info: RunInfo, run_dir: Path, factory: SandboxFactory | None, journal: Journal) -> Sandbox:

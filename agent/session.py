@@ -221,10 +221,13 @@ def recorded_tools(run_dir: Path) -> list[ToolRecord] | None:
     return [ToolRecord.model_validate(r) for r in json.loads(path.read_text())]
 
 
-def recorded_sandbox(info: RunInfo) -> SandboxSpec | None:
-    """The sandbox a run recorded, or None for a custom factory's (the caller must bring one)."""
+def recorded_sandbox(info: RunInfo, doing: str) -> SandboxSpec:
+    """The sandbox a run recorded; a custom factory's cannot be rebuilt, so `doing` it needs code."""
     if info.sandbox not in ("local", "docker", "none"):
-        return None
+        raise HarnessError(
+            f"Run {info.run_id} used a custom sandbox ({info.sandbox}); {doing} it from code, "
+            "passing the same sandbox factory."
+        )
     return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env)
 
 
