@@ -27,6 +27,21 @@ def script(tmp_path: Path, steps: list[str]) -> Path:
     return path
 
 
+def harness(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([HARNESS, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def resumed(run_dir: Path) -> list:
+    """`harness resume RUN_DIR` to its end; the run's events."""
+    done = subprocess.run([HARNESS, "resume", str(run_dir)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return read_events(run_dir)
+
+
+def last_shell_output(events: list) -> str:
+    return [e.observation.text for e in events if e.type == "tool_observed" and e.observation.tool == "shell"][-1]
+
+
 def kill_when(proc: subprocess.Popen, out: Path, command: str, within_s: float = 300) -> Path:
     """SIGKILL `proc` once its journal shows `command` running; return the run directory."""
     deadline = time.monotonic() + within_s
@@ -50,33 +65,25 @@ def containers_of(client, run_dir: Path) -> list:
 
 def test_a_killed_swe_run_resumes_in_its_task_image_with_testbed_as_it_was(docker_ready, tmp_path):  # noqa: F811
     steps = ["echo changed-by-the-run >> README.md && git status --short", "sleep 60", "tail -n 1 README.md"]
-    proc = subprocess.Popen(
-        [
-            HARNESS,
-            "swe",
-            "--suite",
-            "builtin",
-            "--only",
-            "acme__configlite-41",
-            "--model",
-            f"scripted:{script(tmp_path, steps)}",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = harness(
+        "swe",
+        "--suite",
+        "builtin",
+        "--only",
+        "acme__configlite-41",
+        "--model",
+        f"scripted:{script(tmp_path, steps)}",
+        "--out",
+        str(tmp_path / "out"),
     )
     run_dir = kill_when(proc, tmp_path / "out", "sleep 60")
     info = json.loads((run_dir / "run.json").read_text())
     assert info["sandbox"] == "docker" and info["workdir"] == "/testbed" and info["image"] != "harness-base:bookworm-1"
 
-    resumed = subprocess.run([HARNESS, "resume", str(run_dir)], capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    events = read_events(run_dir)
+    events = resumed(run_dir)
     opened = [e for e in events if e.type == "sandbox_opened"]
     assert [e.how for e in opened] == ["started", "reconnected"] and opened[0].container_id == opened[1].container_id
-    last = [e.observation.text for e in events if e.type == "tool_observed" and e.observation.tool == "shell"][-1]
+    last = last_shell_output(events)
     assert last.strip() == "changed-by-the-run"  # /testbed as the killed process left it
     assert events[-1].type == "run_stopped" and events[-1].reason == "submitted"
     assert containers_of(docker_ready, run_dir) == []  # nothing left running once the run is over
@@ -86,34 +93,26 @@ def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(doc
     steps = ["echo one > a.txt", "echo two >> a.txt", "sleep 60", "cat a.txt"]
     policy = tmp_path / "policy.toml"
     policy.write_text('extends = "default"\n[checkpoint]\nsnapshot_every = 1\n')
-    proc = subprocess.Popen(
-        [
-            HARNESS,
-            "run",
-            "--task",
-            "Write two lines to a file.",
-            "--sandbox",
-            "docker",
-            "--policy",
-            str(policy),
-            "--model",
-            f"scripted:{script(tmp_path, steps)}",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    proc = harness(
+        "run",
+        "--task",
+        "Write two lines to a file.",
+        "--sandbox",
+        "docker",
+        "--policy",
+        str(policy),
+        "--model",
+        f"scripted:{script(tmp_path, steps)}",
+        "--out",
+        str(tmp_path / "out"),
     )
     run_dir = kill_when(proc, tmp_path / "out", "sleep 60")
     for container in containers_of(docker_ready, run_dir):
         container.remove(force=True, v=True)  # the machine rebooted, say
 
-    resumed = subprocess.run([HARNESS, "resume", str(run_dir)], capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    events = read_events(run_dir)
+    events = resumed(run_dir)
     assert [e.how for e in events if e.type == "sandbox_opened"] == ["started", "checkpoint"]
-    last = [e.observation.text for e in events if e.type == "tool_observed" and e.observation.tool == "shell"][-1]
+    last = last_shell_output(events)
     assert last.split() == ["one", "two"]
     assert containers_of(docker_ready, run_dir) == []
 
