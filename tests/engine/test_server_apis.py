@@ -164,7 +164,12 @@ def test_anthropic_plain_message(an):
 def test_anthropic_tool_use_round_trip_reports_cache_reads(an):
     messages = [{"role": "user", "content": ASK}]
     first = an.messages.create(
-        model="smollm2", max_tokens=48, messages=messages, tools=AN_TOOLS, tool_choice={"type": "any"}
+        model="smollm2",
+        max_tokens=48,
+        messages=messages,
+        tools=AN_TOOLS,
+        tool_choice={"type": "any"},
+        extra_body={"temperature": 0},  # sampled, the arguments may run past max_tokens before the call closes
     )
     assert first.stop_reason == "tool_use"
     use = next(b for b in first.content if b.type == "tool_use")
@@ -190,6 +195,7 @@ def test_anthropic_streaming_events(an):
         messages=[{"role": "user", "content": ASK}],
         tools=AN_TOOLS,
         tool_choice={"type": "tool", "name": "get_weather"},
+        extra_body={"temperature": 0},  # sampled, the arguments may run past max_tokens before the call closes
     ) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_message()
