@@ -11,10 +11,13 @@ Summariser requests (compaction) are sent too, in their place in the run.
 Policies: append_only; masked (last 5 tool outputs verbatim); masked_batched (the
 mask boundary moves 10 outputs at a time); naive compaction
 (a fresh summary prompt, the memory rewritten after the task, 4 recent steps
-kept); cache-aware compaction (the summary asked for by appending to the
-agent's own prompt, memory notes appended, 1 recent step kept). Both
-compactions fold when the prompt reaches `--trigger-fraction` of the
-trajectory's append-only peak, so they work to the same context budget.
+kept); append compaction (the summary asked for by appending to the agent's own
+prompt, memory notes appended, 1 recent step kept); cache-aware compaction (as
+append, with the earliest steps, up to 70% of the trigger's tokens, kept verbatim
+ahead of the notes, and every later step folded: each fold then rewrites only
+what follows a long stable prefix). The compactions fold when the prompt reaches
+`--trigger-fraction` of the trajectory's append-only peak, so they work to the
+same context budget.
 Summaries come from the extractive summariser (no model), so a summary's
 tokens are those a model would have been sent and would have returned.
 
@@ -25,7 +28,7 @@ size and the cache's capacity, never on the weights, and SmolLM2's own 8k
 window cannot hold the append-only prompts (up to ~60k tokens). `--weights
 default` uses SmolLM2 itself and stops at its window.
 
-    .venv/bin/python benchmarks/bench_context.py [--trigger-fraction 0.38] [--json out.json]
+    .venv/bin/python benchmarks/bench_context.py [--trigger-fraction 0.385] [--json out.json]
 """
 
 from __future__ import annotations
@@ -77,8 +80,17 @@ def policies(trigger: int) -> dict[str, list[ContextStep]]:
         "compact_naive": [
             Compact(trigger_tokens=trigger, keep_recent_steps=4, layout="rewrite", summariser_prompt="fresh")
         ],
-        "compact_cache_aware": [
+        "compact_append": [
             Compact(trigger_tokens=trigger, keep_recent_steps=1, layout="append", summariser_prompt="fork")
+        ],
+        "compact_cache_aware": [
+            Compact(
+                trigger_tokens=trigger,
+                keep_first_tokens=int(trigger * 0.7),
+                keep_recent_steps=0,
+                layout="append",
+                summariser_prompt="fork",
+            )
         ],
     }
 
@@ -184,7 +196,7 @@ def table(rows: list[Row]) -> str:
                     f"{r.cached_share:.1%}",
                     f"{r.ideal_reuse:.1%}",
                     f"{r.peak_context:,}",
-                    f"{r.peak_context / peaks[r.trajectory]:.0%}" if r.trajectory in peaks else "-",
+                    f"{r.peak_context / peaks[r.trajectory]:.1%}" if r.trajectory in peaks else "-",
                     summ,
                     f"{r.all_cached_share:.1%}",
                 ]
@@ -199,7 +211,7 @@ def main() -> None:
     ap.add_argument(
         "--trigger-fraction",
         type=float,
-        default=0.38,
+        default=0.385,
         help="compactions fold when the prompt reaches this share of append-only's peak",
     )
     ap.add_argument("--weights", choices=["dummy", "default"], default="dummy")

@@ -72,6 +72,12 @@ class Compact(_Step):
         None, ge=1, description="also fold once this many steps passed since the last fold; none: by tokens only"
     )
     keep_recent_steps: int = Field(4, ge=0, description="steps kept verbatim after a fold")
+    keep_first_tokens: int = Field(
+        0,
+        ge=0,
+        description="the earliest steps after the task, as many whole steps as fit in this many tokens, stay "
+        "verbatim ahead of the memory notes and are never folded: a longer prefix that every prompt shares",
+    )
     layout: Literal["rewrite", "append"] = Field(
         "append",
         description="append: each fold appends the memory's changes, so the prefix before it never moves; "

@@ -80,3 +80,6 @@ class Fold(BaseModel):
     text: str  # the user message this fold contributes to the prompt, frozen at fold time
     restart: bool  # True: `text` holds the whole memory and replaces every earlier fold's text
     at_step: int = 0  # the step after which the fold was made (`every_steps` counts from here)
+    # Where the folded span begins. The first fold's start is where the memory notes go: after the task
+    # and the steps `keep_first_tokens` kept. None: right after the task.
+    start: int | None = None

@@ -104,3 +104,6 @@ class ModelReply(Frozen):
     finish_reason: FinishReason = "stop"
     model: str = ""
     latency_s: float = 0.0
+    # As the serving engine measured it (the local engine, or `harness serve`'s `timings`), queueing
+    # included; None where the provider does not say.
+    ttft_s: float | None = None

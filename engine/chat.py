@@ -58,6 +58,7 @@ class ChatReply:
     cached_tokens: int
     cache_write_tokens: int  # prompt tokens this request added to the prefix cache
     completion_tokens: int
+    ttft_s: float | None  # submission to first token, queueing included
 
 
 def grammars(engine: Engine) -> Grammars:
@@ -138,4 +139,5 @@ def finish(engine: Engine, request: ChatRequest, output: RequestOutput) -> ChatR
         if engine.radix is not None
         else 0,
         completion_tokens=usage.completion_tokens,
+        ttft_s=output.ttft_s,
     )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.context_policy import Compact
 from core.memory_types import Fold, WorkingMemory, keep_failures
 from core.types import Message, Usage
-from memory.folds import delta_text, full_text, head_len, render_folds
+from memory.folds import delta_text, full_text, head_len, notes_at, render_folds
 from memory.summariser import (
     Summariser,
     SummaryRequest,
@@ -65,9 +65,20 @@ def due(cfg: Compact, prompt_tokens: int, step: int, last_fold_step: int) -> Lit
     return None
 
 
-def fold_span(history: Sequence[Message], folds: Sequence[Fold], keep_recent: int) -> tuple[int, int] | None:
-    """History indices [start, upto) to fold: every unfolded step except the newest `keep_recent`."""
-    start = folds[-1].upto if folds else head_len(history)
+def kept_first(history: Sequence[Message], budget: int, counter: TokenCounter) -> int:
+    """The end of the earliest whole steps after the head that fit in `budget` tokens."""
+    end, used = head_len(history), 0
+    starts = step_starts(history, end)
+    for begin, after in zip(starts, [*starts[1:], len(history)]):
+        used += sum(counter.count(m) for m in history[begin:after])
+        if used > budget:
+            break
+        end = after
+    return end
+
+
+def fold_span(history: Sequence[Message], start: int, keep_recent: int) -> tuple[int, int] | None:
+    """History indices [start, upto) to fold: every step from `start` except the newest `keep_recent`."""
     starts = step_starts(history, start)
     if len(starts) <= keep_recent:
         return None
@@ -96,7 +107,8 @@ def compact(
     tools: Sequence = (),
 ) -> CompactionResult:
     before = counter.prompt_tokens(prompt)
-    span = fold_span(history, folds, cfg.keep_recent_steps)
+    first = folds[-1].upto if folds else kept_first(history, cfg.keep_first_tokens, counter)
+    span = fold_span(history, first, cfg.keep_recent_steps)
     if span is None:
         return CompactionResult(
             ok=False,
@@ -128,7 +140,7 @@ def compact(
         attempts.extend(tried)
         if memory is not None:
             fold = _make_fold(history, folds, cfg, counter, previous, keep_failures(previous, memory), end, steps)
-            fold = fold.model_copy(update={"at_step": len(step_starts(history))})
+            fold = fold.model_copy(update={"at_step": len(step_starts(history)), "start": start})
             after = counter.prompt_tokens(render_folds(history, [*folds, fold]))
             return CompactionResult(
                 ok=True,
@@ -210,7 +222,7 @@ def _make_fold(
     steps: tuple[int, int],
 ) -> Fold:
     version = len(folds) + 1
-    all_steps = (1, steps[1])
+    all_steps = (folds[0].first_step if folds else steps[0], steps[1])  # steps kept first are not in it
     if cfg.layout == "rewrite" or not folds:
         return Fold(
             version=version,
@@ -222,7 +234,7 @@ def _make_fold(
             restart=True,
         )
     text = delta_text(previous, memory, version, steps)
-    notes = render_folds(history, folds)[head_len(history) :]
+    notes = render_folds(history, folds)[notes_at(history, folds) :]
     notes_tokens = sum(counter.count(m) for m in notes if m.role == "user" and m.text.startswith("[Working memory v"))
     if notes_tokens + len(counter.text_ids(text)) > cfg.max_memory_tokens:
         # The notes outgrew their budget: one rewrite, the only time this layout moves the prefix.

@@ -18,7 +18,7 @@ from typing import Any
 from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
 from core.memory_types import Fold
 from core.types import Message, Reasoning
-from memory.folds import head_len, note, render_folds
+from memory.folds import note, notes_at, render_folds
 
 # (input, first position that may have changed since the last call, folds) -> (output, the same for it)
 Stage = Callable[[list[Message], int, Sequence[Fold]], tuple[list[Message], int]]
@@ -126,7 +126,7 @@ class FoldStage:
         before, self.folds = self.folds, list(folds)
         if not folds:
             return messages, changed if not before else 0
-        head = head_len(messages)
+        head = notes_at(messages, folds)
         out = render_folds(messages, folds, self.notes)
         if not same_folds or changed < head:
             return out, min(changed, head)

@@ -22,6 +22,12 @@ def head_len(history: Sequence[Message]) -> int:
     return len(history)
 
 
+def notes_at(history: Sequence[Message], folds: Sequence[Fold]) -> int:
+    """Where the memory notes go: after the head and the steps the first fold kept verbatim."""
+    first = folds[0].start if folds else None
+    return head_len(history) if first is None else first
+
+
 def note(fold: Fold) -> Message:
     """The user message a fold puts into the prompt."""
     return Message(role="user", text=fold.text)
@@ -30,12 +36,13 @@ def note(fold: Fold) -> Message:
 def render_folds(
     history: Sequence[Message], folds: Sequence[Fold], note: Callable[[Fold], Message] = note
 ) -> list[Message]:
-    """Head, then the memory notes since the last restart (in order), then the unfolded steps."""
+    """Head and the steps kept first, then the memory notes since the last restart (in order), then the
+    unfolded steps."""
     if not folds:
         return list(history)
     start = max(i for i, f in enumerate(folds) if f.restart or i == 0)
     notes = [note(f) for f in folds[start:]]
-    return list(history[: head_len(history)]) + notes + list(history[folds[-1].upto :])
+    return list(history[: notes_at(history, folds)]) + notes + list(history[folds[-1].upto :])
 
 
 def full_text(memory: WorkingMemory, version: int, steps: tuple[int, int]) -> str:

@@ -73,6 +73,7 @@ class LocalModel:
             finish_reason=FINISH.get(reply.finish_reason, "other"),
             model=self.name,
             latency_s=time.perf_counter() - start,
+            ttft_s=reply.ttft_s,
         )
 
 

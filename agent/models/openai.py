@@ -88,6 +88,8 @@ def to_reply(response, name: str, latency_s: float) -> ModelReply:
     thought = extra.get("reasoning_content") or extra.get("reasoning")
     reasoning = Reasoning(text=thought, provider="openai") if isinstance(thought, str) and thought else None
     finish = OPENAI_FINISH.get(choice.finish_reason or "", "other")
+    timings = (response.model_extra or {}).get("timings")  # `harness serve` says when its first token came
+    ttft_ms = timings.get("ttft_ms") if isinstance(timings, dict) else None
     if calls and finish == "stop":
         finish = "tool_calls"
     return ModelReply(
@@ -96,4 +98,5 @@ def to_reply(response, name: str, latency_s: float) -> ModelReply:
         finish_reason=finish,
         model=response.model or name,
         latency_s=latency_s,
+        ttft_s=ttft_ms / 1000 if isinstance(ttft_ms, int | float) else None,
     )

@@ -77,6 +77,9 @@ class EngineCollector(Collector):
         yield CounterMetricFamily(
             "engine_preemptions", "Requests preempted for lack of KV blocks", value=st["preemptions"]
         )
+        yield CounterMetricFamily(
+            "engine_kv_blocks_evicted", "Prefix-cache blocks evicted to make room", value=st["evicted_blocks"]
+        )
         prompt, cached = self.tokens.prompt_total(), self.tokens.cached_total()
         yield GaugeMetricFamily(
             "engine_cache_hit_rate",

@@ -116,6 +116,7 @@ def completion(reply: ChatReply, model: str) -> oa.ChatCompletion:
             )
         ],
         usage=_usage(reply.prompt_tokens, reply.cached_tokens, reply.completion_tokens),
+        timings=oa.Timings(ttft_ms=None if reply.ttft_s is None else round(reply.ttft_s * 1000, 3)),
     )
 
 

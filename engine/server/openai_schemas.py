@@ -154,6 +154,12 @@ class UsageOut(BaseModel):
     completion_tokens_details: CompletionTokensDetails = CompletionTokensDetails()
 
 
+class Timings(BaseModel):
+    """This server's own field, beside the OpenAI ones (llama.cpp's server names its own `timings` too)."""
+
+    ttft_ms: float | None  # submission to first token, queueing included
+
+
 class ChatCompletion(BaseModel):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
@@ -162,6 +168,7 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: UsageOut
     system_fingerprint: str | None = None
+    timings: Timings | None = None
 
 
 class DeltaToolCall(BaseModel):

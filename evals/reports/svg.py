@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape as _escape
+from pathlib import Path
 
 Fmt = Callable[[float], str]
 _CONTROL = dict.fromkeys(c for c in range(32) if chr(c) not in "\t\n\r")
@@ -165,6 +166,15 @@ def _svg(body: list[str], title: str, width: int = W, height: int = H) -> str:
         f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" aria-label="{escape(title)}" '
         f'xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>"
     )
+
+
+def standalone(svg: str) -> str:
+    """A chart as a file of its own (for a README or a paper): the report's chart styles go inside it."""
+    css = Path(__file__).with_name("templates") / "report.css"
+    rules = [r for r in css.read_text(encoding="utf-8").splitlines() if r.startswith("svg.chart ")]
+    rules.append("svg.chart text { font-family: system-ui, sans-serif; }")  # no page to inherit a font from
+    head, body = svg.split(">", 1)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{head}><style>{" ".join(rules)}</style>{body}\n'
 
 
 def line_chart(

@@ -37,11 +37,11 @@ class RunRow:
     prefix_reused: int  # of those, the longest prefix each shares with an earlier request of the run
     peak_context: int  # the longest prompt, in the engine's tokens
     latencies_s: list[float]  # each request's time, as the client measured it
-    ttfts_s: list[float]  # each request's time to first token (in-process engine only)
+    ttfts_s: list[float]  # each request's time to first token, where the engine said (ModelReply.ttft_s)
     wall_s: float
 
 
-def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str, ttfts: list[float]) -> RunRow:
+def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str) -> RunRow:
     replies = [e for e in read_events(run_dir) if isinstance(e, ModelReplied)]
     return RunRow(
         task_id=record.task_id,
@@ -58,7 +58,7 @@ def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str,
         prefix_reused=sum(e.prefix_reused or 0 for e in replies),
         peak_context=max((e.reply.usage.prompt_tokens for e in replies), default=0),
         latencies_s=[round(e.reply.latency_s, 4) for e in replies],
-        ttfts_s=[round(t, 4) for t in ttfts],
+        ttfts_s=[round(e.reply.ttft_s, 4) for e in replies if e.reply.ttft_s is not None],
         wall_s=record.wall_s,
     )
 

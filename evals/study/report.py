@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from jinja2 import ChoiceLoader, FileSystemLoader
 from markupsafe import Markup
 
 from evals.reports.html import common, environment
+from evals.reports.svg import standalone
 from evals.study.sweep import COLORS, CROSSOVER, sweep_charts
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -53,6 +55,11 @@ def render_study(study, folder: Path) -> Path:
     )
     path = folder / "study.html"
     path.write_text(html, encoding="utf-8")
+    for caption, *pair in charts:  # each chart also as a file of its own, to show elsewhere
+        slug = re.sub(r"[^a-z0-9]+", "-", caption.lower()).strip("-")
+        for what, chart in zip(("cached-share", "throughput"), pair):
+            if chart.startswith("<svg"):
+                (folder / f"sweep-{slug}-{what}.svg").write_text(standalone(chart), encoding="utf-8")
     return path
 
 

@@ -52,14 +52,12 @@ class Study:
     failures: list[str]  # runs the harness could not finish (it raised), by cell
 
 
-def run_cell(
-    target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, ttfts: list[float], out_dir: Path
-) -> Path:
+def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, out_dir: Path) -> Path:
     """A study job: one run of one task and seed under one policy; returns its run directory."""
     policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": cell.seed})})
     if spec.max_steps is not None:
         policy = policy.model_copy(update={"stop": policy.stop.model_copy(update={"max_steps": spec.max_steps})})
-    client = target.client(ttfts)
+    client = target.client()
     if cell.task == CHESS:
         color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
         rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
@@ -81,18 +79,16 @@ def run_policy(
     failures: list[str],
     on_run: Callable[[str], None],
 ) -> tuple[list[RunRecord], list[RunRow], float, EngineCounters]:
-    ttfts: dict[Cell, list[float]] = {cell: [] for cell in cells}
     before = target.read()
     by_key = {f"{c.task}#{c.seed}": c for c in cells}
-    jobs = [Job(key, run_cell, (target, c, policy, spec, ttfts[c])) for key, c in by_key.items()]
+    jobs = [Job(key, run_cell, (target, c, policy, spec)) for key, c in by_key.items()]
     done_runs: list[tuple[Cell, Path]] = []
 
     def arrived(done: Done) -> None:
-        cell = by_key[done.key]
         if done.error is not None:
             failures.append(f"{policy.name} {done.key}: {done.error}")
         else:
-            done_runs.append((cell, done.result))
+            done_runs.append((by_key[done.key], done.result))
         on_run(f"{policy.name} {done.key}: {'failed' if done.error else 'done'}")
 
     t0 = time.perf_counter()
@@ -101,12 +97,12 @@ def run_policy(
     counters = target.counters(before)
     prices = load_prices()
     records, rows = [], []
-    for cell, run_dir in sorted(done_runs, key=lambda x: (x[0].task, x[0].seed)):
+    for _, run_dir in sorted(done_runs, key=lambda x: (x[0].task, x[0].seed)):
         record = load_record(run_dir, prices)
         finished = (run_dir / "summary.json").exists()
         stop = load_summary(run_dir, [], read_run_info(run_dir)).stop_reason if finished else "unfinished"
         records.append(record)
-        rows.append(run_row(record, run_dir, study_dir, stop, ttfts[cell]))
+        rows.append(run_row(record, run_dir, study_dir, stop))
     return records, rows, wall_s, counters
 
 

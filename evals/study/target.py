@@ -2,9 +2,9 @@
 
 In-process (`local`, `local-int4`, `local:PATH`): the checkpoint is read once and each policy gets a
 fresh engine with the study's KV cache size, so no policy starts on another's cached prefixes; the
-engine's stats give evictions, preemptions and steps, and each request's time to first token is noted.
-A served engine (`openai-compatible:http://HOST:PORT/v1#NAME`, e.g. `harness serve`): its /metrics
-is read before and after each policy; its cache is shared by the policies, in the order they run.
+engine's stats give evictions, preemptions and steps. A served engine
+(`openai-compatible:http://HOST:PORT/v1#NAME`, e.g. `harness serve`): its /metrics gives the same,
+read before and after each policy; its cache is shared by the policies, in the order they run.
 Any other model: the runs' own usage only.
 """
 
@@ -46,33 +46,18 @@ class EngineCounters:
     cache_tokens: int | None = None  # tokens the KV cache holds (blocks × block size)
 
 
-class _TimedEngine:
-    """The shared engine as one run's client sees it: every request's time to first token is noted."""
-
-    def __init__(self, engine: Any, ttfts: list[float]):
-        self._engine, self.ttfts = engine, ttfts
-
-    def generate(self, *args, **kwargs):
-        outputs = self._engine.generate(*args, **kwargs)
-        self.ttfts.extend(o.ttft_s for o in outputs if o.ttft_s is not None)
-        return outputs
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
 class Target:
     """One policy's engine: a client per run, and the engine's counters."""
 
     def __init__(self, model: str, engine: Any = None, metrics_url: str | None = None):
         self.model, self.engine, self.metrics_url = model, engine, metrics_url
 
-    def client(self, ttfts: list[float]) -> ModelClient:
+    def client(self) -> ModelClient:
         if self.engine is None:
             return load_model(self.model)
         from agent.models.local import LocalModel
 
-        return LocalModel(engine=_TimedEngine(self.engine, ttfts), name=self.model)
+        return LocalModel(engine=self.engine, name=self.model)
 
     def read(self) -> dict[str, int]:
         if self.engine is not None:

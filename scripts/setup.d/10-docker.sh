@@ -13,8 +13,10 @@ if ! docker info >/dev/null 2>&1; then
     exit 1
   fi
   echo "starting dockerd (log: $LOG)"
-  # setsid + nohup: the daemon must outlive this script and the shell that ran it.
-  setsid nohup dockerd >>"$LOG" 2>&1 </dev/null &
+  # setsid + nohup: the daemon must outlive this script and the shell that ran it. It must not keep
+  # the caller's TMPDIR or HOME either (.ci/run removes its own when it ends): runc writes each exec's
+  # files under TMPDIR, and with that folder gone every later `docker exec` fails.
+  env -u TMPDIR HOME=/root setsid nohup dockerd >>"$LOG" 2>&1 </dev/null &
   pid=$!
   for _ in $(seq 1 "$WAIT_S"); do
     docker info >/dev/null 2>&1 && break

@@ -59,6 +59,7 @@ def test_models_health_and_metrics(base, oa):
         "engine_prompt_tokens_total",
         "engine_cached_tokens_total",
         "engine_step_seqs_count",
+        "engine_kv_blocks_evicted_total",
     ):
         assert name in m
 
@@ -71,6 +72,7 @@ def test_openai_plain_chat(oa):
     u = r.usage
     assert u.completion_tokens <= 8 and u.total_tokens == u.prompt_tokens + u.completion_tokens
     assert u.prompt_tokens_details is not None and 0 <= u.prompt_tokens_details.cached_tokens < u.prompt_tokens
+    assert 0 < r.model_extra["timings"]["ttft_ms"] < 120_000  # the server's own field beside the usage
 
 
 def test_openai_tool_call_round_trip_reports_cached_tokens(oa):

@@ -141,3 +141,16 @@ def test_with_a_scripted_model_the_bundled_tasks_run_in_the_docker_sandbox(tmp_p
         # the task's setup wrote its large file in the container, and its tests ran there and failed
         assert "FAILED" in first.observation.text, first.observation.text
         assert json.loads((folder / run["run_dir"] / "run.json").read_text())["sandbox"] == "docker"
+
+
+def test_each_sweep_chart_is_also_an_svg_file_of_its_own(scripted_study):
+    import xml.etree.ElementTree as ET
+
+    svg = "{http://www.w3.org/2000/svg}"
+    files = sorted(p.name for p in scripted_study.glob("sweep-*.svg"))
+    assert files == ["sweep-all-points-cached-share.svg", "sweep-all-points-throughput.svg"]
+    for name in files:
+        root = ET.parse(scripted_study / name).getroot()  # well-formed XML, as a browser or a README needs
+        assert root.tag == f"{svg}svg"
+        assert "svg.chart .tick" in root.find(f"{svg}style").text  # styled without the page's stylesheet
+        assert {"default", "lean"} <= {t.text for t in root.iter(f"{svg}text")}  # the legend names the policies

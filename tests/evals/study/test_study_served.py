@@ -36,8 +36,9 @@ def test_a_served_engine_counts_each_policys_tokens_as_its_runs_do(server, tmp_p
         assert engine["prompt_tokens"] == figures["prompt_tokens"] > 0
         assert engine["cached_tokens"] == figures["cached_tokens"]
         assert engine["engine_steps"] > 0
-        assert engine["evicted_blocks"] is None  # /metrics does not report evictions
-        assert figures["ttft_p50_s"] is None and figures["latency_p50_s"] > 0
+        assert engine["evicted_blocks"] >= 0  # read from /metrics (None, and a TypeError here, if not reported)
+        # the server's `timings` carry its time to first token, which the request's own time includes
+        assert 0 < figures["ttft_p50_s"] <= figures["latency_p50_s"]
     # the server's cache is shared: the second policy's opening prompts are served from the first's
     local, lean = point["policies"]
     assert lean["cached_tokens"] > 0
