@@ -236,7 +236,7 @@ def main() -> None:
             print(f"  {run_dir.name} / {policy}: {rows[-1].seconds} s", file=sys.stderr, flush=True)
     print("Replies and tool results held fixed (recorded); prompts rebuilt per policy and prefilled by the engine.")
     print(
-        f"Compactions fold at {args.trigger_fraction:.0%} of each trajectory's append-only peak; extractive summariser."
+        f"Compactions fold at {args.trigger_fraction:.1%} of each trajectory's append-only peak; extractive summariser."
     )
     print(table(rows))
     if args.json:

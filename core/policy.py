@@ -91,6 +91,11 @@ class ModelParams(_Knobs):
         description="required: every reply must call a tool (the local engine then constrains decoding to a "
         "schema-valid call, so even a tiny model never emits a broken one); auto: the model decides; none: no tools",
     )
+    reply_schema: dict | None = Field(
+        None,
+        description="a JSON schema the reply's text must follow (the summariser sets the working memory's): the "
+        "local engine constrains decoding to it, OpenAI-compatible servers get it as response_format; none: free text",
+    )
     cache_breakpoints: list[Literal["tools", "system", "last_message"]] = Field(
         default_factory=list, description="Anthropic prompt caching: where cache_control breakpoints go (at most 4)"
     )
@@ -168,10 +173,19 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         ),
     ),
     (
-        "at 12k tokens, fold all but the last 2 steps; memory changes are appended, the prefix never moves",
+        "at 12k tokens, fold every step after the first 7k tokens of steps; memory changes are appended after "
+        "those, so the prefix never moves",
         HarnessPolicy(
             name="compact_cache_aware",
-            context=[Compact(trigger_tokens=12000, keep_recent_steps=2, layout="append", summariser_prompt="fork")],
+            context=[
+                Compact(
+                    trigger_tokens=12000,
+                    keep_first_tokens=7000,
+                    keep_recent_steps=0,
+                    layout="append",
+                    summariser_prompt="fork",
+                )
+            ],
         ),
     ),
     (

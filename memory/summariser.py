@@ -55,9 +55,16 @@ class ModelSummariser:
         self.params = params
 
     def summarise(self, request: SummaryRequest) -> ModelReply:
-        # A summary is text: a policy that makes every agent reply a tool call (the local preset's
-        # grammar) must not make the summariser's one, or no fold ever parses.
-        params = self.params.model_copy(update={"max_tokens": request.cap, "tool_choice": "none"})
+        # A summary is a working memory in JSON, not a tool call: a policy that makes every agent reply
+        # a call (the local preset's grammar) must not make the summariser's one. Where the model can be
+        # held to a schema, it is, so even a small model's memory always parses.
+        params = self.params.model_copy(
+            update={
+                "max_tokens": request.cap,
+                "tool_choice": "none",
+                "reply_schema": MEMORY_SCHEMA,
+            }
+        )
         return self.client.complete(request.messages, list(request.tools), params)
 
 

@@ -49,6 +49,8 @@ class LocalModel:
             max_tokens=params.max_tokens,
             temperature=params.temperature,
             seed=params.seed,
+            response_format="json_schema" if params.reply_schema is not None else "text",
+            response_schema=params.reply_schema,
         )
         start = time.perf_counter()
         try:

@@ -54,6 +54,11 @@ class OpenAIModel:
             kwargs["temperature"] = params.temperature
         if params.seed is not None:
             kwargs["seed"] = params.seed
+        if params.reply_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": params.reply_schema},
+            }
         return kwargs
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:

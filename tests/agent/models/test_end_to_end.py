@@ -126,3 +126,36 @@ def test_harness_run_through_the_in_process_local_client(policy_file, tmp_path):
     assert summary.stop_reason in ("step_budget", "submitted"), summary.message
     check_run(run_dir)
     model.engine.shutdown()
+
+
+@pytest.mark.parametrize("where", ["in-process", "served"])
+def test_the_summariser_of_a_tool_constrained_local_policy_always_writes_a_memory_that_parses(where, request):
+    """Under the `local` preset every agent reply is a grammar-constrained tool call; a fold's
+    summariser reply must instead be the working memory's JSON, held to its schema, so even the
+    embedded model's memory parses (a forked request carries the agent's tools, as here)."""
+    from core.memory_types import WorkingMemory
+    from core.types import Message
+    from memory.summariser import ModelSummariser, SummaryRequest, fork_request, parse_memory
+    from tools.builtin import STANDARD
+
+    if where == "served":
+        model = load_model(f"openai-compatible:{request.getfixturevalue('server')}/v1#smollm2")
+    else:
+        model = load_model("local")
+    params = load_policy("local").model.model_copy(update={"temperature": 0.7})
+    assert params.tool_choice == "required"
+    prompt = [
+        Message(role="system", text="You are a coding agent."),
+        Message(role="user", text="The totals in ledger.py are off by one; fix it so its tests pass."),
+    ]
+    previous = WorkingMemory(goal="fix ledger.py")
+    for seed in range(3):
+        summariser = ModelSummariser(model, params.model_copy(update={"seed": seed}))
+        reply = summariser.summarise(
+            SummaryRequest(fork_request(prompt, previous, (1, 1)), previous, [], 256, STANDARD)
+        )
+        assert reply.finish_reason == "stop" and not reply.message.tool_calls
+        memory, problem = parse_memory(reply.message.text)
+        assert problem is None and isinstance(memory, WorkingMemory), reply.message.text
+    if where == "in-process":
+        model.engine.shutdown()
