@@ -107,16 +107,27 @@ def compact(
     tools: Sequence = (),
 ) -> CompactionResult:
     before = counter.prompt_tokens(prompt)
+    usage, finish = Usage(), ""
+    attempts: list[Attempt] = []
+
+    def result(fold: Fold | None, message: str) -> CompactionResult:
+        return CompactionResult(
+            ok=fold is not None,
+            trigger=trigger,
+            tokens_before=before,
+            tokens_after=counter.prompt_tokens(render_folds(history, [*folds, fold])) if fold else before,
+            fold=fold,
+            usage=usage,
+            finish_reason=finish,
+            cut_off=any(a.finish_reason == "length" for a in attempts),
+            attempts=attempts,
+            message=message,
+        )
+
     first = folds[-1].upto if folds else kept_first(history, cfg.keep_first_tokens, counter)
     span = fold_span(history, first, cfg.keep_recent_steps)
     if span is None:
-        return CompactionResult(
-            ok=False,
-            trigger=trigger,
-            tokens_before=before,
-            tokens_after=before,
-            message=f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).",
-        )
+        return result(None, f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).")
     start, upto = span
     previous = folds[-1].memory if folds else first_memory(history)
     starts = step_starts(history, start)
@@ -125,7 +136,6 @@ def compact(
     plans = [(cfg.summary_max_tokens, upto), (cfg.summary_max_tokens * 2, upto)]
     if older_half < upto:
         plans.append((cfg.summary_max_tokens * 2, older_half))
-    usage, attempts, finish = Usage(), [], ""
     for cap, end in plans:
         steps = steps_of(history, start, end)
         if cfg.summariser_prompt == "fork":
@@ -140,33 +150,12 @@ def compact(
         attempts.extend(tried)
         if memory is not None:
             fold = _make_fold(history, folds, cfg, counter, previous, keep_failures(previous, memory), end, steps)
-            fold = fold.model_copy(update={"at_step": len(step_starts(history)), "start": start})
-            after = counter.prompt_tokens(render_folds(history, [*folds, fold]))
-            return CompactionResult(
-                ok=True,
-                trigger=trigger,
-                tokens_before=before,
-                tokens_after=after,
-                fold=fold,
-                usage=usage,
-                finish_reason=finish,
-                cut_off=any(a.finish_reason == "length" for a in attempts),
-                attempts=attempts,
-                message=_warning(attempts),
+            return result(
+                fold.model_copy(update={"at_step": len(step_starts(history)), "start": start}), _warning(attempts)
             )
         if attempts and attempts[-1].finish_reason != "length":
             break  # invalid even after the repair attempt: a bigger cap will not help
-    return CompactionResult(
-        ok=False,
-        trigger=trigger,
-        tokens_before=before,
-        tokens_after=before,
-        usage=usage,
-        finish_reason=finish,
-        cut_off=any(a.finish_reason == "length" for a in attempts),
-        attempts=attempts,
-        message=_failure(attempts),
-    )
+    return result(None, _failure(attempts))
 
 
 def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
