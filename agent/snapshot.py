@@ -44,7 +44,9 @@ class Snapshot(BaseModel):
     working_memory: dict[str, Any] | None = None  # the newest compaction's memory, for people and tools to read
 
 
-def take(state: RunState, journal: Journal, sandbox: object, stop: Stop | None = None) -> Snapshot:
+def take(
+    state: RunState, journal: Journal, sandbox: object, live_container: bool, stop: Stop | None = None
+) -> Snapshot:
     saved = {f.name: getattr(state, f.name) for f in fields(state) if f.name not in NOT_SAVED}
     artifacts = sorted(p.name for p in journal.artifacts.iterdir()) if journal.artifacts.exists() else []
     return Snapshot(
@@ -57,15 +59,15 @@ def take(state: RunState, journal: Journal, sandbox: object, stop: Stop | None =
         stop=stop.reason if stop is not None else None,
         artifacts=[f"artifacts/{name}" for name in artifacts[-NEWEST_ARTIFACTS:]],
         artifact_count=len(artifacts),
-        sandbox=handle(sandbox),
+        sandbox=handle(sandbox, live_container),
         working_memory=folds[-1].memory.model_dump(mode="json") if (folds := getattr(state, "folds", None)) else None,
     )
 
 
-def handle(sandbox: object) -> dict[str, Any]:
+def handle(sandbox: object, live_container: bool) -> dict[str, Any]:
     """What a resume needs to find the sandbox again and give a fresh shell the old one's place."""
     out: dict[str, Any] = {"kind": type(sandbox).__name__, "workdir": str(getattr(sandbox, "workdir", ""))}
-    if _container(sandbox):
+    if live_container:
         shell = sandbox.shell_state()  # type: ignore[attr-defined]
         out |= {"container_id": sandbox.container_id, "cwd": shell.cwd, "env": shell.env}  # type: ignore[attr-defined]
     return out
@@ -79,11 +81,12 @@ def _container(sandbox: object) -> bool:
 def write_snapshot(state: RunState, journal: Journal, sandbox: object, stop: Stop | None = None) -> Snapshot:
     """The snapshot, and for a container at a step (not a stop) a filesystem checkpoint beside it:
     a resume that finds the container gone starts again from there."""
-    if (stop is None or stop.reason in RESUMABLE) and _container(sandbox):
+    live = _container(sandbox)  # one question to the engine per snapshot
+    if (stop is None or stop.reason in RESUMABLE) and live:
         from sandboxes.docker_runs import checkpoint
 
         checkpoint(sandbox, state.step)  # type: ignore[arg-type]
-    snap = take(state, journal, sandbox, stop)
+    snap = take(state, journal, sandbox, live, stop)
     write_json_atomic(journal.dir / SNAPSHOT, snap.model_dump(mode="json"))
     return snap
 
