@@ -8,7 +8,7 @@ forget (failed approaches are never dropped).
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,6 +44,29 @@ class WorkingMemory(_Item):
 
 
 MEMORY_SCHEMA = WorkingMemory.model_json_schema()
+
+
+def bounded(schema: Any, chars: int, items: int) -> Any:
+    """`schema` with every string at most `chars` characters and every list and map at most `items`
+    entries: a reply decoded under it closes its strings, so a model that would repeat itself inside
+    one cannot run past its token cap there."""
+    if isinstance(schema, list):
+        return [bounded(s, chars, items) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {k: bounded(v, chars, items) for k, v in schema.items()}
+    kind = schema.get("type")
+    if kind == "string" and "enum" not in schema:
+        out.setdefault("maxLength", chars)
+    elif kind == "array":
+        out.setdefault("maxItems", items)
+    elif kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        out.setdefault("maxProperties", items)
+    return out
+
+
+# What the summariser's reply is held to where the model can be: the memory, in short entries.
+MEMORY_REPLY_SCHEMA = bounded(MEMORY_SCHEMA, chars=200, items=5)
 
 
 def keep_failures(previous: WorkingMemory, new: WorkingMemory) -> WorkingMemory:

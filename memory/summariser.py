@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from core.context_policy import Limits
 from core.events import SummaryReplied
-from core.memory_types import MEMORY_SCHEMA, WorkingMemory
+from core.memory_types import MEMORY_REPLY_SCHEMA, MEMORY_SCHEMA, WorkingMemory
 from core.types import Message, ModelReply
 from memory.truncate import head_tail
 
@@ -62,7 +62,7 @@ class ModelSummariser:
             update={
                 "max_tokens": request.cap,
                 "tool_choice": "none",
-                "reply_schema": MEMORY_SCHEMA,
+                "reply_schema": MEMORY_REPLY_SCHEMA,
             }
         )
         return self.client.complete(request.messages, list(request.tools), params)
