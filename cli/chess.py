@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from agent.models import load_model
@@ -15,7 +15,7 @@ from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.session import policy_for
 from cli.output import console, print_json, stderr
-from cli.progress import RunState, heartbeat
+from cli.progress import RunState, heartbeat, progress_bar
 from core.errors import HarnessError
 from core.events import Event
 from evals.chess.batch import COLORS, Batch, Estimate, play_batch
@@ -102,15 +102,7 @@ def chess_command(
         )
         options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
         started = time.monotonic()
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[note]}"),
-            TimeElapsedColumn(),
-            console=said,
-            disable=not said.is_terminal,
-        ) as progress:
+        with progress_bar(said) as progress:
             bar = progress.add_task("game 1", total=games, note="")
             tally = Tally(
                 total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line())

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -19,6 +20,20 @@ from core.errors import HarnessError
 from core.events import Event, ModelFailed, ModelReplied, ToolObserved
 
 HEARTBEAT_ENV = "HARNESS_HEARTBEAT_S"
+
+
+def progress_bar(console: Console) -> Progress:
+    """A bar over a batch's items on a terminal; piped, none (the commands print a line per finished item
+    instead). Each task carries a `note` field, shown after the count."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )
 
 
 def heartbeat_seconds() -> float:

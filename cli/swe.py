@@ -11,12 +11,11 @@ import docker
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agent.session import policy_for
 from cli.output import console, print_json, stderr
-from cli.progress import heartbeat
+from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
@@ -47,19 +46,6 @@ BUILD_ENV = typer.Option(
     help="KEY=VALUE set while images are built (CA bundle, proxy, version "
     "pretends), never inside a container (repeatable).",
 )
-
-
-def _progress(said: Console = console) -> Progress:
-    """A progress bar on a terminal; piped, none (the commands print a line per finished item instead)."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[note]}"),
-        TimeElapsedColumn(),
-        console=said,
-        disable=not said.is_terminal,
-    )
 
 
 def _fail(message: str, said: Console = console) -> None:
@@ -121,7 +107,7 @@ def _build_images(instances: list[SweInstance], said: Console) -> None:
     """Build every task image up front, naming each, so the batch's bar measures agents, not builds.
     A failure is left for the instance's run to report as an environment error."""
     client = docker.from_env(timeout=300)
-    with _progress(said) as progress:
+    with progress_bar(said) as progress:
         bar = progress.add_task("images", total=len(instances), note="")
         for inst in instances:
             progress.update(bar, note=f"building image of {escape(inst.instance_id)}")
@@ -208,7 +194,7 @@ def swe_command(
         _build_images(instances, said)
     counts = {"resolved": 0, "tokens": 0, "done": 0}
     started = time.monotonic()
-    with _progress(said) as progress:
+    with progress_bar(said) as progress:
         bar = progress.add_task("instances", total=len(instances), note="")
 
         def note(tally: Tally) -> str:
@@ -265,7 +251,7 @@ def validate_command(
         _fail(str(e))
     out = out / f"swe-validate-{Path(dataset).stem}-{stamp()}"
     console.print(f"validation folder: {out}", markup=False, highlight=False, soft_wrap=True)
-    with _progress() as progress:
+    with progress_bar(console) as progress:
         bar = progress.add_task("validating", total=len(instances), note="")
 
         def done(flip) -> None:
@@ -327,7 +313,7 @@ def swe_grade_command(
     out = out / f"swe-grade-{run_id}-{stamp()}"
     console.print(f"grading folder: {out}", markup=False, highlight=False, soft_wrap=True)
     total = sum(i.instance_id in preds for i in instances)
-    with _progress() as progress:
+    with progress_bar(console) as progress:
         bar = progress.add_task("grading", total=total, note="")
 
         def graded(iid: str, report: InstanceReport) -> None:
