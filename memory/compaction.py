@@ -211,33 +211,20 @@ def _make_fold(
     steps: tuple[int, int],
 ) -> Fold:
     version = len(folds) + 1
-    all_steps = (folds[0].first_step if folds else steps[0], steps[1])  # steps kept first are not in it
-    if cfg.layout == "rewrite" or not folds:
-        return Fold(
-            version=version,
-            upto=upto,
-            first_step=steps[0],
-            last_step=steps[1],
-            memory=memory,
-            text=full_text(memory, version, all_steps),
-            restart=True,
+    restart = cfg.layout == "rewrite" or not folds
+    if not restart:
+        text = delta_text(previous, memory, version, steps)
+        notes = render_folds(history, folds)[notes_at(history, folds) :]
+        notes_tokens = sum(
+            counter.count(m) for m in notes if m.role == "user" and m.text.startswith("[Working memory v")
         )
-    text = delta_text(previous, memory, version, steps)
-    notes = render_folds(history, folds)[notes_at(history, folds) :]
-    notes_tokens = sum(counter.count(m) for m in notes if m.role == "user" and m.text.startswith("[Working memory v"))
-    if notes_tokens + len(counter.text_ids(text)) > cfg.max_memory_tokens:
         # The notes outgrew their budget: one rewrite, the only time this layout moves the prefix.
-        return Fold(
-            version=version,
-            upto=upto,
-            first_step=steps[0],
-            last_step=steps[1],
-            memory=memory,
-            text=full_text(memory, version, all_steps),
-            restart=True,
-        )
+        restart = notes_tokens + len(counter.text_ids(text)) > cfg.max_memory_tokens
+    if restart:
+        all_steps = (folds[0].first_step if folds else steps[0], steps[1])  # steps kept first are not in it
+        text = full_text(memory, version, all_steps)
     return Fold(
-        version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory, text=text, restart=False
+        version=version, upto=upto, first_step=steps[0], last_step=steps[1], memory=memory, text=text, restart=restart
     )
 
 
