@@ -26,12 +26,11 @@ def study(tmp: Path, *args: str) -> tuple[int, str, Path | None]:
     return result.exit_code, result.output, folders[0] if folders else None
 
 
-@pytest.fixture(scope="session")
-def scripted_study(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("study")
+def scripted(tmp: Path, *args: str) -> tuple[int, str, Path | None]:
+    """A study of the bundled coding tasks under `default` and `lean`, with the scripted model."""
     script = tmp / "script.yaml"
     script.write_text(SCRIPT)
-    code, output, folder = study(
+    return study(
         tmp / "out",
         "--model",
         f"scripted:{script}",
@@ -43,12 +42,14 @@ def scripted_study(tmp_path_factory) -> Path:
         "default",
         "--policy",
         "lean",
-        "--seeds",
-        "0,1",
-        "--concurrency",
-        "1,4",
-        "--sandbox",
-        "local",
+        *args,
+    )
+
+
+@pytest.fixture(scope="session")
+def scripted_study(tmp_path_factory) -> Path:
+    code, output, folder = scripted(
+        tmp_path_factory.mktemp("study"), "--seeds", "0,1", "--concurrency", "1,4", "--sandbox", "local"
     )
     assert code == 0, output
     assert folder is not None

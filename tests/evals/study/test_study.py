@@ -6,7 +6,7 @@ import json
 
 from agent.journal import read_events
 from core.events import ModelReplied
-from tests.evals.study.conftest import SCRIPT, study
+from tests.evals.study.conftest import scripted, study
 
 
 def test_with_a_scripted_model_each_point_writes_one_batch_folder_per_policy(scripted_study, scripted_study_json):
@@ -114,25 +114,7 @@ def test_the_markdown_table_has_a_row_per_policy_at_each_point(scripted_study_js
 
 
 def test_with_a_scripted_model_the_bundled_tasks_run_in_the_docker_sandbox(tmp_path):
-    script = tmp_path / "script.yaml"
-    script.write_text(SCRIPT)
-    code, output, folder = study(
-        tmp_path / "out",
-        "--model",
-        f"scripted:{script}",
-        "--task",
-        "ledger",
-        "--task",
-        "inventory",
-        "--policy",
-        "default",
-        "--policy",
-        "lean",
-        "--seeds",
-        "0",
-        "--concurrency",
-        "2",
-    )
+    code, output, folder = scripted(tmp_path, "--seeds", "0", "--concurrency", "2")
     assert code == 0, output
     [point] = json.loads((folder / "study.json").read_text())["points"]
     for run in point["runs"]:
