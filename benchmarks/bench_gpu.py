@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint  # noqa: E402
+from engine.config import transformers_config  # noqa: E402
 
 LLAMA3_8B = ModelConfig(
     vocab_size=128256,
@@ -201,18 +202,7 @@ def matmul_flops_per_token(c: ModelConfig) -> int:
 def hf_model(ckpt, c: ModelConfig):
     import transformers
 
-    cfg = transformers.LlamaConfig(
-        vocab_size=c.vocab_size,
-        hidden_size=c.hidden_size,
-        intermediate_size=c.intermediate_size,
-        num_hidden_layers=c.num_layers,
-        num_attention_heads=c.num_heads,
-        num_key_value_heads=c.num_kv_heads,
-        rope_theta=c.rope_theta,
-        max_position_embeddings=c.max_position_embeddings,
-        rms_norm_eps=c.rms_norm_eps,
-        tie_word_embeddings=c.tie_word_embeddings,
-    )
+    cfg = transformers_config(c)
     with torch.device("meta"):
         model = transformers.LlamaForCausalLM(cfg)
     model.load_state_dict(ckpt.tensors, strict=False, assign=True)  # share the engine's checkpoint tensors

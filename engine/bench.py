@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from engine.config import SMOLLM2_135M, EngineConfig
+from engine.config import SMOLLM2_135M, EngineConfig, transformers_config
 from engine.engine import Engine
 from engine.output import RequestOutput
 from engine.sampler import SamplingParams
@@ -72,20 +72,7 @@ def _transformers_model(path: str, dummy: bool):
     import transformers
 
     if dummy:
-        c = SMOLLM2_135M
-        # transformers 5's LlamaConfig signature omits rope_theta, which it still accepts (and 4.x requires).
-        config = transformers.LlamaConfig(  # type: ignore[call-arg]
-            vocab_size=c.vocab_size,
-            hidden_size=c.hidden_size,
-            intermediate_size=c.intermediate_size,
-            num_hidden_layers=c.num_layers,
-            num_attention_heads=c.num_heads,
-            num_key_value_heads=c.num_kv_heads,
-            rope_theta=c.rope_theta,
-            max_position_embeddings=c.max_position_embeddings,
-            tie_word_embeddings=True,
-        )
-        return transformers.LlamaForCausalLM(config).eval()
+        return transformers.LlamaForCausalLM(transformers_config(SMOLLM2_135M)).eval()
     p = Path(path)
     if p.is_dir():
         return transformers.AutoModelForCausalLM.from_pretrained(str(p), dtype=torch.float32).eval()

@@ -67,3 +67,22 @@ SMOLLM2_135M = ModelConfig(
     bos_token_id=1,
     eos_token_ids=(2,),
 )
+
+
+def transformers_config(c: ModelConfig):
+    """The same shape as a transformers LlamaConfig: the reference the engine is checked and timed against."""
+    import transformers
+
+    # transformers 5's LlamaConfig signature omits rope_theta, which it still accepts (and 4.x requires).
+    return transformers.LlamaConfig(  # type: ignore[call-arg]
+        vocab_size=c.vocab_size,
+        hidden_size=c.hidden_size,
+        intermediate_size=c.intermediate_size,
+        num_hidden_layers=c.num_layers,
+        num_attention_heads=c.num_heads,
+        num_key_value_heads=c.num_kv_heads,
+        rope_theta=c.rope_theta,
+        max_position_embeddings=c.max_position_embeddings,
+        rms_norm_eps=c.rms_norm_eps,
+        tie_word_embeddings=c.tie_word_embeddings,
+    )

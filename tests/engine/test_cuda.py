@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint
-from engine.config import SMOLLM2_135M
+from engine.config import SMOLLM2_135M, transformers_config
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -160,20 +160,7 @@ def test_cuda_logits_match_transformers(ckpt):
     transformers = pytest.importorskip("transformers")
     c = SMOLLM2_135M
     with torch.device("cuda"):  # float32: the reference is held to a higher precision than the bf16 engine
-        ref = transformers.LlamaForCausalLM(
-            transformers.LlamaConfig(
-                vocab_size=c.vocab_size,
-                hidden_size=c.hidden_size,
-                intermediate_size=c.intermediate_size,
-                num_hidden_layers=c.num_layers,
-                num_attention_heads=c.num_heads,
-                num_key_value_heads=c.num_kv_heads,
-                rope_theta=c.rope_theta,
-                max_position_embeddings=c.max_position_embeddings,
-                rms_norm_eps=c.rms_norm_eps,
-                tie_word_embeddings=True,
-            )
-        )
+        ref = transformers.LlamaForCausalLM(transformers_config(c))
     ref.load_state_dict({k: v.to("cuda") for k, v in ckpt.tensors.items()}, strict=False)
     ref.tie_weights()
     ref.eval()
