@@ -49,19 +49,14 @@ def overlaps(a: dict, b: dict, slack: float = 0.5) -> bool:
     )
 
 
-@pytest.mark.parametrize("name", ["run", "chess", "batch", "ab"])
-def test_the_page_fits_1280_pixels_and_no_chart_labels_overlap(browser, pages, name):
-    page = browser.new_page(viewport=VIEWPORT)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(pages[name].as_uri())
+def check_fits(page) -> list:
+    """The loaded page fits its viewport's width, no table pushes past it (nothing hides behind a
+    scrollbar) and no two labels of one chart overlap; returns the charts' text boxes."""
     assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
-    # no table pushes past its section, so nothing hides behind a scrollbar
     too_wide = page.evaluate("""() => [...document.querySelectorAll('table')]
         .filter(t => t.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5).length""")
     assert too_wide == 0
     charts = page.evaluate(CHART_TEXT_BOXES)
-    assert charts, "every page has charts"
     clashes = [
         (a["text"], b["text"])
         for boxes in charts
@@ -70,6 +65,16 @@ def test_the_page_fits_1280_pixels_and_no_chart_labels_overlap(browser, pages, n
         if overlaps(a, b)
     ]
     assert clashes == []
+    return charts
+
+
+@pytest.mark.parametrize("name", ["run", "chess", "batch", "ab"])
+def test_the_page_fits_1280_pixels_and_no_chart_labels_overlap(browser, pages, name):
+    page = browser.new_page(viewport=VIEWPORT)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(pages[name].as_uri())
+    assert check_fits(page), "every page has charts"
     assert errors == []
     page.close()
 
