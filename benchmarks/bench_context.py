@@ -205,13 +205,17 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+# The share of append-only's peak at which the compacting policies fold (trace_prompts.py uses it too).
+TRIGGER_FRACTION = 0.385
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fixtures", type=Path, default=FIXTURES)
     ap.add_argument(
         "--trigger-fraction",
         type=float,
-        default=0.385,
+        default=TRIGGER_FRACTION,
         help="compactions fold when the prompt reaches this share of append-only's peak",
     )
     ap.add_argument("--weights", choices=["dummy", "default"], default="dummy")

@@ -6,6 +6,7 @@ prefix cache's effect on time to first token over recorded agent traces.
     python benchmarks/bench_gpu.py --part model --shape llama3.2-1b --batches 1 --skip-prefill --skip-transformers
     python benchmarks/bench_gpu.py --part gemv      # the decode projections: fused kernel configs against cuBLAS
     python benchmarks/bench_gpu.py --part traces    # agent traces, cached vs cold TTFT (Llama-3.2-1B shape)
+    python benchmarks/bench_gpu.py --part load --agents 24   # the traces as 24 agents at once, per KV cache size
 
 Weights are random (dummy) at the real shapes: speed depends on shapes, not values.
 Ceilings are measured in the same run (a device-to-device copy; an 8192^3 bf16
@@ -620,9 +621,125 @@ def part_traces(args, results: dict) -> None:
         )
 
 
+def shared_head(prompts: list[list[int]], block: int) -> int:
+    """Length of the prefix every one of these prompts shares, floored to whole KV blocks."""
+    n = min(len(p) for p in prompts)
+    i = next((i for i in range(n) if len({p[i] for p in prompts}) > 1), n)
+    return i // block * block
+
+
+def salted(requests: list[tuple[str, list[int]]], at: int, agent: int) -> list[tuple[str, list[int]]]:
+    """One agent's copy of a trace: a block of its own tokens right after the head all traces share,
+    so copies share the system prompt and tools, as agents of one deployment do, and nothing after."""
+    salt = rand_prompt(16, 10_000 + agent)
+    return [(kind, ids[:at] + salt + ids[at + 16 :]) for kind, ids in requests]
+
+
+def run_agents(engine: Engine, agents: list[list[tuple[str, list[int]]]]) -> dict:
+    """Every agent in its own thread, each sending its requests one after another (one token each:
+    the trace's replies are already in its later prompts); the engine's own figures over all of them."""
+    import threading
+
+    once = SamplingParams(temperature=0, max_tokens=1)
+    rows: list[tuple[int, int, float]] = []
+    lock = threading.Lock()
+
+    def agent(requests: list[tuple[str, list[int]]]) -> None:
+        for _, ids in requests:
+            out = engine.generate([ids], once)[0]
+            with lock:
+                rows.append((len(ids), out.usage.cached_tokens, out.ttft_s))
+
+    before = engine.stats()
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=agent, args=(a,)) for a in agents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    after = engine.stats()
+    prompt, cached = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    ttfts = sorted(r[2] for r in rows)
+    return {
+        "requests": len(rows),
+        "prompt_tokens": prompt,
+        "cached_share": cached / prompt,
+        "computed_tokens": prompt - cached,
+        "wall_s": wall,
+        "prompt_tokens_per_s": prompt / wall,
+        "requests_per_s": len(rows) / wall,
+        "ttft_p50_s": ttfts[len(ttfts) // 2],
+        "ttft_p95_s": ttfts[int(0.95 * (len(ttfts) - 1))],
+        "evicted_blocks": after["evicted_blocks"] - before["evicted_blocks"],
+        "preemptions": after["preemptions"] - before["preemptions"],
+        "max_batch_seqs": after["max_batch_seqs"],
+    }
+
+
+def part_load(args, results: dict) -> None:
+    """The trace replay under load: many agents at once on one engine with a KV cache of fixed size."""
+    from trace_prompts import load
+
+    c = LLAMA32_1B if args.trace_shape == "llama3.2-1b" else LLAMA3_8B
+    data = load(ROOT / "benchmarks" / "data" / "trace_prompts.json.gz")
+    names = args.trajectories or sorted(data)
+    policies = list(data[names[0]])
+    ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
+    bs = 16
+    at = shared_head([data[n][p][0][1] for n in names for p in policies], bs)
+    working_set = sum(max(len(ids) for _, ids in data[names[i % len(names)]][policies[0]]) for i in range(args.agents))
+    log(
+        f"trace replay under load on {args.trace_shape} dummy weights: {args.agents} agents in flight "
+        f"(copies of {', '.join(names)}, each with its own tokens after the {at}-token head all share); "
+        f"working set of {policies[0]}: {working_set:,} tokens (the agents' longest prompts together)"
+    )
+    out = []
+    for cache_tokens in args.load_cache_tokens:
+        for policy in policies:
+            agents = [salted(data[names[i % len(names)]][policy], at, i) for i in range(args.agents)]
+            engine = Engine(
+                ckpt,
+                EngineConfig(
+                    device="cuda",
+                    kv_cache_bytes=cache_tokens * c.kv_bytes_per_token(2),
+                    max_num_seqs=max(args.agents, 8),
+                    max_num_batched_tokens=args.chunk,
+                    max_model_len=c.max_position_embeddings,
+                ),
+            )
+            engine.generate([rand_prompt(300, 1)], SamplingParams(temperature=0, max_tokens=1))  # compile, capture
+            row = {"policy": policy, "cache_tokens": cache_tokens, **run_agents(engine, agents)}
+            engine.shutdown()
+            del engine
+            torch.cuda.empty_cache()
+            out.append(row)
+            log(
+                f"cache {cache_tokens:,} tokens, {policy}: {row['requests']} requests, "
+                f"{row['prompt_tokens']:,} prompt tokens, {row['cached_share']:.1%} cached, "
+                f"{row['computed_tokens']:,} computed, {row['wall_s']:.1f} s, "
+                f"{row['prompt_tokens_per_s']:,.0f} prompt tok/s, TTFT p50 {row['ttft_p50_s'] * 1e3:.0f} ms "
+                f"p95 {row['ttft_p95_s'] * 1e3:.0f} ms, {row['evicted_blocks']:,} blocks evicted, "
+                f"{row['preemptions']} preemptions"
+            )
+    results["load"] = {"agents": args.agents, "head": at, "working_set_tokens": working_set, "rows": out}
+    log("")
+    log(
+        "| KV cache (tokens) | policy | prompt tokens | cached | computed | wall | prompt tok/s | TTFT p50 | TTFT p95 | evicted blocks | preemptions |"
+    )
+    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in out:
+        log(
+            f"| {r['cache_tokens']:,} | {r['policy']} | {r['prompt_tokens']:,} | {r['cached_share']:.1%} | "
+            f"{r['computed_tokens']:,} | {r['wall_s']:.1f} s | {r['prompt_tokens_per_s']:,.0f} | "
+            f"{r['ttft_p50_s'] * 1e3:.0f} ms | {r['ttft_p95_s'] * 1e3:.0f} ms | {r['evicted_blocks']:,} | "
+            f"{r['preemptions']} |"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["model", "layout", "gemv", "traces", "all"], default="all")
+    ap.add_argument("--part", choices=["model", "layout", "gemv", "traces", "load", "all"], default="all")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b", help="model shape of --part model")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128], help="decode batch sizes")
     ap.add_argument("--repeats", type=int, default=1, help="engine decode runs per batch size (the median is kept)")
@@ -635,6 +752,10 @@ def main() -> None:
     ap.add_argument("--trace-shape", choices=["llama3.2-1b", "llama3-8b"], default="llama3.2-1b")
     ap.add_argument("--trajectories", nargs="*", help="names under tests/fixtures/trajectories (default: all)")
     ap.add_argument("--trace-cache-tokens", type=int, default=400_000)
+    ap.add_argument("--agents", type=int, default=24, help="agents in flight in --part load")
+    ap.add_argument(
+        "--load-cache-tokens", type=int, nargs="+", default=[1_600_000, 400_000], help="KV cache sizes of --part load"
+    )
     ap.add_argument("--chunk", type=int, default=16384, help="prefill tokens per step in the trace replay")
     ap.add_argument("--json", type=Path, help="write every measurement here")
     args = ap.parse_args()
@@ -652,6 +773,8 @@ def main() -> None:
         part_gemv(args, results)
     if args.part in ("traces", "all"):
         part_traces(args, results)
+    if args.part in ("load", "all"):
+        part_load(args, results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
     log(f"done {time.strftime('%H:%M:%S UTC', time.gmtime())}")

@@ -60,7 +60,7 @@ def load(path: Path) -> dict[str, dict[str, list[tuple[str, list[int]]]]]:
 
 def main() -> None:
     # The harness is imported here only: `load` must work where the harness's dependencies are absent.
-    from bench_context import FIXTURES, chat_dicts, policies
+    from bench_context import FIXTURES, TRIGGER_FRACTION, chat_dicts, policies
 
     from agent.journal import read_events
     from agent.rerender import rerender
@@ -72,7 +72,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_PATH)
-    ap.add_argument("--trigger-fraction", type=float, default=0.38)
+    ap.add_argument("--trigger-fraction", type=float, default=TRIGGER_FRACTION)
     args = ap.parse_args()
 
     tokenizer = Tokenizer.from_checkpoint(load_checkpoint(default_model_path()))

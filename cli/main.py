@@ -148,16 +148,28 @@ def serve_command(
         "float32",
         help="CPU weights: float32 (matches transformers) or int4 (4-bit, bfloat16 activations, faster decode).",
     ),
+    device: str = typer.Option("cpu", help="cpu, or cuda / cuda:N: bf16 weights, Triton kernels, CUDA graphs."),
+    max_num_seqs: int = typer.Option(32, min=1, help="Requests decoded at once; more wait in the queue."),
+    max_batched_tokens: int = typer.Option(
+        512, min=16, help="Tokens per engine step (prompts are prefilled in chunks of this); raise it on a GPU."
+    ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
-    from engine import EngineError
+    from engine import EngineConfig, EngineError
     from engine.server import serve
 
     try:
-        if weights not in ("float32", "int4"):
-            raise HarnessError(f"--weights must be float32 or int4, got {weights!r}")
-        serve(model, host, port, kv_cache_mb << 20, max_model_len, threads, name, weights=weights)
-    except (EngineError, HarnessError) as e:
+        config = EngineConfig(
+            kv_cache_bytes=kv_cache_mb << 20,
+            max_model_len=max_model_len,
+            num_threads=threads,
+            weights=weights,
+            device=device,
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_batched_tokens,
+        )
+        serve(model, host, port, config, name)
+    except (EngineError, HarnessError, ValueError) as e:
         fail(HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}"))
 
 

@@ -49,6 +49,11 @@ class EngineConfig:
     def __post_init__(self):
         if self.weights not in ("float32", "int4"):
             raise ValueError(f"EngineConfig.weights must be 'float32' or 'int4', got {self.weights!r}")
+        kind = self.device.split(":")[0]
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"the device must be cpu, cuda or cuda:N, got {self.device!r}")
+        if kind == "cuda" and self.weights == "int4":
+            raise ValueError("int4 weights are the CPU path's; on cuda the weights are bfloat16")
 
 
 # The shape of SmolLM2-135M, for benchmarking dummy weights where the GGUF file is absent.

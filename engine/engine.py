@@ -112,6 +112,8 @@ class Engine:
         torch.set_grad_enabled(False)
         if self.config.num_threads:
             torch.set_num_threads(self.config.num_threads)
+        if torch.device(self.config.device).type == "cuda" and not torch.cuda.is_available():
+            raise EngineError(f"device {self.config.device!r} was asked for, but torch sees no CUDA GPU here")
         t0 = time.perf_counter()
         ckpt = model if isinstance(model, Checkpoint) else load_checkpoint(model or default_model_path())
         self.model_path = ckpt.path
@@ -456,12 +458,18 @@ class Engine:
             "waiting": len(self.scheduler.waiting),
             "free_blocks": self.pool.num_free,
             "total_blocks": self.pool.num_blocks,
+            "block_size": self.config.block_size,
             "cached_blocks": self.radix.num_nodes if self.radix else 0,
             "evicted_blocks": self.radix.num_evicted if self.radix else 0,
             "preemptions": self.scheduler.total_preemptions,
             "kv_bytes_per_token": self.kv.bytes_per_token,
             "recent_steps": recent,
         }
+
+    def reset_prefix_cache(self) -> int:
+        """Forget every cached prefix that no running request holds, so that what runs next starts
+        on a cold cache (a study gives each policy its own); returns the blocks freed."""
+        return self._on_loop(lambda: self.radix.clear() if self.radix else 0)
 
     def prompt_logits(self, prompts: list[list[int]]) -> list[torch.Tensor]:
         """Logits at every position of each prompt, computed in one batched prefill through

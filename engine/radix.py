@@ -114,6 +114,12 @@ class RadixCache:
         self.num_evicted += len(freed)
         return len(freed)
 
+    def clear(self) -> int:
+        """Drop every block no running request holds (a reset, not counted as evictions)."""
+        freed = self.evict(self.num_nodes)
+        self.num_evicted -= freed
+        return freed
+
     def _iter_nodes(self):
         stack = list(self.root.children.values())
         while stack:

@@ -162,6 +162,12 @@ def create_app(
         text = await asyncio.to_thread(service.metrics.render)
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    @app.post("/reset_prefix_cache")
+    async def reset_prefix_cache():
+        # Waits for the running step, like any change to the engine: off the event loop.
+        freed = await asyncio.to_thread(engine.reset_prefix_cache)
+        return {"freed_blocks": freed}
+
     async def answer(request: Request, api, kind: str, final: Callable[[ChatReply, str], dict]):
         """One chat request through either API: parse, check, run (streamed or not), count."""
         try:

@@ -67,6 +67,9 @@ class EngineCollector(Collector):
         yield GaugeMetricFamily("engine_requests_waiting", "Requests queued for admission", value=st["waiting"])
         yield GaugeMetricFamily("engine_kv_blocks_total", "KV cache blocks", value=st["total_blocks"])
         yield GaugeMetricFamily(
+            "engine_kv_cache_tokens", "Tokens the KV cache holds", value=st["total_blocks"] * st["block_size"]
+        )
+        yield GaugeMetricFamily(
             "engine_kv_blocks_used",
             "KV cache blocks not free (running requests and prefix cache)",
             value=st["total_blocks"] - st["free_blocks"],

@@ -4,12 +4,14 @@ In-process (`local`, `local-int4`, `local:PATH`): the checkpoint is read once an
 fresh engine with the study's KV cache size, so no policy starts on another's cached prefixes; the
 engine's stats give evictions, preemptions and steps. A served engine
 (`openai-compatible:http://HOST:PORT/v1#NAME`, e.g. `harness serve`): its /metrics gives the same,
-read before and after each policy; its cache is shared by the policies, in the order they run.
-Any other model: the runs' own usage only.
+read before and after each policy, and its prefix cache is reset before each (`POST
+/reset_prefix_cache`), so that no policy is served the prefixes another left. A server without that
+endpoint shares its cache among the policies, in the order they run (a warning says so). Any other model: the runs' own usage only.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -23,6 +25,8 @@ from agent.models.base import ModelClient
 from agent.models.spec import parse_model
 from core.errors import HarnessError
 
+log = logging.getLogger("harness.study")
+
 # /metrics sample -> the name a study gives it
 SERVED = {
     "engine_prompt_tokens_total": "prompt_tokens",
@@ -30,6 +34,7 @@ SERVED = {
     "engine_preemptions_total": "preemptions",
     "engine_steps_total": "engine_steps",
     "engine_kv_blocks_evicted_total": "evicted_blocks",
+    "engine_kv_cache_tokens": "cache_tokens",
 }
 
 
@@ -94,10 +99,25 @@ def scrape(url: str) -> dict[str, int]:
     }
 
 
-def metrics_url(base_url: str) -> str:
-    """The /metrics of the server behind an OpenAI-compatible base URL (`http://HOST:PORT/v1`)."""
+def server_root(base_url: str) -> str:
+    """The server behind an OpenAI-compatible base URL (`http://HOST:PORT/v1` -> `http://HOST:PORT`)."""
     root = base_url.rstrip("/")
-    return (root[: -len("/v1")] if root.endswith("/v1") else root) + "/metrics"
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
+def reset_prefix_cache(root: str) -> bool:
+    """Ask the server to forget its cached prefixes; False when it has no such endpoint."""
+    try:
+        response = httpx.post(f"{root}/reset_prefix_cache", timeout=60)
+    except httpx.HTTPError as e:
+        raise HarnessError(f"Cannot reach the server at {root}: {e}. Is `harness serve` running there?") from None
+    if response.status_code in (404, 405):
+        log.warning(
+            "%s cannot reset its prefix cache: each policy may be served prefixes the policies before it left", root
+        )
+        return False
+    response.raise_for_status()
+    return True
 
 
 @contextmanager
@@ -120,7 +140,10 @@ def checkpoint_for(model: str) -> Iterator[Any]:
 def open_target(model: str, checkpoint: Any, kv_cache_mb: int | None) -> Iterator[Target]:
     m = parse_model(model)
     if checkpoint is None:
-        yield Target(model, metrics_url=metrics_url(m.url) if m.kind == "openai-compatible" and m.url else None)
+        url = m.url if m.kind == "openai-compatible" else None
+        if url:
+            reset_prefix_cache(server_root(url))
+        yield Target(model, metrics_url=server_root(url) + "/metrics" if url else None)
         return
     from engine import Engine, EngineConfig
 

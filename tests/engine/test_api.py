@@ -4,6 +4,7 @@ import asyncio
 
 import gguf
 import pytest
+import torch
 
 from engine import (
     ContextLengthError,
@@ -108,6 +109,13 @@ def test_bad_inputs_get_clear_errors_and_the_engine_keeps_serving(engine, tmp_pa
         Engine(other)
     with pytest.raises(ValueError, match="weights must be 'float32' or 'int4', got 'int8'"):
         EngineConfig(weights="int8")
+    with pytest.raises(ValueError, match="cpu, cuda or cuda:N, got 'tpu'"):
+        EngineConfig(device="tpu")
+    with pytest.raises(ValueError, match="on cuda the weights are bfloat16"):
+        EngineConfig(device="cuda", weights="int4")
+    if not torch.cuda.is_available():
+        with pytest.raises(EngineError, match="torch sees no CUDA GPU"):
+            Engine(truncated.with_name("absent.gguf"), EngineConfig(device="cuda"))
     too_long = [5] * 9000
     with pytest.raises(ContextLengthError, match="9000 tokens") as err:
         engine.generate([too_long], GREEDY)

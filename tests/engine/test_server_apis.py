@@ -263,3 +263,16 @@ def test_eight_concurrent_requests_are_batched_by_the_scheduler(base, oa):
     assert after["engine_max_batch_seqs"] >= 4
     ok = "engine_http_requests_total{api=openai,outcome=ok}"
     assert after[ok] - before.get(ok, 0) == 8
+
+
+def test_reset_prefix_cache_serves_the_next_prompt_cold(base, oa):
+    ask = dict(model="smollm2", messages=[{"role": "user", "content": "Count to three. " * 12}], max_tokens=1)
+    oa.chat.completions.create(**ask)
+    assert oa.chat.completions.create(**ask).usage.prompt_tokens_details.cached_tokens > 0
+    evicted = metrics(httpx.get(base + "/metrics").text)["engine_kv_blocks_evicted_total"]
+    reset = httpx.post(base + "/reset_prefix_cache")
+    assert reset.status_code == 200 and reset.json()["freed_blocks"] > 0
+    assert oa.chat.completions.create(**ask).usage.prompt_tokens_details.cached_tokens == 0
+    after = metrics(httpx.get(base + "/metrics").text)
+    assert after["engine_kv_blocks_evicted_total"] == evicted  # a reset is not an eviction
+    assert after["engine_kv_cache_tokens"] == after["engine_kv_blocks_total"] * 16

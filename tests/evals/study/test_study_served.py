@@ -1,10 +1,12 @@
 """`harness study` against `harness serve` (a real subprocess) through the OpenAI client: the
-engine's counters come from /metrics, read before and after each policy's runs."""
+engine's counters come from /metrics, read before and after each policy's runs, and the server's
+prefix cache is reset before each policy."""
 
 from __future__ import annotations
 
 import json
 
+from agent.journal import read_events
 from tests.agent.models.test_end_to_end import server  # noqa: F401  (the fixture: a real `harness serve`)
 from tests.evals.study.conftest import study
 
@@ -39,7 +41,9 @@ def test_a_served_engine_counts_each_policys_tokens_as_its_runs_do(server, tmp_p
         assert engine["evicted_blocks"] >= 0  # read from /metrics (None, and a TypeError here, if not reported)
         # the server's `timings` carry its time to first token, which the request's own time includes
         assert 0 < figures["ttft_p50_s"] <= figures["latency_p50_s"]
-    # the server's cache is shared: the second policy's opening prompts are served from the first's
-    local, lean = point["policies"]
-    assert lean["cached_tokens"] > 0
+        assert engine["cache_tokens"] > 0  # the server's cache size, from /metrics
+    # each policy starts on a cold cache: the second one's first request is not served the first's prefixes
+    local, lean = point["runs"]
+    first = next(e for e in read_events(folder / lean["run_dir"]) if e.type == "model_replied")
+    assert lean["policy"] == "local_lean" and first.reply.usage.cached_tokens == 0
     assert point["pairs"][0]["comparison"]["pairs"] == 1
