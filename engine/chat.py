@@ -15,7 +15,7 @@ with a grammar (see constrain.py); "auto" parses whatever Hermes calls the model
 import weakref
 from dataclasses import dataclass, field
 
-from engine.constrain import Grammars, check_schema, grammar_processor
+from engine.constrain import GrammarProcessor, Grammars, check_schema
 from engine.engine import Engine
 from engine.errors import InvalidRequestError
 from engine.output import RequestOutput
@@ -95,11 +95,11 @@ def prepare(engine: Engine, request: ChatRequest) -> tuple[list[int], SamplingPa
     if request.constrained_call:
         shapes = request.grammar_tools if request.grammar_tools is not None else request.tools
         compiled = grammars(engine).tool_call(shapes, request.tool_name if request.tool_choice == "tool" else None)
-        processor = grammar_processor(compiled)
+        processor = GrammarProcessor(compiled)
     elif request.tool_choice in ("required", "tool"):
         raise InvalidRequestError(f"tool_choice {request.tool_choice!r} needs at least one tool in `tools`")
     elif request.response_format in ("json_object", "json_schema"):
-        processor = grammar_processor(grammars(engine).json_schema(request.response_schema))
+        processor = GrammarProcessor(grammars(engine).json_schema(request.response_schema))
     ids = engine.encode_chat(request.messages, request.tools or None)
     params = SamplingParams(
         max_tokens=request.max_tokens or engine.max_model_len,

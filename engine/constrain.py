@@ -2,7 +2,7 @@
 
     grammars = Grammars(engine.tokenizer, engine.model_config.vocab_size, engine.eos_ids)
     compiled = grammars.tool_call(tools, name="get_weather")   # or .json_schema(schema)
-    params = SamplingParams(..., logits_processor=grammar_processor(compiled))
+    params = SamplingParams(..., logits_processor=GrammarProcessor(compiled))
 
 A tool-call grammar accepts exactly one Hermes block,
 `<tool_call>\n{"name": "<tool>", "arguments": <object valid for its schema>}\n</tool_call>`,
@@ -132,24 +132,56 @@ def _literal(text: str) -> xgr.Grammar:
     return xgr.Grammar.from_ebnf("root ::= " + json.dumps(text))
 
 
-def grammar_processor(compiled: xgr.CompiledGrammar):
-    """A fresh per-request logits processor that masks every token the grammar forbids."""
-    matcher = xgr.GrammarMatcher(compiled)
-    vocab_size = compiled.tokenizer_info.vocab_size
-    bitmask = xgr.allocate_token_bitmask(1, vocab_size)
-    accepted = 0
+class GrammarProcessor:
+    """One request's grammar: a logits processor that masks every token the grammar forbids.
+    The engine masks all of a step's grammar rows together (`batch`); called alone, it masks one row."""
 
-    def process(generated: list[int], logits: torch.Tensor) -> torch.Tensor:
-        nonlocal accepted
-        # The engine hands over every token generated so far; feed the matcher the new ones.
-        for token in generated[accepted:]:
-            matcher.accept_token(token)
-            accepted += 1
-        if matcher.is_terminated():
-            return logits
-        matcher.fill_next_token_bitmask(bitmask)
-        row = logits[:vocab_size].unsqueeze(0)
-        xgr.apply_token_bitmask_inplace(row, bitmask)
+    def __init__(self, compiled: xgr.CompiledGrammar):
+        self.matcher = xgr.GrammarMatcher(compiled)
+        self.vocab_size = compiled.tokenizer_info.vocab_size
+        self.accepted = 0
+
+    def advance(self, generated: list[int]) -> bool:
+        """Feed the matcher the tokens generated since the last call; False once the grammar is done."""
+        for token in generated[self.accepted :]:
+            if not self.matcher.accept_token(token):
+                raise ValueError(f"token {token} does not continue the grammar's text")
+            self.accepted += 1
+        return not self.matcher.is_terminated()
+
+    def __call__(self, generated: list[int], logits: torch.Tensor) -> torch.Tensor:
+        mask_rows(logits.unsqueeze(0), [(0, self, generated)])
         return logits
 
-    return process
+    @staticmethod
+    def batch(logits: torch.Tensor, rows: list[tuple[int, "GrammarProcessor", list[int]]]) -> dict[int, Exception]:
+        return mask_rows(logits, rows)
+
+
+_filler = xgr.BatchGrammarMatcher()  # fills the rows' bitmasks on several threads
+_BITS = 32
+
+
+def mask_rows(logits: torch.Tensor, rows: list[tuple[int, GrammarProcessor, list[int]]]) -> dict[int, Exception]:
+    """Mask, in place, each listed row of `logits` to what its grammar allows next; the rows whose
+    grammar cannot go on get the error instead. The bitmasks are filled on the host and applied
+    on the logits' own device."""
+    errors: dict[int, Exception] = {}
+    live = []
+    for i, processor, generated in rows:
+        try:
+            if processor.advance(generated):
+                live.append((i, processor))
+        except Exception as e:  # a token the grammar refuses: this request alone fails
+            errors[i] = e
+    if not live:
+        return errors
+    vocab = live[0][1].vocab_size
+    bitmask = xgr.allocate_token_bitmask(len(live), vocab)
+    _filler.batch_fill_next_token_bitmask([p.matcher for _, p in live], bitmask)
+    words = bitmask.to(logits.device)
+    shifts = torch.arange(_BITS, device=logits.device, dtype=words.dtype)
+    allowed = ((words.unsqueeze(-1) >> shifts) & 1).view(len(live), -1)[:, :vocab].bool()
+    index = torch.tensor([i for i, _ in live], device=logits.device)
+    logits[index, :vocab] = logits[index, :vocab].masked_fill(~allowed, float("-inf"))
+    return errors

@@ -389,8 +389,9 @@ class Engine:
         inputs = self.runner.prepare(items)
         logits = self.runner.run(inputs)
         seqs = inputs.sample_seqs
-        if logits.is_cuda and any(s.params.logits_processor or not s.params.greedy for s in seqs):
-            logits = logits.cpu()  # processors and the seeded generators work on host tensors
+        own = [s.params.logits_processor for s in seqs if s.params.logits_processor is not None]
+        if logits.is_cuda and any(getattr(p, "batch", None) is None for p in own):
+            logits = logits.cpu()  # a caller's own processor gets host tensors
         params = [s.params for s in seqs]
         generated = [s.output_ids if s.params.logits_processor else [] for s in seqs]
         logits, failed = apply_processors(logits, params, generated)

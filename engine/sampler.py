@@ -97,7 +97,9 @@ def apply_processors(
     logits: torch.Tensor, params: list[SamplingParams], generated: list[list[int]]
 ) -> tuple[torch.Tensor, dict[int, Exception]]:
     """Run each row's logits processor. A processor that raises fails only its own row:
-    the error is returned for the engine to fail that request, the batch goes on."""
+    the error is returned for the engine to fail that request, the batch goes on.
+    Processors that offer a batched form (`processor.batch`, e.g. grammars) run together,
+    once per step, on the logits' own device."""
     processors = {i: p.logits_processor for i, p in enumerate(params) if p.logits_processor is not None}
     errors: dict[int, Exception] = {}
     if not processors:
@@ -105,18 +107,29 @@ def apply_processors(
     # The model's logits are inference-mode tensors, which refuse in-place writes
     # outside inference mode; processors (and this loop) need a normal copy.
     logits = logits.clone()
+    batched: dict[Callable, list[tuple[int, LogitsProcessor, list[int]]]] = {}
     for i, processor in processors.items():
+        batch = getattr(processor, "batch", None)
+        if batch is not None:
+            batched.setdefault(batch, []).append((i, processor, generated[i]))
+            continue
         try:
             out = processor(generated[i], logits[i])
             if not isinstance(out, torch.Tensor) or out.shape != logits[i].shape:
                 raise TypeError(
                     f"logits processor returned {type(out).__name__}, expected a tensor of shape {tuple(logits[i].shape)}"
                 )
-            if not bool((out > float("-inf")).any()):
-                raise ValueError("logits processor left no token to sample (every logit is -inf or NaN)")
             logits[i] = out
         except Exception as e:  # a user callable: anything can come out of it
             errors[i] = e
+    for batch, items in batched.items():
+        errors.update(batch(logits, items))
+    rows = [i for i in processors if i not in errors]
+    if rows:
+        alive = (logits[rows] > float("-inf")).any(-1).tolist()
+        for i, ok in zip(rows, alive):
+            if not ok:
+                errors[i] = ValueError("logits processor left no token to sample (every logit is -inf or NaN)")
     return logits, errors
 
 
@@ -130,25 +143,42 @@ def sample(
     generators: list[torch.Generator],
 ) -> list[int | Exception]:
     """One next token per row, or the error that row met: a row whose probabilities are
-    not a distribution fails alone, never the batch it shares a step with."""
+    not a distribution fails alone, never the batch it shares a step with.
+
+    The whole batch is sampled at once on the logits' device: each sampled row draws one
+    uniform number from its own generator and takes the token where that number falls in
+    its cumulative distribution (inverse transform: exact, and one draw per token, so the
+    tokens of a seeded request do not depend on its batch)."""
     logits = logits.float()
-    if all(p.greedy for p in params):
-        return logits.argmax(-1).tolist()
-    out: list[int | Exception] = []
-    for i, p in enumerate(params):
-        row = logits[i]
-        if p.greedy:
-            out.append(int(row.argmax()))
-            continue
-        # Shifting by the maximum keeps logits / temperature finite for any allowed temperature.
-        row = _filter((row - row.max()) / p.temperature, p.top_k, p.top_p)
-        probs = row.softmax(-1)
-        if not bool(torch.isfinite(probs).all()) or not float(probs.sum()) > 0:
-            out.append(
-                SamplingError(
-                    "the next-token probabilities are not finite (NaN or infinite logits); this request cannot be sampled"
-                )
+    greedy = [i for i, p in enumerate(params) if p.greedy]
+    rows = [i for i, p in enumerate(params) if not p.greedy]
+    out: list[int | Exception] = [0] * len(params)
+    if greedy:
+        for i, token in zip(greedy, logits[greedy].argmax(-1).tolist()):
+            out[i] = token
+    if not rows:
+        return out
+    x = logits[rows]
+    temperature = torch.tensor([params[i].temperature for i in rows], device=x.device)
+    # Shifting by the maximum keeps logits / temperature finite for any allowed temperature.
+    x = (x - x.max(-1, keepdim=True).values) / temperature[:, None]
+    for j, i in enumerate(rows):
+        if params[i].top_k or params[i].top_p < 1.0:
+            x[j] = _filter(x[j], params[i].top_k, params[i].top_p)
+    probs = x.softmax(-1)
+    ok = (torch.isfinite(probs).all(-1) & (probs.sum(-1) > 0)).tolist()
+    cdf = probs.cumsum(-1)
+    u = torch.tensor([float(torch.rand((), generator=generators[i])) for i in rows], device=x.device)
+    total = cdf[:, -1]
+    # Kept below the total, so that rounding can never land past the last token of nonzero probability.
+    at = torch.minimum(u * total, torch.nextafter(total, torch.zeros_like(total)))
+    picks = torch.searchsorted(cdf, at.unsqueeze(1), right=True).squeeze(1)
+    for j, (i, token) in enumerate(zip(rows, picks.clamp_(max=x.shape[-1] - 1).tolist())):
+        out[i] = (
+            token
+            if ok[j]
+            else SamplingError(
+                "the next-token probabilities are not finite (NaN or infinite logits); this request cannot be sampled"
             )
-            continue
-        out.append(int(torch.multinomial(probs, 1, generator=generators[i])))
+        )
     return out

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from engine import InvalidRequestError, SamplingParams
-from engine.sampler import _filter
+from engine.sampler import _filter, make_generator, sample
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,28 @@ def test_top_k_and_top_p_filters_keep_the_right_tokens():
     assert torch.isfinite(_filter(logits, 0, 0.7)).tolist() == [True, True, False, False]
     assert torch.isfinite(_filter(logits, 0, 0.5)).tolist() == [True, False, False, False]
     assert torch.isfinite(_filter(logits, 0, 0.01)).tolist() == [True, False, False, False]
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))],
+)
+def test_sampling_draws_each_token_at_its_probability_and_never_an_impossible_one(device):
+    probs = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.0], device=device)
+    rows = 20_000
+    logits = torch.log(probs).expand(rows, -1)  # the last token: -inf
+    params = [SamplingParams(temperature=1.0)] * rows
+    drawn = sample(logits, params, [make_generator(seed) for seed in range(rows)])
+    counts = torch.bincount(torch.tensor(drawn), minlength=5).double() / rows
+    # four standard errors of a binomial share at 20,000 draws is under 0.014
+    assert torch.allclose(counts, probs.double().cpu(), atol=0.014), counts
+    assert counts[4] == 0
+    # a greedy row, a sampled row and a row with no finite logit share one batch; each gets its own answer
+    mixed = torch.stack([torch.log(probs), torch.log(probs), torch.full((5,), float("nan"), device=device)])
+    greedy, sampled, broken = sample(
+        mixed, [SamplingParams(temperature=0), SamplingParams(seed=1), SamplingParams(seed=2)], [make_generator(1)] * 3
+    )
+    assert greedy == 3 and sampled in (0, 1, 2, 3) and isinstance(broken, ValueError)
 
 
 def test_max_tokens_eos_and_stop_strings(engine):
