@@ -16,6 +16,10 @@ from engine.engine import Engine
 from engine.server.app import create_app
 
 DEFAULT_NAME = "smollm2"
+# Idle keep-alive connections stay open well past the 5 s after which HTTP clients (httpx, and so the
+# OpenAI and Anthropic SDKs) drop them: with equal limits, a client reusing a connection the server
+# is closing gets a dropped request, which many agents at once met several times a minute.
+KEEP_ALIVE_S = 75
 
 
 def serve(
@@ -33,7 +37,7 @@ def serve(
     names = [name or (Path(model).stem if model else DEFAULT_NAME)]
     app = create_app(engine, names)
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_keep_alive=KEEP_ALIVE_S)
     finally:
         engine.shutdown()
 
@@ -48,7 +52,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 def running(app, host: str = "127.0.0.1", port: int | None = None, log_level: str = "warning") -> Iterator[str]:
     """Serve `app` with uvicorn in a thread of this process; yields its base URL (no /v1)."""
     port = port or free_port(host)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_keep_alive=KEEP_ALIVE_S)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -6,6 +6,8 @@ The real embedded model answers; tests check the protocol, not the (135M) model'
 from __future__ import annotations
 
 import json
+import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import anthropic
@@ -276,3 +278,15 @@ def test_reset_prefix_cache_serves_the_next_prompt_cold(base, oa):
     after = metrics(httpx.get(base + "/metrics").text)
     assert after["engine_kv_blocks_evicted_total"] == evicted  # a reset is not an eviction
     assert after["engine_kv_cache_tokens"] == after["engine_kv_blocks_total"] * 16
+
+
+def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(base):
+    # HTTP clients drop idle connections after 5 s; the server must not close them first.
+    host, port = base.removeprefix("http://").split(":")
+    request = f"GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(6)
+        conn.sendall(request)
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
