@@ -71,7 +71,14 @@ def markdown(study_json: dict) -> str:
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for p in study_json["points"]:
-        cache = f"{p['kv_cache_mb']} MiB ({num(p['cache_tokens'])} tok)" if p["kv_cache_mb"] else "default"
+        tokens = f"{num(p['cache_tokens'])} tok"
+        cache = (
+            f"{p['kv_cache_mb']} MiB ({tokens})"
+            if p["kv_cache_mb"]
+            else f"the server's ({tokens})"
+            if p["cache_tokens"]
+            else "default"
+        )
         for f in p["policies"]:
             e = f["engine"]
             lines.append(

@@ -34,7 +34,7 @@ class Cell:
 class Point:
     concurrency: int
     kv_cache_mb: int | None
-    cache_tokens: int | None  # what the KV cache holds (in-process engine)
+    cache_tokens: int | None  # what the KV cache holds (the engine's stats, or a server's /metrics)
     policies: list[PolicyFigures]
     pairs: list[PairFigures]
     runs: list[RunRow]
