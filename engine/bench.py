@@ -4,11 +4,14 @@
     python -m engine.bench --model PATH --tokens 64 --threads 2 --repeats 3 --skip-transformers
     python -m engine.bench --dummy          # random weights of SmolLM2-135M's shape, no files
     python -m engine.bench --weights int4   # only the 4-bit engine
+    python -m engine.bench --skip-llamacpp  # without llama.cpp (else measured when llama-cpp-python is installed)
 
 The engine runs once per --weights value (float32 matches transformers to 1e-3;
 int4 keeps 4-bit projections with bfloat16 activations), then transformers runs in
 float32 after the engines have shut down: torch's OpenMP workers slow down once two
 threads have each run parallel ops (see engine.py), so the two sides never overlap.
+llama.cpp (engine/bench_llamacpp.py) runs last, on the same file with the same threads, token
+ids and measurements, its 95%-cached prompt reusing as many tokens as the engine's cache served.
 
 Decode tokens/s counts tokens after the first one, from the first token to the
 last, so prompt processing is excluded on both sides; for transformers it is
@@ -100,15 +103,18 @@ def _measure_engine(source, weights: str, args, n: int) -> dict:
             tail = engine.encode(" A different ending: " + "tail " * 400)
         engine.generate([prompt] * 8, SamplingParams(temperature=0, max_tokens=4, ignore_eos=True))  # warm up
         decode = {b: max(_engine_decode_rate(engine, prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)}
-        cold, warm = [], []
+        cold, warm, pairs = [], [], []
         for r in range(n):
             # A prompt never seen before (cold), then one sharing its first 95% (warm).
             long_ids = corpus[r * 1000 : r * 1000 + args.ttft_tokens]
             keep = int(len(long_ids) * 0.95)
+            warm_ids = long_ids[:keep] + tail[: len(long_ids) - keep]
             cold.append(_ttft(engine, long_ids))
-            warm.append(_ttft(engine, long_ids[:keep] + tail[: len(long_ids) - keep]))
+            warm.append(_ttft(engine, warm_ids))
+            pairs.append((long_ids, warm_ids, warm[-1][1]))
         return {
             "prompt": prompt,
+            "ttft_prompts": pairs,
             "decode": decode,
             "cold": min(cold),
             "warm": min(warm),
@@ -119,6 +125,24 @@ def _measure_engine(source, weights: str, args, n: int) -> dict:
         engine.shutdown()
 
 
+def _measure_llamacpp(path: str, args, n: int, prompt: list[int], ttft_prompts: list) -> dict | None:
+    from engine import bench_llamacpp
+
+    if bench_llamacpp.lc is None:
+        print("llama.cpp: not measured (pip install llama-cpp-python)")
+        return None
+    llama = bench_llamacpp.LlamaCpp(path, args.threads, n_ctx=max(8192, 2 * args.ttft_tokens), n_seq=8)
+    try:
+        decode = {b: max(llama.decode_rate(prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)}
+        cold, warm = [], []
+        for long_ids, warm_ids, cached in ttft_prompts:
+            cold.append(llama.ttft(long_ids))
+            warm.append(llama.ttft(warm_ids, cached))  # as many tokens reused as the engine's cache served
+        return {"decode": decode, "cold": min(cold), "warm": min(warm), "cached": ttft_prompts[0][2]}
+    finally:
+        llama.close()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="GGUF file or HF directory (default: embedded SmolLM2-135M)")
@@ -127,6 +151,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3, help="runs per figure; the best is reported")
     ap.add_argument("--ttft-tokens", type=int, default=4000)
     ap.add_argument("--skip-transformers", action="store_true")
+    ap.add_argument("--skip-llamacpp", action="store_true", help="leave llama.cpp out even where it is installed")
     ap.add_argument("--dummy", action="store_true", help="random weights of SmolLM2-135M's shape (both engines)")
     ap.add_argument("--weights", default="float32,int4", help="engine weight formats to measure, comma-separated")
     args = ap.parse_args(argv)
@@ -138,14 +163,21 @@ def main(argv=None) -> None:
     runs = {w: _measure_engine(source, w, args, n) for w in args.weights.split(",")}
     prompt = next(iter(runs.values()))["prompt"]
 
-    ref = {}
+    refs: dict[str, dict[int, float]] = {}
     if not args.skip_transformers:
         torch.set_num_threads(args.threads)
         t = time.perf_counter()
         model = _transformers_model(path, args.dummy)
         print(f"transformers loaded the model in {time.perf_counter() - t:.1f}s")
         _transformers_decode_rate(model, prompt, 1, 4)  # warm up
-        ref = {b: max(_transformers_decode_rate(model, prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)}
+        refs["transformers"] = {
+            b: max(_transformers_decode_rate(model, prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)
+        }
+    llama = None
+    if not args.skip_llamacpp and not args.dummy and path.endswith(".gguf"):
+        llama = _measure_llamacpp(path, args, n, prompt, next(iter(runs.values()))["ttft_prompts"])
+        if llama is not None:
+            refs["llama.cpp"] = llama["decode"]
 
     print()
     print(f"model: {path}")
@@ -155,18 +187,15 @@ def main(argv=None) -> None:
     print("KV cache bytes per token: " + ", ".join(f"{r['kv_bytes']} ({w})" for w, r in runs.items()))
     print()
     print(
-        f"{'decode tokens/s':<20}"
-        + "".join(f"{'engine ' + w:>16}" for w in runs)
-        + f"{'transformers':>14}"
-        + "".join(f"{'ratio ' + w:>14}" for w in runs)
+        f"{'decode tokens/s':<20}" + "".join(f"{'engine ' + w:>16}" for w in runs) + "".join(f"{r:>14}" for r in refs)
     )
     for b in (1, 8):
-        r = ref.get(b)
         row = f"{'batch ' + str(b):<20}" + "".join(f"{run['decode'][b]:>16.1f}" for run in runs.values())
-        row += (
-            f"{r:>14.1f}" + "".join(f"{run['decode'][b] / r:>13.1f}x" for run in runs.values()) if r else f"{'-':>14}"
-        )
-        print(row)
+        print(row + "".join(f"{ref[b]:>14.1f}" for ref in refs.values()))
+    for name, ref in refs.items():
+        for w, run in runs.items():
+            ratios = ", ".join(f"batch {b} {run['decode'][b] / ref[b]:.2f}x" for b in (1, 8))
+            print(f"engine {w} / {name}: {ratios}")
     for w, run in runs.items():
         (cold_s, cold_cached), (warm_s, warm_cached) = run["cold"], run["warm"]
         print()
@@ -175,6 +204,12 @@ def main(argv=None) -> None:
         print(f"  TTFT 95% cached, {args.ttft_tokens} tokens:   {warm_s:8.3f} s  (cached {warm_cached})")
         print(f"  cached / cold:                    {warm_s / cold_s:8.1%}")
         print(f"  most sequences batched in one step: {run['max_batch']}")
+    if llama is not None:
+        print()
+        print("llama.cpp (the shared prefix's KV kept in its context):")
+        print(f"  TTFT cold, {args.ttft_tokens} tokens:         {llama['cold']:8.3f} s")
+        print(f"  TTFT 95% cached, {args.ttft_tokens} tokens:   {llama['warm']:8.3f} s  (cached {llama['cached']})")
+        print(f"  cached / cold:                    {llama['warm'] / llama['cold']:8.1%}")
 
 
 if __name__ == "__main__":
