@@ -159,6 +159,8 @@ def serve_command(
     from engine.server import serve
 
     try:
+        if weights not in ("float32", "int4"):
+            raise HarnessError(f"--weights must be float32 or int4, got {weights!r}")
         config = EngineConfig(
             kv_cache_bytes=kv_cache_mb << 20,
             max_model_len=max_model_len,

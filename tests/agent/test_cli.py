@@ -87,3 +87,6 @@ def test_serve_names_the_weight_formats_it_knows():
     result = runner.invoke(app, ["serve", "--weights", "int8"])
     assert result.exit_code == 2
     assert "--weights must be float32 or int4, got 'int8'" in " ".join(result.output.split())
+    result = runner.invoke(app, ["serve", "--device", "tpu"])
+    assert result.exit_code == 2
+    assert "the device must be cpu, cuda or cuda:N, got 'tpu'" in " ".join(result.output.split())
