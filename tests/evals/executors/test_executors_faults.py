@@ -88,21 +88,17 @@ def test_a_task_that_fails_for_its_own_reason_is_an_error_not_a_retry(docker_rea
 
 
 def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster, tmp_path):
-    # Two nodes play two games at a time, about a second each: after the first game is on disk,
-    # five more rounds remain for the Ctrl-C to cancel (with 6 shorter games, a busy machine
-    # sometimes finished them all before the signal landed).
-    games = 12
     args = [
         HARNESS,
         "chess",
         "--games",
-        str(games),
+        "6",
         "--model",
         "player:random",
         "--opponent",
         "random",
         "--max-plies",
-        "400",
+        "200",
         "--analysis-depth",
         "0",
         "--seed",
@@ -128,7 +124,7 @@ def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster,
     assert driver.returncode != 0, out
     (folder,) = tmp_path.iterdir()
     kept = json.loads((folder / "batch.json").read_text())["games"]
-    assert 1 <= len(kept) < games
+    assert 1 <= len(kept) < 6
     for game in kept:
         assert (folder / game["run_dir"] / "summary.json").exists()
     time.sleep(2)
@@ -136,13 +132,13 @@ def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster,
 
     resumed = subprocess.run([*args, "--resume", str(folder)], capture_output=True, text=True, timeout=180)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    played = json.loads((folder / "batch.json").read_text())["games"]
-    assert [g["game"] for g in played] == list(range(1, games + 1))
-    assert {g["game"]: g["run_dir"] for g in kept}.items() <= {g["game"]: g["run_dir"] for g in played}.items()
-    assert len({g["run_dir"] for g in played}) == games
-    assert all((folder / g["run_dir"] / "summary.json").exists() for g in played)
+    games = json.loads((folder / "batch.json").read_text())["games"]
+    assert [g["game"] for g in games] == [1, 2, 3, 4, 5, 6]
+    assert {g["game"]: g["run_dir"] for g in kept}.items() <= {g["game"]: g["run_dir"] for g in games}.items()
+    assert len({g["run_dir"] for g in games}) == 6
+    assert all((folder / g["run_dir"] / "summary.json").exists() for g in games)
     statuses = [item["status"] for item in json.loads((folder / "executor.json").read_text())["items"].values()]
-    assert statuses.count("reused") == len(kept) and statuses.count("done") == games - len(kept)
+    assert statuses.count("reused") == len(kept) and statuses.count("done") == 6 - len(kept)
     # The cancelled tasks left no scratch folders behind.
     scratch = Path(tempfile.gettempdir()) / "harness-ray"
     assert running and [f.name for f in scratch.iterdir() if int(f.name.split("-")[0]) in running] == []
