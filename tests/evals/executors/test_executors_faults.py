@@ -87,6 +87,16 @@ def test_a_task_that_fails_for_its_own_reason_is_an_error_not_a_retry(docker_rea
     assert "environment_error" in (tmp_path / "acme__noimage-1" / "events.jsonl").read_text()
 
 
+# A process started in the background of a shell without job control (a CI runner's, say) inherits
+# SIGINT ignored, and Python then never turns it into KeyboardInterrupt: the driver is started with
+# SIGINT at its default, as a terminal's Ctrl-C finds it.
+WITH_CTRL_C = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
 def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster, tmp_path):
     args = [
         HARNESS,
@@ -109,7 +119,7 @@ def test_ctrl_c_cancels_outstanding_games_and_resume_plays_the_rest(ray_cluster,
         ray_cluster.address,
     ]
     driver = subprocess.Popen(
-        [*args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*WITH_CTRL_C, *args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         deadline = time.time() + 120
