@@ -99,6 +99,15 @@ class RadixCache:
 
     def evict(self, num_blocks: int) -> int:
         """Free up to `num_blocks` blocks from LRU unlocked leaves; returns how many were freed."""
+        freed = self._drop(num_blocks)
+        self.num_evicted += freed
+        return freed
+
+    def clear(self) -> int:
+        """Drop every block no running request holds (a reset, not counted as evictions)."""
+        return self._drop(self.num_nodes)
+
+    def _drop(self, num_blocks: int) -> int:
         leaves = [(n.last_access, id(n), n) for n in self._iter_nodes() if not n.children and n.lock_ref == 0]
         heapq.heapify(leaves)
         freed: list[int] = []
@@ -111,14 +120,7 @@ class RadixCache:
             if parent is not self.root and not parent.children and parent.lock_ref == 0:
                 heapq.heappush(leaves, (parent.last_access, id(parent), parent))
         self.pool.free(freed)
-        self.num_evicted += len(freed)
         return len(freed)
-
-    def clear(self) -> int:
-        """Drop every block no running request holds (a reset, not counted as evictions)."""
-        freed = self.evict(self.num_nodes)
-        self.num_evicted -= freed
-        return freed
 
     def _iter_nodes(self):
         stack = list(self.root.children.values())

@@ -6,7 +6,8 @@ engine's stats give evictions, preemptions and steps. A served engine
 (`openai-compatible:http://HOST:PORT/v1#NAME`, e.g. `harness serve`): its /metrics gives the same,
 read before and after each policy, and its prefix cache is reset before each (`POST
 /reset_prefix_cache`), so that no policy is served the prefixes another left. A server without that
-endpoint shares its cache among the policies, in the order they run (a warning says so). Any other model: the runs' own usage only.
+endpoint shares its cache among the policies, in the order they run (a warning says so). Any other
+model: the runs' own usage only.
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def reset_prefix_cache(root: str) -> bool:
-    """Ask the server to forget its cached prefixes; False when it has no such endpoint."""
+def reset_prefix_cache(root: str) -> None:
+    """Ask the server to forget its cached prefixes; a server without that endpoint is warned about."""
     try:
         response = httpx.post(f"{root}/reset_prefix_cache", timeout=60)
     except httpx.HTTPError as e:
@@ -115,9 +116,8 @@ def reset_prefix_cache(root: str) -> bool:
         log.warning(
             "%s cannot reset its prefix cache: each policy may be served prefixes the policies before it left", root
         )
-        return False
+        return
     response.raise_for_status()
-    return True
 
 
 @contextmanager
