@@ -5,8 +5,8 @@ The real embedded model answers; tests check the protocol, not the (135M) model'
 
 from __future__ import annotations
 
+import http.client
 import json
-import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -283,10 +283,15 @@ def test_reset_prefix_cache_serves_the_next_prompt_cold(base, oa):
 def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(base):
     # HTTP clients drop idle connections after 5 s; the server must not close them first.
     host, port = base.removeprefix("http://").split(":")
-    request = f"GET /health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-    with socket.create_connection((host, int(port)), timeout=10) as conn:
-        conn.sendall(request)
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", "/health")
+        first = conn.getresponse()
+        assert first.status == 200 and first.read()
+        sock = conn.sock
         time.sleep(6)
-        conn.sendall(request)
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        conn.request("GET", "/health")  # a closed connection fails here or in getresponse
+        second = conn.getresponse()
+        assert second.status == 200 and second.read() and conn.sock is sock
+    finally:
+        conn.close()
