@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 
 from core.types import Message
+from memory.tokens import shared_prefix
 from tools.base import Tool
 
 
@@ -33,21 +34,12 @@ class PromptDigest:
         self._tools: tuple[list[Tool], bytes] | None = None
 
     def __call__(self, messages: Sequence[Message], tools: Sequence[Tool]) -> str:
-        same = self._shared_prefix(messages)
+        same = shared_prefix(self._messages, list(messages))
         del self._messages[same:], self._chain[same + 1 :]
         for m in messages[same:]:
             self._messages.append(m)
             self._chain.append(_sha(self._chain[-1] + _sha(_json(m.model_dump(mode="json")))))
         return hashlib.sha256(self._chain[-1] + self._tools_hash(tools)).hexdigest()
-
-    def _shared_prefix(self, messages: Sequence[Message]) -> int:
-        old = self._messages
-        if len(messages) >= len(old) and list(messages[: len(old)]) == old:  # identity makes this run at C speed
-            return len(old)
-        n = 0
-        while n < min(len(old), len(messages)) and messages[n] is old[n]:
-            n += 1
-        return n
 
     def _tools_hash(self, tools: Sequence[Tool]) -> bytes:
         if self._tools is None or self._tools[0] != list(tools):
