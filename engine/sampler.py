@@ -149,9 +149,11 @@ def sample(
     uniform number from its own generator and takes the token where that number falls in
     its cumulative distribution (inverse transform: exact, and one draw per token, so the
     tokens of a seeded request do not depend on its batch)."""
-    logits = logits.float()
     greedy = [i for i, p in enumerate(params) if p.greedy]
     rows = [i for i, p in enumerate(params) if not p.greedy]
+    if not rows:  # all greedy (a GPU decode step's usual case): one kernel and one copy to the host
+        return logits.argmax(-1).tolist()
+    logits = logits.float()
     out: list[int | Exception] = [0] * len(params)
     if greedy:
         for i, token in zip(greedy, logits[greedy].argmax(-1).tolist()):

@@ -37,7 +37,8 @@ class DecodeGraphs:
         # Reusing them is safe: the previous step's sampling waited for its copies to finish.
         self.host_buf = torch.zeros((4, self.max_batch), dtype=torch.long, pin_memory=True)
         self.host_tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, pin_memory=True)
-        self.host_tables_np = self.host_tables.numpy()  # written row by row from the block tables' lists
+        # Written from the scheduler's lists through numpy views: no tensor is made on the way.
+        self.host_buf_np, self.host_tables_np = self.host_buf.numpy(), self.host_tables.numpy()
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
         self._capture()
@@ -61,20 +62,23 @@ class DecodeGraphs:
                 self.graphs[size] = graph
         torch.cuda.synchronize()
 
-    def run(self, host: torch.Tensor, tables: list[list[int]]) -> torch.Tensor:
-        """host: (4, B) int64 on the CPU (ids, positions, slots, lengths); tables: each sequence's
-        block table. Entries past a table's end keep older values: the kernels never read them."""
-        b = host.shape[1]
+    def run(self, rows: list[list[int]], tables: list[list[int]]) -> torch.Tensor:
+        """rows: the B ids, positions, slots and lengths; tables: each sequence's block table.
+        Entries past a table's end keep older values: the kernels never read them."""
+        b = len(rows[0])
         size = self.sizes[bisect.bisect_left(self.sizes, b)]
-        self.host_buf[:, :b] = host
+        buf = self.host_buf_np
+        for i, row in enumerate(rows):
+            buf[i, :b] = row
         if size > b:  # padding rows: token 0 at position 0, no slot, no context
-            self.host_buf[:, b:size] = 0
-            self.host_buf[2, b:size] = -1
-        w = 0
+            buf[:, b:size] = 0
+            buf[2, b:size] = -1
         for i, table in enumerate(tables):
             self.host_tables_np[i, : len(table)] = table
-            w = max(w, len(table))
-        self.buf[:, :size].copy_(self.host_buf[:, :size], non_blocking=True)
-        self.tables[:b, :w].copy_(self.host_tables[:b, :w], non_blocking=True)
+        # Whole rows, so that both copies are one contiguous asynchronous copy each: a strided slice
+        # would go through a pageable host copy and a second kernel on every step.
+        self.buf.copy_(self.host_buf, non_blocking=True)
+        self.tables[:b].copy_(self.host_tables[:b], non_blocking=True)
         self.graphs[size].replay()
-        return self.outputs[size][:b]
+        out = self.outputs[size]
+        return out if size == b else out[:b]

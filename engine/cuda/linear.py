@@ -82,6 +82,7 @@ def _gemv_kernel(
     D: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    AHEAD: tl.constexpr,
 ):
     gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -93,15 +94,24 @@ def _gemv_kernel(
     # the kernel in front (a no-op unless launched as a dependent launch); then each tile is
     # requested one step ahead of its use. (Asking for 2 or 4 more tiles into L2 before the wait,
     # with prefetch.global.L2, made each projection 2-40% slower on an H200.)
+    # With AHEAD = 2 two tiles are in flight while one is used.
     ks = tl.arange(0, BLOCK_K)
     w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
+    w_after = w_next
+    if AHEAD == 2:
+        ks1 = BLOCK_K + ks
+        w_after = tl.load(w_rows + ks1[None, :], mask=rmask[:, None] & (ks1 < K)[None, :], other=0.0)
     gdc_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
     for k0 in range(0, K, BLOCK_K):
         w = w_next
-        kn = k0 + BLOCK_K + tl.arange(0, BLOCK_K)
-        w_next = tl.load(w_rows + kn[None, :], mask=rmask[:, None] & (kn < K)[None, :], other=0.0)
+        kn = k0 + AHEAD * BLOCK_K + tl.arange(0, BLOCK_K)
+        if AHEAD == 2:
+            w_next = w_after
+            w_after = tl.load(w_rows + kn[None, :], mask=rmask[:, None] & (kn < K)[None, :], other=0.0)
+        else:
+            w_next = tl.load(w_rows + kn[None, :], mask=rmask[:, None] & (kn < K)[None, :], other=0.0)
         x, s = _x_chunk(x_row, g_ptr, k0 + tl.arange(0, BLOCK_K), K, NORM, GATED)
         sq += s
         acc += w.to(tl.float32) * x[None, :]
@@ -180,13 +190,24 @@ def _rope_store(
 
 
 # Tiles of 4,096 weights: 16 x 256 with 4 warps for wide matrices (gate/up, LM head), 8 x 512 with
-# 8 warps otherwise, the best or near it for every Llama-3-8B projection on an H200 (bench_gpu.py
-# --part gemv).
+# 8 warps otherwise, the best or near it for most Llama-3 projections on an H200 (bench_gpu.py
+# --part gemv). Where a shape measured faster with another tile in the model's own decode step,
+# that tile is kept here (benchmarks/results/gpu-h200-2026-12-02/): the Llama-3-8B QKV
+# projection reads two tiles ahead (4.05 -> 4.02 ms per batch-1 step, in two paired runs), and
+# the Llama-3.2-1B QKV, output and down projections take their sweep's best (0.870 -> 0.828 ms).
+TUNED: dict[tuple[int, int], tuple[int, int, int, int]] = {
+    (6144, 4096): (16, 256, 8, 2),
+    (3072, 2048): (8, 512, 4, 2),
+    (2048, 2048): (8, 1024, 8, 1),
+    (2048, 8192): (4, 1024, 8, 1),
+}
 
 
-def gemv_config(n: int, k: int) -> tuple[int, int, int]:
-    """(BLOCK_N, BLOCK_K, num_warps) for an (n, k) weight."""
-    return (16, 256, 4) if n >= 16384 else (8, 512, 8)
+def gemv_config(n: int, k: int) -> tuple[int, int, int, int]:
+    """(BLOCK_N, BLOCK_K, num_warps, tiles read ahead) for an (n, k) weight."""
+    if (n, k) in TUNED:
+        return TUNED[(n, k)]
+    return (16, 256, 4, 1) if n >= 16384 else (8, 512, 8, 1)
 
 
 class RopeStore(NamedTuple):
@@ -224,7 +245,7 @@ def gemv(
     assert x.shape[-1] == (2 * k if gated else k) and out.numel() == x.shape[0] * (
         rope.num_heads * rope.head_dim if rope else n
     )
-    block_n, block_k, warps = config or gemv_config(n, k)
+    block_n, block_k, warps, ahead = config or gemv_config(n, k)
     r = rope or RopeStore(w, w, w, w, w, w, 1, 1, 2)
     assert not rope or r.head_dim % block_n == 0
     _gemv_kernel[(triton.cdiv(n, block_n), x.shape[0])](
@@ -252,6 +273,7 @@ def gemv(
         D=r.head_dim,
         BLOCK_N=block_n,
         BLOCK_K=block_k,
+        AHEAD=ahead,
         num_warps=warps,
         launch_pdl=pdl and cuda.PDL,
     )

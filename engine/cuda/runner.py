@@ -22,7 +22,7 @@ from engine.sequence import Sequence
 
 @dataclass
 class CudaStepInputs:
-    host: torch.Tensor  # (4, T) int64 on the CPU: input ids, positions, slots, context length (decode rows)
+    rows: list[list[int]]  # input ids, positions, slots, context lengths: one list each, T long
     decode_tables: list[list[int]]
     prefills: list[tuple[int, int, int, list[int]]]  # (first row, q_len, kv_len, block table)
     logits_rows: list[int]
@@ -50,22 +50,23 @@ class CudaRunner:
 
     def prepare(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
         b = flatten(items, self.block_size)
-        # Row 3 is each row's context length: the kernels read it for decode rows, the graphs for all.
+        # The last list is each row's context length: the kernels read it for decode rows, the graphs for all.
         lens = b.decode_lens + [p.kv_len for p in b.prefills for _ in range(p.q_len)]
-        host = torch.tensor([b.input_ids, b.positions, b.slots, lens], dtype=torch.long)
         prefills = [(p.start, p.q_len, p.kv_len, p.block_table) for p in b.prefills]
-        return CudaStepInputs(host, b.decode_tables, prefills, b.logits_rows, b.sample_seqs)
+        return CudaStepInputs(
+            [b.input_ids, b.positions, b.slots, lens], b.decode_tables, prefills, b.logits_rows, b.sample_seqs
+        )
 
     def run(self, inputs: CudaStepInputs, all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():
             nd = len(inputs.decode_tables)
             if self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch:
-                logits = self.graphs.run(inputs.host, inputs.decode_tables)
+                logits = self.graphs.run(inputs.rows, inputs.decode_tables)
                 if all_logits or len(inputs.logits_rows) == nd:
                     return logits
                 return logits[torch.tensor(inputs.logits_rows, device=logits.device)]
             dev = self.model.device
-            host = inputs.host.to(dev, non_blocking=True)
+            host = torch.tensor(inputs.rows, dtype=torch.long).to(dev, non_blocking=True)
             meta = CudaAttentionMetadata(host[2], num_decode=nd)
             if nd:
                 meta.decode_tables = _pad(inputs.decode_tables).to(dev, non_blocking=True)

@@ -92,13 +92,26 @@ def test_decode_and_prefill_kernels_match_a_float64_reference():
         assert rel(out[qs : qs + ql], ref(q[qs : qs + ql], t, kl, ql)) < 1e-2
 
 
+# The engine's own tiles, and one that keeps two weight tiles in flight (several tiles along k).
+TILES = [None, (8, 256, 4, 2)]
+
+
+def use_tile(monkeypatch, tile) -> None:
+    from engine.cuda import linear
+
+    if tile is not None:
+        monkeypatch.setattr(linear, "gemv_config", lambda n, k: tile)
+
+
+@pytest.mark.parametrize("tile", TILES)
 @pytest.mark.parametrize("rows,fused_rows", [(1, 1), (3, 4), (7, 1)])  # the fused kernel (1 and 3 rows), cuBLAS
 @pytest.mark.parametrize("n,k", [(300, 576), (1000, 1536)])  # edges inside a tile; several tiles along k
-def test_projections_match_a_float64_reference(rows, fused_rows, n, k, monkeypatch):
+def test_projections_match_a_float64_reference(rows, fused_rows, n, k, tile, monkeypatch):
     from engine.cuda import linear
     from engine.cuda.linear import project
 
     monkeypatch.setattr(linear, "GEMV_MAX_ROWS", fused_rows)
+    use_tile(monkeypatch, tile)
 
     torch.manual_seed(rows * n)
     dev, eps = "cuda", 1e-5
@@ -135,9 +148,11 @@ def test_cuda_logits_match_the_cpu_path(ckpt):
         assert rel(g, w) < BF16_TOL
 
 
-def test_single_sequence_decode_logits_match_the_cpu_path(ckpt):
+@pytest.mark.parametrize("tile", TILES)
+def test_single_sequence_decode_logits_match_the_cpu_path(ckpt, tile, monkeypatch):
     """One sequence decodes through the fused kernels (projections with the norm, SiLU, residual
     add and RoPE + K/V store in them) replayed from a CUDA graph."""
+    use_tile(monkeypatch, tile)
     ids = prompt(50, 9)
     got: list = []
 
