@@ -158,8 +158,6 @@ def sample(
     if greedy:
         for i, token in zip(greedy, logits[greedy].argmax(-1).tolist()):
             out[i] = token
-    if not rows:
-        return out
     x = logits[rows]
     temperature = torch.tensor([params[i].temperature for i in rows], device=x.device)
     # Shifting by the maximum keeps logits / temperature finite for any allowed temperature.
