@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint  # noqa: E402
+from engine.batch import Launched  # noqa: E402
 from engine.config import transformers_config  # noqa: E402
 
 LLAMA3_8B = ModelConfig(
@@ -132,12 +133,13 @@ def sync_time(fn, reps: int = 50) -> float:
 
 
 def host_breakdown(engine: Engine, tokens: int) -> dict:
-    """Median per batch-1 decode step: wall time per token, the engine's step (schedule to
-    append), and inside it the runner's prepare and run (run returns once the graph is launched;
-    the rest of the step is sampling, which waits for the GPU, and bookkeeping), and the host
-    time of the graph launch itself."""
+    """Median per batch-1 decode step: wall time per token, the engine's step (read to append,
+    with the next step launched ahead inside it), and inside the step the runner's prepare and
+    launch (which returns once the graph is launched), the host time of the graph launch itself,
+    and the wait for the GPU's tokens. The step less the wait is what the host spends; the GPU
+    stays busy while that is shorter than its own step."""
     r = engine.runner
-    spent: dict = {"prepare": [], "run": [], "graph_launch": []}
+    spent: dict = {"prepare": [], "launch": [], "graph_launch": [], "wait": []}
 
     def timed(name, fn):
         def wrapper(*a, **k):
@@ -148,22 +150,25 @@ def host_breakdown(engine: Engine, tokens: int) -> dict:
 
         return wrapper
 
-    r.prepare, r.run = timed("prepare", r.prepare), timed("run", r.run)
+    def launch(*a, **k):
+        out = timed("launch", real_launch)(*a, **k)
+        return Launched(out.ids, timed("wait", out.read))
+
+    real_launch = r.launch
+    r.prepare, r.launch = timed("prepare", r.prepare), launch
     graph = r.graphs.graphs[1]
     r.graphs.graphs[1] = type("Timed", (), {"replay": staticmethod(timed("graph_launch", graph.replay))})()
     start = time.perf_counter()
     out = engine.generate([rand_prompt(64, 7)], SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True))[0]
     wall = (time.perf_counter() - start - out.ttft_s) / (len(out.token_ids) - 1)
-    del r.prepare, r.run
+    del r.prepare, r.launch
     r.graphs.graphs[1] = graph
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     steps = [s.duration_s for s in list(engine.step_stats)[-(len(out.token_ids) - 1) :] if s.num_prefill == 0]
     return {
         "wall_per_token_s": wall,
         "step_s": med(steps),
-        "prepare_s": med(spent["prepare"][1:]),
-        "run_s": med(spent["run"][1:]),
-        "graph_launch_s": med(spent["graph_launch"][1:]),
+        **{f"{name}_s": med(times[1:]) for name, times in spent.items()},
     }
 
 
@@ -265,11 +270,19 @@ def part_model(args, results: dict) -> None:
     )
 
     engine.generate([rand_prompt(64, 999)], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))  # warm up
-    decode = {}
+    decode, decode_sync = {}, {}
     for b in args.batches:
         runs = [engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b + r) for r in range(args.repeats)]
         decode[b] = sorted(runs)[len(runs) // 2]
-        log(f"engine decode, {b:>3} sequences: {decode[b]:8.0f} tok/s (median of {' '.join(f'{r:.0f}' for r in runs)})")
+        # The same engine with each step's tokens read before the next step is launched.
+        ahead, engine.runner.ahead_batch = engine.runner.ahead_batch, 0
+        sync_runs = [engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b + r) for r in range(args.repeats)]
+        engine.runner.ahead_batch = ahead
+        decode_sync[b] = sorted(sync_runs)[len(sync_runs) // 2]
+        log(
+            f"engine decode, {b:>3} sequences: {decode[b]:8.0f} tok/s (median of {' '.join(f'{r:.0f}' for r in runs)}); "
+            f"synchronous steps {decode_sync[b]:8.0f} tok/s (median of {' '.join(f'{r:.0f}' for r in sync_runs)})"
+        )
 
     # The forward pass alone: one replay of the captured graph per step (no scheduler, no sampling).
     g = engine.runner.graphs
@@ -288,9 +301,9 @@ def part_model(args, results: dict) -> None:
     host = host_breakdown(engine, args.tokens)
     log(
         f"batch-1 host view: graph replay + synchronise {replay_sync * 1e3:.3f} ms; engine decode "
-        f"{host['wall_per_token_s'] * 1e3:.3f} ms/token, of which the step {host['step_s'] * 1e3:.3f} ms "
-        f"(runner.prepare {host['prepare_s'] * 1e6:.0f} us, runner.run {host['run_s'] * 1e6:.0f} us, of which "
-        f"the graph launch {host['graph_launch_s'] * 1e6:.0f} us)"
+        f"{host['wall_per_token_s'] * 1e3:.3f} ms/token; the engine's step {host['step_s'] * 1e3:.3f} ms, of which "
+        f"waiting for the GPU {host['wait_s'] * 1e3:.3f} ms, runner.prepare {host['prepare_s'] * 1e6:.0f} us, "
+        f"runner.launch {host['launch_s'] * 1e6:.0f} us (the graph launch {host['graph_launch_s'] * 1e6:.0f} us)"
     )
     # The batch-1 step captured afresh with and without programmatic dependent launches (a fresh
     # capture alone moves the replay time by a few percent, so both sides are fresh captures).
@@ -327,6 +340,11 @@ def part_model(args, results: dict) -> None:
     )
     for name, (calls, us) in kernels:
         log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
+    kernels_batch = {b: kernel_breakdown(g.graphs[b].replay) for b in args.batches if b > 1}
+    for b, rows in kernels_batch.items():
+        log(f"batch-{b} step by kernel (profiler, inside the graph; {fwd[b] * 1e6:.1f} us step):")
+        for name, (calls, us) in rows[:8]:
+            log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
 
     results["model"] = {
         "shape": args.shape,
@@ -336,10 +354,12 @@ def part_model(args, results: dict) -> None:
         "read_bytes": read_bytes,
         "roofline_tok_s": roof,
         "decode_tok_s": decode,
+        "decode_sync_tok_s": decode_sync,
         "graph_step_s": fwd,
         "eager_step_s_b1": eager1,
         "step_bytes": step_bytes,
         "kernels_b1": kernels,
+        "kernels_batch": kernels_batch,
         "replay_sync_s_b1": replay_sync,
         "host_b1": host,
         "pdl_ab_b1": pdl_ab,
@@ -353,6 +373,9 @@ def part_model(args, results: dict) -> None:
         )
         log(
             f"| batch-1 decode (engine, end to end) | {decode[1] * read_bytes / 1e12:.2f} TB/s | 4.8 TB/s over the bytes read | {decode[1] / roof_read:.1%} |"
+        )
+        log(
+            f"| batch-1 decode, synchronous steps (engine, end to end) | {decode_sync[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {decode_sync[1] / roof:.1%} |"
         )
         log(
             f"| batch-1 decode (graph replay only) | {1 / fwd[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {1 / fwd[1] / roof:.1%} |"

@@ -18,5 +18,7 @@ def make_runner(model, kv: KVCache, config: EngineConfig, max_model_len: int):
             CudaRunner,  # imports Triton, which a CPU install need not have
         )
 
-        return CudaRunner(model, kv, config.block_size, max_model_len, config.max_num_seqs)
-    return CpuRunner(model, kv, config.block_size)
+        return CudaRunner(
+            model, kv, config.block_size, max_model_len, config.max_num_seqs, ahead=config.decode_ahead is not False
+        )
+    return CpuRunner(model, kv, config.block_size, config.max_num_seqs if config.decode_ahead else 0)

@@ -8,7 +8,10 @@ so prefill never pays the vocabulary projection per token; a single-token chunk 
 longer prompt (the step's budget ran out) is a decode row that gets no logits.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import torch
 
 from engine.sequence import Sequence
 
@@ -37,6 +40,15 @@ class Batch:
         return len(self.decode_tables)
 
 
+@dataclass
+class Launched:
+    """A greedy decode step's tokens, one per row: on the device at once (the next step can
+    take its input ids from them), on the host when `read` returns (it waits for the step)."""
+
+    ids: torch.Tensor
+    read: Callable[[], list[int]]
+
+
 def flatten(items: list[tuple[Sequence, int]], block_size: int) -> Batch:
     """items: (sequence, tokens to compute), single-token ones first."""
     b = Batch()
@@ -55,4 +67,22 @@ def flatten(items: list[tuple[Sequence, int]], block_size: int) -> Batch:
         if end == len(seq.token_ids):
             b.logits_rows.append(row + n - 1)
             b.sample_seqs.append(seq)
+    return b
+
+
+def flatten_next(seqs: list[Sequence], block_size: int) -> Batch:
+    """The decode step after one still running: each sequence's next position, for the token
+    that step is sampling. The host does not know those tokens yet; the runner takes them from
+    the running step's output on the device (input ids here are placeholders)."""
+    b = Batch()
+    for row, seq in enumerate(seqs):
+        pos = len(seq.token_ids)
+        table = seq.block_table
+        b.input_ids.append(0)
+        b.positions.append(pos)
+        b.slots.append(table[pos // block_size] * block_size + pos % block_size)
+        b.decode_tables.append(table)
+        b.decode_lens.append(pos + 1)
+        b.logits_rows.append(row)
+        b.sample_seqs.append(seq)
     return b

@@ -12,6 +12,9 @@ and `prompt_logits` put their change in the loop's inbox. A program embedding th
 engine should keep its own torch work off other threads when it measures speed
 (loop.py says why).
 
+On the CUDA path a greedy decode step launches the next one before the host reads its
+tokens (`_decode_ahead`), so the host's bookkeeping overlaps the GPU's work.
+
 `generate` blocks on per-request events; `stream` receives per-request updates
 through an asyncio queue fed thread-safely from the loop. Text is built incrementally
 (engine/output.py). A bad request raises an `EngineError` at submission and never
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 import torch
 
 from engine.backend import make_runner
+from engine.batch import Launched, flatten, flatten_next
 from engine.config import EngineConfig
 from engine.errors import (
     ContextLengthError,
@@ -78,6 +82,14 @@ class StepStats:
 
 
 @dataclass
+class _Ahead:
+    """A greedy decode step the GPU runs while the host has not read its tokens yet."""
+
+    seqs: list[Sequence]  # in row order
+    launched: Launched
+
+
+@dataclass
 class _Handle:
     seq: Sequence
     on_update: Callable[[Sequence, list[int]], None] | None = None
@@ -95,6 +107,7 @@ class Engine:
         self._handles: dict[str, _Handle] = {}
         self._ids = itertools.count()
         self._arrivals = itertools.count()
+        self._ahead: _Ahead | None = None  # the decode step running ahead of the one being read
         self.loop = Loop(self.step, lambda: self.scheduler.has_work(), self._on_step_error)
         self.loop.start(lambda: self._load(model))  # a bad model file raises here, in the caller's thread
         # Stop the loop before interpreter teardown pulls torch out from under it.
@@ -349,13 +362,20 @@ class Engine:
         """Schedule, run the model once, sample, and update every scheduled request.
         Called by the loop thread with the loop's lock held."""
         t0 = time.perf_counter()
-        batch = self.scheduler.schedule()
-        if not batch:
-            return None
+        ahead, self._ahead = self._ahead, None
+        items = [(s, 1) for s in ahead.seqs if s.status is not Status.FINISHED] if ahead else []
+        num_preempted = 0
+        if not items:  # nothing runs ahead, or every request in it ended (aborted) meanwhile
+            ahead = None
+            batch = self.scheduler.schedule()
+            if not batch:
+                return None
+            items, num_preempted = batch.items, batch.num_preempted
         try:
-            results = self._compute(batch.items)
+            results = self._decode_ahead(items, ahead) if ahead or self._can_run_ahead(items) else self._compute(items)
         except Exception as e:
-            results = self._compute_alone(batch.items, e)
+            self._ahead = None
+            results = self._compute_alone(items, e)
         seqs, tokens = [], []
         for seq, result in results:
             if isinstance(result, Exception):
@@ -369,11 +389,11 @@ class Engine:
             self._notify(self._handles.get(seq.request_id), [token])
         stats = StepStats(
             step=self.num_steps,
-            num_seqs=len(batch.items),
-            num_decode=sum(1 for _, n in batch.items if n == 1),
-            num_prefill=sum(1 for _, n in batch.items if n != 1),
-            num_tokens=sum(n for _, n in batch.items),
-            num_preempted=batch.num_preempted,
+            num_seqs=len(items),
+            num_decode=sum(1 for _, n in items if n == 1),
+            num_prefill=sum(1 for _, n in items if n != 1),
+            num_tokens=sum(n for _, n in items),
+            num_preempted=num_preempted,
             num_waiting=len(self.scheduler.waiting),
             duration_s=now - t0,
             time=time.time(),
@@ -383,10 +403,51 @@ class Engine:
         self.step_stats.append(stats)
         return stats
 
+    def _can_run_ahead(self, items: list[tuple[Sequence, int]]) -> bool:
+        return len(items) <= self.runner.ahead_batch and all(
+            n == 1 and seq.num_uncomputed == 1 and seq.params.greedy and seq.params.logits_processor is None
+            for seq, n in items
+        )
+
+    def _decode_ahead(
+        self, items: list[tuple[Sequence, int]], ahead: _Ahead | None
+    ) -> list[tuple[Sequence, int | Exception]]:
+        """A greedy decode step with the GPU kept one step ahead of the host: the next step is
+        launched from this one's tokens while they are still on the device, and this step's
+        bookkeeping (stop checks, text, callbacks, scheduling) runs while the next one computes.
+        A request that finishes here (EOS, stop string, abort) has a row in the step already
+        launched; its token there is dropped when that step is read."""
+        if ahead is None:
+            inputs = self.runner.prepare(flatten(items, self.config.block_size))
+            ahead = _Ahead([s for s, _ in items], self.runner.launch(inputs))
+        self._ahead = self._launch_next(ahead)
+        tokens = ahead.launched.read()
+        results: list[tuple[Sequence, int | Exception]] = []
+        for seq, token in zip(ahead.seqs, tokens):
+            if seq.status is not Status.FINISHED:
+                seq.num_computed += 1
+                self.scheduler.share_computed(seq)
+                results.append((seq, token))
+        return results
+
+    def _launch_next(self, ahead: _Ahead) -> _Ahead | None:
+        """Launch the step after `ahead` when it is sure to hold the same sequences: nothing
+        waits to be admitted, none of them stops by length, and each has a block for its next
+        token. Otherwise None, and the next step is scheduled once this one's tokens are read."""
+        seqs = ahead.seqs
+        if self.scheduler.waiting or len(self.scheduler.running) != len(seqs):
+            return None
+        if any(s.status is not Status.RUNNING or s.num_output + 1 >= s.max_tokens for s in seqs):
+            return None
+        if not self.scheduler.reserve_next(seqs):
+            return None
+        inputs = self.runner.prepare(flatten_next(seqs, self.config.block_size))
+        return _Ahead(seqs, self.runner.launch(inputs, ahead.launched.ids))
+
     def _compute(self, items: list[tuple[Sequence, int]]) -> list[tuple[Sequence, int | Exception]]:
         """Run the model over items and sample the next token of each sequence whose span
         ends here: (sequence, token, or the error that fails that request alone)."""
-        inputs = self.runner.prepare(items)
+        inputs = self.runner.prepare(flatten(items, self.config.block_size))
         logits = self.runner.run(inputs)
         seqs = inputs.sample_seqs
         own = [s.params.logits_processor for s in seqs if s.params.logits_processor is not None]
@@ -487,7 +548,7 @@ class Engine:
                         raise EngineError("not enough KV blocks for these prompts; raise kv_cache_bytes")
                     seq.owned_blocks = self.pool.allocate(need)
                     seqs.append(seq)
-                inputs = self.runner.prepare([(s, len(s.token_ids)) for s in seqs])
+                inputs = self.runner.prepare(flatten([(s, len(s.token_ids)) for s in seqs], bs))
                 return self.runner.run(inputs, all_logits=True)
             finally:
                 for s in seqs:

@@ -10,7 +10,7 @@ from engine.attention import (
     build_decode_mask,
     lower_right_causal_mask,
 )
-from engine.batch import Batch, flatten
+from engine.batch import Batch, Launched
 from engine.kv_cache import KVCache
 from engine.model import Model
 from engine.sequence import Sequence
@@ -51,11 +51,21 @@ def to_inputs(b: Batch, block_size: int, device) -> StepInputs:
 
 
 class CpuRunner:
-    def __init__(self, model: Model, kv: KVCache, block_size: int):
+    def __init__(self, model: Model, kv: KVCache, block_size: int, ahead_batch: int = 0):
         self.model, self.kv, self.block_size = model, kv, block_size
+        # The most sequences a greedy decode step runs ahead with (engine.py); 0: never. Off by
+        # default: the CPU computes a step before `launch` returns, so there is nothing to overlap.
+        self.ahead_batch = ahead_batch
 
-    def prepare(self, items: list[tuple[Sequence, int]]) -> StepInputs:
-        return to_inputs(flatten(items, self.block_size), self.block_size, self.model.device)
+    def prepare(self, b: Batch) -> StepInputs:
+        return to_inputs(b, self.block_size, self.model.device)
+
+    def launch(self, inputs: StepInputs, ids_from: torch.Tensor | None = None) -> Launched:
+        """A greedy decode step whose input ids may be the previous step's tokens (`ids_from`)."""
+        if ids_from is not None:
+            inputs.input_ids = ids_from
+        ids = self.run(inputs).argmax(-1)
+        return Launched(ids, ids.tolist)
 
     def run(self, inputs: StepInputs, all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():

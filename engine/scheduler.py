@@ -85,6 +85,17 @@ class Scheduler:
         seq.prefix_nodes = []
         seq.owned_blocks = []
 
+    def reserve_next(self, seqs: list[Sequence]) -> bool:
+        """Blocks for the token after the one each sequence is computing now (a decode step
+        launched ahead, engine.py); False when the pool runs short even after evicting cached
+        leaves: the next step is then scheduled, which may preempt."""
+        for seq in seqs:
+            need = self._blocks_needed(seq, 2)
+            if not self._make_free(need):
+                return False
+            seq.owned_blocks += self.pool.allocate(need)
+        return True
+
     # ------------------------------------------------------------ lifecycle
 
     def finish(self, seq: Sequence, reason: str) -> None:

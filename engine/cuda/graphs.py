@@ -34,11 +34,18 @@ class DecodeGraphs:
         self.buf = torch.zeros((4, self.max_batch), dtype=torch.long, device=dev)
         self.tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, device=dev)
         # Pinned twins: the step's inputs go up in two asynchronous copies, with no staging on the way.
-        # Reusing them is safe: the previous step's sampling waited for its copies to finish.
-        self.host_buf = torch.zeros((4, self.max_batch), dtype=torch.long, pin_memory=True)
-        self.host_tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, pin_memory=True)
-        # Written from the scheduler's lists through numpy views: no tensor is made on the way.
-        self.host_buf_np, self.host_tables_np = self.host_buf.numpy(), self.host_tables.numpy()
+        # Two sets, used in turn: a step running ahead (engine.py) is written while the step before
+        # it may not have been copied up yet; the set before that one has been, since its tokens
+        # were read. Written from the scheduler's lists through numpy views: no tensor on the way.
+        self.host = [
+            (
+                torch.zeros((4, self.max_batch), dtype=torch.long, pin_memory=True),
+                torch.zeros((self.max_batch, table_width), dtype=torch.int32, pin_memory=True),
+            )
+            for _ in range(2)
+        ]
+        self.host_np = [(b.numpy(), t.numpy()) for b, t in self.host]
+        self.turn = 0
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
         self._capture()
@@ -62,23 +69,28 @@ class DecodeGraphs:
                 self.graphs[size] = graph
         torch.cuda.synchronize()
 
-    def run(self, rows: list[list[int]], tables: list[list[int]]) -> torch.Tensor:
-        """rows: the B ids, positions, slots and lengths; tables: each sequence's block table.
-        Entries past a table's end keep older values: the kernels never read them."""
+    def run(self, rows: list[list[int]], tables: list[list[int]], ids_from: torch.Tensor | None = None) -> torch.Tensor:
+        """rows: the B ids, positions, slots and lengths; tables: each sequence's block table;
+        ids_from: B input ids on the GPU, taking the place of the first row (the tokens of the
+        step before, not yet on the host). Entries past a table's end keep older values: the
+        kernels never read them."""
         b = len(rows[0])
         size = self.sizes[bisect.bisect_left(self.sizes, b)]
-        buf = self.host_buf_np
+        (host_buf, host_tables), (buf, host_tables_np) = self.host[self.turn], self.host_np[self.turn]
+        self.turn ^= 1
         for i, row in enumerate(rows):
             buf[i, :b] = row
         if size > b:  # padding rows: token 0 at position 0, no slot, no context
             buf[:, b:size] = 0
             buf[2, b:size] = -1
         for i, table in enumerate(tables):
-            self.host_tables_np[i, : len(table)] = table
+            host_tables_np[i, : len(table)] = table
         # Whole rows, so that both copies are one contiguous asynchronous copy each: a strided slice
         # would go through a pageable host copy and a second kernel on every step.
-        self.buf.copy_(self.host_buf, non_blocking=True)
-        self.tables[:b].copy_(self.host_tables[:b], non_blocking=True)
+        self.buf.copy_(host_buf, non_blocking=True)
+        self.tables[:b].copy_(host_tables[:b], non_blocking=True)
+        if ids_from is not None:
+            self.buf[0, :b].copy_(ids_from)
         self.graphs[size].replay()
         out = self.outputs[size]
         return out if size == b else out[:b]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.batch import flatten
+from engine.batch import Batch, Launched
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.cuda.model import CudaModel
@@ -43,19 +43,46 @@ class CudaRunner:
         max_model_len: int,
         max_batch: int,
         use_graphs: bool = True,
+        ahead: bool = True,
     ):
         self.model, self.kv, self.block_size = model, kv, block_size
         width = -(-max_model_len // block_size)
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
+        # The most sequences a greedy decode step runs ahead with (engine.py): what a graph holds.
+        self.ahead_batch = self.graphs.max_batch if self.graphs is not None and ahead else 0
+        # A launched step's tokens come to the host here, in two sets used in turn: the engine
+        # reads a step's tokens after launching the next one, never after the one after that.
+        self.host_ids = [torch.zeros(max_batch, dtype=torch.long, pin_memory=True) for _ in range(2)]
+        self.copied = [torch.cuda.Event() for _ in range(2)]
+        self.turn = 0
 
-    def prepare(self, items: list[tuple[Sequence, int]]) -> CudaStepInputs:
-        b = flatten(items, self.block_size)
+    def prepare(self, b: Batch) -> CudaStepInputs:
         # The last list is each row's context length: the kernels read it for decode rows, the graphs for all.
         lens = b.decode_lens + [p.kv_len for p in b.prefills for _ in range(p.q_len)]
         prefills = [(p.start, p.q_len, p.kv_len, p.block_table) for p in b.prefills]
         return CudaStepInputs(
             [b.input_ids, b.positions, b.slots, lens], b.decode_tables, prefills, b.logits_rows, b.sample_seqs
         )
+
+    def launch(self, inputs: CudaStepInputs, ids_from: torch.Tensor | None = None) -> Launched:
+        """Replay a greedy decode step and return at once: its tokens stay on the GPU, where the
+        next step's graph can take its input ids from them (`ids_from`), and come to the host
+        in an asynchronous copy that `read` waits for. Only batches the graphs hold."""
+        graphs = self.graphs
+        assert graphs is not None  # ahead_batch is 0 without graphs
+        host, copied = self.host_ids[self.turn], self.copied[self.turn]
+        self.turn ^= 1
+        with torch.inference_mode():
+            ids = graphs.run(inputs.rows, inputs.decode_tables, ids_from).argmax(-1)
+            host = host[: len(ids)]
+            host.copy_(ids, non_blocking=True)
+            copied.record()
+
+        def read() -> list[int]:
+            copied.synchronize()
+            return host.tolist()
+
+        return Launched(ids, read)
 
     def run(self, inputs: CudaStepInputs, all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():

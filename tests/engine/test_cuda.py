@@ -223,3 +223,31 @@ def test_graph_decode_equals_eager_decode(ckpt):
     got = [o.token_ids for o in eager.generate(prompts, sp)]
     eager.shutdown()
     assert got == want
+
+
+def test_decode_ahead_equals_synchronous_steps(ckpt):
+    """The graphs' double-buffered inputs and the tokens fed from one step into the next on
+    the GPU: the same tokens as reading each step before launching the next, with requests
+    ending at different steps and one sampled (which turns running ahead off)."""
+    prompts = [prompt(20 + 13 * i, 40 + i) for i in range(6)]
+    params = [SamplingParams(temperature=0, max_tokens=n, ignore_eos=True) for n in (40, 3, 17, 33, 1, 25)]
+    params[5] = SamplingParams(temperature=0.9, seed=5, max_tokens=25, ignore_eos=True)
+    outs = {}
+    for on in (False, True):
+        eng = cuda_engine(ckpt, decode_ahead=on)
+        assert eng.runner.ahead_batch == (16 if on else 0)
+        launched = [0]
+        real = eng.runner.launch
+
+        def spy(inputs, ids_from=None, real=real, launched=launched):
+            launched[0] += ids_from is not None
+            return real(inputs, ids_from)
+
+        eng.runner.launch = spy
+        outs[on] = [o.token_ids for o in eng.generate(prompts, params)]
+        outs[on, "alone"] = [o.token_ids for o in eng.generate(prompts[:1], params[:1])]
+        assert (launched[0] > 30) == on
+        assert eng.pool.num_free + eng.radix.num_nodes == eng.pool.num_blocks and eng.radix.num_locked == 0
+        eng.shutdown()
+    assert outs[True] == outs[False] and outs[True, "alone"] == outs[False, "alone"]
+    assert [len(t) for t in outs[True]] == [40, 3, 17, 33, 1, 25]

@@ -75,8 +75,8 @@ def test_a_model_fault_fails_only_the_request_that_causes_it_fault_injection(che
         expected = alone(eng, prompts)
         real_prepare, real_run = eng.runner.prepare, eng.runner.run
 
-        def prepare(items):
-            inputs = real_prepare(items)
+        def prepare(batch):
+            inputs = real_prepare(batch)
             inputs.poisoned = bool((inputs.input_ids == MARKER).any())
             return inputs
 
