@@ -789,6 +789,8 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=16384, help="prefill tokens per step in the trace replay")
     ap.add_argument("--json", type=Path, help="write every measurement here")
     args = ap.parse_args()
+    if args.part in ("model", "all") and 1 not in args.batches:
+        ap.error("--batches must include 1: the model part profiles the batch-1 step")
     torch.backends.cuda.matmul.allow_tf32 = False
     log(
         f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}, "

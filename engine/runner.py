@@ -13,6 +13,7 @@ from engine.attention import (
 from engine.batch import Batch, Launched
 from engine.kv_cache import KVCache
 from engine.model import Model
+from engine.sampler import argmax
 from engine.sequence import Sequence
 
 
@@ -64,7 +65,7 @@ class CpuRunner:
         """A greedy decode step whose input ids may be the previous step's tokens (`ids_from`)."""
         if ids_from is not None:
             inputs.input_ids = ids_from
-        ids = self.run(inputs).argmax(-1)
+        ids = argmax(self.run(inputs))
         return Launched(ids, ids.tolist)
 
     def run(self, inputs: StepInputs, all_logits: bool = False) -> torch.Tensor:

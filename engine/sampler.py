@@ -133,6 +133,18 @@ def apply_processors(
     return logits, errors
 
 
+def argmax(logits: torch.Tensor) -> torch.Tensor:
+    """logits (B, V) -> (B,) index of each row's first maximum, as `logits.argmax(-1)`. On a GPU
+    torch reduces a long row in one block (38 µs for a 128K vocabulary on an H200, 4% of a
+    1B-shape decode step); cut into up to 256 chunks, the row is reduced in parallel. The first
+    chunk that holds the maximum holds its first occurrence, so ties resolve the same way."""
+    b, v = logits.shape
+    chunks = math.gcd(v, 256)
+    values, at = logits.reshape(b, chunks, v // chunks).max(-1)
+    chunk = values.argmax(-1, keepdim=True)
+    return (chunk * (v // chunks) + at.gather(-1, chunk)).squeeze(-1)
+
+
 class SamplingError(ValueError):
     """A row's distribution cannot be sampled (non-finite or all-zero probabilities)."""
 
@@ -152,11 +164,11 @@ def sample(
     greedy = [i for i, p in enumerate(params) if p.greedy]
     rows = [i for i, p in enumerate(params) if not p.greedy]
     if not rows:  # all greedy (a GPU decode step's usual case): one kernel and one copy to the host
-        return logits.argmax(-1).tolist()
+        return argmax(logits).tolist()
     logits = logits.float()
     out: list[int | Exception] = [0] * len(params)
     if greedy:
-        for i, token in zip(greedy, logits[greedy].argmax(-1).tolist()):
+        for i, token in zip(greedy, argmax(logits[greedy]).tolist()):
             out[i] = token
     x = logits[rows]
     temperature = torch.tensor([params[i].temperature for i in rows], device=x.device)

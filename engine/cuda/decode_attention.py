@@ -121,11 +121,17 @@ def _decode_kernel(
 
 def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
     """Tokens per partition. With few (sequence, KV head) programs, short ones (64 tokens, or as
-    few as MAX_PARTS allows) so a short context still spreads over several SMs; with enough to
-    fill the GPU, 256, because merging many partitions then costs more than it spreads. (64
-    made a batch-1 step 0.1 ms faster on an H200 but a batch-128 step 15% slower:
-    benchmarks/results/gpu-h200.md.)"""
-    part = 64 if programs < num_sms else 256
+    few as MAX_PARTS allows) so a short context still spreads over several SMs. With enough to
+    fill the GPU, long ones: about four programs per SM in all, and at least 256 tokens, because
+    every partition past a sequence's end is still a program to launch, and merging many
+    partitions costs more than it spreads. (On an H200, 64 tokens made a batch-1 step 0.1 ms
+    faster but a batch-128 step 15% slower, benchmarks/results/gpu-h200.md; at batch 128 over a
+    4,096-token table, one partition instead of sixteen of 256 tokens made the step 2.5% faster,
+    benchmarks/results/gpu-h200-decode-ahead-2026-12-02/.)"""
+    if programs >= num_sms:
+        parts = -(-4 * num_sms // programs)
+        return max(256, -(-max_tokens // parts // 64) * 64)
+    part = 64
     while part * MAX_PARTS < max_tokens:
         part *= 2
     return part

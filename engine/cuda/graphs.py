@@ -11,6 +11,7 @@ never changes after capture.
 """
 
 import bisect
+import gc
 
 import torch
 
@@ -58,15 +59,25 @@ class DecodeGraphs:
     def _capture(self) -> None:
         self.buf[2].fill_(-1)  # capture over padding rows: nothing is stored in the cache
         pool = None
-        with torch.inference_mode():
-            for size in reversed(self.sizes):  # largest first: the others reuse its memory pool
-                self._forward(size)  # warm up: Triton compiles, cuBLAS picks its kernels
-                torch.cuda.synchronize()
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=pool):
-                    self.outputs[size] = self._forward(size)
-                pool = graph.pool() if pool is None else pool
-                self.graphs[size] = graph
+        # A garbage collection during a capture can free an earlier engine's pinned buffers and
+        # events, whose CUDA calls (event queries) are not allowed then and invalidate the capture:
+        # collect before, and not during.
+        gc.collect()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with torch.inference_mode():
+                for size in reversed(self.sizes):  # largest first: the others reuse its memory pool
+                    self._forward(size)  # warm up: Triton compiles, cuBLAS picks its kernels
+                    torch.cuda.synchronize()
+                    graph = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(graph, pool=pool):
+                        self.outputs[size] = self._forward(size)
+                    pool = graph.pool() if pool is None else pool
+                    self.graphs[size] = graph
+        finally:
+            if collecting:
+                gc.enable()
         torch.cuda.synchronize()
 
     def run(self, rows: list[list[int]], tables: list[list[int]], ids_from: torch.Tensor | None = None) -> torch.Tensor:

@@ -17,6 +17,7 @@ from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.cuda.model import CudaModel
 from engine.kv_cache import KVCache
+from engine.sampler import argmax
 from engine.sequence import Sequence
 
 
@@ -73,7 +74,7 @@ class CudaRunner:
         host, copied = self.host_ids[self.turn], self.copied[self.turn]
         self.turn ^= 1
         with torch.inference_mode():
-            ids = graphs.run(inputs.rows, inputs.decode_tables, ids_from).argmax(-1)
+            ids = argmax(graphs.run(inputs.rows, inputs.decode_tables, ids_from))
             host = host[: len(ids)]
             host.copy_(ids, non_blocking=True)
             copied.record()

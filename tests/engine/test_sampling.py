@@ -2,9 +2,11 @@
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import InvalidRequestError, SamplingParams
-from engine.sampler import _filter, make_generator, sample
+from engine.sampler import _filter, argmax, make_generator, sample
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,15 @@ def test_top_k_one_is_greedy(engine, prompt):
         0
     ]
     assert top1.token_ids == greedy.token_ids
+
+
+@given(st.integers(1, 4), st.integers(1, 1100), st.integers(0, 2**32), st.sampled_from([torch.float32, torch.bfloat16]))
+def test_chunked_argmax_picks_the_first_maximum_like_torch(rows, vocab, seed, dtype):
+    """Six distinct values, so most rows tie: the chunked reduction must still pick the first."""
+    levels = torch.tensor([-float("inf"), -1.0, 0.0, 0.5, 2.0, 1e4])
+    pick = torch.randint(0, 6, (rows, vocab), generator=torch.Generator().manual_seed(seed))
+    logits = levels[pick].to(dtype)
+    assert argmax(logits).tolist() == logits.argmax(-1).tolist()
 
 
 def test_top_k_and_top_p_filters_keep_the_right_tokens():
