@@ -6,13 +6,17 @@ engine's own bookkeeping (rows that finish while the next step runs, blocks rese
 tokens dropped) is the same."""
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
+import anthropic
+import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SamplingParams
 from tests.engine.conftest import make_engine
+from tests.engine.serving import running_server
 
 SMALL_KV = 14 * 16 * 46080  # 14 blocks of 16 tokens: four requests of ~90 tokens must preempt
 
@@ -128,6 +132,53 @@ def test_a_cache_too_small_to_reserve_ahead_preempts_as_before(checkpoint, promp
         finally:
             small.shutdown()
     assert outs[True] == outs[False]
+
+
+def served(eng) -> list:
+    """A streamed OpenAI chat, an Anthropic message that ends on a stop sequence, and four
+    concurrent OpenAI requests, through the real server and the official SDKs."""
+    with running_server(eng) as url:
+        oa = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        an = anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0, timeout=120)
+        chunks = list(
+            oa.chat.completions.create(
+                model="smollm2",
+                messages=[{"role": "user", "content": "Count to ten."}],
+                max_tokens=40,
+                temperature=0,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        m = an.messages.create(
+            model="smollm2",
+            max_tokens=40,
+            messages=[{"role": "user", "content": "List three fruits, one per line."}],
+            stop_sequences=["\n"],
+            extra_body={"temperature": 0},
+        )
+
+        def ask(topic: str) -> str | None:
+            r = oa.chat.completions.create(
+                model="smollm2",
+                messages=[{"role": "user", "content": f"One sentence about {topic}."}],
+                max_tokens=24,
+                temperature=0,
+            )
+            return r.choices[0].message.content
+
+        with ThreadPoolExecutor(4) as pool:
+            many = list(pool.map(ask, ["cats", "rain", "maps", "jazz"]))
+    return [text, finish, chunks[-1].usage.completion_tokens, m.content[0].text, m.stop_reason, many]
+
+
+def test_the_server_answers_as_with_synchronous_steps(sync, ahead):
+    counter = launches_ahead(ahead)
+    assert served(ahead) == served(sync)
+    assert counter[0] > 0
+    assert no_leak(ahead)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
