@@ -5,6 +5,7 @@ prefix cache's effect on time to first token over recorded agent traces.
     python benchmarks/bench_gpu.py --part model     # Llama-3-8B shape: roofline, batching, prefill, transformers
     python benchmarks/bench_gpu.py --part model --shape llama3.2-1b --batches 1 --skip-prefill --skip-transformers
     python benchmarks/bench_gpu.py --part gemv      # the decode projections: fused kernel configs against cuBLAS
+    python benchmarks/bench_gpu.py --part gaps --shape llama3.2-1b   # where the GPU idles between batch-1 decode steps
     python benchmarks/bench_gpu.py --part traces    # agent traces, cached vs cold TTFT (Llama-3.2-1B shape)
     python benchmarks/bench_gpu.py --part load --agents 24   # the traces as 24 agents at once, per KV cache size
 
@@ -434,6 +435,45 @@ def part_model(args, results: dict) -> None:
     )
 
 
+def part_gaps(args, results: dict) -> None:
+    """A profiler timeline of batch-1 engine decode, with decode ahead and with synchronous
+    steps: how long the GPU idles between kernels and copies, before which ones, and the work
+    outside the captured graph (what a step costs beyond its graph replay)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    ckpt = dummy_checkpoint(SHAPES[args.shape], seed=0, device="cuda", dtype=torch.bfloat16)
+    cfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=1, max_model_len=4096)
+    engine = Engine(ckpt, cfg)
+    params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
+    engine.generate([rand_prompt(64, 1)], params)  # warm up
+    out: dict = {}
+    for mode, ahead in (("decode ahead", engine.runner.ahead_batch), ("synchronous steps", 0)):
+        engine.runner.ahead_batch = ahead
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            engine.generate([rand_prompt(64, 2)], params)
+        spans = sorted(
+            (e.time_range.start, e.time_range.end, e.name) for e in prof.events() if e.device_type.name == "CUDA"
+        )
+        window = spans[len(spans) // 3 :][:400]  # mid-decode, past the prefill
+        gaps, end = [], window[0][1]
+        for start, stop, name in window[1:]:
+            if start > end:
+                gaps.append((start - end, name))
+            end = max(end, stop)
+        outside: dict[str, list[float]] = {}
+        for start, stop, name in window:
+            if not any(k in name for k in ("_gemv_kernel", "_decode_kernel", "_rms_norm")):
+                outside.setdefault(name[:70], []).append(stop - start)
+        idle = sum(g for g, _ in gaps)
+        log(f"{mode}: {len(window)} GPU events over {end - window[0][0]:.0f} us, idle {idle:.0f} us")
+        log("  longest idle spans (us, before): " + ", ".join(f"{g:.1f} {n[:32]}" for g, n in sorted(gaps)[::-1][:6]))
+        for name, d in sorted(outside.items(), key=lambda kv: -sum(kv[1]))[:6]:
+            log(f"  {len(d):4d} x {sum(d) / len(d):6.1f} us  {name}")
+        out[mode] = {"span_us": end - window[0][0], "idle_us": idle, "outside_graph_kernels": outside}
+    engine.shutdown()
+    results["gaps"] = out
+
+
 def part_layout(args, results: dict) -> None:
     """One decode step's matmuls at batch 1, weights stored (in, out) as the engine keeps them
     (x @ W) against (out, in) as torch.nn.Linear keeps them (x @ W.T): which layout cuBLAS
@@ -769,8 +809,10 @@ def part_load(args, results: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["model", "layout", "gemv", "traces", "load", "all"], default="all")
-    ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3-8b", help="model shape of --part model")
+    ap.add_argument("--part", choices=["model", "layout", "gemv", "gaps", "traces", "load", "all"], default="all")
+    ap.add_argument(
+        "--shape", choices=sorted(SHAPES), default="llama3-8b", help="model shape of --part model and --part gaps"
+    )
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128], help="decode batch sizes")
     ap.add_argument("--repeats", type=int, default=1, help="engine decode runs per batch size (the median is kept)")
     ap.add_argument("--skip-prefill", action="store_true")
@@ -803,6 +845,8 @@ def main() -> None:
         part_layout(args, results)
     if args.part in ("gemv", "all"):
         part_gemv(args, results)
+    if args.part in ("gaps", "all"):
+        part_gaps(args, results)
     if args.part in ("traces", "all"):
         part_traces(args, results)
     if args.part in ("load", "all"):
