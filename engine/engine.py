@@ -414,7 +414,7 @@ class Engine:
     ) -> list[tuple[Sequence, int | Exception]]:
         """A greedy decode step with the GPU kept one step ahead of the host: the next step is
         launched from this one's tokens while they are still on the device, and this step's
-        bookkeeping (stop checks, text, callbacks, scheduling) runs while the next one computes.
+        bookkeeping (stop checks, text, callbacks) runs while the next one computes.
         A request that finishes here (EOS, stop string, abort) has a row in the step already
         launched; its token there is dropped when that step is read."""
         if ahead is None:

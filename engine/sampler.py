@@ -163,7 +163,7 @@ def sample(
     tokens of a seeded request do not depend on its batch)."""
     greedy = [i for i, p in enumerate(params) if p.greedy]
     rows = [i for i, p in enumerate(params) if not p.greedy]
-    if not rows:  # all greedy (a GPU decode step's usual case): one kernel and one copy to the host
+    if not rows:  # all greedy (a GPU decode step's usual case): one chunked argmax and one copy to the host
         return argmax(logits).tolist()
     logits = logits.float()
     out: list[int | Exception] = [0] * len(params)
