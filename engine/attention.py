@@ -6,7 +6,9 @@ slots first; then each query attends over its sequence's whole context, gathered
 from the blocks in the sequence's block table.
 
 Decode queries (one token per sequence) are batched into one SDPA call with block
-tables padded to the longest context and a key-padding mask. Prefill chunks run
+tables padded to the longest context and a key-padding mask; with a float32 cache, where the
+engine's CPU kernels run (cpu/build.py), into one call of cpu/decode_attention.c instead,
+which reads the blocks in place. Prefill chunks run
 one SDPA call each; a chunk that follows a cached prefix needs a causal mask aligned
 to the lower right (query i sees keys up to i + prefix), because SDPA's is_causal is
 aligned to the upper left.
@@ -16,6 +18,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from engine.cpu.build import unavailable_reason
+from engine.cpu.decode_attention import decode_attention
 
 
 @dataclass
@@ -35,6 +40,7 @@ class AttentionMetadata:
     num_decode: int = 0  # the first num_decode rows are single-token decode queries
     decode_block_tables: torch.Tensor | None = None  # (B, max_blocks), padded with block 0
     decode_mask: torch.Tensor | None = None  # (B, 1, 1, max_blocks * block_size) bool: key is real
+    decode_lens: torch.Tensor | None = None  # (B,) int32 context lengths, the new token included
     prefills: tuple[PrefillSlice, ...] = ()
 
 
@@ -66,12 +72,22 @@ def paged_attention(
     # Gathers use index_select: advanced indexing (`cache[table]`) takes a parallel
     # path on CPU that was ~100x slower for these small gathers.
     num_blocks, block_size, kvh, d = k_cache.shape
-    k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k)
-    v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v)
     gqa = q.shape[1] != kvh
     parts = []
-    if meta.num_decode:
-        b = meta.num_decode
+    b = meta.num_decode
+    if b and k_cache.dtype == torch.float32 and k_cache.device.type == "cpu" and unavailable_reason() is None:
+        assert meta.decode_block_tables is not None and meta.decode_lens is not None
+        tables, lens = meta.decode_block_tables, meta.decode_lens
+        parts.append(
+            decode_attention(q[:b], k[:b], v[:b], k_cache, v_cache, meta.slot_mapping[:b], tables, lens, scale)
+        )
+        if q.shape[0] > b:  # the prefill rows' K/V
+            k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping[b:], k[b:])
+            v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping[b:], v[b:])
+    else:
+        k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k)
+        v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v)
+    if b and not parts:
         assert meta.decode_block_tables is not None, "a step with decode rows carries their block tables"
         flat = meta.decode_block_tables.view(-1)
         kk = k_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)  # (B, KVH, L, D)

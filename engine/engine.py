@@ -50,6 +50,7 @@ from engine.errors import (
     InvalidRequestError,
 )
 from engine.kv_cache import BlockPool, allocate_kv_cache
+from engine.linear import int4_dtype
 from engine.loop import Loop
 from engine.model import Model
 from engine.output import RequestOutput, StreamChunk, TextOutput, Usage
@@ -145,7 +146,7 @@ class Engine:
             self.model = Model(
                 ckpt,
                 self.config.device,
-                torch.bfloat16 if int4 else torch.float32,
+                int4_dtype() if int4 else torch.float32,
                 self.max_model_len,
                 self.config.use_onednn,
                 int4,

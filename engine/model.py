@@ -10,13 +10,13 @@ float32; or, with int4=True, as 4-bit codes with bfloat16 activations (quant.py)
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from engine.attention import AttentionMetadata, paged_attention
 from engine.config import ModelConfig
 from engine.linear import (
     Linear,
     linear,
+    make_head,
     make_linear,
     onednn_available,
     onednn_is_faster,
@@ -77,10 +77,10 @@ class Model:
 
         w = ckpt.tensors
         self.embed = w["model.embed_tokens.weight"].to(device=device, dtype=dtype).contiguous()
-        # The output projection stays dense: GGUF files store it (tied to the embedding) at 8
-        # bits or more, and 4 bits would change the model.
+        # The output projection keeps 8 bits or more: GGUF files store it (tied to the embedding)
+        # so, and 4 bits would change the model.
         head = w["model.embed_tokens.weight"] if c.tie_word_embeddings else w["lm_head.weight"]
-        self.lm_head = make_linear(head, None, device, dtype, onednn)
+        self.lm_head = make_head(head, device, dtype, onednn, int4)
         self.norm = w["model.norm.weight"].to(device=device, dtype=dtype)
         self.layers: list[LayerWeights] = []
         for i in range(c.num_layers):
@@ -120,16 +120,14 @@ class Model:
         k_cache, v_cache = kv_cache
         x = self.embed.index_select(0, input_ids)
         for i, layer in enumerate(self.layers):
-            y = F.rms_norm(x, (c.hidden_size,), layer.attn_norm, eps)
-            qkv = linear(y, layer.qkv)
+            qkv = linear(x, layer.qkv, norm=(layer.attn_norm, eps))
             # Q and K heads rotate together: one RoPE over (T, H + KVH, D).
             qk = apply_rope(qkv[:, : q_dim + kv_dim].view(t, h + c.num_kv_heads, d), cos, sin)
             v = qkv[:, q_dim + kv_dim :].view(t, c.num_kv_heads, d)
             attn = paged_attention(qk[:, :h], qk[:, h:], v, k_cache[i], v_cache[i], meta, self.scale)
-            x = x + linear(attn.reshape(t, q_dim), layer.o)
-            y = F.rms_norm(x, (c.hidden_size,), layer.mlp_norm, eps)
-            gate, up = linear(y, layer.gate_up).chunk(2, dim=-1)
-            x = x + linear(F.silu(gate) * up, layer.down)
+            x = linear(attn.reshape(t, q_dim), layer.o, residual=x)
+            gate_up = linear(x, layer.gate_up, norm=(layer.mlp_norm, eps))
+            x = linear(gate_up, layer.down, swiglu=True, residual=x)
         if logits_rows is not None:
             x = x.index_select(0, logits_rows)
-        return linear(F.rms_norm(x, (c.hidden_size,), self.norm, eps), self.lm_head).float()
+        return linear(x, self.lm_head, norm=(self.norm, eps)).float()

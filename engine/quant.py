@@ -8,9 +8,10 @@ by each group's min and max recovers the same codes, scales and offsets: the 4-b
 weights are the file's own, not a further approximation. Other weights (safetensors,
 Q4_0/Q8_0 blocks, dummies) are rounded to the nearest of the group's 16 levels.
 
-torch's CPU kernel (`_weight_int4pack_mm_for_cpu`) computes (code - 8)·scale + zero
-and wants its scales in the activations' dtype; its float32 path is a slow reference
-loop, so 4-bit weights run with bfloat16 activations. Its cost grows with every row
+Where the engine's own kernels run (cpu/quantized.c), they take these codes with float32
+activations; elsewhere torch's CPU kernel does (`_weight_int4pack_mm_for_cpu`). It computes
+(code - 8)·scale + zero and wants its scales in the activations' dtype; its float32 path is
+a slow reference loop, so with it 4-bit weights run with bfloat16 activations. Its cost grows with every row
 (8 rows took as long as oneDNN's bfloat16 kernel, 16 rows twice as long), so linear.py
 keeps a dense bfloat16 copy of the same dequantised weights for larger batches and
 prompt chunks.

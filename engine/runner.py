@@ -41,7 +41,9 @@ def to_inputs(b: Batch, block_size: int, device) -> StepInputs:
         width = max(len(t) for t in b.decode_tables)
         padded = torch.tensor([t + [0] * (width - len(t)) for t in b.decode_tables], dtype=torch.long)
         meta.decode_block_tables = padded.to(device)
-        meta.decode_mask = build_decode_mask(torch.tensor(b.decode_lens), width * block_size).to(device)
+        lens = torch.tensor(b.decode_lens, dtype=torch.int32)
+        meta.decode_mask = build_decode_mask(lens, width * block_size).to(device)
+        meta.decode_lens = lens.to(device)
     return StepInputs(
         torch.tensor(b.input_ids, dtype=torch.long, device=device),
         torch.tensor(b.positions, dtype=torch.long, device=device),

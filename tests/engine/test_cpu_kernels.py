@@ -1,0 +1,116 @@
+"""The engine's CPU kernels (engine/cpu/) against torch on the same numbers: the 4-bit and
+8-bit projections with their fused prologues and residual add, and decode attention over a
+paged cache. They run where the CPU has AVX512-VNNI and gcc is at hand (CI's machines do);
+elsewhere the engine uses torch's kernels, which the rest of tests/engine covers."""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.cpu import build
+from engine.cpu import quantized as qz
+from engine.cpu.decode_attention import decode_attention
+from engine.quant import dequantize_int4, quantize_int4
+
+pytestmark = pytest.mark.skipif(
+    build.unavailable_reason() is not None, reason=f"the engine's CPU kernels: {build.unavailable_reason()}"
+)
+
+
+def _rel_err(y: torch.Tensor, ref: torch.Tensor) -> float:
+    return ((y - ref).abs().max() / ref.abs().max()).item()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    out=st.integers(1, 80),
+    blocks=st.integers(1, 7),  # inputs in 64s: odd counts end in a two-group tail
+    rows=st.integers(1, 11),  # past one tile of 8 rows
+    prologue=st.sampled_from(["none", "rmsnorm", "swiglu"]),
+    add=st.booleans(),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_q4_matches_the_dense_product_of_its_own_weights(out, blocks, rows, prologue, add, bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    in_features = 64 * blocks
+    codes, scale_zero = quantize_int4(torch.randn(out, in_features, generator=g))
+    b = torch.randn(out, generator=g) if bias else None
+    w = qz.pack(codes, scale_zero, b)
+    x = torch.randn(rows, in_features * (2 if prologue == "swiglu" else 1), generator=g)
+    norm_w = torch.randn(in_features, generator=g)
+    if prologue == "rmsnorm":
+        f = F.rms_norm(x, (in_features,), norm_w, 1e-5)
+    elif prologue == "swiglu":
+        f = F.silu(x[:, :in_features]) * x[:, in_features:]
+    else:
+        f = x
+    dense = dequantize_int4(codes, scale_zero)
+    ref = f @ dense.T + (0 if b is None else b)
+    base = torch.randn(rows, out, generator=g)
+    y = qz.linear(x, w, prologue, norm_w, 1e-5, out=base.clone() if add else None)
+    # The activations are rounded to 8 bits per group of 32, as llama.cpp does: each by at most
+    # half a step, max|group| / 254, and the product by at most that times |w|.
+    step = f.view(rows, -1, 32).abs().amax(-1).repeat_interleave(32, dim=-1) / 254
+    bound = step @ dense.abs().T
+    assert torch.all(((y - base if add else y) - ref).abs() <= 1.001 * bound + 1e-4 * ref.abs().max())
+
+
+def test_q8_recovers_its_own_codes_and_matches_the_dense_product():
+    g = torch.Generator().manual_seed(0)
+    w = qz.pack8(torch.randn(300, 576, generator=g))
+    dense = qz.dequantize8(w)
+    assert torch.equal(qz.pack8(dense).codes, w.codes)  # a Q8_0 weight comes back to its codes
+    norm_w = torch.randn(576, generator=g)
+    for rows in (1, 4, 9):
+        x = torch.randn(rows, 576, generator=g)
+        assert _rel_err(qz.linear8(x, w, norm_w, 1e-5), F.rms_norm(x, (576,), norm_w, 1e-5) @ dense.T) < 0.04
+
+
+def test_the_embedded_files_output_projection_keeps_its_q8_0_codes(checkpoint):
+    head = checkpoint.tensors["model.embed_tokens.weight"]
+    assert torch.equal(qz.dequantize8(qz.pack8(head)), head.float())
+
+
+def test_decode_attention_matches_sdpa_over_scattered_blocks():
+    g = torch.Generator().manual_seed(0)
+    heads, kv_heads, dim, block = 9, 3, 64, 16
+    k_cache, v_cache = torch.randn(2, 40, block, kv_heads, dim, generator=g).unbind(0)
+    lens = [1, 17, 150]  # a first token, one past a block, several blocks
+    order = torch.randperm(40, generator=g)
+    tables, start = [], 0
+    for n in lens:
+        need = -(-n // block)
+        tables.append(order[start : start + need].tolist() + [0] * (10 - need))
+        start += need
+    table = torch.tensor(tables, dtype=torch.long)
+    slots = torch.tensor([table[i, (n - 1) // block] * block + (n - 1) % block for i, n in enumerate(lens)])
+    q = torch.randn(3, heads, dim, generator=g)
+    k, v = torch.randn(2, 3, kv_heads, dim, generator=g).unbind(0)
+    out = decode_attention(q, k, v, k_cache, v_cache, slots, table, torch.tensor(lens, dtype=torch.int32), 0.125)
+    flat_k, flat_v = k_cache.view(-1, kv_heads, dim), v_cache.view(-1, kv_heads, dim)
+    assert torch.equal(flat_k[slots], k) and torch.equal(flat_v[slots], v)  # the new K/V are stored first
+    for i, n in enumerate(lens):
+        positions = table[i].repeat_interleave(block) * block + torch.arange(block).repeat(10)
+        kk, vv = flat_k[positions[:n]].transpose(0, 1), flat_v[positions[:n]].transpose(0, 1)
+        ref = F.scaled_dot_product_attention(q[i][:, None], kk, vv, scale=0.125, enable_gqa=True)[:, 0]
+        assert (out[i] - ref).abs().max() < 1e-5, n
+
+
+def test_loading_the_kernels_leaves_the_process_floating_point_alone():
+    # A library linked with -ffast-math would turn on flush-to-zero process-wide on load.
+    assert not isinstance(build.library(), str)
+    assert 5e-324 * 1.0 > 0 and torch.tensor([1e-40]).mul(1.0).item() > 0
+
+
+def test_a_compiler_that_fails_gives_the_reason_and_not_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("CC", "/bin/false")
+    reason = build.library.__wrapped__()
+    assert isinstance(reason, str) and reason.startswith("building the CPU kernels failed")
+    assert not list(tmp_path.rglob("*.so"))
+    assert os.environ["CC"] == "/bin/false"
