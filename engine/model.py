@@ -13,7 +13,10 @@ import torch
 
 from engine.attention import AttentionMetadata, paged_attention
 from engine.config import ModelConfig
+from engine.cpu.build import unavailable_reason
+from engine.cpu.decode_layers import decode_layers, layer_structs
 from engine.linear import (
+    Q4_ROWS,
     Linear,
     linear,
     make_head,
@@ -99,6 +102,7 @@ class Model:
                 )
             )
         self.packed = self.lm_head.kind == "onednn"
+        self.decode_layers = layer_structs(self.layers) if unavailable_reason() is None else None
         self.cos, self.sin = (t.to(dtype) for t in rope_tables(c, device, max_len or c.max_position_embeddings))
         self.scale = c.head_dim**-0.5
 
@@ -119,6 +123,12 @@ class Model:
         sin = self.sin.index_select(0, positions)[:, None, :]
         k_cache, v_cache = kv_cache
         x = self.embed.index_select(0, input_ids)
+        if self.decode_layers is not None and meta.num_decode == t <= Q4_ROWS:
+            # A step of decode rows only: every layer in one call of the engine's CPU kernel.
+            # (cos and sin are (T, 1, D) views of contiguous (T, D) rows.)
+            heads = (h, c.num_kv_heads, d)
+            decode_layers(self.decode_layers, x, heads, eps, cos, sin, kv_cache, meta, self.scale)
+            return self._logits(x, logits_rows)
         for i, layer in enumerate(self.layers):
             qkv = linear(x, layer.qkv, norm=(layer.attn_norm, eps))
             # Q and K heads rotate together: one RoPE over (T, H + KVH, D).
@@ -128,6 +138,9 @@ class Model:
             x = linear(attn.reshape(t, q_dim), layer.o, residual=x)
             gate_up = linear(x, layer.gate_up, norm=(layer.mlp_norm, eps))
             x = linear(gate_up, layer.down, swiglu=True, residual=x)
-        if logits_rows is not None:
-            x = x.index_select(0, logits_rows)
-        return linear(x, self.lm_head, norm=(self.norm, eps)).float()
+        return self._logits(x, logits_rows)
+
+    def _logits(self, x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+        if rows is not None:
+            x = x.index_select(0, rows)
+        return linear(x, self.lm_head, norm=(self.norm, self.config.rms_norm_eps)).float()

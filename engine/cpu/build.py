@@ -18,14 +18,16 @@ from functools import cache
 from pathlib import Path
 
 _SOURCES = sorted(Path(__file__).parent.glob("*.c"))
+_HEADERS = sorted(Path(__file__).parent.glob("*.h"))
 _FLAGS = ["-O3", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mf16c", "-mfma", "-ffast-math", "-fopenmp"]
 _CPU_FLAGS = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni", "f16c", "fma"}
 
 _p, _i, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
 SIGNATURES = {
-    "q4_linear": [_i, _i, _i, _p, _i, _i, _p, _f, _p, _p, _p, _p, _p, _i, _i],
-    "q8_linear": [_i, _i, _i, _p, _i, _p, _f, _p, _p, _p, _p, _i],
+    "q4_linear": [_i, _p, _i, _i, _p, _f, _p, _p, _i, _i],
+    "q8_linear": [_i, _p, _i, _p, _f, _p, _p, _i],
     "decode_attention": [_i, _i, _i, _i, _p, _p, _p, _p, _p, _i, _p, _p, _i, _p, _f, _p],
+    "decode_layers": [_i, _p, _i, _p, _i, _i, _i, _f, _p, _p, _p, _p, ctypes.c_int64, _i, _p, _p, _i, _p, _f],
 }
 
 
@@ -53,7 +55,7 @@ def library() -> ctypes.CDLL | str:
     if compiler is None:
         return "no C compiler (gcc) on PATH"
     digest = hashlib.sha256()
-    for source in [Path(__file__), *_SOURCES]:  # this file holds the flags and the recipe
+    for source in [Path(__file__), *_HEADERS, *_SOURCES]:  # this file holds the flags and the recipe
         digest.update(source.read_bytes())
     target = _cache_dir() / f"kernels-{digest.hexdigest()[:16]}.so"
     if not target.exists():

@@ -17,12 +17,9 @@
    for an input row that holds gate then up. */
 #include <immintrin.h>
 #include <math.h>
-#include <stdint.h>
-#include <omp.h>
 #include <stdlib.h>
 
-enum { GROUP = 32, BLOCK = 128, TILE = 8 };
-enum { PROLOGUE_NONE = 0, PROLOGUE_RMSNORM = 1, PROLOGUE_SWIGLU = 2 };
+#include "kernels.h"
 
 static float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
@@ -77,15 +74,15 @@ static void quantize_row(const float *x, int in, int prologue, const float *norm
    (see `tile`), so the accumulators stay in registers. In a block of 4 groups, lane i of the
    integer products belongs to group i % 4, for the low nibbles (each group's first 16 inputs)
    and the high ones (the last 16) alike: one scale vector serves both. */
-static inline __attribute__((always_inline)) void rows(int o0, int o1, int nt, int in, const int8_t *xq,
-                                                       const float *dx, const float *sx, const uint8_t *codes,
-                                                       const uint16_t *d16, const uint16_t *m16, const float *bias,
-                                                       float *y, int y_stride, int add) {
+static inline __attribute__((always_inline)) void rows(const Q4 *w, int o0, int o1, int nt, const int8_t *xq,
+                                                       const float *dx, const float *sx, float *y, int y_stride,
+                                                       int add) {
+    const int in = w->in_features;
     const int groups = in / GROUP, full = in / BLOCK;
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int o = o0; o < o1; o++) {
-        const uint8_t *c = codes + (size_t)o * (in / 2);
-        const uint16_t *dr = d16 + (size_t)o * groups, *mr = m16 + (size_t)o * groups;
+        const uint8_t *c = w->codes + (size_t)o * (in / 2);
+        const uint16_t *dr = w->d + (size_t)o * groups, *mr = w->m + (size_t)o * groups;
         /* the rows a few ahead: the weights come from L3 or memory, once each */
         for (int k = 0; k < in / 2; k += 64) _mm_prefetch((const char *)(c + 4 * (in / 2) + k), _MM_HINT_T0);
         _mm_prefetch((const char *)(dr + 4 * groups), _MM_HINT_T0);
@@ -124,16 +121,15 @@ static inline __attribute__((always_inline)) void rows(int o0, int o1, int nt, i
             const float *sxr = sx + (size_t)t * groups;
             float offset = 0;
             for (int k = 0; k < groups; k++) offset += _cvtsh_ss(mr[k]) * sxr[k];
-            float r = hsum(acc[t]) + offset + (bias ? bias[o] : 0.0f);
+            float r = hsum(acc[t]) + offset + (w->bias ? w->bias[o] : 0.0f);
             float *out = y + (size_t)t * y_stride + o;
             *out = add ? *out + r : r;
         }
     }
 }
 
-#define ROWS(n) rows(o0, o1, n, in, xq, dx, sx, codes, d16, m16, bias, y, y_stride, add)
-static void tile(int o0, int o1, int nt, int in, const int8_t *xq, const float *dx, const float *sx,
-                 const uint8_t *codes, const uint16_t *d16, const uint16_t *m16, const float *bias, float *y,
+#define ROWS(n) rows(w, o0, o1, n, xq, dx, sx, y, y_stride, add)
+static void tile(const Q4 *w, int o0, int o1, int nt, const int8_t *xq, const float *dx, const float *sx, float *y,
                  int y_stride, int add) {
     switch (nt) {
     case 1: ROWS(1); break;
@@ -148,53 +144,69 @@ static void tile(int o0, int o1, int nt, int in, const int8_t *xq, const float *
 }
 #undef ROWS
 
-/* y (T rows, y_stride apart) = f(x) Wᵀ + bias, or y += that when add is set. in is a multiple of 64. */
-void q4_linear(int T, int in, int out, const float *x, int x_stride, int prologue, const float *norm_w, float eps,
-               const uint8_t *codes, const uint16_t *d16, const uint16_t *m16, const float *bias, float *y,
-               int y_stride, int add) {
+Quantized quantized_alloc(int rows, int in_features) {
+    const size_t groups = (size_t)rows * (in_features / GROUP);
+    Quantized x = {aligned_alloc(64, (size_t)rows * in_features + 64), malloc(sizeof(float) * (groups + 4)),
+                   malloc(sizeof(float) * groups)};
+    return x;
+}
+
+void quantized_free(Quantized x) {
+    free(x.q);
+    free(x.d);
+    free(x.s);
+}
+
+void quantize_rows(int T, const float *x, int x_stride, int in, int prologue, const float *norm_w, float eps,
+                   int interleave, const Quantized *out, float *scratch) {
     const int groups = in / GROUP;
-    float *v = malloc(sizeof(float) * in);
-    int8_t *xq = aligned_alloc(64, (size_t)T * in + 64);
-    float *dx = malloc(sizeof(float) * ((size_t)T * groups + 4)), *sx = malloc(sizeof(float) * (size_t)T * groups);
     for (int t = 0; t < T; t++)
-        quantize_row(x + (size_t)t * x_stride, in, prologue, norm_w, eps, v, xq + (size_t)t * in, dx + (size_t)t * groups,
-                     sx + (size_t)t * groups, 1);
+        quantize_row(x + (size_t)t * x_stride, in, prologue, norm_w, eps, scratch, out->q + (size_t)t * in,
+                     out->d + (size_t)t * groups, out->s + (size_t)t * groups, interleave);
+}
+
+void q4_product(const Q4 *w, int T, const Quantized *x, float *y, int y_stride, int add) {
+    const int in = w->in_features, groups = in / GROUP, out = w->out_features;
     for (int t0 = 0; t0 < T; t0 += TILE) {
-        int nt = T - t0 < TILE ? T - t0 : TILE;
-#pragma omp parallel
-        {
-            int n = omp_get_num_threads(), i = omp_get_thread_num();
-            /* contiguous row ranges, 16 rows apart, so no two threads write one cache line */
-            int per = ((out + n - 1) / n + 15) / 16 * 16;
-            int o0 = i * per < out ? i * per : out, o1 = o0 + per < out ? o0 + per : out;
-            tile(o0, o1, nt, in, xq + (size_t)t0 * in, dx + (size_t)t0 * groups, sx + (size_t)t0 * groups, codes, d16,
-                 m16, bias, y + (size_t)t0 * y_stride, y_stride, add);
-        }
+        const int nt = T - t0 < TILE ? T - t0 : TILE;
+        /* 16 rows a chunk, so no two threads write one cache line; static: each thread a contiguous range */
+#pragma omp for schedule(static)
+        for (int o0 = 0; o0 < out; o0 += 16)
+            tile(w, o0, o0 + 16 < out ? o0 + 16 : out, nt, x->q + (size_t)t0 * in, x->d + (size_t)t0 * groups,
+                 x->s + (size_t)t0 * groups, y + (size_t)t0 * y_stride, y_stride, add);
     }
-    free(v);
-    free(xq);
-    free(dx);
-    free(sx);
+}
+
+/* y (T rows, y_stride apart) = f(x) Wᵀ + bias, or y += that when add is set. in is a multiple of 64. */
+void q4_linear(int T, const float *x, int x_stride, int prologue, const float *norm_w, float eps, const Q4 *w,
+               float *y, int y_stride, int add) {
+    Quantized q = quantized_alloc(T, w->in_features);
+    float *scratch = malloc(sizeof(float) * w->in_features);
+    quantize_rows(T, x, x_stride, w->in_features, prologue, norm_w, eps, 1, &q, scratch);
+#pragma omp parallel
+    q4_product(w, T, &q, y, y_stride, add);
+    free(scratch);
+    quantized_free(q);
 }
 
 /* Rows [o0, o1) of an 8-bit product for nt <= TILE input rows. The kernel's unsigned operand is
    the activations shifted by 128 (xq ^ 0x80 = xq + 128), so Σ q·xq = Σ q·(xq + 128) - 128·Σ q,
    and the weights carry c = -128·d·Σ q per group. */
-static inline __attribute__((always_inline)) void rows8(int o0, int o1, int nt, int in, const int8_t *xq,
-                                                        const float *dx, const int8_t *codes, const uint16_t *d16,
-                                                        const float *c32, float *y, int y_stride) {
+static inline __attribute__((always_inline)) void rows8(const Q8 *w, int o0, int o1, int nt, const int8_t *xq,
+                                                        const float *dx, float *y, int y_stride) {
+    const int in = w->in_features;
     const int groups = in / GROUP;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     for (int o = o0; o < o1; o++) {
-        const int8_t *w = codes + (size_t)o * in;
-        const uint16_t *dr = d16 + (size_t)o * groups;
-        const float *cr = c32 + (size_t)o * groups;
-        _mm_prefetch((const char *)(w + 4 * in), _MM_HINT_T0);
+        const int8_t *wr = w->codes + (size_t)o * in;
+        const uint16_t *dr = w->d + (size_t)o * groups;
+        const float *cr = w->c + (size_t)o * groups;
+        _mm_prefetch((const char *)(wr + 4 * in), _MM_HINT_T0);
         __m512 acc[TILE];
         for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
         for (int g = 0; g < groups; g += 2) {
-            __m512i q = _mm512_loadu_si512(w + g * GROUP);
+            __m512i q = _mm512_loadu_si512(wr + g * GROUP);
             __m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128(*(const int32_t *)(dr + g)));
             for (int t = 0; t < nt; t++) {
                 __m512i u = _mm512_xor_si512(_mm512_loadu_si512(xq + (size_t)t * in + g * GROUP), flip);
@@ -213,9 +225,8 @@ static inline __attribute__((always_inline)) void rows8(int o0, int o1, int nt, 
     }
 }
 
-#define ROWS8(n) rows8(o0, o1, n, in, xq, dx, codes, d16, c32, y, y_stride)
-static void tile8(int o0, int o1, int nt, int in, const int8_t *xq, const float *dx, const int8_t *codes,
-                  const uint16_t *d16, const float *c32, float *y, int y_stride) {
+#define ROWS8(n) rows8(w, o0, o1, n, xq, dx, y, y_stride)
+static void tile8(const Q8 *w, int o0, int o1, int nt, const int8_t *xq, const float *dx, float *y, int y_stride) {
     switch (nt) {
     case 1: ROWS8(1); break;
     case 2: ROWS8(2); break;
@@ -230,28 +241,20 @@ static void tile8(int o0, int o1, int nt, int in, const int8_t *xq, const float 
 #undef ROWS8
 
 /* y (T rows, y_stride apart) = RMSNorm(x)·norm_w Wᵀ with 8-bit W; in is a multiple of 64. */
-void q8_linear(int T, int in, int out, const float *x, int x_stride, const float *norm_w, float eps,
-               const int8_t *codes, const uint16_t *d16, const float *c32, float *y, int y_stride) {
-    const int groups = in / GROUP;
-    float *v = malloc(sizeof(float) * in), *sx = malloc(sizeof(float) * (size_t)T * groups);
-    int8_t *xq = aligned_alloc(64, (size_t)T * in + 64);
-    float *dx = malloc(sizeof(float) * ((size_t)T * groups + 4));
-    for (int t = 0; t < T; t++)
-        quantize_row(x + (size_t)t * x_stride, in, PROLOGUE_RMSNORM, norm_w, eps, v, xq + (size_t)t * in,
-                     dx + (size_t)t * groups, sx + (size_t)t * groups, 0);
-    for (int t0 = 0; t0 < T; t0 += TILE) {
-        int nt = T - t0 < TILE ? T - t0 : TILE;
+void q8_linear(int T, const float *x, int x_stride, const float *norm_w, float eps, const Q8 *w, float *y,
+               int y_stride) {
+    const int in = w->in_features, groups = in / GROUP, out = w->out_features;
+    Quantized q = quantized_alloc(T, in);
+    float *scratch = malloc(sizeof(float) * in);
+    quantize_rows(T, x, x_stride, in, PROLOGUE_RMSNORM, norm_w, eps, 0, &q, scratch);
 #pragma omp parallel
-        {
-            int n = omp_get_num_threads(), i = omp_get_thread_num();
-            int per = ((out + n - 1) / n + 15) / 16 * 16;
-            int o0 = i * per < out ? i * per : out, o1 = o0 + per < out ? o0 + per : out;
-            tile8(o0, o1, nt, in, xq + (size_t)t0 * in, dx + (size_t)t0 * groups, codes, d16, c32,
+    for (int t0 = 0; t0 < T; t0 += TILE) {
+        const int nt = T - t0 < TILE ? T - t0 : TILE;
+#pragma omp for schedule(static)
+        for (int o0 = 0; o0 < out; o0 += 16)
+            tile8(w, o0, o0 + 16 < out ? o0 + 16 : out, nt, q.q + (size_t)t0 * in, q.d + (size_t)t0 * groups,
                   y + (size_t)t0 * y_stride, y_stride);
-        }
     }
-    free(v);
-    free(sx);
-    free(xq);
-    free(dx);
+    free(scratch);
+    quantized_free(q);
 }

@@ -11,10 +11,14 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.attention import AttentionMetadata, build_decode_mask
+from engine.config import ModelConfig
 from engine.cpu import build
 from engine.cpu import quantized as qz
 from engine.cpu.decode_attention import decode_attention
+from engine.model import Model
 from engine.quant import dequantize_int4, quantize_int4
+from engine.weights import dummy_checkpoint
 
 pytestmark = pytest.mark.skipif(
     build.unavailable_reason() is not None, reason=f"the engine's CPU kernels: {build.unavailable_reason()}"
@@ -49,14 +53,18 @@ def test_q4_matches_the_dense_product_of_its_own_weights(out, blocks, rows, prol
         f = F.silu(x[:, :in_features]) * x[:, in_features:]
     else:
         f = x
-    dense = dequantize_int4(codes, scale_zero)
+    # The kernel's own weights: the codes with their float16 scales and offsets, w = d·q + m.
+    scaled = codes.view(out, -1, 32) * w.d.float()[..., None]
+    dense = (scaled + w.m.float()[..., None]).view(out, in_features)
+    assert (dense - dequantize_int4(codes, scale_zero)).abs().max() < 1e-2 * dense.abs().max()
     ref = f @ dense.T + (0 if b is None else b)
     base = torch.randn(rows, out, generator=g)
     y = qz.linear(x, w, prologue, norm_w, 1e-5, out=base.clone() if add else None)
     # The activations are rounded to 8 bits per group of 32, as llama.cpp does: each by at most
-    # half a step, max|group| / 254, and the product by at most that times |w|.
+    # half a step, max|group| / 254. The offsets meet the exact sum of each group, so the
+    # product is off by at most Σ step·|d·q|.
     step = f.view(rows, -1, 32).abs().amax(-1).repeat_interleave(32, dim=-1) / 254
-    bound = step @ dense.abs().T
+    bound = step @ scaled.reshape(out, in_features).abs().T
     assert torch.all(((y - base if add else y) - ref).abs() <= 1.001 * bound + 1e-4 * ref.abs().max())
 
 
@@ -99,6 +107,46 @@ def test_decode_attention_matches_sdpa_over_scattered_blocks():
         kk, vv = flat_k[positions[:n]].transpose(0, 1), flat_v[positions[:n]].transpose(0, 1)
         ref = F.scaled_dot_product_attention(q[i][:, None], kk, vv, scale=0.125, enable_gqa=True)[:, 0]
         assert (out[i] - ref).abs().max() < 1e-5, n
+
+
+def test_a_decode_step_in_one_call_equals_the_step_op_by_op():
+    """decode_layers.c runs every layer of a decode step of up to 8 rows in one call; model.py
+    calling the same kernels one projection at a time gives the same logits, bit for bit (its
+    RoPE rounds as torch's does). Rows of different context lengths over scattered blocks, three
+    layers, GQA and Qwen2's QKV bias."""
+    layers = 3
+    config = ModelConfig(
+        vocab_size=300,
+        hidden_size=128,
+        intermediate_size=256,
+        num_layers=layers,
+        num_heads=2,
+        num_kv_heads=1,
+        head_dim=64,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+        qkv_bias=True,
+    )
+    model = Model(dummy_checkpoint(config, seed=3), "cpu", torch.float32, 256, int4=True)
+    assert model.decode_layers is not None
+    g = torch.Generator().manual_seed(0)
+    block, lens = 16, [1, 20, 45]
+    cache = torch.randn(2, layers, 12, block, 1, 64, generator=g)  # earlier tokens' K/V
+    order = torch.randperm(12, generator=g).tolist()
+    tables = [order[0:1] + [0, 0], order[1:3] + [0], order[3:6]]
+    slots = [tables[i][(n - 1) // block] * block + (n - 1) % block for i, n in enumerate(lens)]
+    meta = AttentionMetadata(
+        torch.tensor(slots),
+        num_decode=3,
+        decode_block_tables=torch.tensor(tables),
+        decode_mask=build_decode_mask(torch.tensor(lens), 3 * block),
+        decode_lens=torch.tensor(lens, dtype=torch.int32),
+    )
+    ids, positions = torch.tensor([5, 77, 211]), torch.tensor(lens) - 1
+    one_call = model.forward(ids, positions, meta, tuple(cache.clone()))
+    model.decode_layers = None
+    op_by_op = model.forward(ids, positions, meta, tuple(cache.clone()))
+    assert torch.equal(one_call, op_by_op)
 
 
 def test_loading_the_kernels_leaves_the_process_floating_point_alone():
