@@ -200,10 +200,10 @@ def weight_bytes(model) -> tuple[int, int]:
     return read + (0 if tied else model.embed.numel() * model.embed.element_size()), read
 
 
-def matmul_flops_per_token(c: ModelConfig) -> int:
+def layer_flops_per_token(c: ModelConfig) -> int:
+    """The layers' projections; the output projection is counted apart, for the rows that need logits."""
     h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
-    per_layer = h * (q + 2 * kv) + q * h + 2 * h * i + i * h
-    return 2 * (c.num_layers * per_layer + h * c.vocab_size)
+    return 2 * c.num_layers * (h * (q + 2 * kv) + q * h + 2 * h * i + i * h)
 
 
 def hf_model(ckpt, c: ModelConfig):
@@ -405,11 +405,27 @@ def part_model(args, results: dict) -> None:
     assert all(o.usage.cached_tokens == 0 for o in outs)
     tokens = n_p * len_p
     attn_flops = 2 * n_p * len_p**2 * c.num_heads * c.head_dim * c.num_layers  # causal: QK and PV, half the square
-    flops = tokens * matmul_flops_per_token(c) + attn_flops
+    # Only each prompt's last row needs logits (an engine computes no others).
+    flops = tokens * layer_flops_per_token(c) + n_p * 2 * c.hidden_size * c.vocab_size + attn_flops
     log(
         f"prefill {n_p} x {len_p} tokens: {prefill_s:.3f} s = {tokens / prefill_s:,.0f} tok/s, "
         f"{flops / prefill_s / 1e12:.0f} TFLOP/s"
     )
+    seeds = iter(range(70_000, 1_000_000, n_p))  # fresh prompts for every run: nothing from the prefix cache
+
+    def fresh_prefill():
+        start = next(seeds)
+        engine.generate(
+            [rand_prompt(len_p, start + i) for i in range(n_p)], SamplingParams(temperature=0, max_tokens=1)
+        )
+
+    kernels = kernel_breakdown(fresh_prefill, reps=1)
+    log(
+        f"prefill {n_p} x {len_p} by kernel (profiler, one run; {sum(us for _, (_, us) in kernels) / 1e3:.1f} ms of "
+        f"kernels in a {prefill_s * 1e3:.1f} ms run):"
+    )
+    for name, (calls, us) in kernels[:12]:
+        log(f"  {us / 1e3:8.1f} ms  {calls:4d} calls  {name[:100]}")
     engine.shutdown()
 
     hf = {}
