@@ -23,9 +23,9 @@
 
 static float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
-/* One row of the projection's input after the prologue, quantised: xq (in int8, in the codes'
-   order, see q4_linear), dx and sx (one per group: the scale and the plain sum of the group's
-   values). v is scratch for `in` floats. */
+/* One row of the projection's input after the prologue, rounded: xq (in int8; with interleave in
+   the 4-bit codes' order, described above, else in input order), dx and sx (one per group: the
+   scale and the plain sum of the group's values). v is scratch for `in` floats. */
 static void quantize_row(const float *x, int in, int prologue, const float *norm_w, float eps, float *v, int8_t *xq,
                          float *dx, float *sx, int interleave) {
     if (prologue == PROLOGUE_RMSNORM) {
