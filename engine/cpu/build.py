@@ -58,25 +58,36 @@ def library() -> ctypes.CDLL | str:
     for source in [Path(__file__), *_HEADERS, *_SOURCES]:  # this file holds the flags and the recipe
         digest.update(source.read_bytes())
     target = _cache_dir() / f"kernels-{digest.hexdigest()[:16]}.so"
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            built = Path(tmp) / target.name
-            objects = [str(Path(tmp) / f"{source.stem}.o") for source in _SOURCES]
-            # Compiled with -ffast-math but linked without it: linking with it adds crtfastmath.o,
-            # which turns on flush-to-zero for the whole process when the library loads.
-            steps = [[compiler, *_FLAGS, "-fPIC", "-c", str(s), "-o", o] for s, o in zip(_SOURCES, objects)]
-            steps.append([compiler, "-shared", "-fopenmp", *objects, "-o", str(built), "-lm"])
-            for cmd in steps:
-                done = subprocess.run(cmd, capture_output=True, text=True)
-                if done.returncode != 0:
-                    return f"building the CPU kernels failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
-            built.replace(target)  # atomic: of two concurrent builds of the same sources, one wins whole
-    lib = ctypes.CDLL(str(target))
+    try:
+        if not target.exists():
+            failed = _build(compiler, target)
+            if failed:
+                return failed
+        lib = ctypes.CDLL(str(target))
+    except OSError as e:  # an unwritable cache, a full disk, a library that does not load
+        return f"the CPU kernels could not be built or loaded at {target}: {e}"
     for name, argtypes in SIGNATURES.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = argtypes, None
     return lib
+
+
+def _build(compiler: str, target: Path) -> str | None:
+    """Compile the sources into target; the reason where a step fails."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / target.name
+        objects = [str(Path(tmp) / f"{source.stem}.o") for source in _SOURCES]
+        # Compiled with -ffast-math but linked without it: linking with it adds crtfastmath.o,
+        # which turns on flush-to-zero for the whole process when the library loads.
+        steps = [[compiler, *_FLAGS, "-fPIC", "-c", str(s), "-o", o] for s, o in zip(_SOURCES, objects)]
+        steps.append([compiler, "-shared", "-fopenmp", *objects, "-o", str(built), "-lm"])
+        for cmd in steps:
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                return f"building the CPU kernels failed ({' '.join(cmd)}): {done.stderr.strip()[-2000:]}"
+        built.replace(target)  # atomic: of two concurrent builds of the same sources, one wins whole
+    return None
 
 
 def unavailable_reason() -> str | None:

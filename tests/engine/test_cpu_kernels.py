@@ -3,8 +3,6 @@
 paged cache. They run where the CPU has AVX512-VNNI and gcc is at hand (CI's machines do);
 elsewhere the engine uses torch's kernels, which the rest of tests/engine covers."""
 
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -161,4 +159,11 @@ def test_a_compiler_that_fails_gives_the_reason_and_not_a_crash(tmp_path, monkey
     reason = build.library.__wrapped__()
     assert isinstance(reason, str) and reason.startswith("building the CPU kernels failed")
     assert not list(tmp_path.rglob("*.so"))
-    assert os.environ["CC"] == "/bin/false"
+
+
+def test_a_cache_directory_that_cannot_be_written_gives_the_reason(tmp_path, monkeypatch):
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_directory))
+    reason = build.library.__wrapped__()
+    assert isinstance(reason, str) and "could not be built or loaded" in reason and str(not_a_directory) in reason
