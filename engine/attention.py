@@ -7,8 +7,8 @@ from the blocks in the sequence's block table.
 
 Decode queries (one token per sequence) are batched into one SDPA call with block
 tables padded to the longest context and a key-padding mask; with a float32 cache, where the
-engine's CPU kernels run (cpu/build.py), into one call of cpu/decode_attention.c instead,
-which reads the blocks in place. Prefill chunks run
+engine's CPU kernels run (cpu/build.py) and the queries are float32, into one call of
+cpu/decode_attention.c instead, which reads the blocks in place. Prefill chunks run
 one SDPA call each; a chunk that follows a cached prefix needs a causal mask aligned
 to the lower right (query i sees keys up to i + prefix), because SDPA's is_causal is
 aligned to the upper left.
@@ -75,18 +75,19 @@ def paged_attention(
     gqa = q.shape[1] != kvh
     parts = []
     b = meta.num_decode
-    if b and k_cache.dtype == torch.float32 and k_cache.device.type == "cpu" and unavailable_reason() is None:
+    c_kernel = q.dtype == torch.float32 and k_cache.dtype in (torch.float32, torch.bfloat16)
+    if b and c_kernel and k_cache.device.type == "cpu" and unavailable_reason() is None:
         assert meta.decode_block_tables is not None and meta.decode_lens is not None
         tables, lens = meta.decode_block_tables, meta.decode_lens
         parts.append(
             decode_attention(q[:b], k[:b], v[:b], k_cache, v_cache, meta.slot_mapping[:b], tables, lens, scale)
         )
         if q.shape[0] > b:  # the prefill rows' K/V
-            k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping[b:], k[b:])
-            v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping[b:], v[b:])
-    else:
-        k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k)
-        v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v)
+            k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping[b:], k[b:].to(k_cache.dtype))
+            v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping[b:], v[b:].to(v_cache.dtype))
+    else:  # (the cache may be narrower than the activations: bfloat16 under float32 4-bit layers)
+        k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k.to(k_cache.dtype))
+        v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v.to(v_cache.dtype))
     if b and not parts:
         assert meta.decode_block_tables is not None, "a step with decode rows carries their block tables"
         flat = meta.decode_block_tables.view(-1)

@@ -152,7 +152,9 @@ class Engine:
                 int4,
             )
         del ckpt
-        self.kv = allocate_kv_cache(self.model_config, self.config, self.model.dtype)
+        # 4-bit weights keep a bfloat16 cache whatever their activations: half the bytes of float32.
+        kv_dtype = torch.bfloat16 if self.config.weights == "int4" else self.model.dtype
+        self.kv = allocate_kv_cache(self.model_config, self.config, kv_dtype)
         self.runner = make_runner(self.model, self.kv, self.config, self.max_model_len)
         self.pool = BlockPool(self.kv.num_blocks)
         self.radix = RadixCache(self.pool, self.config.block_size) if self.config.enable_prefix_cache else None

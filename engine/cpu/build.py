@@ -26,8 +26,8 @@ _p, _i, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
 SIGNATURES = {
     "q4_linear": [_i, _p, _i, _i, _p, _f, _p, _p, _i, _i],
     "q8_linear": [_i, _p, _i, _p, _f, _p, _p, _i],
-    "decode_attention": [_i, _i, _i, _i, _p, _p, _p, _p, _p, _i, _p, _p, _i, _p, _f, _p],
-    "decode_layers": [_i, _p, _i, _p, _i, _i, _i, _f, _p, _p, _p, _p, ctypes.c_int64, _i, _p, _p, _i, _p, _f],
+    "decode_attention": [_i, _i, _i, _i, _p, _p, _p, _p, _p, _i, _i, _p, _p, _i, _p, _f, _p],
+    "decode_layers": [_i, _p, _i, _p, _i, _i, _i, _f, _p, _p, _p, _p, _i, ctypes.c_int64, _i, _p, _p, _i, _p, _f],
 }
 
 

@@ -1,4 +1,5 @@
-"""Decode attention on the CPU (decode_attention.c): float32 caches, one query per sequence."""
+"""Decode attention on the CPU (decode_attention.c): float32 queries, a float32 or bfloat16 cache,
+one query per sequence."""
 
 import torch
 
@@ -9,7 +10,7 @@ def decode_attention(
     q: torch.Tensor,  # (B, H, D) float32
     k: torch.Tensor,  # (B, KVH, D): the new keys, stored at `slots` first
     v: torch.Tensor,
-    k_cache: torch.Tensor,  # (num_blocks, block_size, KVH, D) float32
+    k_cache: torch.Tensor,  # (num_blocks, block_size, KVH, D) float32 or bfloat16
     v_cache: torch.Tensor,
     slots: torch.Tensor,  # (B,) int64
     tables: torch.Tensor,  # (B, width) int64 block ids
@@ -31,6 +32,7 @@ def decode_attention(
         v.data_ptr(),
         k_cache.data_ptr(),
         v_cache.data_ptr(),
+        int(k_cache.dtype == torch.bfloat16),
         k_cache.shape[1],
         slots.data_ptr(),
         tables.data_ptr(),

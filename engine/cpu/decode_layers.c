@@ -36,7 +36,7 @@ static void rope(int T, float *x, int stride, int heads, int D, const float *cos
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
 void decode_layers(int n_layers, const Layer *layers, int T, float *x, int H, int KVH, int D, float eps,
-                   const float *cos, const float *sin, float *k_cache, float *v_cache, int64_t layer_stride,
+                   const float *cos, const float *sin, void *k_cache, void *v_cache, int kv_bf16, int64_t layer_stride,
                    int block_size, const int64_t *slots, const int64_t *tables, int table_width,
                    const int32_t *lens, float scale) {
     const int hidden = layers[0].qkv.in_features, inter = layers[0].down.in_features;
@@ -48,20 +48,22 @@ void decode_layers(int n_layers, const Layer *layers, int T, float *x, int H, in
 #pragma omp parallel
     for (int l = 0; l < n_layers; l++) {
         const Layer *L = layers + l;
-        float *kc = k_cache + l * layer_stride, *vc = v_cache + l * layer_stride;
+        /* this layer's cache, layer_stride elements of 4 or 2 bytes in */
+        const size_t at = (size_t)l * layer_stride * (kv_bf16 ? 2 : 4);
+        void *kc = (char *)k_cache + at, *vc = (char *)v_cache + at;
 #pragma omp single
         quantize_rows(T, x, hidden, hidden, PROLOGUE_RMSNORM, L->attn_norm, eps, 1, &q, scratch);
         q4_product(&L->qkv, T, &q, qkv, qkv_dim, 0);
 #pragma omp single
         {
             rope(T, qkv, qkv_dim, H + KVH, D, cos, sin);
-            store_kv(T, KVH * D, qkv + q_dim, qkv + q_dim + KVH * D, qkv_dim, kc, vc, slots);
+            store_kv(T, KVH * D, qkv + q_dim, qkv + q_dim + KVH * D, qkv_dim, kc, vc, slots, kv_bf16);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int task = 0; task < T * KVH; task++) {
             const int t = task / KVH;
             attend(task % KVH, H, KVH, D, qkv + (size_t)t * qkv_dim, kc, vc, block_size,
-                   tables + (size_t)t * table_width, lens[t], scale, attn + (size_t)t * q_dim);
+                   tables + (size_t)t * table_width, lens[t], scale, attn + (size_t)t * q_dim, kv_bf16);
         }
 #pragma omp single
         quantize_rows(T, attn, q_dim, q_dim, PROLOGUE_NONE, NULL, 0, 1, &q, scratch);

@@ -41,7 +41,7 @@ def decode_layers(
     eps: float,
     cos: torch.Tensor,  # (T, D) rows of the positions
     sin: torch.Tensor,  # (T, D), with rotate_half's sign
-    kv_cache: tuple[torch.Tensor, torch.Tensor],  # each (layers, blocks, block_size, KVH, D) float32
+    kv_cache: tuple[torch.Tensor, torch.Tensor],  # each (layers, blocks, block_size, KVH, D), float32 or bfloat16
     meta: AttentionMetadata,
     scale: float,
 ) -> torch.Tensor:
@@ -64,6 +64,7 @@ def decode_layers(
         sin.contiguous().data_ptr(),
         k_cache.data_ptr(),
         v_cache.data_ptr(),
+        int(k_cache.dtype == torch.bfloat16),
         k_cache.stride(0),
         k_cache.shape[2],
         meta.slot_mapping.data_ptr(),

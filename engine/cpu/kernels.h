@@ -35,9 +35,10 @@ void quantize_rows(int T, const float *x, int x_stride, int in, int prologue, co
 /* y (+)= x Wᵀ + b for T rows. A worksharing loop: call it from every thread of a parallel region. */
 void q4_product(const Q4 *w, int T, const Quantized *x, float *y, int y_stride, int add);
 
-void store_kv(int T, int row, const float *k, const float *v, int stride, float *k_cache, float *v_cache,
-              const int64_t *slots);
+/* The paged cache holds float32, or bfloat16 where bf16 is set. */
+void store_kv(int T, int row, const float *k, const float *v, int stride, void *k_cache, void *v_cache,
+              const int64_t *slots, int bf16);
 /* One sequence, one KV head and the query heads that share it: out_row (H·D) gets their attention
    over the first n cache positions of the block table. */
-void attend(int kh, int H, int KVH, int D, const float *q_row, const float *k_cache, const float *v_cache,
-            int block_size, const int64_t *table, int n, float scale, float *out_row);
+void attend(int kh, int H, int KVH, int D, const float *q_row, const void *k_cache, const void *v_cache,
+            int block_size, const int64_t *table, int n, float scale, float *out_row, int bf16);

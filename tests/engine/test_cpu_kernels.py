@@ -82,10 +82,11 @@ def test_the_embedded_files_output_projection_keeps_its_q8_0_codes(checkpoint):
     assert torch.equal(qz.dequantize8(qz.pack8(head)), head.float())
 
 
-def test_decode_attention_matches_sdpa_over_scattered_blocks():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_decode_attention_matches_sdpa_over_scattered_blocks(dtype):
     g = torch.Generator().manual_seed(0)
     heads, kv_heads, dim, block = 9, 3, 64, 16
-    k_cache, v_cache = torch.randn(2, 40, block, kv_heads, dim, generator=g).unbind(0)
+    k_cache, v_cache = torch.randn(2, 40, block, kv_heads, dim, generator=g).to(dtype).unbind(0)
     lens = [1, 17, 150]  # a first token, one past a block, several blocks
     order = torch.randperm(40, generator=g)
     tables, start = [], 0
@@ -99,19 +100,21 @@ def test_decode_attention_matches_sdpa_over_scattered_blocks():
     k, v = torch.randn(2, 3, kv_heads, dim, generator=g).unbind(0)
     out = decode_attention(q, k, v, k_cache, v_cache, slots, table, torch.tensor(lens, dtype=torch.int32), 0.125)
     flat_k, flat_v = k_cache.view(-1, kv_heads, dim), v_cache.view(-1, kv_heads, dim)
-    assert torch.equal(flat_k[slots], k) and torch.equal(flat_v[slots], v)  # the new K/V are stored first
+    # The new K/V are stored first, rounded as torch rounds to the cache's dtype.
+    assert torch.equal(flat_k[slots], k.to(dtype)) and torch.equal(flat_v[slots], v.to(dtype))
     for i, n in enumerate(lens):
         positions = table[i].repeat_interleave(block) * block + torch.arange(block).repeat(10)
-        kk, vv = flat_k[positions[:n]].transpose(0, 1), flat_v[positions[:n]].transpose(0, 1)
+        kk, vv = flat_k[positions[:n]].transpose(0, 1).float(), flat_v[positions[:n]].transpose(0, 1).float()
         ref = F.scaled_dot_product_attention(q[i][:, None], kk, vv, scale=0.125, enable_gqa=True)[:, 0]
         assert (out[i] - ref).abs().max() < 1e-5, n
 
 
-def test_a_decode_step_in_one_call_equals_the_step_op_by_op():
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.bfloat16])
+def test_a_decode_step_in_one_call_equals_the_step_op_by_op(kv_dtype):
     """decode_layers.c runs every layer of a decode step of up to 8 rows in one call; model.py
     calling the same kernels one projection at a time gives the same logits, bit for bit (its
     RoPE rounds as torch's does). Rows of different context lengths over scattered blocks, three
-    layers, GQA and Qwen2's QKV bias."""
+    layers, GQA and Qwen2's QKV bias, a float32 and a bfloat16 cache."""
     layers = 3
     config = ModelConfig(
         vocab_size=300,
@@ -129,7 +132,7 @@ def test_a_decode_step_in_one_call_equals_the_step_op_by_op():
     assert model.decode_layers is not None
     g = torch.Generator().manual_seed(0)
     block, lens = 16, [1, 20, 45]
-    cache = torch.randn(2, layers, 12, block, 1, 64, generator=g)  # earlier tokens' K/V
+    cache = torch.randn(2, layers, 12, block, 1, 64, generator=g).to(kv_dtype)  # earlier tokens' K/V
     order = torch.randperm(12, generator=g).tolist()
     tables = [order[0:1] + [0, 0], order[1:3] + [0], order[3:6]]
     slots = [tables[i][(n - 1) // block] * block + (n - 1) % block for i, n in enumerate(lens)]
