@@ -9,7 +9,7 @@ projections (`onednn_is_faster`) and keeps the winner. Elsewhere (a GPU, or a to
 without oneDNN) a plain matmul against a pre-transposed contiguous weight. With
 `weights="int4"` the projections keep 4-bit codes for up to INT4_ROWS rows, and a
 dense copy of the same weights for more (quant.py says why). Where the CPU has AVX512-VNNI
-and a C compiler is at hand, the 4-bit kernel is the engine's own (cpu/q4.c, kind "q4"):
+and a C compiler is at hand, the 4-bit kernel is the engine's own (cpu/quantized.c, kind "q4"):
 float32 activations, and the norm before a projection, SiLU·up before the down projection
 and the residual add after it run inside the kernel's call. Elsewhere it is torch's (kind
 "int4"), with bfloat16 activations.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from engine.cpu import quantized as q4
+from engine.cpu import quantized
 from engine.cpu.build import unavailable_reason
 from engine.quant import (
     dequantize_int4,
@@ -38,7 +38,7 @@ log = logging.getLogger("engine")
 @dataclass
 class Linear:
     # oneDNN-, int4-, q4- or q8-packed, or (in, out) contiguous for "matmul"
-    weight: torch.Tensor | q4.Q4Weight | q4.Q8Weight
+    weight: torch.Tensor | quantized.Q4Weight | quantized.Q8Weight
     bias: torch.Tensor | None
     out_features: int
     kind: str  # "onednn" | "int4" | "q4" | "q8" | "matmul"
@@ -80,10 +80,10 @@ def make_linear(
     kernel takes the shape (else falls back to a dense weight in `dtype`)."""
     weight = weight.to(device)
     b = None if bias is None else bias.to(device=device, dtype=dtype).contiguous()
-    if int4 and dtype == torch.float32 and q4.supports(weight):
+    if int4 and dtype == torch.float32 and quantized.supports(weight):
         codes, scale_zero = quantize_int4(weight)
         dense = make_linear(dequantize_int4(codes, scale_zero), bias, device, torch.bfloat16, use_onednn)
-        return Linear(q4.pack(codes, scale_zero, bias), b, weight.shape[0], "q4", None, dense)
+        return Linear(quantized.pack(codes, scale_zero, bias), b, weight.shape[0], "q4", None, dense)
     if int4 and dtype == torch.bfloat16 and int4_supported(weight):
         codes, scale_zero = quantize_int4(weight)
         dense = make_linear(dequantize_int4(codes, scale_zero), bias, device, dtype, use_onednn)
@@ -97,12 +97,13 @@ def make_linear(
     return Linear(w.t().contiguous(), b, w.shape[0], "matmul")
 
 
-def make_head(weight: torch.Tensor, device, dtype, use_onednn: bool, quantized: bool) -> Linear:
-    """The output projection. `quantized`: with float32 activations (the engine's kernels), 8-bit
-    codes, plus a bfloat16 copy for more than Q8_ROWS rows; with bfloat16 ones, bfloat16."""
-    if quantized and dtype == torch.float32 and q4.supports(weight):
+def make_head(weight: torch.Tensor, device, dtype, use_onednn: bool, int4: bool) -> Linear:
+    """The output projection. Beside 4-bit layers (`int4`): with float32 activations (the engine's
+    kernels) 8-bit codes, plus a bfloat16 copy for more than Q8_ROWS rows; with bfloat16 ones,
+    bfloat16."""
+    if int4 and dtype == torch.float32 and quantized.supports(weight):
         dense = make_linear(weight, None, device, torch.bfloat16, use_onednn)
-        return Linear(q4.pack8(weight.to(device)), None, weight.shape[0], "q8", None, dense)
+        return Linear(quantized.pack8(weight.to(device)), None, weight.shape[0], "q8", None, dense)
     return make_linear(weight, None, device, dtype, use_onednn)
 
 
@@ -118,13 +119,13 @@ def linear(
     or SiLU(gate)·up with `swiglu` (x then holds gate and up side by side). `residual` may be
     updated in place."""
     if lin.kind == "q4" and 0 < x.shape[0] <= Q4_ROWS:
-        assert isinstance(lin.weight, q4.Q4Weight)
+        assert isinstance(lin.weight, quantized.Q4Weight)
         prologue = "rmsnorm" if norm else "swiglu" if swiglu else "none"
         w_norm, eps = norm or (None, 0.0)
-        return q4.linear(x.contiguous(), lin.weight, prologue, w_norm, eps, out=residual)
+        return quantized.linear(x.contiguous(), lin.weight, prologue, w_norm, eps, out=residual)
     if lin.kind == "q8" and norm is not None and residual is None and 0 < x.shape[0] <= Q8_ROWS:
-        assert isinstance(lin.weight, q4.Q8Weight)
-        return q4.linear8(x.contiguous(), lin.weight, *norm)
+        assert isinstance(lin.weight, quantized.Q8Weight)
+        return quantized.linear8(x.contiguous(), lin.weight, *norm)
     if norm is not None:
         x = F.rms_norm(x, (x.shape[-1],), *norm)
     if swiglu:

@@ -4,7 +4,10 @@ Tokens of all scheduled sequences are concatenated into one (T,) batch with thei
 positions; attention reads and writes the paged KV cache through `paged_attention`.
 Weights are prepared once (linear.py): Q/K/V fused into one projection and gate/up
 into another, each packed for oneDNN on CPU or pre-transposed for a plain matmul, in
-float32; or, with int4=True, as 4-bit codes with bfloat16 activations (quant.py).
+float32; or, with int4=True, as 4-bit codes (quant.py) with float32 activations where the
+engine's CPU kernels run (cpu/), bfloat16 ones for torch's kernel elsewhere. A step of up to
+Q4_ROWS decode rows on the engine's kernels runs every layer in one call (cpu/decode_layers.c);
+any other step goes layer by layer here, through the same kernels where they apply.
 """
 
 from dataclasses import dataclass
@@ -63,7 +66,7 @@ class Model:
         dtype: torch.dtype = torch.float32,
         max_len: int | None = None,
         use_onednn: bool | None = None,  # None: whichever CPU kernel measures faster here
-        int4: bool = False,  # 4-bit projections (needs dtype bfloat16)
+        int4: bool = False,  # 4-bit projections: dtype float32 with the engine's kernels, else bfloat16
     ):
         c = ckpt.config
         self.config = c
