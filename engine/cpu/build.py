@@ -2,7 +2,8 @@
 use into one shared library, loaded with ctypes.
 
 They need AVX512-VNNI and a C compiler; `library()` returns the reason, as a string, where
-this machine lacks either. The build lands in a per-user cache keyed by the sources and this
+this machine lacks either, or where HARNESS_CPU_KERNELS=0 turns them off (the engine then runs
+torch's kernels only). The build lands in a per-user cache keyed by the sources and this
 file, so a machine compiles it once (about two seconds). The library links the same OpenMP
 runtime torch has loaded (libgomp.so.1), so the kernels' threads are torch's threads and
 follow `torch.set_num_threads`.
@@ -20,6 +21,7 @@ from pathlib import Path
 _SOURCES = sorted(Path(__file__).parent.glob("*.c"))
 _HEADERS = sorted(Path(__file__).parent.glob("*.h"))
 _FLAGS = ["-O3", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni", "-mf16c", "-mfma", "-ffast-math", "-fopenmp"]
+SWITCH = "HARNESS_CPU_KERNELS"
 _CPU_FLAGS = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni", "f16c", "fma"}
 
 _p, _i, _f = ctypes.c_void_p, ctypes.c_int, ctypes.c_float
@@ -48,6 +50,8 @@ def _cache_dir() -> Path:
 @cache
 def library() -> ctypes.CDLL | str:
     """The loaded kernels, or the reason they cannot run here."""
+    if os.environ.get(SWITCH) == "0":
+        return f"turned off by {SWITCH}=0"
     missing = _CPU_FLAGS - _cpu_flags()
     if missing:
         return f"this CPU lacks {', '.join(sorted(missing))}"

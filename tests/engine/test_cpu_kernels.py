@@ -170,3 +170,8 @@ def test_a_cache_directory_that_cannot_be_written_gives_the_reason(tmp_path, mon
     monkeypatch.setenv("XDG_CACHE_HOME", str(not_a_directory))
     reason = build.library.__wrapped__()
     assert isinstance(reason, str) and "could not be built or loaded" in reason and str(not_a_directory) in reason
+
+
+def test_the_kernels_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv(build.SWITCH, "0")
+    assert build.library.__wrapped__() == f"turned off by {build.SWITCH}=0"
