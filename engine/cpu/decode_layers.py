@@ -51,6 +51,7 @@ def decode_layers(
     k_cache, v_cache = kv_cache
     tables = meta.decode_block_tables
     h, kvh, d = heads
+    cos, sin = cos.contiguous(), sin.contiguous()  # held here: a copy must outlive the call
     lib.decode_layers(
         len(layers),
         layers,
@@ -60,8 +61,8 @@ def decode_layers(
         kvh,
         d,
         eps,
-        cos.contiguous().data_ptr(),
-        sin.contiguous().data_ptr(),
+        cos.data_ptr(),
+        sin.data_ptr(),
         k_cache.data_ptr(),
         v_cache.data_ptr(),
         int(k_cache.dtype == torch.bfloat16),
