@@ -6,9 +6,10 @@ slots first; then each query attends over its sequence's whole context, gathered
 from the blocks in the sequence's block table.
 
 Decode queries (one token per sequence) are batched into one SDPA call with block
-tables padded to the longest context and a key-padding mask; with a float32 cache, where the
-engine's CPU kernels run (cpu/build.py) and the queries are float32, into one call of
-cpu/decode_attention.c instead, which reads the blocks in place. Prefill chunks run
+tables padded to the longest context and a key-padding mask made from their lengths; with
+float32 queries over a float32 or bfloat16 cache, where the engine's CPU kernels run
+(cpu/build.py), into one call of cpu/decode_attention.c instead, which reads the blocks in
+place. Prefill chunks run
 one SDPA call each; a chunk that follows a cached prefix needs a causal mask aligned
 to the lower right (query i sees keys up to i + prefix), because SDPA's is_causal is
 aligned to the upper left.
@@ -39,7 +40,6 @@ class AttentionMetadata:
     slot_mapping: torch.Tensor  # (T,) cache slot of every token in the flattened batch
     num_decode: int = 0  # the first num_decode rows are single-token decode queries
     decode_block_tables: torch.Tensor | None = None  # (B, max_blocks), padded with block 0
-    decode_mask: torch.Tensor | None = None  # (B, 1, 1, max_blocks * block_size) bool: key is real
     decode_lens: torch.Tensor | None = None  # (B,) int32 context lengths, the new token included
     prefills: tuple[PrefillSlice, ...] = ()
 
@@ -89,12 +89,15 @@ def paged_attention(
         k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k.to(k_cache.dtype))
         v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v.to(v_cache.dtype))
     if b and not parts:
-        assert meta.decode_block_tables is not None, "a step with decode rows carries their block tables"
+        assert meta.decode_block_tables is not None and meta.decode_lens is not None, (
+            "a step with decode rows carries their block tables and lengths"
+        )
         flat = meta.decode_block_tables.view(-1)
         kk = k_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)  # (B, KVH, L, D)
         vv = v_cache.index_select(0, flat).view(b, -1, kvh, d).transpose(1, 2)
         qq = q[:b].unsqueeze(2)  # (B, H, 1, D)
-        out = _sdpa(qq, kk, vv, attn_mask=meta.decode_mask, scale=scale, enable_gqa=gqa)
+        mask = build_decode_mask(meta.decode_lens, kk.shape[2])  # (B, 1, 1, L): the key is real
+        out = _sdpa(qq, kk, vv, attn_mask=mask, scale=scale, enable_gqa=gqa)
         parts.append(out.squeeze(2))
     for p in meta.prefills:
         qq = q[p.q_start : p.q_start + p.q_len].transpose(0, 1).unsqueeze(0)  # (1, H, q, D)

@@ -21,4 +21,4 @@ def make_runner(model, kv: KVCache, config: EngineConfig, max_model_len: int):
         return CudaRunner(
             model, kv, config.block_size, max_model_len, config.max_num_seqs, ahead=config.decode_ahead is not False
         )
-    return CpuRunner(model, kv, config.block_size, config.max_num_seqs if config.decode_ahead else 0)
+    return CpuRunner(model, kv, config.max_num_seqs if config.decode_ahead else 0)

@@ -7,7 +7,6 @@ import torch
 from engine.attention import (
     AttentionMetadata,
     PrefillSlice,
-    build_decode_mask,
     lower_right_causal_mask,
 )
 from engine.batch import Batch, Launched
@@ -26,7 +25,7 @@ class StepInputs:
     sample_seqs: list[Sequence]  # the sequences whose logits rows are computed, in row order
 
 
-def to_inputs(b: Batch, block_size: int, device) -> StepInputs:
+def to_inputs(b: Batch, device) -> StepInputs:
     prefills = []
     for p in b.prefills:
         # A chunk after the first attends to the cached part too: causal from the lower right.
@@ -41,9 +40,7 @@ def to_inputs(b: Batch, block_size: int, device) -> StepInputs:
         width = max(len(t) for t in b.decode_tables)
         padded = torch.tensor([t + [0] * (width - len(t)) for t in b.decode_tables], dtype=torch.long)
         meta.decode_block_tables = padded.to(device)
-        lens = torch.tensor(b.decode_lens, dtype=torch.int32)
-        meta.decode_mask = build_decode_mask(lens, width * block_size).to(device)
-        meta.decode_lens = lens.to(device)
+        meta.decode_lens = torch.tensor(b.decode_lens, dtype=torch.int32, device=device)
     return StepInputs(
         torch.tensor(b.input_ids, dtype=torch.long, device=device),
         torch.tensor(b.positions, dtype=torch.long, device=device),
@@ -54,14 +51,14 @@ def to_inputs(b: Batch, block_size: int, device) -> StepInputs:
 
 
 class CpuRunner:
-    def __init__(self, model: Model, kv: KVCache, block_size: int, ahead_batch: int = 0):
-        self.model, self.kv, self.block_size = model, kv, block_size
+    def __init__(self, model: Model, kv: KVCache, ahead_batch: int = 0):
+        self.model, self.kv = model, kv
         # The most sequences a greedy decode step runs ahead with (engine.py); 0: never. Off by
         # default: the CPU computes a step before `launch` returns, so there is nothing to overlap.
         self.ahead_batch = ahead_batch
 
     def prepare(self, b: Batch) -> StepInputs:
-        return to_inputs(b, self.block_size, self.model.device)
+        return to_inputs(b, self.model.device)
 
     def launch(self, inputs: StepInputs, ids_from: torch.Tensor | None = None) -> Launched:
         """A greedy decode step whose input ids may be the previous step's tokens (`ids_from`)."""

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.attention import AttentionMetadata, build_decode_mask
+from engine.attention import AttentionMetadata
 from engine.config import ModelConfig
 from engine.cpu import build
 from engine.cpu import quantized as qz
@@ -140,7 +140,6 @@ def test_a_decode_step_in_one_call_equals_the_step_op_by_op(kv_dtype):
         torch.tensor(slots),
         num_decode=3,
         decode_block_tables=torch.tensor(tables),
-        decode_mask=build_decode_mask(torch.tensor(lens), 3 * block),
         decode_lens=torch.tensor(lens, dtype=torch.int32),
     )
     ids, positions = torch.tensor([5, 77, 211]), torch.tensor(lens) - 1
