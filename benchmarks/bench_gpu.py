@@ -347,6 +347,16 @@ def part_model(args, results: dict) -> None:
         for name, (calls, us) in rows[:8]:
             log(f"  {us:8.1f} us  {calls:4d} calls  {name[:100]}")
 
+    # One sequence deep into its context, where attention reads as much as a few projections (after
+    # the graph measurements above, which replay the last steps of the runs before them).
+    long_prompt = ecfg.max_model_len - args.tokens - 8
+    long_rate = engine_decode_rate(engine, 1, args.tokens, long_prompt, seed=77)
+    long_bytes = read_bytes + (long_prompt + args.tokens // 2) * c.kv_bytes_per_token(2)
+    log(
+        f"engine decode, 1 sequence after a {long_prompt:,}-token prompt: {long_rate:8.0f} tok/s; reads "
+        f"{long_bytes / 1e9:.2f} GB a step (weights + mean KV) = {long_rate * long_bytes / DATASHEET_BW:.0%} of 4.8 TB/s"
+    )
+
     results["model"] = {
         "shape": args.shape,
         "copy_bw": bw,
@@ -356,6 +366,7 @@ def part_model(args, results: dict) -> None:
         "roofline_tok_s": roof,
         "decode_tok_s": decode,
         "decode_sync_tok_s": decode_sync,
+        "decode_long_context": {"prompt": long_prompt, "tok_s": long_rate, "step_bytes": long_bytes},
         "graph_step_s": fwd,
         "eager_step_s_b1": eager1,
         "step_bytes": step_bytes,
@@ -390,6 +401,11 @@ def part_model(args, results: dict) -> None:
             f"{step_bytes[b] / 1e9:.2f} GB read per step at 4.8 TB/s: {step_bytes[b] / DATASHEET_BW * 1e3:.2f} ms | "
             f"{step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} |"
         )
+    log(
+        f"| decode, 1 sequence after a {long_prompt:,}-token prompt | {long_rate:.0f} tok/s | "
+        f"{long_bytes / 1e9:.2f} GB read per step at 4.8 TB/s: {long_bytes / DATASHEET_BW * 1e3:.2f} ms | "
+        f"{long_rate * long_bytes / DATASHEET_BW:.0%} |"
+    )
     if args.skip_prefill:
         engine.shutdown()
         return

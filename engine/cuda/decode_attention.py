@@ -11,11 +11,18 @@ no second kernel, and a captured graph finds the counters zeroed on every replay
 grid depends only on the block table's width, never on the context lengths, so a
 captured CUDA graph stays valid as sequences grow; partitions past a sequence's end
 exit at once, and a sequence of length 0 (a padding row) yields zeros.
+
+It is a programmatic dependent launch: it reads the lengths and block tables while the QKV
+projection in front finishes, and the output projection behind it starts as soon as every
+attention program has, reading its weights while attention works (linear.py).
 """
 
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+from engine import cuda
 
 MAX_PARTS = 64  # partitions per sequence at most: bounds the scratch buffer and the merge
 
@@ -54,9 +61,12 @@ def _decode_kernel(
     PART: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
+    gdc_launch_dependents()
     b = tl.program_id(0).to(tl.int64)
     kh = tl.program_id(1)
     p = tl.program_id(2)
+    # Lengths and block tables are copied up before the step, so they are read before waiting
+    # for the kernel in front (the QKV projection, which writes q and the new token's K/V).
     length = tl.load(lens_ptr + b)
     used = (length + PART - 1) // PART
     g = tl.arange(0, GP)
@@ -64,12 +74,15 @@ def _decode_kernel(
     gmask = g < G
     heads = b * KVH * G + kh * G + g  # rows of (B, H)
     out = out_ptr + heads[:, None] * D + d[None, :]
+    start = p * PART
+    end = tl.minimum(start + PART, length)
+    first = start + tl.arange(0, BLOCK_N)
+    block_next = tl.load(table_ptr + b * table_stride + first // BS, mask=first < end, other=0)
+    gdc_wait()
     if p >= used:
         if p == 0:  # length 0: a padding row
             tl.store(out, tl.zeros((GP, D), tl.float32).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
         return
-    start = p * PART
-    end = tl.minimum(start + PART, length)
     q = tl.load(q_ptr + heads[:, None] * D + d[None, :], mask=gmask[:, None], other=0.0)
     m = tl.full((GP,), float("-inf"), tl.float32)
     l = tl.zeros((GP,), tl.float32)
@@ -77,7 +90,9 @@ def _decode_kernel(
     for n in range(start, end, BLOCK_N):
         tok = n + tl.arange(0, BLOCK_N)
         valid = tok < end
-        block = tl.load(table_ptr + b * table_stride + tok // BS, mask=valid, other=0).to(tl.int64)
+        block = block_next.to(tl.int64)
+        after = tok + BLOCK_N
+        block_next = tl.load(table_ptr + b * table_stride + after // BS, mask=after < end, other=0)
         slot = block * BS + tok % BS
         kv_off = (slot[:, None] * KVH + kh) * D + d[None, :]
         k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
@@ -120,18 +135,19 @@ def _decode_kernel(
 
 
 def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
-    """Tokens per partition. With few (sequence, KV head) programs, short ones (64 tokens, or as
-    few as MAX_PARTS allows) so a short context still spreads over several SMs. With enough to
-    fill the GPU, long ones: about four programs per SM in all, and at least 256 tokens, because
+    """Tokens per partition: at least 256; with few (sequence, KV head) programs, as few as
+    MAX_PARTS allows; with enough to fill the GPU, about four programs per SM in all, because
     every partition past a sequence's end is still a program to launch, and merging many
-    partitions costs more than it spreads. (On an H200, 64 tokens made a batch-1 step 0.1 ms
-    faster but a batch-128 step 15% slower, benchmarks/results/gpu-h200.md; at batch 128 over a
-    4,096-token table, one partition instead of sixteen of 256 tokens made the step 2.5% faster,
-    benchmarks/results/gpu-h200-decode-ahead-2026-12-02/.)"""
+    partitions costs more than it spreads. On an H200, in the batch-1 decode graph at a
+    4,000-token context, 256-token partitions instead of 64 took the Llama-3.2-1B step from
+    1,127 to 932 us and the Llama-3-8B step from 4,603 to 4,290 us, and changed it by under
+    0.2% at 190 tokens (benchmarks/results/gpu-h200-overlap-2026-12-02/); at batch 128 over a
+    4,096-token table, one partition instead of sixteen made the step 2.5% faster
+    (benchmarks/results/gpu-h200-decode-ahead-2026-12-02/)."""
     if programs >= num_sms:
         parts = -(-4 * num_sms // programs)
         return max(256, -(-max_tokens // parts // 64) * 64)
-    part = 64
+    part = 256
     while part * MAX_PARTS < max_tokens:
         part *= 2
     return part
@@ -175,7 +191,8 @@ def decode_attention(
         D=d,
         BS=bs,
         PART=part,
-        BLOCK_N=64,
+        BLOCK_N=128 if d <= 64 else 64,
         num_warps=4,
         num_stages=2,
+        launch_pdl=cuda.PDL,
     )

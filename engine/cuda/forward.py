@@ -69,6 +69,7 @@ def forward(
     k_cache: torch.Tensor,  # (layers, num_blocks, block_size, KVH, D)
     v_cache: torch.Tensor,
     logits_rows: torch.Tensor | None = None,
+    ids: torch.Tensor | None = None,  # (rows,) int64: each row's greedy token is written here too
 ) -> torch.Tensor:  # (rows, vocab) float32
     c = model.config
     t = input_ids.shape[0]
@@ -80,9 +81,9 @@ def forward(
         rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
         q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
-        project(o.view(t, h * d), layer.o, residual=x, pdl=False)
+        project(o.view(t, h * d), layer.o, residual=x)
         gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)
         project(gate_up, layer.down, gated=True, residual=x)
     if logits_rows is not None:
         x = x.index_select(0, logits_rows)
-    return project(x, model.lm_head, norm=model.norm, eps=eps, out_dtype=torch.float32)
+    return project(x, model.lm_head, norm=model.norm, eps=eps, out_dtype=torch.float32, ids=ids)

@@ -49,12 +49,15 @@ class DecodeGraphs:
         self.turn = 0
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, torch.Tensor] = {}
+        # Each row's greedy token, made inside the graph (at batch 1 in the output projection's
+        # own kernel): a greedy step needs no kernel after the replay. A sampled step leaves it unread.
+        self.ids = {size: torch.zeros(size, dtype=torch.long, device=dev) for size in self.sizes}
         self._capture()
 
     def _forward(self, size: int) -> torch.Tensor:
         ids, pos, slots, lens = (self.buf[i, :size] for i in range(4))
         meta = CudaAttentionMetadata(slots, num_decode=size, decode_tables=self.tables[:size], decode_lens=lens)
-        return forward(self.model, ids, pos, meta, self.kv.k, self.kv.v)
+        return forward(self.model, ids, pos, meta, self.kv.k, self.kv.v, ids=self.ids[size])
 
     def _capture(self) -> None:
         self.buf[2].fill_(-1)  # capture over padding rows: nothing is stored in the cache
@@ -80,11 +83,13 @@ class DecodeGraphs:
                 gc.enable()
         torch.cuda.synchronize()
 
-    def run(self, rows: list[list[int]], tables: list[list[int]], ids_from: torch.Tensor | None = None) -> torch.Tensor:
-        """rows: the B ids, positions, slots and lengths; tables: each sequence's block table;
-        ids_from: B input ids on the GPU, taking the place of the first row (the tokens of the
-        step before, not yet on the host). Entries past a table's end keep older values: the
-        kernels never read them."""
+    def run(
+        self, rows: list[list[int]], tables: list[list[int]], ids_from: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The B rows' logits and greedy tokens. rows: the B ids, positions, slots and lengths;
+        tables: each sequence's block table; ids_from: B input ids on the GPU, taking the place
+        of the first row (the tokens of the step before, not yet on the host). Entries past a
+        table's end keep older values: the kernels never read them."""
         b = len(rows[0])
         size = self.sizes[bisect.bisect_left(self.sizes, b)]
         (host_buf, host_tables), (buf, host_tables_np) = self.host[self.turn], self.host_np[self.turn]
@@ -103,5 +108,4 @@ class DecodeGraphs:
         if ids_from is not None:
             self.buf[0, :b].copy_(ids_from)
         self.graphs[size].replay()
-        out = self.outputs[size]
-        return out if size == b else out[:b]
+        return self.outputs[size][:b], self.ids[size][:b]

@@ -14,12 +14,18 @@ one Triton kernel that fuses its neighbours:
   every pair it rotates, and the QKV output itself is never written.
 
 Each program owns BLOCK_N whole output rows and walks K with no split, so there is no
-second reduction kernel and no atomics. A projection that follows another one is a
-programmatic dependent launch (pdl): its first weight tile is read before it waits for
-the kernel in front, so the weights start streaming during that kernel's tail (0.5-1.6 us
-per projection on an H200; making the attention kernel and the projection after it
-dependent launches as well gained nothing measurable over a whole step:
-benchmarks/results/gpu-h200-2026-12-01.md).
+second reduction kernel and no atomics. Every projection is a programmatic dependent launch
+(pdl), and so is the attention kernel: a projection's first weight tiles are read before
+it waits for the kernel in front, so the weights stream during that kernel's tail. Behind
+attention, which is short of work at batch 1, the output projection reads its whole weight
+while attention runs where its tile allows (the Llama-3.2-1B one: two tiles ahead of its
+2,048 columns). On an H200, attention and output projection as dependent launches took the
+batch-1 step from 843 to 837 us (1B) and held it at 3.99 ms (8B); the whole-weight tile
+made the 1B step 829 us (benchmarks/results/gpu-h200-overlap-2026-12-02/).
+
+The output projection can also leave each row's first maximum (its greedy token): each
+program writes its own, and a one-program kernel picks the row's (_argmax_merge). That is
+the decode graph's greedy token, with no kernel after the graph.
 More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
 in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
 """
@@ -36,6 +42,7 @@ from engine import cuda
 from engine.cuda.activation import silu_and_mul
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
+from engine.sampler import argmax
 
 # Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.2-2x
 # and 1.8-3.9x the time of one on an H200, cuBLAS the same time): so only single rows take it.
@@ -78,11 +85,14 @@ def _gemv_kernel(
     slot_ptr,
     k_cache_ptr,
     v_cache_ptr,
+    best_ptr,
+    best_at_ptr,
     NORM: tl.constexpr,
     GATED: tl.constexpr,
     RESIDUAL: tl.constexpr,
     HAS_BIAS: tl.constexpr,
     ROPE: tl.constexpr,
+    ARGMAX: tl.constexpr,
     H: tl.constexpr,
     KVH: tl.constexpr,
     D: tl.constexpr,
@@ -122,6 +132,11 @@ def _gemv_kernel(
         y *= 1.0 / tl.sqrt(tl.sum(sq, axis=0) / K + eps)
     if HAS_BIAS:
         y += tl.load(bias_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
+    if ARGMAX:  # each program's first maximum; _argmax_merge picks the row's
+        ym = tl.where(rmask, y, float("-inf"))
+        at = m * tl.num_programs(0) + tl.program_id(0)
+        tl.store(best_ptr + at, tl.max(ym, axis=0))
+        tl.store(best_at_ptr + at, tl.program_id(0) * BLOCK_N + tl.argmax(ym, axis=0))
     if ROPE:
         _rope_store(
             y,
@@ -191,17 +206,29 @@ def _rope_store(
             tl.store(dst + tl.arange(0, BLOCK_N), y.to(v_cache_ptr.dtype.element_ty))
 
 
+@triton.jit
+def _argmax_merge(best_ptr, best_at_ptr, ids_ptr, P, BLOCK: tl.constexpr):
+    """Row m's first maximum from its P programs' first maxima (the earliest program wins a tie)."""
+    m = tl.program_id(0).to(tl.int64)
+    p = tl.arange(0, BLOCK)
+    best = tl.load(best_ptr + m * P + p, mask=p < P, other=float("-inf"))
+    winner = tl.argmax(best, axis=0)
+    tl.store(ids_ptr + m, tl.load(best_at_ptr + m * P + winner).to(tl.int64))
+
+
 # Tiles of 4,096 weights: 16 x 256 with 4 warps for wide matrices (gate/up, LM head), 8 x 512 with
 # 8 warps otherwise, the best or near it for most Llama-3 projections on an H200 (bench_gpu.py
 # --part gemv). Where a shape measured faster with another tile in the model's own decode step,
-# that tile is kept here (benchmarks/results/gpu-h200-2026-12-02/): the Llama-3-8B QKV
-# projection reads two tiles ahead (4.05 -> 4.02 ms per batch-1 step, in two paired runs), and
-# the Llama-3.2-1B QKV, output and down projections take their sweep's best (0.870 -> 0.828 ms).
+# that tile is kept here: the Llama-3-8B QKV projection reads two tiles ahead (4.05 -> 4.02 ms per
+# batch-1 step, benchmarks/results/gpu-h200-2026-12-02/), and the Llama-3.2-1B projections
+# take the best of a sweep over the whole captured step, one matrix at a time (843 -> 821 us,
+# benchmarks/results/gpu-h200-overlap-2026-12-02/).
 TUNED: dict[tuple[int, int], tuple[int, int, int, int]] = {
     (6144, 4096): (16, 256, 8, 2),
     (3072, 2048): (8, 512, 4, 2),
-    (2048, 2048): (8, 1024, 8, 1),
-    (2048, 8192): (4, 1024, 8, 1),
+    (2048, 2048): (8, 1024, 8, 2),
+    (2048, 8192): (8, 1024, 8, 1),
+    (16384, 2048): (16, 256, 8, 1),
 }
 
 
@@ -237,11 +264,12 @@ def gemv(
     residual=False,
     bias=None,
     rope: RopeStore | None = None,
-    pdl=True,
+    ids: torch.Tensor | None = None,
     config=None,
 ) -> None:
     """out[m] (+)= f(x[m]) @ w.T for the rows of x, in one kernel (see the module docstring); with
-    rope, out is Q (T, H, D)."""
+    rope, out is Q (T, H, D); with ids, each row's first maximum goes there too (one more, small
+    kernel)."""
     n, k = w.shape
     assert x.is_contiguous() and w.is_contiguous() and out.is_contiguous()
     assert x.shape[-1] == (2 * k if gated else k) and out.numel() == x.shape[0] * (
@@ -250,7 +278,11 @@ def gemv(
     block_n, block_k, warps, ahead = config or gemv_config(n, k)
     r = rope or RopeStore(w, w, w, w, w, w, 1, 1, 2)
     assert not rope or r.head_dim % block_n == 0
-    _gemv_kernel[(triton.cdiv(n, block_n), x.shape[0])](
+    programs = triton.cdiv(n, block_n)
+    if ids is not None:
+        best = torch.empty((x.shape[0], programs), dtype=torch.float32, device=x.device)
+        best_at = torch.empty((x.shape[0], programs), dtype=torch.int32, device=x.device)
+    _gemv_kernel[(programs, x.shape[0])](
         x,
         w,
         norm if norm is not None else w,
@@ -265,11 +297,14 @@ def gemv(
         r.slots,
         r.k_cache,
         r.v_cache,
+        best if ids is not None else w,
+        best_at if ids is not None else w,
         NORM=norm is not None,
         GATED=gated,
         RESIDUAL=residual,
         HAS_BIAS=bias is not None,
         ROPE=rope is not None,
+        ARGMAX=ids is not None,
         H=r.num_heads,
         KVH=r.num_kv_heads,
         D=r.head_dim,
@@ -277,8 +312,10 @@ def gemv(
         BLOCK_K=block_k,
         AHEAD=ahead,
         num_warps=warps,
-        launch_pdl=pdl and cuda.PDL,
+        launch_pdl=cuda.PDL,
     )
+    if ids is not None:
+        _argmax_merge[(x.shape[0],)](best, best_at, ids, programs, BLOCK=triton.next_power_of_2(programs), num_warps=8)
 
 
 def qkv_rope_store(
@@ -306,7 +343,7 @@ def project(
     bias: torch.Tensor | None = None,
     residual: torch.Tensor | None = None,  # (T, out): residual += result, in place, and returned
     out_dtype: torch.dtype | None = None,
-    pdl: bool = True,  # the kernel in front is a projection: start during its tail
+    ids: torch.Tensor | None = None,  # (T,) int64: each row's first maximum is written here too
 ) -> torch.Tensor:
     t = x.shape[0]
     if t <= GEMV_MAX_ROWS:
@@ -316,7 +353,7 @@ def project(
             else torch.empty((t, w.shape[0]), dtype=out_dtype or x.dtype, device=x.device)
         )
         if t:
-            gemv(x, w, out, norm, eps, gated, residual is not None, bias, pdl=pdl)
+            gemv(x, w, out, norm, eps, gated, residual is not None, bias, ids=ids)
         return out
     if norm is not None:
         x = rms_norm(x, norm, eps)
@@ -326,4 +363,7 @@ def project(
         assert bias is None
         return residual.addmm_(x, w.t())
     y = F.linear(x, w, bias)
-    return y if out_dtype is None else y.to(out_dtype)
+    y = y if out_dtype is None else y.to(out_dtype)
+    if ids is not None:
+        ids.copy_(argmax(y))
+    return y

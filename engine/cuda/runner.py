@@ -17,7 +17,6 @@ from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.cuda.model import CudaModel
 from engine.kv_cache import KVCache
-from engine.sampler import argmax
 from engine.sequence import Sequence
 
 
@@ -74,7 +73,7 @@ class CudaRunner:
         host, copied = self.host_ids[self.turn], self.copied[self.turn]
         self.turn ^= 1
         with torch.inference_mode():
-            ids = argmax(graphs.run(inputs.rows, inputs.decode_tables, ids_from))
+            _, ids = graphs.run(inputs.rows, inputs.decode_tables, ids_from)
             host = host[: len(ids)]
             host.copy_(ids, non_blocking=True)
             copied.record()
@@ -89,7 +88,7 @@ class CudaRunner:
         with torch.inference_mode():
             nd = len(inputs.decode_tables)
             if self.graphs is not None and not inputs.prefills and nd <= self.graphs.max_batch:
-                logits = self.graphs.run(inputs.rows, inputs.decode_tables)
+                logits, _ = self.graphs.run(inputs.rows, inputs.decode_tables)
                 if all_logits or len(inputs.logits_rows) == nd:
                     return logits
                 return logits[torch.tensor(inputs.logits_rows, device=logits.device)]

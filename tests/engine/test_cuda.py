@@ -136,6 +136,24 @@ def test_projections_match_a_float64_reference(rows, fused_rows, n, k, tile, mon
     assert rel(res, r.double() + act @ wd.T) < 1e-2
 
 
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("rows", [1, 3])  # the fused kernel's argmax, and the chunked one after cuBLAS
+def test_projection_greedy_tokens_are_the_first_maximum_of_its_logits(rows, tile, monkeypatch):
+    from engine.cuda.linear import project
+
+    use_tile(monkeypatch, tile)
+    torch.manual_seed(rows)
+    bf = {"device": "cuda", "dtype": torch.bfloat16}
+    half = torch.randn(500, 576, **bf)
+    w = torch.cat([half, half, torch.zeros(3, 576, **bf)])  # every logit twice, in different programs
+    x = torch.randn(rows, 576, **bf)
+    x[0] = 0  # all logits 0: the first one wins
+    ids = torch.full((rows,), -1, dtype=torch.long, device="cuda")
+    logits = project(x, w, norm=torch.ones(576, **bf), eps=1e-5, out_dtype=torch.float32, ids=ids)
+    assert ids.tolist() == logits.argmax(-1).tolist()
+    assert ids[0] == 0 and (ids[1:] < 500).all()
+
+
 def test_cuda_logits_match_the_cpu_path(ckpt):
     prompts = [prompt(40, 1), prompt(300, 2)]
     cpu = Engine(ckpt, EngineConfig(kv_cache_bytes=256 << 20))
