@@ -140,8 +140,8 @@ def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
     every partition past a sequence's end is still a program to launch, and merging many
     partitions costs more than it spreads. On an H200, in the batch-1 decode graph at a
     4,000-token context, 256-token partitions instead of 64 took the Llama-3.2-1B step from
-    1,127 to 932 us and the Llama-3-8B step from 4,603 to 4,290 us, and changed it by under
-    0.2% at 190 tokens (benchmarks/results/gpu-h200-overlap-2026-12-02/); at batch 128 over a
+    1,127 to 932 us and the Llama-3-8B step from 4,603 to 4,290 us; at 190 tokens two runs
+    disagreed (0.3% faster, 2% slower: benchmarks/results/gpu-h200-overlap-2026-12-02/); at batch 128 over a
     4,096-token table, one partition instead of sixteen made the step 2.5% faster
     (benchmarks/results/gpu-h200-decode-ahead-2026-12-02/)."""
     if programs >= num_sms:

@@ -1,32 +1,15 @@
 """Batch-1 decode graph, timed whole, over decode-attention partition sizes and tiles, at
 several context lengths (the step's K/V contents do not matter for time)."""
 
-import os
-import sys
-
 import torch
 import triton
+from decode_step import SHAPE, batch1_engine, capture, time_rounds
 
-sys.path.insert(0, "benchmarks")
-import bench_gpu as B  # noqa: E402
+import engine.cuda.decode_attention as A
+import engine.cuda.forward as F
 
-import engine.cuda.decode_attention as A  # noqa: E402
-import engine.cuda.forward as F  # noqa: E402
-from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint  # noqa: E402
-from engine.cuda.graphs import DecodeGraphs  # noqa: E402
-
-shape = os.environ.get("SHAPE", "llama3.2-1b")
-c = B.SHAPES[shape]
-ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
-engine = Engine(
-    ckpt,
-    EngineConfig(
-        device="cuda", kv_cache_bytes=8 << 30, max_num_seqs=1, max_num_batched_tokens=8192, max_model_len=4096
-    ),
-)
-engine.generate([B.rand_prompt(150, 1)], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True))
-g = engine.runner.graphs
-width = g.tables.shape[1]
+engine = batch1_engine()
+width = engine.runner.graphs.tables.shape[1]
 base = F.decode_attention
 
 
@@ -76,24 +59,19 @@ graphs = {}
 for name, fn in variants.items():
     F.decode_attention = fn or base
     try:
-        gr = DecodeGraphs(engine.model, engine.kv, 1, width)
+        graphs[name] = capture(engine)
     finally:
         F.decode_attention = base
-    gr.buf.copy_(g.buf[:, :1])
-    graphs[name] = gr
 blocks = engine.kv.k.shape[1]
 for ctx in (190, 1000, 4000):
     for gr in graphs.values():
         gr.buf[3, 0] = ctx
         gr.buf[1, 0] = ctx - 1
         gr.tables[0] = torch.arange(width, device="cuda", dtype=torch.int32) % blocks
-    ts = {k: [] for k in graphs}
-    for r in range(5):
-        for k in list(graphs) if r % 2 == 0 else list(reversed(graphs)):
-            ts[k].append(B.cuda_time(graphs[k].graphs[1].replay, 60))
-    med = sorted(((sorted(v)[2], k) for k, v in ts.items()))
+    ts = time_rounds({k: gr.graphs[1].replay for k, gr in graphs.items()})
+    med = sorted((t, k) for k, t in ts.items())
     print(
-        f"{shape} context {ctx}: committed {sorted(ts['committed'])[2] * 1e6:.1f} us; "
+        f"{SHAPE} context {ctx}: committed {ts['committed'] * 1e6:.1f} us; "
         + ", ".join(f"{k} {t * 1e6:.1f}" for t, k in med[:8]),
         flush=True,
     )

@@ -1,33 +1,17 @@
 """In-process A/B of the batch-1 decode graph: attention and output projection as dependent
 launches, the output projection's tiles, and the greedy token made inside the graph."""
 
-import os
-import sys
-
 import torch
+from decode_step import SHAPE, B, batch1_engine, capture
 
-sys.path.insert(0, "benchmarks")
-import bench_gpu as B  # noqa: E402
+import engine.cuda as C
+import engine.cuda.forward as F
+import engine.cuda.linear as L
+from engine.cuda.graphs import DecodeGraphs
+from engine.sampler import argmax
 
-import engine.cuda as C  # noqa: E402
-import engine.cuda.forward as F  # noqa: E402
-import engine.cuda.linear as L  # noqa: E402
-from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint  # noqa: E402
-from engine.cuda.graphs import DecodeGraphs  # noqa: E402
-from engine.sampler import argmax  # noqa: E402
-
-shape = os.environ.get("SHAPE", "llama3.2-1b")
-c = B.SHAPES[shape]
-ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
-engine = Engine(
-    ckpt,
-    EngineConfig(
-        device="cuda", kv_cache_bytes=8 << 30, max_num_seqs=1, max_num_batched_tokens=8192, max_model_len=4096
-    ),
-)
-engine.generate([B.rand_prompt(150, 1)], SamplingParams(temperature=0, max_tokens=40, ignore_eos=True))
-g = engine.runner.graphs
-width = g.tables.shape[1]
+c = B.SHAPES[SHAPE]
+engine = batch1_engine()
 base_attn, base_project, base_fwd = F.decode_attention, F.project, DecodeGraphs._forward
 o_shape = (c.hidden_size, c.num_heads * c.head_dim)
 
@@ -58,10 +42,7 @@ def variant(attn_pdl: bool, o_pdl: bool, o_tile, ids_in_graph: bool):
     if o_tile:
         L.TUNED[o_shape] = o_tile
     try:
-        # The state of the last decode step of the run above: its context lengths and tables.
-        gr = DecodeGraphs(engine.model, engine.kv, 1, width)
-        gr.buf.copy_(g.buf[:, :1])
-        gr.tables.copy_(g.tables[:1])
+        gr = capture(engine)
     finally:
         F.decode_attention, F.project, DecodeGraphs._forward = base_attn, base_project, base_fwd
         L.TUNED.clear()
@@ -71,8 +52,8 @@ def variant(attn_pdl: bool, o_pdl: bool, o_tile, ids_in_graph: bool):
     return gr, step
 
 
-o_full = {"llama3.2-1b": (8, 1024, 8, 2), "llama3-8b": (4, 2048, 8, 2)}[shape]
-o_half = {"llama3.2-1b": None, "llama3-8b": (8, 1024, 8, 2)}[shape]
+o_full = {"llama3.2-1b": (8, 1024, 8, 2), "llama3-8b": (4, 2048, 8, 2)}[SHAPE]
+o_half = {"llama3.2-1b": None, "llama3-8b": (8, 1024, 8, 2)}[SHAPE]
 variants = {
     "before (no attn/O PDL, argmax after)": (False, False, None, False),
     "argmax in graph": (False, False, None, True),
@@ -98,7 +79,7 @@ for r in range(5):
     for name, (_, step) in built.items() if r % 2 == 0 else reversed(built.items()):
         times[name].append(B.cuda_time(step, 100))
 print(
-    f"{B.torch.cuda.get_device_name()} {shape}: batch-1 step (graph replay, plus the argmax where it is outside), median of 5 rounds x 100"
+    f"{B.torch.cuda.get_device_name()} {SHAPE}: batch-1 step (graph replay, plus the argmax where it is outside), median of 5 rounds x 100"
 )
 for name, ts in times.items():
     ts.sort()
