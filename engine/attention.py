@@ -76,7 +76,8 @@ def paged_attention(
     parts = []
     b = meta.num_decode
     c_kernel = q.dtype == torch.float32 and k_cache.dtype in (torch.float32, torch.bfloat16)
-    if b and c_kernel and k_cache.device.type == "cpu" and unavailable_reason() is None:
+    in_c = bool(b) and c_kernel and k_cache.device.type == "cpu" and unavailable_reason() is None
+    if in_c:
         assert meta.decode_block_tables is not None and meta.decode_lens is not None
         tables, lens = meta.decode_block_tables, meta.decode_lens
         parts.append(
@@ -88,7 +89,7 @@ def paged_attention(
     else:  # (the cache may be narrower than the activations: bfloat16 under float32 4-bit layers)
         k_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, k.to(k_cache.dtype))
         v_cache.view(-1, kvh, d).index_copy_(0, meta.slot_mapping, v.to(v_cache.dtype))
-    if b and not parts:
+    if b and not in_c:
         assert meta.decode_block_tables is not None and meta.decode_lens is not None, (
             "a step with decode rows carries their block tables and lengths"
         )
