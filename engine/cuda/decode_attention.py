@@ -12,9 +12,11 @@ grid depends only on the block table's width, never on the context lengths, so a
 captured CUDA graph stays valid as sequences grow; partitions past a sequence's end
 exit at once, and a sequence of length 0 (a padding row) yields zeros.
 
-It is a programmatic dependent launch: it reads the lengths and block tables while the QKV
-projection in front finishes, and the output projection behind it starts as soon as every
-attention program has, reading its weights while attention works (linear.py).
+It is a programmatic dependent launch: while the QKV projection in front finishes, it reads the
+lengths and block tables and, when its programs are few (`tile`), its first tile of keys and
+values, all but the new token's, which that projection writes; then it waits. The output
+projection behind it starts as soon as every attention program has, reading its weights while
+attention works (linear.py).
 """
 
 import torch
@@ -39,6 +41,19 @@ def _counter_buffer(device: torch.device, n: int) -> torch.Tensor:
 
 
 @triton.jit
+def _attend(acc, m, l, q, k, v, valid, scale):
+    """One tile of keys and values into the running softmax of the KV head's query heads."""
+    s = tl.dot(q, tl.trans(k)) * scale
+    s = tl.where(valid[None, :], s, float("-inf"))
+    m_new = tl.maximum(m, tl.max(s, axis=1))
+    alpha = tl.exp(m - m_new)
+    pr = tl.exp(s - m_new[:, None])
+    l = l * alpha + tl.sum(pr, axis=1)
+    acc = acc * alpha[:, None] + tl.dot(pr.to(v.dtype), v)
+    return acc, m_new, l
+
+
+@triton.jit
 def _decode_kernel(
     q_ptr,
     k_ptr,
@@ -60,13 +75,13 @@ def _decode_kernel(
     BS: tl.constexpr,
     PART: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    AHEAD: tl.constexpr,
 ):
     gdc_launch_dependents()
     b = tl.program_id(0).to(tl.int64)
     kh = tl.program_id(1)
     p = tl.program_id(2)
-    # Lengths and block tables are copied up before the step, so they are read before waiting
-    # for the kernel in front (the QKV projection, which writes q and the new token's K/V).
+    # Lengths and block tables are copied up before the step, so they are read before waiting.
     length = tl.load(lens_ptr + b)
     used = (length + PART - 1) // PART
     g = tl.arange(0, GP)
@@ -76,8 +91,22 @@ def _decode_kernel(
     out = out_ptr + heads[:, None] * D + d[None, :]
     start = p * PART
     end = tl.minimum(start + PART, length)
+    table = table_ptr + b * table_stride
     first = start + tl.arange(0, BLOCK_N)
-    block_next = tl.load(table_ptr + b * table_stride + first // BS, mask=first < end, other=0)
+    if AHEAD:
+        # The kernel in front writes only q and each row's new token (position length - 1); every
+        # other key and value was stored by an earlier step. So the first tile of keys and values
+        # is read before waiting, with the new token's row left out and read after the wait.
+        block = tl.load(table + first // BS, mask=first < end, other=0).to(tl.int64)
+        first_off = ((block * BS + first % BS)[:, None] * KVH + kh) * D + d[None, :]
+        old = (first < end) & (first < length - 1)
+        k = tl.load(k_ptr + first_off, mask=old[:, None], other=0.0)
+        v = tl.load(v_ptr + first_off, mask=old[:, None], other=0.0)
+        last = tl.maximum(length - 1, 0)
+        new_off = ((tl.load(table + last // BS).to(tl.int64) * BS + last % BS) * KVH + kh) * D + d
+        block_next = tl.load(table + (first + BLOCK_N) // BS, mask=first + BLOCK_N < end, other=0)
+    else:
+        block_next = tl.load(table + first // BS, mask=first < end, other=0)
     gdc_wait()
     if p >= used:
         if p == 0:  # length 0: a padding row
@@ -87,24 +116,31 @@ def _decode_kernel(
     m = tl.full((GP,), float("-inf"), tl.float32)
     l = tl.zeros((GP,), tl.float32)
     acc = tl.zeros((GP, D), tl.float32)
-    for n in range(start, end, BLOCK_N):
-        tok = n + tl.arange(0, BLOCK_N)
-        valid = tok < end
-        block = block_next.to(tl.int64)
-        after = tok + BLOCK_N
-        block_next = tl.load(table_ptr + b * table_stride + after // BS, mask=after < end, other=0)
-        slot = block * BS + tok % BS
-        kv_off = (slot[:, None] * KVH + kh) * D + d[None, :]
-        k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
-        v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)  # in flight with k, not after the softmax
-        s = tl.dot(q, tl.trans(k)) * scale
-        s = tl.where(valid[None, :], s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        alpha = tl.exp(m - m_new)
-        pr = tl.exp(s - m_new[:, None])
-        l = l * alpha + tl.sum(pr, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(pr.to(v.dtype), v)
-        m = m_new
+    if AHEAD:
+        new = (first == length - 1)[:, None]  # a later tile is read after the wait, new token and all
+        k = tl.where(new, tl.load(k_ptr + new_off)[None, :], k)
+        v = tl.where(new, tl.load(v_ptr + new_off)[None, :], v)
+        for n in range(start, end, BLOCK_N):
+            tok = n + tl.arange(0, BLOCK_N)
+            # The next tile is in flight while this one is used.
+            nxt = tok + BLOCK_N
+            kv_off = ((block_next.to(tl.int64) * BS + nxt % BS)[:, None] * KVH + kh) * D + d[None, :]
+            k_next = tl.load(k_ptr + kv_off, mask=(nxt < end)[:, None], other=0.0)
+            v_next = tl.load(v_ptr + kv_off, mask=(nxt < end)[:, None], other=0.0)
+            block_next = tl.load(table + (nxt + BLOCK_N) // BS, mask=nxt + BLOCK_N < end, other=0)
+            acc, m, l = _attend(acc, m, l, q, k, v, tok < end, scale)
+            k, v = k_next, v_next
+    else:
+        for n in range(start, end, BLOCK_N):
+            tok = n + tl.arange(0, BLOCK_N)
+            valid = tok < end
+            block = block_next.to(tl.int64)
+            after = tok + BLOCK_N
+            block_next = tl.load(table + after // BS, mask=after < end, other=0)
+            kv_off = ((block * BS + tok % BS)[:, None] * KVH + kh) * D + d[None, :]
+            k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
+            v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)  # in flight with k, not after the softmax
+            acc, m, l = _attend(acc, m, l, q, k, v, valid, scale)
     if used == 1:
         tl.store(out, (acc / l[:, None]).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
         return
@@ -153,6 +189,20 @@ def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
     return part
 
 
+def tile(head_dim: int, programs: int, num_sms: int) -> tuple[int, int, bool]:
+    """(tokens per tile, warps, whether the first tile is read before the wait). With few
+    (sequence, KV head) programs, attention is a short kernel every later one waits for, so each
+    program reads its first tile while the QKV projection in front finishes, and the tile is
+    large: 256 tokens (head dim 64) or 128, 8 warps. On an H200 that took the Llama-3.2-1B
+    batch-1 step from 814 to 771 us, and the Llama-3-8B one at a 1,000-token context from 4,200
+    to 4,088 us. With enough programs to fill the GPU it made the 8B batch-128 step 5 to 13%
+    slower (benchmarks/results/gpu-h200-attn-ahead-2026-12-02/): there the tiles and loop stay
+    as they were, 128 or 64 tokens and 4 warps."""
+    if programs < num_sms:
+        return (256 if head_dim <= 64 else 128), 8, True
+    return (128 if head_dim <= 64 else 64), 4, False
+
+
 def decode_attention(
     q: torch.Tensor,  # (B, H, D), contiguous
     k_cache: torch.Tensor,  # (num_blocks, block_size, KVH, D) of one layer
@@ -166,7 +216,9 @@ def decode_attention(
     _, bs, kvh, _ = k_cache.shape
     group = h // kvh
     width = block_tables.shape[1]
-    part = partition_size(width * bs, b * kvh, torch.cuda.get_device_properties(q.device).multi_processor_count)
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    part = partition_size(width * bs, b * kvh, sms)
+    block_n, warps, ahead = tile(d, b * kvh, sms)
     num_parts = triton.cdiv(width * bs, part)
     m = torch.empty((b, h, num_parts), dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
@@ -191,8 +243,9 @@ def decode_attention(
         D=d,
         BS=bs,
         PART=part,
-        BLOCK_N=128 if d <= 64 else 64,
-        num_warps=4,
+        BLOCK_N=block_n,
+        AHEAD=ahead,
+        num_warps=warps,
         num_stages=2,
         launch_pdl=cuda.PDL,
     )

@@ -97,50 +97,29 @@ def _prefill_kernel(
     # diagonal blocks, masked.
     unmasked = (prefix + tile * BLOCK_M + 1) // BLOCK_N * BLOCK_N
     end = tl.minimum(kv_len, prefix + (tile + 1) * BLOCK_M)
-    for n in range(0, unmasked, BLOCK_N):
-        acc, m, l = _attend_block(
-            acc,
-            m,
-            l,
-            q,
-            n,
-            k_ptr,
-            v_ptr,
-            table_ptr,
-            s,
-            table_stride,
-            kh,
-            kv_len,
-            q_pos,
-            scale_log2,
-            KVH,
-            D,
-            BS,
-            BLOCK_N,
-            False,
-        )
-    for n in range(unmasked, end, BLOCK_N):
-        acc, m, l = _attend_block(
-            acc,
-            m,
-            l,
-            q,
-            n,
-            k_ptr,
-            v_ptr,
-            table_ptr,
-            s,
-            table_stride,
-            kh,
-            kv_len,
-            q_pos,
-            scale_log2,
-            KVH,
-            D,
-            BS,
-            BLOCK_N,
-            True,
-        )
+    for masked in tl.static_range(2):
+        for n in range(unmasked if masked else 0, end if masked else unmasked, BLOCK_N):
+            acc, m, l = _attend_block(
+                acc,
+                m,
+                l,
+                q,
+                n,
+                k_ptr,
+                v_ptr,
+                table_ptr,
+                s,
+                table_stride,
+                kh,
+                kv_len,
+                q_pos,
+                scale_log2,
+                KVH,
+                D,
+                BS,
+                BLOCK_N,
+                masked,
+            )
     out = acc / l[:, None]
     tl.store(
         out_ptr + ((q_start + rows)[:, None] * H + h) * D + d[None, :],

@@ -40,14 +40,14 @@ for name in ["lm_head", "down", "gate_up", "qkv", "o"]:
     ]
     if name == "qkv":
         cands = [x for x in cands if D % x[0] == 0]
-    graphs = {}
+    graphs = {}  # the captures themselves: their input buffers live as long as they do
     for cfg in cands:
         L.TUNED[(n, k)] = cfg
         try:
-            graphs[cfg] = capture(engine).graphs[1].replay
+            graphs[cfg] = capture(engine)
         except Exception as e:  # noqa: BLE001 (a tile that does not compile: skip it)
             print(f"  {name} {cfg}: {type(e).__name__} {str(e)[:80]}", flush=True)
-    times = time_rounds(graphs)
+    times = time_rounds({cfg: g.graphs[1].replay for cfg, g in graphs.items()})
     ranked = sorted(times.items(), key=lambda kv: kv[1])
     print(
         f"{name} {n}x{k} ({time.time() - t0:.0f}s): current {best[name]} {times[best[name]] * 1e6:.1f} us; best "
@@ -64,8 +64,8 @@ final = {}
 for label, cfgs in (("start", start_cfg), ("swept", best)):
     for name, cfg in cfgs.items():
         L.TUNED[mats[name]] = cfg
-    final[label] = capture(engine).graphs[1].replay
-times = time_rounds(final, rounds=7)
+    final[label] = capture(engine)
+times = time_rounds({k: g.graphs[1].replay for k, g in final.items()}, rounds=7)
 print(
     f"{SHAPE} whole graph: start {times['start'] * 1e6:.1f} us {start_cfg}; swept {times['swept'] * 1e6:.1f} us {best}",
     flush=True,
