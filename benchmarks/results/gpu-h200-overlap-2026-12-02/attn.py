@@ -42,6 +42,7 @@ def make(part, block_n, warps, stages):
             BS=bs,
             PART=part,
             BLOCK_N=block_n,
+            AHEAD=False,  # every key and value read after the wait, as the kernel measured here did
             num_warps=warps,
             num_stages=stages,
             launch_pdl=True,
