@@ -49,8 +49,19 @@ class Launched:
     read: Callable[[], list[int]]
 
 
+def slots(table: list[int], start: int, end: int, block_size: int) -> list[int]:
+    """The cache slots of positions start..end - 1: a run of consecutive slots per block (a
+    prompt chunk's thousands of rows cost a few hundred list extensions, not a loop per row)."""
+    out: list[int] = []
+    for p in range(start - start % block_size, end, block_size):
+        first = table[p // block_size] * block_size - p
+        out += range(first + max(start, p), first + min(end, p + block_size))
+    return out
+
+
 def flatten(items: list[tuple[Sequence, int]], block_size: int) -> Batch:
-    """items: (sequence, tokens to compute), single-token ones first."""
+    """items: (sequence, tokens to compute), single-token ones first (the scheduler's order,
+    which puts prompts starting at position 0 last)."""
     b = Batch()
     for seq, n in items:
         start, end = seq.num_computed, seq.num_computed + n
@@ -58,7 +69,7 @@ def flatten(items: list[tuple[Sequence, int]], block_size: int) -> Batch:
         row = len(b.input_ids)
         b.input_ids += seq.token_ids[start:end]
         b.positions += range(start, end)
-        b.slots += [table[p // block_size] * block_size + p % block_size for p in range(start, end)]
+        b.slots += slots(table, start, end, block_size)
         if n == 1:
             b.decode_tables.append(table)
             b.decode_lens.append(end)

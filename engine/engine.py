@@ -429,7 +429,7 @@ class Engine:
         for seq, token in zip(ahead.seqs, tokens):
             if seq.status is not Status.FINISHED:
                 seq.num_computed += 1
-                self.scheduler.share_computed(seq)
+                self.scheduler.share_computed(seq, seq.num_computed)
                 results.append((seq, token))
         return results
 
@@ -452,6 +452,10 @@ class Engine:
         ends here: (sequence, token, or the error that fails that request alone)."""
         inputs = self.runner.prepare(flatten(items, self.config.block_size))
         logits = self.runner.run(inputs)
+        # While the device computes: the blocks this step fills go to the prefix cache (a step
+        # that reads them runs after this one). The host would otherwise do it between steps.
+        for seq, n in items:
+            self.scheduler.share_computed(seq, seq.num_computed + n)
         seqs = inputs.sample_seqs
         own = [s.params.logits_processor for s in seqs if s.params.logits_processor is not None]
         if logits.is_cuda and any(getattr(p, "batch", None) is None for p in own):
@@ -469,7 +473,6 @@ class Engine:
             log.warning("logits processor of %s failed: %r", seqs[i].request_id, err)
         for seq, n in items:
             seq.num_computed += n
-            self.scheduler.share_computed(seq)
         return [(seq, results[i]) for i, seq in enumerate(seqs)]
 
     def _compute_alone(

@@ -132,16 +132,16 @@ class Scheduler:
                 seq.finish_time = now
                 self.finish(seq, reason)
 
-    def share_computed(self, seq: Sequence) -> None:
-        """Move the sequence's newly full blocks into the prefix cache, locked by it, so other
-        requests can match them while it runs. A block whose tokens another request cached
-        first stays this sequence's own (freed when it finishes), and so do the ones after it,
-        since a cached path must run from the root."""
+    def share_computed(self, seq: Sequence, computed: int) -> None:
+        """Move the sequence's blocks that its first `computed` tokens fill into the prefix
+        cache, locked by it, so other requests can match them while it runs. A block whose
+        tokens another request cached first stays this sequence's own (freed when it
+        finishes), and so do the ones after it, since a cached path must run from the root."""
         if self.radix is None:
             return
         bs = self.block_size
         parent = seq.prefix_nodes[-1] if seq.prefix_nodes else self.radix.root
-        for i in range(len(seq.prefix_nodes), seq.num_computed // bs):
+        for i in range(len(seq.prefix_nodes), computed // bs):
             key = tuple(seq.token_ids[i * bs : (i + 1) * bs])
             if key in parent.children:
                 return
@@ -224,6 +224,7 @@ class Scheduler:
 
     @staticmethod
     def _order(batch: ScheduledBatch) -> ScheduledBatch:
-        # Single-token queries first: attention batches them in one call.
-        batch.items.sort(key=lambda item: item[1] != 1)
+        # Single-token queries first: attention batches them in one call. Prompts that start
+        # at position 0 last: on CUDA they are one packed span for the fused attention kernel.
+        batch.items.sort(key=lambda item: (item[1] != 1, item[1] != 1 and item[0].num_computed == 0))
         return batch

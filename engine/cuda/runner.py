@@ -10,6 +10,7 @@ anything else (prefill chunks, mixed batches, logits of every row) runs eagerly.
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from engine.batch import Batch, Launched
@@ -58,7 +59,9 @@ class CudaRunner:
 
     def prepare(self, b: Batch) -> CudaStepInputs:
         # The last list is each row's context length: the kernels read it for decode rows, the graphs for all.
-        lens = b.decode_lens + [p.kv_len for p in b.prefills for _ in range(p.q_len)]
+        lens = list(b.decode_lens)
+        for p in b.prefills:
+            lens += [p.kv_len] * p.q_len
         prefills = [(p.start, p.q_len, p.kv_len, p.block_table) for p in b.prefills]
         return CudaStepInputs(
             [b.input_ids, b.positions, b.slots, lens], b.decode_tables, prefills, b.logits_rows, b.sample_seqs
@@ -93,7 +96,8 @@ class CudaRunner:
                     return logits
                 return logits[torch.tensor(inputs.logits_rows, device=logits.device)]
             dev = self.model.device
-            host = torch.tensor(inputs.rows, dtype=torch.long).to(dev, non_blocking=True)
+            # numpy turns a prefill's lists of thousands of ints into one array a few times faster than torch
+            host = torch.from_numpy(np.array(inputs.rows, dtype=np.int64)).to(dev, non_blocking=True)
             meta = CudaAttentionMetadata(host[2], num_decode=nd)
             if nd:
                 meta.decode_tables = _pad(inputs.decode_tables).to(dev, non_blocking=True)
