@@ -60,8 +60,7 @@ def slots(table: list[int], start: int, end: int, block_size: int) -> list[int]:
 
 
 def flatten(items: list[tuple[Sequence, int]], block_size: int) -> Batch:
-    """items: (sequence, tokens to compute), single-token ones first (the scheduler's order,
-    which puts prompts starting at position 0 last)."""
+    """items: (sequence, tokens to compute), single-token ones first."""
     b = Batch()
     for seq, n in items:
         start, end = seq.num_computed, seq.num_computed + n

@@ -224,7 +224,6 @@ class Scheduler:
 
     @staticmethod
     def _order(batch: ScheduledBatch) -> ScheduledBatch:
-        # Single-token queries first: attention batches them in one call. Prompts that start
-        # at position 0 last: on CUDA they are one packed span for the fused attention kernel.
-        batch.items.sort(key=lambda item: (item[1] != 1, item[1] != 1 and item[0].num_computed == 0))
+        # Single-token queries first: attention batches them in one call.
+        batch.items.sort(key=lambda item: item[1] != 1)
         return batch

@@ -98,6 +98,38 @@ def test_decode_and_prefill_kernels_match_a_float64_reference(d, copies):
         assert rel(out[qs : qs + ql], ref(q[qs : qs + ql], t, kl, ql)) < 1e-2
 
 
+# A decode step's rows (one token per program), and prefill chunks of 2 and 8 tokens per program
+# with a part-filled last block (rope_store.token_block).
+@pytest.mark.parametrize("t", [3, 2051, 9001])
+def test_rope_and_store_match_a_float64_reference(t):
+    from engine.cuda.rope_store import rope_and_store
+
+    torch.manual_seed(t)
+    dev, h, kvh, d, bs = "cuda", 32, 8, 128, 16
+    qkv = torch.randn(t, (h + 2 * kvh) * d, device=dev, dtype=torch.bfloat16)
+    pos = torch.randint(0, 4096, (t,), device=dev)
+    angles = torch.rand(4096, d // 2, device=dev) * 6.3
+    cos, sin = angles.cos(), angles.sin()
+    slots = torch.randperm(2 * t, device=dev)[:t]
+    slots[::5] = -1  # padding rows store nothing
+    kc = torch.zeros(-(-2 * t // bs), bs, kvh, d, device=dev, dtype=torch.bfloat16)
+    vc = torch.zeros_like(kc)
+    q = rope_and_store(qkv, pos, cos, sin, slots, kc, vc, h, kvh, d)
+
+    x = qkv.view(t, h + 2 * kvh, d).double()
+    c, s = cos[pos].double()[:, None], sin[pos].double()[:, None]
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # pair-ordered heads
+    rotated = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+    assert rel(q, rotated[:, :h]) < 1e-2
+    kept = slots >= 0
+    flat_k, flat_v = kc.view(-1, kvh, d), vc.view(-1, kvh, d)
+    assert rel(flat_k[slots[kept]], rotated[kept, h : h + kvh]) < 1e-2
+    assert torch.equal(flat_v[slots[kept]], qkv.view(t, h + 2 * kvh, d)[kept, h + kvh :])
+    untouched = torch.ones(flat_k.shape[0], dtype=torch.bool, device=dev)
+    untouched[slots[kept]] = False
+    assert (flat_k[untouched] == 0).all() and (flat_v[untouched] == 0).all()
+
+
 # The engine's own tiles, and one that keeps two weight tiles in flight (several tiles along k).
 TILES = [None, (8, 256, 4, 2)]
 
