@@ -18,6 +18,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..")]
 import bench_gpu as B  # noqa: E402
 import rope_old  # noqa: E402
+from common import timed  # noqa: E402
 
 import engine.cuda.linear as L  # noqa: E402
 import engine.engine as E  # noqa: E402
@@ -52,22 +53,8 @@ attn_flops = 2 * n_p * len_p**2 * c.num_heads * c.head_dim * c.num_layers
 flops = n_p * len_p * B.layer_flops_per_token(c) + n_p * 2 * c.hidden_size * c.vocab_size + attn_flops
 
 marks: dict[str, list[float]] = {}
-
-
-def timed(name, fn):
-    def wrap(*a, **kw):
-        t = time.perf_counter()
-        try:
-            return fn(*a, **kw)
-        finally:
-            marks.setdefault(name, []).append(time.perf_counter() - t)
-            marks.setdefault(name + " at", []).append(t)
-
-    return wrap
-
-
-engine.runner.run = timed("run", engine.runner.run)
-E.sample = timed("sample", E.sample)
+engine.runner.run = timed(marks, "run", engine.runner.run)
+E.sample = timed(marks, "sample", E.sample)
 new_rope = L.rope_and_store
 variants = {"before (old RoPE, Triton)": rope_old.rope_and_store, "new RoPE, Triton": new_rope}
 seed = iter(range(100_000, 10_000_000, n_p))

@@ -18,24 +18,13 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..")]
 import bench_gpu as B  # noqa: E402
 import rope_old  # noqa: E402
+from common import timed, timeit  # noqa: E402
 
 import engine.cuda.rope_store as rope_new  # noqa: E402
 from engine.cuda.prefill_attention import prefill_attention  # noqa: E402
 
 dev = "cuda"
 print(torch.__version__, torch.version.cuda, "cudnn", torch.backends.cudnn.version(), flush=True)
-
-
-def timeit(fn, n=20):
-    fn()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(True), torch.cuda.Event(True)
-    e0.record()
-    for _ in range(n):
-        fn()
-    e1.record()
-    torch.cuda.synchronize()
-    return e0.elapsed_time(e1) / n / 1e3
 
 
 if os.environ.get("ATTN", "1") == "1":
@@ -157,28 +146,15 @@ engine = Engine(
     ),
 )
 spent: dict[str, list[float]] = {}
-
-
-def timed(name, fn):
-    def wrap(*a, **kw):
-        t = time.perf_counter()
-        try:
-            return fn(*a, **kw)
-        finally:
-            spent.setdefault(name, []).append(time.perf_counter() - t)
-
-    return wrap
-
-
 sch, run = engine.scheduler, engine.runner
-sch.schedule = timed("schedule", sch.schedule)
-sch.postprocess = timed("postprocess", sch.postprocess)
-sch.share_computed = timed("share_computed", sch.share_computed)
-E.flatten = timed("flatten", E.flatten)
-run.prepare = timed("prepare", run.prepare)
-run.run = timed("run (host: upload + launches)", run.run)
-E.sample = timed("sample (waits for the GPU)", E.sample)
-engine._notify = timed("notify", engine._notify)
+sch.schedule = timed(spent, "schedule", sch.schedule)
+sch.postprocess = timed(spent, "postprocess", sch.postprocess)
+sch.share_computed = timed(spent, "share_computed", sch.share_computed)
+E.flatten = timed(spent, "flatten", E.flatten)
+run.prepare = timed(spent, "prepare", run.prepare)
+run.run = timed(spent, "run (host: upload + launches)", run.run)
+E.sample = timed(spent, "sample (waits for the GPU)", E.sample)
+engine._notify = timed(spent, "notify", engine._notify)
 n_p, len_p = 16, 2048
 engine.generate([B.rand_prompt(len_p, 50_000 + i) for i in range(2)], SamplingParams(temperature=0, max_tokens=1))
 for rep in range(3):
@@ -195,6 +171,8 @@ for rep in range(3):
         flush=True,
     )
     for name, ts in spent.items():
+        if name.endswith(" at"):
+            continue
         print(f"  {name:32s} {sum(ts) * 1e3:8.2f} ms over {len(ts)} calls", flush=True)
 
 # The GPU's idle time inside one prefill: gaps between consecutive kernels.

@@ -17,24 +17,13 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..")]
 import bench_gpu as B  # noqa: E402
 import rope_old  # noqa: E402
+from common import timeit  # noqa: E402
 
 import engine.cuda.rope_store as rope_new  # noqa: E402
 from engine.cuda.prefill_attention import prefill_attention  # noqa: E402
 
 dev = "cuda"
-print(torch.aten_schema if hasattr(torch, "aten_schema") else torch.ops.aten._cudnn_attention_forward.default._schema)
-
-
-def timeit(fn, n=20):
-    fn()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(True), torch.cuda.Event(True)
-    e0.record()
-    for _ in range(n):
-        fn()
-    e1.record()
-    torch.cuda.synchronize()
-    return e0.elapsed_time(e1) / n / 1e3
+print(torch.ops.aten._cudnn_attention_forward.default._schema)
 
 
 H, KVH, BS = 32, 8, 16
