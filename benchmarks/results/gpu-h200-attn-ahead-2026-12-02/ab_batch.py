@@ -16,8 +16,7 @@ import torch
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "gpu-h200-overlap-2026-12-02")]
 import decode_attention_old  # noqa: E402
-from attention_tiles import make  # noqa: E402
-from decode_step import SHAPE, B, time_rounds  # noqa: E402
+from decode_step import SHAPE, B, decode_attention_at, time_rounds  # noqa: E402
 
 import engine.cuda.decode_attention as committed  # noqa: E402
 import engine.cuda.forward as F  # noqa: E402
@@ -32,8 +31,8 @@ engine = Engine(ckpt, config)
 d = engine.model.config.head_dim
 variants = {
     "before": decode_attention_old.decode_attention,
-    "after, 8 warps": make(committed, 256 if d <= 64 else 128, 8, AHEAD=True),
-    "after, 4 warps": make(committed, 128 if d <= 64 else 64, 4, AHEAD=True),
+    "after, 8 warps": decode_attention_at(committed, 256 if d <= 64 else 128, 8, AHEAD=True),
+    "after, 4 warps": decode_attention_at(committed, 128 if d <= 64 else 64, 4, AHEAD=True),
     "committed": committed.decode_attention,
 }
 base = F.decode_attention

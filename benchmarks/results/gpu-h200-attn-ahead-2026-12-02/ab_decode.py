@@ -25,8 +25,7 @@ sys.path[:0] = [here, os.path.join(here, "..", "gpu-h200-overlap-2026-12-02")]
 import decode_attention_old  # noqa: E402
 import decode_attention_peeled  # noqa: E402
 import decode_attention_pipelined  # noqa: E402
-from attention_tiles import make  # noqa: E402
-from decode_step import SHAPE, batch1_engine, capture, time_rounds  # noqa: E402
+from decode_step import SHAPE, batch1_engine, capture, decode_attention_at, time_rounds  # noqa: E402
 
 import engine.cuda.decode_attention as committed  # noqa: E402
 import engine.cuda.forward as F  # noqa: E402
@@ -43,7 +42,7 @@ variants = {"before": decode_attention_old.decode_attention}
 for name, module in (("pipelined", decode_attention_pipelined), ("peeled", decode_attention_peeled)):
     for bn, w in tiles[1:2] if final else tiles:
         if not (final and name == "peeled"):
-            variants[f"{name} {bn}/{w}w"] = make(module, bn, w)
+            variants[f"{name} {bn}/{w}w"] = decode_attention_at(module, bn, w)
 variants["committed"] = committed.decode_attention
 base = F.decode_attention
 graphs = {}

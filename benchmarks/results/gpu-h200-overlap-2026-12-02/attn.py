@@ -2,8 +2,7 @@
 several context lengths (the step's K/V contents do not matter for time)."""
 
 import torch
-import triton
-from decode_step import SHAPE, batch1_engine, capture, time_rounds
+from decode_step import SHAPE, batch1_engine, capture, decode_attention_at, time_rounds
 
 import engine.cuda.decode_attention as A
 import engine.cuda.forward as F
@@ -12,50 +11,12 @@ engine = batch1_engine()
 width = engine.runner.graphs.tables.shape[1]
 base = F.decode_attention
 
-
-def make(part, block_n, warps, stages):
-    def attn(q, k_cache, v_cache, block_tables, context_lens, scale, out):
-        b, h, d = q.shape
-        _, bs, kvh, _ = k_cache.shape
-        num_parts = triton.cdiv(block_tables.shape[1] * bs, part)
-        m = torch.empty((b, h, num_parts), dtype=torch.float32, device=q.device)
-        l = torch.empty_like(m)
-        acc = torch.empty((b, h, num_parts, d), dtype=torch.float32, device=q.device)
-        A._decode_kernel[(b, kvh, num_parts)](
-            q,
-            k_cache,
-            v_cache,
-            block_tables,
-            context_lens,
-            m,
-            l,
-            acc,
-            A._counter_buffer(q.device, b * kvh),
-            out,
-            scale,
-            block_tables.stride(0),
-            num_parts,
-            G=h // kvh,
-            GP=max(16, triton.next_power_of_2(h // kvh)),
-            KVH=kvh,
-            D=d,
-            BS=bs,
-            PART=part,
-            BLOCK_N=block_n,
-            AHEAD=False,  # every key and value read after the wait, as the kernel measured here did
-            num_warps=warps,
-            num_stages=stages,
-            launch_pdl=True,
-        )
-
-    return attn
-
-
 variants = {"committed": None}
 for part in (64, 128, 256, 512):
     for bn, w in ((64, 4), (32, 4), (32, 2), (128, 4)):
         if bn <= part:
-            variants[f"part {part} block {bn} warps {w}"] = make(part, bn, w, 2)
+            # AHEAD off: every key and value read after the wait, as the kernel measured here did
+            variants[f"part {part} block {bn} warps {w}"] = decode_attention_at(A, bn, w, part=part, AHEAD=False)
 graphs = {}
 for name, fn in variants.items():
     F.decode_attention = fn or base
