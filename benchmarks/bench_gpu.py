@@ -206,6 +206,14 @@ def layer_flops_per_token(c: ModelConfig) -> int:
     return 2 * c.num_layers * (h * (q + 2 * kv) + q * h + 2 * h * i + i * h)
 
 
+def prefill_flops(c: ModelConfig, prompts: int, length: int) -> int:
+    """FLOPs of prefilling fresh prompts: the layers' projections for every token, causal attention
+    (QK and PV over half the square), and the output projection for each prompt's last row only
+    (an engine computes no other logits)."""
+    attention = 2 * prompts * length**2 * c.num_heads * c.head_dim * c.num_layers
+    return prompts * length * layer_flops_per_token(c) + prompts * 2 * c.hidden_size * c.vocab_size + attention
+
+
 def hf_model(ckpt, c: ModelConfig):
     import transformers
 
@@ -420,9 +428,7 @@ def part_model(args, results: dict) -> None:
     prefill_s = time.perf_counter() - start
     assert all(o.usage.cached_tokens == 0 for o in outs)
     tokens = n_p * len_p
-    attn_flops = 2 * n_p * len_p**2 * c.num_heads * c.head_dim * c.num_layers  # causal: QK and PV, half the square
-    # Only each prompt's last row needs logits (an engine computes no others).
-    flops = tokens * layer_flops_per_token(c) + n_p * 2 * c.hidden_size * c.vocab_size + attn_flops
+    flops = prefill_flops(c, n_p, len_p)
     log(
         f"prefill {n_p} x {len_p} tokens: {prefill_s:.3f} s = {tokens / prefill_s:,.0f} tok/s, "
         f"{flops / prefill_s / 1e12:.0f} TFLOP/s"

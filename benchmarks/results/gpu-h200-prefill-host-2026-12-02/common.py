@@ -1,9 +1,12 @@
-"""What the scripts beside this file share: a CUDA timer, and a wrapper that records a call's
-host time and start."""
+"""What the scripts beside this file share: a CUDA timer, a wrapper that records a call's
+host time and start, and the engine whose prefill they time."""
 
 import time
 
 import torch
+
+from engine import Engine, EngineConfig, dummy_checkpoint
+from engine.config import ModelConfig
 
 
 def timeit(fn, n=20):
@@ -31,3 +34,13 @@ def timed(marks: dict[str, list[float]], name: str, fn):
             marks.setdefault(name + " at", []).append(t)
 
     return wrap
+
+
+def prefill_engine(c: ModelConfig) -> Engine:
+    """Dummy bf16 weights of shape c on the GPU, prefill chunked at 8,192 tokens a step."""
+    return Engine(
+        dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16),
+        EngineConfig(
+            device="cuda", kv_cache_bytes=40 << 30, max_num_seqs=128, max_num_batched_tokens=8192, max_model_len=4096
+        ),
+    )

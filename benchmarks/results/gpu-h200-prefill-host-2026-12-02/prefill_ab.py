@@ -18,11 +18,11 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..")]
 import bench_gpu as B  # noqa: E402
 import rope_old  # noqa: E402
-from common import timed  # noqa: E402
+from common import prefill_engine, timed  # noqa: E402
 
 import engine.cuda.linear as L  # noqa: E402
 import engine.engine as E  # noqa: E402
-from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint  # noqa: E402
+from engine import SamplingParams  # noqa: E402
 
 SHAPE = os.environ.get("SHAPE", "llama3-8b")
 c = B.SHAPES[SHAPE]
@@ -42,15 +42,9 @@ for name, n, k in (
     print(f"  {name} 8192 x {n} x {k}: {2 * 8192 * n * k / t / 1e12:.0f} TFLOP/s", flush=True)
     del w, a
 del x
-engine = Engine(
-    dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16),
-    EngineConfig(
-        device="cuda", kv_cache_bytes=40 << 30, max_num_seqs=128, max_num_batched_tokens=8192, max_model_len=4096
-    ),
-)
+engine = prefill_engine(c)
 n_p, len_p = 16, 2048
-attn_flops = 2 * n_p * len_p**2 * c.num_heads * c.head_dim * c.num_layers
-flops = n_p * len_p * B.layer_flops_per_token(c) + n_p * 2 * c.hidden_size * c.vocab_size + attn_flops
+flops = B.prefill_flops(c, n_p, len_p)
 
 marks: dict[str, list[float]] = {}
 engine.runner.run = timed(marks, "run", engine.runner.run)

@@ -18,7 +18,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [here, os.path.join(here, "..", "..")]
 import bench_gpu as B  # noqa: E402
 import rope_old  # noqa: E402
-from common import timed, timeit  # noqa: E402
+from common import prefill_engine, timed, timeit  # noqa: E402
 
 import engine.cuda.rope_store as rope_new  # noqa: E402
 from engine.cuda.prefill_attention import prefill_attention  # noqa: E402
@@ -136,15 +136,9 @@ for T in (8192, 32, 128):
 
 # 3. The host between prefill steps: the engine's 8B prefill of 16 x 2048, timed by phase.
 import engine.engine as E  # noqa: E402
-from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint  # noqa: E402
+from engine import SamplingParams  # noqa: E402
 
-ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
-engine = Engine(
-    ckpt,
-    EngineConfig(
-        device="cuda", kv_cache_bytes=40 << 30, max_num_seqs=128, max_num_batched_tokens=8192, max_model_len=4096
-    ),
-)
+engine = prefill_engine(c)
 spent: dict[str, list[float]] = {}
 sch, run = engine.scheduler, engine.runner
 sch.schedule = timed(spent, "schedule", sch.schedule)
