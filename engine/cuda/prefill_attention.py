@@ -43,15 +43,17 @@ def _attend_block(
     block = tl.load(table_ptr + s * table_stride + tok // BS, mask=valid, other=0).to(tl.int64)
     kv_off = ((block * BS + tok % BS)[:, None] * KVH + kh) * D + d[None, :]
     k = tl.load(k_ptr + kv_off, mask=valid[:, None], other=0.0)
-    sc = tl.dot(q, tl.trans(k)) * scale_log2
+    sc = tl.dot(q, tl.trans(k))
     if MASKED:
         sc = tl.where((tok[None, :] <= q_pos[:, None]) & valid[None, :], sc, float("-inf"))
-    m_new = tl.maximum(m, tl.max(sc, axis=1))
+    # The scale rides on the max and on one multiply-add per score; the values' product
+    # accumulates into the rescaled acc inside the MMA.
+    m_new = tl.maximum(m, tl.max(sc, axis=1) * scale_log2)
     alpha = tl.exp2(m - m_new)
-    p = tl.exp2(sc - m_new[:, None])
+    p = tl.exp2(sc * scale_log2 - m_new[:, None])
     l = l * alpha + tl.sum(p, axis=1)
     v = tl.load(v_ptr + kv_off, mask=valid[:, None], other=0.0)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+    acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
     return acc, m_new, l
 
 
