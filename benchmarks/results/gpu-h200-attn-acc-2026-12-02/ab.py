@@ -11,11 +11,6 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import prefill_base as base  # noqa: E402
-
-from engine.cuda import prefill_attention as new  # noqa: E402
-
 dev = "cuda"
 H, KVH, BS = 32, 8, 16
 CASES = {
@@ -60,26 +55,37 @@ def timeit(fn, args, out, n=20):
     return e0.elapsed_time(e1) / n / 1e3
 
 
-print(torch.cuda.get_device_name(), torch.__version__, flush=True)
-for d in (128, 64):
-    for name, specs in CASES.items():
-        args, flops = case(specs, d)
-        out_base, out_new = torch.empty_like(args[0]), torch.empty_like(args[0])
-        runs: dict[str, list[float]] = {"base": [], "new": []}
-        for r in range(6):  # alternating order: base first in even rounds, new first in odd ones
-            order = [("base", base.prefill_attention, out_base), ("new", new.prefill_attention, out_new)]
-            for label, fn, out in order if r % 2 == 0 else order[::-1]:
-                runs[label].append(timeit(fn, args, out))
-        err = ((out_new.float() - out_base.float()).abs().max() / out_base.float().abs().max()).item()
-        tb, tn = statistics.median(runs["base"]), statistics.median(runs["new"])
-        line = (
-            f"D={d} {name}: base {flops / tb / 1e12:.0f} TFLOP/s ({tb * 1e3:.3f} ms) | new {flops / tn / 1e12:.0f} "
-            f"TFLOP/s ({tn * 1e3:.3f} ms), {tb / tn:.3f}x, max diff {err:.1e} | new, other tiles:"
-        )
-        engine_tile = new.CONFIGS[d]
-        for cfg in OTHER_TILES[d]:
-            new.CONFIGS[d] = cfg
-            t = timeit(new.prefill_attention, args, out_new)
-            line += f" {cfg}: {flops / t / 1e12:.0f}"
-        new.CONFIGS[d] = engine_tile
-        print(line, flush=True)
+def main(base, new) -> None:
+    """base and new: modules with prefill_attention and CONFIGS."""
+    print(torch.cuda.get_device_name(), torch.__version__, flush=True)
+    for d in (128, 64):
+        for name, specs in CASES.items():
+            args, flops = case(specs, d)
+            out_base, out_new = torch.empty_like(args[0]), torch.empty_like(args[0])
+            runs: dict[str, list[float]] = {"base": [], "new": []}
+            for r in range(6):  # alternating order: base first in even rounds, new first in odd ones
+                order = [("base", base.prefill_attention, out_base), ("new", new.prefill_attention, out_new)]
+                for label, fn, out in order if r % 2 == 0 else order[::-1]:
+                    runs[label].append(timeit(fn, args, out))
+            err = ((out_new.float() - out_base.float()).abs().max() / out_base.float().abs().max()).item()
+            tb, tn = statistics.median(runs["base"]), statistics.median(runs["new"])
+            line = (
+                f"D={d} {name}: base {flops / tb / 1e12:.0f} TFLOP/s ({tb * 1e3:.3f} ms) | new {flops / tn / 1e12:.0f} "
+                f"TFLOP/s ({tn * 1e3:.3f} ms), {tb / tn:.3f}x, max diff {err:.1e} | new, other tiles:"
+            )
+            engine_tile = new.CONFIGS[d]
+            for cfg in OTHER_TILES[d]:
+                new.CONFIGS[d] = cfg
+                t = timeit(new.prefill_attention, args, out_new)
+                line += f" {cfg}: {flops / t / 1e12:.0f}"
+            new.CONFIGS[d] = engine_tile
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import prefill_base
+
+    from engine.cuda import prefill_attention
+
+    main(prefill_base, prefill_attention)
