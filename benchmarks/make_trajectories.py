@@ -1,11 +1,15 @@
 """Record the trajectory fixtures: a scripted agent debugging real Python packages in the local sandbox.
 
-Each scenario copies a pure-Python package from this virtualenv into the
-sandbox, plants one bug, and runs a scripted agent through the real loop: it
+Each scenario copies a pure-Python package from the interpreter's own
+site-packages into the sandbox, plants one bug, and runs a scripted agent through the real loop: it
 lists and reads large files, greps, writes a failing test, runs pytest
 (failures with tracebacks), tries a wrong fix, reverts it, makes the right
 fix and submits. The replies are scripted; every tool output is real. Only
 run.json and events.jsonl are kept, so the fixtures stay small.
+
+The recorded commands name no path of this machine: they call `python`, which
+the recorder (and every test that runs a fixture's setup again) puts first on
+PATH as the running interpreter, so a fixture replays in a clone at any path.
 
     .venv/bin/python benchmarks/make_trajectories.py   # writes tests/fixtures/trajectories/<name>/
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import sys
 import sysconfig
@@ -32,7 +37,7 @@ from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "trajectories"
 SITE = Path(sysconfig.get_paths()["purelib"])
-PY = sys.executable
+PY = "python"  # the running interpreter, by name: see the module docstring
 STEPS = 66
 
 
@@ -236,7 +241,8 @@ def task(s: Scenario) -> Task:
         prompt=s.issue,
         files={"plant_bug.py": inject},
         setup=[
-            f"cp -r {SITE / s.package} {s.package} && find {s.package} -name __pycache__ -prune -exec rm -rf {{}} +",
+            f"cp -r \"$({PY} -c 'import {s.package}, os; print(os.path.dirname({s.package}.__file__))')\" {s.package}"
+            f" && find {s.package} -name __pycache__ -prune -exec rm -rf {{}} +",
             f"{PY} plant_bug.py && rm plant_bug.py",
             "git init -q && git add -A && git -c user.email=agent@example.com -c user.name=agent commit -qm base",
         ],
@@ -271,6 +277,7 @@ def record(s: Scenario, out: Path) -> Path:
 
 
 if __name__ == "__main__":
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     for scenario in SCENARIOS:
         record(scenario, OUT)
     print(json.dumps({"written": str(OUT)}))

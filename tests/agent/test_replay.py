@@ -7,7 +7,9 @@ after volatile text is normalised, without failing."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,7 +140,9 @@ def test_a_compacted_run_replays_with_no_harness_divergence(tmp_path):
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir()))
-def test_every_fixture_run_replays_with_no_harness_divergence(tmp_path, name):
+def test_every_fixture_run_replays_with_no_harness_divergence(tmp_path, monkeypatch, name):
+    # The fixtures' setup copies a package with `python`: the running interpreter, as when they were recorded.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     run_dir = tmp_path / name
     shutil.copytree(FIXTURES / name, run_dir)  # fixtures keep only run.json and events.jsonl
     report = replay(run_dir, out=tmp_path / "replays")
