@@ -1,12 +1,15 @@
-"""The agent loop: render the prompt, call the model, journal, dispatch, update, check stop rules.
+"""The agent loop: ask (render the prompt, call the model, journal its reply), then act (approval, dispatch,
+advance, stop rules, compaction, snapshot), until a stop rule fires.
 
-Read this file top to bottom; everything it calls is one import away.
+Read `run` top to bottom; everything it calls is below it or one import away. A resumed run finishes the step
+its crashed process began with the same `act`, then enters the same loop.
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
@@ -18,7 +21,7 @@ from agent.restore import Restored
 from agent.retry import with_retries
 from agent.snapshot import write_snapshot
 from agent.state import RunState, advance
-from agent.stopping import Stop, StopRule, after_step
+from agent.stopping import RESUMABLE, Stop, StopRule, after_step
 from agent.summariser_calls import JournaledSummariser
 from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
@@ -38,116 +41,174 @@ from tools.disclosure import request_tools, tools_text, with_describe_tool
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
 
 
+@dataclass
+class Session:
+    """An open run (agent.session builds it): its journal, sandbox, model and the tools it offers."""
+
+    task: Task
+    policy: HarnessPolicy
+    model: ModelClient
+    journal: Journal
+    sandbox: Sandbox
+    tools: Registry
+    stop_rules: Sequence[StopRule] = ()
+
+
+@dataclass
+class Loop:
+    """What one run's loop works with between steps, beside its state: the tools as the dispatcher sees them
+    and as the model is shown them, and the renderer, accounting and summariser that keep their caches."""
+
+    session: Session
+    state: RunState
+    tools: Registry
+    shown: Sequence[Tool]
+    ctx: ToolContext
+    renderer: Renderer
+    accounting: PromptAccounting
+    summariser: Summariser
+    digest: PromptDigest
+    approvals: Mapping[str, bool | Decision]
+
+
 def run(
-    task: Task,
-    model: ModelClient,
-    tools: Registry,
-    sandbox: Sandbox,
-    policy: HarnessPolicy,
-    journal: Journal,
+    session: Session,
     approvals: Mapping[str, bool | Decision] | None = None,
-    stop_rules: Sequence[StopRule] = (),
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
 ) -> Summary:
-    """`resumed`: continue a run from its journal (agent.resume) instead of starting one.
-    `summariser`: who compaction asks (default: the run's own model); its calls are journaled."""
-    state = resumed.state if resumed is not None else RunState(task=task)
-    unfinished = resumed.open if resumed is not None else None  # a step the crashed process began
-    approvals = approvals or {}
-    ctx = ToolContext(sandbox=sandbox, timeout_s=policy.dispatch.tool_timeout_s)
-    disclose = next((s for s in policy.context if isinstance(s, DiscloseTools)), None)
-    if disclose is not None:
-        tools = with_describe_tool(tools)
-    shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
-    accounting = PromptAccounting(counter_for(model), tools_text(shown))
-    renderer = Renderer(
-        policy.context, accounting.counter, accounting.tools_text
-    )  # this run's: it keeps its own caches
-    summariser = JournaledSummariser(
-        summariser or ModelSummariser(model, policy.model),
-        journal,
-        state,
-        resumed.summaries if resumed is not None else (),
-    )
-    digest = PromptDigest()
-    opening = initial_messages(task, policy)
-    if state.step == 0 and len(state.history) < len(opening):  # a new run, or one killed while journaling these
-        for message in opening[len(state.history) :]:
-            add_message(state, journal, message)
-        state.settled_seq = journal.seq
-    if resumed is not None and resumed.last_prompt is not None:  # prefix-reuse figures go on from the last prompt sent
-        upto, folds = resumed.last_prompt
-        accounting.measure(renderer.render(state.history[:upto], state.folds[:folds]))
-
+    """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
+    (default: the run's own model), its calls journaled."""
+    loop = begin(session, approvals or {}, resumed, summariser)
     stop: Stop | None = None
     try:
+        if resumed is not None and resumed.open is not None:  # its reply is journaled: the model is not asked again
+            stop = act(loop, resumed.open.reply, resumed.open.recovered, resumed.open.compacted)
         while stop is None:
-            if unfinished is not None:  # finish it first: its reply is journaled, so the model is not asked again
-                reply, recovered, compacted, unfinished = (
-                    unfinished.reply,
-                    unfinished.recovered,
-                    unfinished.compacted,
-                    None,
-                )
-            else:
-                compacted = False
-                state.step += 1
-                prompt = renderer.render(state.history, state.folds)
-                answer = call_model(model, prompt, shown, policy, journal, state.step)
-                if isinstance(answer, Stop):
-                    stop = answer
-                    break
-                reply = answer
-                counted, reused = accounting.measure(prompt)
-                journal.append(
-                    ModelReplied(
-                        step=state.step,
-                        reply=reply,
-                        prompt_messages=len(prompt),
-                        prompt_chars=accounting.chars,
-                        counted_tokens=counted,
-                        prefix_reused=reused,
-                        prompt_sha256=digest(prompt, shown),
-                    )
-                )
-                recovered = None
-            stop = awaiting_approval(reply, tools, policy, approvals, recovered)
-            if stop is not None:
-                break
-            done = dispatch(
-                reply.message.tool_calls,
-                state.step,
-                tools,
-                ctx,
-                policy,
-                journal,
-                approve=lambda call, tool: approvals.get(call.id, False),
-                recovered=recovered,
-            )
-            advance(state, reply, done)
-            if not done.observations:
-                add_message(state, journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
-            stop = after_step(state, done, policy, sandbox, stop_rules)
-            if stop is None and not compacted:
-                compact_if_due(state, renderer, summariser, journal, shown)
-            state.settled_seq = journal.seq  # the state now holds every journaled event: a snapshot may cover them
-            if stop is None and state.step % policy.checkpoint.snapshot_every == 0:
-                write_snapshot(state, journal, sandbox)
+            reply = ask(loop)
+            stop = reply if isinstance(reply, Stop) else act(loop, reply)
     except KeyboardInterrupt:
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
     except Exception as e:  # a bug, a full disk, a reply no client expected: the run still ends on the record
-        where = journal.store_artifact("harness_error.txt", traceback.format_exc())
-        stop = Stop(
-            "harness_error",
-            f"The harness failed at step {state.step}: {type(e).__name__}: {e} (traceback: {where}). "
-            "Everything journaled before it is kept; `harness resume` continues from there.",
-        )
+        stop = harness_error(loop, e)
+    return finish(loop, stop)
 
+
+def ask(loop: Loop) -> ModelReply | Stop:
+    """Render the next step's prompt, call the model and journal its reply."""
+    state, journal = loop.state, loop.session.journal
+    state.step += 1
+    prompt = loop.renderer.render(state.history, state.folds)
+    reply = call_model(loop.session.model, prompt, loop.shown, loop.session.policy, journal, state.step)
+    if isinstance(reply, Stop):
+        return reply
+    counted, reused = loop.accounting.measure(prompt)
+    journal.append(
+        ModelReplied(
+            step=state.step,
+            reply=reply,
+            prompt_messages=len(prompt),
+            prompt_chars=loop.accounting.chars,
+            counted_tokens=counted,
+            prefix_reused=reused,
+            prompt_sha256=loop.digest(prompt, loop.shown),
+        )
+    )
+    return reply
+
+
+def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compacted: bool = False) -> Stop | None:
+    """Carry out one journaled reply: approval, dispatch, advance, stop rules, compaction, snapshot.
+    `recovered`: what a crashed process had already done of this step; `compacted`: its compaction is journaled."""
+    session, state = loop.session, loop.state
+    stop = awaiting_approval(reply, loop.tools, session.policy, loop.approvals, recovered)
+    if stop is not None:
+        return stop
+    done = dispatch(
+        reply.message.tool_calls,
+        state.step,
+        loop.tools,
+        loop.ctx,
+        session.policy,
+        session.journal,
+        approve=lambda call, tool: loop.approvals.get(call.id, False),
+        recovered=recovered,
+    )
+    advance(state, reply, done)
+    if not done.observations:
+        add_message(state, session.journal, nudge(loop.tools), journaled=recovered is not None and recovered.nudged)
+    stop = after_step(state, done, session.policy, session.sandbox, session.stop_rules)
+    if stop is None and not compacted:
+        compact_if_due(loop)
+    state.settled_seq = session.journal.seq  # the state now holds every journaled event: a snapshot may cover them
+    if stop is None and state.step % session.policy.checkpoint.snapshot_every == 0:
+        write_snapshot(state, session.journal, session.sandbox)
+    return stop
+
+
+def begin(
+    session: Session,
+    approvals: Mapping[str, bool | Decision],
+    resumed: Restored | None,
+    summariser: Summariser | None,
+) -> Loop:
+    """The loop's parts for this run; a new run (or one killed while journaling them) journals its opening."""
+    state = resumed.state if resumed is not None else RunState(task=session.task)
+    policy, journal = session.policy, session.journal
+    disclose = next((s for s in policy.context if isinstance(s, DiscloseTools)), None)
+    tools = with_describe_tool(session.tools) if disclose is not None else session.tools
+    shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
+    accounting = PromptAccounting(counter_for(session.model), tools_text(shown))
+    loop = Loop(
+        session,
+        state,
+        tools,
+        shown,
+        ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
+        Renderer(policy.context, accounting.counter, accounting.tools_text),  # this run's: it keeps its own caches
+        accounting,
+        JournaledSummariser(
+            summariser or ModelSummariser(session.model, policy.model),
+            journal,
+            state,
+            resumed.summaries if resumed is not None else (),
+        ),
+        PromptDigest(),
+        approvals,
+    )
+    opening = initial_messages(session.task, policy)
+    if state.step == 0 and len(state.history) < len(opening):
+        for message in opening[len(state.history) :]:
+            add_message(state, journal, message)
+        state.settled_seq = journal.seq
+    if resumed is not None and resumed.last_prompt is not None:  # prefix-reuse figures go on from the last prompt
+        upto, folds = resumed.last_prompt
+        accounting.measure(loop.renderer.render(state.history[:upto], state.folds[:folds]))
+    return loop
+
+
+def harness_error(loop: Loop, e: Exception) -> Stop:
+    """Called while `e` is being handled, so its traceback is the one kept."""
+    where = loop.session.journal.store_artifact("harness_error.txt", traceback.format_exc())
+    return Stop(
+        "harness_error",
+        f"The harness failed at step {loop.state.step}: {type(e).__name__}: {e} (traceback: {where}). "
+        "Everything journaled before it is kept; `harness resume` continues from there.",
+    )
+
+
+def finish(loop: Loop, stop: Stop) -> Summary:
+    """Journal the stop, snapshot and summarise; a run that ended for good drops its container checkpoints."""
+    session, state = loop.session, loop.state
+    journal = session.journal
     journal.append(RunStopped(step=state.step, reason=stop.reason, message=stop.message, outcome=stop.outcome))
-    write_snapshot(state, journal, sandbox, stop)
+    write_snapshot(state, journal, session.sandbox, stop)
     summary = summarize(read_events(journal.dir), read_run_info(journal.dir), state.wall_s())
     journal.write_summary(summary)
+    if summary.stop_reason not in RESUMABLE and getattr(session.sandbox, "container_id", None) is not None:
+        from sandboxes.docker_runs import discard_checkpoints  # the Docker SDK only for Docker runs
+
+        discard_checkpoints(journal.dir)
     return summary
 
 
@@ -184,11 +245,10 @@ def call_model(
         return Stop("model_unavailable", f"The model call still failed after {errs.model_attempts} attempts: {e}")
 
 
-def compact_if_due(
-    state: RunState, renderer: Renderer, summariser: Summariser, journal: Journal, shown: Sequence[Tool]
-) -> None:
+def compact_if_due(loop: Loop) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
-    result = renderer.compact_if_due(state.history, state.folds, state.step, summariser, shown)
+    state, journal = loop.state, loop.session.journal
+    result = loop.renderer.compact_if_due(state.history, state.folds, state.step, loop.summariser, loop.shown)
     if result is None:
         return
     state.usage = state.usage + result.usage  # a summary is spending too: it counts toward stop.max_tokens

@@ -24,6 +24,7 @@ from typing import Any
 
 from agent.approval import decisions
 from agent.journal import RunInfo, damage_error, read_events, read_run_info, scan
+from agent.loop import run
 from agent.playback import PlaybackModel, playback, world_stops
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
 from agent.task import Task
@@ -113,7 +114,8 @@ def replay(
             stop_rules=(world_stops(recorded),),
         )
     with open_run(spec) as session:
-        summary = session.run(
+        summary = run(
+            session,
             approvals=decisions(recorded),
             summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
         )

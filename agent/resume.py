@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.journal import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
+from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
@@ -119,7 +120,7 @@ def _resume(
             prepare(task, box, policy.dispatch.tool_timeout_s)
         else:
             journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-        summary = session.run(approvals=restored.approvals if restored else None, resumed=restored)
+        summary = run(session, approvals=restored.approvals if restored else None, resumed=restored)
     return Resumed(summary, notes)
 
 

@@ -5,7 +5,9 @@ so each gets the policy's MCP servers, a sandbox of the recorded kind (image and
 workdir included), and a run.json that records the tool set offered to the model.
 
     with open_run(spec) as session:
-        summary = session.run()
+        summary = run(session)
+
+or, in one call, `start(spec)`.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from agent.journal import Journal, RunInfo, new_run_id, write_json_atomic
-from agent.loop import run
+from agent.loop import Session, run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
-from agent.stopping import RESUMABLE, StopRule
+from agent.stopping import StopRule
 from agent.summary import Summary
 from agent.task import Task
 from core.errors import HarnessError
@@ -104,38 +106,6 @@ class RunSpec:
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
     stop_rules: Sequence[StopRule] = ()
-
-
-@dataclass
-class Session:
-    """An open run: its journal, sandbox, model and the tools it offers (MCP servers connected)."""
-
-    task: Task
-    policy: HarnessPolicy
-    model: ModelClient
-    journal: Journal
-    sandbox: Sandbox
-    tools: Registry
-    stop_rules: Sequence[StopRule] = ()
-
-    def run(self, **resume) -> Summary:
-        """Run the loop to a stop; `resume` passes approvals/resumed state through (agent.resume).
-        A run that ended for good drops its container checkpoints: nothing will resume it."""
-        summary = run(
-            self.task,
-            self.model,
-            self.tools,
-            self.sandbox,
-            self.policy,
-            self.journal,
-            stop_rules=self.stop_rules,
-            **resume,
-        )
-        if summary.stop_reason not in RESUMABLE and getattr(self.sandbox, "container_id", None) is not None:
-            from sandboxes.docker_runs import discard_checkpoints
-
-            discard_checkpoints(self.journal.dir)
-        return summary
 
 
 @contextmanager
@@ -255,4 +225,4 @@ def reopen_run(
 def start(spec: RunSpec) -> tuple[Summary, Path]:
     """Open the run, run it to a stop, close it."""
     with open_run(spec) as session:
-        return session.run(), session.journal.dir
+        return run(session), session.journal.dir

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pydantic import BaseModel  # noqa: E402
 
 from agent.journal import Journal, RunInfo  # noqa: E402
-from agent.loop import run  # noqa: E402
+from agent.loop import Session, run  # noqa: E402
 from agent.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402
 from core.events import ModelReplied  # noqa: E402
@@ -102,15 +102,8 @@ def measure(policy: HarnessPolicy, where: str | None) -> dict[str, dict[int, flo
         journal.listeners.append(listen)
         box = LocalSandbox(journal.dir / "workspace")
         try:
-            run(
-                Task(prompt="bench"),
-                model,
-                Registry.of([NOOP]),
-                box,
-                policy,
-                journal,
-                summariser=ExtractiveSummariser(counter_for(model)),
-            )
+            session = Session(Task(prompt="bench"), policy, model, journal, box, Registry.of([NOOP]))
+            run(session, summariser=ExtractiveSummariser(counter_for(model)))
         finally:
             box.close()
             journal.close()

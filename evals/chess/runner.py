@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from agent.dispatch import Dispatched
 from agent.journal import read_events
+from agent.loop import run
 from agent.models.base import ModelClient
 from agent.session import RunSpec, SandboxSpec, open_run
 from agent.state import RunState
@@ -162,7 +163,7 @@ def play_game(
             stop_rules=[game_rule(game)],
         )
         with open_run(spec) as session:
-            summary = session.run()
+            summary = run(session)
             journal = session.journal
             game.abort(f"the run stopped ({summary.stop_reason}: {summary.message})")
             pgn = journal.store_artifact("game.pgn", game.pgn(model.name))

@@ -19,6 +19,7 @@ from pathlib import Path
 import docker
 from pydantic import BaseModel
 
+from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
@@ -100,7 +101,7 @@ def run_instance(
     )
     try:
         with open_run(spec) as session:
-            summary = session.run()
+            summary = run(session)
             patch = final_diff(session.sandbox, inst.base_commit) if summary.stop_reason != "sandbox_dead" else None
             if patch is not None:
                 session.journal.store_artifact("model.patch", patch)

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from agent.journal import Journal, RunInfo, read_events
 from agent.launch import launch
-from agent.loop import run
+from agent.loop import Session, run
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.rerender import HELD_FIXED, replay_history, rerender
 from agent.session import prepare
@@ -149,9 +149,8 @@ def test_rerender_and_the_loop_compact_through_the_same_pipeline(tmp_path):
     box = LocalSandbox(journal.dir / "workspace")
     try:
         prepare(task, box, 60)
-        summary = run(
-            task, model, standard_tools(), box, policy, journal, summariser=ExtractiveSummariser(counter_for(model))
-        )
+        session = Session(task, policy, model, journal, box, standard_tools())
+        summary = run(session, summariser=ExtractiveSummariser(counter_for(model)))
     finally:
         box.close()
         journal.close()
