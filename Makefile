@@ -25,7 +25,7 @@ system:
 demo: setup system
 	$(VENV)/bin/harness demo
 
-# The static checks: the layers of DESIGN.md (import-linter), lint and format (ruff), types (mypy).
+# The static checks: the layers of ARCHITECTURE.md (import-linter), lint and format (ruff), types (mypy).
 check: setup
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
