@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
+from agent.session import RunSpec  # noqa: E402
 from agent.task import Task  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from core.types import Usage  # noqa: E402
@@ -121,7 +121,7 @@ def main() -> None:
         start = time.perf_counter()
         task = Task(id="long", prompt="Read log.txt and submit.", files={"log.txt": LOG})
         policy = HarnessPolicy(name="long", stop=StopPolicy(max_steps=args.steps + 1))
-        _, run_dir = launch(task, ScriptedModel(script(args.steps), name="scripted:long"), "local", policy, out)
+        _, run_dir = start(RunSpec(task, ScriptedModel(script(args.steps), name="scripted:long"), policy, out))
         made = time.perf_counter() - start
         start = time.perf_counter()
         run = load_run(run_dir, load_prices(), price_model="openai:gpt-5")

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from typer.testing import CliRunner  # noqa: E402
 
-from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
+from agent.session import RunSpec, start  # noqa: E402
 from agent.task import Task  # noqa: E402
 from cli.main import app  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
@@ -43,13 +43,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         policy = HarnessPolicy(stop=StopPolicy(max_steps=args.steps))
         task = Task(prompt="read big.txt", files={"big.txt": BIG})
-        summary, run_dir = launch(task, ScriptedModel(script(args.steps)), "local", policy, Path(tmp))
+        summary, run_dir = start(RunSpec(task, ScriptedModel(script(args.steps)), policy, Path(tmp)))
         print(f"run: {summary.steps} steps, stop: {summary.stop_reason}")
         runner = CliRunner()
         for name in ("compact_cache_aware", "lean"):
-            start = time.perf_counter()
+            began = time.perf_counter()
             result = runner.invoke(app, ["rerender", str(run_dir), "--policy", name, "--per-step"])
-            elapsed = time.perf_counter() - start
+            elapsed = time.perf_counter() - began
             if result.exit_code != 0:
                 sys.exit(f"rerender under {name} failed:\n{result.output}")
             print(f"rerender --policy {name:<20} {elapsed:6.2f} s   bound {'ok' if elapsed < 5 else 'OVER'} (< 5 s)")

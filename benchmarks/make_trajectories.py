@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.launch import launch  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
+from agent.session import RunSpec, start  # noqa: E402
 from agent.task import Task  # noqa: E402
 from core.context_policy import TruncationPolicy  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
@@ -263,7 +263,7 @@ def record(s: Scenario, out: Path) -> Path:
     )
     with tempfile.TemporaryDirectory() as tmp:
         model = ScriptedModel(script(s, package_files(s.package)), name=f"scripted:{s.name}")
-        summary, run_dir = launch(task(s), model, "local", policy, Path(tmp))
+        summary, run_dir = start(RunSpec(task(s), model, policy, Path(tmp)))
         target = out / s.name
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)

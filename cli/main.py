@@ -10,8 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from agent.launch import launch
-from agent.session import SANDBOXES, policy_for
+from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
 from agent.task import load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
@@ -64,7 +63,9 @@ def run_command(
         the_task, the_policy = load_task(task), policy_for(policy, model)
         the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
         with following_run(console) as state:
-            summary, run_dir = launch(the_task, model, sandbox, the_policy, out, listeners=(state,))
+            summary, run_dir = start(
+                RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,))
+            )
     except HarnessError as e:
         fail(e)
     console.print(summary_table(summary))

@@ -655,7 +655,7 @@ class DockerSandbox:
 
 
 def factory(options: DockerOptions | None = None):
-    """A sandbox factory for `agent.launch.launch`: files live in the container; the run's
+    """A sandbox factory for `RunSpec.sandbox`: files live in the container; the run's
     workspace folder only names the run (its parent is the run folder the container is labelled with)."""
 
     def make(workspace) -> DockerSandbox:

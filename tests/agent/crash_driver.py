@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Literal
 
 from agent.journal import read_events
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
 from agent.resume import resume
+from agent.session import RunSpec, SandboxSpec, start
 from agent.stopping import RESUMABLE
 from agent.task import Task
 from core.context_policy import Compact
@@ -157,16 +157,18 @@ def model(out: Path) -> PromptLoggingModel:
     return scripted
 
 
-def start(out: Path, steps: int, cell: Cell) -> None:
+def start_run(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "script.json").write_text(json.dumps(script(cell, steps)))
     print("ready", flush=True)
-    launch(
-        Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit."),
-        model(out),
-        cell.sandbox,
-        policy(cell, out),
-        out / "runs",
+    start(
+        RunSpec(
+            Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit."),
+            model(out),
+            policy(cell, out),
+            out / "runs",
+            sandbox=SandboxSpec.parse(cell.sandbox),
+        )
     )
 
 
@@ -354,6 +356,6 @@ def _run_dir(out: Path) -> Path | None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "start":
-        start(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
+        start_run(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
     else:
         resume_run(Path(sys.argv[2]))

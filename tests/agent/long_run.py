@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, start
 from agent.summary import Summary
 from agent.task import Task
 from core.context_policy import MaskObservations
@@ -61,14 +61,15 @@ def long_run(
     out: Path, steps: int, snapshot_every: int = 10, listeners: tuple[Callable[[Event], None], ...] = ()
 ) -> tuple[Summary, Path]:
     """A run of `steps` steps that stops awaiting approval of its last one."""
-    return launch(
-        Task(id="long", prompt="Note the numbers from 1 up, then write done.txt and submit."),
-        ScriptedModel(script(steps)),
-        "local",
-        policy(steps, snapshot_every),
-        out,
-        tools=tools(),
-        listeners=listeners,
+    return start(
+        RunSpec(
+            Task(id="long", prompt="Note the numbers from 1 up, then write done.txt and submit."),
+            ScriptedModel(script(steps)),
+            policy(steps, snapshot_every),
+            out,
+            tools=tools(),
+            listeners=listeners,
+        )
     )
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from agent.journal import decode, encode, read_events
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.replay import replay
 from agent.resume import resume
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.context_policy import Compact
 from core.events import Compacted, ModelReplied, RunResumed, SummaryReplied, ToolIntent
@@ -57,8 +57,8 @@ def compacted_run(
             snapshot = next((tmp_path / "runs").iterdir()) / "snapshot.json"
             snapshots[event.seq] = snapshot.read_bytes() if snapshot.exists() else None
 
-    summary, run_dir = launch(
-        TASK, ScriptedModel(script()), "local", policy, tmp_path / "runs", listeners=(keep_snapshot,)
+    summary, run_dir = start(
+        RunSpec(TASK, ScriptedModel(script()), policy, tmp_path / "runs", listeners=(keep_snapshot,))
     )
     if max_tokens is None:
         assert summary.stop_reason == "submitted" and summary.compactions == 2

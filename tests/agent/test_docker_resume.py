@@ -124,17 +124,22 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
     events_kept,
 ):
     from agent.journal import decode, encode
-    from agent.launch import launch
     from agent.models.scripted import ScriptedModel
     from agent.resume import resume
-    from agent.session import SandboxSpec, open_sandbox
+    from agent.session import RunSpec, SandboxSpec, open_sandbox, start
     from agent.task import Task
     from core.policy import HarnessPolicy
 
     task = Task(prompt="Read the file.", files={"a.txt": "from the task\n"})
     replies = yaml.safe_load(script(tmp_path, ["cat a.txt"]).read_text())
-    _, run_dir = launch(
-        task, ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])), "docker", HarnessPolicy(), tmp_path / "runs"
+    _, run_dir = start(
+        RunSpec(
+            task,
+            ScriptedModel.from_file(script(tmp_path, ["cat a.txt"])),
+            HarnessPolicy(),
+            tmp_path / "runs",
+            sandbox=SandboxSpec(kind="docker"),
+        )
     )
     assert len(replies) == 2 and containers_of(docker_ready, run_dir) == []
     # The process died as it began: its container started (perhaps journaled), no step taken yet.
@@ -157,19 +162,20 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
 
 
 def test_resuming_a_finished_docker_run_removes_the_container_its_killed_process_left(docker_ready, tmp_path):  # noqa: F811
-    from agent.launch import launch
     from agent.models.scripted import ScriptedModel
     from agent.resume import resume
-    from agent.session import SandboxSpec, open_sandbox
+    from agent.session import RunSpec, SandboxSpec, open_sandbox, start
     from agent.task import Task
     from core.policy import HarnessPolicy
 
-    _, run_dir = launch(
-        Task(prompt="Say hi."),
-        ScriptedModel.from_file(script(tmp_path, ["echo hi"])),
-        "docker",
-        HarnessPolicy(),
-        tmp_path / "runs",
+    _, run_dir = start(
+        RunSpec(
+            Task(prompt="Say hi."),
+            ScriptedModel.from_file(script(tmp_path, ["echo hi"])),
+            HarnessPolicy(),
+            tmp_path / "runs",
+            sandbox=SandboxSpec(kind="docker"),
+        )
     )
     # Killed between its run_stopped event and removing its container: the container outlives it.
     stray = open_sandbox(SandboxSpec(kind="docker"), run_dir / "workspace")

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agent.journal import decode, encode, read_events, scan
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
 from agent.resume import resume
+from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app
 from core.errors import HarnessError
@@ -41,7 +41,7 @@ GATED = HarnessPolicy(approval=ApprovalPolicy(per_tool={"write_file": "always"})
 
 def gated_run(tmp_path: Path) -> Path:
     """A run that stopped awaiting approval of its write, approved: `harness resume` would finish it."""
-    _, run_dir = launch(TASK, ScriptedModel(SCRIPT), "local", GATED, tmp_path)
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(SCRIPT), GATED, tmp_path))
     result = runner.invoke(app, ["approve", str(run_dir), "--call", "call_2_0", "--yes"])
     assert result.exit_code == 0, result.output
     return run_dir

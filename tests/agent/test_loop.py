@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from core.types import ModelReply
@@ -52,7 +52,7 @@ SUMMARY_FIELDS = {
 
 
 def go(tmp_path, replies, policy=HarnessPolicy(), task=Task(prompt="do it")):
-    summary, run_dir = launch(task, ScriptedModel(replies), "local", policy, tmp_path)
+    summary, run_dir = start(RunSpec(task, ScriptedModel(replies), policy, tmp_path))
     return summary, run_dir
 
 

@@ -6,8 +6,8 @@ real providers over real HTTP are tested with the provider clients.
 
 from __future__ import annotations
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.errors import PermanentModelError, TransientModelError
 from core.policy import ErrorPolicy, HarnessPolicy
@@ -33,7 +33,7 @@ class FlakyModelDouble(ScriptedModel):
 
 def go(tmp_path, plan):
     model = FlakyModelDouble([call("shell", command="true"), call("submit", answer="ok")], plan)
-    return launch(Task(prompt="x"), model, "local", FAST, tmp_path)
+    return start(RunSpec(Task(prompt="x"), model, FAST, tmp_path))
 
 
 def test_transient_errors_are_retried_and_the_run_continues(tmp_path):

@@ -3,8 +3,8 @@ message moves from line to line is still a loop (real loop, local sandbox)."""
 
 from __future__ import annotations
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
@@ -17,12 +17,13 @@ MOVING_LINE = (
 
 
 def test_five_identical_failing_calls_with_moving_line_numbers_stop_as_repeats(tmp_path):
-    summary, run_dir = launch(
-        Task(prompt="slugify hello"),
-        ScriptedModel([call("shell", command=MOVING_LINE)] * 5),
-        "local",
-        HarnessPolicy(),
-        tmp_path,
+    summary, run_dir = start(
+        RunSpec(
+            Task(prompt="slugify hello"),
+            ScriptedModel([call("shell", command=MOVING_LINE)] * 5),
+            HarnessPolicy(),
+            tmp_path,
+        )
     )
     texts = [e["observation"]["text"] for e in events(run_dir) if e["type"] == "tool_observed"]
     assert [t.splitlines()[0] for t in texts] == [f"bash: line {n}: slugify: command not found" for n in (4, 5, 6)]

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from agent.approval import record_decision
 from agent.journal import read_events
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.replay import replay
 from agent.resume import resume
+from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app
 from core.context_policy import Compact
@@ -42,7 +42,7 @@ def test_a_deterministic_run_replays_with_no_divergence_played_back_or_executed(
         call("shell", command="cat out.txt seed.txt"),
         call("submit", answer="done"),
     ]
-    _, run_dir = launch(task, ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    _, run_dir = start(RunSpec(task, ScriptedModel(replies), HarnessPolicy(), tmp_path / "runs"))
     assert all(e.prompt_sha256 for e in read_events(run_dir) if isinstance(e, ModelReplied))
 
     report = replay(run_dir, out=tmp_path / "replays")
@@ -57,7 +57,7 @@ def test_a_deterministic_run_replays_with_no_divergence_played_back_or_executed(
 def test_recorded_approval_decisions_are_applied_in_the_replay(tmp_path):
     replies = [call("write_file", path="a.txt", content="A"), call("submit", answer="done")]
     policy = HarnessPolicy(approval=ApprovalPolicy(approve="writes", per_tool={"submit": "never"}))
-    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", policy, tmp_path / "runs")
+    _, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), policy, tmp_path / "runs"))
     record_decision(run_dir, "call_1_0", False, "no")
     resume(run_dir, model=ScriptedModel(replies))
     report = replay(run_dir, out=tmp_path / "replays")
@@ -72,7 +72,7 @@ def test_a_changed_world_is_information_not_a_harness_divergence(tmp_path):
         call("shell", command=f"cat {outside}"),
         call("submit", answer="done"),
     ]
-    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    _, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), HarnessPolicy(), tmp_path / "runs"))
     outside.write_text("alpha\ngamma\n")
 
     assert replay(run_dir, out=tmp_path / "replays").harness == []  # the harness did not change
@@ -93,7 +93,7 @@ def test_ls_la_and_the_date_replay_cleanly(tmp_path):
         call("shell", command="ls -la; date; pwd"),
         call("submit", answer="done"),
     ]
-    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    _, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), HarnessPolicy(), tmp_path / "runs"))
     result = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays")])
     assert result.exit_code == 0, result.output
     assert "3 prompts and 3 observations compared, 0 harness divergences" in result.output
@@ -103,7 +103,7 @@ def test_ls_la_and_the_date_replay_cleanly(tmp_path):
 
 def test_a_harness_that_builds_another_prompt_or_observation_is_a_divergence(tmp_path):
     replies = [call("shell", command="seq 1 3000"), call("submit", answer="done")]
-    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", HarnessPolicy(), tmp_path / "runs")
+    _, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), HarnessPolicy(), tmp_path / "runs"))
     info = json.loads((run_dir / "run.json").read_text())
     info["policy"]["truncation"]["head_chars"] = 1000  # as if the harness now cut outputs differently
     (run_dir / "run.json").write_text(json.dumps(info))
@@ -133,7 +133,7 @@ def test_a_compacted_run_replays_with_no_harness_divergence(tmp_path):
     policy = HarnessPolicy(
         context=[Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
     )
-    result, run_dir = launch(Task(prompt="count"), ScriptedModel(replies), "local", policy, tmp_path / "runs")
+    result, run_dir = start(RunSpec(Task(prompt="count"), ScriptedModel(replies), policy, tmp_path / "runs"))
     assert result.compactions == 2 and result.stop_reason == "submitted"
     report = replay(run_dir, out=tmp_path / "replays")
     assert report.harness == [] and report.replayed_stop == "submitted"

@@ -7,11 +7,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agent.journal import Journal, RunInfo, read_events
-from agent.launch import launch
 from agent.loop import Session, run
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.rerender import HELD_FIXED, replay_history, rerender
-from agent.session import prepare
+from agent.session import RunSpec, prepare, start
 from agent.task import Task
 from agent.tokens import counter_for
 from cli.main import app
@@ -31,8 +30,8 @@ def hundred_steps(tmp_path) -> Path:
     replies = [call("read_file", path="big.txt", start_line=1 + 29 * i, end_line=200 + 29 * i) for i in range(99)]
     replies.append(call("submit", answer="read it all"))
     policy = HarnessPolicy(stop=StopPolicy(max_steps=100))
-    summary, run_dir = launch(
-        Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path
+    summary, run_dir = start(
+        RunSpec(Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), policy, tmp_path)
     )
     assert summary.steps == 100 and summary.stop_reason == "submitted"
     return run_dir
@@ -69,8 +68,8 @@ def test_a_compacted_run_rerenders_with_its_own_journaled_folds(tmp_path):
             replies.append(ScriptedReply(text=memory))
     replies.append(call("submit", answer="ok"))
     policy = HarnessPolicy(context=[cfg])
-    summary, run_dir = launch(
-        Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), "local", policy, tmp_path
+    summary, run_dir = start(
+        RunSpec(Task(prompt="read big.txt", files={"big.txt": BIG}), ScriptedModel(replies), policy, tmp_path)
     )
     assert summary.compactions == 3 and summary.stop_reason == "submitted"
     events = read_events(run_dir)

@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 from agent.approval import record_decision
 from agent.journal import read_events
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
 from agent.reconcile import NOT_RERUN, UNKNOWN
 from agent.resume import resume
+from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app
 from core.events import ModelReplied, RunResumed, ToolObserved
@@ -56,8 +56,8 @@ class RecordingModel(ScriptedModel):
 
 def uninterrupted(tmp_path, script=SCRIPT, tools=None, policy=HarnessPolicy()):
     prompts: list[str] = []
-    summary, run_dir = launch(
-        TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "reference", tools=tools
+    summary, run_dir = start(
+        RunSpec(TASK, RecordingModel(script, prompts), policy, tmp_path / "reference", tools=tools)
     )
     return prompts, summary, run_dir
 
@@ -77,7 +77,7 @@ def history(run_dir):
 def test_an_approval_stop_writes_a_snapshot_and_the_resumed_prompts_are_byte_identical(tmp_path):
     want, want_summary, reference = uninterrupted(tmp_path)
     prompts: list[str] = []
-    summary, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path / "gated")
+    summary, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path / "gated"))
     assert summary.stop_reason == "awaiting_approval" and summary.outcome == {"pending": ["call_2_0"]}
     snap = json.loads((run_dir / "snapshot.json").read_text())
     assert snap["stop"] == "awaiting_approval" and snap["pending"] == ["call_2_0"] and snap["state"]["step"] == 2
@@ -92,7 +92,7 @@ def test_an_approval_stop_writes_a_snapshot_and_the_resumed_prompts_are_byte_ide
 
 def test_a_refusal_is_a_denied_observation_with_the_note_and_the_model_sees_it(tmp_path):
     prompts: list[str] = []
-    _, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path)
+    _, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path))
     record_decision(run_dir, "call_2_0", False, "write b.txt instead")
     done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
     denied = [e.observation for e in read_events(run_dir) if isinstance(e, ToolObserved)][1]
@@ -103,7 +103,7 @@ def test_a_refusal_is_a_denied_observation_with_the_note_and_the_model_sees_it(t
 
 
 def test_approve_refuses_a_call_the_run_does_not_wait_on(tmp_path):
-    _, run_dir = launch(TASK, ScriptedModel(SCRIPT), "local", GATED, tmp_path)
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(SCRIPT), GATED, tmp_path))
     runner = CliRunner()
     wrong = runner.invoke(app, ["approve", str(run_dir), "--call", "call_9_9", "--yes"])
     assert wrong.exit_code == 2 and "waits on: call_2_0" in " ".join(wrong.output.split())
@@ -143,13 +143,14 @@ def counter_tools(append: Tool) -> Registry:
 def test_an_interrupted_write_with_its_own_check_is_settled_and_never_applied_twice(tmp_path, when):
     want, _, reference = uninterrupted(tmp_path, APPEND_SCRIPT, counter_tools(slow_counter.APPEND))
     prompts: list[str] = []
-    summary, run_dir = launch(
-        TASK,
-        RecordingModel(APPEND_SCRIPT, prompts),
-        "local",
-        HarnessPolicy(),
-        tmp_path / "cut",
-        tools=counter_tools(interrupting(slow_counter.APPEND, when)),
+    summary, run_dir = start(
+        RunSpec(
+            TASK,
+            RecordingModel(APPEND_SCRIPT, prompts),
+            HarnessPolicy(),
+            tmp_path / "cut",
+            tools=counter_tools(interrupting(slow_counter.APPEND, when)),
+        )
     )
     assert summary.stop_reason == "interrupted"
     done = resume(run_dir, model=RecordingModel(APPEND_SCRIPT, prompts), tools=counter_tools(slow_counter.APPEND))
@@ -185,8 +186,8 @@ BLIND = Tool(
 def test_an_interrupted_write_without_a_check_follows_the_policy(tmp_path, rule, lines, status):
     policy = HarnessPolicy(checkpoint=CheckpointPolicy(interrupted_writes=rule))
     script = [call("append", value=1), call("submit", answer="done")]
-    _, run_dir = launch(
-        TASK, ScriptedModel(script), "local", policy, tmp_path, tools=counter_tools(interrupting(BLIND, "after"))
+    _, run_dir = start(
+        RunSpec(TASK, ScriptedModel(script), policy, tmp_path, tools=counter_tools(interrupting(BLIND, "after")))
     )
     done = resume(run_dir, model=ScriptedModel(script), tools=counter_tools(BLIND))
     if rule == "ask":
@@ -223,7 +224,7 @@ def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_aga
 
     tools = counter_tools(slow_counter.APPEND)
     tools.tools["read_counter"] = replace(slow_counter.READ, run=second_read_interrupts)
-    summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", policy, tmp_path / "cut", tools=tools)
+    summary, run_dir = start(RunSpec(TASK, RecordingModel(script, prompts), policy, tmp_path / "cut", tools=tools))
     assert summary.stop_reason == "interrupted"
     done = resume(run_dir, model=RecordingModel(script, prompts), tools=counter_tools(slow_counter.APPEND))
     assert done.summary.stop_reason == "submitted"
@@ -242,7 +243,7 @@ def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_aga
 def test_a_torn_last_line_and_a_missing_snapshot_are_reported_and_nothing_earlier_is_lost(tmp_path):
     want, _, reference = uninterrupted(tmp_path)
     prompts: list[str] = []
-    _, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path / "torn")
+    _, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path / "torn"))
     journal = run_dir / "events.jsonl"
     before = journal.read_bytes()
     with open(journal, "ab") as f:
@@ -263,7 +264,7 @@ def test_a_torn_last_line_and_a_missing_snapshot_are_reported_and_nothing_earlie
 def test_a_snapshot_that_disagrees_with_the_journal_is_ignored(tmp_path):
     want, _, _ = uninterrupted(tmp_path)
     prompts: list[str] = []
-    _, run_dir = launch(TASK, RecordingModel(SCRIPT, prompts), "local", GATED, tmp_path / "bad")
+    _, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path / "bad"))
     snap = json.loads((run_dir / "snapshot.json").read_text())
     snap["window"][-1]["text"] = "something the journal never said"
     (run_dir / "snapshot.json").write_text(json.dumps(snap))
@@ -290,7 +291,7 @@ def test_a_sandbox_that_is_gone_is_recreated_from_the_task_and_the_output_says_s
         call("shell", command="cat data.txt"),
         call("submit", answer="42"),
     ]
-    _, run_dir = launch(task, ScriptedModel(replies), "local", GATED, tmp_path)
+    _, run_dir = start(RunSpec(task, ScriptedModel(replies), GATED, tmp_path))
     shutil.rmtree(run_dir / "workspace")
     record_decision(run_dir, "call_1_0", True)
     done = resume(run_dir, model=ScriptedModel(replies))
@@ -341,7 +342,7 @@ def test_help_lists_resume_replay_and_approve():
 def test_a_run_killed_between_its_opening_messages_gets_the_rest_on_resume(tmp_path):
     """A kill after the system message was journaled and before the task was: the task must not be lost."""
     want, _, reference = uninterrupted(tmp_path)
-    _, run_dir = launch(TASK, ScriptedModel(SCRIPT), "local", HarnessPolicy(), tmp_path / "early")
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(SCRIPT), HarnessPolicy(), tmp_path / "early"))
     journal = run_dir / "events.jsonl"
     journal.write_text(journal.read_text().splitlines(keepends=True)[0])  # only the system message survived
     for name in ("snapshot.json", "summary.json"):
@@ -370,7 +371,7 @@ def test_a_compacted_run_resumes_after_its_summariser_replies(tmp_path):
     want, _, reference = uninterrupted(tmp_path, script=script, policy=HarnessPolicy(context=compacting))
     prompts: list[str] = []
     gated = HarnessPolicy(context=compacting, approval=ApprovalPolicy(per_tool={"write_file": "always"}))
-    summary, run_dir = launch(TASK, RecordingModel(script, prompts), "local", gated, tmp_path / "gated")
+    summary, run_dir = start(RunSpec(TASK, RecordingModel(script, prompts), gated, tmp_path / "gated"))
     assert summary.stop_reason == "awaiting_approval" and summary.compactions == 1
     record_decision(run_dir, "call_4_0", True)  # the fourth reply of the script, after the summary
     done = resume(run_dir, model=RecordingModel(script, prompts))

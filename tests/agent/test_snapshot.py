@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 from agent.journal import read_events
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.events import ModelReplied, RunStopped
 from core.policy import CheckpointPolicy, HarnessPolicy
@@ -53,9 +53,7 @@ def test_written_every_k_steps_and_at_the_stop_covering_the_journal(tmp_path):
 
     replies = [call("shell", command=f"echo {i}") for i in range(1, 6)] + [call("submit", answer="ok")]
     policy = HarnessPolicy(checkpoint=CheckpointPolicy(snapshot_every=2))
-    summary, run_dir = launch(
-        Task(prompt="x"), ScriptedModel(replies), "local", policy, tmp_path, listeners=(listener,)
-    )
+    summary, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), policy, tmp_path, listeners=(listener,)))
     assert seen == [None, None, 2, 2, 4, 4]  # as each step's reply arrives: the latest snapshot's step
     snap = json.loads((run_dir / "snapshot.json").read_text())
     events = read_events(run_dir)

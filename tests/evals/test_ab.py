@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from typer.testing import CliRunner
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app
 from core.errors import HarnessError
@@ -364,12 +364,13 @@ def make_batch(out: Path, tasks: int, detours: int) -> Path:
             reply(("shell", {"command": "cat n.txt"}), prompt=base + 200),
             reply(("submit", {"answer": str(i)}), prompt=base + 400),
         ]
-        launch(
-            Task(id=f"task-{i:02d}", prompt=f"Write {i} to n.txt and submit."),
-            ScriptedModel(script, name="scripted:ab"),
-            "local",
-            HarnessPolicy(name=f"detours-{detours}"),
-            out,
+        start(
+            RunSpec(
+                Task(id=f"task-{i:02d}", prompt=f"Write {i} to n.txt and submit."),
+                ScriptedModel(script, name="scripted:ab"),
+                HarnessPolicy(name=f"detours-{detours}"),
+                out,
+            )
         )
     return out
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.context_policy import Compact
 from core.memory_types import FailedApproach, WorkingMemory
@@ -31,7 +31,7 @@ def summary(memory=MEMORY, **kw) -> ScriptedReply:
 
 def run(tmp_path, replies, cfg):
     policy = HarnessPolicy(context=[cfg])
-    return launch(Task(prompt="print hi"), ScriptedModel(replies), "local", policy, tmp_path)
+    return start(RunSpec(Task(prompt="print hi"), ScriptedModel(replies), policy, tmp_path))
 
 
 def test_a_fold_is_journaled_with_tokens_memory_version_and_summariser_usage(tmp_path):
@@ -135,7 +135,7 @@ def test_what_the_summariser_spends_counts_toward_the_token_budget(tmp_path):
         + [call("shell", command=f"echo {i}") for i in range(2, 9)]
     )
     policy = HarnessPolicy(context=[cfg], stop=StopPolicy(max_tokens=40_000))
-    summary_, _ = launch(Task(prompt="print hi"), ScriptedModel(replies), "local", policy, tmp_path)
+    summary_, _ = start(RunSpec(Task(prompt="print hi"), ScriptedModel(replies), policy, tmp_path))
     assert summary_.stop_reason == "token_budget" and summary_.steps == 3
     assert summary_.summariser_tokens.prompt == 50_000
 
@@ -176,7 +176,7 @@ def test_the_summariser_answers_in_text_under_a_policy_that_forces_tool_calls(tm
         [call("shell", command="echo 1"), call("shell", command="echo 2"), summary(), call("submit", answer="hi")]
     )
     policy = HarnessPolicy(context=[cfg], model=ModelParams(tool_choice="required"))
-    summary_, run_dir = launch(Task(prompt="print hi"), model, "local", policy, tmp_path)
+    summary_, run_dir = start(RunSpec(Task(prompt="print hi"), model, policy, tmp_path))
     assert summary_.stop_reason == "submitted"
     assert model.choices == ["required", "required", "none", "required"]
     [folded] = [e for e in events(run_dir) if e["type"] == "compaction"]

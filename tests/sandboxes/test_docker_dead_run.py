@@ -2,8 +2,8 @@
 
 import json
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import HarnessPolicy
 from sandboxes.docker import DockerSandbox
@@ -16,7 +16,7 @@ def shell(command: str) -> ScriptedReply:
 def test_killing_the_container_after_the_first_tool_call_stops_the_run_as_sandbox_dead(docker_ready, tmp_path):
     boxes = []
 
-    def start(_workspace):
+    def open_box(_workspace):
         boxes.append(DockerSandbox.start(client=docker_ready))
         return boxes[0]
 
@@ -25,13 +25,15 @@ def test_killing_the_container_after_the_first_tool_call_stops_the_run_as_sandbo
             boxes[0].container.kill()
 
     replies = [shell("echo first > first.txt && cat first.txt"), shell("echo second"), shell("echo third")]
-    summary, run_dir = launch(
-        Task(prompt="write two files"),
-        ScriptedModel(replies),
-        start,
-        HarnessPolicy(),
-        tmp_path,
-        listeners=(kill_after_first_tool_call,),
+    summary, run_dir = start(
+        RunSpec(
+            Task(prompt="write two files"),
+            ScriptedModel(replies),
+            HarnessPolicy(),
+            tmp_path,
+            sandbox=open_box,
+            listeners=(kill_after_first_tool_call,),
+        )
     )
 
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "sandbox_dead"

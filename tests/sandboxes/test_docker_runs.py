@@ -194,8 +194,8 @@ def test_run_alive_follows_the_journals_own_lock(tmp_path):
 
 
 def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready, tmp_path):
-    from agent.launch import launch
     from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from agent.session import RunSpec, start
     from agent.task import Task
     from core.policy import HarnessPolicy
     from sandboxes.docker import factory
@@ -211,8 +211,10 @@ def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready,
         ScriptedReply(tool_calls=[ScriptedCall(name="shell", arguments={"command": "true"})]),
         ScriptedReply(tool_calls=[ScriptedCall(name="submit", arguments={"answer": "done"})]),
     ]
-    _summary, run_dir = launch(
-        Task(prompt="x"), ScriptedModel(replies), factory(), HarnessPolicy(), tmp_path, listeners=(look,)
+    _summary, run_dir = start(
+        RunSpec(
+            Task(prompt="x"), ScriptedModel(replies), HarnessPolicy(), tmp_path, sandbox=factory(), listeners=(look,)
+        )
     )
     assert seen[0] == [str(run_dir)]
     assert not docker_ready.containers.list(

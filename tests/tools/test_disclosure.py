@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.session import RunSpec, start
 from agent.task import Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
@@ -34,7 +34,7 @@ def describe(name: str) -> ScriptedReply:
 def test_describe_tool_returns_the_full_description_and_schema_and_real_arguments_are_still_validated(tmp_path):
     policy = HarnessPolicy(context=[DiscloseTools()])
     replies = [describe("replace"), call("replace", path="x"), describe("nope"), call("submit", answer="ok")]
-    _, run_dir = launch(Task(prompt="x"), ScriptedModel(replies), "local", policy, tmp_path)
+    _, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), policy, tmp_path))
     obs = [e["observation"] for e in events(run_dir) if e["type"] == "tool_observed"]
     assert obs[0]["status"] == "ok" and "must occur exactly once" in obs[0]["text"]
     schema = json.loads(obs[0]["text"].split("Arguments (JSON schema): ", 1)[1])

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent.launch import launch
 from agent.models import load_model
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import load_policy
 from tests.engine.serving import free_port
@@ -112,8 +112,8 @@ def test_harness_run_through_the_openai_client_against_harness_serve(server, pol
 
 
 def test_harness_run_through_the_anthropic_client_against_the_same_server(server, policy_file, tmp_path):
-    summary, run_dir = launch(
-        Task(prompt=TASK), f"anthropic-compatible:{server}#smollm2", "local", load_policy(str(policy_file)), tmp_path
+    summary, run_dir = start(
+        RunSpec(Task(prompt=TASK), f"anthropic-compatible:{server}#smollm2", load_policy(str(policy_file)), tmp_path)
     )
     assert summary.stop_reason in ("step_budget", "submitted"), summary.message
     usages = check_run(run_dir)
@@ -122,7 +122,7 @@ def test_harness_run_through_the_anthropic_client_against_the_same_server(server
 
 def test_harness_run_through_the_in_process_local_client(policy_file, tmp_path):
     model = load_model("local")
-    summary, run_dir = launch(Task(prompt=TASK), model, "local", load_policy(str(policy_file)), tmp_path)
+    summary, run_dir = start(RunSpec(Task(prompt=TASK), model, load_policy(str(policy_file)), tmp_path))
     assert summary.stop_reason in ("step_budget", "submitted"), summary.message
     check_run(run_dir)
     model.engine.shutdown()

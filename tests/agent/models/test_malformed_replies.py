@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.launch import launch
 from agent.models import load_model
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.errors import TransientModelError
 from core.policy import ErrorPolicy, HarnessPolicy, ModelParams
@@ -72,7 +72,7 @@ def test_a_malformed_reply_is_a_transient_model_error(api, shape):
 def test_a_malformed_reply_is_retried_and_the_run_goes_on(tmp_path, api, shape):
     good = SUBMIT_OA if api == "openai" else SUBMIT_AN
     with provider([MALFORMED[api][shape], good]) as (server, url):
-        summary, run_dir = launch(Task(prompt="finish"), spec(api, url), "local", FAST, tmp_path)
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
     assert summary.stop_reason == "submitted" and summary.model_failures == 1 and len(server.requests) == 2
     failed = [e for e in events(run_dir) if e["type"] == "model_failed"]
     assert failed[0]["transient"] and "could not be read" in failed[0]["message"]
@@ -82,7 +82,7 @@ def test_a_malformed_reply_is_retried_and_the_run_goes_on(tmp_path, api, shape):
 def test_malformed_replies_to_every_attempt_stop_the_run_as_model_unavailable(tmp_path, api):
     shapes = list(MALFORMED[api].values())
     with provider(shapes[:3]) as (_, url):
-        summary, run_dir = launch(Task(prompt="finish"), spec(api, url), "local", FAST, tmp_path)
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
     assert summary.stop_reason == "model_unavailable" and summary.model_failures == 3
     assert (run_dir / "summary.json").is_file() and events(run_dir)[-1]["type"] == "run_stopped"
 
@@ -91,7 +91,7 @@ def test_malformed_replies_to_every_attempt_stop_the_run_as_model_unavailable(tm
 def test_a_server_that_never_answers_fails_within_the_policys_read_timeout(tmp_path, api):
     policy = FAST.model_copy(update={"model": ModelParams(read_timeout_s=0.3, connect_timeout_s=0.3)})
     with black_hole() as url:
-        summary, run_dir = launch(Task(prompt="finish"), spec(api, url), "local", policy, tmp_path)
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), policy, tmp_path))
     assert summary.stop_reason == "model_unavailable" and summary.model_failures == 3
     failed = [e for e in events(run_dir) if e["type"] == "model_failed"]
     assert all(f["transient"] and "timed out" in f["message"] for f in failed)

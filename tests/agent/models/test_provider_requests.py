@@ -3,7 +3,7 @@ provider (a real loopback server standing in for Anthropic and OpenAI)."""
 
 from __future__ import annotations
 
-from agent.launch import launch
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import HarnessPolicy, ModelParams
 from tests.agent.helpers import events
@@ -27,8 +27,8 @@ def test_anthropic_thinking_blocks_go_back_verbatim_and_cache_breakpoints_are_pl
         model=ModelParams(cache_breakpoints=["tools", "system", "last_message"], temperature=0.3, max_tokens=77)
     )
     with provider([reply(200, first), reply(200, second)]) as (server, url):
-        summary, run_dir = launch(
-            Task(prompt="say hi"), f"anthropic-compatible:{url}#claude-x", "local", policy, tmp_path
+        summary, run_dir = start(
+            RunSpec(Task(prompt="say hi"), f"anthropic-compatible:{url}#claude-x", policy, tmp_path)
         )
     assert summary.stop_reason == "submitted"
     one, two = (r["body"] for r in server.requests)
@@ -63,7 +63,7 @@ def test_anthropic_thinking_blocks_go_back_verbatim_and_cache_breakpoints_are_pl
 def test_openai_request_carries_tools_choice_and_sampling(tmp_path):
     policy = HarnessPolicy(model=ModelParams(tool_choice="required", seed=5, max_tokens=33))
     with provider([reply(200, openai_completion([("submit", {"answer": "ok"})]))]) as (server, url):
-        summary, run_dir = launch(Task(prompt="x"), f"openai-compatible:{url}/v1#m", "local", policy, tmp_path)
+        summary, run_dir = start(RunSpec(Task(prompt="x"), f"openai-compatible:{url}/v1#m", policy, tmp_path))
     body = server.requests[0]["body"]
     assert server.requests[0]["path"] == "/v1/chat/completions"
     assert (

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.launch import launch
 from agent.models import load_model
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.errors import PermanentModelError, TransientModelError
 from core.policy import ErrorPolicy, HarnessPolicy, ModelParams
@@ -55,7 +55,7 @@ def spec(api: str, url: str) -> str:
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_rate_limit_server_error_and_dropped_connection_are_retried(tmp_path, api):
     with provider(FLAKY[api]) as (server, url):
-        summary, run_dir = launch(Task(prompt="finish"), spec(api, url), "local", FAST, tmp_path)
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
     assert summary.stop_reason == "submitted" and summary.model_failures == 3
     assert len(server.requests) == 4  # the SDK's own retries are off: each failure is one request
     failed = [e for e in events(run_dir) if e["type"] == "model_failed"]
@@ -67,7 +67,7 @@ def test_rate_limit_server_error_and_dropped_connection_are_retried(tmp_path, ap
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 def test_unauthorised_stops_the_run_at_once_naming_the_cause(tmp_path, api):
     with provider([UNAUTHORISED[api], SUBMIT_OA]) as (server, url):
-        summary, _ = launch(Task(prompt="finish"), spec(api, url), "local", FAST, tmp_path)
+        summary, _ = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
     assert summary.stop_reason == "model_error" and len(server.requests) == 1
     assert "401" in summary.message and "authentication failed" in summary.message
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
 from core.types import Usage
@@ -161,7 +161,7 @@ def make_run(
     files: dict[str, str] | None = None,
 ) -> Path:
     task = Task(id=task_id, prompt=prompt, files=files or {})
-    _, run_dir = launch(task, ScriptedModel(script, name=f"scripted:{task_id}"), "local", policy, out)
+    _, run_dir = start(RunSpec(task, ScriptedModel(script, name=f"scripted:{task_id}"), policy, out))
     return run_dir
 
 

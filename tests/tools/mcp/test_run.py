@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from agent.launch import launch
 from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
@@ -28,7 +28,7 @@ class Watching(ScriptedModel):
 def test_an_mcp_write_tool_runs_through_the_dispatcher_and_is_journaled(tmp_path):
     policy = HarnessPolicy(mcp=[stdio("notes", "basic.py", approve="never")])  # untrusted, approval turned off
     model = Watching([call("notes__write_note", text="buy milk"), call("submit", answer="done")])
-    summary, run_dir = launch(Task(prompt="Store a note."), model, "local", policy, tmp_path)
+    summary, run_dir = start(RunSpec(Task(prompt="Store a note."), model, policy, tmp_path))
     assert summary.stop_reason == "submitted"
     log = events(run_dir)
     [intent] = [e for e in log if e["type"] == "tool_intent" and e["tool"] == "notes__write_note"]
@@ -46,7 +46,7 @@ def test_an_mcp_write_tool_runs_through_the_dispatcher_and_is_journaled(tmp_path
 def test_an_untrusted_write_tool_waits_for_approval_by_default(tmp_path):
     policy = HarnessPolicy(mcp=[stdio("notes", "basic.py")])
     model = ScriptedModel([call("notes__write_note", text="x")])
-    summary, run_dir = launch(Task(prompt="Store a note."), model, "local", policy, tmp_path)
+    summary, run_dir = start(RunSpec(Task(prompt="Store a note."), model, policy, tmp_path))
     assert summary.stop_reason == "awaiting_approval"
     assert not [e for e in events(run_dir) if e["type"] in ("tool_intent", "tool_observed")]
 
@@ -54,7 +54,7 @@ def test_an_untrusted_write_tool_waits_for_approval_by_default(tmp_path):
 def test_the_policy_caps_the_mcp_tools_a_run_offers(tmp_path):
     policy = HarnessPolicy(mcp=[stdio("paged", "paged.py", "25", "10")], mcp_max_tools=5)
     model = Watching([call("submit", answer="done")])
-    summary, _ = launch(Task(prompt="Look around."), model, "local", policy, tmp_path)
+    summary, _ = start(RunSpec(Task(prompt="Look around."), model, policy, tmp_path))
     assert summary.stop_reason == "submitted"
     offered = [tool.name for tool in model.offered[0] if tool.name.startswith("paged__")]
     assert offered == [f"paged__tool_{i:03d}" for i in range(5)]
