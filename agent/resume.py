@@ -134,7 +134,7 @@ def finished(events: Sequence[Event]) -> RunStopped | None:
 
 def clear_finished_run(run_dir: Path) -> list[str]:
     """Remove what the process of a finished Docker run died before removing: its container and checkpoints."""
-    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_container import DockerUnavailable
     from sandboxes.docker_runs import discard_checkpoints, remove_containers
 
     try:
@@ -210,8 +210,8 @@ def reconnect(
 def reattach_container(
     run_dir: Path, info: RunInfo, events: Sequence[Event], snap: Snapshot | None, journal: Journal
 ) -> tuple[Sandbox, str, int | None] | None:
-    from sandboxes.docker import ShellState
     from sandboxes.docker_runs import SandboxGone, reattach
+    from sandboxes.docker_shells import ShellState
 
     opened = [e for e in events if isinstance(e, SandboxOpened)]
     handle = snap.sandbox if snap is not None else {}

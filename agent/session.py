@@ -75,7 +75,8 @@ def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:
         from sandboxes.none import NoSandbox
 
         return NoSandbox()
-    from sandboxes.docker import DockerSandbox, DockerUnavailable
+    from sandboxes.docker import DockerSandbox
+    from sandboxes.docker_container import DockerUnavailable
     from sandboxes.docker_options import DockerOptions
 
     options = DockerOptions(**{k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None})

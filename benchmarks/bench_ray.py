@@ -32,7 +32,7 @@ from evals.executors import ExecutorOptions  # noqa: E402
 from evals.swe.batch import run_and_grade  # noqa: E402
 from evals.swe.image import instance_image  # noqa: E402
 from evals.swe.suite import load_instances, suite_path  # noqa: E402
-from sandboxes.docker import docker_client  # noqa: E402
+from sandboxes.docker_container import docker_client  # noqa: E402
 
 
 def tree(folder: Path) -> list[str]:

@@ -22,8 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sandboxes.docker import DockerSandbox, ShellState, docker_client  # noqa: E402
+from sandboxes.docker import DockerSandbox  # noqa: E402
+from sandboxes.docker_container import docker_client  # noqa: E402
 from sandboxes.docker_runs import checkpoint, discard_checkpoints, reattach  # noqa: E402
+from sandboxes.docker_shells import ShellState  # noqa: E402
 
 
 def timed(fn, n: int) -> list[float]:

@@ -23,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pydantic import ValidationError
 
 from sandboxes.base import SandboxDead
-from sandboxes.docker import DockerSandbox, docker_client
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_container import docker_client
 from sandboxes.docker_options import DockerOptions
 
 SECRET = "sk-battery-host-secret"

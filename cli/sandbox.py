@@ -20,7 +20,7 @@ def build(
     force: bool = typer.Option(False, "--force", help="rebuild even if the tag exists (redoes debootstrap)"),
 ) -> None:
     """Build the Debian bookworm base image locally with debootstrap (cached; needs root once)."""
-    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_container import DockerUnavailable
     from sandboxes.image import ImageBuildError, build_base_image
 
     try:
@@ -39,7 +39,7 @@ def prune_cmd(
 ) -> None:
     """Remove sandbox containers of dead runs (no process holds the run's journal), and checkpoint
     images of runs whose folder is gone; --all removes every one."""
-    from sandboxes.docker import DockerUnavailable
+    from sandboxes.docker_container import DockerUnavailable
     from sandboxes.docker_runs import prune
 
     try:

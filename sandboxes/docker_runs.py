@@ -28,8 +28,10 @@ import docker
 from docker.errors import APIError, NotFound
 from docker.types import Mount
 
-from sandboxes.docker import DockerSandbox, ShellState, _labels, docker_client
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_container import docker_client, owner_labels
 from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
+from sandboxes.docker_shells import ShellState
 
 log = logging.getLogger("harness.sandbox")
 
@@ -166,7 +168,7 @@ def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP) -> Checkpoin
             cap_drop=["ALL"],
             cap_add=["CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID"],
             security_opt=["no-new-privileges"],
-            labels=_labels(sandbox.options),  # without a run label: pruned once this process is gone
+            labels=owner_labels(sandbox.options),  # without a run label: pruned once this process is gone
         )
         try:
             sandbox.container.pause()

@@ -27,7 +27,7 @@ from pathlib import Path
 import docker
 from docker.errors import BuildError, ImageNotFound
 
-from sandboxes.docker import docker_client
+from sandboxes.docker_container import docker_client
 from sandboxes.docker_options import BASE_IMAGE
 
 SUITE = "bookworm"

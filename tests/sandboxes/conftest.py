@@ -19,7 +19,7 @@ def docker_ready():
     )
     if proc.returncode != 0:
         pytest.fail(f"Docker setup failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    from sandboxes.docker import docker_client
+    from sandboxes.docker_container import docker_client
 
     return docker_client()
 

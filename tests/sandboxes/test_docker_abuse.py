@@ -7,7 +7,9 @@ import time
 import pytest
 
 from sandboxes.base import SandboxDead
-from sandboxes.docker import DockerSandbox, DockerUnavailable
+from sandboxes.docker import DockerSandbox
+from sandboxes.docker_container import DockerUnavailable
+from sandboxes.docker_diagnosis import container_state
 from sandboxes.docker_options import LABEL, DockerOptions
 
 
@@ -89,7 +91,8 @@ def test_death_after_an_earlier_out_of_memory_kill_is_not_blamed_on_memory(docke
         with pytest.raises(SandboxDead) as e:
             sb.exec("kill -KILL $(cat /proc/1/task/1/children); sleep 5", timeout=30)
         assert "killed or stopped" in str(e.value) and "memory" not in str(e.value)
-        assert sb._state()["OOMKilled"]  # the engine's flag: set once anything in the container was killed for memory
+        # The engine's flag: set once anything in the container was killed for memory.
+        assert container_state(sb.api, sb.container_id)["OOMKilled"]
 
 
 def test_an_image_workdir_larger_than_the_quota_is_refused_clearly_and_leaves_nothing(docker_ready):

@@ -3,13 +3,13 @@
 import pytest
 from pydantic import ValidationError
 
-from sandboxes.docker import _run_kwargs, run_labels
+from sandboxes.docker_container import run_kwargs, run_labels
 from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
 
 
 def test_defaults_are_the_locked_down_ones(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    kw = _run_kwargs(DockerOptions(), run_labels(DockerOptions(), None))
+    kw = run_kwargs(DockerOptions(), run_labels(DockerOptions(), None))
     assert kw["network_mode"] == "none" and kw["user"] == "1000:1000"
     assert kw["cap_drop"] == ["ALL"] and kw["cap_add"] is None
     assert kw["security_opt"] == ["no-new-privileges"] and kw["read_only"] is True

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from docker.errors import NotFound
 
-from sandboxes.docker import DockerSandbox, ShellState
+from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import RUN_LABEL
 from sandboxes.docker_runs import (
     SandboxGone,
@@ -23,6 +23,7 @@ from sandboxes.docker_runs import (
     reattach,
     run_alive,
 )
+from sandboxes.docker_shells import ShellState
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,7 +27,7 @@ from evals.swe.grader import InstanceLog, run_tests
 from evals.swe.specs import load_specs, spec_for
 from evals.swe.task import SweInstance
 from evals.swe.testlog import passed
-from sandboxes.docker import docker_client
+from sandboxes.docker_container import docker_client
 
 HERE = Path(__file__).resolve().parent
 SRC, OUT = HERE / "src", HERE / "builtin"
