@@ -13,7 +13,7 @@ Weights are random (dummy) at the real shapes: speed depends on shapes, not valu
 Ceilings are measured in the same run (a device-to-device copy; an 8192^3 bf16
 matmul) and printed beside the datasheet figures (4.8 TB/s, 989 TFLOP/s dense bf16).
 Decode tokens/s counts tokens after each sequence's first, from the last first
-token to the end (prompt processing excluded), as engine/bench.py does; for
+token to the end (prompt processing excluded), as bench_engine.py does; for
 transformers it is (N - 1) * batch / (time for N new tokens - time for 1).
 The trace prompts come from benchmarks/data/trace_prompts.json.gz (made by
 benchmarks/trace_prompts.py from tests/fixtures/trajectories, so the GPU machine

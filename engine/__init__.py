@@ -9,7 +9,7 @@ This package imports nothing from the rest of the harness.
 """
 
 from engine.config import EngineConfig, ModelConfig
-from engine.engine import Engine, RequestOutput, StepStats, StreamChunk, Usage
+from engine.engine import Engine
 from engine.errors import (
     ContextLengthError,
     EngineError,
@@ -17,7 +17,9 @@ from engine.errors import (
     InvalidRequestError,
     ModelLoadError,
 )
+from engine.output import RequestOutput, StreamChunk, Usage
 from engine.sampler import SamplingParams
+from engine.step import StepStats
 from engine.tool_format import ParsedReply, ToolCall, parse_tool_calls
 from engine.weights import (
     Checkpoint,

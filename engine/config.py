@@ -44,7 +44,7 @@ class EngineConfig:
     # CPU weights: "float32" (matches transformers to 1e-3) or "int4" (4-bit projections with
     # bfloat16 activations and KV cache, several times faster decode; quant.py).
     weights: str = "float32"
-    # Greedy decode with the device one step ahead of the host (engine.py): the next step runs
+    # Greedy decode with the device one step ahead of the host (engine/step.py): the next step runs
     # while the host does this one's bookkeeping. None: where it pays, the CUDA graph path; on
     # the CPU a step is done before the host moves on, so it only costs the step that a finished
     # request's row wastes.

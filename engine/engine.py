@@ -1,4 +1,4 @@
-"""The Engine: load a model, accept requests, run the step loop, report results.
+"""The Engine: load a model, take requests, hand back their results.
 
     engine = Engine()                                   # the embedded SmolLM2-135M-Instruct
     outs = engine.generate(["Hello"], SamplingParams(temperature=0, max_tokens=32))
@@ -6,42 +6,34 @@
         print(chunk.delta, end="")
 
 One background thread (engine/loop.py) owns the model and the scheduler: it loads
-the weights, then runs `step()` while there is work; every request is a `Sequence` the
-scheduler batches with the others (continuous batching). `submit`, `generate`, `abort`
-and `prompt_logits` put their change in the loop's inbox. A program embedding the
-engine should keep its own torch work off other threads when it measures speed
-(loop.py says why).
-
-On the CUDA path a greedy decode step launches the next one before the host reads its
-tokens (`_decode_ahead`), so the host's bookkeeping overlaps the GPU's work.
+the weights, then runs `step()` (engine/step.py) while there is work; every request is
+a `Sequence` the scheduler batches with the others (continuous batching). `submit`,
+`generate`, `abort` and `prompt_logits` put their change in the loop's inbox. A program
+embedding the engine should keep its own torch work off other threads when it measures
+speed (loop.py says why).
 
 `generate` blocks on per-request events; `stream` receives per-request updates
-through an asyncio queue fed thread-safely from the loop. Text is built incrementally
-(engine/output.py). A bad request raises an `EngineError` at submission and never
-reaches the loop. Inside a step, a row that cannot be sampled or whose logits
-processor raises fails only its own request; an exception in the model itself makes
-each sequence of that step run alone, so it fails only the requests it belongs to;
-one in the engine's own bookkeeping fails the requests queued at the time. Either way
-the loop goes on serving.
+through an asyncio queue fed thread-safely from the loop (engine/request.py). Text is
+built incrementally (engine/output.py). A bad request raises an `EngineError` at
+submission and never reaches the loop. A step's failure reaches only the requests it
+belongs to (engine/step.py); one in the engine's own bookkeeping fails the requests
+queued at the time. Either way the loop goes on serving.
 """
 
 import asyncio
 import atexit
 import itertools
 import logging
-import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
 from engine.backend import make_runner
-from engine.batch import Launched, flatten, flatten_next
 from engine.config import EngineConfig
 from engine.errors import (
     ContextLengthError,
@@ -53,11 +45,13 @@ from engine.kv_cache import BlockPool, allocate_kv_cache
 from engine.linear import int4_dtype
 from engine.loop import Loop
 from engine.model import Model
-from engine.output import RequestOutput, StreamChunk, TextOutput, Usage
+from engine.output import RequestOutput, StreamChunk, TextOutput
 from engine.radix import RadixCache
-from engine.sampler import SamplingParams, apply_processors, make_generator, sample
+from engine.request import Handle, fail_all, notify, request_output, settle, stream_chunk
+from engine.sampler import SamplingParams, make_generator
 from engine.scheduler import Scheduler
 from engine.sequence import Sequence, Status
+from engine.step import Ahead, StepStats, next_work, prefill_logits, run, step_stats
 from engine.tokenizer import Tokenizer
 from engine.weights import Checkpoint, default_model_path, load_checkpoint
 
@@ -69,34 +63,6 @@ log = logging.getLogger("engine")
 T = TypeVar("T")
 
 
-@dataclass
-class StepStats:
-    step: int
-    num_seqs: int  # sequences batched in this step
-    num_decode: int  # of which single-token (decode) queries
-    num_prefill: int  # of which prompt chunks
-    num_tokens: int  # tokens computed
-    num_preempted: int
-    num_waiting: int
-    duration_s: float
-    time: float  # wall-clock end of the step
-
-
-@dataclass
-class _Ahead:
-    """A greedy decode step the GPU runs while the host has not read its tokens yet."""
-
-    seqs: list[Sequence]  # in row order
-    launched: Launched
-
-
-@dataclass
-class _Handle:
-    seq: Sequence
-    on_update: Callable[[Sequence, list[int]], None] | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-
 class Engine:
     model: "Model | CudaModel"  # loaded on the loop thread (_load)
 
@@ -105,10 +71,10 @@ class Engine:
         self.step_stats: deque[StepStats] = deque(maxlen=self.config.step_stats_history)
         self.num_steps = 0
         self.max_batch_seqs = 0  # the most sequences ever batched in one step
-        self._handles: dict[str, _Handle] = {}
+        self._handles: dict[str, Handle] = {}
         self._ids = itertools.count()
         self._arrivals = itertools.count()
-        self._ahead: _Ahead | None = None  # the decode step running ahead of the one being read
+        self._ahead: Ahead | None = None  # the decode step running ahead of the one being read
         self.loop = Loop(self.step, lambda: self.scheduler.has_work(), self._on_step_error)
         self.loop.start(lambda: self._load(model))  # a bad model file raises here, in the caller's thread
         # Stop the loop before interpreter teardown pulls torch out from under it.
@@ -226,7 +192,7 @@ class Engine:
     ) -> str:
         """Queue a request; returns its id. Raises EngineError subclasses for bad input."""
         seq = self._make_sequence(prompt, params or SamplingParams(), request_id)
-        handle = _Handle(seq, on_update)
+        handle = Handle(seq, on_update)
         self._enqueue([handle])
         return seq.request_id
 
@@ -239,11 +205,11 @@ class Engine:
         def apply() -> None:
             if handle.seq.status is not Status.FINISHED:
                 self.scheduler.finish(handle.seq, "abort")
-                self._notify(handle, [])
+                notify(self._handles, handle, [])
 
         self._post(apply)
 
-    def _enqueue(self, handles: list[_Handle]) -> None:
+    def _enqueue(self, handles: list[Handle]) -> None:
         def apply() -> None:
             for h in handles:
                 if h.seq.status is not Status.FINISHED:  # not failed while it waited in the inbox
@@ -252,7 +218,7 @@ class Engine:
         if not self._post(apply, handles):
             raise EngineStoppedError("the engine is shut down; create a new Engine")
 
-    def _post(self, change: Callable[[], None], handles: Iterable[_Handle] = ()) -> bool:
+    def _post(self, change: Callable[[], None], handles: Iterable[Handle] = ()) -> bool:
         """Queue a change for the loop thread, registering the requests it brings in the same
         critical section (so a shutdown either sees them or refuses them); False when shut down."""
 
@@ -283,7 +249,7 @@ class Engine:
             raise InvalidRequestError(f"{len(prompts)} prompts but {len(params)} SamplingParams")
         # Validate every prompt before queueing any, so a bad one leaves nothing behind.
         seqs = [self._make_sequence(p, sp, None) for p, sp in zip(prompts, params)]
-        handles = [_Handle(s) for s in seqs]
+        handles = [Handle(s) for s in seqs]
         self._enqueue(handles)
         for h in handles:
             h.done.wait()
@@ -297,7 +263,7 @@ class Engine:
         queue: asyncio.Queue = asyncio.Queue()
 
         def on_update(seq: Sequence, new_ids: list[int]) -> None:
-            chunk = self._chunk(seq, new_ids)
+            chunk = stream_chunk(seq, new_ids)
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, chunk)
             except RuntimeError:  # the consumer's loop has closed; the abort below is on its way
@@ -317,200 +283,38 @@ class Engine:
                 self.abort(rid)
             self._handles.pop(rid, None)
 
-    def _output(self, seq: Sequence) -> RequestOutput:
-        done = seq.finish_time
-        return RequestOutput(
-            request_id=seq.request_id,
-            text=seq.text,
-            token_ids=seq.output_ids,  # a fresh slice
-            finish_reason=seq.finish_reason,
-            usage=Usage(seq.prompt_len, seq.cached_tokens or 0, seq.num_output),
-            num_preemptions=seq.num_preemptions,
-            ttft_s=None if seq.first_token_time is None else seq.first_token_time - seq.arrival_time,
-            latency_s=None if done is None else done - seq.arrival_time,
-            error=None if seq.error is None else f"{type(seq.error).__name__}: {seq.error}",
-            stop_sequence=None if seq.output is None else seq.output.stopped_by,
-        )
-
-    def _pop_output(self, handle: _Handle) -> RequestOutput:
+    def _pop_output(self, handle: Handle) -> RequestOutput:
         self._handles.pop(handle.seq.request_id, None)
-        return self._output(handle.seq)
-
-    def _chunk(self, seq: Sequence, new_ids: list[int]) -> StreamChunk:
-        finished = seq.status is Status.FINISHED
-        delta = seq.output.stream_delta(finished) if seq.output is not None else ""
-        return StreamChunk(delta, new_ids, finished, self._output(seq))
+        return request_output(handle.seq)
 
     # ------------------------------------------------------------ the loop
 
     def _on_step_error(self, error: Exception) -> None:
         # Outside the model (scheduling, bookkeeping): fail what was queued, keep serving.
         log.error("engine step failed outside the model; failing every queued request", exc_info=error)
-        self._fail_all(error, "error")
-
-    def _fail_all(self, error: Exception, reason: str) -> None:
-        """Finish every unfinished request with `error`; the engine keeps serving new ones."""
-        for handle in list(self._handles.values()):
-            if handle.seq.status is not Status.FINISHED:
-                handle.seq.error = error
-                self.scheduler.finish(handle.seq, reason)
-                self._notify(handle, [])
+        fail_all(self._handles, self.scheduler, error, "error")
 
     def shutdown(self) -> None:
         self.loop.stop()
         with self.loop.lock:
-            self._fail_all(EngineStoppedError("the engine was shut down"), "abort")
+            fail_all(self._handles, self.scheduler, EngineStoppedError("the engine was shut down"), "abort")
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.
         Called by the loop thread with the loop's lock held."""
         t0 = time.perf_counter()
         ahead, self._ahead = self._ahead, None
-        items = [(s, 1) for s in ahead.seqs if s.status is not Status.FINISHED] if ahead else []
-        num_preempted = 0
-        if not items:  # nothing runs ahead, or every request in it ended (aborted) meanwhile
-            ahead = None
-            batch = self.scheduler.schedule()
-            if not batch:
-                return None
-            items, num_preempted = batch.items, batch.num_preempted
-        try:
-            results = self._decode_ahead(items, ahead) if ahead or self._can_run_ahead(items) else self._compute(items)
-        except Exception as e:
-            self._ahead = None
-            results = self._compute_alone(items, e)
-        seqs, tokens = [], []
-        for seq, result in results:
-            if isinstance(result, Exception):
-                self._fail(seq, result)
-            else:
-                seqs.append(seq)
-                tokens.append(result)
+        work = next_work(self.scheduler, ahead)
+        if work is None:
+            return None
+        results, self._ahead = run(work, self.runner, self.scheduler)
         now = time.perf_counter()
-        self.scheduler.postprocess(seqs, tokens, now)
-        for seq, token in zip(seqs, tokens):
-            self._notify(self._handles.get(seq.request_id), [token])
-        stats = StepStats(
-            step=self.num_steps,
-            num_seqs=len(items),
-            num_decode=sum(1 for _, n in items if n == 1),
-            num_prefill=sum(1 for _, n in items if n != 1),
-            num_tokens=sum(n for _, n in items),
-            num_preempted=num_preempted,
-            num_waiting=len(self.scheduler.waiting),
-            duration_s=now - t0,
-            time=time.time(),
-        )
+        settle(self._handles, self.scheduler, results, now)
+        stats = step_stats(self.num_steps, work, len(self.scheduler.waiting), now - t0)
         self.num_steps += 1
         self.max_batch_seqs = max(self.max_batch_seqs, stats.num_seqs)
         self.step_stats.append(stats)
         return stats
-
-    def _can_run_ahead(self, items: list[tuple[Sequence, int]]) -> bool:
-        return len(items) <= self.runner.ahead_batch and all(
-            n == 1 and seq.num_uncomputed == 1 and seq.params.greedy and seq.params.logits_processor is None
-            for seq, n in items
-        )
-
-    def _decode_ahead(
-        self, items: list[tuple[Sequence, int]], ahead: _Ahead | None
-    ) -> list[tuple[Sequence, int | Exception]]:
-        """A greedy decode step with the GPU kept one step ahead of the host: the next step is
-        launched from this one's tokens while they are still on the device, and this step's
-        bookkeeping (stop checks, text, callbacks) runs while the next one computes.
-        A request that finishes here (EOS, stop string, abort) has a row in the step already
-        launched; its token there is dropped when that step is read."""
-        if ahead is None:
-            inputs = self.runner.prepare(flatten(items, self.config.block_size))
-            ahead = _Ahead([s for s, _ in items], self.runner.launch(inputs))
-        self._ahead = self._launch_next(ahead)
-        tokens = ahead.launched.read()
-        results: list[tuple[Sequence, int | Exception]] = []
-        for seq, token in zip(ahead.seqs, tokens):
-            if seq.status is not Status.FINISHED:
-                seq.num_computed += 1
-                self.scheduler.share_computed(seq, seq.num_computed)
-                results.append((seq, token))
-        return results
-
-    def _launch_next(self, ahead: _Ahead) -> _Ahead | None:
-        """Launch the step after `ahead` when it is sure to hold the same sequences: nothing
-        waits to be admitted, none of them stops by length, and each has a block for its next
-        token. Otherwise None, and the next step is scheduled once this one's tokens are read."""
-        seqs = ahead.seqs
-        if self.scheduler.waiting or len(self.scheduler.running) != len(seqs):
-            return None
-        if any(s.status is not Status.RUNNING or s.num_output + 1 >= s.max_tokens for s in seqs):
-            return None
-        if not self.scheduler.reserve_next(seqs):
-            return None
-        inputs = self.runner.prepare(flatten_next(seqs, self.config.block_size))
-        return _Ahead(seqs, self.runner.launch(inputs, ahead.launched.ids))
-
-    def _compute(self, items: list[tuple[Sequence, int]]) -> list[tuple[Sequence, int | Exception]]:
-        """Run the model over items and sample the next token of each sequence whose span
-        ends here: (sequence, token, or the error that fails that request alone)."""
-        inputs = self.runner.prepare(flatten(items, self.config.block_size))
-        logits = self.runner.run(inputs)
-        # While the device computes: the blocks this step fills go to the prefix cache (a step
-        # that reads them runs after this one). The host would otherwise do it between steps.
-        for seq, n in items:
-            self.scheduler.share_computed(seq, seq.num_computed + n)
-        seqs = inputs.sample_seqs
-        own = [s.params.logits_processor for s in seqs if s.params.logits_processor is not None]
-        if logits.is_cuda and any(getattr(p, "batch", None) is None for p in own):
-            logits = logits.cpu()  # a caller's own processor gets host tensors
-        params = [s.params for s in seqs]
-        generated = [s.output_ids if s.params.logits_processor else [] for s in seqs]
-        logits, failed = apply_processors(logits, params, generated)
-        keep = [i for i in range(len(seqs)) if i not in failed]
-        if failed and keep:
-            logits = logits[keep]
-        tokens = sample(logits, [params[i] for i in keep], [seqs[i].generator for i in keep]) if keep else []
-        results: dict[int, int | Exception] = dict(failed)
-        results.update(zip(keep, tokens))
-        for i, err in failed.items():
-            log.warning("logits processor of %s failed: %r", seqs[i].request_id, err)
-        for seq, n in items:
-            seq.num_computed += n
-        return [(seq, results[i]) for i, seq in enumerate(seqs)]
-
-    def _compute_alone(
-        self, items: list[tuple[Sequence, int]], error: Exception
-    ) -> list[tuple[Sequence, int | Exception]]:
-        """The step failed as a whole: run each sequence alone, so that the error reaches
-        only the requests it belongs to. (K/V written by the failed attempt is written again.)"""
-        log.error("engine step of %d sequences failed; running each alone", len(items), exc_info=error)
-        if len(items) == 1:
-            return [(items[0][0], error)]
-        results: list[tuple[Sequence, int | Exception]] = []
-        for item in items:
-            try:
-                results += self._compute([item])
-            except Exception as e:
-                log.error("request %s fails the model on its own", item[0].request_id, exc_info=e)
-                results.append((item[0], e))
-        return results
-
-    def _fail(self, seq: Sequence, error: Exception) -> None:
-        if seq.status is Status.FINISHED:
-            return
-        seq.error = error
-        self.scheduler.finish(seq, "error")
-        self._notify(self._handles.get(seq.request_id), [])
-
-    def _notify(self, handle: _Handle | None, new_ids: list[int]) -> None:
-        if handle is None:
-            return
-        if handle.on_update is not None:
-            handle.on_update(handle.seq, new_ids)
-        if handle.seq.status is Status.FINISHED:
-            if handle.seq.finish_time is None:
-                handle.seq.finish_time = time.perf_counter()
-            handle.done.set()
-            if handle.on_update is None:
-                return
-            self._handles.pop(handle.seq.request_id, None)
 
     # ------------------------------------------------------------ tools for tests and servers
 
@@ -542,23 +346,5 @@ class Engine:
     def prompt_logits(self, prompts: list[list[int]]) -> list[torch.Tensor]:
         """Logits at every position of each prompt, computed in one batched prefill through
         the paged cache (no prefix cache, nothing kept). For checking the model itself."""
-        bs = self.config.block_size
-
-        def compute() -> torch.Tensor:
-            seqs = []
-            try:
-                for i, ids in enumerate(prompts):
-                    seq = Sequence(f"logits-{i}", list(ids), len(ids), SamplingParams(), -1, torch.Generator())
-                    need = -(-len(ids) // bs)
-                    if not self.scheduler._make_free(need):
-                        raise EngineError("not enough KV blocks for these prompts; raise kv_cache_bytes")
-                    seq.owned_blocks = self.pool.allocate(need)
-                    seqs.append(seq)
-                inputs = self.runner.prepare(flatten([(s, len(s.token_ids)) for s in seqs], bs))
-                return self.runner.run(inputs, all_logits=True)
-            finally:
-                for s in seqs:
-                    self.pool.free(s.owned_blocks)
-
-        logits = self._on_loop(compute)
+        logits = self._on_loop(lambda: prefill_logits(prompts, self.runner, self.scheduler))
         return list(logits.split([len(p) for p in prompts]))

@@ -53,7 +53,7 @@ def to_inputs(b: Batch, device) -> StepInputs:
 class CpuRunner:
     def __init__(self, model: Model, kv: KVCache, ahead_batch: int = 0):
         self.model, self.kv = model, kv
-        # The most sequences a greedy decode step runs ahead with (engine.py); 0: never. Off by
+        # The most sequences a greedy decode step runs ahead with (engine/step.py); 0: never. Off by
         # default: the CPU computes a step before `launch` returns, so there is nothing to overlap.
         self.ahead_batch = ahead_batch
 

@@ -87,7 +87,7 @@ class Scheduler:
 
     def reserve_next(self, seqs: list[Sequence]) -> bool:
         """Blocks for the token after the one each sequence is computing now (a decode step
-        launched ahead, engine.py); False when the pool runs short even after evicting cached
+        launched ahead, engine/step.py); False when the pool runs short even after evicting cached
         leaves: the next step is then scheduled, which may preempt."""
         for seq in seqs:
             need = self._blocks_needed(seq, 2)

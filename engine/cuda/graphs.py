@@ -35,7 +35,7 @@ class DecodeGraphs:
         self.buf = torch.zeros((4, self.max_batch), dtype=torch.long, device=dev)
         self.tables = torch.zeros((self.max_batch, table_width), dtype=torch.int32, device=dev)
         # Pinned twins: the step's inputs go up in two asynchronous copies, with no staging on the way.
-        # Two sets, used in turn: a step running ahead (engine.py) is written while the step before
+        # Two sets, used in turn: a step running ahead (engine/step.py) is written while the step before
         # it may not have been copied up yet; the set before that one has been, since its tokens
         # were read. Written from the scheduler's lists through numpy views: no tensor on the way.
         self.host = [

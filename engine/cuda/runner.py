@@ -49,7 +49,7 @@ class CudaRunner:
         self.model, self.kv, self.block_size = model, kv, block_size
         width = -(-max_model_len // block_size)
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
-        # The most sequences a greedy decode step runs ahead with (engine.py): what a graph holds.
+        # The most sequences a greedy decode step runs ahead with (engine/step.py): what a graph holds.
         self.ahead_batch = self.graphs.max_batch if self.graphs is not None and ahead else 0
         # A launched step's tokens come to the host here, in two sets used in turn: the engine
         # reads a step's tokens after launching the next one, never after the one after that.

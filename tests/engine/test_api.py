@@ -172,7 +172,7 @@ def test_dummy_weights_of_any_size_run_from_token_ids(weights, intermediate):
 
 
 def test_the_model_runs_only_on_the_engine_thread(engine, monkeypatch):
-    """torch work from a second thread slows every step (engine.py says why), so calls made
+    """torch work from a second thread slows every step (engine/loop.py says why), so calls made
     from other threads, prompt_logits included, are carried out by the loop thread."""
     import threading
 

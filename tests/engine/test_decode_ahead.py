@@ -1,4 +1,4 @@
-"""Greedy decode with the device one step ahead of the host (engine.py, `decode_ahead`) gives
+"""Greedy decode with the device one step ahead of the host (engine/step.py, `decode_ahead`) gives
 exactly the outputs of the synchronous loop, whatever ends a request and whatever arrives
 meanwhile, and leaves every KV block accounted for. On the CUDA path it is on by default and
 tests/engine/test_cuda.py checks it there; these tests turn it on for the CPU runner, where the

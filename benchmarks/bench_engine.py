@@ -1,16 +1,16 @@
 """Benchmark: decode throughput against transformers, TTFT with and without the prefix cache.
 
-    python -m engine.bench                  # the embedded SmolLM2-135M-Instruct
-    python -m engine.bench --model PATH --tokens 64 --threads 2 --repeats 3 --skip-transformers
-    python -m engine.bench --dummy          # random weights of SmolLM2-135M's shape, no files
-    python -m engine.bench --weights int4   # only the 4-bit engine
-    python -m engine.bench --skip-llamacpp  # without llama.cpp (else measured when llama-cpp-python is installed)
+    python benchmarks/bench_engine.py                  # the embedded SmolLM2-135M-Instruct
+    python benchmarks/bench_engine.py --model PATH --tokens 64 --threads 2 --repeats 3 --skip-transformers
+    python benchmarks/bench_engine.py --dummy          # random weights of SmolLM2-135M's shape, no files
+    python benchmarks/bench_engine.py --weights int4   # only the 4-bit engine
+    python benchmarks/bench_engine.py --skip-llamacpp  # no llama.cpp (else measured when llama-cpp-python is installed)
 
 The engine runs once per --weights value (float32 matches transformers to 1e-3;
 int4 keeps 4-bit projections with bfloat16 activations), then transformers runs in
 float32 after the engines have shut down: torch's OpenMP workers slow down once two
-threads have each run parallel ops (see engine.py), so the two sides never overlap.
-llama.cpp (engine/bench_llamacpp.py) runs last, on the same file with the same threads, token
+threads have each run parallel ops (see engine/loop.py), so the two sides never overlap.
+llama.cpp (benchmarks/llamacpp.py) runs last, on the same file with the same threads, token
 ids and measurements, its 95%-cached prompt reusing as many tokens as the engine's cache served.
 
 Decode tokens/s counts tokens after the first one, from the first token to the
@@ -23,16 +23,17 @@ first 95% (so 95% can come from the prefix cache).
 
 import argparse
 import logging
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from engine.config import SMOLLM2_135M, EngineConfig, transformers_config
-from engine.engine import Engine
-from engine.output import RequestOutput
-from engine.sampler import SamplingParams
-from engine.weights import default_model_path, dummy_checkpoint
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import Engine, EngineConfig, RequestOutput, SamplingParams  # noqa: E402
+from engine.config import SMOLLM2_135M, transformers_config  # noqa: E402
+from engine.weights import default_model_path, dummy_checkpoint  # noqa: E402
 
 
 def _first_token_s(out: RequestOutput) -> float:
@@ -126,12 +127,12 @@ def _measure_engine(source, weights: str, args, n: int) -> dict:
 
 
 def _measure_llamacpp(path: str, args, n: int, prompt: list[int], ttft_prompts: list) -> dict | None:
-    from engine import bench_llamacpp
+    import llamacpp  # beside this file
 
-    if bench_llamacpp.lc is None:
+    if llamacpp.lc is None:
         print("llama.cpp: not measured (pip install llama-cpp-python)")
         return None
-    llama = bench_llamacpp.LlamaCpp(path, args.threads, n_ctx=max(8192, 2 * args.ttft_tokens), n_seq=8)
+    llama = llamacpp.LlamaCpp(path, args.threads, n_ctx=max(8192, 2 * args.ttft_tokens), n_seq=8)
     try:
         decode = {b: max(llama.decode_rate(prompt, b, args.tokens) for _ in range(n)) for b in (1, 8)}
         cold, warm = [], []

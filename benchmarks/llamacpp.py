@@ -1,4 +1,4 @@
-"""llama.cpp on the same GGUF file, for `python -m engine.bench` to print beside the engine.
+"""llama.cpp on the same GGUF file, for benchmarks/bench_engine.py to print beside the engine.
 
 Driven through llama-cpp-python's C API (an optional benchmark dependency: `pip install
 llama-cpp-python`, which builds llama.cpp from source), so that both sides get the same token
