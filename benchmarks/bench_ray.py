@@ -31,6 +31,7 @@ from core.policy import HarnessPolicy  # noqa: E402
 from evals.executors import ExecutorOptions  # noqa: E402
 from evals.swe.batch import run_and_grade  # noqa: E402
 from evals.swe.image import instance_image  # noqa: E402
+from evals.swe.runner import SweBatchSpec  # noqa: E402
 from evals.swe.suite import load_instances, suite_path  # noqa: E402
 from sandboxes.docker_container import docker_client  # noqa: E402
 
@@ -41,7 +42,7 @@ def tree(folder: Path) -> list[str]:
 
 def timed_batch(instances, folder: Path, options: ExecutorOptions) -> tuple[float, object]:
     start = time.perf_counter()
-    report = run_and_grade(instances, "oracle", HarnessPolicy(), folder, options.workers, executor=options)
+    report = run_and_grade(SweBatchSpec(instances, "oracle", HarnessPolicy(), folder, options))
     return time.perf_counter() - start, report
 
 

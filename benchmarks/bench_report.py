@@ -69,21 +69,23 @@ def script(steps: int) -> list[ScriptedReply]:
 
 def chess_pages(out: Path) -> dict[str, Path]:
     """A chess run report, a batch report and an A/B page, from two real batches of the same seeded games."""
-    from evals.chess.batch import play_batch
+    from evals.chess.batch import ChessBatchSpec, play_batch
     from evals.chess.game import GameRules
     from evals.chess.players import RandomPlayer
 
     folders = []
     for name, chars in (("reasoning", 3000), ("silent", 0)):
         _, folder = play_batch(
-            4,
-            lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars),
-            "stockfish:skill=0",
-            policy=HarnessPolicy(name=name),
-            out=out / name,
-            seed=0,
-            rules=GameRules(max_plies=40),
-            analysis_depth=6,
+            ChessBatchSpec(
+                4,
+                lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars),
+                "stockfish:skill=0",
+                policy=HarnessPolicy(name=name),
+                out=out / name,
+                seed=0,
+                rules=GameRules(max_plies=40),
+                analysis_depth=6,
+            )
         )
         folders.append(folder)
     prices = load_prices()

@@ -8,14 +8,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cli.output import console
-from core.errors import HarnessError
+from cli.output import console, exits_on_error
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
 from evals.pricing import load_prices
 
 
+@exits_on_error
 def ab_command(
     a_dir: Path = typer.Argument(..., help="Batch A (the baseline): a folder of run directories."),
     b_dir: Path = typer.Argument(..., help="Batch B (the change): a folder of run directories."),
@@ -37,13 +37,9 @@ def ab_command(
     ),
 ) -> None:
     """Pair runs by task (and seed) and say whether B differs from A: outcome, steps, tokens, cost, wall time."""
-    try:
-        table = load_prices(prices)
-        a, b = load_batch(a_dir, table, price_model), load_batch(b_dir, table, price_model)
-        c = compare(a, b, a_dir.name, b_dir.name, primary=primary, resamples=resamples, seed=seed, alpha=alpha)
-    except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
-        raise typer.Exit(2) from None
+    table = load_prices(prices)
+    a, b = load_batch(a_dir, table, price_model), load_batch(b_dir, table, price_model)
+    c = compare(a, b, a_dir.name, b_dir.name, primary=primary, resamples=resamples, seed=seed, alpha=alpha)
     html_path, json_path = render(c, (out or b_dir.parent) / f"ab-{a_dir.name}-vs-{b_dir.name}")
     console.print(f"A = {a_dir.name}\nB = {b_dir.name}")
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")

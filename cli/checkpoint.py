@@ -10,18 +10,14 @@ from rich.markup import escape
 from agent.approval import pending_calls, record_decision
 from agent.replay import replay
 from agent.resume import resume
-from cli.output import console
+from cli.output import console, exits_on_error
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
 
 FAILED = ("model_error", "model_unavailable", "sandbox_dead")
 
 
-def _fail(err: HarnessError) -> None:
-    console.print(f"[red]error:[/] {escape(str(err))}")
-    raise typer.Exit(2)
-
-
+@exits_on_error
 def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory (runs/<run-id>) to continue."),
     model: str = typer.Option(None, help="Continue with this model string instead of the one in run.json."),
@@ -48,11 +44,8 @@ def resume_command(
     (`harness approve`) are applied. A finished run is left as it is. Exits 1 when the run
     stops on a model or sandbox failure, 2 on a usage error (such as a run still in use).
     """
-    try:
-        with following_run(console) as state:
-            done = resume(run_dir, model=model, listeners=(state,), repair=repair)
-    except HarnessError as e:
-        _fail(e)
+    with following_run(console) as state:
+        done = resume(run_dir, model=model, listeners=(state,), repair=repair)
     for note in done.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
     if done.summary is None:
@@ -73,6 +66,7 @@ def say_how_to_approve(run_dir: Path) -> None:
         )
 
 
+@exits_on_error
 def replay_command(
     run_dir: Path = typer.Argument(..., help="The recorded run directory to replay."),
     out: Path = typer.Option(
@@ -99,10 +93,7 @@ def replay_command(
     volatile text (times, durations, ids, the run folder) is normalised are reported as world
     changes, with a diff, and do not fail the replay. Exits 2 on a usage error.
     """
-    try:
-        report = replay(run_dir, out=out, execute=execute)
-    except HarnessError as e:
-        _fail(e)
+    report = replay(run_dir, out=out, execute=execute)
     for d in report.harness:
         where = f", call {escape(d.call_id)} ({escape(d.tool)})" if d.call_id else ""
         console.print(f"[red]harness divergence[/] at step {d.step}{where}: {escape(d.what)}")
@@ -127,6 +118,7 @@ def replay_command(
         raise typer.Exit(1)
 
 
+@exits_on_error
 def approve_command(
     run_dir: Path = typer.Argument(..., help="The run directory that stopped awaiting approval."),
     call: str = typer.Option(
@@ -142,11 +134,8 @@ def approve_command(
     runs it again and --no tells the model its outcome is unknown.
     """
     if yes is None:
-        _fail(HarnessError("Say --yes to approve the call or --no to refuse it."))
-    try:
-        record_decision(run_dir, call, yes, note)
-    except HarnessError as e:
-        _fail(e)
+        raise HarnessError("Say --yes to approve the call or --no to refuse it.")
+    record_decision(run_dir, call, yes, note)
     left = pending_calls(run_dir)
     console.print(
         f"recorded: call {call} {'approved' if yes else 'refused'}."

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import typer
-from rich.markup import escape
+from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
@@ -14,17 +14,15 @@ from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.session import policy_for
-from cli.output import console, print_json, stderr
+from cli.executor_options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
+from cli.output import console, exits_on_error, print_json, stderr
 from cli.progress import RunState, heartbeat, progress_bar
-from core.errors import HarnessError
 from core.events import Event
-from evals.chess.batch import COLORS, Batch, Estimate, play_batch
+from evals.chess.batch import COLORS, Batch, ChessBatchSpec, Estimate, play_batch
 from evals.chess.game import GameRules
-from evals.chess.opponents import check_spec
 from evals.chess.players import load_player
 from evals.chess.runner import GameRun
 from evals.executors import Tally
-from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 
 
 def model_maker(spec: str):
@@ -36,6 +34,7 @@ def model_maker(spec: str):
     return make
 
 
+@exits_on_error
 def chess_command(
     games: int = typer.Option(1, min=1, help="How many games to play."),
     model: str = typer.Option(
@@ -86,64 +85,58 @@ def chess_command(
     ),
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
-    if color not in COLORS:
-        console.print(f"[red]error:[/] --color must be one of {', '.join(COLORS)}, not {color!r}.")
-        raise typer.Exit(2)
-    said = stderr if as_json else console  # the JSON alone on stdout
-    try:
-        check_spec(opponent)
-        the_policy = policy_for(policy, model)
-        make = model_maker(model)
-        rules = GameRules(
+    spec = ChessBatchSpec(
+        games=games,
+        make_model=model_maker(model),
+        opponent=opponent,
+        color=color,
+        policy=policy_for(policy, model),
+        out=out,
+        seed=seed,
+        rules=GameRules(
             max_plies=max_plies,
             max_failed_moves=max_failed_moves,
             max_replies=max_replies,
             allow_resign=resign if resign is not None else not is_local(model),
-        )
-        options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
-        started = time.monotonic()
-        with progress_bar(said) as progress:
-            bar = progress.add_task("game 1", total=games, note="")
-            tally = Tally(
-                total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line())
-            )
-            # The step line follows one game at a time: only when games run one by one in this process.
-            watch = GameWatcher(progress, bar)
-            one_by_one = options.kind == "local" and workers == 1
+        ),
+        analysis_depth=analysis_depth or None,
+        executor=executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries),
+        resume=resume,
+    )
+    batch, folder = play_following(spec, stderr if as_json else console)  # the JSON alone on stdout
+    print_batch(batch, folder, as_json)
 
-            def finished(i: int, played: GameRun) -> None:
-                said.print(game_line(i, games, played), markup=False, highlight=False)
-                watch.next_game(i + 2)
 
-            def beat() -> str:
-                if one_by_one:
-                    return f"game {watch.game}/{games}, {watch.state.line()}"
-                return f"games: {tally.line()}, {time.monotonic() - started:.0f} s"
+def play_following(spec: ChessBatchSpec, said: Console) -> tuple[Batch, Path]:
+    """Play the batch under a progress bar, with a line per finished game and a heartbeat."""
+    games = spec.games
+    started = time.monotonic()
+    with progress_bar(said) as progress:
+        bar = progress.add_task("game 1", total=games, note="")
+        tally = Tally(total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line()))
+        # The step line follows one game at a time: only when games run one by one in this process.
+        watch = GameWatcher(progress, bar)
+        one_by_one = spec.executor.kind == "local" and spec.executor.workers == 1
 
-            if not one_by_one:
-                progress.update(bar, description="games")
-            with heartbeat(said, beat):
-                batch, folder = play_batch(
-                    games,
-                    make,
-                    opponent,
-                    color,
-                    the_policy,
-                    out,
-                    seed,
-                    rules,
-                    analysis_depth or None,
-                    listeners=(watch,) if one_by_one else (),
-                    on_game=finished,
-                    executor=options,
-                    resume=resume,
-                    tally=tally,
-                )
-            if not said.is_terminal:  # the bar's last state, which a pipe never sees
-                said.print(f"games: {tally.line()}", markup=False, highlight=False)
-    except HarnessError as e:
-        said.print(f"[red]error:[/] {escape(str(e))}")
-        raise typer.Exit(2) from None
+        def finished(i: int, played: GameRun) -> None:
+            said.print(game_line(i, games, played), markup=False, highlight=False)
+            watch.next_game(i + 2)
+
+        def beat() -> str:
+            if one_by_one:
+                return f"game {watch.game}/{games}, {watch.state.line()}"
+            return f"games: {tally.line()}, {time.monotonic() - started:.0f} s"
+
+        if not one_by_one:
+            progress.update(bar, description="games")
+        with heartbeat(said, beat):
+            played = play_batch(spec, listeners=(watch,) if one_by_one else (), on_game=finished, tally=tally)
+        if not said.is_terminal:  # the bar's last state, which a pipe never sees
+            said.print(f"games: {tally.line()}", markup=False, highlight=False)
+    return played
+
+
+def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
     if as_json:
         print_json(
             {

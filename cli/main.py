@@ -16,7 +16,7 @@ from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import chess_command
-from cli.output import console, print_json
+from cli.output import console, exits_on_error, print_json
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
@@ -36,12 +36,8 @@ app = typer.Typer(
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def fail(err: HarnessError) -> None:
-    console.print(f"[red]error:[/] {err}")
-    raise typer.Exit(2)
-
-
 @app.command("run")
+@exits_on_error
 def run_command(
     task: str = typer.Option(..., help="The task: its text, or a .yaml/.json/.txt/.md task file."),
     model: str = typer.Option(..., help="Model string, e.g. scripted:FILE."),
@@ -59,15 +55,12 @@ def run_command(
     config: mcp_cli.McpConfigs = None,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
-    try:
-        the_task, the_policy = load_task(task), policy_for(policy, model)
-        the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
-        with following_run(console) as state:
-            summary, run_dir = start(
-                RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,))
-            )
-    except HarnessError as e:
-        fail(e)
+    the_task, the_policy = load_task(task), policy_for(policy, model)
+    the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
+    with following_run(console) as state:
+        summary, run_dir = start(
+            RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,))
+        )
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     say_how_to_approve(run_dir)
@@ -76,6 +69,7 @@ def run_command(
 
 
 @app.command("policies")
+@exits_on_error
 def policies_command(
     name: str = typer.Argument(None, help="Show every knob of this preset (or policy file)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
@@ -90,10 +84,7 @@ def policies_command(
             table.add_row(preset, PRESET_SUMMARIES[preset])
         console.print(table)
         return
-    try:
-        rows = knobs(load_policy(name))
-    except HarnessError as e:
-        fail(e)
+    rows = knobs(load_policy(name))
     if as_json:
         print_json([asdict(k) for k in rows])
         return
@@ -137,6 +128,7 @@ def demo_command(
 
 
 @app.command("serve")
+@exits_on_error
 def serve_command(
     model: str = typer.Option(None, help="A GGUF file or model folder; default: the embedded SmolLM2-135M-Instruct."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -173,7 +165,7 @@ def serve_command(
         )
         serve(model, host, port, config, name)
     except (EngineError, HarnessError, ValueError) as e:
-        fail(HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}"))
+        raise HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}") from None
 
 
 app.command("chess")(chess_command)

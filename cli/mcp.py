@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.output import console, print_json, stderr
+from cli.output import console, exits_on_error, print_json, stderr
 from core.errors import HarnessError
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
@@ -55,6 +55,7 @@ def with_servers(
 
 
 @app.command("list")
+@exits_on_error
 def list_command(
     mcp: McpCommands = None,
     mcp_url: McpUrls = None,
@@ -68,25 +69,21 @@ def list_command(
     """Print every tool (built-in and MCP) with its server, effect, approval default and a one-line summary."""
     logging.getLogger("harness.mcp").setLevel(logging.ERROR)  # problems are printed below, once
     said = stderr if as_json else console
-    try:
-        servers = servers_from_options(mcp, mcp_url, config)
-        with with_mcp(servers, standard_tools()) as registry:
-            rows = []
-            for tool in registry:
-                server = getattr(registry, "server_of", lambda _: None)(tool.name)
-                rows.append(
-                    {
-                        "name": tool.name,
-                        "server": server or "built-in",
-                        "effect": tool.effect.value,
-                        "asks_approval": tool.asks_approval,
-                        "summary": tool.summary.removeprefix(f"(MCP {server}) ") if server else tool.summary,
-                    }
-                )
-            problems = list(getattr(getattr(registry, "mcp", None), "problems", []))
-    except HarnessError as e:
-        said.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
-        raise typer.Exit(2) from None
+    servers = servers_from_options(mcp, mcp_url, config)
+    with with_mcp(servers, standard_tools()) as registry:
+        rows = []
+        for tool in registry:
+            server = getattr(registry, "server_of", lambda _: None)(tool.name)
+            rows.append(
+                {
+                    "name": tool.name,
+                    "server": server or "built-in",
+                    "effect": tool.effect.value,
+                    "asks_approval": tool.asks_approval,
+                    "summary": tool.summary.removeprefix(f"(MCP {server}) ") if server else tool.summary,
+                }
+            )
+        problems = list(getattr(getattr(registry, "mcp", None), "problems", []))
     if as_json:
         print_json(rows)
     else:

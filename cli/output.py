@@ -1,13 +1,23 @@
 """Where the commands write. On a terminal: rich tables, colours and live displays. Piped or in CI:
-plain lines, flushed as they are printed, and tables as wide as their longest cell, so no name is cut."""
+plain lines, flushed as they are printed, and tables as wide as their longest cell, so no name is cut.
+A command that fails on a `HarnessError` prints its message, not a traceback, and exits 2."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
+import typer
 from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
+
+from core.errors import HarnessError
 
 PIPED_WIDTH = 10_000  # rather than the 80 columns rich assumes off a terminal: nothing is cut or folded
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class WideWhenPiped(Console):
@@ -30,3 +40,19 @@ def print_json(data: object) -> None:
     """The result of a `--json` command: one JSON document on stdout, nothing else there."""
     console.file.write(json.dumps(data, indent=2) + "\n")
     console.file.flush()
+
+
+def exits_on_error(command: Callable[P, R]) -> Callable[P, R]:
+    """Wraps a command: a `HarnessError` is printed as `error: MESSAGE` and the command exits 2.
+    Under `--json` (an `as_json` option) the message goes to stderr, so stdout holds JSON or nothing."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except HarnessError as e:
+            said = stderr if kwargs.get("as_json") else console
+            said.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return run

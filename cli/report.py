@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from cli.output import console
+from cli.output import console, exits_on_error
 from core.errors import HarnessError
 from evals.pricing import load_prices
 from evals.reports.batch import render_batch
@@ -21,6 +21,7 @@ class Format(str, Enum):
     md = "md"
 
 
+@exits_on_error
 def report_command(
     path: Path = typer.Argument(..., help="A run directory, or a batch directory (a folder of run directories)."),
     format: Format = typer.Option(
@@ -31,21 +32,17 @@ def report_command(
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. anthropic:claude-sonnet-4-5."),
 ) -> None:
     """Inspect a run or a batch: detector findings, timeline, prompt breakdown, token, cache and cost charts."""
-    try:
-        table = load_prices(prices)
-        runs = _load(path, table, price_model)
-        batch = not is_run_dir(path)
-        if format is Format.md:
-            print(batch_markdown(runs, path.name) if batch else run_markdown(runs[0]), end="")
-            return
-        target = None
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            target = out / "report.html"
-        written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
-    except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
-        raise typer.Exit(2) from None
+    table = load_prices(prices)
+    runs = _load(path, table, price_model)
+    batch = not is_run_dir(path)
+    if format is Format.md:
+        print(batch_markdown(runs, path.name) if batch else run_markdown(runs[0]), end="")
+        return
+    target = None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        target = out / "report.html"
+    written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
     console.print(f"wrote {written}")
 
 

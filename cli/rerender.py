@@ -14,9 +14,8 @@ from agent.journal import read_events, read_run_info
 from agent.rerender import HELD_FIXED, Rerendered, rerender
 from agent.session import recorded_tools
 from agent.tokens import counter_for
-from cli.output import console
+from cli.output import console, exits_on_error
 from core.context_policy import ContextStep
-from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from tools.base import recorded_tool
 from tools.builtin import STANDARD
@@ -86,6 +85,7 @@ def _pct(rate: float | None) -> str:
     return "-" if rate is None else f"{rate:.1%}"
 
 
+@exits_on_error
 def rerender_command(
     run_dir: Path = typer.Argument(..., help="A run directory (it holds run.json and events.jsonl)."),
     policy: str = typer.Option(
@@ -97,8 +97,4 @@ def rerender_command(
     and report prompt tokens, peak context and ideal prefix reuse. The model's replies are held fixed."""
     from core.policy import load_policy
 
-    try:
-        report(run_dir, load_policy(policy), console, per_step)
-    except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
-        raise typer.Exit(2) from None
+    report(run_dir, load_policy(policy), console, per_step)

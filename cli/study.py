@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cli.output import exits_on_error
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
 from evals.study.grid import bundled_policies
@@ -38,6 +39,7 @@ def _ints(text: str, what: str) -> list[int]:
         raise HarnessError(f"{what} must be whole numbers separated by commas, e.g. 1,4,16; got {text!r}.") from None
 
 
+@exits_on_error
 def study_command(
     task: Tasks,
     policy: Policies,
@@ -59,23 +61,19 @@ def study_command(
     out: Path = typer.Option(Path("runs"), help="Folder that receives the study folder."),
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
-    try:
-        spec = StudySpec(
-            model=model,
-            tasks=task,
-            policies=policy,
-            seeds=_ints(seeds, "--seeds"),
-            concurrency=_ints(concurrency, "--concurrency"),
-            kv_cache_mb=[*_ints(kv_cache_mb, "--kv-cache-mb")] if kv_cache_mb else [None],
-            max_steps=max_steps,
-            sandbox=sandbox,
-            opponent=opponent,
-            max_plies=max_plies,
-        )
-        study, folder = run_study(spec, out, on_run=lambda line: console.print(f"  {line}"))
-    except HarnessError as e:
-        console.print(f"[red]error:[/] {e}")
-        raise typer.Exit(2) from None
+    spec = StudySpec(
+        model=model,
+        tasks=task,
+        policies=policy,
+        seeds=_ints(seeds, "--seeds"),
+        concurrency=_ints(concurrency, "--concurrency"),
+        kv_cache_mb=[*_ints(kv_cache_mb, "--kv-cache-mb")] if kv_cache_mb else [None],
+        max_steps=max_steps,
+        sandbox=sandbox,
+        opponent=opponent,
+        max_plies=max_plies,
+    )
+    study, folder = run_study(spec, out, on_run=lambda line: console.print(f"  {line}"))
     for point in study.points:
         cache = Table(f"policy ({point.label})", "runs", "prompt tok", "cached", "ideal", "evicted", "peak ctx")
         speed = Table(f"policy ({point.label})", "steps/s", "tok/s", "TTFT p50", "TTFT p95", "outcome")

@@ -14,15 +14,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from agent.session import policy_for
-from cli.output import console, print_json, stderr
+from cli.executor_options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
+from cli.output import console, exits_on_error, print_json, stderr
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
 from evals.executors import Tally
-from evals.executors.options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
 from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
 from evals.swe.grader import InstanceReport, RunReport
 from evals.swe.image import instance_image
-from evals.swe.runner import InstanceResult
+from evals.swe.runner import InstanceResult, SweBatchSpec
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
 from evals.swe.task import SweInstance
 from evals.swe.validate import validate
@@ -46,11 +46,6 @@ BUILD_ENV = typer.Option(
     help="KEY=VALUE set while images are built (CA bundle, proxy, version "
     "pretends), never inside a container (repeatable).",
 )
-
-
-def _fail(message: str, said: Console = console) -> None:
-    said.print(f"[red]error:[/] {escape(message)}")
-    raise typer.Exit(2)
 
 
 def stamp() -> str:
@@ -126,6 +121,7 @@ swe_app = typer.Typer(
 
 
 @swe_app.callback()
+@exits_on_error
 def swe_command(
     ctx: typer.Context,
     suite: str = SUITE,
@@ -167,35 +163,48 @@ def swe_command(
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     if ctx.invoked_subcommand is not None:
         return
-    said = stderr if as_json else console  # the JSON alone on stdout
     if model is None:
-        _fail("--model is required: a model string, or a reference agent (oracle, null, test-deleter).", said)
+        raise HarnessError("--model is required: a model string, or a reference agent (oracle, null, test-deleter).")
     if resume is not None and not resume.is_dir():
-        _fail(f"--resume {resume}: no such batch folder. Name the folder an earlier `harness swe` printed.", said)
-    try:
-        instances = _load(suite, specs, repos, build_env)
-        the_policy = policy_for(policy, model)
-        options = executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries)
-    except HarnessError as e:
-        _fail(str(e), said)
-    if only:
-        unknown = sorted(set(only) - {i.instance_id for i in instances})
-        if unknown:
-            known = sorted(i.instance_id for i in instances)
-            _fail(
-                f"--only names no instance of {suite}: {', '.join(unknown)}. Its instances: {', '.join(known[:20])}"
-                + (f" and {len(known) - 20} more." if len(known) > 20 else "."),
-                said,
-            )
-        instances = [i for i in instances if i.instance_id in set(only)]
-    batch_dir = resume or out / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp()}"
-    said.print(f"batch folder: {batch_dir}", markup=False, highlight=False, soft_wrap=True)
-    if executor == "local":
-        _build_images(instances, said)
+        raise HarnessError(
+            f"--resume {resume}: no such batch folder. Name the folder an earlier `harness swe` printed."
+        )
+    instances = _load(suite, specs, repos, build_env)
+    spec = SweBatchSpec(
+        instances=_only(instances, only, suite),
+        model=model,
+        policy=policy_for(policy, model),
+        batch_dir=resume or out / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp()}",
+        executor=executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries),
+    )
+    report = _run_following(spec, stderr if as_json else console)  # the JSON alone on stdout
+    _print_report(report, spec, as_json)
+
+
+def _only(instances: list[SweInstance], only: list[str] | None, suite: str) -> list[SweInstance]:
+    """The instances `--only` names, or all of them without it."""
+    if not only:
+        return instances
+    unknown = sorted(set(only) - {i.instance_id for i in instances})
+    if unknown:
+        known = sorted(i.instance_id for i in instances)
+        raise HarnessError(
+            f"--only names no instance of {suite}: {', '.join(unknown)}. Its instances: {', '.join(known[:20])}"
+            + (f" and {len(known) - 20} more." if len(known) > 20 else ".")
+        )
+    return [i for i in instances if i.instance_id in set(only)]
+
+
+def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
+    """Run and grade the batch under a progress bar, with a line per graded instance and a heartbeat."""
+    said.print(f"batch folder: {spec.batch_dir}", markup=False, highlight=False, soft_wrap=True)
+    if spec.executor.kind == "local":
+        _build_images(spec.instances, said)
+    total = len(spec.instances)
     counts = {"resolved": 0, "tokens": 0, "done": 0}
     started = time.monotonic()
     with progress_bar(said) as progress:
-        bar = progress.add_task("instances", total=len(instances), note="")
+        bar = progress.add_task("instances", total=total, note="")
 
         def note(tally: Tally) -> str:
             return f"{tally.line()} · resolved {counts['resolved']} · {counts['tokens']:,} tokens"
@@ -203,36 +212,37 @@ def swe_command(
         def changed(tally: Tally) -> None:
             progress.update(bar, completed=tally.done + tally.failed, note=note(tally))
 
-        tally = Tally(total=len(instances), on_change=changed)
+        tally = Tally(total=total, on_change=changed)
 
         def graded(result: InstanceResult, report: InstanceReport) -> None:
             counts["resolved"] += report.resolved
             counts["tokens"] += result.tokens
             counts["done"] += 1
             progress.update(bar, note=f"{note(tally)} · last {escape(result.instance_id)}")
-            said.print(instance_line(counts["done"], len(instances), result, report), markup=False, highlight=False)
+            said.print(instance_line(counts["done"], total, result, report), markup=False, highlight=False)
 
-        try:
-            with heartbeat(said, lambda: f"instances: {note(tally)}, {time.monotonic() - started:.0f} s"):
-                report = run_and_grade(
-                    instances, model, the_policy, batch_dir, workers, on_graded=graded, executor=options, tally=tally
-                )
-            if not said.is_terminal:  # the bar's last state, which a pipe never sees
-                said.print(f"instances: {note(tally)}", markup=False, highlight=False)
-        except HarnessError as e:
-            _fail(str(e), said)
+        with heartbeat(said, lambda: f"instances: {note(tally)}, {time.monotonic() - started:.0f} s"):
+            report = run_and_grade(spec, on_graded=graded, tally=tally)
+        if not said.is_terminal:  # the bar's last state, which a pipe never sees
+            said.print(f"instances: {note(tally)}", markup=False, highlight=False)
+    return report
+
+
+def _print_report(report: RunReport, spec: SweBatchSpec, as_json: bool) -> None:
+    batch_dir = spec.batch_dir
     if as_json:
         print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json")})
         return
     console.print(_table(report, batch_dir))
     console.print(
         f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
-        f"logs: {batch_dir / 'logs' / batch_run_id(model)}/<instance_id>/",
+        f"logs: {batch_dir / 'logs' / batch_run_id(spec.model)}/<instance_id>/",
         soft_wrap=True,
     )
 
 
 @swe_app.command("validate")
+@exits_on_error
 def validate_command(
     dataset: str = typer.Argument(..., help="A bundled suite name, or a JSON/JSONL file of SWE-bench records."),
     specs: Path = SPECS,
@@ -245,10 +255,7 @@ def validate_command(
     ),
 ) -> None:
     """Grade the gold patch and the empty patch of every instance; list instances whose tests do not flip as declared."""
-    try:
-        instances = _load(dataset, specs, repos, build_env)
-    except HarnessError as e:
-        _fail(str(e))
+    instances = _load(dataset, specs, repos, build_env)
     out = out / f"swe-validate-{Path(dataset).stem}-{stamp()}"
     console.print(f"validation folder: {out}", markup=False, highlight=False, soft_wrap=True)
     with progress_bar(console) as progress:
@@ -282,6 +289,7 @@ def validate_command(
         raise typer.Exit(1)
 
 
+@exits_on_error
 def swe_grade_command(
     predictions: Path = typer.Argument(
         ..., help="Predictions: JSONL (or JSON list/dict) with instance_id, model_name_or_path, model_patch."
@@ -301,10 +309,8 @@ def swe_grade_command(
     try:
         instances = _load(suite, specs, repos, build_env)
         preds = load_predictions(predictions)
-    except HarnessError as e:
-        _fail(str(e))
     except (OSError, ValueError, KeyError) as e:
-        _fail(f"cannot read predictions {predictions}: {e}")
+        raise HarnessError(f"cannot read predictions {predictions}: {e}") from None
     for unknown in unknown_predictions(instances, list(preds)):
         console.print(
             f"[yellow]warning:[/] prediction {escape(unknown)} names no instance of the dataset; it is not graded."

@@ -11,7 +11,8 @@ from markupsafe import Markup
 
 from evals.ab.compare import Comparison, MetricResult, amount, effect_text, p_text
 from evals.reports.html import common, environment
-from evals.reports.svg import Point, compact, percent, scatter, usd
+from evals.reports.svg import compact, percent, usd
+from evals.reports.svg_scatter import Point, scatter
 
 A_COLOR, B_COLOR = "#64748b", "#2563eb"
 

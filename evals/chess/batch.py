@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,6 +31,34 @@ from evals.chess.runner import GameRecord, GameRun, play_game
 from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
 
 COLORS = ("white", "black", "alternate", "random")
+
+
+@dataclass(frozen=True)
+class ChessBatchSpec:
+    """Everything that decides a batch. Game i gets seed `seed + i` (for the model's sampling, the opponent
+    and the player) and a fresh model from `make_model`. Games run where `executor` says: one after another
+    here by default, in threads, or as Ray tasks (then `make_model` must pickle). `resume` names an earlier
+    batch folder of the same settings: its finished games are kept and the others played; else the batch
+    gets a new folder under `out`."""
+
+    games: int
+    make_model: Callable[[int], ModelClient]
+    opponent: str
+    color: str = "alternate"
+    policy: HarnessPolicy = field(default_factory=HarnessPolicy)
+    out: Path = Path("runs")
+    seed: int = 0
+    rules: GameRules = GameRules()
+    analysis_depth: int | None = 8  # None: no move-quality analysis
+    executor: ExecutorOptions = ExecutorOptions()
+    resume: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.games < 1:
+            raise ValueError("a batch needs at least one game")
+        if self.color not in COLORS:
+            raise HarnessError(f"--color must be one of {', '.join(COLORS)}, not {self.color!r}.")
+        check_spec(self.opponent)
 
 
 class Estimate(BaseModel):
@@ -146,65 +174,45 @@ def game_colors(color: str, games: int, seed: int) -> list[str]:
         return [color] * games
     if color == "alternate":
         return ["white" if i % 2 == 0 else "black" for i in range(games)]
-    if color == "random":
-        rng = random.Random(seed)
-        return [rng.choice(["white", "black"]) for _ in range(games)]
-    raise ValueError(f"color must be one of {', '.join(COLORS)}, not {color!r}")
+    rng = random.Random(seed)  # random: the spec allows no other colour
+    return [rng.choice(["white", "black"]) for _ in range(games)]
 
 
 def play_one(
-    make_model: Callable[[int], ModelClient],
-    opponent: str,
-    color: str,
-    policy: HarnessPolicy,
-    seed: int,
-    rules: GameRules,
-    analysis_depth: int | None,
-    listeners: Sequence[Callable[[Event], None]],
-    out_dir: Path,
+    spec: ChessBatchSpec, color: str, seed: int, listeners: Sequence[Callable[[Event], None]], out_dir: Path
 ) -> GameRun:
     """A batch job: one game with a fresh model seeded `seed`, into a run directory under `out_dir`."""
+    policy = spec.policy
     game_policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
     return play_game(
-        make_model(seed), opponent, color, game_policy, out_dir, seed, rules, analysis_depth, listeners=listeners
+        spec.make_model(seed),
+        spec.opponent,
+        color,
+        game_policy,
+        out_dir,
+        seed,
+        spec.rules,
+        spec.analysis_depth,
+        listeners=listeners,
     )
 
 
 def play_batch(
-    games: int,
-    make_model: Callable[[int], ModelClient],
-    opponent: str,
-    color: str = "alternate",
-    policy: HarnessPolicy | None = None,
-    out: Path = Path("runs"),
-    seed: int = 0,
-    rules: GameRules = GameRules(),
-    analysis_depth: int | None = 8,
+    spec: ChessBatchSpec,
     listeners: Sequence[Callable[[Event], None]] = (),
     on_game: Callable[[int, GameRun], None] | None = None,
-    executor: ExecutorOptions | None = None,
-    resume: Path | None = None,
     tally: Tally | None = None,
 ) -> tuple[Batch, Path]:
-    """Game i gets seed `seed + i` (for the model's sampling, the opponent and the player), and a fresh model.
-
-    Games run where `executor` says: one after another here by default, in threads, or as Ray
-    tasks (then `make_model` must pickle, and `listeners`, which run where a game is played,
-    are not allowed). `resume` names an earlier batch folder of the same settings: its
-    finished games are kept and the others played.
-    """
-    if games < 1:
-        raise ValueError("a batch needs at least one game")
-    check_spec(opponent)
-    policy = policy or HarnessPolicy()
-    options = executor or ExecutorOptions()
-    if listeners and options.kind != "local":
+    """Play the batch `spec` describes; `on_game` hears of each finished game, and `listeners` of each
+    game's events (they run where a game is played, so only on the local executor)."""
+    games = spec.games
+    if listeners and spec.executor.kind != "local":
         raise ValueError("listeners run where a game is played; with a remote executor use on_game")
-    colors = game_colors(color, games, seed)
-    if resume is not None:
-        folder, rows = Path(resume), kept_games(Path(resume), opponent, color, policy.name, seed, rules, games)
+    colors = game_colors(spec.color, games, spec.seed)
+    if spec.resume is not None:
+        folder, rows = Path(spec.resume), kept_games(Path(spec.resume), spec)
     else:
-        folder, rows = Path(out) / new_run_id(f"chess-batch-{opponent}"), {}
+        folder, rows = Path(spec.out) / new_run_id(f"chess-batch-{spec.opponent}"), {}
         folder.mkdir(parents=True, exist_ok=False)
     batch_id = folder.name
     tally = tally or Tally(total=games)
@@ -218,11 +226,11 @@ def play_batch(
         batch = Batch(
             batch_id=batch_id,
             model=model_name,
-            opponent=opponent,
-            color=color,
-            policy=policy.name,
-            seed=seed,
-            rules=rules,
+            opponent=spec.opponent,
+            color=spec.color,
+            policy=spec.policy.name,
+            seed=spec.seed,
+            rules=spec.rules,
             games=ordered,
             aggregate=aggregate([r.record for r in ordered]),
         )
@@ -243,16 +251,12 @@ def play_batch(
             on_game(i, played)
 
     jobs = [
-        Job(
-            str(i + 1),
-            play_one,
-            (make_model, opponent, colors[i], policy, seed + i, rules, analysis_depth, tuple(listeners)),
-        )
+        Job(str(i + 1), play_one, (spec, colors[i], spec.seed + i, tuple(listeners)))
         for i in range(games)
         if i + 1 not in rows
     ]
     try:
-        run_jobs(jobs, folder, options, arrived, tally)
+        run_jobs(jobs, folder, spec.executor, arrived, tally)
     finally:
         tally.write(folder / "executor.json", [str(i + 1) for i in range(games)])
     batch = save()
@@ -264,21 +268,19 @@ def play_batch(
     return batch, folder
 
 
-def kept_games(
-    folder: Path, opponent: str, color: str, policy: str, seed: int, rules: GameRules, games: int
-) -> dict[int, GameRow]:
+def kept_games(folder: Path, spec: ChessBatchSpec) -> dict[int, GameRow]:
     """The finished games of an earlier run of this batch; a run directory of an unfinished game is moved aside."""
     path = folder / "batch.json"
     if not path.exists():
         raise HarnessError(f"{folder} is not a chess batch folder: it has no batch.json.")
     old = Batch.model_validate_json(path.read_text())
     settings = (old.opponent, old.color, old.policy, old.seed, old.rules)
-    if settings != (opponent, color, policy, seed, rules):
+    if settings != (spec.opponent, spec.color, spec.policy.name, spec.seed, spec.rules):
         raise HarnessError(
             f"{folder} was played with other settings (opponent {old.opponent}, color {old.color}, "
             f"policy {old.policy}, seed {old.seed}, {old.rules}); resume it with the same ones."
         )
-    rows = {r.game: r for r in old.games if r.game <= games and (folder / r.run_dir / "summary.json").exists()}
+    rows = {r.game: r for r in old.games if r.game <= spec.games and (folder / r.run_dir / "summary.json").exists()}
     keep = {r.run_dir for r in rows.values()}
     stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     for child in folder.iterdir():

@@ -7,7 +7,8 @@ back as a tar blob, which the driver unpacks where the local executor would have
 written it. See evals/RAY.md.
 """
 
-from evals.executors.jobs import Done, ExecutorOptions, Job, run_jobs
+from evals.executors.jobs import Done, ExecutorOptions, Job
+from evals.executors.run import run_jobs
 from evals.executors.tally import Tally
 
 __all__ = ["Done", "ExecutorOptions", "Job", "Tally", "run_jobs"]

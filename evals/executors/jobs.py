@@ -1,18 +1,16 @@
-"""Jobs, their outcomes, and the one entry point that picks an executor."""
+"""Jobs, their outcomes and the executor options: what a batch hands an executor, and what both executors share."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.errors import HarnessError
-from evals.executors.tally import Tally
 
 EXECUTORS = ("local", "ray")
 NO_RAY = "--executor ray needs Ray, which is not installed: pip install 'harness[ray]' (or pip install 'ray>=2.40')."
@@ -34,11 +32,6 @@ class ExecutorOptions:
             raise HarnessError("retries must be 0 or more.")
         if self.kind == "ray":
             require_ray()
-
-
-# Ray on Linux registers nodes under the machine's outward address unless this is "0"; Ray
-# reads it once, at import. A Ray instance started for one batch serves this machine only.
-LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def require_ray() -> None:
@@ -85,27 +78,3 @@ def call(job: Job, out_dir: Path) -> tuple[Any, str | None, float]:
 
 def this_node() -> str:
     return socket.gethostname()
-
-
-def run_jobs(
-    jobs: Sequence[Job],
-    out_dir: Path,
-    options: ExecutorOptions,
-    on_done: Callable[[Done], None],
-    tally: Tally | None = None,
-) -> list[Done]:
-    """Run every job; `on_done` is called on this thread as each finishes. Returns the outcomes in job order."""
-    tally = tally or Tally(total=len(jobs))
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    if options.kind == "ray":
-        if not options.address:
-            os.environ.setdefault(LOOPBACK_ONLY, "0")
-        from evals.executors.ray_executor import run_on_ray  # Ray is optional: imported only when asked for
-
-        done = run_on_ray(jobs, Path(out_dir), options, on_done, tally)
-    else:
-        from evals.executors.local import run_locally
-
-        done = run_locally(jobs, Path(out_dir), options, on_done, tally)
-    order = {job.key: i for i, job in enumerate(jobs)}
-    return sorted(done, key=lambda d: order[d.key])

@@ -6,12 +6,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent.journal import write_json_atomic
-
-if TYPE_CHECKING:
-    from evals.executors.jobs import Done
+from evals.executors.jobs import Done
 
 
 @dataclass

@@ -13,7 +13,10 @@ from evals.reports.detectors import DETECTORS, prompt_tokens
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
-from evals.reports.svg import Cloud, Point, Series, compact, hbars, line_chart, scatter, usd
+from evals.reports.svg import compact, usd
+from evals.reports.svg_bars import hbars
+from evals.reports.svg_lines import Series, line_chart
+from evals.reports.svg_scatter import Cloud, Point, scatter
 
 PALETTE = ("#2563eb", "#16a34a", "#dc2626", "#7c3aed", "#0891b2", "#ea580c", "#db2777", "#4d7c0f", "#475569", "#b45309")
 MAX_LINES = 12  # more runs than this: the prompt chart shows the median and the range instead of one line each

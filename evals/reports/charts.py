@@ -9,7 +9,9 @@ from evals.reports.breakdown import PART_LABELS, PARTS, Breakdown
 from evals.reports.detectors import prompt_tokens
 from evals.reports.load import RunData
 from evals.reports.steps import cut_off
-from evals.reports.svg import Marker, Series, compact, line_chart, percent, stacked_bars, usd
+from evals.reports.svg import compact, percent, usd
+from evals.reports.svg_bars import stacked_bars
+from evals.reports.svg_lines import Marker, Series, line_chart
 
 BLUE, GREEN, TEAL, PURPLE = "#2563eb", "#16a34a", "#0891b2", "#7c3aed"
 PART_COLORS = {

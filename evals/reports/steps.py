@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from agent.journal import RunInfo
 from agent.steps import Step, fold
 from agent.summary import Summary, summarize
-from core.events import Compacted, Event, RunStopped
+from core.events import Compacted, Event
 
 CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}  # finish reasons of a reply cut off
 
@@ -42,7 +42,3 @@ def load_summary(run_dir: Path, events: list[Event], info: RunInfo) -> Summary:
             pass  # an older or newer shape: derive it instead
     stamps = [e.ts for e in events if e.ts]
     return summarize(events, info, (max(stamps) - min(stamps)) if stamps else 0.0)
-
-
-def stop_event(events: list[Event]) -> RunStopped | None:
-    return next((e for e in reversed(events) if isinstance(e, RunStopped)), None)

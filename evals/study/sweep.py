@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from evals.reports.svg import Series, compact, line_chart, percent
+from evals.reports.svg import compact, percent
+from evals.reports.svg_lines import Series, line_chart
 
 COLORS = ("#64748b", "#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626")
 CROSSOVER = "#b45309"

@@ -11,9 +11,9 @@ import docker
 
 from agent.journal import write_json_atomic
 from core.policy import HarnessPolicy
-from evals.executors import ExecutorOptions, Tally
+from evals.executors import Tally
 from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
-from evals.swe.runner import InstanceResult, finished, run_batch, run_instance
+from evals.swe.runner import InstanceResult, SweBatchSpec, finished, run_batch, run_instance
 from evals.swe.task import SweInstance
 
 
@@ -65,16 +65,12 @@ def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | N
 
 
 def run_and_grade(
-    instances: list[SweInstance],
-    model: str,
-    policy: HarnessPolicy,
-    batch_dir: Path,
-    workers: int = 1,
+    spec: SweBatchSpec,
     on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None,
-    executor: ExecutorOptions | None = None,
     tally: Tally | None = None,
 ) -> RunReport:
-    """Run and grade every instance where `executor` says (local threads by default, or Ray), then write the reports."""
+    """Run and grade every instance of the batch (local threads by default, or Ray), then write the reports."""
+    instances, model = spec.instances, spec.model
     by_id = {i.instance_id: i for i in instances}
     reports: dict[str, InstanceReport] = {}
 
@@ -88,20 +84,15 @@ def run_and_grade(
         on_graded(result, report)
 
     results = run_batch(
-        instances,
-        model,
-        policy,
-        batch_dir,
-        workers,
+        spec,
         on_done=graded,
-        executor=executor,
         work=partial(run_and_grade_one, run_id=batch_run_id(model)),
         reuse=finished_and_graded,
         tally=tally,
     )
     predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
     report = run_report(instances, predictions, reports)
-    write_json_atomic(batch_dir / "report.json", report.model_dump(mode="json"))
+    write_json_atomic(spec.batch_dir / "report.json", report.model_dump(mode="json"))
     return report
 
 

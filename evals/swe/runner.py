@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,6 +59,19 @@ def final_diff(box: Sandbox, base_commit: str) -> str:
     if result.exit_code != 0:
         raise RuntimeError(f"collecting the patch failed: {result.output[-500:]}")
     return result.output
+
+
+@dataclass(frozen=True)
+class SweBatchSpec:
+    """Everything that decides a batch: the instances, the model (a model string or a reference agent), the
+    policy, the batch folder (a batch run again into the same folder skips its finished instances) and where
+    the instances run."""
+
+    instances: list[SweInstance]
+    model: str
+    policy: HarnessPolicy
+    batch_dir: Path
+    executor: ExecutorOptions = ExecutorOptions()
 
 
 class InstanceResult(BaseModel):
@@ -161,20 +175,15 @@ def run_one(inst: SweInstance, model_spec: str, policy: HarnessPolicy, out_dir: 
 
 
 def run_batch(
-    instances: list[SweInstance],
-    model_spec: str,
-    policy: HarnessPolicy,
-    batch_dir: Path,
-    workers: int = 1,
+    spec: SweBatchSpec,
     on_done: Callable[[InstanceResult], None] = lambda r: None,
-    executor: ExecutorOptions | None = None,
     work: Callable[[SweInstance, str, HarnessPolicy, Path], InstanceResult] = run_one,
     reuse: Callable[[Path, str], InstanceResult | None] = finished,
     tally: Tally | None = None,
 ) -> list[InstanceResult]:
     """Run `work` on every instance not already finished (per `reuse`), on the local executor or Ray."""
+    instances, batch_dir = spec.instances, spec.batch_dir
     batch_dir.mkdir(parents=True, exist_ok=True)
-    options = executor or ExecutorOptions(workers=workers)
     tally = tally or Tally(total=len(instances))
     results: dict[str, InstanceResult] = {}
     todo = []
@@ -199,13 +208,13 @@ def run_batch(
         results[done.key] = result
         on_done(result)
 
-    jobs = [Job(inst.instance_id, work, (inst, model_spec, policy), docker=True) for inst in todo]
+    jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy), docker=True) for inst in todo]
     try:
-        run_jobs(jobs, batch_dir, options, arrived, tally)
+        run_jobs(jobs, batch_dir, spec.executor, arrived, tally)
     finally:  # an interrupted batch still says where its finished instances ran
         tally.write(batch_dir / "executor.json", [i.instance_id for i in instances])
     ordered = [results[i.instance_id] for i in instances]
-    write_predictions(batch_dir / "predictions.jsonl", ordered, model_spec)
+    write_predictions(batch_dir / "predictions.jsonl", ordered, spec.model)
     return ordered
 
 

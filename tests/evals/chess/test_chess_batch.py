@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
-from evals.chess.batch import play_batch
+from evals.chess.batch import ChessBatchSpec, play_batch
 from evals.chess.game import GameRules
 from evals.chess.players import PlannedPlayer, RandomPlayer
 
@@ -19,7 +19,9 @@ def test_a_batch_writes_every_game_and_the_aggregate(tmp_path):
         return PlannedPlayer([["resign"]], seed) if seed == 10 else RandomPlayer(seed)
 
     batch, folder = play_batch(
-        2, make, "stockfish:depth=1", "white", out=tmp_path, seed=10, rules=GameRules(max_plies=6), analysis_depth=0
+        ChessBatchSpec(
+            2, make, "stockfish:depth=1", "white", out=tmp_path, seed=10, rules=GameRules(max_plies=6), analysis_depth=0
+        )
     )
     saved = json.loads((folder / "batch.json").read_text())
     assert [g["record"]["player_result"] for g in saved["games"]] == ["loss", "draw"]

@@ -15,7 +15,7 @@ import tempfile
 import psutil
 import pytest
 
-from evals.executors.jobs import LOOPBACK_ONLY
+from evals.executors.run import LOOPBACK_ONLY
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 
 OBJECT_STORE_BYTES = 150 * 2**20

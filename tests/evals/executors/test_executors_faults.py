@@ -15,6 +15,7 @@ from pathlib import Path
 from core.policy import HarnessPolicy
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
+from evals.swe.runner import SweBatchSpec
 from evals.swe.suite import load_instances, suite_path
 from tests.evals.executors.conftest import task_processes
 
@@ -48,7 +49,7 @@ def test_a_killed_worker_is_retried_and_a_rerun_skips_finished_instances(docker_
     killer = threading.Thread(target=kill_first_task, args=(ray_cluster, killed, stop))
     killer.start()
     try:
-        report = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path, executor=options)
+        report = run_and_grade(SweBatchSpec(instances, "oracle", HarnessPolicy(), tmp_path, options))
     finally:
         stop.set()
         killer.join()
@@ -65,7 +66,7 @@ def test_a_killed_worker_is_retried_and_a_rerun_skips_finished_instances(docker_
     assert sorted(predictions) == sorted(SUBSET)  # none missing, none twice
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and p.name != "logs") == sorted(SUBSET)
 
-    again = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path, executor=options)
+    again = run_and_grade(SweBatchSpec(instances, "oracle", HarnessPolicy(), tmp_path, options))
     assert again == report
     record = json.loads((tmp_path / "executor.json").read_text())
     assert {item["status"] for item in record["items"].values()} == {"reused"}
@@ -75,11 +76,13 @@ def test_a_task_that_fails_for_its_own_reason_is_an_error_not_a_retry(docker_rea
     good = load_instances(suite_path("builtin"))[0]
     broken = good.model_copy(update={"instance_id": "acme__noimage-1", "image": "harness-no-such-image:1"})
     report = run_and_grade(
-        [broken, good],
-        "oracle",
-        HarnessPolicy(),
-        tmp_path,
-        executor=ExecutorOptions(kind="ray", address=ray_cluster.address, retries=1),
+        SweBatchSpec(
+            [broken, good],
+            "oracle",
+            HarnessPolicy(),
+            tmp_path,
+            ExecutorOptions(kind="ray", address=ray_cluster.address, retries=1),
+        )
     )
     assert report.error_ids == ["acme__noimage-1"] and report.resolved_ids == [good.instance_id]
     record = json.loads((tmp_path / "executor.json").read_text())

@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 from cli.chess import model_maker
 from cli.main import app
 from core.policy import HarnessPolicy
-from evals.chess.batch import play_batch
+from evals.chess.batch import ChessBatchSpec, play_batch
 from evals.chess.game import GameRules
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
+from evals.swe.runner import SweBatchSpec
 from evals.swe.suite import load_instances, suite_path
 from tests.evals.executors.compare import files, same_run
 from tests.evals.executors.conftest import node_ids_with
@@ -27,13 +28,15 @@ from tests.evals.executors.conftest import node_ids_with
 def test_a_swe_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_path):
     instances = load_instances(suite_path("builtin"))
     ids = sorted(i.instance_id for i in instances)
-    local = run_and_grade(instances, "oracle", HarnessPolicy(), tmp_path / "local", workers=1)
+    local = run_and_grade(SweBatchSpec(instances, "oracle", HarnessPolicy(), tmp_path / "local"))
     on_ray = run_and_grade(
-        instances,
-        "oracle",
-        HarnessPolicy(),
-        tmp_path / "ray",
-        executor=ExecutorOptions(kind="ray", address=ray_cluster.address),
+        SweBatchSpec(
+            instances,
+            "oracle",
+            HarnessPolicy(),
+            tmp_path / "ray",
+            ExecutorOptions(kind="ray", address=ray_cluster.address),
+        )
     )
     assert local.resolved_ids == on_ray.resolved_ids == ids
     assert files(tmp_path / "local") == files(tmp_path / "ray")
@@ -61,9 +64,13 @@ def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
         rules=GameRules(max_plies=24),
         analysis_depth=4,
     )
-    local, local_dir = play_batch(**settings, out=tmp_path / "local", executor=ExecutorOptions(workers=2))
+    local, local_dir = play_batch(
+        ChessBatchSpec(**settings, out=tmp_path / "local", executor=ExecutorOptions(workers=2))
+    )
     on_ray, ray_dir = play_batch(
-        **settings, out=tmp_path / "ray", executor=ExecutorOptions(kind="ray", address=ray_cluster.address)
+        ChessBatchSpec(
+            **settings, out=tmp_path / "ray", executor=ExecutorOptions(kind="ray", address=ray_cluster.address)
+        )
     )
     assert [g.game for g in on_ray.games] == [1, 2, 3]
     assert [g.record.model_dump(exclude={"game_time_s", "reply_time_s"}) for g in local.games] == [

@@ -222,7 +222,7 @@ def long_run(tmp_path_factory) -> Path:
 def chess_batches(tmp_path_factory) -> tuple[Path, Path]:
     """Two real chess batches of the same seeded games against a weakened Stockfish: A's player
     writes long reasoning, B's none; the moves do not depend on it, so each pair is one game."""
-    from evals.chess.batch import play_batch
+    from evals.chess.batch import ChessBatchSpec, play_batch
     from evals.chess.game import GameRules
     from evals.chess.players import RandomPlayer
 
@@ -230,14 +230,16 @@ def chess_batches(tmp_path_factory) -> tuple[Path, Path]:
     out = []
     for name, chars in (("reasoning", 2000), ("silent", 0)):
         _, folder = play_batch(
-            3,
-            lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars),
-            "stockfish:skill=0",
-            policy=HarnessPolicy(name=name),
-            out=root / name,
-            seed=11,
-            rules=GameRules(max_plies=24),
-            analysis_depth=4,
+            ChessBatchSpec(
+                3,
+                lambda seed, chars=chars: RandomPlayer(seed, reasoning_chars=chars),
+                "stockfish:skill=0",
+                policy=HarnessPolicy(name=name),
+                out=root / name,
+                seed=11,
+                rules=GameRules(max_plies=24),
+                analysis_depth=4,
+            )
         )
         out.append(folder)
     return out[0], out[1]

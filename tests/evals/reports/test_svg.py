@@ -7,7 +7,10 @@ import xml.etree.ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals.reports.svg import Marker, Point, Series, hbars, line_chart, nice_ticks, scatter, stacked_bars, usd
+from evals.reports.svg import nice_ticks, usd
+from evals.reports.svg_bars import hbars, stacked_bars
+from evals.reports.svg_lines import Marker, Series, line_chart
+from evals.reports.svg_scatter import Point, scatter
 
 values = st.floats(min_value=0, max_value=1e7, allow_nan=False)
 

@@ -7,8 +7,10 @@ import json
 import pytest
 
 from core.policy import HarnessPolicy
+from evals.executors import ExecutorOptions
 from evals.swe.batch import grade_file, load_predictions, run_and_grade
 from evals.swe.grader import grade
+from evals.swe.runner import SweBatchSpec
 from evals.swe.suite import load_instances, suite_path
 
 RUN_FILES = {"run.json", "events.jsonl", "summary.json", "grade.json", "artifacts"}
@@ -22,7 +24,7 @@ def instances():
 
 @pytest.mark.parametrize("agent, resolved", [("oracle", True), ("null", False), ("test-deleter", False)])
 def test_reference_agents(docker_ready, instances, tmp_path, agent, resolved):
-    report = run_and_grade(instances, agent, HarnessPolicy(), tmp_path, workers=2)
+    report = run_and_grade(SweBatchSpec(instances, agent, HarnessPolicy(), tmp_path, ExecutorOptions(workers=2)))
     ids = sorted(i.instance_id for i in instances)
     assert report.total_instances == len(ids) and report.error_ids == []
     if agent == "oracle":
@@ -67,7 +69,7 @@ def test_a_patch_that_does_not_apply_is_reported_not_raised(docker_ready, instan
 def test_an_environment_that_fails_to_build_is_an_error_instance(docker_ready, instances, tmp_path):
     spec = instances[0].spec.model_copy(update={"pre_install": ["apt-get install -y no-such-package-harness-test"]})
     broken = instances[0].model_copy(update={"instance_id": "acme__broken-1", "spec": spec})
-    report = run_and_grade([broken, instances[1]], "oracle", HarnessPolicy(), tmp_path, workers=1)
+    report = run_and_grade(SweBatchSpec([broken, instances[1]], "oracle", HarnessPolicy(), tmp_path))
     assert report.error_ids == ["acme__broken-1"] and report.resolved_ids == [instances[1].instance_id]
     summary = tmp_path / "acme__broken-1" / "events.jsonl"
     assert "environment_error" in summary.read_text()
