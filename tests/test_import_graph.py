@@ -9,6 +9,7 @@ A cycle is a strongly connected component of more than one module.
 from __future__ import annotations
 
 import grimp
+import networkx
 
 ROOTS = ("core", "engine", "sandboxes", "memory", "tools", "agent", "evals", "cli")
 
@@ -19,32 +20,9 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module, by Tarjan's algorithm (the recursion is
-    as deep as the longest import chain, far below Python's limit)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:  # `node` roots a component: it and everything above it on the stack
-            at = stack.index(node)
-            component, stack[at:] = stack[at:], []
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return sorted(found)
+    """The strongly connected components of more than one module."""
+    components = networkx.strongly_connected_components(networkx.DiGraph([(m, t) for m in graph for t in graph[m]]))
+    return sorted(sorted(c) for c in components if len(c) > 1)
 
 
 def test_cycles_finds_each_component_once():
