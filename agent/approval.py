@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.journal import Journal, read_events, read_run_info
+from agent.journal.store import Journal, read_events, read_run_info
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunStopped
 

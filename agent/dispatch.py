@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from pydantic import ValidationError
 
 from agent.approval import Decision, refusal_text
-from agent.journal import Journal
-from agent.reconcile import Recovered, settle
+from agent.journal.store import Journal
+from agent.recovery.reconcile import Recovered, settle
 from core.events import ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation

@@ -13,17 +13,17 @@ from dataclasses import dataclass
 
 from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
-from agent.journal import Journal, read_events, read_run_info
+from agent.journal.snapshot import write_snapshot
+from agent.journal.store import Journal, read_events, read_run_info
+from agent.journal.summary import Summary, summarize
 from agent.models.base import ModelClient
 from agent.prompt_digest import PromptDigest
-from agent.reconcile import Recovered, needs_decision
-from agent.restore import Restored
+from agent.recovery.reconcile import Recovered, needs_decision
+from agent.recovery.restore import Restored
 from agent.retry import with_retries
-from agent.snapshot import write_snapshot
 from agent.state import RunState, advance
 from agent.stopping import RESUMABLE, Stop, StopRule, after_step
 from agent.summariser_calls import JournaledSummariser
-from agent.summary import Summary, summarize
 from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
@@ -77,7 +77,7 @@ def run(
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
 ) -> Summary:
-    """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
+    """Run to a stop. `resumed`: continue from the journal (agent.recovery.resume); `summariser`: who compaction asks
     (default: the run's own model), its calls journaled."""
     loop = begin(session, approvals or {}, resumed, summariser)
     stop: Stop | None = None

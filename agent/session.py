@@ -22,13 +22,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.journal import Journal, RunInfo, new_run_id, write_json_atomic
+from agent.journal.store import Journal, RunInfo, new_run_id, write_json_atomic
+from agent.journal.summary import Summary
 from agent.loop import Session, run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.stopping import StopRule
-from agent.summary import Summary
 from agent.task import Task
 from core.errors import HarnessError
 from core.events import Event, RunStopped, SandboxOpened

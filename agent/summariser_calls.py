@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from agent.journal import Journal
+from agent.journal.store import Journal
 from agent.state import RunState
 from core.events import SummaryReplied
 from core.types import ModelReply

@@ -1,7 +1,7 @@
 """What each context policy costs a real prefix cache, on recorded trajectories.
 
 For every trajectory in tests/fixtures/trajectories and every policy below, the
-prompts the run would have sent are rebuilt from the journal (`agent.rerender`:
+prompts the run would have sent are rebuilt from the journal (`agent.recorded.rerender`:
 replies and tool results held fixed), rendered with the default model's chat
 template and tokenizer, and sent in order to the local engine for prefill (one
 token generated, then discarded). The engine's radix prefix cache reports how
@@ -43,8 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.journal import read_events  # noqa: E402
-from agent.rerender import rerender  # noqa: E402
+from agent.journal.store import read_events  # noqa: E402
+from agent.recorded.rerender import rerender  # noqa: E402
 from core.context_policy import Compact, ContextStep, MaskObservations, StripReasoning  # noqa: E402
 from core.types import Message  # noqa: E402
 from memory.prefix import PrefixReuse  # noqa: E402

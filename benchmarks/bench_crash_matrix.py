@@ -1,7 +1,7 @@
 """kill -9 at random moments and resume, for every sandbox × context policy × kind of write.
 
 For each cell of {local, docker} × {append-only, compacting with a scripted summariser} ×
-{shell writes, write_file, a stdio MCP server's write tool} (tests/agent/crash_driver.py): one
+{shell writes, write_file, a stdio MCP server's write tool} (tests/agent/recovery/crash_driver.py): one
 uninterrupted run, then KILLS SIGKILLs at moments drawn uniformly over that run's duration, each
 killed run resumed (`harness resume` semantics) until it finishes. Per cell it prints the runs
 that differ from the uninterrupted one (counter, conversation, every prompt byte for byte, stop),
@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.agent import crash_driver  # noqa: E402
-from tests.agent.crash_driver import CELLS, Cell  # noqa: E402
+from tests.agent.recovery import crash_driver  # noqa: E402
+from tests.agent.recovery.crash_driver import CELLS, Cell  # noqa: E402
 
 
 def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[list, list[str]]:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import BaseModel  # noqa: E402
 
-from agent.journal import Journal, RunInfo  # noqa: E402
+from agent.journal.store import Journal, RunInfo  # noqa: E402
 from agent.loop import Session, run  # noqa: E402
 from agent.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.dispatch import dispatch  # noqa: E402
-from agent.journal import Journal, RunInfo  # noqa: E402
+from agent.journal.store import Journal, RunInfo  # noqa: E402
 from core.mcp_settings import MAX_TOOLS, McpServer  # noqa: E402
 from core.policy import HarnessPolicy  # noqa: E402
 from core.types import Observation, ToolCall  # noqa: E402

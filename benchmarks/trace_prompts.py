@@ -62,8 +62,8 @@ def main() -> None:
     # The harness is imported here only: `load` must work where the harness's dependencies are absent.
     from bench_context import FIXTURES, TRIGGER_FRACTION, chat_dicts, policies
 
-    from agent.journal import read_events
-    from agent.rerender import rerender
+    from agent.journal.store import read_events
+    from agent.recorded.rerender import rerender
     from engine.tokenizer import Tokenizer
     from engine.weights import default_model_path, load_checkpoint
     from memory.tokens import TokenCounter

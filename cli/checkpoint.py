@@ -8,8 +8,8 @@ import typer
 from rich.markup import escape
 
 from agent.approval import pending_calls, record_decision
-from agent.replay import replay
-from agent.resume import resume
+from agent.recorded.replay import replay
+from agent.recovery.resume import resume
 from cli.output import console, exits_on_error
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError

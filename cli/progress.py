@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from agent.summary import Summary
+from agent.journal.summary import Summary
 from core.errors import HarnessError
 from core.events import Event, ModelFailed, ModelReplied, ToolObserved
 

@@ -10,8 +10,8 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from agent.journal import read_events, read_run_info
-from agent.rerender import HELD_FIXED, Rerendered, rerender
+from agent.journal.store import read_events, read_run_info
+from agent.recorded.rerender import HELD_FIXED, Rerendered, rerender
 from agent.session import recorded_tools
 from agent.tokens import counter_for
 from cli.output import console, exits_on_error

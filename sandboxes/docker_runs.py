@@ -60,7 +60,7 @@ class Reattached:
 
 
 def run_alive(run_dir: str | os.PathLike) -> bool:
-    """True while a process holds the run's journal lock (see agent/journal.py).
+    """True while a process holds the run's journal lock (see agent/journal/store.py).
 
     Probed with a shared, non-blocking flock that is released at once: it fails only
     while an exclusive holder exists. A run folder without a journal is dead."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.tools.mcp.test_text import walk  # every string of a JSON value, keys included
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 STANDARD = ("/dev/", "/proc/", "/sys/", "/tmp/", "/var/tmp/", "/usr/", "/bin/", "/sbin/", "/etc/", "/lib/")
@@ -21,24 +22,12 @@ STANDARD = ("/dev/", "/proc/", "/sys/", "/tmp/", "/var/tmp/", "/usr/", "/bin/", 
 ABSOLUTE = re.compile(r"(?:^|(?<=[\s\"'`=:(\[]))/[\w.+-]+(?:/[\w.+-]*)+")
 
 
-def strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings(v)
-
-
 def outside_paths(path: Path) -> set[str]:
     """The absolute paths outside the standard locations that a JSON or JSON-lines file names."""
     lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
     found = set()
     for line in lines:
-        for text in strings(json.loads(line)):
+        for text in walk(json.loads(line)):
             found |= {p for p in ABSOLUTE.findall(text) if not (p + "/").startswith(STANDARD)}
     return found
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.journal import read_events, read_run_info
+from agent.journal.store import read_events, read_run_info
 from core.errors import HarnessError
 from evals.pricing import PriceTable, cost_usd, find_price
 from evals.reports.load import is_run_dir, run_dirs_in

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.journal import new_run_id, write_json_atomic
+from agent.journal.store import new_run_id, write_json_atomic
 from agent.models.base import ModelClient
 from core.errors import HarnessError
 from core.events import Event

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agent.steps import fold
+from agent.journal.fold import fold
 from core.context_policy import ContextStep
 from core.events import Event
 from core.types import Message

@@ -17,13 +17,13 @@ import chess
 from pydantic import BaseModel
 
 from agent.dispatch import Dispatched
-from agent.journal import read_events
+from agent.journal.store import read_events
+from agent.journal.summary import Summary
 from agent.loop import run
 from agent.models.base import ModelClient
 from agent.session import RunSpec, SandboxSpec, open_run
 from agent.state import RunState
 from agent.stopping import Stop
-from agent.summary import Summary
 from agent.task import Task
 from core.events import Event
 from core.policy import HarnessPolicy

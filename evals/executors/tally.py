@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.journal import write_json_atomic
+from agent.journal.store import write_json_atomic
 from evals.executors.jobs import Done
 
 

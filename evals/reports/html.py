@@ -13,7 +13,7 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from agent.journal import HARNESS_VERSION
+from agent.journal.store import HARNESS_VERSION
 from evals.pricing import format_usd
 from evals.reports.breakdown import METHOD, PART_LABELS, breakdowns
 from evals.reports.charts import PART_COLORS, run_charts

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.journal import RunInfo, read_run_info, scan
-from agent.steps import Step, fold
-from agent.summary import Summary
+from agent.journal.fold import Step, fold
+from agent.journal.store import RunInfo, read_run_info, scan
+from agent.journal.summary import Summary
 from core.errors import HarnessError
 from core.types import Message
 from evals.pricing import Price, PriceTable, cost_usd, find_price

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent.summary import Summary
+from agent.journal.summary import Summary
 
 VERDICT_KEYS = ("resolved", "win", "goal_verified", "passed", "success")
 GOOD_STOPS = ("submitted", "goal_verified")

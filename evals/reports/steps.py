@@ -1,4 +1,4 @@
-"""What reports read of a run's journal: the shared step fold (agent.steps), and the few
+"""What reports read of a run's journal: the shared step fold (agent.journal.fold), and the few
 figures a report derives from a compaction event."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.journal import RunInfo
-from agent.steps import Step, fold
-from agent.summary import Summary, summarize
+from agent.journal.fold import Step, fold
+from agent.journal.store import RunInfo
+from agent.journal.summary import Summary, summarize
 from core.events import Compacted, Event
 
 CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}  # finish reasons of a reply cut off

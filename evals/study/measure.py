@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from core.events import ModelReplied
 from evals.ab.compare import compare
 from evals.ab.html import to_json

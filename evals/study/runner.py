@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent.journal import new_run_id, read_run_info, write_json_atomic
+from agent.journal.store import new_run_id, read_run_info, write_json_atomic
 from agent.session import RunSpec, SandboxSpec, start
 from core.errors import HarnessError
 from core.policy import HarnessPolicy

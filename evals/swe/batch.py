@@ -9,7 +9,7 @@ from pathlib import Path
 
 import docker
 
-from agent.journal import write_json_atomic
+from agent.journal.store import write_json_atomic
 from core.policy import HarnessPolicy
 from evals.executors import Tally
 from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.journal import Journal, RunInfo
+from agent.journal.store import Journal, RunInfo
 from agent.models.scripted import ScriptedCall, ScriptedReply
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.journal.summary import Summary
 from agent.models.scripted import ScriptedModel
 from agent.session import RunSpec, start
-from agent.summary import Summary
 from agent.task import Task
 from core.context_policy import MaskObservations
 from core.events import Event

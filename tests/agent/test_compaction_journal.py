@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import decode, encode, read_events
+from agent.journal.store import decode, encode, read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.replay import replay
-from agent.resume import resume
+from agent.recorded.replay import replay
+from agent.recovery.resume import resume
 from agent.session import RunSpec, start
 from agent.task import Task
 from core.context_policy import Compact

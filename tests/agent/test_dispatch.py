@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agent.dispatch import dispatch
-from agent.journal import read_events
+from agent.journal.store import read_events
 from core.context_policy import TruncationPolicy
 from core.events import ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, DispatchPolicy, HarnessPolicy

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from core.context_policy import Compact
 from memory.tokens import TokenCounter
 

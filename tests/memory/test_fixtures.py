@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal import read_events, read_run_info
-from agent.summary import summarize
+from agent.journal.store import read_events, read_run_info
+from agent.journal.summary import summarize
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
 RUNS = sorted(p for p in FIXTURES.iterdir() if (p / "events.jsonl").exists())

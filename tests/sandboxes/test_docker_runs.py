@@ -27,7 +27,7 @@ from sandboxes.docker_shells import ShellState
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A harness stand-in: it holds the run's journal lock as agent/journal.py does, starts the
+# A harness stand-in: it holds the run's journal lock as agent/journal/store.py does, starts the
 # run's sandbox, leaves state behind, and is SIGKILLed in the middle of a long command.
 OWNER = """
 import fcntl, json, sys
@@ -185,7 +185,7 @@ def test_without_a_journaled_id_the_runs_newest_running_container_is_reconnected
 
 
 def test_run_alive_follows_the_journals_own_lock(tmp_path):
-    from agent.journal import Journal
+    from agent.journal.store import Journal
 
     journal = Journal(tmp_path)
     assert run_alive(tmp_path)

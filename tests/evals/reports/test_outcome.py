@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from agent.summary import Summary
+from agent.journal.summary import Summary
 from evals.pricing import load_prices
 from evals.reports.load import load_run
 from evals.reports.outcome import outcome_label, success

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from core.events import ModelReplied
 from tests.evals.study.conftest import scripted, study
 

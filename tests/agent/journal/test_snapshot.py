@@ -6,7 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
 from agent.session import RunSpec, start
 from agent.task import Task

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from sandboxes.docker_options import RUN_LABEL
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 
@@ -123,9 +123,9 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
     tmp_path,
     events_kept,
 ):
-    from agent.journal import decode, encode
+    from agent.journal.store import decode, encode
     from agent.models.scripted import ScriptedModel
-    from agent.resume import resume
+    from agent.recovery.resume import resume
     from agent.session import RunSpec, SandboxSpec, open_sandbox, start
     from agent.task import Task
     from core.policy import HarnessPolicy
@@ -163,7 +163,7 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
 
 def test_resuming_a_finished_docker_run_removes_the_container_its_killed_process_left(docker_ready, tmp_path):  # noqa: F811
     from agent.models.scripted import ScriptedModel
-    from agent.resume import resume
+    from agent.recovery.resume import resume
     from agent.session import RunSpec, SandboxSpec, open_sandbox, start
     from agent.task import Task
     from core.policy import HarnessPolicy

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agent.journal import RunInfo
+from agent.journal.store import RunInfo
 from agent.state import RunState
 from agent.stopping import Stop, StopRule
 from core.context_policy import Limits

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agent.steps import fold
+from agent.journal.fold import fold
 from core.context_policy import ContextStep, DiscloseTools
 from core.events import Event
 from core.memory_types import Fold

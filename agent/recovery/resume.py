@@ -1,6 +1,6 @@
 """Continue a run from its directory: after a crash (even kill -9), an approval stop, or an interrupt.
 
-Load the latest snapshot, rebuild the state from the journal (agent.restore),
+Load the latest snapshot, rebuild the state from the journal (agent.recovery.restore),
 reconnect the sandbox (or recreate it, and say so), make the same model continue
 where it was (a scripted model skips the replies already journaled), and go on
 with the loop, which first finishes any step the dead process began.
@@ -12,18 +12,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.journal import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
+from agent.journal.fold import fold
+from agent.journal.snapshot import Snapshot, load_snapshot
+from agent.journal.store import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
+from agent.journal.summary import Summary, summarize
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
-from agent.reconcile import reapply_writes
-from agent.restore import Restored, restore
+from agent.recovery.reconcile import reapply_writes
+from agent.recovery.restore import Restored, restore
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from agent.snapshot import Snapshot, load_snapshot
-from agent.steps import fold
 from agent.stopping import RESUMABLE, StopRule
-from agent.summary import Summary, summarize
 from agent.task import Task
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened

@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.approval import record_decision
-from agent.journal import read_events
+from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.replay import replay
-from agent.resume import resume
+from agent.recorded.replay import replay
+from agent.recovery.resume import resume
 from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app
@@ -31,7 +31,7 @@ from core.volatile import normalise
 from tests.agent.helpers import call
 
 runner = CliRunner()
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trajectories"
 
 
 def test_a_deterministic_run_replays_with_no_divergence_played_back_or_executed(tmp_path):
@@ -160,7 +160,7 @@ def test_volatile_text_is_normalised():
 
 def test_the_readme_example_replays_cleanly_played_back_and_executed(tmp_path):
     """examples/demo_script.yaml lists the workspace with `ls -la`: its times change, the harness does not."""
-    examples = Path(__file__).resolve().parent.parent.parent / "examples"
+    examples = Path(__file__).resolve().parents[3] / "examples"
     ran = runner.invoke(
         app,
         [

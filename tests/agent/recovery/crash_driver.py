@@ -14,8 +14,8 @@ content is in the journal even when it lived in a container that is gone. The cr
 benchmarks/bench_crash_matrix.py start runs in a subprocess, SIGKILL them at random moments, and
 resume them until they finish:
 
-    python -m tests.agent.crash_driver start OUT STEPS CELL   # a new run under OUT; CELL as local/append-only/shell
-    python -m tests.agent.crash_driver resume RUN_DIR         # continue it
+    python -m tests.agent.recovery.crash_driver start OUT STEPS CELL   # a new run under OUT; CELL as local/append-only/shell
+    python -m tests.agent.recovery.crash_driver resume RUN_DIR         # continue it
 
 Each process prints `ready` just before the run starts or resumes, so a caller can aim its kills
 at the run rather than at Python's start-up, and a resume prints `resumed_in SECONDS` once its
@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
-from agent.resume import resume
+from agent.recovery.resume import resume
 from agent.session import RunSpec, SandboxSpec, start
 from agent.stopping import RESUMABLE
 from agent.task import Task
@@ -50,7 +50,9 @@ from core.events import MessageAdded, ModelReplied, RunResumed, RunStopped, Tool
 from core.mcp_settings import McpServer
 from core.policy import CheckpointPolicy, HarnessPolicy
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: the driver runs as `python -m tests.agent.crash_driver`
+ROOT = (
+    Path(__file__).resolve().parents[3]
+)  # the repository: the driver runs as `python -m tests.agent.recovery.crash_driver`
 SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "counter.py"
 COUNTER = "counter.txt"
 MCP_COUNTER = "counter.json"  # beside the run directory: the MCP server's file
@@ -249,7 +251,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
 
 
 def driver(*args: str) -> list[str]:
-    return [sys.executable, "-m", "tests.agent.crash_driver", *args]
+    return [sys.executable, "-m", "tests.agent.recovery.crash_driver", *args]
 
 
 def last_stop(run_dir: Path) -> RunStopped | None:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from agent.approval import Decision, decisions
 from agent.dispatch import Dispatched
-from agent.reconcile import Recovered
-from agent.snapshot import Snapshot, state_from
+from agent.journal.fold import Step, fold
+from agent.journal.snapshot import Snapshot, state_from
+from agent.recovery.reconcile import Recovered
 from agent.state import RunState, tally
-from agent.steps import Step, fold
 from agent.task import Task
 from core.events import ApprovalGiven, Event, ModelReplied, SummaryReplied
 from core.types import Message, ModelReply

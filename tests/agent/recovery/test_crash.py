@@ -19,10 +19,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.journal import read_events
+from agent.journal.store import read_events
 from cli.main import app
 from core.events import ModelReplied, ToolObserved
-from tests.agent import crash_driver
+from tests.agent.recovery import crash_driver
 
 STEPS = 6
 KILLS = 12

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.journal import Journal, RunInfo, read_events
+from agent.journal.store import Journal, RunInfo, read_events
 from agent.loop import Session, run
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.rerender import HELD_FIXED, replay_history, rerender
+from agent.recorded.rerender import HELD_FIXED, replay_history, rerender
 from agent.session import RunSpec, prepare, start
 from agent.task import Task
 from agent.tokens import counter_for
@@ -22,7 +22,7 @@ from sandboxes.local import LocalSandbox
 from tests.agent.helpers import call
 from tools.builtin import STANDARD, standard_tools
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "trajectories"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "trajectories"
 BIG = "".join(f"line {i}: " + "x" * (i % 90) + "\n" for i in range(3000))
 
 

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from agent.journal import decode, encode, read_events, scan
+from agent.journal.store import decode, encode, read_events, scan
 from agent.models.scripted import ScriptedModel
-from agent.resume import resume
+from agent.recovery.resume import resume
 from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app

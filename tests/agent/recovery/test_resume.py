@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from agent.approval import record_decision
-from agent.journal import read_events
+from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
-from agent.reconcile import NOT_RERUN, UNKNOWN
-from agent.resume import resume
+from agent.recovery.reconcile import NOT_RERUN, UNKNOWN
+from agent.recovery.resume import resume
 from agent.session import RunSpec, start
 from agent.task import Task
 from cli.main import app

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.journal import RunInfo
-from agent.steps import fold
+from agent.journal.fold import fold
+from agent.journal.store import RunInfo
 from core.events import Event, RunStopped
 from core.types import Usage
 

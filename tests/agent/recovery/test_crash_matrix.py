@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from tests.agent import crash_driver
-from tests.agent.crash_driver import CELLS
+from tests.agent.recovery import crash_driver
+from tests.agent.recovery.crash_driver import CELLS
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once, for the docker cells)
 
 STEPS = 3

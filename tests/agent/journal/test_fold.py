@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.steps import fold
+from agent.journal.fold import fold
 from core.events import (
     Compacted,
     MessageAdded,

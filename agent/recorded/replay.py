@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.approval import decisions
-from agent.journal import RunInfo, damage_error, read_events, read_run_info, scan
+from agent.journal.store import RunInfo, damage_error, read_events, read_run_info, scan
 from agent.loop import run
-from agent.playback import PlaybackModel, playback, world_stops
+from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
 from agent.task import Task
 from core.events import (

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from agent.journal import Journal, write_json_atomic
+from agent.journal.store import Journal, write_json_atomic
 from agent.state import RunState
 from agent.stopping import RESUMABLE, Stop
 from core.types import Message
