@@ -124,7 +124,9 @@ def demo_command(
         "--out",
         str(out),
     ]
-    typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
+    code = typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
+    if code:  # not standalone, click hands the chess command's exit code back instead of exiting with it
+        raise typer.Exit(code)
 
 
 @app.command("serve")

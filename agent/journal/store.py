@@ -53,6 +53,17 @@ def new_run_id(label: str) -> str:
     return f"{stamp}-{slug}-{secrets.token_hex(2)}"
 
 
+def make_folder(path: Path, what: str, exist_ok: bool = False) -> Path:
+    """Create an output folder (a run directory, a batch folder), or say plainly why it cannot be."""
+    try:
+        path.mkdir(parents=True, exist_ok=exist_ok)
+    except FileExistsError:
+        raise HarnessError(f"The {what} {path} already exists; pick another --out or run id.") from None
+    except OSError as e:
+        raise HarnessError(f"Cannot create the {what} {path}: {e.strerror}; pick another --out.") from None
+    return path
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Temp file, fsync, rename: a reader sees the old file or the new one, never half."""
     tmp = path.with_name(path.name + ".tmp")
@@ -113,13 +124,7 @@ class Journal:
 
     @classmethod
     def create(cls, out_dir: Path, info: RunInfo) -> Journal:
-        run_dir = Path(out_dir) / info.run_id
-        try:
-            run_dir.mkdir(parents=True, exist_ok=False)
-        except FileExistsError:
-            raise HarnessError(f"Run directory {run_dir} already exists; pick another --out or run id.") from None
-        except OSError as e:
-            raise HarnessError(f"Cannot create run directory {run_dir}: {e.strerror}.") from None
+        run_dir = make_folder(Path(out_dir) / info.run_id, "run directory")
         write_json_atomic(run_dir / "run.json", info.model_dump(mode="json"))
         return cls(run_dir)
 

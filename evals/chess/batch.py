@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.journal.store import new_run_id, write_json_atomic
+from agent.journal.store import make_folder, new_run_id, write_json_atomic
 from agent.models.base import ModelClient
 from core.errors import HarnessError
 from core.events import Event
@@ -213,7 +213,7 @@ def play_batch(
         folder, rows = Path(spec.resume), kept_games(Path(spec.resume), spec)
     else:
         folder, rows = Path(spec.out) / new_run_id(f"chess-batch-{spec.opponent}"), {}
-        folder.mkdir(parents=True, exist_ok=False)
+        make_folder(folder, "batch folder")
     batch_id = folder.name
     tally = tally or Tally(total=games)
     for row in rows.values():

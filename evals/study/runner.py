@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from agent.journal.store import new_run_id, read_run_info, write_json_atomic
+from agent.journal.store import make_folder, new_run_id, read_run_info, write_json_atomic
 from agent.session import RunSpec, SandboxSpec, start
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
@@ -119,7 +119,7 @@ def run_study(
     tasks = {t: study_task(t) for t in spec.tasks}  # every name checked before anything runs
     cells = [Cell(t, s) for t in tasks for s in spec.seeds]
     folder = Path(out) / new_run_id("study")
-    folder.mkdir(parents=True, exist_ok=False)
+    make_folder(folder, "study folder")
     study = Study(folder.name, spec, [], [])
     with checkpoint_for(spec.model) as checkpoint:
         for concurrency in spec.concurrency:

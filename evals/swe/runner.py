@@ -20,6 +20,7 @@ from pathlib import Path
 import docker
 from pydantic import BaseModel
 
+from agent.journal.store import make_folder
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
@@ -183,7 +184,7 @@ def run_batch(
 ) -> list[InstanceResult]:
     """Run `work` on every instance not already finished (per `reuse`), on the local executor or Ray."""
     instances, batch_dir = spec.instances, spec.batch_dir
-    batch_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(batch_dir, "batch folder", exist_ok=True)
     tally = tally or Tally(total=len(instances))
     results: dict[str, InstanceResult] = {}
     todo = []

@@ -191,9 +191,16 @@ def test_running_into_a_read_only_folder_is_a_one_line_error(tmp_path, immutable
         app, ["run", "--task", "x", "--model", f"scripted:{script_file(tmp_path)}", "--out", str(out)]
     )
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "Cannot create run directory" in one_line(result.output) and "Operation not permitted" in one_line(
-        result.output
-    )
+    assert "Cannot create the run directory" in one_line(result.output)
+    assert "Operation not permitted" in one_line(result.output)
+
+
+@pytest.mark.parametrize("command", [["demo", "--max-plies", "1"], ["chess", "--model", "random", "--games", "1"]])
+def test_a_batch_into_a_folder_that_cannot_be_made_is_a_one_line_error_with_the_exit_code(tmp_path, command):
+    (tmp_path / "a-file").write_text("")
+    result = runner.invoke(app, [*command, "--out", str(tmp_path / "a-file" / "runs")])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "Cannot create the batch folder" in one_line(result.output) and "Not a directory" in one_line(result.output)
 
 
 @pytest.fixture
