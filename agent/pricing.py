@@ -78,11 +78,13 @@ def find_price(model: str, table: PriceTable) -> Price | None:
 @overload
 def cost_usd(price: Price, usage: Usage) -> float: ...
 @overload
-def cost_usd(price: Price | None, usage: Usage) -> float | None: ...
-def cost_usd(price: Price | None, usage: Usage) -> float | None:
-    """The usage's prompt count includes cached and cache-written tokens, and its completion count the
+def cost_usd(price: Price | None, usage: Usage | None) -> float | None: ...
+def cost_usd(price: Price | None, usage: Usage | None) -> float | None:
+    """None when the price or the usage is unknown (a failed call whose provider said nothing of it).
+
+    The usage's prompt count includes cached and cache-written tokens, and its completion count the
     reasoning tokens, as the harness records them (reasoning is billed as output)."""
-    if price is None:
+    if price is None or usage is None:
         return None
     uncached = max(0, usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens)
     per_input = price.input / 1e6
@@ -98,3 +100,10 @@ def format_usd(value: float | None) -> str:
     if value is None:
         return "unknown"
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def format_total(value: float | None, unpriced: int) -> str:
+    """A run's total, said to be a lower bound when some of its calls had no known cost."""
+    if value is None or not unpriced:
+        return format_usd(value)
+    return f"at least {format_usd(value)} ({unpriced} calls unpriced)"

@@ -78,6 +78,13 @@ def cards(run: RunData) -> list[Card]:
         Card("cached", hit, f"{t.cached:,} tokens from cache" + _ideal(s)),
         Card("completion", compact(t.completion), f"{t.reasoning:,} of them reasoning"),
         Card("cost", format_usd(run.cost), run.price.model if run.price else "no price for this model"),
+        Card(
+            "cost at run time",
+            format_usd(s.cost_usd),
+            f"a lower bound: {s.unpriced_calls} calls unpriced"
+            if s.unpriced_calls
+            else "every call priced as journaled",
+        ),
         Card("wall time", f"{s.wall_s:,.1f} s", f"{s.truncated_outputs} outputs truncated"),
         Card("findings", f"{len(run.findings):,}", f"in {len({f.step for f in run.findings}):,} steps"),
     ]

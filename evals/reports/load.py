@@ -55,10 +55,11 @@ def price_of(info: RunInfo, steps: list[Step], prices: PriceTable, price_model: 
 
 
 def step_cost(price: Price | None, step: Step) -> float | None:
-    """The step's model call plus any compaction's summariser call after it."""
+    """The step's model call, its failed attempts the provider billed, and any compaction's summariser call after it."""
     if price is None:
         return None
-    usages = [step.usage, *(c.summariser_usage for c in step.compactions)]
+    billed = [f.usage for f in step.failures if f.usage is not None]
+    usages = [step.usage, *billed, *(c.summariser_usage for c in step.compactions)]
     return sum(cost_usd(price, u) for u in usages)
 
 
