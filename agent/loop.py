@@ -17,11 +17,12 @@ from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.models.base import ModelClient
+from agent.pricing import Price, cost_usd
 from agent.prompt_digest import PromptDigest
 from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
-from agent.state import RunState, advance
+from agent.state import RunState, advance, spend
 from agent.stopping import RESUMABLE, Stop, StopRule, after_step
 from agent.summariser_calls import JournaledSummariser
 from agent.task import DEFAULT_SYSTEM, Task
@@ -52,6 +53,7 @@ class Session:
     sandbox: Sandbox
     tools: Registry
     stop_rules: Sequence[StopRule] = ()
+    price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
 
 
 @dataclass
@@ -99,10 +101,11 @@ def ask(loop: Loop) -> ModelReply | Stop:
     state, journal = loop.state, loop.session.journal
     state.step += 1
     prompt = loop.renderer.render(state.history, state.folds)
-    reply = call_model(loop.session.model, prompt, loop.shown, loop.session.policy, journal, state.step)
+    reply = call_model(loop, prompt)
     if isinstance(reply, Stop):
         return reply
     counted, reused = loop.accounting.measure(prompt)
+    cost = cost_usd(loop.session.price, reply.usage)
     journal.append(
         ModelReplied(
             step=state.step,
@@ -112,8 +115,10 @@ def ask(loop: Loop) -> ModelReply | Stop:
             counted_tokens=counted,
             prefix_reused=reused,
             prompt_sha256=loop.digest(prompt, loop.shown),
+            cost_usd=cost,
         )
     )
+    spend(state, cost)
     return reply
 
 
@@ -171,6 +176,7 @@ def begin(
             summariser or ModelSummariser(session.model, policy.model),
             journal,
             state,
+            session.price if summariser is None else None,  # another summariser's price is not known here
             resumed.summaries if resumed is not None else (),
         ),
         PromptDigest(),
@@ -224,17 +230,28 @@ def add_message(state: RunState, journal: Journal, message: Message, journaled: 
     state.history.append(message)
 
 
-def call_model(
-    model: ModelClient, prompt: list[Message], tools: Sequence[Tool], policy: HarnessPolicy, journal: Journal, step: int
-) -> ModelReply | Stop:
-    """Transient errors are retried with backoff (each failure journaled); the rest stop the run."""
-    errs = policy.errors
+def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
+    """Transient errors are retried with backoff (each failure journaled, and priced when the provider said what
+    it billed); the rest stop the run."""
+    session, state = loop.session, loop.state
+    errs = session.policy.errors
 
     def attempt() -> ModelReply:
         try:
-            return model.complete(prompt, list(tools), policy.model)
+            return session.model.complete(prompt, list(loop.shown), session.policy.model)
         except (TransientModelError, PermanentModelError) as e:
-            journal.append(ModelFailed(step=step, transient=isinstance(e, TransientModelError), message=str(e)))
+            usage = e.usage if isinstance(e, TransientModelError) else None
+            cost = cost_usd(session.price, usage)
+            session.journal.append(
+                ModelFailed(
+                    step=state.step,
+                    transient=isinstance(e, TransientModelError),
+                    message=str(e),
+                    usage=usage,
+                    cost_usd=cost,
+                )
+            )
+            spend(state, cost)
             raise
 
     try:

@@ -28,6 +28,7 @@ from agent.loop import Session, run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
+from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task
 from core.errors import HarnessError
@@ -107,6 +108,7 @@ class RunSpec:
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
     stop_rules: Sequence[StopRule] = ()
+    prices: Path | None = None  # the price table the model's price comes from; default: agent/prices.toml
 
 
 @contextmanager
@@ -116,6 +118,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
     A sandbox that cannot start ends the run as `environment_error` (journaled) and raises HarnessError."""
     client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
+    price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     sandbox = spec.sandbox if isinstance(spec.sandbox, SandboxSpec) else None
     info = RunInfo(
         run_id=spec.run_id or new_run_id(spec.task.id),
@@ -129,6 +132,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
         started_at=datetime.now(UTC).isoformat(),
+        price=price,
     )
     journal = Journal.create(spec.out, info)
     journal.listeners.extend(spec.listeners)
@@ -139,11 +143,26 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
             with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
                 record_tools(journal, info, registry)
-                yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules)
+                yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules, price)
         finally:
             box.close()
     finally:
         journal.close()
+
+
+def price_for(model: str, prices: Path | None, budget: float | None) -> Price | None:
+    """The model's price from the table; a cost budget with no price to count it in cannot start."""
+    price = find_price(model, load_prices(prices))
+    if price is None and budget is not None:
+        table = prices or DEFAULT_TABLE
+        provider, sep, name = model.partition(":")
+        entry = f'[{provider}."{name}"]' if sep else f'[PROVIDER."{model}"]'
+        raise HarnessError(
+            f"The policy sets stop.max_cost_usd = {budget:g}, but the price table {table} has no price for model "
+            f"{model!r}, so the run's cost could not be counted. Add {entry} with `input` and `output` (USD per "
+            "million tokens) to a price table and pass it (--prices FILE), or drop stop.max_cost_usd."
+        )
+    return price
 
 
 def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> Sandbox:
@@ -218,7 +237,9 @@ def reopen_run(
         with with_mcp(
             policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
         ) as registry:
-            yield Session(Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules)
+            yield Session(
+                Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules, info.price
+            )
     finally:
         sandbox.close()
 

@@ -19,6 +19,8 @@ class RunState:
     history: list[Message] = field(default_factory=list)
     step: int = 0
     usage: Usage = Usage()
+    cost_usd: float = 0.0  # the priced model calls' total, summaries and failed calls included
+    unpriced_calls: int = 0  # calls whose cost is unknown: more than 0 makes `cost_usd` a lower bound
     failures_in_a_row: int = 0
     no_tool_replies_in_a_row: int = 0
     repeats_in_a_row: int = 0
@@ -30,6 +32,14 @@ class RunState:
 
     def wall_s(self) -> float:
         return time.monotonic() - self.started
+
+
+def spend(state: RunState, cost: float | None) -> None:
+    """One model call's cost (None: unknown) into the running total that stop.max_cost_usd watches."""
+    if cost is None:
+        state.unpriced_calls += 1
+    else:
+        state.cost_usd += cost
 
 
 def advance(state: RunState, reply: ModelReply, dispatched: Dispatched) -> None:

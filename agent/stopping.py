@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.dispatch import Dispatched
+from agent.pricing import format_total
 from agent.state import RunState
 from core.policy import HarnessPolicy
 from sandboxes.base import Sandbox, SandboxDead
@@ -69,6 +70,9 @@ def budget_spent(state: RunState, policy: HarnessPolicy) -> Stop | None:
     tokens = state.usage.prompt_tokens + state.usage.completion_tokens
     if rules.max_tokens is not None and tokens >= rules.max_tokens:
         return Stop("token_budget", f"Used {tokens} tokens, over the budget of {rules.max_tokens} (stop.max_tokens).")
+    if rules.max_cost_usd is not None and state.cost_usd >= rules.max_cost_usd:
+        spent = format_total(state.cost_usd, state.unpriced_calls)
+        return Stop("max_cost", f"Spent {spent}, over the budget of ${rules.max_cost_usd:g} (stop.max_cost_usd).")
     if rules.max_wall_s is not None and state.wall_s() >= rules.max_wall_s:
         return Stop(
             "wall_budget", f"Ran {state.wall_s():.0f} s, over the budget of {rules.max_wall_s:g} s (stop.max_wall_s)."

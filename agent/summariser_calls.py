@@ -13,15 +13,25 @@ from collections import deque
 from collections.abc import Iterable
 
 from agent.journal.store import Journal
-from agent.state import RunState
+from agent.pricing import Price, cost_usd
+from agent.state import RunState, spend
+from core.errors import TransientModelError
 from core.events import SummaryReplied
 from core.types import ModelReply
 from memory.summariser import Summariser, SummaryRequest, answer, describe_failure, request_digest
 
 
 class JournaledSummariser:
-    def __init__(self, inner: Summariser, journal: Journal, state: RunState, recorded: Iterable[SummaryReplied] = ()):
-        self.inner, self.journal, self.state = inner, journal, state
+    def __init__(
+        self,
+        inner: Summariser,
+        journal: Journal,
+        state: RunState,
+        price: Price | None,
+        recorded: Iterable[SummaryReplied] = (),
+    ):
+        """`price`: the summariser's, when known (it is the run's model); its calls are priced with it."""
+        self.inner, self.journal, self.state, self.price = inner, journal, state, price
         self.recorded = deque(recorded)  # already in the journal: answered from there, not journaled again
 
     def summarise(self, request: SummaryRequest) -> ModelReply:
@@ -36,7 +46,12 @@ class JournaledSummariser:
         try:
             reply = self.inner.summarise(request)
         except Exception as e:
-            self.journal.append(record.model_copy(update={"error": describe_failure(e)}))
+            usage = e.usage if isinstance(e, TransientModelError) else None
+            cost = cost_usd(self.price, usage)
+            self.journal.append(record.model_copy(update={"error": describe_failure(e), "cost_usd": cost}))
+            spend(self.state, cost)
             raise
-        self.journal.append(record.model_copy(update={"reply": reply}))
+        cost = cost_usd(self.price, reply.usage)
+        self.journal.append(record.model_copy(update={"reply": reply, "cost_usd": cost}))
+        spend(self.state, cost)
         return reply

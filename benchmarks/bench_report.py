@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
+from agent.pricing import load_prices  # noqa: E402
 from agent.session import RunSpec  # noqa: E402
 from agent.task import Task  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
@@ -32,7 +33,6 @@ from core.types import Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
 from evals.ab.html import render as render_ab  # noqa: E402
 from evals.ab.records import load_batch  # noqa: E402
-from evals.pricing import load_prices  # noqa: E402
 from evals.reports.batch import render_batch  # noqa: E402
 from evals.reports.html import render_run  # noqa: E402
 from evals.reports.load import load_run, run_dirs_in  # noqa: E402

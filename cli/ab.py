@@ -8,11 +8,11 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from agent.pricing import load_prices
 from cli.output import console, exits_on_error
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
-from evals.pricing import load_prices
 
 
 @exits_on_error

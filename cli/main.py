@@ -53,13 +53,18 @@ def run_command(
     mcp: mcp_cli.McpCommands = None,
     mcp_url: mcp_cli.McpUrls = None,
     config: mcp_cli.McpConfigs = None,
+    prices: Path = typer.Option(
+        None,
+        help="A price table (TOML) instead of the one shipped with the harness: each call is priced from it "
+        "(and stop.max_cost_usd counts in it).",
+    ),
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
     the_task, the_policy = load_task(task), policy_for(policy, model)
     the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
     with following_run(console) as state:
         summary, run_dir = start(
-            RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,))
+            RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,), prices=prices)
         )
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}", soft_wrap=True)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.summary import Summary
+from agent.pricing import format_total
 from core.errors import HarnessError
 from core.events import Event, ModelFailed, ModelReplied, ToolObserved
 
@@ -136,6 +137,7 @@ def summary_table(summary: Summary) -> Table:
             f"prompt {t.prompt:,} (cached {t.cached:,}) · completion {t.completion:,} · reasoning {t.reasoning:,}",
         ),
         ("cache hit rate", f"{summary.cache_hit_rate:.1%}" if summary.cache_hit_rate is not None else "—"),
+        ("cost", format_total(summary.cost_usd, summary.unpriced_calls)),
         ("tool calls", ", ".join(f"{k} {v}" for k, v in summary.tool_calls.items()) or "none"),
         ("errors", ", ".join(f"{k} {v}" for k, v in summary.errors.items()) or "none"),
         ("wall time", f"{summary.wall_s:.2f} s"),

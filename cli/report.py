@@ -7,9 +7,9 @@ from pathlib import Path
 
 import typer
 
+from agent.pricing import load_prices
 from cli.output import console, exits_on_error
 from core.errors import HarnessError
-from evals.pricing import load_prices
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
 from evals.reports.load import is_run_dir, load_run, run_dirs_in

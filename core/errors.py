@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from core.types import Usage
+
 
 class HarnessError(Exception):
     """A problem the user can fix; the message says what and how."""
 
 
 class TransientModelError(Exception):
-    """Worth retrying: rate limit, 5xx, dropped connection, timeout."""
+    """Worth retrying: rate limit, 5xx, dropped connection, timeout. `usage`: what the provider billed
+    for the failed call, when its response said (a reply that arrived but could not be read)."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, usage: Usage | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.usage = usage
 
 
 class PermanentModelError(HarnessError):

@@ -37,12 +37,15 @@ class ModelReplied(_Event):
     counted_tokens: int | None = None  # the harness's own count of the prompt (tools included)
     prefix_reused: int | None = None  # of those, the longest prefix shared with any earlier request of the run
     prompt_sha256: str | None = None  # digest of the rendered messages and tools shown (agent.prompt_digest)
+    cost_usd: float | None = None  # the reply's usage at the run's price; None: unknown (no price, or an older journal)
 
 
 class ModelFailed(_Event):
     type: Literal["model_failed"] = "model_failed"
     transient: bool
     message: str
+    usage: Usage | None = None  # what the provider billed for the failed call, when it said; often it does not
+    cost_usd: float | None = None  # None: unknown, so the run's total is a lower bound
 
 
 class ToolIntent(_Event):
@@ -105,6 +108,7 @@ class SummaryReplied(_Event):
     cap: int
     reply: ModelReply | None = None
     error: str | None = None  # the call raised instead: its type and message
+    cost_usd: float | None = None  # at the run's price; None: unknown (another summariser, no price, an older journal)
 
 
 class RunResumed(_Event):

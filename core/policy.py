@@ -41,6 +41,14 @@ class StopPolicy(_Knobs):
         description="stop once prompt + completion tokens over the run, summaries included, reach this; none: no limit",
     )
     max_wall_s: float | None = Field(None, gt=0, description="stop after this many seconds of work; none: no limit")
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        description="stop once the run's model calls (summaries and failed calls included) have cost this many "
+        "US dollars at the model's price (agent/prices.toml or `--prices FILE`; with no price for the model the run "
+        "does not start); the step that reaches it is the last, so a run overshoots by at most one step; "
+        "none: no limit",
+    )
     max_no_tool_replies: int = Field(
         3, ge=1, description="stop after this many consecutive replies without a tool call"
     )

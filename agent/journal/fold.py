@@ -57,6 +57,11 @@ class Step:
         return self.replied.reply.usage if self.replied is not None else Usage()
 
     @property
+    def model_calls(self) -> list[ModelFailed | ModelReplied | SummaryReplied]:
+        """Every model call the step made, each with its `cost_usd`: failed attempts, the reply, the summariser's."""
+        return [*self.failures, *([self.replied] if self.replied is not None else []), *self.summaries]
+
+    @property
     def observations(self) -> list[Observation]:
         return [o.observation for o in self.observed]
 

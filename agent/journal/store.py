@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from agent.pricing import Price
 from core.errors import HarnessError
 from core.events import EVENT, Event
 
@@ -45,6 +46,7 @@ class RunInfo(BaseModel):
     harness_version: str = HARNESS_VERSION
     seed: int | None = None
     started_at: str
+    price: Price | None = None  # the model's price each call was priced at; None: unknown, or an older run
 
 
 def new_run_id(label: str) -> str:

@@ -46,6 +46,10 @@ class Summary(BaseModel):
     compactions: int  # folds that produced a working memory
     summariser_tokens: Tokens  # spent on compaction, not in `tokens`
     warnings: list[str]  # e.g. a summariser cut off by its token cap, a compaction that failed
+    # USD over every model call (failed attempts and summaries included) at the price in run.json; None when no
+    # call could be priced. `unpriced_calls` above 0 makes it a lower bound: those calls' cost is unknown.
+    cost_usd: float | None = None
+    unpriced_calls: int = 0
 
 
 def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
@@ -56,13 +60,19 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
     stop = run.stop or RunStopped(
         reason="unfinished", message="The run has no stop event (still running, or it crashed)."
     )
-    failures = truncated = counted = reused = folds = 0
+    failures = truncated = counted = reused = folds = unpriced = 0
+    costs: list[float] = []
     warnings: list[str] = []
     for step in run.steps:
         usage = usage + step.usage
         counted += step.counted_tokens or 0
         reused += step.prefix_reused or 0
         failures += len(step.failures)
+        for call in step.model_calls:
+            if call.cost_usd is None:
+                unpriced += 1
+            else:
+                costs.append(call.cost_usd)
         for o in step.observations:
             tools[o.tool] += 1
             if o.error_kind:
@@ -102,6 +112,8 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
         prefix_reuse_rate=round(reused / counted, 4) if counted else None,
         compactions=folds,
         summariser_tokens=_tokens(summariser),
+        cost_usd=round(sum(costs), 6) if costs or not unpriced else None,
+        unpriced_calls=unpriced,
         warnings=warnings,
     )
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import openai
 
 from agent.models.convert import OPENAI_FINISH, openai_usage, to_openai
-from agent.models.provider_errors import UNREADABLE, malformed, map_error, timeouts
+from agent.models.provider_errors import UNREADABLE, billed, malformed, map_error, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, openai_schema
@@ -64,13 +64,14 @@ class OpenAIModel:
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=params.sdk_retries)
+        response = None
         try:
             response = client.chat.completions.create(**self.request(messages, tools, params))
             return to_reply(response, self.name, time.perf_counter() - start)
         except openai.OpenAIError as e:
             raise map_error(e, self.name, self.key_env) from e
         except UNREADABLE as e:
-            raise malformed(e, self.name) from e
+            raise malformed(e, self.name, billed(response, openai_usage)) from e
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:

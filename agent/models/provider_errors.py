@@ -13,10 +13,11 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from core.errors import PermanentModelError, TransientModelError
 from core.policy import ModelParams
+from core.types import Usage
 
 # What reading a malformed body raises, in the SDK (JSON decoding) or in our conversion
 # (a missing attribute, an empty list, a wrong type; pydantic's ValidationError is a ValueError).
@@ -70,12 +71,24 @@ def timeouts(params: ModelParams, timeout_type: Callable[..., T]) -> T:
     return timeout_type(params.read_timeout_s, connect=params.connect_timeout_s)
 
 
-def malformed(err: Exception, name: str) -> TransientModelError:
-    """A reply that arrived but is not the shape the API promises."""
+def malformed(err: Exception, name: str, usage: Usage | None = None) -> TransientModelError:
+    """A reply that arrived but is not the shape the API promises; `usage`: what it still says was billed."""
     what = str(err).splitlines()[0][:300] if str(err) else "no detail"
     return TransientModelError(
-        f"{name}: the provider's reply could not be read as a model reply ({type(err).__name__}: {what})"
+        f"{name}: the provider's reply could not be read as a model reply ({type(err).__name__}: {what})", usage=usage
     )
+
+
+def billed(response: object, convert: Callable[[Any], Usage]) -> Usage | None:
+    """The usage a response that could not be read as a reply still reports: the call was billed all the same.
+    None when there is no response, or no usage in it that can be read."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return None
+    try:
+        return convert(usage)
+    except UNREADABLE:
+        return None
 
 
 def map_error(err: Exception, name: str, key_env: str | None = None) -> Exception:

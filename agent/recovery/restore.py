@@ -19,7 +19,7 @@ from agent.dispatch import Dispatched
 from agent.journal.fold import Step, fold
 from agent.journal.snapshot import Snapshot, state_from
 from agent.recovery.reconcile import Recovered
-from agent.state import RunState, tally
+from agent.state import RunState, spend, tally
 from agent.task import Task
 from core.events import ApprovalGiven, Event, ModelReplied, SummaryReplied
 from core.types import Message, ModelReply
@@ -82,6 +82,8 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
             state.step = done.n
     for c in (c for s in run.steps for c in s.compactions if c.seq > base):
         state.usage = state.usage + c.summariser_usage  # a summary is spending too: the loop adds it to the run's usage
+    for call in (call for s in run.steps for call in s.model_calls if call.seq > base):
+        spend(state, call.cost_usd)  # the loop spends as it journals, an open step's reply included
     mark = next((e for e in reversed(events) if e.seq == base), None)
     window = state.history[: sum(q <= base for q in run.seqs)][-want:] if mark is not None and want else []
     since_ts = mark.ts if mark is not None else (events[0].ts if events else 0.0)  # wall time not in the snapshot

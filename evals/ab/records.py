@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.journal.store import read_events, read_run_info
+from agent.pricing import PriceTable, cost_usd, find_price
 from core.errors import HarnessError
-from evals.pricing import PriceTable, cost_usd, find_price
+from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import graded, submitted, success
 from evals.reports.steps import load_summary
@@ -48,7 +49,15 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
         prompt_tokens=t.prompt,
         cached_tokens=t.cached,
         completion_tokens=t.completion,
-        cost_usd=cost_usd(price, t.prompt, t.completion, t.cached, t.cache_write),
+        cost_usd=cost_usd(
+            price,
+            Usage(
+                prompt_tokens=t.prompt,
+                completion_tokens=t.completion,
+                cached_tokens=t.cached,
+                cache_write_tokens=t.cache_write,
+            ),
+        ),
         wall_s=summary.wall_s,
         started_at=info.started_at,
     )

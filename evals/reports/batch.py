@@ -8,7 +8,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from evals.pricing import format_usd
+from agent.pricing import format_usd
 from evals.reports.detectors import DETECTORS, prompt_tokens
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData

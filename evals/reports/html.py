@@ -14,7 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from agent.journal.store import HARNESS_VERSION
-from evals.pricing import format_usd
+from agent.pricing import format_usd
 from evals.reports.breakdown import METHOD, PART_LABELS, breakdowns
 from evals.reports.charts import PART_COLORS, run_charts
 from evals.reports.chess import chess_view
@@ -78,6 +78,13 @@ def cards(run: RunData) -> list[Card]:
         Card("cached", hit, f"{t.cached:,} tokens from cache" + _ideal(s)),
         Card("completion", compact(t.completion), f"{t.reasoning:,} of them reasoning"),
         Card("cost", format_usd(run.cost), run.price.model if run.price else "no price for this model"),
+        Card(
+            "cost at run time",
+            format_usd(s.cost_usd),
+            f"a lower bound: {s.unpriced_calls} calls unpriced"
+            if s.unpriced_calls
+            else "every call priced as journaled",
+        ),
         Card("wall time", f"{s.wall_s:,.1f} s", f"{s.truncated_outputs} outputs truncated"),
         Card("findings", f"{len(run.findings):,}", f"in {len({f.step for f in run.findings}):,} steps"),
     ]

@@ -8,9 +8,9 @@ from pathlib import Path
 from agent.journal.fold import Step, fold
 from agent.journal.store import RunInfo, read_run_info, scan
 from agent.journal.summary import Summary
+from agent.pricing import Price, PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Message
-from evals.pricing import Price, PriceTable, cost_usd, find_price
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded
 from evals.reports.steps import load_summary
@@ -55,13 +55,12 @@ def price_of(info: RunInfo, steps: list[Step], prices: PriceTable, price_model: 
 
 
 def step_cost(price: Price | None, step: Step) -> float | None:
-    """The step's model call plus any compaction's summariser call after it."""
+    """The step's model call, its failed attempts the provider billed, and any compaction's summariser call after it."""
     if price is None:
         return None
-    usages = [step.usage, *(c.summariser_usage for c in step.compactions)]
-    return sum(
-        cost_usd(price, u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens) for u in usages
-    )
+    billed = [f.usage for f in step.failures if f.usage is not None]
+    usages = [step.usage, *billed, *(c.summariser_usage for c in step.compactions)]
+    return sum(cost_usd(price, u) for u in usages)
 
 
 def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunData:

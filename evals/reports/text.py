@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evals.pricing import format_usd
+from agent.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
@@ -22,7 +22,9 @@ def run_markdown(run: RunData) -> str:
         f"- **outcome** {outcome_label(s)} (stop: {s.stop_reason}) — {s.message}",
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
         f"- **tokens** prompt {t.prompt:,} (cached {hit}) · completion {t.completion:,} · reasoning {t.reasoning:,}",
-        f"- **cost** {format_usd(run.cost)}" + ("" if run.price else f" (no price for {run.info.model})"),
+        f"- **cost** {format_usd(run.cost)}"
+        + ("" if run.price else f" (no price for {run.info.model})")
+        + f" · **at run time** {format_total(s.cost_usd, s.unpriced_calls)}",
         "",
         "## Findings",
         "",

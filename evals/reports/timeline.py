@@ -14,8 +14,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.pricing import format_usd
 from core.events import Compacted
-from evals.pricing import format_usd
 from evals.reports.breakdown import Breakdown
 from evals.reports.detectors import Finding, cut_off_note, prompt_tokens, reasoning_tokens
 from evals.reports.steps import Step, cut_off, memory_text

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from agent.journal.store import make_folder, new_run_id, read_run_info, write_json_atomic
+from agent.pricing import load_prices
 from agent.session import RunSpec, SandboxSpec, start
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
@@ -17,7 +18,6 @@ from evals.ab.records import RunRecord, load_record
 from evals.chess.game import GameRules
 from evals.chess.runner import play_game
 from evals.executors import Done, ExecutorOptions, Job, run_jobs
-from evals.pricing import load_prices
 from evals.reports.steps import load_summary
 from evals.study.grid import CHESS, StudySpec, study_policy, study_task
 from evals.study.measure import PairFigures, PolicyFigures, RunRow, pair_figures, policy_figures, run_row

@@ -90,3 +90,21 @@ def test_serve_names_the_weight_formats_it_knows():
     result = runner.invoke(app, ["serve", "--device", "tpu"])
     assert result.exit_code == 2
     assert "the device must be cpu, cuda or cuda:N, got 'tpu'" in " ".join(result.output.split())
+
+
+def test_run_prices_each_call_from_a_table_and_stops_on_a_cost_budget(tmp_path):
+    script = EXAMPLES / "demo_script.yaml"
+    prices = tmp_path / "prices.toml"
+    prices.write_text(f'[scripted."{script}"]\ninput = 100000.0\noutput = 100000.0\n')
+    policy = tmp_path / "budget.toml"
+    policy.write_text("[stop]\nmax_cost_usd = 0.01\n")
+    args = ["run", "--task", str(EXAMPLES / "demo_task.yaml"), "--model", f"scripted:{script}", "--policy", str(policy)]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "runs"), "--prices", str(prices)])
+    assert result.exit_code == 0, result.output
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stop_reason"] == "max_cost" and summary["steps"] == 1 and summary["unpriced_calls"] == 0
+    assert "max_cost" in result.output and "$" in result.output
+    unpriced = runner.invoke(app, [*args, "--out", str(tmp_path / "other")])
+    assert unpriced.exit_code != 0 and "has no price for model" in unpriced.output
+    assert "Traceback" not in unpriced.output and not (tmp_path / "other").exists()

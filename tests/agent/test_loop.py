@@ -25,6 +25,7 @@ RUN_JSON_FIELDS = {
     "harness_version",
     "seed",
     "started_at",
+    "price",
 }
 SUMMARY_FIELDS = {
     "run_id",
@@ -48,6 +49,8 @@ SUMMARY_FIELDS = {
     "compactions",
     "summariser_tokens",
     "warnings",
+    "cost_usd",
+    "unpriced_calls",
 }
 
 

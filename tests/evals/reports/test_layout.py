@@ -7,10 +7,10 @@ from __future__ import annotations
 import chess.pgn
 import pytest
 
+from agent.pricing import load_prices
 from evals.ab.compare import compare
 from evals.ab.html import render as render_ab
 from evals.ab.records import load_batch
-from evals.pricing import load_prices
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
 from evals.reports.load import load_run, run_dirs_in

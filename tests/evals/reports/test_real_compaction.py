@@ -10,9 +10,9 @@ import pytest
 from conftest import make_run
 
 from agent.models.scripted import ScriptedCall, ScriptedReply
+from agent.pricing import cost_usd, load_prices
 from core.context_policy import Compact
 from core.policy import HarnessPolicy, StopPolicy
-from evals.pricing import cost_usd, load_prices
 from evals.reports.breakdown import breakdowns
 from evals.reports.html import render_run
 from evals.reports.load import load_run
@@ -77,7 +77,7 @@ def test_the_report_reads_the_loops_compactions(compacted):
 
 def test_the_summarisers_tokens_are_charged_to_the_step_it_followed(compacted):
     step3 = compacted.steps[2]
-    own = cost_usd(compacted.price, step3.usage.prompt_tokens, step3.usage.completion_tokens, step3.usage.cached_tokens)
+    own = cost_usd(compacted.price, step3.usage)
     assert compacted.step_costs[2] > own > 0
 
 

@@ -6,8 +6,8 @@ import shutil
 
 from conftest import make_run, reply
 
+from agent.pricing import load_prices
 from core.policy import HarnessPolicy
-from evals.pricing import load_prices
 from evals.reports.html import render_run
 from evals.reports.load import load_run
 from evals.reports.text import run_markdown

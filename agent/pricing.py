@@ -1,7 +1,9 @@
-"""Token prices as data (evals/prices.toml, or a table of the same shape) and the cost of a run.
+"""Token prices as data (agent/prices.toml, or a table of the same shape) and the cost of one call's usage.
 
-Costs are computed from the table, never hard-coded; a model the table does not know
-costs `None` ("unknown"), never zero, so a missing price cannot pass for a free run.
+The loop prices every model call as it journals it (and `stop.max_cost_usd` stops on the running
+total); reports and A/B tables price runs again from a table. Costs are computed from the table,
+never hard-coded; a model the table does not know costs `None` ("unknown"), never zero, so a
+missing price cannot pass for a free run.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import overload
 
 from core.errors import HarnessError
+from core.types import Usage
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.toml")
 # A dated or aliased release of a listed model costs what the listed model costs.
@@ -73,22 +76,23 @@ def find_price(model: str, table: PriceTable) -> Price | None:
 
 
 @overload
-def cost_usd(price: Price, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float: ...
+def cost_usd(price: Price, usage: Usage) -> float: ...
 @overload
-def cost_usd(
-    price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0
-) -> float | None: ...
-def cost_usd(price: Price | None, prompt: int, completion: int, cached: int = 0, cache_write: int = 0) -> float | None:
-    """Prompt counts include cached and cache-written tokens, as the harness records them."""
-    if price is None:
+def cost_usd(price: Price | None, usage: Usage | None) -> float | None: ...
+def cost_usd(price: Price | None, usage: Usage | None) -> float | None:
+    """None when the price or the usage is unknown (a failed call whose provider said nothing of it).
+
+    The usage's prompt count includes cached and cache-written tokens, and its completion count the
+    reasoning tokens, as the harness records them (reasoning is billed as output)."""
+    if price is None or usage is None:
         return None
-    uncached = max(0, prompt - cached - cache_write)
+    uncached = max(0, usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens)
     per_input = price.input / 1e6
     return (
         uncached * per_input
-        + cached * per_input * price.cached_input
-        + cache_write * per_input * price.cache_write
-        + completion * price.output / 1e6
+        + usage.cached_tokens * per_input * price.cached_input
+        + usage.cache_write_tokens * per_input * price.cache_write
+        + usage.completion_tokens * price.output / 1e6
     )
 
 
@@ -96,3 +100,10 @@ def format_usd(value: float | None) -> str:
     if value is None:
         return "unknown"
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def format_total(value: float | None, unpriced: int) -> str:
+    """A run's total, said to be a lower bound when some of its calls had no known cost."""
+    if value is None or not unpriced:
+        return format_usd(value)
+    return f"at least {format_usd(value)} ({unpriced} calls unpriced)"

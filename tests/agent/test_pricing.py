@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
 from core.errors import HarnessError
-from evals.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
+from core.types import Usage
 
 
 def test_the_shipped_table_loads_and_every_entry_is_priced():
@@ -28,7 +29,7 @@ def test_unknown_models_are_unknown_not_free():
     table = load_prices()
     for model in ("scripted:examples/demo.yaml", "openai:gpt-5.1-codex-max", "anthropic:gpt-5", "mystery"):
         assert find_price(model, table) is None
-    assert cost_usd(None, 1000, 1000) is None
+    assert cost_usd(None, Usage(prompt_tokens=1000, completion_tokens=1000)) is None
     assert format_usd(None) == "unknown"
 
 
@@ -37,7 +38,8 @@ def test_cost_applies_cache_multipliers(tmp_path):
     path.write_text('[acme."m1"]\ninput = 2.0\noutput = 10.0\ncached_input = 0.1\ncache_write = 1.25\n')
     price = find_price("acme:m1", load_prices(path))
     # 1M prompt tokens: 600k uncached, 300k cache reads, 100k cache writes; 100k completion.
-    cost = cost_usd(price, prompt=1_000_000, completion=100_000, cached=300_000, cache_write=100_000)
+    usage = Usage(prompt_tokens=1_000_000, completion_tokens=100_000, cached_tokens=300_000, cache_write_tokens=100_000)
+    cost = cost_usd(price, usage)
     assert cost == pytest.approx(0.6 * 2.0 + 0.3 * 2.0 * 0.1 + 0.1 * 2.0 * 1.25 + 0.1 * 10.0)
 
 
