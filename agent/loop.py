@@ -22,12 +22,12 @@ from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
 from agent.state import RunState, advance
-from agent.stopping import RESUMABLE, Stop, StopRule, after_step
+from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, StopRule, after_step, prompt_overflows
 from agent.summariser_calls import JournaledSummariser
 from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
-from core.errors import PermanentModelError, TransientModelError
+from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
@@ -52,6 +52,7 @@ class Session:
     sandbox: Sandbox
     tools: Registry
     stop_rules: Sequence[StopRule] = ()
+    context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
 
 
 @dataclass
@@ -95,14 +96,17 @@ def run(
 
 
 def ask(loop: Loop) -> ModelReply | Stop:
-    """Render the next step's prompt, call the model and journal its reply."""
+    """Render the next step's prompt, check that it fits the model's window, call the model and journal its reply."""
     state, journal = loop.state, loop.session.journal
     state.step += 1
     prompt = loop.renderer.render(state.history, state.folds)
+    counted, reused = loop.accounting.measure(prompt)  # before the call: a prompt that cannot fit is not sent
+    overflow = prompt_overflows(counted, loop.session.context_window, loop.session.policy.model.max_tokens)
+    if overflow is not None:
+        return overflow
     reply = call_model(loop.session.model, prompt, loop.shown, loop.session.policy, journal, state.step)
     if isinstance(reply, Stop):
         return reply
-    counted, reused = loop.accounting.measure(prompt)
     journal.append(
         ModelReplied(
             step=state.step,
@@ -227,7 +231,8 @@ def add_message(state: RunState, journal: Journal, message: Message, journaled: 
 def call_model(
     model: ModelClient, prompt: list[Message], tools: Sequence[Tool], policy: HarnessPolicy, journal: Journal, step: int
 ) -> ModelReply | Stop:
-    """Transient errors are retried with backoff (each failure journaled); the rest stop the run."""
+    """Transient errors are retried with backoff (each failure journaled); the rest stop the run, a prompt the
+    model found too long as `context_overflow`."""
     errs = policy.errors
 
     def attempt() -> ModelReply:
@@ -239,6 +244,10 @@ def call_model(
 
     try:
         return with_retries(attempt, errs.model_attempts, errs.backoff_multiplier_s, errs.backoff_max_s)
+    except ContextOverflowError as e:
+        return Stop(
+            "context_overflow", f"The model refused the prompt as longer than its context window: {e} {OVERFLOW_ADVICE}"
+        )
     except PermanentModelError as e:
         return Stop("model_error", f"The model call failed and retrying cannot help: {e}")
     except TransientModelError as e:

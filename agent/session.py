@@ -28,6 +28,7 @@ from agent.loop import Session, run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
+from agent.models.windows import context_window
 from agent.stopping import StopRule
 from agent.task import Task
 from core.errors import HarnessError
@@ -128,6 +129,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
+        context_window=context_window(client, policy.model),
         started_at=datetime.now(UTC).isoformat(),
     )
     journal = Journal.create(spec.out, info)
@@ -139,7 +141,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
             with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
                 record_tools(journal, info, registry)
-                yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules)
+                yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules, info.context_window)
         finally:
             box.close()
     finally:
@@ -218,7 +220,8 @@ def reopen_run(
         with with_mcp(
             policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
         ) as registry:
-            yield Session(Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules)
+            window = context_window(model, policy.model)  # the model may not be the one run.json names
+            yield Session(Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules, window)
     finally:
         sandbox.close()
 
