@@ -23,12 +23,12 @@ from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
 from agent.state import RunState, advance, spend
-from agent.stopping import RESUMABLE, Stop, StopRule, after_step
+from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, StopRule, after_step, prompt_overflows
 from agent.summariser_calls import JournaledSummariser
 from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
-from core.errors import PermanentModelError, TransientModelError
+from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
@@ -54,6 +54,7 @@ class Session:
     tools: Registry
     stop_rules: Sequence[StopRule] = ()
     price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
+    context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
 
 
 @dataclass
@@ -97,14 +98,17 @@ def run(
 
 
 def ask(loop: Loop) -> ModelReply | Stop:
-    """Render the next step's prompt, call the model and journal its reply."""
+    """Render the next step's prompt, check that it fits the model's window, call the model and journal its reply."""
     state, journal = loop.state, loop.session.journal
     state.step += 1
     prompt = loop.renderer.render(state.history, state.folds)
+    counted, reused = loop.accounting.measure(prompt)  # before the call: a prompt that cannot fit is not sent
+    overflow = prompt_overflows(counted, loop.session.context_window, loop.session.policy.model.max_tokens)
+    if overflow is not None:
+        return overflow
     reply = call_model(loop, prompt)
     if isinstance(reply, Stop):
         return reply
-    counted, reused = loop.accounting.measure(prompt)
     cost = cost_usd(loop.session.price, reply.usage)
     journal.append(
         ModelReplied(
@@ -232,7 +236,7 @@ def add_message(state: RunState, journal: Journal, message: Message, journaled: 
 
 def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
     """Transient errors are retried with backoff (each failure journaled, and priced when the provider said what
-    it billed); the rest stop the run."""
+    it billed); the rest stop the run, a prompt the model found too long as `context_overflow`."""
     session, state = loop.session, loop.state
     errs = session.policy.errors
 
@@ -256,6 +260,10 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
 
     try:
         return with_retries(attempt, errs.model_attempts, errs.backoff_multiplier_s, errs.backoff_max_s)
+    except ContextOverflowError as e:
+        return Stop(
+            "context_overflow", f"The model refused the prompt as longer than its context window: {e} {OVERFLOW_ADVICE}"
+        )
     except PermanentModelError as e:
         return Stop("model_error", f"The model call failed and retrying cannot help: {e}")
     except TransientModelError as e:

@@ -28,6 +28,7 @@ from agent.loop import Session, run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
+from agent.models.windows import context_window
 from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task
@@ -131,6 +132,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
+        context_window=context_window(client, policy.model),
         started_at=datetime.now(UTC).isoformat(),
         price=price,
     )
@@ -143,7 +145,9 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
             with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
                 record_tools(journal, info, registry)
-                yield Session(spec.task, policy, client, journal, box, registry, spec.stop_rules, price)
+                yield Session(
+                    spec.task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window
+                )
         finally:
             box.close()
     finally:
@@ -237,8 +241,17 @@ def reopen_run(
         with with_mcp(
             policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
         ) as registry:
+            window = context_window(model, policy.model)  # the model may not be the one run.json names
             yield Session(
-                Task.model_validate(info.task), policy, model, journal, sandbox, registry, stop_rules, info.price
+                Task.model_validate(info.task),
+                policy,
+                model,
+                journal,
+                sandbox,
+                registry,
+                stop_rules,
+                info.price,
+                window,
             )
     finally:
         sandbox.close()

@@ -80,6 +80,23 @@ def budget_spent(state: RunState, policy: HarnessPolicy) -> Stop | None:
     return None
 
 
+OVERFLOW_ADVICE = (
+    "Use a policy that compacts the context (e.g. --policy compact_cache_aware) or a model with a larger window; "
+    "if the harness has the window wrong, set model.context_window."
+)
+
+
+def prompt_overflows(tokens: int, window: int | None, max_tokens: int) -> Stop | None:
+    """A prompt that leaves no room for the reply's max_tokens in the model's window is not sent."""
+    if window is None or tokens + max_tokens <= window:
+        return None
+    return Stop(
+        "context_overflow",
+        f"The next prompt has {tokens} tokens; with the {max_tokens} its reply may have (model.max_tokens) that is "
+        f"over the model's context window of {window} tokens, so it was not sent. {OVERFLOW_ADVICE}",
+    )
+
+
 def _alive(sandbox: Sandbox) -> bool:
     try:
         return bool(sandbox.alive())
@@ -96,3 +113,5 @@ def _check_passes(command: str, sandbox: Sandbox, policy: HarnessPolicy) -> bool
 
 # A run that stopped for one of these can go on (`harness resume`); any other stop is the end of it.
 RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable", "harness_error")
+# Stops that mean the run could not do its work (the command line exits non-zero on them).
+FAILED = ("model_error", "model_unavailable", "context_overflow", "sandbox_dead")

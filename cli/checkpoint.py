@@ -10,11 +10,10 @@ from rich.markup import escape
 from agent.approval import pending_calls, record_decision
 from agent.recorded.replay import replay
 from agent.recovery.resume import resume
+from agent.stopping import FAILED
 from cli.output import console, exits_on_error
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
-
-FAILED = ("model_error", "model_unavailable", "sandbox_dead")
 
 
 @exits_on_error

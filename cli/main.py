@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
+from agent.stopping import FAILED
 from agent.task import load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
@@ -69,7 +70,7 @@ def run_command(
     console.print(summary_table(summary))
     console.print(f"run directory: {run_dir}", soft_wrap=True)
     say_how_to_approve(run_dir)
-    if summary.stop_reason in ("model_error", "model_unavailable", "sandbox_dead"):
+    if summary.stop_reason in FAILED:
         raise typer.Exit(1)
 
 

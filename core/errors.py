@@ -29,6 +29,16 @@ class PermanentModelError(HarnessError):
     """Retrying cannot help: bad request, authentication, unknown model, script exhausted."""
 
 
+class ContextOverflowError(PermanentModelError):
+    """The prompt does not fit the model's context window. `tokens` (the prompt's) and `limit` (the
+    window) are set when the provider said them."""
+
+    def __init__(self, message: str, tokens: int | None = None, limit: int | None = None):
+        super().__init__(message)
+        self.tokens = tokens
+        self.limit = limit
+
+
 def describe_validation_error(err: ValidationError, what: str) -> str:
     """One paragraph naming each bad field, the problem and the allowed values."""
     parts = []

@@ -93,6 +93,12 @@ class CheckpointPolicy(_Knobs):
 class ModelParams(_Knobs):
     temperature: float = Field(0.0, ge=0, description="sampling temperature; 0 is greedy")
     max_tokens: int = Field(1024, ge=1, description="the most tokens one reply may have")
+    context_window: int | None = Field(
+        None,
+        ge=1,
+        description="the model's context window in tokens (prompt and reply), overriding what the model's "
+        "server says and the known windows (agent/models/windows.toml); none: those, else unknown and unchecked",
+    )
     seed: int | None = Field(0, description="sampling seed, for providers that take one; none: unseeded")
     tool_choice: Literal["auto", "required", "none"] = Field(
         "auto",

@@ -138,6 +138,11 @@ class Engine:
 
     # ------------------------------------------------------------ requests
 
+    @property
+    def context_window(self) -> int:
+        """The most tokens one request may hold, prompt and reply: max_model_len, or the KV cache if smaller."""
+        return min(self.max_model_len, self.kv.num_blocks * self.config.block_size)
+
     def encode(self, prompt: str | list[int]) -> list[int]:
         """A raw prompt is the caller's own text: special-token text in it becomes special
         tokens. Conversations go through `encode_chat`, which keeps message text plain."""
@@ -166,12 +171,14 @@ class Engine:
         vocab = self.model_config.vocab_size
         if any(not isinstance(t, int) or t < 0 or t >= vocab for t in ids):
             raise InvalidRequestError(f"prompt token ids must be integers in [0, {vocab})")
-        capacity = min(self.max_model_len, self.kv.num_blocks * self.config.block_size)
+        capacity = self.context_window
         if len(ids) >= capacity:
             raise ContextLengthError(
                 f"the prompt has {len(ids)} tokens but the context window holds {capacity} "
                 f"(max_model_len {self.max_model_len}, KV cache {self.kv.num_blocks * self.config.block_size} tokens); "
-                "shorten the prompt or raise max_model_len / kv_cache_bytes"
+                "shorten the prompt or raise max_model_len / kv_cache_bytes",
+                len(ids),
+                capacity,
             )
         rid = request_id or f"req-{next(self._ids)}"
         if rid in self._handles:

@@ -23,7 +23,12 @@ class InvalidRequestError(EngineError):
 
 
 class ContextLengthError(InvalidRequestError):
-    """The prompt does not fit the model's context window."""
+    """The prompt (`tokens` long) does not fit the model's context window (`limit` tokens)."""
+
+    def __init__(self, message: str, tokens: int, limit: int):
+        super().__init__(message)
+        self.tokens = tokens
+        self.limit = limit
 
 
 class EngineStoppedError(EngineError):

@@ -45,6 +45,7 @@ class RunInfo(BaseModel):
     policy: dict[str, Any]
     harness_version: str = HARNESS_VERSION
     seed: int | None = None
+    context_window: int | None = None  # tokens the run assumed its model holds (agent.models.windows); None: unknown
     started_at: str
     price: Price | None = None  # the model's price each call was priced at; None: unknown, or an older run
 

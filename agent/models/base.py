@@ -14,8 +14,13 @@ class ModelClient(Protocol):
     name: str  # e.g. "openai:gpt-5", "scripted:demo.yaml"
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        """One model call. Raise TransientModelError to be retried, PermanentModelError to stop."""
+        """One model call. Raise TransientModelError to be retried, PermanentModelError to stop
+        (ContextOverflowError when the prompt is longer than the model's window)."""
         ...
+
+
+# A client that knows its model's context window also has `context_window(params) -> int | None`
+# (agent.models.windows asks it); it is no part of the protocol, since scripted clients have none.
 
 
 def estimate_tokens(text: str) -> int:

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 
 from agent.models.convert import to_openai
-from core.errors import HarnessError, PermanentModelError, TransientModelError
+from core.errors import ContextOverflowError, HarnessError, PermanentModelError, TransientModelError
 from core.policy import ModelParams
 from core.types import FinishReason, Message, ModelReply, ToolCall, Usage
 from tools.base import Tool, openai_schema
@@ -37,8 +37,11 @@ class LocalModel:
                 raise HarnessError(f"Cannot load the local model {self.name}: {e}") from None
         self.engine = engine
 
+    def context_window(self, params: ModelParams) -> int:
+        return self.engine.context_window
+
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        from engine import EngineError
+        from engine import ContextLengthError, EngineError
         from engine.chat import ChatRequest, finish, prepare
 
         request = ChatRequest(
@@ -56,7 +59,9 @@ class LocalModel:
         try:
             ids, sampling = prepare(self.engine, request)
             output = self.engine.generate([ids], sampling)[0]
-        except EngineError as e:  # a prompt too long, an invalid schema: retrying cannot help
+        except ContextLengthError as e:
+            raise ContextOverflowError(f"{self.name}: {e}", e.tokens, e.limit) from None
+        except EngineError as e:  # an invalid schema, say: retrying cannot help
             raise PermanentModelError(f"{self.name}: {e}") from None
         if output.finish_reason in ("error", "abort"):
             raise TransientModelError(f"{self.name}: generation failed: {output.error or output.finish_reason}")

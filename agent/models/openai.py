@@ -40,6 +40,16 @@ class OpenAIModel:
         self.name = name or (f"openai:{model}" if self.official else f"openai-compatible:{base_url}#{model}")
         self.key_env = "OPENAI_API_KEY"
         self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        self.window: int | None = None
+        self.window_asked = False
+
+    def context_window(self, params: ModelParams) -> int | None:
+        """What a compatible server's /v1/models says of this model, asked once; None from OpenAI itself,
+        whose model list gives no window, and from a server that does not say."""
+        if not self.window_asked:
+            self.window = None if self.official else listed_window(self.client, self.model, params)
+            self.window_asked = True
+        return self.window
 
     def request(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> dict:
         """The keyword arguments of `chat.completions.create` for this call."""
@@ -72,6 +82,21 @@ class OpenAIModel:
             raise map_error(e, self.name, self.key_env) from e
         except UNREADABLE as e:
             raise malformed(e, self.name, billed(response, openai_usage)) from e
+
+
+def listed_window(client: openai.OpenAI, model: str, params: ModelParams) -> int | None:
+    """`context_window` (as `harness serve` says it) or `max_model_len` (as vLLM does) of `model` in the
+    server's model list."""
+    try:
+        cards = list(client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=0).models.list())
+    except (openai.OpenAIError, *UNREADABLE):  # no model list, or not one the SDK can read: the window is unknown
+        return None
+    for card in cards:
+        extra = card.model_extra or {}
+        for key in ("context_window", "max_model_len"):
+            if card.id == model and isinstance(extra.get(key), int):
+                return extra[key]
+    return None
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:

@@ -1,5 +1,6 @@
 """Provider SDK errors mapped to the harness's two kinds: transient (retried by the
-harness's tenacity policy) and permanent (the run stops, with the cause named).
+harness's tenacity policy) and permanent (the run stops, with the cause named). A prompt
+longer than the model's window is a permanent error of its own, ContextOverflowError.
 
 Both official SDKs raise the same shapes (status errors carrying the HTTP response,
 connection errors, timeouts), so one function serves both. A successful status whose
@@ -11,11 +12,12 @@ server under strain, and the next attempt usually gets a real reply.
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from core.errors import PermanentModelError, TransientModelError
+from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.policy import ModelParams
 from core.types import Usage
 
@@ -36,6 +38,18 @@ CAUSES = {
     413: "the request is too large",
     422: "the request could not be processed",
 }
+
+# Each provider's words for a prompt longer than the window (a 400), naming the prompt's tokens and the limit.
+# OpenAI and `harness serve` also give the code `context_length_exceeded`.
+OVERFLOW_WORDS = (
+    re.compile(r"prompt is too long: (?P<tokens>\d+) tokens > (?P<limit>\d+) maximum"),  # Anthropic
+    re.compile(r"exceed context limit: (?P<tokens>\d+) \+ \d+ > (?P<limit>\d+)"),  # Anthropic: prompt + max_tokens
+    re.compile(r"prompt has (?P<tokens>\d+) tokens but the context window holds (?P<limit>\d+)"),  # harness serve
+    re.compile(  # OpenAI and vLLM; "requested" counts the reply's max tokens too
+        r"maximum context length is (?P<limit>\d+) tokens.*?(?:resulted in|requested) (?P<tokens>\d+) tokens", re.S
+    ),
+    re.compile(r"configured limit of (?P<limit>\d+) tokens.*?resulted in (?P<tokens>\d+) tokens", re.S),  # OpenAI
+)
 
 
 def retry_after(headers) -> float | None:
@@ -106,6 +120,19 @@ def map_error(err: Exception, name: str, key_env: str | None = None) -> Exceptio
     if status in RETRYABLE or status >= 500:
         wait = retry_after(getattr(response, "headers", None))
         return TransientModelError(f"{name}: HTTP {status}: {message}", retry_after=wait)
+    if status == 400 and (overflow := context_overflow(err, message, name)) is not None:
+        return overflow
     cause = CAUSES.get(status, "the request was refused")
     hint = f" Check {key_env}." if status == 401 and key_env else ""
     return PermanentModelError(f"{name}: HTTP {status}, {cause}: {message}.{hint}")
+
+
+def context_overflow(err: Exception, message: str, name: str) -> ContextOverflowError | None:
+    """The error for a 400 that says the prompt is longer than the model's window; None for any other 400."""
+    said = next((m for m in (w.search(message) for w in OVERFLOW_WORDS) if m is not None), None)
+    if said is None and getattr(err, "code", None) != "context_length_exceeded":
+        return None
+    tokens, limit = (int(said["tokens"]), int(said["limit"])) if said is not None else (None, None)
+    return ContextOverflowError(
+        f"{name}: HTTP 400, the prompt is longer than the model's context window: {message.rstrip('.')}.", tokens, limit
+    )

@@ -153,7 +153,15 @@ def create_app(
 
     @app.get("/v1/models")
     async def models():
-        cards = [oa.ModelCard(id=name, created=service.started) for name in model_names]
+        cards = [
+            oa.ModelCard(
+                id=name,
+                created=service.started,
+                context_window=engine.context_window,
+                max_model_len=engine.max_model_len,
+            )
+            for name in model_names
+        ]
         return oa.ModelList(data=cards).model_dump()
 
     @app.get("/metrics")

@@ -205,6 +205,9 @@ class ModelCard(BaseModel):
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "harness-engine"
+    # Beyond OpenAI's card, as vLLM's has `max_model_len`: what a client needs to keep its prompts in bounds.
+    context_window: int  # tokens one request may hold, prompt and reply (the KV cache may cap max_model_len)
+    max_model_len: int
 
 
 class ModelList(BaseModel):

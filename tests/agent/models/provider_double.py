@@ -1,6 +1,7 @@
-"""A scripted HTTP provider: a real loopback HTTP server that answers each request with the
-next planned action (a status with headers and a JSON body, or a dropped connection), and
-records every request. It stands in for OpenAI or Anthropic, which cannot run on CI."""
+"""A scripted HTTP provider: a real loopback HTTP server that answers each POST with the next
+planned action (a status with headers and a JSON body, or a dropped connection), and each GET
+with the model list the test gave (or a 404), and records every request. It stands in for
+OpenAI or Anthropic, which cannot run on CI."""
 
 from __future__ import annotations
 
@@ -28,6 +29,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output clean
         pass
 
+    def do_GET(self):
+        """A model list when the test gave one (`listing`), else 404 as from a server that has none."""
+        srv = self.server
+        with srv.lock:
+            srv.gets.append(self.path)
+        listing = srv.listing
+        data = json.dumps(listing if listing is not None else {"error": {"message": "no such route"}}).encode()
+        self.send_response(200 if listing is not None else 404)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self):
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
@@ -52,10 +66,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def provider(plan: list):
+def provider(plan: list, listing: dict | None = None):
+    """`plan`: the answers to POSTs, in order; `listing`: the body GET answers (a model list)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     server.plan = list(plan)
+    server.listing = listing
+    server.gets = []
     server.requests = []
     server.lock = threading.Lock()
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -7,20 +7,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent.models import load_model
 from agent.session import RunSpec, start
 from agent.task import Task
 from core.policy import load_policy
-from tests.engine.serving import free_port
+from tests.agent.models.harness_serve import HARNESS, harness_serve
 
-HARNESS = str(Path(sys.executable).parent / "harness")
 TASK = "Run `echo hello` in the shell, then submit the word it printed."
 POLICY = """
 stop:
@@ -43,28 +39,8 @@ def policy_file(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
-    proc = subprocess.Popen(
-        [HARNESS, "serve", "--port", str(port), "--kv-cache-mb", "256", "--max-model-len", "4096"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("harness serve did not come up:\n" + proc.stdout.read())
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    with harness_serve("--kv-cache-mb", "256", "--max-model-len", "4096") as url:
+        yield url
 
 
 def check_run(run_dir: Path) -> list[dict]:

@@ -1,0 +1,163 @@
+"""A prompt longer than the model's window, as each provider says it: OpenAI's `context_length_exceeded`,
+Anthropic's "prompt is too long", and `harness serve`'s own 400, read through the official SDKs over real
+HTTP (a loopback server replaying the providers' bodies, and the real `harness serve` with a small
+--max-model-len), and the in-process engine's error. Each is a ContextOverflowError carrying the tokens and
+the limit, and it ends a run as `context_overflow`, not retried."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from agent.models import load_model
+from agent.models.local import LocalModel
+from agent.session import RunSpec, start
+from agent.task import Task
+from core.errors import ContextOverflowError, PermanentModelError
+from core.policy import ModelParams
+from core.types import Message
+from tests.agent.helpers import events
+from tests.agent.models.harness_serve import harness_serve
+from tests.agent.models.provider_double import anthropic_error, openai_error, provider, reply
+from tests.agent.models.test_provider_retries import FAST, spec
+
+
+def openai_overflow(message: str) -> dict:
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+BODIES = {
+    "openai": (
+        "openai",
+        openai_overflow(
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 "
+            "tokens. Please reduce the length of the messages."
+        ),
+        130532,
+        128000,
+    ),
+    "openai, configured limit": (
+        "openai",
+        openai_overflow(
+            "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 300412 tokens. "
+            "Please reduce the length of the messages."
+        ),
+        300412,
+        272000,
+    ),
+    "openai, code only": ("openai", openai_overflow("Your input is too long."), None, None),
+    "anthropic": (
+        "anthropic",
+        anthropic_error("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"),
+        208310,
+        200000,
+    ),
+    "anthropic, with max_tokens": (
+        "anthropic",
+        anthropic_error(
+            "invalid_request_error",
+            "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length "
+            "or `max_tokens` and try again",
+        ),
+        188240,
+        200000,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BODIES)
+def test_each_providers_context_length_error_is_a_context_overflow(case):
+    api, body, tokens, limit = BODIES[case]
+    with provider([reply(400, body)]) as (_, url):
+        with pytest.raises(ContextOverflowError, match="HTTP 400, the prompt is longer than") as err:
+            load_model(spec(api, url)).complete([Message(role="user", text="hi")], [], ModelParams())
+    assert (err.value.tokens, err.value.limit) == (tokens, limit)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_another_bad_request_is_no_context_overflow(api):
+    body = (
+        openai_error(400, "Invalid value for 'tool_choice'")
+        if api == "openai"
+        else anthropic_error("invalid_request_error", "max_tokens: Field required")
+    )
+    with provider([reply(400, body)]) as (_, url):
+        with pytest.raises(PermanentModelError) as err:
+            load_model(spec(api, url)).complete([], [], ModelParams())
+    assert not isinstance(err.value, ContextOverflowError)
+
+
+@pytest.mark.parametrize("case", ["openai", "anthropic"])
+def test_a_context_overflow_ends_the_run_at_once(tmp_path, case):
+    api, body, _, _ = BODIES[case]
+    with provider([reply(400, body), reply(400, body)]) as (server, url):
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
+    assert summary.stop_reason == "context_overflow" and len(server.requests) == 1
+    assert "longer than its context window" in summary.message and "compact" in summary.message
+    (failed,) = [e for e in events(run_dir) if e["type"] == "model_failed"]
+    assert not failed["transient"] and str(BODIES[case][2]) in failed["message"]
+
+
+LONG = Task(prompt="Count the words. " + "word " * 1500)  # well over 512 tokens
+
+
+@pytest.fixture(scope="module")
+def small_server():
+    with harness_serve("--kv-cache-mb", "64", "--max-model-len", "512") as url:
+        yield url
+
+
+def test_harness_serve_lists_its_window_and_the_client_reads_it(small_server):
+    (card,) = openai.OpenAI(base_url=small_server + "/v1", api_key="unused").models.list()
+    assert card.model_extra == {"context_window": 512, "max_model_len": 512}
+    model = load_model(f"openai-compatible:{small_server}/v1#smollm2")
+    assert model.context_window(ModelParams()) == 512
+
+
+def test_a_run_against_harness_serve_stops_before_sending_a_prompt_over_its_window(small_server, tmp_path):
+    summary, run_dir = start(RunSpec(LONG, f"openai-compatible:{small_server}/v1#smollm2", FAST, tmp_path))
+    assert summary.stop_reason == "context_overflow" and "context window of 512 tokens" in summary.message
+    assert not [e for e in events(run_dir) if e["type"] == "model_failed"]
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_harness_serves_400_for_a_prompt_over_max_model_len_ends_the_run(small_server, tmp_path, api):
+    """With the window overridden too large, the prompt is sent and the server's refusal is recognised."""
+    policy = FAST.model_copy(update={"model": ModelParams(context_window=100000, max_tokens=16)})
+    model = (
+        f"openai-compatible:{small_server}/v1#smollm2"
+        if api == "openai"
+        else f"anthropic-compatible:{small_server}#smollm2"
+    )
+    summary, run_dir = start(RunSpec(LONG, model, policy, tmp_path))
+    assert summary.stop_reason == "context_overflow", summary.message
+    assert "the context window holds 512" in summary.message
+    (failed,) = [e for e in events(run_dir) if e["type"] == "model_failed"]
+    assert not failed["transient"]
+
+
+def test_the_servers_error_carries_the_tokens_and_the_limit(small_server):
+    model = load_model(f"anthropic-compatible:{small_server}#smollm2")
+    with pytest.raises(ContextOverflowError) as err:
+        model.complete([Message(role="user", text=LONG.prompt)], [], ModelParams(max_tokens=16))
+    assert err.value.limit == 512 and err.value.tokens is not None and err.value.tokens > 512
+
+
+def test_the_in_process_engine_says_its_window_and_refuses_a_longer_prompt():
+    from engine import Engine, EngineConfig
+
+    model = LocalModel(engine=Engine(None, EngineConfig(max_model_len=256, kv_cache_bytes=64 << 20)))
+    try:
+        assert model.context_window(ModelParams()) == 256
+        with pytest.raises(ContextOverflowError) as err:
+            model.complete([Message(role="user", text=LONG.prompt)], [], ModelParams(max_tokens=16))
+        assert err.value.limit == 256 and err.value.tokens is not None and err.value.tokens > 256
+    finally:
+        model.engine.shutdown()
