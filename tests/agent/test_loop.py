@@ -24,6 +24,7 @@ RUN_JSON_FIELDS = {
     "policy",
     "harness_version",
     "seed",
+    "context_window",
     "started_at",
     "price",
 }

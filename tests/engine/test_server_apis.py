@@ -49,8 +49,12 @@ def an(base):
     return anthropic.Anthropic(base_url=base, api_key="unused", max_retries=0, timeout=120)
 
 
-def test_models_health_and_metrics(base, oa):
-    assert [m.id for m in oa.models.list()] == ["smollm2"]
+def test_models_health_and_metrics(engine, base, oa):
+    (card,) = oa.models.list()
+    assert card.id == "smollm2"
+    # what a client needs to keep its prompts in bounds: the engine's window, under max_model_len
+    assert card.model_extra == {"context_window": engine.context_window, "max_model_len": engine.max_model_len}
+    assert 0 < engine.context_window <= engine.max_model_len
     assert httpx.get(base + "/health").json()["status"] == "ok"
     m = metrics(httpx.get(base + "/metrics").text)
     for name in (
