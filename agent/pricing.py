@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
@@ -100,6 +101,15 @@ def format_usd(value: float | None) -> str:
     if value is None:
         return "unknown"
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+def total(costs: Iterable[float | None]) -> tuple[float | None, int]:
+    """The known costs summed, and how many were unknown (above 0: the sum is a lower bound); the sum is
+    None when every cost was unknown, never zero."""
+    costs = list(costs)
+    known = [c for c in costs if c is not None]
+    unknown = len(costs) - len(known)
+    return (sum(known) if known or not unknown else None), unknown
 
 
 def format_total(value: float | None, unpriced: int) -> str:

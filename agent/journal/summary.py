@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from agent.journal.fold import fold
 from agent.journal.store import RunInfo
+from agent.pricing import total
 from core.events import Event, RunStopped
 from core.types import Usage
 
@@ -60,19 +61,13 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
     stop = run.stop or RunStopped(
         reason="unfinished", message="The run has no stop event (still running, or it crashed)."
     )
-    failures = truncated = counted = reused = folds = unpriced = 0
-    costs: list[float] = []
+    failures = truncated = counted = reused = folds = 0
     warnings: list[str] = []
     for step in run.steps:
         usage = usage + step.usage
         counted += step.counted_tokens or 0
         reused += step.prefix_reused or 0
         failures += len(step.failures)
-        for call in step.model_calls:
-            if call.cost_usd is None:
-                unpriced += 1
-            else:
-                costs.append(call.cost_usd)
         for o in step.observations:
             tools[o.tool] += 1
             if o.error_kind:
@@ -85,6 +80,7 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
                 warnings.append(f"step {c.step}: {c.message}")
     steps = max([stop.step, *(s.n for s in run.steps)])
     model_calls = len(run.replies)
+    cost, unpriced = total(call.cost_usd for step in run.steps for call in step.model_calls)
     return Summary(
         run_id=info.run_id,
         task_id=str(info.task.get("id", "task")),
@@ -112,7 +108,7 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
         prefix_reuse_rate=round(reused / counted, 4) if counted else None,
         compactions=folds,
         summariser_tokens=_tokens(summariser),
-        cost_usd=round(sum(costs), 6) if costs or not unpriced else None,
+        cost_usd=round(cost, 6) if cost is not None else None,
         unpriced_calls=unpriced,
         warnings=warnings,
     )

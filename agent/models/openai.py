@@ -91,10 +91,10 @@ def listed_window(client: openai.OpenAI, model: str, params: ModelParams) -> int
         cards = list(client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=0).models.list())
     except (openai.OpenAIError, *UNREADABLE):  # no model list, or not one the SDK can read: the window is unknown
         return None
-    for card in cards:
+    for card in (c for c in cards if c.id == model):
         extra = card.model_extra or {}
         for key in ("context_window", "max_model_len"):
-            if card.id == model and isinstance(extra.get(key), int):
+            if isinstance(extra.get(key), int):
                 return extra[key]
     return None
 
