@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from agent.journal.store import make_folder
 from agent.pricing import load_prices
 from cli.output import console, exits_on_error
 from core.errors import HarnessError
@@ -40,7 +41,7 @@ def report_command(
         return
     target = None
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out, "report folder", exist_ok=True)
         target = out / "report.html"
     written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
     console.print(f"wrote {written}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from agent.journal.store import make_folder
 from evals.ab.compare import Comparison, MetricResult, amount, effect_text, p_text
 from evals.reports.html import common, environment
 from evals.reports.svg import compact, percent, usd
@@ -63,7 +64,7 @@ def cell(r: MetricResult, value: float) -> str:
 
 
 def render(c: Comparison, out_dir: Path) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir, "comparison folder", exist_ok=True)
     json_path = out_dir / "ab.json"
     json_path.write_text(json.dumps(to_json(c), indent=2) + "\n")
     html_path = out_dir / "ab.html"

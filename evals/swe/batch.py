@@ -9,7 +9,7 @@ from pathlib import Path
 
 import docker
 
-from agent.journal.store import write_json_atomic
+from agent.journal.store import make_folder, write_json_atomic
 from core.policy import HarnessPolicy
 from evals.executors import Tally
 from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
@@ -122,6 +122,7 @@ def grade_file(
     on_step: Callable[[str], None] = lambda s: None,
 ) -> RunReport:
     """Grade every predicted instance; each leaves its files under out/logs/<run_id>/<instance_id>/."""
+    make_folder(out, "grading folder", exist_ok=True)  # before any grading: a bad --out loses no work
     client = docker.from_env(timeout=300)
     reports = {}
     for inst in instances:
@@ -135,7 +136,6 @@ def grade_file(
             )
             on_graded(inst.instance_id, reports[inst.instance_id])
     report = run_report(instances, predictions, reports)
-    out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "instance_reports.json", {k: v.model_dump(mode="json") for k, v in sorted(reports.items())})
     write_json_atomic(out / "report.json", report.model_dump(mode="json"))
     return report

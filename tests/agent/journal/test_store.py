@@ -203,6 +203,23 @@ def test_a_batch_into_a_folder_that_cannot_be_made_is_a_one_line_error_with_the_
     assert "Cannot create the batch folder" in one_line(result.output) and "Not a directory" in one_line(result.output)
 
 
+FIXTURE_RUN = Path(__file__).resolve().parents[2] / "fixtures" / "trajectories" / "click-bool-yes"
+
+
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [
+        (["report", str(FIXTURE_RUN)], "report folder"),
+        (["ab", str(FIXTURE_RUN), str(FIXTURE_RUN)], "comparison folder"),
+    ],
+)
+def test_a_report_into_a_folder_that_cannot_be_made_is_a_one_line_error(tmp_path, command, what):
+    (tmp_path / "a-file").write_text("")
+    result = runner.invoke(app, [*command, "--out", str(tmp_path / "a-file" / "out")])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"Cannot create the {what}" in one_line(result.output) and "Not a directory" in one_line(result.output)
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 1 MiB tmpfs: a real filesystem that fills up."""
