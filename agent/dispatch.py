@@ -29,7 +29,9 @@ from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
-Approver = Callable[[ToolCall, Tool], bool | Decision]  # a Decision carries the person's note to the refusal
+Approver = Callable[[ToolCall, Tool], bool | Decision]
+# (observation, where its full text is kept: called only when it is cut) -> the observation the model sees
+Cap = Callable[[Observation, Callable[[], str]], Observation]  # a Decision carries the person's note to the refusal
 TRACEBACK_TAIL_CHARS = 1500
 
 
@@ -48,8 +50,10 @@ def dispatch(
     journal: Journal,
     approve: Approver | None = None,
     recovered: Recovered | None = None,
+    cap: Cap | None = None,
 ) -> Dispatched:
-    """`recovered` is set when a resumed run finishes a step its crashed process began."""
+    """`recovered` is set when a resumed run finishes a step its crashed process began; `cap` cuts an observation
+    too long for the model's window (agent.overflow.observation_cap)."""
     observations: list[Observation] = []
     submission: str | None = None
     closed: str | None = None  # once set, every later call is rejected with this reason
@@ -68,7 +72,7 @@ def dispatch(
             obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve, recovered)
             closed = _closes_reply(call, obs, result, tools, policy)
         if prior is None:
-            obs = _truncate(obs, step, policy, journal)
+            obs = _truncate(obs, step, policy, journal, cap)
             journal.append(
                 ToolObserved(
                     step=step,
@@ -217,14 +221,21 @@ def _observation(
     )
 
 
-def _truncate(obs: Observation, step: int, policy: HarnessPolicy, journal: Journal) -> Observation:
+def _truncate(obs: Observation, step: int, policy: HarnessPolicy, journal: Journal, cap: Cap | None) -> Observation:
+    """Head+tail by the policy's characters, then, where it is still too long for the window, by tokens."""
     limits = policy.truncation.for_tool(obs.tool)
-    if len(obs.text) <= limits.head_chars + limits.tail_chars:
+    name = f"step{step:05d}-{obs.call_id}.txt"
+    if len(obs.text) > limits.head_chars + limits.tail_chars:
+        artifact = journal.store_artifact(name, obs.text)
+        shown, _ = head_tail(obs.text, limits, artifact)
+        cut = Truncation(
+            original_chars=len(obs.text), kept_chars=limits.head_chars + limits.tail_chars, artifact=artifact
+        )
+        obs = obs.model_copy(update={"text": shown, "truncation": cut})
+    if cap is None:
         return obs
-    artifact = journal.store_artifact(f"step{step:05d}-{obs.call_id}.txt", obs.text)
-    shown, _ = head_tail(obs.text, limits, artifact)
-    cut = Truncation(original_chars=len(obs.text), kept_chars=limits.head_chars + limits.tail_chars, artifact=artifact)
-    return obs.model_copy(update={"text": shown, "truncation": cut})
+    kept = obs.truncation.artifact if obs.truncation is not None else None  # the full text, already stored
+    return cap(obs, lambda text=obs.text: kept or journal.store_artifact(name, text))
 
 
 def needs_approval(tool: Tool, approval: ApprovalPolicy) -> bool:

@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent.approval import Decision
-from agent.dispatch import dispatch, needs_approval
+from agent.dispatch import Cap, dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.models.base import ModelClient
+from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.pricing import Price, cost_usd
 from agent.prompt_digest import PromptDigest
 from agent.recovery.reconcile import Recovered, needs_decision
@@ -72,6 +73,7 @@ class Loop:
     summariser: Summariser
     digest: PromptDigest
     approvals: Mapping[str, bool | Decision]
+    cap: Cap | None  # cuts an observation too long for the model's window as it is made
 
 
 def run(
@@ -98,15 +100,23 @@ def run(
 
 
 def ask(loop: Loop) -> ModelReply | Stop:
-    """Render the next step's prompt, check that it fits the model's window, call the model and journal its reply."""
+    """Render the next step's prompt, make room if it does not fit the model's window (agent.overflow), call the
+    model and journal its reply."""
     state, journal = loop.state, loop.session.journal
     state.step += 1
-    prompt = loop.renderer.render(state.history, state.folds)
-    counted, reused = loop.accounting.measure(prompt)  # before the call: a prompt that cannot fit is not sent
-    overflow = prompt_overflows(counted, loop.session.context_window, loop.session.policy.model.max_tokens)
-    if overflow is not None:
-        return overflow
-    reply = call_model(loop, prompt)
+    recoveries = list(RECOVERIES[loop.session.policy.overflow.on_overflow])
+    while True:
+        prompt = loop.renderer.render(state.history, state.folds, state.cuts)
+        tokens = loop.renderer.tokens(prompt)  # counted before the call: a prompt that cannot fit is not sent
+        overflow = prompt_overflows(tokens, loop.session.context_window, loop.session.policy.model.max_tokens)
+        if overflow is None:
+            counted, reused = loop.accounting.measure(prompt)  # a prompt sent is measured for prefix reuse
+            reply = call_model(loop, prompt)
+            if not (isinstance(reply, Stop) and reply.reason == "context_overflow"):
+                break
+            overflow = reply
+        if not make_room(loop, recoveries, prompt, overflow):
+            return exhausted(overflow, loop.session.policy)
     if isinstance(reply, Stop):
         return reply
     cost = cost_usd(loop.session.price, reply.usage)
@@ -142,6 +152,7 @@ def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compa
         session.journal,
         approve=lambda call, tool: loop.approvals.get(call.id, False),
         recovered=recovered,
+        cap=loop.cap,
     )
     advance(state, reply, done)
     if not done.observations:
@@ -185,6 +196,7 @@ def begin(
         ),
         PromptDigest(),
         approvals,
+        observation_cap(accounting.counter, session.context_window, policy),
     )
     opening = initial_messages(session.task, policy)
     if state.step == 0 and len(state.history) < len(opening):
@@ -192,8 +204,8 @@ def begin(
             add_message(state, journal, message)
         state.settled_seq = journal.seq
     if resumed is not None and resumed.last_prompt is not None:  # prefix-reuse figures go on from the last prompt
-        upto, folds = resumed.last_prompt
-        accounting.measure(loop.renderer.render(state.history[:upto], state.folds[:folds]))
+        upto, folds, cuts = resumed.last_prompt
+        accounting.measure(loop.renderer.render(state.history[:upto], state.folds[:folds], cuts))
     return loop
 
 
@@ -262,7 +274,9 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
         return with_retries(attempt, errs.model_attempts, errs.backoff_multiplier_s, errs.backoff_max_s)
     except ContextOverflowError as e:
         return Stop(
-            "context_overflow", f"The model refused the prompt as longer than its context window: {e} {OVERFLOW_ADVICE}"
+            "context_overflow",
+            f"The model refused the prompt as longer than its context window: {e} {OVERFLOW_ADVICE}",
+            {"source": "provider"},
         )
     except PermanentModelError as e:
         return Stop("model_error", f"The model call failed and retrying cannot help: {e}")
@@ -273,7 +287,9 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
 def compact_if_due(loop: Loop) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
     state, journal = loop.state, loop.session.journal
-    result = loop.renderer.compact_if_due(state.history, state.folds, state.step, loop.summariser, loop.shown)
+    result = loop.renderer.compact_if_due(
+        state.history, state.folds, state.step, loop.summariser, loop.shown, state.cuts
+    )
     if result is None:
         return
     state.usage = state.usage + result.usage  # a summary is spending too: it counts toward stop.max_tokens

@@ -27,6 +27,7 @@ class RunState:
     last_action: str | None = None  # digest of the previous step's (calls, results), to spot loops
     submission: str | None = None
     folds: list[Fold] = field(default_factory=list)  # compactions so far; the last holds the working memory
+    cuts: dict[int, str] = field(default_factory=dict)  # observations an overflow recovery cut: history index -> text
     settled_seq: int = 0  # the last journal event this state has taken in; a snapshot covers up to it
     started: float = field(default_factory=time.monotonic)
 

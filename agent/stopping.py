@@ -94,6 +94,7 @@ def prompt_overflows(tokens: int, window: int | None, max_tokens: int) -> Stop |
         "context_overflow",
         f"The next prompt has {tokens} tokens; with the {max_tokens} its reply may have (model.max_tokens) that is "
         f"over the model's context window of {window} tokens, so it was not sent. {OVERFLOW_ADVICE}",
+        {"source": "counted", "tokens": tokens, "window": window},
     )
 
 
@@ -114,4 +115,4 @@ def _check_passes(command: str, sandbox: Sandbox, policy: HarnessPolicy) -> bool
 # A run that stopped for one of these can go on (`harness resume`); any other stop is the end of it.
 RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable", "harness_error")
 # Stops that mean the run could not do its work (the command line exits non-zero on them).
-FAILED = ("model_error", "model_unavailable", "context_overflow", "sandbox_dead")
+FAILED = ("model_error", "model_unavailable", "context_overflow", "context_exhausted", "sandbox_dead")

@@ -95,6 +95,41 @@ class Compacted(_Event):
     message: str = ""
 
 
+class Cut(BaseModel):
+    """One observation cut to make the prompt fit: from then on the prompt shows `text` in its place."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    index: int  # the observation's position in the run's history
+    tokens_before: int
+    tokens_after: int
+    text: str
+    artifact: str | None = None  # path, relative to the run dir, of the full text
+
+
+class ContextOverflowed(_Event):
+    """The next prompt did not fit the model's window, and what one recovery dropped to make room.
+
+    Journaled before the step's model call. A fold here is in the prompt from this step on, exactly as a
+    scheduled compaction's is from the next step; cuts replace observations in every later prompt."""
+
+    type: Literal["context_overflow"] = "context_overflow"
+    source: Literal["counted", "provider"]  # the harness's count said so before sending, or the provider refused
+    tokens: int  # the prompt's tokens as the harness counted them, tool schemas included
+    window: int | None  # None: unknown; the provider said the prompt was too long
+    reply_tokens: int  # kept free for the reply (model.max_tokens)
+    action: Literal["compact", "truncate"]
+    tokens_after: int
+    fold: Fold | None = None  # compact: the steps folded into the working memory
+    cuts: list[Cut] = []  # truncate: the observations cut, largest first
+    summariser_usage: Usage = Usage()
+    attempts: list[dict[str, Any]] = []
+    message: str = ""
+
+    @property
+    def dropped_tokens(self) -> int:
+        return max(0, self.tokens - self.tokens_after)
+
+
 class SummaryReplied(_Event):
     """One summariser call of a compaction, journaled as it returns (before its `compaction` event).
 
@@ -143,6 +178,7 @@ Event = Annotated[
     | ToolObserved
     | ApprovalGiven
     | Compacted
+    | ContextOverflowed
     | SummaryReplied
     | RunResumed
     | SandboxOpened

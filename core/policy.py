@@ -90,6 +90,24 @@ class CheckpointPolicy(_Knobs):
     )
 
 
+class OverflowPolicy(_Knobs):
+    on_overflow: Literal["compact", "truncate", "stop"] = Field(
+        "compact",
+        description="what a prompt too long for the model's window (counted before sending, or refused by the "
+        "provider) triggers: compact folds old steps into the working memory at once and then, if that is not "
+        "enough, truncates; truncate cuts the largest observations in the prompt; stop ends the run with "
+        "context_overflow",
+    )
+    keep_recent_steps: int = Field(1, ge=0, description="steps an emergency fold keeps verbatim")
+    observation_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="one observation may take at most this share of the window (less the reply's max_tokens): a "
+        "longer one is cut when it is made, its full text kept in artifacts/",
+    )
+
+
 class ModelParams(_Knobs):
     temperature: float = Field(0.0, ge=0, description="sampling temperature; 0 is greedy")
     max_tokens: int = Field(1024, ge=1, description="the most tokens one reply may have")
@@ -139,6 +157,9 @@ class HarnessPolicy(_Knobs):
     errors: ErrorPolicy = Field(ErrorPolicy(), description="retries of failing model calls, and failing steps")
     approval: ApprovalPolicy = Field(ApprovalPolicy(), description="which tool calls wait for a person")
     checkpoint: CheckpointPolicy = Field(CheckpointPolicy(), description="snapshots, and interrupted writes on resume")
+    overflow: OverflowPolicy = Field(
+        OverflowPolicy(), description="how a prompt that does not fit the model's context window is recovered"
+    )
     truncation: TruncationPolicy = Field(
         TruncationPolicy(), description="how much of a long tool output the model sees"
     )

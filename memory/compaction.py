@@ -42,7 +42,7 @@ class Attempt(BaseModel):
 class CompactionResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     ok: bool
-    trigger: Literal["tokens", "every_steps"]
+    trigger: Literal["tokens", "every_steps", "overflow"]
     tokens_before: int
     tokens_after: int
     fold: Fold | None = None
@@ -103,7 +103,7 @@ def compact(
     prompt: Sequence[Message],
     counter: TokenCounter,
     summariser: Summariser,
-    trigger: Literal["tokens", "every_steps"],
+    trigger: Literal["tokens", "every_steps", "overflow"],
     tools: Sequence = (),
 ) -> CompactionResult:
     before = counter.prompt_tokens(prompt)

@@ -117,7 +117,7 @@ def placeholder(m: Message) -> str:
 class FoldStage:
     """The head, the memory notes since the last restart, then the unfolded steps (memory.folds)."""
 
-    def __init__(self, step: Compact):
+    def __init__(self, step: Compact | None = None):
         self.notes = _Once(note)  # each fold's note made once: consecutive prompts share it by identity
         self.folds: list[Fold] = []  # the folds of the last call
 

@@ -8,13 +8,13 @@ alike. `render` is the same pipeline from scratch, for a one-off prompt.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from core.context_policy import Compact, ContextStep
 from core.memory_types import Fold
 from core.types import Message
 from memory.compaction import CompactionResult, compact, due
-from memory.context import STAGES
+from memory.context import STAGES, FoldStage
 from memory.summariser import Summariser
 from memory.tokens import TokenCounter, shared_prefix
 
@@ -25,19 +25,37 @@ class Renderer:
     def __init__(self, steps: Sequence[ContextStep], counter: TokenCounter | None = None, tools_text: str = ""):
         self.stages = [STAGES[type(step)](step) for step in steps]
         self.compact = compact_step(steps)
+        if self.compact is None:  # an overflow recovery may fold steps under any policy
+            self.stages.insert(0, FoldStage())
         self.counter, self.tools_text = counter, tools_text
         self.seen: list[Message] = []  # the history of the last render
+        self.cut: dict[int, Message] = {}  # history index -> its message as cut (one object: renders compare fast)
         self.counted: list[Message] = []  # the last prompt counted, and its tokens up to each message
         self.marks = [0]
 
-    def render(self, history: Sequence[Message], folds: Sequence[Fold] = ()) -> list[Message]:
-        """The prompt, a new list each time (the stages' own lists change at the next render)."""
-        if not self.stages:
-            return list(history)
+    def render(
+        self, history: Sequence[Message], folds: Sequence[Fold] = (), cuts: Mapping[int, str] | None = None
+    ) -> list[Message]:
+        """The prompt, a new list each time (the stages' own lists change at the next render). `cuts`: history
+        index -> the text its observation shows instead, since an overflow recovery cut it."""
+        history = self.with_cuts(history, cuts)
         messages, changed = self.seen, self._changed(history if isinstance(history, list) else list(history))
         for stage in self.stages:
             messages, changed = stage(messages, changed, folds)
         return list(messages)
+
+    def with_cuts(self, history: Sequence[Message], cuts: Mapping[int, str] | None) -> Sequence[Message]:
+        """The history with the overflow recoveries' cuts in place (history index -> the text shown instead)."""
+        if not cuts:
+            return history
+        out = list(history)
+        for i, text in cuts.items():
+            if i < len(out):
+                kept = self.cut.get(i)
+                if kept is None or kept.text != text:
+                    kept = self.cut[i] = out[i].model_copy(update={"text": text})
+                out[i] = kept
+        return out
 
     def _changed(self, history: list[Message]) -> int:
         """Where `history` first differs from the last one rendered; `seen` becomes a copy of it. The
@@ -63,12 +81,19 @@ class Renderer:
         return marks[-1] + (len(counter.text_ids(self.tools_text)) if self.tools_text else 0)
 
     def compact_if_due(
-        self, history: Sequence[Message], folds: Sequence[Fold], step: int, summariser: Summariser, tools: Sequence = ()
+        self,
+        history: Sequence[Message],
+        folds: Sequence[Fold],
+        step: int,
+        summariser: Summariser,
+        tools: Sequence = (),
+        cuts: Mapping[int, str] | None = None,
     ) -> CompactionResult | None:
         """After `step`: fold old steps into the working memory when the next prompt reaches the policy's
         threshold (or `every_steps` passed since the last fold). None when not due; the caller keeps the fold."""
         if self.compact is None:
             return None
+        history = self.with_cuts(history, cuts)
         prompt = self.render(history, folds)
         last = folds[-1].at_step if folds else 0
         trigger = due(self.compact, self.tokens(prompt), step, last)

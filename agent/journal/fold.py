@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from core.events import (
     ApprovalGiven,
     Compacted,
+    ContextOverflowed,
     Event,
     MessageAdded,
     ModelFailed,
@@ -38,6 +39,7 @@ class Step:
     intents: list[ToolIntent] = field(default_factory=list)
     failures: list[ModelFailed] = field(default_factory=list)
     compactions: list[Compacted] = field(default_factory=list)  # made after this step: the next prompt is compacted
+    overflows: list[ContextOverflowed] = field(default_factory=list)  # recoveries before this step's model call
     summaries: list[SummaryReplied] = field(default_factory=list)  # the summariser's calls of this step's compaction
     notes: list[Message] = field(default_factory=list)  # harness messages added in this step (the no-tool nudge)
     first_ts: float | None = None
@@ -111,12 +113,30 @@ class Folded:
 
     @property
     def folds(self) -> list[Fold]:
-        """Every compaction's fold, in journal order."""
-        return [c.fold for s in self.steps for c in s.compactions if c.fold is not None]
+        """Every fold (a compaction's, an overflow recovery's), in journal order."""
+        return [e.fold for e in self.reshaping() if e.fold is not None]
+
+    @property
+    def cuts(self) -> dict[int, str]:
+        """Every observation an overflow recovery cut: history index -> the text shown from then on."""
+        return {c.index: c.text for e in self.reshaping() if isinstance(e, ContextOverflowed) for c in e.cuts}
 
     def folds_before(self, step: Step) -> list[Fold]:
-        """The compactions the run had made when it rendered `step`'s prompt."""
-        return [c.fold for s in self.steps if s.n < step.n for c in s.compactions if c.fold is not None]
+        """The folds the run had made when it rendered `step`'s prompt."""
+        return [e.fold for e in self.reshaping(step) if e.fold is not None]
+
+    def cuts_before(self, step: Step) -> dict[int, str]:
+        """The cuts in place when the run rendered `step`'s prompt."""
+        return {c.index: c.text for e in self.reshaping(step) if isinstance(e, ContextOverflowed) for c in e.cuts}
+
+    def reshaping(self, before: Step | None = None) -> list[Compacted | ContextOverflowed]:
+        """The events that change later prompts, in journal order; with `before`, those its prompt had seen
+        (a step's overflow recoveries come before its reply, its compaction after)."""
+        end = before.replied.seq if before is not None and before.replied is not None else None
+        events = [e for s in self.steps for e in (*s.overflows, *s.compactions)]
+        if before is not None:
+            events = [e for e in events if (e.seq < end if end is not None else e.step < before.n)]
+        return sorted(events, key=lambda e: e.seq)
 
 
 def fold(events: Iterable[Event]) -> Folded:
@@ -163,6 +183,9 @@ def fold(events: Iterable[Event]) -> Folded:
             out.pending_summaries.append(e)
         elif isinstance(e, Compacted):
             at(e).compactions.append(e)
+            out.pending_summaries = []
+        elif isinstance(e, ContextOverflowed):
+            at(e).overflows.append(e)
             out.pending_summaries = []
         elif isinstance(e, RunStopped):
             out.stop = e

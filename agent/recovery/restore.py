@@ -38,9 +38,9 @@ class Restored:
     open: OpenStep | None  # the newest step, when it was journaled but not finished
     approvals: dict[str, Decision]
     from_seq: int  # the snapshot's last seq the counters start from; 0: folded from the start
-    # (history length, folds count) when the last journaled reply's prompt was rendered: rendering
+    # (history length, folds count, cuts) when the last journaled reply's prompt was rendered: rendering
     # that prompt again lets the prefix-reuse accounting go on as if the process had not changed.
-    last_prompt: tuple[int, int] | None = None
+    last_prompt: tuple[int, int, dict[int, str]] | None = None
     notes: list[str] = field(default_factory=list)  # what a person should know about how it was rebuilt
     # Summariser calls of a compaction the crash cut short (journaled, its `compaction` event not):
     # the resumed compaction is answered from these before the summariser is asked again.
@@ -72,7 +72,8 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
     if snap is not None:
         state = state_from(snap, state)
     state.history.extend(run.history)
-    state.folds.extend(run.folds)  # folds, like the history, come from the journal, not the snapshot
+    state.folds.extend(run.folds)  # folds and cuts, like the history, come from the journal, not the snapshot
+    state.cuts.update(run.cuts)
     answered = [(s, s.replied) for s in run.steps if s.replied is not None]
     opened = bool(answered) and run.last_step <= answered[-1][0].n  # no event of a later step: the newest is open
     for done, replied in answered[:-1] if opened else answered:
@@ -80,7 +81,7 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
             submission = next((o.submission for o in done.observed if o.submission is not None), None)
             tally(state, replied.reply, Dispatched(done.observations, submission))
             state.step = done.n
-    for c in (c for s in run.steps for c in s.compactions if c.seq > base):
+    for c in (c for c in run.reshaping() if c.seq > base):
         state.usage = state.usage + c.summariser_usage  # a summary is spending too: the loop adds it to the run's usage
     for call in (call for s in run.steps for call in s.model_calls if call.seq > base):
         spend(state, call.cost_usd)  # the loop spends as it journals, an open step's reply included
@@ -96,7 +97,8 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.started -= max(0.0, run.worked_ts - since_ts) if run.worked_ts is not None else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
-    last_prompt = (answered[-1][0].history_at, len(run.folds_before(answered[-1][0]))) if answered else None
+    last = answered[-1][0] if answered else None
+    last_prompt = (last.history_at, len(run.folds_before(last)), run.cuts_before(last)) if last is not None else None
     restored = Restored(
         state, _open(step, events), decisions(events), base, last_prompt, summaries=run.pending_summaries
     )
@@ -114,7 +116,8 @@ def _open(step: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> Op
         for e in events
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
-    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes)), bool(done.compactions))
+    compacted = any(c.seq > replied.seq for c in done.compactions)  # an overflow's fold came before the reply
+    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes)), compacted)
 
 
 def _noted(restored: Restored, note: str) -> Restored:

@@ -48,7 +48,9 @@ def mask_defined(messages: list[Message], step: MaskObservations) -> list[Messag
 
 
 def defined(history: list[Message], steps, folds: list[Fold]) -> list[Message]:
-    messages = list(history)
+    """Each step in order; folds go first where no Compact step places them (an overflow recovery folds under
+    any policy)."""
+    messages = list(history) if any(isinstance(s, Compact) for s in steps) else render_folds(list(history), folds)
     for step in steps:
         if isinstance(step, StripReasoning):
             messages = strip_defined(messages, step)

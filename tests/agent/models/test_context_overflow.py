@@ -14,7 +14,7 @@ from agent.models.local import LocalModel
 from agent.session import RunSpec, start
 from agent.task import Task
 from core.errors import ContextOverflowError, PermanentModelError
-from core.policy import ModelParams
+from core.policy import ModelParams, OverflowPolicy
 from core.types import Message
 from tests.agent.helpers import events
 from tests.agent.models.harness_serve import harness_serve
@@ -95,14 +95,24 @@ def test_another_bad_request_is_no_context_overflow(api):
 
 
 @pytest.mark.parametrize("case", ["openai", "anthropic"])
-def test_a_context_overflow_ends_the_run_at_once(tmp_path, case):
+@pytest.mark.parametrize("on_overflow", ["stop", "compact"])
+def test_a_context_overflow_nothing_can_shrink_ends_the_run_without_a_retry(tmp_path, case, on_overflow):
+    """The task alone is what the provider refused: no recovery can make room, and the prompt is not resent."""
     api, body, _, _ = BODIES[case]
+    policy = FAST.model_copy(update={"overflow": OverflowPolicy(on_overflow=on_overflow)})
     with provider([reply(400, body), reply(400, body)]) as (server, url):
-        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
-    assert summary.stop_reason == "context_overflow" and len(server.requests) == 1
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), policy, tmp_path))
+    assert len(server.requests) == 1
+    assert summary.stop_reason == ("context_overflow" if on_overflow == "stop" else "context_exhausted")
     assert "longer than its context window" in summary.message and "compact" in summary.message
     (failed,) = [e for e in events(run_dir) if e["type"] == "model_failed"]
     assert not failed["transient"] and str(BODIES[case][2]) in failed["message"]
+    tried = [
+        (e["action"], e["source"], e["fold"], e["cuts"]) for e in events(run_dir) if e["type"] == "context_overflow"
+    ]
+    assert tried == (
+        [] if on_overflow == "stop" else [("compact", "provider", None, []), ("truncate", "provider", None, [])]
+    )
 
 
 LONG = Task(prompt="Count the words. " + "word " * 1500)  # well over 512 tokens
@@ -123,7 +133,7 @@ def test_harness_serve_lists_its_window_and_the_client_reads_it(small_server):
 
 def test_a_run_against_harness_serve_stops_before_sending_a_prompt_over_its_window(small_server, tmp_path):
     summary, run_dir = start(RunSpec(LONG, f"openai-compatible:{small_server}/v1#smollm2", FAST, tmp_path))
-    assert summary.stop_reason == "context_overflow" and "context window of 512 tokens" in summary.message
+    assert summary.stop_reason == "context_exhausted" and "context window of 512 tokens" in summary.message
     assert not [e for e in events(run_dir) if e["type"] == "model_failed"]
 
 
@@ -137,7 +147,7 @@ def test_harness_serves_400_for_a_prompt_over_max_model_len_ends_the_run(small_s
         else f"anthropic-compatible:{small_server}#smollm2"
     )
     summary, run_dir = start(RunSpec(LONG, model, policy, tmp_path))
-    assert summary.stop_reason == "context_overflow", summary.message
+    assert summary.stop_reason == "context_exhausted", summary.message
     assert "the context window holds 512" in summary.message
     (failed,) = [e for e in events(run_dir) if e["type"] == "model_failed"]
     assert not failed["transient"]

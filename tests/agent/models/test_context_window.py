@@ -13,7 +13,7 @@ from agent.models.scripted import ScriptedModel
 from agent.models.windows import context_window, known_window
 from agent.session import RunSpec, start
 from agent.task import Task
-from core.policy import HarnessPolicy, ModelParams
+from core.policy import HarnessPolicy, ModelParams, OverflowPolicy
 from tests.agent.helpers import call, events
 from tests.agent.models.provider_double import openai_completion, provider, reply
 from tests.agent.models.test_provider_retries import SUBMIT_OA
@@ -66,11 +66,16 @@ def test_the_policy_wins_then_the_client_then_the_table():
     assert context_window(ScriptedModel([]), ModelParams()) is None
 
 
-def test_a_prompt_over_the_window_is_not_sent_and_the_run_stops_as_context_overflow(tmp_path):
+@pytest.mark.parametrize("on_overflow", ["stop", "compact", "truncate"])
+def test_a_task_over_the_window_is_not_sent_and_the_run_stops(tmp_path, on_overflow):
+    """No recovery shrinks the task itself: under `stop` the run ends as context_overflow, otherwise as
+    context_exhausted once the recoveries are spent."""
     model = ScriptedModel([call("submit", answer="never")])
-    policy = HarnessPolicy(model=ModelParams(context_window=600, max_tokens=100))
+    policy = HarnessPolicy(
+        model=ModelParams(context_window=600, max_tokens=100), overflow=OverflowPolicy(on_overflow=on_overflow)
+    )
     summary, run_dir = start(RunSpec(Task(prompt="word " * 1000), model, policy, tmp_path))
-    assert summary.stop_reason == "context_overflow"
+    assert summary.stop_reason == ("context_overflow" if on_overflow == "stop" else "context_exhausted")
     assert not [e for e in events(run_dir) if e["type"] in ("model_replied", "model_failed")]
     message = summary.message
     assert "context window of 600 tokens" in message and "(model.max_tokens)" in message, message
@@ -92,7 +97,7 @@ def test_the_room_left_for_the_reply_is_model_max_tokens(tmp_path):
     assert summary.stop_reason == "submitted"
     tight = roomy.model_copy(update={"model": ModelParams(context_window=1800, max_tokens=1500)})
     summary, _ = start(RunSpec(prompt, ScriptedModel([call("submit", answer="ok")]), tight, tmp_path / "b"))
-    assert summary.stop_reason == "context_overflow" and "with the 1500 its reply may have" in summary.message
+    assert summary.stop_reason == "context_exhausted" and "with the 1500 its reply may have" in summary.message
 
 
 def test_an_unknown_window_checks_nothing_and_run_json_says_none(tmp_path):
