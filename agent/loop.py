@@ -185,7 +185,7 @@ def begin(
         tools,
         shown,
         ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
-        Renderer(policy.context, accounting.counter, accounting.tools_text),  # this run's: it keeps its own caches
+        Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),  # own caches
         accounting,
         JournaledSummariser(
             summariser or ModelSummariser(session.model, policy.model),

@@ -95,7 +95,9 @@ def compact_now(loop: Loop, prompt: list[Message]) -> dict:
     room = (loop.session.context_window or 0) - loop.session.policy.model.max_tokens
     summariser = FittingSummariser(loop.summariser, ExtractiveSummariser(counter), counter, room)
     history = loop.renderer.with_cuts(state.history, state.cuts)
-    result = compact(history, state.folds, cfg, prompt, counter, summariser, "overflow", loop.shown)
+    result = compact(
+        history, state.folds, cfg, prompt, counter, summariser, "overflow", loop.shown, loop.session.context_window
+    )
     state.usage = state.usage + result.usage  # a summary is spending too, as a scheduled compaction's is
     if result.fold is not None:
         state.folds.append(result.fold)

@@ -32,6 +32,7 @@ from agent.models.windows import context_window
 from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task
+from core.context_policy import check_window
 from core.errors import HarnessError
 from core.events import Event, RunStopped, SandboxOpened
 from core.mcp_settings import McpServer
@@ -120,6 +121,8 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
     client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
+    window = context_window(client, policy.model)
+    check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
     sandbox = spec.sandbox if isinstance(spec.sandbox, SandboxSpec) else None
     info = RunInfo(
         run_id=spec.run_id or new_run_id(spec.task.id),
@@ -132,7 +135,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
-        context_window=context_window(client, policy.model),
+        context_window=window,
         started_at=datetime.now(UTC).isoformat(),
         price=price,
     )
@@ -238,10 +241,11 @@ def reopen_run(
     The sandbox is the caller's (reconnected or recreated); it is closed here."""
     policy = HarnessPolicy.model_validate(info.policy)
     try:
+        window = context_window(model, policy.model)  # the model may not be the one run.json names
+        check_window(policy.context, window)
         with with_mcp(
             policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
         ) as registry:
-            window = context_window(model, policy.model)  # the model may not be the one run.json names
             yield Session(
                 Task.model_validate(info.task),
                 policy,

@@ -23,9 +23,14 @@ from tools.builtin import STANDARD
 STEPS = TypeAdapter(list[ContextStep])
 
 
-def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool = False) -> dict[str, Rerendered]:
+def report(
+    run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool = False, window: int | None = None
+) -> dict[str, Rerendered]:
+    """`window`: the context window the other policy's budgets ("80%") are shares of; default: the other
+    policy's `model.context_window`, else the one the run recorded."""
     start = time.perf_counter()
     info = read_run_info(run_dir)
+    window = window or other.model.context_window or info.context_window
     events = read_events(run_dir)
     counter = counter_for(info.model)
     recorded = STEPS.validate_python(info.policy.get("context", []))
@@ -33,9 +38,9 @@ def report(run_dir: Path, other: HarnessPolicy, console: Console, per_step: bool
     tools = [recorded_tool(r) for r in records] if records is not None else list(STANDARD)
     results = {
         f"{info.policy.get('name', 'recorded')} (recorded)": rerender(
-            events, recorded, counter, tools, recorded_folds=True
+            events, recorded, counter, tools, recorded_folds=True, window=info.context_window
         ),
-        other.name: rerender(events, other.context, counter, tools),
+        other.name: rerender(events, other.context, counter, tools, window=window),
     }
     console.print(HELD_FIXED)
     where = (
@@ -92,9 +97,15 @@ def rerender_command(
         ..., help="The other context policy: a preset name (see `harness policies`) or a policy file."
     ),
     per_step: bool = typer.Option(False, "--per-step", help="Also print prompt tokens and reuse for every step."),
+    context_window: int | None = typer.Option(
+        None,
+        min=1,
+        help='The model\'s context window in tokens, for compaction budgets given as a share of it ("80%"). '
+        "Default: the policy's [model] context_window, else the window the run recorded in run.json.",
+    ),
 ) -> None:
     """Rebuild every step's prompt under another context policy from the journal alone (no model, no sandbox)
     and report prompt tokens, peak context and ideal prefix reuse. The model's replies are held fixed."""
     from core.policy import load_policy
 
-    report(run_dir, load_policy(policy), console, per_step)
+    report(run_dir, load_policy(policy), console, per_step, context_window)

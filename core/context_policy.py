@@ -8,9 +8,63 @@ first or after steps that only rewrite text (all the others).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator
+
+from core.errors import HarnessError
+
+SHARE = re.compile(r"([1-9][0-9]*)%")  # "80%": a whole percentage, no sign, no leading zero
+
+
+def _budget(least: int) -> PlainValidator:
+    """A token budget: a whole number of tokens (at least `least`), or "N%" of the model's context window."""
+
+    def check(value: object) -> int | str:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+            return value
+        if isinstance(value, str) and (m := SHARE.fullmatch(value)) and int(m[1]) <= 100:
+            return value
+        raise ValueError(
+            f"a token budget is a whole number of tokens, at least {least} (e.g. 12000), or a share of the "
+            'model\'s context window written "N%" with N a whole number from 1 to 100 (e.g. "80%")'
+        )
+
+    return PlainValidator(check, json_schema_input_type=int | str)
+
+
+def tokens(value: int | str, window: int | None) -> int:
+    """A token budget in tokens: a number as it is; "N%" as N% of `window` rounded down, but at least 1
+    token, so a share of a small window never turns into 0 (no budget at all)."""
+    if isinstance(value, int):
+        return value
+    if window is None:
+        raise HarnessError(_needs_window(f'"{value}"'))
+    return max(1, window * int(value[:-1]) // 100)
+
+
+WINDOW_SHARES = ("trigger_tokens", "keep_first_tokens", "max_memory_tokens")  # the Compact fields that take "N%"
+
+
+def check_window(steps: Sequence[ContextStep], window: int | None) -> None:
+    """Before a run (or a re-render) starts: a budget given as a share of the window needs a known window."""
+    if window is not None:
+        return
+    for i, step in enumerate(steps):
+        for name in WINDOW_SHARES if isinstance(step, Compact) else ():
+            value = getattr(step, name)
+            if isinstance(value, str):
+                raise HarnessError(_needs_window(f'context[{i}].{name} = "{value}"'))
+
+
+def _needs_window(what: str) -> str:
+    return (
+        f"The policy's compact step sets {what}, a share of the model's context window, and this model's window "
+        "is not known. Set `[model] context_window` (tokens) in the policy, use a model whose window is known "
+        "(agent/models/windows.toml), or give the budget in tokens."
+    )
 
 
 class _Step(BaseModel):
@@ -65,18 +119,20 @@ class Compact(_Step):
     """
 
     kind: Literal["compact"] = Field("compact", description="fold old steps into a working memory")
-    trigger_tokens: int = Field(
-        16000, ge=1, description="fold when the next prompt, tool schemas included, reaches this many tokens"
+    trigger_tokens: Annotated[int | str, _budget(1)] = Field(
+        16000,
+        description="fold when the next prompt, tool schemas included, reaches this many tokens, or this share "
+        'of the model\'s context window ("80%")',
     )
     every_steps: int | None = Field(
         None, ge=1, description="also fold once this many steps passed since the last fold; none: by tokens only"
     )
     keep_recent_steps: int = Field(4, ge=0, description="steps kept verbatim after a fold")
-    keep_first_tokens: int = Field(
+    keep_first_tokens: Annotated[int | str, _budget(0)] = Field(
         0,
-        ge=0,
-        description="the earliest steps after the task, as many whole steps as fit in this many tokens, stay "
-        "verbatim ahead of the memory notes and are never folded: a longer prefix that every prompt shares",
+        description="the earliest steps after the task, as many whole steps as fit in this many tokens (or this "
+        'share of the context window, "40%"), stay verbatim ahead of the memory notes and are never folded: a '
+        "longer prefix that every prompt shares",
     )
     layout: Literal["rewrite", "append"] = Field(
         "append",
@@ -89,7 +145,9 @@ class Compact(_Step):
         "prompt with a readable transcript of the folded steps",
     )
     summary_max_tokens: int = Field(1024, ge=16, description="the summariser's first token cap; doubled on a cut-off")
-    max_memory_tokens: int = Field(4000, ge=1, description="append layout: consolidate notes past this size")
+    max_memory_tokens: Annotated[int | str, _budget(1)] = Field(
+        4000, description='append layout: consolidate notes past this many tokens (or this share of the window, "5%")'
+    )
 
 
 class DiscloseTools(_Step):

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.context_policy import Compact
+from core.context_policy import Compact, tokens
 from core.memory_types import Fold, WorkingMemory, keep_failures
 from core.types import Message, Usage
 from memory.folds import delta_text, full_text, head_len, notes_at, render_folds
@@ -57,8 +57,11 @@ def step_starts(history: Sequence[Message], start: int = 0) -> list[int]:
     return [i for i in range(start, len(history)) if history[i].role == "assistant"]
 
 
-def due(cfg: Compact, prompt_tokens: int, step: int, last_fold_step: int) -> Literal["tokens", "every_steps"] | None:
-    if prompt_tokens >= cfg.trigger_tokens:
+def due(
+    cfg: Compact, prompt_tokens: int, step: int, last_fold_step: int, window: int | None = None
+) -> Literal["tokens", "every_steps"] | None:
+    """`window`: the model's context window, which a trigger given as a share of it ("80%") is a share of."""
+    if prompt_tokens >= tokens(cfg.trigger_tokens, window):
         return "tokens"
     if cfg.every_steps is not None and step - last_fold_step >= cfg.every_steps:
         return "every_steps"
@@ -105,7 +108,9 @@ def compact(
     summariser: Summariser,
     trigger: Literal["tokens", "every_steps", "overflow"],
     tools: Sequence = (),
+    window: int | None = None,
 ) -> CompactionResult:
+    """`window`: the model's context window, for the budgets given as a share of it."""
     before = counter.prompt_tokens(prompt)
     usage, finish = Usage(), ""
     attempts: list[Attempt] = []
@@ -124,7 +129,7 @@ def compact(
             message=message,
         )
 
-    first = folds[-1].upto if folds else kept_first(history, cfg.keep_first_tokens, counter)
+    first = folds[-1].upto if folds else kept_first(history, tokens(cfg.keep_first_tokens, window), counter)
     span = fold_span(history, first, cfg.keep_recent_steps)
     if span is None:
         return result(None, f"Nothing to fold: at most {cfg.keep_recent_steps} unfolded steps (keep_recent_steps).")
@@ -149,7 +154,8 @@ def compact(
         usage = usage + used
         attempts.extend(tried)
         if memory is not None:
-            fold = _make_fold(history, folds, cfg, counter, previous, keep_failures(previous, memory), end, steps)
+            memory = keep_failures(previous, memory)
+            fold = _make_fold(history, folds, cfg, counter, previous, memory, end, steps, window)
             return result(
                 fold.model_copy(update={"at_step": len(step_starts(history)), "start": start}), _warning(attempts)
             )
@@ -209,6 +215,7 @@ def _make_fold(
     memory: WorkingMemory,
     upto: int,
     steps: tuple[int, int],
+    window: int | None,
 ) -> Fold:
     version = len(folds) + 1
     restart = cfg.layout == "rewrite" or not folds
@@ -219,7 +226,7 @@ def _make_fold(
             counter.count(m) for m in notes if m.role == "user" and m.text.startswith("[Working memory v")
         )
         # The notes outgrew their budget: one rewrite, the only time this layout moves the prefix.
-        restart = notes_tokens + len(counter.text_ids(text)) > cfg.max_memory_tokens
+        restart = notes_tokens + len(counter.text_ids(text)) > tokens(cfg.max_memory_tokens, window)
     if restart:
         all_steps = (folds[0].first_step if folds else steps[0], steps[1])  # steps kept first are not in it
         text = full_text(memory, version, all_steps)

@@ -20,14 +20,21 @@ from memory.tokens import TokenCounter, shared_prefix
 
 
 class Renderer:
-    """`counter` and `tools_text` (the tool schemas sent with every prompt) are needed to compact."""
+    """`counter` and `tools_text` (the tool schemas sent with every prompt) are needed to compact; `window`
+    (the model's context window, None: unknown) for compaction budgets given as a share of it ("80%")."""
 
-    def __init__(self, steps: Sequence[ContextStep], counter: TokenCounter | None = None, tools_text: str = ""):
+    def __init__(
+        self,
+        steps: Sequence[ContextStep],
+        counter: TokenCounter | None = None,
+        tools_text: str = "",
+        window: int | None = None,
+    ):
         self.stages = [STAGES[type(step)](step) for step in steps]
         self.compact = compact_step(steps)
         if self.compact is None:  # an overflow recovery may fold steps under any policy
             self.stages.insert(0, FoldStage())
-        self.counter, self.tools_text = counter, tools_text
+        self.counter, self.tools_text, self.window = counter, tools_text, window
         self.seen: list[Message] = []  # the history of the last render
         self.cut: dict[int, Message] = {}  # history index -> its message as cut (one object: renders compare fast)
         self.counted: list[Message] = []  # the last prompt counted, and its tokens up to each message
@@ -96,10 +103,11 @@ class Renderer:
         history = self.with_cuts(history, cuts)
         prompt = self.render(history, folds)
         last = folds[-1].at_step if folds else 0
-        trigger = due(self.compact, self.tokens(prompt), step, last)
+        trigger = due(self.compact, self.tokens(prompt), step, last, self.window)
         if trigger is None:
             return None
-        return compact(history, folds, self.compact, prompt, self._counter(), summariser, trigger, tools)
+        counter = self._counter()
+        return compact(history, folds, self.compact, prompt, counter, summariser, trigger, tools, self.window)
 
     def _counter(self) -> TokenCounter:
         if self.counter is None:

@@ -43,6 +43,6 @@ def context_window(model: ModelClient, params: ModelParams) -> int | None:
     (the local engine's, a server's /v1/models), else windows.toml; None: unknown."""
     if params.context_window is not None:
         return params.context_window
-    ask = getattr(model, "context_window", None)  # optional: scripted and recorded clients have none
+    ask = getattr(model, "context_window", None)  # optional: a scripted client has none
     told = ask(params) if callable(ask) else None
     return told if told is not None else known_window(model.name)

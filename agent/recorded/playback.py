@@ -35,6 +35,11 @@ class PlaybackModel:
         self.name = info.model  # so the replay counts prompt tokens with the recorded run's tokenizer
         self.run_id = info.run_id
         self.replies = deque(e.reply for e in recorded if isinstance(e, ModelReplied))
+        self.window = info.context_window
+
+    def context_window(self, params: ModelParams) -> int | None:
+        """The window the run recorded, so the replay checks prompts and sizes "80%" budgets as the run did."""
+        return self.window
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         if not self.replies:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agent.journal.fold import fold
-from core.context_policy import ContextStep, DiscloseTools
+from core.context_policy import ContextStep, DiscloseTools, check_window
 from core.events import Event
 from core.memory_types import Fold
 from core.types import Message, Usage
@@ -83,16 +83,19 @@ def rerender(
     tools: Sequence[Tool] = (),
     keep_prompts: bool = False,
     recorded_folds: bool = False,
+    window: int | None = None,
 ) -> Rerendered:
     """`recorded_folds`: use the compactions the run journaled (re-rendering its own policy)
-    instead of folding again with the extractive summariser."""
+    instead of folding again with the extractive summariser. `window`: the model's context window
+    (the run's, or one given), for compaction budgets given as a share of it."""
+    check_window(context, window)
     disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
     text = tools_text(shown) if shown else ""
     requests: list[Request] = []
     summariser = _Recording(ExtractiveSummariser(counter), requests if keep_prompts else None)
     out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0, requests=requests)
-    renderer = Renderer(context, counter, text)  # the loop's pipeline: the same rendering and compaction
+    renderer = Renderer(context, counter, text, window)  # the loop's pipeline: the same rendering and compaction
     reuse = PrefixReuse()
     previous_step = 0
     for step, history, _reply, journaled in replay_history(events):
