@@ -150,7 +150,8 @@ def cuts_to_fit(loop: Loop, prompt: list[Message], excess: int) -> list[Cut]:
         artifact = loop.session.journal.store_artifact(f"overflow-{i:06d}.txt", full)
         text = cut_to_tokens(full, keep, counter, artifact)
         after = len(counter.text_ids(text))
-        cuts.append(Cut(index=i, tokens_before=before, tokens_after=after, text=text, artifact=artifact))
+        cut = Cut(index=i, call_id=m.tool_call_id, tool=m.name, tokens_before=before, tokens_after=after, text=text)
+        cuts.append(cut.model_copy(update={"artifact": artifact}))
         state.cuts[i] = text
         excess -= before - after
     return cuts

@@ -100,6 +100,8 @@ class Cut(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     index: int  # the observation's position in the run's history
+    call_id: str | None = None
+    tool: str | None = None
     tokens_before: int
     tokens_after: int
     text: str

@@ -45,12 +45,15 @@ class Summary(BaseModel):
     errors: dict[str, int]  # observation error kinds
     truncated_outputs: int
     compactions: int  # folds that produced a working memory
-    summariser_tokens: Tokens  # spent on compaction, not in `tokens`
+    summariser_tokens: Tokens  # spent on compaction (an overflow recovery's included), not in `tokens`
     warnings: list[str]  # e.g. a summariser cut off by its token cap, a compaction that failed
     # USD over every model call (failed attempts and summaries included) at the price in run.json; None when no
     # call could be priced. `unpriced_calls` above 0 makes it a lower bound: those calls' cost is unknown.
     cost_usd: float | None = None
     unpriced_calls: int = 0
+    # Prompts too long for the model's window, and what their recoveries dropped (agent.overflow).
+    overflow_recoveries: int = 0
+    overflow_dropped_tokens: int = 0
 
 
 def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
@@ -61,7 +64,7 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
     stop = run.stop or RunStopped(
         reason="unfinished", message="The run has no stop event (still running, or it crashed)."
     )
-    failures = truncated = counted = reused = folds = 0
+    failures = truncated = counted = reused = folds = overflows = dropped = 0
     warnings: list[str] = []
     for step in run.steps:
         usage = usage + step.usage
@@ -78,6 +81,10 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
             summariser = summariser + c.summariser_usage
             if c.cut_off or not c.ok:
                 warnings.append(f"step {c.step}: {c.message}")
+        for o in step.overflows:
+            overflows += 1
+            dropped += o.dropped_tokens
+            summariser = summariser + o.summariser_usage
     steps = max([stop.step, *(s.n for s in run.steps)])
     model_calls = len(run.replies)
     cost, unpriced = total(call.cost_usd for step in run.steps for call in step.model_calls)
@@ -110,6 +117,8 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
         summariser_tokens=_tokens(summariser),
         cost_usd=round(cost, 6) if cost is not None else None,
         unpriced_calls=unpriced,
+        overflow_recoveries=overflows,
+        overflow_dropped_tokens=dropped,
         warnings=warnings,
     )
 

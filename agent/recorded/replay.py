@@ -30,6 +30,7 @@ from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, r
 from agent.task import Task
 from core.events import (
     Compacted,
+    ContextOverflowed,
     Event,
     MessageAdded,
     ModelReplied,
@@ -169,12 +170,18 @@ def _compaction(e: Compacted) -> dict:
     return e.model_dump(mode="json", include={"ok", "trigger", "version", "tokens_before", "tokens_after", "fold"})
 
 
+def _overflow(e: ContextOverflowed) -> dict:
+    # As a compaction's: the summariser's usage and attempts are the model's doing.
+    return e.model_dump(mode="json", exclude={"seq", "ts", "summariser_usage", "attempts", "message"})
+
+
 HARNESS_RECORDS: dict[type, Callable[[Any], dict]] = {
     ModelReplied: _prompt,
     ToolIntent: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
     ToolObserved: _observation,
     MessageAdded: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
     Compacted: _compaction,
+    ContextOverflowed: _overflow,
 }
 
 

@@ -69,11 +69,11 @@ class Rerendered:
 
 
 def replay_history(events: Iterable[Event]):
-    """Yield (step, history before that step's reply, the reply, the folds the run had made by then)
+    """Yield (step, history before that step's reply, the reply, the folds and the cuts the run had made by then)
     for every model call, in order."""
     run = fold(events)
     for step in run.replies:
-        yield step.n, run.history[: step.history_at], step.reply, run.folds_before(step)
+        yield step.n, run.history[: step.history_at], step.reply, run.folds_before(step), run.cuts_before(step)
 
 
 def rerender(
@@ -98,8 +98,8 @@ def rerender(
     renderer = Renderer(context, counter, text, window)  # the loop's pipeline: the same rendering and compaction
     reuse = PrefixReuse()
     previous_step = 0
-    for step, history, _reply, journaled in replay_history(events):
-        if recorded_folds:
+    for step, history, _reply, journaled, cuts in replay_history(events):
+        if recorded_folds:  # the run's own folds and overflow cuts; another policy's run would have made its own
             out.folds = list(journaled)
         elif previous_step:
             summariser.step = step
@@ -109,7 +109,7 @@ def rerender(
                 out.cut_offs += sum(a.finish_reason == "length" for a in result.attempts)
                 if result.fold is not None:
                     out.folds.append(result.fold)
-        prompt = renderer.render(history, out.folds)
+        prompt = renderer.render(history, out.folds, cuts if recorded_folds else None)
         ids = counter.prompt_ids(prompt, text)
         out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt)))
         if keep_prompts:

@@ -55,11 +55,12 @@ def price_of(info: RunInfo, steps: list[Step], prices: PriceTable, price_model: 
 
 
 def step_cost(price: Price | None, step: Step) -> float | None:
-    """The step's model call, its failed attempts the provider billed, and any compaction's summariser call after it."""
+    """The step's model call, its failed attempts the provider billed, and the summariser calls of its overflow
+    recoveries and of the compaction after it."""
     if price is None:
         return None
     billed = [f.usage for f in step.failures if f.usage is not None]
-    usages = [step.usage, *billed, *(c.summariser_usage for c in step.compactions)]
+    usages = [step.usage, *billed, *(c.summariser_usage for c in (*step.overflows, *step.compactions))]
     return sum(cost_usd(price, u) for u in usages)
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from agent.journal.fold import Step, fold
 from agent.journal.store import RunInfo
 from agent.journal.summary import Summary, summarize
-from core.events import Compacted, Event
+from core.events import Compacted, ContextOverflowed, Event
 
 CUT_REASONS = {"length", "max_tokens", "max_output_tokens", "truncated"}  # finish reasons of a reply cut off
 
@@ -25,6 +25,25 @@ def memory_text(c: Compacted) -> str:
     if c.fold is None:
         return ""
     return json.dumps(c.fold.memory.model_dump(mode="json"), indent=1, sort_keys=True, ensure_ascii=False)
+
+
+def lost(o: ContextOverflowed) -> str:
+    """What one overflow recovery dropped, in a sentence: the report's "what was lost"."""
+    window = f"the model's window of {o.window:,} tokens" if o.window is not None else "the model's window"
+    why = "the provider refused it as too long" if o.source == "provider" else f"over {window}"
+    head = f"The prompt ({o.tokens:,} tokens, {o.reply_tokens:,} kept for the reply) did not fit ({why}): "
+    if o.fold is not None:
+        f = o.fold
+        what = f"steps {f.first_step}–{f.last_step} folded into working memory v{f.version}"
+    elif o.cuts:
+        what = "; ".join(
+            f"the output of {c.tool or 'a tool'} ({c.call_id}) cut from {c.tokens_before:,} to {c.tokens_after:,} "
+            f"tokens (full text: {c.artifact})"
+            for c in o.cuts
+        )
+    else:
+        return head + f"{o.action} found nothing to drop. {o.message}".strip()
+    return head + f"{what}, {o.dropped_tokens:,} tokens dropped."
 
 
 def cut_off(c: Compacted) -> bool:

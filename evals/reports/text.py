@@ -8,8 +8,21 @@ from agent.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
+from evals.reports.steps import lost
 
 MAX_FINDINGS = 30
+
+
+def overflow_lines(run: RunData) -> list[str]:
+    """The run's context overflows and what each recovery lost, when it had any."""
+    recoveries = [(s.n, o) for s in run.steps for o in s.overflows]
+    if not recoveries:
+        return []
+    dropped = run.summary.overflow_dropped_tokens
+    return [
+        f"- **context overflows** {len(recoveries)} recoveries, {dropped:,} tokens dropped:",
+        *(f"  - step {n}: {lost(o)}" for n, o in recoveries),
+    ]
 
 
 def run_markdown(run: RunData) -> str:
@@ -25,6 +38,7 @@ def run_markdown(run: RunData) -> str:
         f"- **cost** {format_usd(run.cost)}"
         + ("" if run.price else f" (no price for {run.info.model})")
         + f" · **at run time** {format_total(s.cost_usd, s.unpriced_calls)}",
+        *overflow_lines(run),
         "",
         "## Findings",
         "",

@@ -18,7 +18,7 @@ from agent.pricing import format_usd
 from core.events import Compacted
 from evals.reports.breakdown import Breakdown
 from evals.reports.detectors import Finding, cut_off_note, prompt_tokens, reasoning_tokens
-from evals.reports.steps import Step, cut_off, memory_text
+from evals.reports.steps import Step, cut_off, lost, memory_text
 
 INLINE_CHARS = 1500  # shown head + tail of any one text
 TAIL_CHARS = 300
@@ -88,6 +88,7 @@ class StepView:
     failures: list[str]
     notes: list[Text]
     compactions: list[CompactionView]
+    lost: list[str]  # what each overflow recovery of the step dropped
     parts: list[tuple[str, float, int]] = field(default_factory=list)  # (part, share, tokens)
 
     @property
@@ -194,6 +195,7 @@ def step_views(
                 failures=[("transient: " if f.transient else "permanent: ") + f.message for f in s.failures],
                 notes=[clip(n.text, f"step{s.n:05d}-note{i}") for i, n in enumerate(s.notes)],
                 compactions=comps,
+                lost=[lost(o) for o in s.overflows],
                 parts=_shares(parts_by_step.get(s.n)),
             )
         )

@@ -91,7 +91,7 @@ def test_a_fixture_under_other_policies():
     assert append.reuse_rate > 0.95 and masked.reuse_rate < append.reuse_rate
     assert folded.folds and folded.summariser.prompt_tokens > 0
     # The replies are the recorded ones: every rebuilt prompt ends where the journal says the step began.
-    histories = [list(h) for _, h, _, _ in replay_history(events)]
+    histories = [list(h) for _, h, _, _, _ in replay_history(events)]
     assert render(histories[-1], []) == histories[-1]
     assert "held fixed" in HELD_FIXED
 
