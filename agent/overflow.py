@@ -93,7 +93,11 @@ def compact_now(loop: Loop, prompt: list[Message]) -> dict:
     state, counter = loop.state, loop.accounting.counter
     cfg = emergency_compact(loop.session.policy)
     room = (loop.session.context_window or 0) - loop.session.policy.model.max_tokens
-    summariser = FittingSummariser(loop.summariser, ExtractiveSummariser(counter), counter, room)
+    extractive = ExtractiveSummariser(counter)
+    if loop.session.policy.overflow.summariser == "extractive":
+        summariser: Summariser = extractive
+    else:
+        summariser = FittingSummariser(loop.summariser, extractive, counter, room)
     history = loop.renderer.with_cuts(state.history, state.cuts)
     result = compact(
         history, state.folds, cfg, prompt, counter, summariser, "overflow", loop.shown, loop.session.context_window

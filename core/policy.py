@@ -99,6 +99,11 @@ class OverflowPolicy(_Knobs):
         "context_overflow",
     )
     keep_recent_steps: int = Field(1, ge=0, description="steps an emergency fold keeps verbatim")
+    summariser: Literal["model", "extractive"] = Field(
+        "model",
+        description="who writes an emergency fold's memory: model asks the run's summariser (the extractive one "
+        "answers when its request would not fit the window either); extractive builds it by rules, at no cost",
+    )
     observation_share: float = Field(
         0.5,
         gt=0,
