@@ -14,7 +14,16 @@ from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.session import policy_for
-from cli.executor_options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
+from cli.executor_options import (
+    EXECUTOR,
+    MAX_COST_USD,
+    PRICES,
+    RAY_ADDRESS,
+    RETRIES,
+    TASK_CPUS,
+    TASK_MEMORY_MB,
+    executor_options,
+)
 from cli.output import console, exits_on_error, print_json, stderr
 from cli.progress import RunState, heartbeat, progress_bar
 from core.events import Event
@@ -80,6 +89,8 @@ def chess_command(
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
+    max_cost_usd: float = MAX_COST_USD,
+    prices: Path = PRICES,
     as_json: bool = typer.Option(
         False, "--json", help="Print the final table as JSON on stdout (progress lines go to stderr)."
     ),
@@ -102,6 +113,8 @@ def chess_command(
         analysis_depth=analysis_depth or None,
         executor=executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries),
         resume=resume,
+        max_cost_usd=max_cost_usd,
+        prices=prices,
     )
     batch, folder = play_following(spec, stderr if as_json else console)  # the JSON alone on stdout
     print_batch(batch, folder, as_json)
@@ -113,7 +126,7 @@ def play_following(spec: ChessBatchSpec, said: Console) -> tuple[Batch, Path]:
     started = time.monotonic()
     with progress_bar(said) as progress:
         bar = progress.add_task("game 1", total=games, note="")
-        tally = Tally(total=games, on_change=lambda t: progress.update(bar, completed=t.done + t.failed, note=t.line()))
+        tally = Tally(total=games, on_change=lambda t: progress.update(bar, completed=t.ended, note=t.line()))
         # The step line follows one game at a time: only when games run one by one in this process.
         watch = GameWatcher(progress, bar)
         one_by_one = spec.executor.kind == "local" and spec.executor.workers == 1
@@ -137,7 +150,9 @@ def play_following(spec: ChessBatchSpec, said: Console) -> tuple[Batch, Path]:
 
 
 def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
+    cost = batch.cost.line(folder, "game")
     if as_json:
+        stderr.print(cost, markup=False, highlight=False, soft_wrap=True)
         print_json(
             {
                 "batch_folder": str(folder),
@@ -145,6 +160,7 @@ def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
                 "opponent": batch.opponent,
                 "policy": batch.policy,
                 **batch.aggregate.model_dump(mode="json"),
+                "cost": batch.cost.model_dump(mode="json"),
             }
         )
         return
@@ -156,6 +172,7 @@ def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
         soft_wrap=True,
     )
     console.print(batch_table(batch))
+    console.print(cost, markup=False, highlight=False, soft_wrap=True)
     console.print(f"batch folder: {folder}  (batch.json, one run directory per game)", soft_wrap=True)
 
 

@@ -1,4 +1,5 @@
-"""The command-line options `harness swe` and `harness chess` share to pick and size an executor."""
+"""The command-line options `harness swe` and `harness chess` share: the executor (which, and how big)
+and the batch's prices and cost budget."""
 
 from __future__ import annotations
 
@@ -15,6 +16,18 @@ RAY_ADDRESS = typer.Option(
 TASK_CPUS = typer.Option(1.0, min=0.0, help="With --executor ray: CPUs each item's task asks for.")
 TASK_MEMORY_MB = typer.Option(None, min=1, help="With --executor ray: memory (MB) each item's task asks for.")
 RETRIES = typer.Option(1, min=0, help="With --executor ray: runs again of an item whose worker or node died.")
+PRICES = typer.Option(
+    None,
+    help="A price table (TOML) instead of the one shipped with the harness: each run's calls are priced "
+    "from it (and --max-cost-usd counts in it).",
+)
+MAX_COST_USD = typer.Option(
+    None,
+    min=0.0,
+    help="A budget (USD) for the whole batch: no new run starts once the runs' cost, plus the expected cost "
+    "of those still going, reaches it; the rest are recorded as skipped (go on with --resume and a larger "
+    "budget). The model needs a price.",
+)
 
 
 def executor_options(

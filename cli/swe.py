@@ -14,7 +14,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from agent.session import policy_for
-from cli.executor_options import EXECUTOR, RAY_ADDRESS, RETRIES, TASK_CPUS, TASK_MEMORY_MB, executor_options
+from cli.executor_options import (
+    EXECUTOR,
+    MAX_COST_USD,
+    PRICES,
+    RAY_ADDRESS,
+    RETRIES,
+    TASK_CPUS,
+    TASK_MEMORY_MB,
+    executor_options,
+)
 from cli.output import console, exits_on_error, print_json, stderr
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
@@ -22,7 +31,7 @@ from evals.executors import Tally
 from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
 from evals.swe.grader import InstanceReport, RunReport
 from evals.swe.image import instance_image
-from evals.swe.runner import InstanceResult, SweBatchSpec
+from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
 from evals.swe.task import SweInstance
 from evals.swe.validate import validate
@@ -156,6 +165,8 @@ def swe_command(
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
+    max_cost_usd: float = MAX_COST_USD,
+    prices: Path = PRICES,
     as_json: bool = typer.Option(
         False, "--json", help="Print the final report as JSON on stdout (progress lines go to stderr)."
     ),
@@ -176,6 +187,8 @@ def swe_command(
         policy=policy_for(policy, model),
         batch_dir=resume or out / f"swe-{Path(suite).stem}-{batch_run_id(model)}-{stamp()}",
         executor=executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries),
+        max_cost_usd=max_cost_usd,
+        prices=prices,
     )
     report = _run_following(spec, stderr if as_json else console)  # the JSON alone on stdout
     _print_report(report, spec, as_json)
@@ -210,7 +223,7 @@ def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
             return f"{tally.line()} · resolved {counts['resolved']} · {counts['tokens']:,} tokens"
 
         def changed(tally: Tally) -> None:
-            progress.update(bar, completed=tally.done + tally.failed, note=note(tally))
+            progress.update(bar, completed=tally.ended, note=note(tally))
 
         tally = Tally(total=total, on_change=changed)
 
@@ -230,12 +243,17 @@ def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
 
 def _print_report(report: RunReport, spec: SweBatchSpec, as_json: bool) -> None:
     batch_dir = spec.batch_dir
+    batch = SweBatch.model_validate_json((batch_dir / "batch.json").read_text())
+    cost = batch.cost.line(batch_dir, "instance")
     if as_json:
-        print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json")})
+        stderr.print(cost, markup=False, highlight=False, soft_wrap=True)
+        print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json"), "cost": batch.cost.model_dump()})
         return
     console.print(_table(report, batch_dir))
+    console.print(cost, markup=False, highlight=False, soft_wrap=True)
     console.print(
         f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
+        f"batch: {batch_dir / 'batch.json'}\n"
         f"logs: {batch_dir / 'logs' / batch_run_id(spec.model)}/<instance_id>/",
         soft_wrap=True,
     )

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agent.journal.store import make_folder, new_run_id, write_json_atomic
 from agent.models.base import ModelClient
+from agent.session import price_for
 from core.errors import HarnessError
 from core.events import Event
 from core.policy import HarnessPolicy
@@ -28,7 +29,7 @@ from evals.ab.stats import mean_interval, poisson_rate, wilson
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
 from evals.chess.runner import GameRecord, GameRun, play_game
-from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
+from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
 
 COLORS = ("white", "black", "alternate", "random")
 
@@ -39,7 +40,9 @@ class ChessBatchSpec:
     and the player) and a fresh model from `make_model`. Games run where `executor` says: one after another
     here by default, in threads, or as Ray tasks (then `make_model` must pickle). `resume` names an earlier
     batch folder of the same settings: its finished games are kept and the others played; else the batch
-    gets a new folder under `out`."""
+    gets a new folder under `out`. Each call is priced from `prices` (default: agent/prices.toml); with
+    `max_cost_usd`, no game starts once the batch's games (kept ones included) cost that much, counting
+    each game still being played at the mean cost of the finished ones."""
 
     games: int
     make_model: Callable[[int], ModelClient]
@@ -52,6 +55,8 @@ class ChessBatchSpec:
     analysis_depth: int | None = 8  # None: no move-quality analysis
     executor: ExecutorOptions = ExecutorOptions()
     resume: Path | None = None
+    max_cost_usd: float | None = None
+    prices: Path | None = None
 
     def __post_init__(self) -> None:
         if self.games < 1:
@@ -59,6 +64,8 @@ class ChessBatchSpec:
         if self.color not in COLORS:
             raise HarnessError(f"--color must be one of {', '.join(COLORS)}, not {self.color!r}.")
         check_spec(self.opponent)
+        if self.max_cost_usd is not None:  # a budget it cannot count is refused before any folder exists
+            price_for(self.make_model(self.seed).name, self.prices, self.max_cost_usd, "--max-cost-usd")
 
 
 class Estimate(BaseModel):
@@ -88,6 +95,8 @@ class GameRow(BaseModel):
     game: int
     run_dir: str  # relative to the batch folder
     record: GameRecord
+    cost_usd: float | None = None  # summary.json's: None when unknown (and in batches from before costs)
+    unpriced_calls: int = 0
 
 
 class Batch(BaseModel):
@@ -100,6 +109,7 @@ class Batch(BaseModel):
     rules: GameRules
     games: list[GameRow]
     aggregate: Aggregate
+    cost: BatchCost = Field(default_factory=BatchCost)
 
 
 def estimate(value: float | None, low: float = math.nan, high: float = math.nan) -> Estimate:
@@ -194,6 +204,7 @@ def play_one(
         spec.rules,
         spec.analysis_depth,
         listeners=listeners,
+        prices=spec.prices,
     )
 
 
@@ -216,8 +227,10 @@ def play_batch(
         make_folder(folder, "batch folder")
     batch_id = folder.name
     tally = tally or Tally(total=games)
+    budget = Budget(spec.max_cost_usd, lambda run: (run.summary.cost_usd, run.summary.unpriced_calls))
     for row in rows.values():
         tally.reused(str(row.game))
+        budget.count((row.cost_usd, row.unpriced_calls))
 
     def save() -> Batch:
         # Rewritten after every game, in game order, so an interrupted batch still leaves its finished games.
@@ -233,6 +246,7 @@ def play_batch(
             rules=spec.rules,
             games=ordered,
             aggregate=aggregate([r.record for r in ordered]),
+            cost=budget.record(),
         )
         write_json_atomic(folder / "batch.json", batch.model_dump(mode="json"))
         return batch
@@ -245,7 +259,14 @@ def play_batch(
             failures.append(f"game {done.key}: {done.error}")
             return
         played = replace(done.result, run_dir=folder / done.result.run_dir.name)  # its place in the batch folder
-        rows[i + 1] = GameRow(game=i + 1, run_dir=played.run_dir.name, record=played.record)
+        summary = played.summary
+        rows[i + 1] = GameRow(
+            game=i + 1,
+            run_dir=played.run_dir.name,
+            record=played.record,
+            cost_usd=summary.cost_usd,
+            unpriced_calls=summary.unpriced_calls,
+        )
         save()
         if on_game is not None:
             on_game(i, played)
@@ -256,7 +277,7 @@ def play_batch(
         if i + 1 not in rows
     ]
     try:
-        run_jobs(jobs, folder, spec.executor, arrived, tally)
+        run_jobs(jobs, folder, spec.executor, arrived, tally, budget)
     finally:
         tally.write(folder / "executor.json", [str(i + 1) for i in range(games)])
     batch = save()

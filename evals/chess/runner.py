@@ -140,8 +140,10 @@ def play_game(
     analysis_depth: int | None = 8,
     start_fen: str | None = None,
     listeners: Sequence[Callable[[Event], None]] = (),
+    prices: Path | None = None,
 ) -> GameRun:
-    """Play one game to its end; `analysis_depth` None or 0 skips the Stockfish move-quality pass."""
+    """Play one game to its end; `analysis_depth` None or 0 skips the Stockfish move-quality pass. Its calls
+    are priced from `prices` (default: agent/prices.toml)."""
     if color not in ("white", "black"):
         raise ValueError(f"color must be white or black, not {color!r}")
     the_policy = chess_policy(policy or HarnessPolicy(), rules)
@@ -161,6 +163,7 @@ def play_game(
             seed=seed,
             listeners=listeners,
             stop_rules=[game_rule(game)],
+            prices=prices,
         )
         with open_run(spec) as session:
             summary = run(session)

@@ -2,6 +2,10 @@
 and returns the result with that folder packed as a tar blob; the driver unpacks it into
 the batch folder, so a batch on Ray leaves the same files as a local one.
 
+With a cost budget the driver hands Ray no more tasks than the cluster runs at once, so each one
+starts only once the budget has let it (Ray would start a queued task without asking); without
+one, every task is handed over at the start.
+
 Retries are the driver's, not Ray's: a task whose worker process or node died is
 submitted again (up to `retries` times) and its attempt number is recorded; a task
 that raised is an error at once, as re-running the same code would raise again.
@@ -14,11 +18,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
 from core.errors import HarnessError
+from evals.executors.budget import Budget
 from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
 from evals.executors.pack import pack, unpack
 from evals.executors.tally import Tally
@@ -133,36 +139,66 @@ def check_feasible(jobs: Sequence[Job]) -> None:
         )
 
 
+def slots(jobs: Sequence[Job], options: ExecutorOptions) -> int:
+    """How many of these tasks the cluster runs at once, by its CPUs and `docker` resource."""
+    resources = ray.cluster_resources()
+    n = resources.get("CPU", 0.0) / options.cpus if options.cpus else float(len(jobs))
+    if any(j.docker for j in jobs):
+        n = min(n, resources.get("docker", 0.0))
+    return max(1, min(len(jobs), int(n)))
+
+
 def run_on_ray(
-    jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None], tally: Tally
+    jobs: Sequence[Job],
+    out_dir: Path,
+    options: ExecutorOptions,
+    on_done: Callable[[Done], None],
+    tally: Tally,
+    budget: Budget,
 ) -> list[Done]:
     owned = connect(options)
     try:
         check_feasible(jobs)
         tally.executor = "ray"
         tally.nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
-        return drive(jobs, out_dir, options, on_done, tally)
+        window = len(jobs) if budget.limit_usd is None else slots(jobs, options)
+        return drive(jobs, out_dir, options, on_done, tally, budget, window)
     finally:
         if owned:
             ray.shutdown()
 
 
 def drive(
-    jobs: Sequence[Job], out_dir: Path, options: ExecutorOptions, on_done: Callable[[Done], None], tally: Tally
+    jobs: Sequence[Job],
+    out_dir: Path,
+    options: ExecutorOptions,
+    on_done: Callable[[Done], None],
+    tally: Tally,
+    budget: Budget,
+    window: int,
 ) -> list[Done]:
+    """Keep at most `window` tasks with Ray, each let start by `budget`, until every job is done or skipped."""
     by_key = {j.key: j for j in jobs}
     attempts = {j.key: 1 for j in jobs}
     nodes: dict[str, str] = {}
-    outstanding = {submit(j, options): j.key for j in jobs}
+    pending = deque(jobs)
+    outstanding: dict[ObjectRefGenerator, str] = {}
     finished: list[Done] = []
 
     def finish(done: Done) -> None:
+        budget.finished(done)
         tally.finished(done)
         finished.append(done)
         on_done(done)
 
     try:
-        while outstanding:
+        while pending or outstanding:
+            start, skipped = budget.admit(pending, window - len(outstanding))
+            for job in skipped:
+                tally.not_started(job.key)
+            outstanding.update((submit(job, options), job.key) for job in start)
+            if not outstanding:
+                continue
             ready, _ = ray.wait(list(outstanding), num_returns=1, timeout=1.0)
             # ray.wait hands back what it was given, streaming generators here; its annotation widens them to ObjectRef
             for gen in cast("list[ObjectRefGenerator]", ready):

@@ -1,4 +1,4 @@
-"""Counts a batch's progress line shows: running, done, failed, retried, and the nodes in use."""
+"""Counts a batch's progress line shows: running, done, failed, skipped, retried, and the nodes in use."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class Tally:
     running: dict[str, str] = field(default_factory=dict)  # key → node running it
     done: int = 0  # finished with a result, reused ones included
     failed: int = 0  # finished with an error
+    skipped: int = 0  # not started: the batch's cost budget was reached
     retried: int = 0
     nodes: int = 1  # nodes in the cluster
     executor: str = "local"
@@ -59,11 +60,24 @@ class Tally:
             self.items[key] = {"status": "reused", "attempts": 0, "node": "", "wall_s": 0.0}
         self.on_change(self)
 
+    def not_started(self, key: str) -> None:
+        """An item the batch's cost budget did not let start."""
+        with self.lock:
+            self.skipped += 1
+            self.items[key] = {"status": "skipped", "attempts": 0, "node": "", "wall_s": 0.0}
+        self.on_change(self)
+
+    @property
+    def ended(self) -> int:
+        """Items the batch is through with: finished, failed or skipped."""
+        return self.done + self.failed + self.skipped
+
     def line(self) -> str:
+        skipped = f" · skipped {self.skipped} (budget)" if self.skipped else ""
         retried = f" · retried {self.retried}" if self.retried else ""
         # Nodes mean something only on a cluster; a local batch runs on this machine alone.
         nodes = f" · nodes in use {len(set(self.running.values()))}/{self.nodes}" if self.executor != "local" else ""
-        return f"running {len(self.running)} · done {self.done} · failed {self.failed}{retried}{nodes}"
+        return f"running {len(self.running)} · done {self.done} · failed {self.failed}{skipped}{retried}{nodes}"
 
     def write(self, path: Path, order: list[str]) -> None:
         """executor.json: where, how often and how long each item ran (written by both executors, so layouts match)."""

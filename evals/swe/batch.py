@@ -43,12 +43,12 @@ def write_grade(run_dir: Path, instance_id: str, report: InstanceReport) -> None
 
 
 def run_and_grade_one(
-    inst: SweInstance, model: str, policy: HarnessPolicy, out_dir: Path, run_id: str = "run"
+    inst: SweInstance, model: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path, run_id: str = "run"
 ) -> InstanceResult:
     """A batch job: run one instance, grade its patch in a fresh container, leave grade.json in its run
     directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
     client = docker.from_env(timeout=300)
-    result = run_instance(inst, model, policy, out_dir, client)
+    result = run_instance(inst, model, policy, out_dir, client, prices=prices)
     report = grade_result(inst, result, client, log_dir(out_dir, run_id, inst.instance_id))
     write_grade(Path(result.run_dir), inst.instance_id, report)
     return result.model_copy(update={"grade": report})

@@ -4,7 +4,8 @@
 
 Each instance gets an ordinary run directory (named after the instance, so a
 re-run skips instances that already finished); the batch folder also gets
-`predictions.jsonl` in the official format and, after grading, `report.json`.
+`predictions.jsonl` in the official format, `batch.json` (what the batch cost) and,
+after grading, `report.json`.
 Each instance is one job for an executor (evals/executors): threads here, or Ray tasks.
 """
 
@@ -20,15 +21,15 @@ from pathlib import Path
 import docker
 from pydantic import BaseModel
 
-from agent.journal.store import make_folder
+from agent.journal.store import make_folder, write_json_atomic
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
-from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
 from agent.task import Task
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
-from evals.executors import Done, ExecutorOptions, Job, Tally, run_jobs
+from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent
 from evals.swe.grader import InstanceReport
 from evals.swe.image import BASELINE_REF, instance_image, sandbox_options
@@ -65,14 +66,31 @@ def final_diff(box: Sandbox, base_commit: str) -> str:
 @dataclass(frozen=True)
 class SweBatchSpec:
     """Everything that decides a batch: the instances, the model (a model string or a reference agent), the
-    policy, the batch folder (a batch run again into the same folder skips its finished instances) and where
-    the instances run."""
+    policy, the batch folder (a batch run again into the same folder skips its finished instances), where
+    the instances run, the price table each call is priced from (default: agent/prices.toml) and the
+    batch's budget: with `max_cost_usd`, no instance starts once the batch's runs (earlier ones in the
+    folder included) cost that much, counting each run still going at the mean cost of the finished ones."""
 
     instances: list[SweInstance]
     model: str
     policy: HarnessPolicy
     batch_dir: Path
     executor: ExecutorOptions = ExecutorOptions()
+    max_cost_usd: float | None = None
+    prices: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
+            name = model_for(self.model, self.instances[0]).name
+            price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
+
+
+class SweBatch(BaseModel):
+    """batch.json of a SWE batch folder: what ran, and what it cost."""
+
+    model: str
+    policy: str
+    cost: BatchCost
 
 
 class InstanceResult(BaseModel):
@@ -83,6 +101,8 @@ class InstanceResult(BaseModel):
     error: str | None = None
     steps: int = 0
     tokens: int = 0
+    cost_usd: float | None = None  # summary.json's: None when unknown
+    unpriced_calls: int = 0
     grade: InstanceReport | None = None  # set by a graded batch (evals.swe.batch)
 
 
@@ -97,6 +117,7 @@ def run_instance(
     batch_dir: Path,
     client: docker.DockerClient,
     log: Callable[[str], None] = lambda s: None,
+    prices: Path | None = None,
 ) -> InstanceResult:
     try:
         options = sandbox_options(instance_image(inst, client, log), client)
@@ -113,6 +134,7 @@ def run_instance(
         sandbox=sandbox,
         toolset="repository",
         run_id=inst.instance_id,
+        prices=prices,
     )
     try:
         with open_run(spec) as session:
@@ -137,6 +159,8 @@ def run_instance(
         model_patch=patch,
         steps=summary.steps,
         tokens=summary.tokens.prompt + summary.tokens.completion,
+        cost_usd=summary.cost_usd,
+        unpriced_calls=summary.unpriced_calls,
     )
 
 
@@ -161,6 +185,8 @@ def finished(batch_dir: Path, instance_id: str) -> InstanceResult | None:
         model_patch=patch.read_text(),
         steps=s["steps"],
         tokens=s["tokens"]["prompt"] + s["tokens"]["completion"],
+        cost_usd=s.get("cost_usd"),
+        unpriced_calls=s.get("unpriced_calls", 0),
     )
 
 
@@ -170,22 +196,26 @@ def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
         run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(UTC):%Y%m%d%H%M%S}")
 
 
-def run_one(inst: SweInstance, model_spec: str, policy: HarnessPolicy, out_dir: Path) -> InstanceResult:
+def run_one(
+    inst: SweInstance, model_spec: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path
+) -> InstanceResult:
     """A batch job: one instance into `out_dir`, with a Docker client of the process that runs it."""
-    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300))
+    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300), prices=prices)
 
 
 def run_batch(
     spec: SweBatchSpec,
     on_done: Callable[[InstanceResult], None] = lambda r: None,
-    work: Callable[[SweInstance, str, HarnessPolicy, Path], InstanceResult] = run_one,
+    work: Callable[[SweInstance, str, HarnessPolicy, Path | None, Path], InstanceResult] = run_one,
     reuse: Callable[[Path, str], InstanceResult | None] = finished,
     tally: Tally | None = None,
 ) -> list[InstanceResult]:
-    """Run `work` on every instance not already finished (per `reuse`), on the local executor or Ray."""
+    """Run `work` on every instance not already finished (per `reuse`) that the budget lets start, on the
+    local executor or Ray; the instances it did not start have no result."""
     instances, batch_dir = spec.instances, spec.batch_dir
     make_folder(batch_dir, "batch folder", exist_ok=True)
     tally = tally or Tally(total=len(instances))
+    budget = Budget(spec.max_cost_usd, lambda r: (r.cost_usd, r.unpriced_calls))
     results: dict[str, InstanceResult] = {}
     todo = []
     for inst in instances:
@@ -193,6 +223,7 @@ def run_batch(
         if done is not None:
             results[inst.instance_id] = done
             tally.reused(inst.instance_id)
+            budget.count((done.cost_usd, done.unpriced_calls))
             on_done(done)
         else:
             clear_incomplete(batch_dir, inst.instance_id)
@@ -209,12 +240,14 @@ def run_batch(
         results[done.key] = result
         on_done(result)
 
-    jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy), docker=True) for inst in todo]
+    jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy, spec.prices), docker=True) for inst in todo]
     try:
-        run_jobs(jobs, batch_dir, spec.executor, arrived, tally)
-    finally:  # an interrupted batch still says where its finished instances ran
+        run_jobs(jobs, batch_dir, spec.executor, arrived, tally, budget)
+    finally:  # an interrupted batch still says where its finished instances ran, and what they cost
         tally.write(batch_dir / "executor.json", [i.instance_id for i in instances])
-    ordered = [results[i.instance_id] for i in instances]
+        record = SweBatch(model=spec.model, policy=spec.policy.name, cost=budget.record())
+        write_json_atomic(batch_dir / "batch.json", record.model_dump(mode="json"))
+    ordered = [results[i.instance_id] for i in instances if i.instance_id in results]
     write_predictions(batch_dir / "predictions.jsonl", ordered, spec.model)
     return ordered
 
