@@ -276,7 +276,7 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
         return Stop(
             "context_overflow",
             f"The model refused the prompt as longer than its context window: {e} {OVERFLOW_ADVICE}",
-            {"source": "provider"},
+            {"source": "provider", "provider_tokens": e.tokens, "provider_limit": e.limit},
         )
     except PermanentModelError as e:
         return Stop("model_error", f"The model call failed and retrying cannot help: {e}")

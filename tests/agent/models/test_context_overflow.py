@@ -11,11 +11,14 @@ import pytest
 
 from agent.models import load_model
 from agent.models.local import LocalModel
+from agent.pricing import load_prices
 from agent.session import RunSpec, start
 from agent.task import Task
 from core.errors import ContextOverflowError, PermanentModelError
-from core.policy import ModelParams, OverflowPolicy
+from core.policy import PRESETS, ModelParams, OverflowPolicy
 from core.types import Message
+from evals.reports.load import load_run
+from evals.reports.text import run_markdown
 from tests.agent.helpers import events
 from tests.agent.models.harness_serve import harness_serve
 from tests.agent.models.provider_double import anthropic_error, openai_error, provider, reply
@@ -171,3 +174,29 @@ def test_the_in_process_engine_says_its_window_and_refuses_a_longer_prompt():
         assert err.value.limit == 256 and err.value.tokens is not None and err.value.tokens > 256
     finally:
         model.engine.shutdown()
+
+
+def test_a_tool_output_that_overflows_harness_serve_is_recovered_with_the_local_preset(tmp_path):
+    """The embedded model behind `harness serve --max-model-len 4096`, the `local` preset, and one output allowed
+    the whole window (overflow.observation_share = 1): the next prompt cannot fit, the harness makes room, and
+    the run goes on. Prompts are counted with the embedded tokenizer; where the server's chat template counts
+    more, its refusal is recovered too."""
+    local = PRESETS["local"]
+    policy = local.model_copy(
+        update={"stop": local.stop.model_copy(update={"max_steps": 3}), "overflow": OverflowPolicy(observation_share=1)}
+    )
+    task = Task(
+        prompt="The file numbers.txt is long. Show its contents with the shell tool (cat numbers.txt), then show "
+        "them again.",
+        setup=["seq 1 20000 > numbers.txt"],
+    )
+    with harness_serve("--max-model-len", "4096") as url:
+        summary, run_dir = start(RunSpec(task, f"openai-compatible:{url}/v1#smollm2", policy, tmp_path))
+    assert summary.stop_reason not in ("model_error", "harness_error", "context_exhausted"), summary.message
+    found = [e for e in events(run_dir) if e["type"] == "context_overflow"]
+    assert found and any(e["cuts"] for e in found)
+    sent = [e for e in events(run_dir) if e["type"] == "model_replied"]
+    assert len(sent) >= 2 and all(e["counted_tokens"] + 256 <= 4096 for e in sent)  # the room for the reply kept
+    assert all(e["reply"]["usage"]["prompt_tokens"] <= 4096 for e in sent)  # and by the server's own count
+    text = run_markdown(load_run(run_dir, load_prices()))
+    assert "context overflows" in text and "cut from" in text
