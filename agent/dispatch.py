@@ -235,7 +235,12 @@ def _truncate(obs: Observation, step: int, policy: HarnessPolicy, journal: Journ
     if cap is None:
         return obs
     kept = obs.truncation.artifact if obs.truncation is not None else None  # the full text, already stored
-    return cap(obs, lambda text=obs.text: kept or journal.store_artifact(name, text))
+    text = obs.text
+
+    def keep_full() -> str:
+        return kept or journal.store_artifact(name, text)
+
+    return cap(obs, keep_full)
 
 
 def needs_approval(tool: Tool, approval: ApprovalPolicy) -> bool:

@@ -133,7 +133,10 @@ class Folded:
         """The events that change later prompts, in journal order; with `before`, those its prompt had seen
         (a step's overflow recoveries come before its reply, its compaction after)."""
         end = before.replied.seq if before is not None and before.replied is not None else None
-        events = [e for s in self.steps for e in (*s.overflows, *s.compactions)]
+        events: list[Compacted | ContextOverflowed] = []
+        for s in self.steps:
+            events += s.overflows
+            events += s.compactions
         if before is not None:
             events = [e for e in events if (e.seq < end if end is not None else e.step < before.n)]
         return sorted(events, key=lambda e: e.seq)

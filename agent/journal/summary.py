@@ -81,10 +81,10 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
             summariser = summariser + c.summariser_usage
             if c.cut_off or not c.ok:
                 warnings.append(f"step {c.step}: {c.message}")
-        for o in step.overflows:
+        for recovery in step.overflows:
             overflows += 1
-            dropped += o.dropped_tokens
-            summariser = summariser + o.summariser_usage
+            dropped += recovery.dropped_tokens
+            summariser = summariser + recovery.summariser_usage
     steps = max([stop.step, *(s.n for s in run.steps)])
     model_calls = len(run.replies)
     cost, unpriced = total(call.cost_usd for step in run.steps for call in step.model_calls)

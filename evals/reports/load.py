@@ -60,7 +60,8 @@ def step_cost(price: Price | None, step: Step) -> float | None:
     if price is None:
         return None
     billed = [f.usage for f in step.failures if f.usage is not None]
-    usages = [step.usage, *billed, *(c.summariser_usage for c in (*step.overflows, *step.compactions))]
+    folds = [c.summariser_usage for c in step.compactions] + [o.summariser_usage for o in step.overflows]
+    usages = [step.usage, *billed, *folds]
     return sum(cost_usd(price, u) for u in usages)
 
 
