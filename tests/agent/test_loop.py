@@ -37,6 +37,8 @@ SUMMARY_FIELDS = {
     "message",
     "outcome",
     "steps",
+    "overflow_recoveries",
+    "overflow_dropped_tokens",
     "tokens",
     "cache_hit_rate",
     "wall_s",
