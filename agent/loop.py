@@ -89,9 +89,11 @@ def run(
     try:
         if resumed is not None and resumed.open is not None:  # its reply is journaled: the model is not asked again
             stop = act(loop, resumed.open.reply, resumed.open.recovered, resumed.open.compacted)
+        tried = resumed.recoveries if resumed is not None else []
         while stop is None:
-            reply = ask(loop)
+            reply = ask(loop, tried)
             stop = reply if isinstance(reply, Stop) else act(loop, reply)
+            tried = []
     except KeyboardInterrupt:
         stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
     except Exception as e:  # a bug, a full disk, a reply no client expected: the run still ends on the record
@@ -99,12 +101,12 @@ def run(
     return finish(loop, stop)
 
 
-def ask(loop: Loop) -> ModelReply | Stop:
+def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
     """Render the next step's prompt, make room if it does not fit the model's window (agent.overflow), call the
-    model and journal its reply."""
+    model and journal its reply. `tried`: the step's recoveries a crashed process journaled; it goes on after them."""
     state, journal = loop.state, loop.session.journal
     state.step += 1
-    recoveries = list(RECOVERIES[loop.session.policy.overflow.on_overflow])
+    recoveries = list(RECOVERIES[loop.session.policy.overflow.on_overflow][len(tried) :])
     while True:
         prompt = loop.renderer.render(state.history, state.folds, state.cuts)
         tokens = loop.renderer.tokens(prompt)  # counted before the call: a prompt that cannot fit is not sent

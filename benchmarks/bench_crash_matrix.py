@@ -1,15 +1,19 @@
 """kill -9 at random moments and resume, for every sandbox × context policy × kind of write.
 
 For each cell of {local, docker} × {append-only, compacting with a scripted summariser} ×
-{shell writes, write_file, a stdio MCP server's write tool} (tests/agent/recovery/crash_driver.py): one
-uninterrupted run, then KILLS SIGKILLs at moments drawn uniformly over that run's duration, each
-killed run resumed (`harness resume` semantics) until it finishes. Per cell it prints the runs
-that differ from the uninterrupted one (counter, conversation, every prompt byte for byte, stop),
-duplicated writes, lost steps, containers left behind once every run finished, and the median
-resume time (from the resume call to its run_resumed event: state rebuilt, sandbox reconnected,
-MCP servers connected). Goal: 0, 0, 0, 0 in every cell. Exits 1 when a cell misses it.
+{shell writes, write_file, a stdio MCP server's write tool}, and local/overflowing/shell (a 4,000-token
+window: emergency folds and cuts every step or two) (tests/agent/recovery/crash_driver.py): one
+uninterrupted run, then KILLS SIGKILLs at moments drawn uniformly over that run's duration (in the
+overflowing cell two kills in three are aimed instead: right after an emergency fold's summary, or
+right after a recovery, before its step's model call), each killed run resumed (`harness resume`
+semantics) until it finishes. Per cell it prints the kills that landed inside a write and inside a
+fold or recovery, the runs that differ from the uninterrupted one (counter, conversation, every
+prompt byte for byte, folds and recoveries as replay compares them, stop), duplicated writes, lost
+steps, containers left behind once every run finished, and the median resume time (from the resume
+call to its run_resumed event: state rebuilt, sandbox reconnected, MCP servers connected). Goal: 0,
+0, 0, 0 in every cell. Exits 1 when a cell misses it.
 
-    .venv/bin/python benchmarks/bench_crash_matrix.py [--kills 20] [--steps 6] [--seed N] [--only docker/compacting/mcp]
+    .venv/bin/python benchmarks/bench_crash_matrix.py [--kills 20] [--steps 6] [--seed N] [--only local/overflowing/shell]
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
         stats.kills,
         len(stats.runs),
         inside,
+        sum(crash_driver.kills_in_recoveries(r) for r in stats.runs),
         f"{len(bad)}",
         sum(crash_driver.duplicated(r) for r in stats.runs),
         sum(crash_driver.lost(r, reference) for r in stats.runs),
@@ -68,6 +73,7 @@ def main() -> None:
         "kills",
         "runs",
         "kills in a write",
+        "kills in a fold or recovery",
         "runs that differ",
         "duplicated writes",
         "lost steps",
@@ -86,7 +92,7 @@ def main() -> None:
         row, found = measure(cell, tmp, args.kills, args.steps, args.seed)
         print("| " + " | ".join(map(str, row)) + " |", flush=True)
         details += found
-        if any(str(row[i]) != "0" for i in (4, 5, 6, 7)):  # differ, duplicated, lost, containers left
+        if any(str(row[i]) != "0" for i in (5, 6, 7, 8)):  # differ, duplicated, lost, containers left
             missed.append(f"{cell.name} (its runs are kept in {tmp})")
         else:
             shutil.rmtree(tmp)

@@ -45,6 +45,9 @@ class Restored:
     # Summariser calls of a compaction the crash cut short (journaled, its `compaction` event not):
     # the resumed compaction is answered from these before the summariser is asked again.
     summaries: list[SummaryReplied] = field(default_factory=list)
+    # The overflow recoveries (agent.overflow) the next step journaled before the crash, before its model call:
+    # the resumed step goes on with the ones after them, as the dead process would have.
+    recoveries: list[str] = field(default_factory=list)
 
 
 def restore(task: Task, events: Sequence[Event], snap: Snapshot | None) -> Restored:
@@ -99,8 +102,15 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
     last = answered[-1][0] if answered else None
     last_prompt = (last.history_at, len(run.folds_before(last)), run.cuts_before(last)) if last is not None else None
+    unanswered = next((s for s in run.steps if s.n == run.last_step and s.replied is None), None)
     restored = Restored(
-        state, _open(step, events), decisions(events), base, last_prompt, summaries=run.pending_summaries
+        state,
+        _open(step, events),
+        decisions(events),
+        base,
+        last_prompt,
+        summaries=run.pending_summaries,
+        recoveries=[o.action for o in unanswered.overflows] if unanswered is not None else [],
     )
     return restored, window
 

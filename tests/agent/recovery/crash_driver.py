@@ -1,13 +1,19 @@
 """Runs built to be killed: each step writes the next value of a counter, in one of three ways.
 
-A cell is a sandbox (local, docker), a context policy (append-only, or compacting every third
-step with a scripted summariser) and a kind of write:
+A cell is a sandbox (local, docker), a context policy (append-only, compacting every third
+step with a scripted summariser, or overflowing: a window so small that emergency folds and cuts
+happen every step or two) and a kind of write:
 
 - `shell`: an idempotent command (`grep -sqx N counter.txt || echo N >> counter.txt`), so an
   interrupted one simply runs again (`checkpoint.interrupted_writes = "rerun"`);
 - `write_file`: the built-in tool writes the whole counter so far (its own check settles a cut-short write);
 - `mcp`: `put(N, N)` of the stdio MCP server tests/tools/mcp/servers/counter.py, into a JSON file
   beside the run.
+
+The overflowing cell (local, shell writes only) prints an output of a few thousand tokens after each
+write, in a 4,000-token window: from the third step on every step needs an emergency fold (its
+memory written by the scripted model), some a cut as well, and the longest outputs are cut at
+dispatch. Where its summaries fall is found by running it once in-process first.
 
 The last step reads the counter back (`cat counter.txt`, or the server's `read`), so the final
 content is in the journal even when it lived in a container that is gone. The crash test and
@@ -18,37 +24,55 @@ resume them until they finish:
     python -m tests.agent.recovery.crash_driver resume RUN_DIR         # continue it
 
 Each process prints `ready` just before the run starts or resumes, so a caller can aim its kills
-at the run rather than at Python's start-up, and a resume prints `resumed_in SECONDS` once its
-run_resumed event is written (state rebuilt, sandbox reconnected, MCP servers connected). Every
-prompt the model is sent is logged (as a digest, per reply index) to `prompts.jsonl` beside the run
-directory, so a resumed run can be checked to send exactly the prompts an uninterrupted run sends.
+at the run rather than at Python's start-up (or at an event: with CRASH_DIE_AFTER=TYPE:N in its
+environment a process SIGKILLs itself once the journal holds N events of that type), and a resume
+prints `resumed_in SECONDS` once its run_resumed event is written (state rebuilt, sandbox
+reconnected, MCP servers connected). Every prompt the model is sent is logged (as a digest, per
+reply index) to `prompts.jsonl` beside the run directory, so a resumed run can be checked to send
+exactly the prompts an uninterrupted run sends.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from agent.journal.store import read_events
-from agent.models.scripted import ScriptedModel
+from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.recorded.replay import compare_harness
 from agent.recovery.resume import resume
 from agent.session import RunSpec, SandboxSpec, start
 from agent.stopping import RESUMABLE
 from agent.task import Task
-from core.context_policy import Compact
-from core.events import MessageAdded, ModelReplied, RunResumed, RunStopped, ToolObserved
+from core.context_policy import Compact, TruncationPolicy
+from core.events import (
+    Compacted,
+    ContextOverflowed,
+    Event,
+    MessageAdded,
+    ModelReplied,
+    RunResumed,
+    RunStopped,
+    SummaryReplied,
+    ToolObserved,
+)
 from core.mcp_settings import McpServer
-from core.policy import CheckpointPolicy, HarnessPolicy
+from core.memory_types import WorkingMemory
+from core.policy import CheckpointPolicy, HarnessPolicy, ModelParams, OverflowPolicy
+from tests.agent.costly_run import SummarisingModel
 
 ROOT = (
     Path(__file__).resolve().parents[3]
@@ -58,9 +82,14 @@ COUNTER = "counter.txt"
 MCP_COUNTER = "counter.json"  # beside the run directory: the MCP server's file
 SLOW_S = 0.03  # before and after each shell or MCP write: a kill often lands inside the tool
 MEMORY = '{"goal": "write 1, 2, 3, ... to the counter", "failed_approaches": []}'
+TASK = Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit.")
+WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs does not fit
+OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
+DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
+AIMS = {"overflowing": ("summary_replied", "context_overflow")}  # where torture aims kills, beside random moments
 
 Sandbox = Literal["local", "docker"]
-Context = Literal["append-only", "compacting"]
+Context = Literal["append-only", "compacting", "overflowing"]
 Writes = Literal["shell", "write_file", "mcp"]
 
 
@@ -84,10 +113,13 @@ class Cell:
 
 
 CELLS = [
-    Cell(s, c, w)
-    for s in ("local", "docker")
-    for c in ("append-only", "compacting")
-    for w in ("shell", "write_file", "mcp")
+    *(
+        Cell(s, c, w)
+        for s in ("local", "docker")
+        for c in ("append-only", "compacting")
+        for w in ("shell", "write_file", "mcp")
+    ),
+    Cell("local", "overflowing", "shell"),
 ]
 
 
@@ -111,7 +143,17 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
     )
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
-    return HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint)
+    policy = HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint)
+    if cell.context != "overflowing":
+        return policy
+    return policy.model_copy(
+        update={
+            "model": ModelParams(context_window=WINDOW, max_tokens=256),
+            # Outputs up to nine tenths of the window: after a fold the newest step alone may not fit, and is cut.
+            "overflow": OverflowPolicy(summariser="model", observation_share=0.9),
+            "truncation": TruncationPolicy(head_chars=100_000, tail_chars=100_000),
+        }
+    )
 
 
 def call(name: str, **arguments) -> dict:
@@ -120,25 +162,45 @@ def call(name: str, **arguments) -> dict:
 
 def write(cell: Cell, i: int) -> dict:
     if cell.writes == "shell":
+        output = (
+            f' seq -f "output line %g of write {i}" 1 {OUTPUT_LINES[(i - 1) % len(OUTPUT_LINES)]};'
+            if cell.context == "overflowing"
+            else ""
+        )
         return call(
-            "shell", command=f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER}; sleep {SLOW_S}"
+            "shell",
+            command=f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER};{output} sleep {SLOW_S}",
         )
     if cell.writes == "write_file":
         return call("write_file", path=COUNTER, content="".join(f"{v}\n" for v in range(1, i + 1)))
     return call("counter__put", index=i, value=i)
 
 
-def script(cell: Cell, steps: int) -> list[dict]:
+def script(cell: Cell, steps: int, out: Path) -> list[dict]:
     """The agent's replies, one a step, with the summariser's reply after every third step that has a
-    step after it (the model answers both, in the order they are asked for)."""
+    step after it (the model answers both, in the order they are asked for); in the overflowing cell,
+    wherever a run of it asks for one."""
     read = call("counter__read") if cell.writes == "mcp" else call("shell", command=f"cat {COUNTER}")
     agent = [write(cell, i) for i in range(1, steps + 1)] + [read, call("submit", answer="done")]
+    if cell.context == "overflowing":
+        return summaries_where_asked(cell, agent, out)
     replies = []
     for step, reply in enumerate(agent, 1):
         replies.append(reply)
         if cell.context == "compacting" and step % 3 == 0 and step < len(agent):
             replies.append({"text": MEMORY})
     return replies
+
+
+def summaries_where_asked(cell: Cell, agent: list[dict], out: Path) -> list[dict]:
+    """The replies a run of the cell gets, in order: it runs once in-process, each summary request answered
+    as it comes, for the script a killed run is resumed with."""
+    model = SummarisingModel(
+        [ScriptedReply.model_validate(r) for r in agent], WorkingMemory.model_validate_json(MEMORY)
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        start(RunSpec(TASK, model, policy(cell, out), Path(tmp), sandbox=SandboxSpec.parse(cell.sandbox)))
+    return [r.model_dump(exclude_none=True) for r in model.replies]
 
 
 class PromptLoggingModel(ScriptedModel):
@@ -161,15 +223,16 @@ def model(out: Path) -> PromptLoggingModel:
 
 def start_run(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "script.json").write_text(json.dumps(script(cell, steps)))
+    (out / "script.json").write_text(json.dumps(script(cell, steps, out)))
     print("ready", flush=True)
     start(
         RunSpec(
-            Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit."),
+            TASK,
             model(out),
             policy(cell, out),
             out / "runs",
             sandbox=SandboxSpec.parse(cell.sandbox),
+            listeners=dying(()),
         )
     )
 
@@ -182,9 +245,26 @@ def resume_run(run_dir: Path) -> None:
         if isinstance(event, RunResumed):
             print(f"resumed_in {time.perf_counter() - began:.3f}", flush=True)
 
-    done = resume(run_dir, model=model(run_dir.parent.parent), listeners=(timed,))
+    done = resume(run_dir, model=model(run_dir.parent.parent), listeners=(timed, *dying(read_events(run_dir))))
     for note in done.notes:
         print("note:", note, flush=True)
+
+
+def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
+    """A journal listener that SIGKILLs this process once the journal holds the events DIE_AFTER names
+    (`journaled`: those it held when the process began), or none."""
+    aim = os.environ.get(DIE_AFTER)
+    if not aim:
+        return ()
+    kind, count = aim.split(":")
+    seen = [sum(e.type == kind for e in journaled)]
+
+    def listener(event: Event) -> None:
+        seen[0] += event.type == kind
+        if seen[0] == int(count):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return (listener,)
 
 
 @dataclass
@@ -215,25 +295,34 @@ def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
 
 def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s: float) -> Torture:
     """Start runs and SIGKILL them at random moments (uniform over `window_s` after `ready`), resuming
-    each until it finishes, until `kills` kills have landed on a live process."""
+    each until it finishes, until `kills` kills have landed on a live process. In a cell with AIMS the
+    processes take turns: each aim in order (the process dies right after the journal's next event or
+    the one after of that type), then a random moment."""
     rng = random.Random(seed)
     stats = Torture()
+    turns = [*AIMS.get(cell.context, ()), None]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
         run_dir, clean_exits = None, 0
         while True:
             args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(out), str(steps), cell.name]
+            aim = turns[stats.processes % len(turns)] if stats.kills < kills else None
+            env = dict(os.environ)
+            if aim is not None:
+                journaled = sum(e.type == aim for e in read_events(run_dir)) if run_dir is not None else 0
+                env[DIE_AFTER] = f"{aim}:{journaled + rng.randint(1, 2)}"
             proc = subprocess.Popen(
-                driver(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                driver(*args), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
             )
             stats.processes += 1
             proc.stdout.readline()  # "ready": the harness is about to act
-            time.sleep(rng.uniform(0, window_s))
-            killed = stats.kills < kills and proc.poll() is None
-            if killed:
-                proc.send_signal(signal.SIGKILL)
-                stats.kills += 1
+            if aim is None:
+                time.sleep(rng.uniform(0, window_s))
+                if stats.kills < kills and proc.poll() is None:
+                    proc.send_signal(signal.SIGKILL)
             output = proc.communicate()[0]
+            killed = proc.returncode == -signal.SIGKILL
+            stats.kills += killed
             stats.resume_s += [float(m) for m in re.findall(r"^resumed_in (\S+)$", output, re.MULTILINE)]
             run_dir = run_dir or _run_dir(out)
             if killed:
@@ -299,6 +388,11 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
     if conversation(run_dir) != conversation(reference):
         found.append("the conversation in the journal differs")
     events = read_events(run_dir)
+    # As a replay compares them: every prompt's figures, fold and overflow recovery. (Not the write intents: a
+    # write a kill cut short journals its intent again when it runs again.)
+    reshaped = compare_harness(reshaping(reference), reshaping(run_dir))
+    if reshaped:
+        found.append(f"{reshaped[0].what} at step {reshaped[0].step}, as a replay compares the journal")
     if [e.seq for e in events] != list(range(1, len(events) + 1)):
         found.append("event seqs are not 1, 2, 3, ...")
     observed = Counter(e.observation.call_id for e in events if isinstance(e, ToolObserved))
@@ -311,6 +405,12 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
     if {p["index"] for p in logged} != set(wanted) or any(p["prompt"] != wanted[p["index"]] for p in logged):
         found.append("a prompt differs from the uninterrupted run's")
     return found
+
+
+def reshaping(run_dir: Path) -> list[Event]:
+    """The replies' prompts and what changed them: compactions and overflow recoveries."""
+    kinds = (ModelReplied, Compacted, ContextOverflowed)
+    return [e for e in read_events(run_dir) if isinstance(e, kinds)]
 
 
 def conversation(run_dir: Path) -> list:
@@ -337,6 +437,16 @@ def kills_inside_tools(run_dir: Path) -> int:
         for e in read_events(run_dir)
         if isinstance(e, RunResumed)
         for n in e.notes
+    )
+
+
+def kills_in_recoveries(run_dir: Path) -> int:
+    """Resumes of a process that died right after a summariser's reply or an overflow recovery: inside a
+    fold, or between a step's recovery and its model call."""
+    events = read_events(run_dir)
+    return sum(
+        isinstance(e, RunResumed) and isinstance(before, (SummaryReplied, ContextOverflowed))
+        for before, e in zip(events, events[1:], strict=False)
     )
 
 

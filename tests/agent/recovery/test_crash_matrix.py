@@ -2,7 +2,9 @@
 
 Real subprocesses, real SIGKILL, real containers and a real stdio MCP server (see crash_driver).
 Every killed-and-resumed run must equal the uninterrupted one, and no container of the cell's
-runs may be left once they finished. benchmarks/bench_crash_matrix.py runs many more kills.
+runs may be left once they finished. In the overflowing cell the kills are aimed: right after an
+emergency fold's summary, and right after a recovery, before its step's model call.
+benchmarks/bench_crash_matrix.py runs many more kills.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import pytest
 
 from tests.agent.recovery import crash_driver
-from tests.agent.recovery.crash_driver import CELLS
+from tests.agent.recovery.crash_driver import AIMS, CELLS
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once, for the docker cells)
 
 STEPS = 3
@@ -32,5 +34,7 @@ def test_a_few_seeded_kills_then_resume_match_the_uninterrupted_run(request, tmp
     for run_dir in stats.runs:
         assert crash_driver.problems(run_dir, reference) == [], f"seed {seed}, {run_dir}"
         assert crash_driver.duplicated(run_dir) == crash_driver.lost(run_dir, reference) == 0, f"seed {seed}, {run_dir}"
+    if cell.context in AIMS:
+        assert sum(crash_driver.kills_in_recoveries(r) for r in stats.runs) == KILLS, f"seed {seed}"
     if cell.sandbox == "docker":
         assert crash_driver.containers_left(tmp_path) == 0, f"seed {seed}"
