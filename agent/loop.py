@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from agent.approval import Decision
-from agent.dispatch import Cap, dispatch, needs_approval
+from agent.dispatch import dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
-from agent.models.base import ModelClient
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
-from agent.pricing import Price, cost_usd
+from agent.parts import Loop, Session
+from agent.pricing import cost_usd
 from agent.prompt_digest import PromptDigest
 from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
 from agent.state import RunState, advance, spend
-from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, StopRule, after_step, prompt_overflows
+from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
 from agent.summariser_calls import JournaledSummariser
 from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
@@ -36,44 +35,10 @@ from core.types import Message, ModelReply
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
 from memory.tokens import PromptAccounting
-from sandboxes.base import Sandbox
-from tools.base import Registry, Tool, ToolContext
+from tools.base import Registry, ToolContext
 from tools.disclosure import request_tools, tools_text, with_describe_tool
 
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
-
-
-@dataclass
-class Session:
-    """An open run (agent.session builds it): its journal, sandbox, model and the tools it offers."""
-
-    task: Task
-    policy: HarnessPolicy
-    model: ModelClient
-    journal: Journal
-    sandbox: Sandbox
-    tools: Registry
-    stop_rules: Sequence[StopRule] = ()
-    price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
-    context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
-
-
-@dataclass
-class Loop:
-    """What one run's loop works with between steps, beside its state: the tools as the dispatcher sees them
-    and as the model is shown them, and the renderer, accounting and summariser that keep their caches."""
-
-    session: Session
-    state: RunState
-    tools: Registry
-    shown: Sequence[Tool]
-    ctx: ToolContext
-    renderer: Renderer
-    accounting: PromptAccounting
-    summariser: Summariser
-    digest: PromptDigest
-    approvals: Mapping[str, bool | Decision]
-    cap: Cap | None  # cuts an observation too long for the model's window as it is made
 
 
 def run(

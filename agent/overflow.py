@@ -12,9 +12,9 @@ does not fit: recoveries that no longer make room end the run instead of looping
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from agent.dispatch import Cap
+from agent.parts import Loop
 from agent.stopping import Stop
 from core.context_policy import Compact
 from core.events import ContextOverflowed, Cut
@@ -26,9 +26,6 @@ from memory.render import compact_step
 from memory.summariser import Summariser, SummaryRequest
 from memory.tokens import TokenCounter
 from memory.truncate import cut_to_tokens
-
-if TYPE_CHECKING:
-    from agent.loop import Loop
 
 RECOVERIES = {"compact": ("compact", "truncate"), "truncate": ("truncate",), "stop": ()}
 MIN_CUT_TOKENS = 64  # an observation is never cut below this: the notice and a line or two of each end

@@ -24,11 +24,12 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.journal.store import Journal, RunInfo, new_run_id, write_json_atomic
 from agent.journal.summary import Summary
-from agent.loop import Session, run
+from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.models.windows import context_window
+from agent.parts import Session
 from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pydantic import BaseModel  # noqa: E402
 
 from agent.journal.store import Journal, RunInfo  # noqa: E402
-from agent.loop import Session, run  # noqa: E402
+from agent.loop import run  # noqa: E402
+from agent.parts import Session  # noqa: E402
 from agent.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402
 from core.events import ModelReplied  # noqa: E402

@@ -7,8 +7,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agent.journal.store import Journal, RunInfo, read_events
-from agent.loop import Session, run
+from agent.loop import run
 from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.parts import Session
 from agent.recorded.rerender import HELD_FIXED, replay_history, rerender
 from agent.session import RunSpec, prepare, start
 from agent.task import Task

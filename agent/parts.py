@@ -1,0 +1,56 @@
+"""What one run's loop works with: the open run (`Session`, which agent.session builds) and the loop's parts
+between steps (`Loop`). Data only: the loop (agent.loop) and its overflow recovery (agent.overflow) act on them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agent.approval import Decision
+from agent.dispatch import Cap
+from agent.journal.store import Journal
+from agent.models.base import ModelClient
+from agent.pricing import Price
+from agent.prompt_digest import PromptDigest
+from agent.state import RunState
+from agent.stopping import StopRule
+from agent.task import Task
+from core.policy import HarnessPolicy
+from memory.render import Renderer
+from memory.summariser import Summariser
+from memory.tokens import PromptAccounting
+from sandboxes.base import Sandbox
+from tools.base import Registry, Tool, ToolContext
+
+
+@dataclass
+class Session:
+    """An open run (agent.session builds it): its journal, sandbox, model and the tools it offers."""
+
+    task: Task
+    policy: HarnessPolicy
+    model: ModelClient
+    journal: Journal
+    sandbox: Sandbox
+    tools: Registry
+    stop_rules: Sequence[StopRule] = ()
+    price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
+    context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
+
+
+@dataclass
+class Loop:
+    """What one run's loop works with between steps, beside its state: the tools as the dispatcher sees them
+    and as the model is shown them, and the renderer, accounting and summariser that keep their caches."""
+
+    session: Session
+    state: RunState
+    tools: Registry
+    shown: Sequence[Tool]
+    ctx: ToolContext
+    renderer: Renderer
+    accounting: PromptAccounting
+    summariser: Summariser
+    digest: PromptDigest
+    approvals: Mapping[str, bool | Decision]
+    cap: Cap | None  # cuts an observation too long for the model's window as it is made
