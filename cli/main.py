@@ -17,6 +17,7 @@ from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import chess_command
+from cli.export_cmd import export_command
 from cli.output import console, exits_on_error, print_json
 from cli.progress import following_run, summary_table
 from cli.report import report_command
@@ -190,6 +191,7 @@ app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
+app.command("export")(export_command)
 
 
 def main() -> None:
