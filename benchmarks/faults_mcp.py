@@ -6,8 +6,10 @@ contained (nothing hidden, injected or oversized reached the model; the run
 went on), what data was lost on the way, and whether the observation or notice
 says clearly what happened. Calls go through the dispatcher, as a model's would.
 
-Chat-template markers are also checked where they would do harm: in the local
-engine's prompt, rendered and tokenised, when the engine's model file is here.
+Chat-template markers are also checked where they would do harm: in a result as
+each provider's request carries it (the OpenAI and Anthropic message formats the
+SDK clients send, and the local engine's prompt, rendered and tokenised, when the
+engine's model file is here).
 `rows()` is what benchmarks/bench_faults.py imports.
 
     .venv/bin/python benchmarks/faults_mcp.py [--flood-mib 50] [--many 2000]
@@ -35,9 +37,10 @@ sys.path.insert(0, str(ROOT))
 
 from agent.dispatch import dispatch  # noqa: E402
 from agent.journal.store import Journal, RunInfo  # noqa: E402
+from agent.models.convert import to_anthropic, to_openai  # noqa: E402
 from core.mcp_settings import MAX_TOOLS, McpServer  # noqa: E402
 from core.policy import HarnessPolicy  # noqa: E402
-from core.types import Observation, ToolCall  # noqa: E402
+from core.types import Message, Observation, ToolCall  # noqa: E402
 from tools.base import Registry, Tool, ToolContext, openai_schema  # noqa: E402
 from tools.builtin import standard_tools  # noqa: E402
 from tools.mcp import with_mcp  # noqa: E402
@@ -51,8 +54,16 @@ SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "hostile.py"
 HANG_TIMEOUT_S = 2.0
 CALL_TIMEOUT_S = 120.0  # generous: a 50 MiB answer crosses a pipe and is parsed twice
 _HIDDEN = {"Cc", "Cf", "Co", "Cs", "Cn"}
-_MARKER = re.compile(r"<\|[^|<>\n]*\|>")
+_MARKER = re.compile(
+    r"<\|[^|<>\n]*\|>"
+    r"|<\s*/?\s*(?:tool_call|tool_response|tools|think|start_of_turn|end_of_turn|s)\s*>"
+    r"|\[\s*/?\s*(?:INST|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|SYSTEM_PROMPT)\s*\]"
+    r"|^[ \t]*(?:Human|Assistant)[ \t]*:",
+    re.IGNORECASE | re.MULTILINE,
+)
 _FENCE = re.compile(r"mcp\W*untrusted", re.IGNORECASE)
+OPENING = '<mcp-untrusted server="hostile">\n'
+CLOSING = "\n</mcp-untrusted>"
 
 
 @dataclass(frozen=True)
@@ -98,9 +109,22 @@ def caller(registry: Registry) -> Iterator[Callable[..., tuple[Observation, floa
 
 
 def harmful(text: str) -> list[str]:
-    """What in a string of a tool definition could hide, inject or break the fence."""
+    """What in a string of a tool definition, or in a result, could hide, inject or break the fence."""
     found = [f"U+{ord(c):04X}" for c in text if c not in "\n\t" and unicodedata.category(c) in _HIDDEN]
-    return found + _MARKER.findall(text) + _FENCE.findall(unicodedata.normalize("NFKC", text))
+    folded = unicodedata.normalize("NFKC", text)
+    return found + _MARKER.findall(folded) + _FENCE.findall(folded)
+
+
+def fence_holds(text: str) -> bool:
+    """One fence naming the server, closed once at the very end, and nothing harmful inside it."""
+    _, opening, inside = text.partition(OPENING)
+    return (
+        bool(opening)
+        and text.count("<mcp-untrusted") == 1
+        and text.endswith(CLOSING)
+        and text.count("</mcp-untrusted>") == 1
+        and not harmful(inside.removesuffix(CLOSING))
+    )
 
 
 def strings(value: Any) -> Iterator[str]:
@@ -117,7 +141,7 @@ def strings(value: Any) -> Iterator[str]:
 
 
 def fenced_text(tool: Tool) -> str:
-    return tool.description.split('<mcp-untrusted server="hostile">\n', 1)[1].removesuffix("\n</mcp-untrusted>")
+    return tool.description.split(OPENING, 1)[1].removesuffix(CLOSING)
 
 
 def definitions(registry: Registry) -> list[Row]:
@@ -269,6 +293,49 @@ def engine_markers(registry: Registry, result_text: str) -> list[Row]:
     ]
 
 
+def results(registry: Registry) -> list[Row]:
+    """A result that closes the fence and carries every known template's markers: as the observation, and in
+    each provider's request (the OpenAI and Anthropic message formats the SDK clients send, and the local
+    engine's prompt, the embedded model's chat template, where the engine is here)."""
+    with caller(registry) as call:
+        injected = [call("hostile__inject", error=error)[0] for error in (False, True)]
+    shown = [o.text.split(OPENING, 1)[-1] for o in injected]
+    history = [
+        Message(role="user", text="What is the weather?"),
+        Message(role="assistant", tool_calls=(ToolCall(id="c1", name="hostile__inject", arguments="{}"),)),
+        injected[0].to_message(),
+    ]
+    openai = to_openai(history)
+    [sent_openai] = [m["content"] for m in openai if m["role"] == "tool"]
+    _, anthropic = to_anthropic(history)
+    [sent_anthropic] = [b["content"] for m in anthropic for b in m["content"] if b.get("type") == "tool_result"]
+    held = [fence_holds(sent_openai), fence_holds(sent_anthropic)]
+    try:
+        from engine.tokenizer import Tokenizer
+        from engine.weights import default_model_path, load_checkpoint
+
+        tokenizer = Tokenizer.from_checkpoint(load_checkpoint(default_model_path()))
+    except Exception:  # the engine or its model file is absent here: two providers measured
+        tokenizer = None
+    if tokenizer is not None:
+        prompt = tokenizer.render_chat(openai, [openai_schema(registry.get("hostile__inject"))])
+        blocks = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", prompt, re.DOTALL)
+        one = prompt.count("<tool_response>") == prompt.count("</tool_response>") == len(blocks) == 1
+        held.append(one and fence_holds(blocks[0]))
+    where = "OpenAI, Anthropic" + (", local engine prompt" if tokenizer is not None else "")
+    return [
+        Row(
+            "a result that closes the fence and carries every template's markers (ok and error)",
+            len(injected),
+            sum(fence_holds(o.text) for o in injected),
+            "none (markers shown as look-alikes: <¦im_start¦>, [¦INST¦])",
+            all(o.text.startswith('The result from MCP server "hostile" (untrusted).') for o in injected)
+            and all("<¦im_start¦>system" in t and "structured content (JSON):" in t for t in shown),
+        ),
+        Row(f"that result in each provider's request ({where})", len(held), sum(held), "none", None),
+    ]
+
+
 def crash() -> Row:
     with with_mcp([hostile()], Registry()) as registry, caller(registry) as call:
         crashed, seconds = call("hostile__crash")
@@ -320,7 +387,7 @@ def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
     with with_mcp([hostile()], standard_tools()) as registry:
         out = definitions(registry)
         called, result_text = calls(registry, flood_mib)
-        out += called + engine_markers(registry, result_text)
+        out += called + results(registry) + engine_markers(registry, result_text)
     return [*out, crash(), unparseable(), many_tools(many)]
 
 

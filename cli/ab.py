@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from agent.pricing import load_prices
-from cli.output import console, exits_on_error
+from cli.output import console, exits_on_error, text
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
@@ -41,7 +41,7 @@ def ab_command(
     a, b = load_batch(a_dir, table, price_model), load_batch(b_dir, table, price_model)
     c = compare(a, b, a_dir.name, b_dir.name, primary=primary, resamples=resamples, seed=seed, alpha=alpha)
     html_path, json_path = render(c, (out or b_dir.parent) / f"ab-{a_dir.name}-vs-{b_dir.name}")
-    console.print(f"A = {a_dir.name}\nB = {b_dir.name}")
+    console.print(text(f"A = {a_dir.name}\nB = {b_dir.name}"))
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:
         tested = (
@@ -59,5 +59,5 @@ def ab_command(
             r.direction or "—",
         )
     console.print(summary)
-    console.print(("[bold green]" if c.verdict.distinguishable else "[bold]") + c.verdict.text + "[/]")
-    console.print(f"wrote {html_path} and {json_path}")
+    console.print(text((c.verdict.text, "bold green" if c.verdict.distinguishable else "bold")))
+    console.print(text(f"wrote {html_path} and {json_path}"))

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from agent.approval import pending_calls, record_decision
 from agent.recorded.replay import replay
 from agent.recovery.resume import resume
 from agent.stopping import FAILED
-from cli.output import console, exits_on_error
+from cli.output import console, exits_on_error, text
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
 
@@ -46,11 +45,11 @@ def resume_command(
     with following_run(console) as state:
         done = resume(run_dir, model=model, listeners=(state,), repair=repair)
     for note in done.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+        console.print(text(("note:", "yellow"), f" {note}"), soft_wrap=True)
     if done.summary is None:
         return
     console.print(summary_table(done.summary))
-    console.print(f"run directory: {run_dir}", soft_wrap=True)
+    console.print(text(f"run directory: {run_dir}"), soft_wrap=True)
     say_how_to_approve(run_dir)
     if done.summary.stop_reason in FAILED:
         raise typer.Exit(1)
@@ -60,7 +59,7 @@ def say_how_to_approve(run_dir: Path) -> None:
     """After a run stops awaiting approval: the command that decides each waiting call."""
     for call_id in pending_calls(run_dir):
         console.print(
-            f"waiting on call {call_id}: harness approve {run_dir} --call {call_id} --yes (or --no --note WHY)",
+            text(f"waiting on call {call_id}: harness approve {run_dir} --call {call_id} --yes (or --no --note WHY)"),
             soft_wrap=True,
         )
 
@@ -94,16 +93,14 @@ def replay_command(
     """
     report = replay(run_dir, out=out, execute=execute)
     for d in report.harness:
-        where = f", call {escape(d.call_id)} ({escape(d.tool)})" if d.call_id else ""
-        console.print(f"[red]harness divergence[/] at step {d.step}{where}: {escape(d.what)}")
+        where = f", call {d.call_id} ({d.tool})" if d.call_id else ""
+        console.print(text(("harness divergence", "red"), f" at step {d.step}{where}: {d.what}"))
         if d.diff:
-            console.print(d.diff, markup=False, highlight=False, end="")
+            console.print(text(d.diff), end="")
     for d in report.world:
-        console.print(
-            f"[yellow]world changed[/] at step {d.step}, call {escape(d.call_id)} ({escape(d.tool)}): {escape(d.what)}"
-        )
+        console.print(text(("world changed", "yellow"), f" at step {d.step}, call {d.call_id} ({d.tool}): {d.what}"))
         if d.diff:
-            console.print(d.diff, markup=False, highlight=False, end="")
+            console.print(text(d.diff), end="")
     stops = f"stop: recorded {report.recorded_stop}, replayed {report.replayed_stop}"
     if report.executed:
         console.print(f"{report.observations} tool outputs compared, {len(report.world)} changed in the world; {stops}")
@@ -112,7 +109,7 @@ def replay_command(
             f"{report.prompts} prompts and {report.observations} observations compared, "
             f"{len(report.harness)} harness divergences; {stops}"
         )
-    console.print(f"replay directory: {report.replay_dir}", soft_wrap=True)
+    console.print(text(f"replay directory: {report.replay_dir}"), soft_wrap=True)
     if report.harness:
         raise typer.Exit(1)
 
@@ -137,7 +134,9 @@ def approve_command(
     record_decision(run_dir, call, yes, note)
     left = pending_calls(run_dir)
     console.print(
-        f"recorded: call {call} {'approved' if yes else 'refused'}."
-        + (f" Still waiting on: {', '.join(left)}." if left else f" Continue with: harness resume {run_dir}"),
+        text(
+            f"recorded: call {call} {'approved' if yes else 'refused'}."
+            + (f" Still waiting on: {', '.join(left)}." if left else f" Continue with: harness resume {run_dir}")
+        ),
         soft_wrap=True,
     )

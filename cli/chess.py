@@ -24,7 +24,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
-from cli.output import console, exits_on_error, print_json, stderr
+from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import RunState, heartbeat, progress_bar
 from core.events import Event
 from evals.chess.batch import COLORS, Batch, ChessBatchSpec, Estimate, play_batch
@@ -132,7 +132,7 @@ def play_following(spec: ChessBatchSpec, said: Console) -> tuple[Batch, Path]:
         one_by_one = spec.executor.kind == "local" and spec.executor.workers == 1
 
         def finished(i: int, played: GameRun) -> None:
-            said.print(game_line(i, games, played), markup=False, highlight=False)
+            said.print(text(game_line(i, games, played)))
             watch.next_game(i + 2)
 
         def beat() -> str:
@@ -145,14 +145,14 @@ def play_following(spec: ChessBatchSpec, said: Console) -> tuple[Batch, Path]:
         with heartbeat(said, beat):
             played = play_batch(spec, listeners=(watch,) if one_by_one else (), on_game=finished, tally=tally)
         if not said.is_terminal:  # the bar's last state, which a pipe never sees
-            said.print(f"games: {tally.line()}", markup=False, highlight=False)
+            said.print(text(f"games: {tally.line()}"))
     return played
 
 
 def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
     cost = batch.cost.line(folder, "game")
     if as_json:
-        stderr.print(cost, markup=False, highlight=False, soft_wrap=True)
+        stderr.print(text(cost), soft_wrap=True)
         print_json(
             {
                 "batch_folder": str(folder),
@@ -166,14 +166,12 @@ def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
         return
     # The heading is a line of its own, not the table's title, which rich would wrap to the table's width.
     console.print(
-        f"{batch.model} vs {batch.opponent} · {batch.aggregate.games} games · policy {batch.policy}",
-        markup=False,
-        highlight=False,
+        text(f"{batch.model} vs {batch.opponent} · {batch.aggregate.games} games · policy {batch.policy}"),
         soft_wrap=True,
     )
     console.print(batch_table(batch))
-    console.print(cost, markup=False, highlight=False, soft_wrap=True)
-    console.print(f"batch folder: {folder}  (batch.json, one run directory per game)", soft_wrap=True)
+    console.print(text(cost), soft_wrap=True)
+    console.print(text(f"batch folder: {folder}  (batch.json, one run directory per game)"), soft_wrap=True)
 
 
 def game_line(i: int, games: int, played: GameRun) -> str:

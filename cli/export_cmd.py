@@ -6,9 +6,8 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from cli.output import console, exits_on_error
+from cli.output import console, exits_on_error, text
 from evals.interop.exports.write import export
 
 
@@ -32,8 +31,8 @@ def export_command(
     """Write a run or a batch as ATIF trajectories or an Inspect AI eval log, built from each run's journal."""
     done = export(path, format.value, out)
     for written in done.written:
-        console.print(f"wrote {written}", soft_wrap=True)
+        console.print(text(f"wrote {written}"), soft_wrap=True)
     for why in done.skipped:
-        console.print(f"[red]error:[/] {escape(why)}", soft_wrap=True)
+        console.print(text(("error:", "red"), f" {why}"), soft_wrap=True)
     if done.skipped:
         raise typer.Exit(2)

@@ -18,7 +18,7 @@ from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import chess_command
 from cli.export_cmd import export_command
-from cli.output import console, exits_on_error, print_json
+from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
@@ -69,7 +69,7 @@ def run_command(
             RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,), prices=prices)
         )
     console.print(summary_table(summary))
-    console.print(f"run directory: {run_dir}", soft_wrap=True)
+    console.print(text(f"run directory: {run_dir}"), soft_wrap=True)
     say_how_to_approve(run_dir)
     if summary.stop_reason in FAILED:
         raise typer.Exit(1)

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from cli.output import console, exits_on_error, print_json, stderr
+from cli.output import console, exits_on_error, print_json, stderr, text
 from core.errors import HarnessError
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
@@ -90,10 +89,10 @@ def list_command(
         table = Table("tool", "server", "effect", "asks approval", "summary")
         for row in rows:
             table.add_row(
-                *(escape(row[k]) for k in ("name", "server", "effect")),
+                *(text(row[k]) for k in ("name", "server", "effect")),
                 "yes" if row["asks_approval"] else "",
-                escape(row["summary"]),
+                text(row["summary"]),
             )
         console.print(table)
     for problem in problems:
-        said.print(f"[yellow]warning:[/] {escape(problem)}", soft_wrap=True)
+        said.print(text(("warning:", "yellow"), f" {problem}"), soft_wrap=True)

@@ -1,6 +1,11 @@
 """Where the commands write. On a terminal: rich tables, colours and live displays. Piped or in CI:
 plain lines, flushed as they are printed, and tables as wide as their longest cell, so no name is cut.
-A command that fails on a `HarnessError` prints its message, not a traceback, and exits 2."""
+A command that fails on a `HarnessError` prints its message, not a traceback, and exits 2.
+
+What is printed is text, never markup: much of it came from a model, a tool, a task or a file, where
+`[bold]` or `root:x:0:0` (rich's `:x:` emoji code) are data. So the consoles read no markup, emoji
+codes or highlighting in any string, and the harness's own colours are styles on parts of a `text()`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console, ConsoleDimensions
-from rich.markup import escape
+from rich.text import Text
 
 from core.errors import HarnessError
 
@@ -21,6 +26,11 @@ R = TypeVar("R")
 
 
 class WideWhenPiped(Console):
+    """Reads no markup, emoji codes or highlighting in any string it prints (the module docstring says why)."""
+
+    def __init__(self, stderr: bool = False):
+        super().__init__(stderr=stderr, markup=False, emoji=False, highlight=False)
+
     @property
     def size(self) -> ConsoleDimensions:
         size = super().size
@@ -34,6 +44,12 @@ class WideWhenPiped(Console):
 console = WideWhenPiped()
 # Feedback while a command that prints JSON runs: beside the JSON, never inside it.
 stderr = WideWhenPiped(stderr=True)
+
+
+def text(*parts: str | Text | tuple[str, str]) -> Text:
+    """A line or a cell as written: each part a str (or a `text()`), or (str, style) for the harness's own emphasis.
+    Whatever a part holds, rich reads no markup or emoji code in it (a `Text` is never highlighted)."""
+    return Text.assemble(*parts)
 
 
 def print_json(data: object) -> None:
@@ -52,7 +68,7 @@ def exits_on_error(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except HarnessError as e:
             said = stderr if kwargs.get("as_json") else console
-            said.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
+            said.print(text(("error:", "red"), f" {e}"), soft_wrap=True)
             raise typer.Exit(2) from None
 
     return run

@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from agent.journal.summary import Summary
 from agent.pricing import format_total
+from cli.output import text
 from core.errors import HarnessError
 from core.events import Event, ModelFailed, ModelReplied, ToolObserved
 
@@ -25,12 +25,13 @@ HEARTBEAT_ENV = "HARNESS_HEARTBEAT_S"
 
 def progress_bar(console: Console) -> Progress:
     """A bar over a batch's items on a terminal; piped, none (the commands print a line per finished item
-    instead). Each task carries a `note` field, shown after the count."""
+    instead). Each task carries a `note` field, shown after the count; descriptions and notes are shown
+    as written (they name instances and tools)."""
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[note]}"),
+        TextColumn("{task.fields[note]}", markup=False),
         TimeElapsedColumn(),
         console=console,
         disable=not console.is_terminal,
@@ -70,7 +71,7 @@ class RunState:
             self.last = f"{o.tool} {o.status}"
             if o.status != "ok" and self.console is not None:
                 first = o.text.splitlines()[0][:100] if o.text else ""
-                self.console.print(f"  [yellow]step {event.step}: {escape(o.tool)} {o.status}[/] {escape(first)}")
+                self.console.print(text("  ", (f"step {event.step}: {o.tool} {o.status}", "yellow"), f" {first}"))
         elif isinstance(event, ModelFailed):
             self.last = "model call failed, retrying" if event.transient else "model call failed"
 
@@ -99,7 +100,7 @@ def heartbeat(console: Console, line: Callable[[], str]) -> Iterator[None]:
 
     def beat() -> None:
         while not stop.wait(every):
-            console.print(line(), markup=False, highlight=False)
+            console.print(text(line()))
 
     thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
     thread.start()
@@ -123,13 +124,13 @@ def following_run(console: Console) -> Iterator[RunState]:
 
 
 def summary_table(summary: Summary) -> Table:
-    table = Table(title=f"run {summary.run_id}", show_header=False, title_justify="left")
+    table = Table(title=text(f"run {summary.run_id}"), show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     t = summary.tokens
     colour = "green" if summary.stop_reason in ("submitted", "goal_verified") else "yellow"
-    rows = [
-        ("stop", f"[{colour}]{summary.stop_reason}[/] — {summary.message}"),
+    rows: list[tuple[str, str | Text]] = [
+        ("stop", text((summary.stop_reason, colour), f" — {summary.message}")),
         ("outcome", ", ".join(f"{k}={v}" for k, v in summary.outcome.items()) or "—"),
         ("steps", str(summary.steps)),
         (
@@ -143,5 +144,5 @@ def summary_table(summary: Summary) -> Table:
         ("wall time", f"{summary.wall_s:.2f} s"),
     ]
     for key, value in rows:
-        table.add_row(key, value)
+        table.add_row(key, text(value))
     return table

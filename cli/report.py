@@ -9,7 +9,7 @@ import typer
 
 from agent.journal.store import make_folder
 from agent.pricing import load_prices
-from cli.output import console, exits_on_error
+from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
@@ -44,7 +44,7 @@ def report_command(
         make_folder(out, "report folder", exist_ok=True)
         target = out / "report.html"
     written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
-    console.print(f"wrote {written}")
+    console.print(text(f"wrote {written}"))
 
 
 def _load(path: Path, table, price_model: str | None):

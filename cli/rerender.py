@@ -8,13 +8,13 @@ from pathlib import Path
 import typer
 from pydantic import TypeAdapter
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from agent.journal.store import read_events, read_run_info
 from agent.recorded.rerender import HELD_FIXED, Rerendered, rerender
 from agent.session import recorded_tools
 from agent.tokens import counter_for
-from cli.output import console, exits_on_error
+from cli.output import console, exits_on_error, text
 from core.context_policy import ContextStep
 from core.policy import HarnessPolicy
 from tools.base import recorded_tool
@@ -48,7 +48,7 @@ def report(
         if records is not None
         else "the standard tool set (this run did not record its tools)"
     )
-    console.print(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of {where}.")
+    console.print(text(f"Run {info.run_id}: tokens by {counter.name}; tool schemas of {where}."))
     table = Table(
         "policy",
         "steps",
@@ -61,7 +61,7 @@ def report(
     )
     for name, r in results.items():
         table.add_row(
-            name,
+            text(name),
             str(len(r.steps)),
             f"{r.total:,}",
             f"{r.peak:,}",
@@ -72,7 +72,7 @@ def report(
         )
     console.print(table)
     if per_step:
-        steps = Table("step", *[f"{n}: tokens / reused" for n in results])
+        steps = Table("step", *[Column(text(f"{n}: tokens / reused")) for n in results])
         rows = zip(*[r.steps for r in results.values()])
         for row in rows:
             steps.add_row(str(row[0].step), *[f"{s.prompt_tokens:,} / {s.reused:,}" for s in row])
@@ -80,7 +80,10 @@ def report(
     cut = sum(r.cut_offs for r in results.values())
     if cut:
         console.print(
-            f"[yellow]warning:[/] the summariser was cut off by its token cap {cut} time(s); compaction retried."
+            text(
+                ("warning:", "yellow"),
+                f" the summariser was cut off by its token cap {cut} time(s); compaction retried.",
+            )
         )
     console.print(f"re-rendered in {time.perf_counter() - start:.2f} s")
     return results

@@ -6,7 +6,7 @@ import typer
 
 # Only pydantic here: the docker SDK is imported by the commands, so `harness` itself
 # starts without the optional `sandbox` extra installed.
-from cli.output import console
+from cli.output import console, text
 from sandboxes.docker_options import BASE_IMAGE
 
 app = typer.Typer(
@@ -24,11 +24,11 @@ def build(
     from sandboxes.image import ImageBuildError, build_base_image
 
     try:
-        build_base_image(tag=tag, force=force, log=lambda m: console.print(f"[dim]{m}[/dim]"))
+        build_base_image(tag=tag, force=force, log=lambda m: console.print(text((m, "dim"))))
     except (ImageBuildError, DockerUnavailable) as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(text(("error:", "red"), f" {e}"))
         raise typer.Exit(1) from None
-    console.print(f"[green]ready:[/green] {tag}")
+    console.print(text(("ready:", "green"), f" {tag}"))
 
 
 @app.command("prune")
@@ -45,8 +45,8 @@ def prune_cmd(
     try:
         removed = prune(everything=all_)
     except DockerUnavailable as e:
-        console.print(f"[red]error:[/red] {e}")
+        console.print(text(("error:", "red"), f" {e}"))
         raise typer.Exit(1) from None
     for name in removed:
-        console.print(f"removed [bold]{name}[/bold]")
-    console.print(f"[green]{len(removed)} removed[/green]")
+        console.print(text("removed ", (name, "bold")))
+    console.print(text((f"{len(removed)} removed", "green")))

@@ -6,16 +6,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from cli.output import exits_on_error
+from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
 from evals.study.grid import bundled_policies
 from evals.study.report import num, seconds, share
 
-console = Console()
 Tasks = Annotated[
     list[str],
     typer.Option(
@@ -32,11 +30,11 @@ Policies = Annotated[
 ]
 
 
-def _ints(text: str, what: str) -> list[int]:
+def _ints(raw: str, what: str) -> list[int]:
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        return [int(x) for x in raw.split(",") if x.strip()]
     except ValueError:
-        raise HarnessError(f"{what} must be whole numbers separated by commas, e.g. 1,4,16; got {text!r}.") from None
+        raise HarnessError(f"{what} must be whole numbers separated by commas, e.g. 1,4,16; got {raw!r}.") from None
 
 
 @exits_on_error
@@ -73,13 +71,13 @@ def study_command(
         opponent=opponent,
         max_plies=max_plies,
     )
-    study, folder = run_study(spec, out, on_run=lambda line: console.print(f"  {line}"))
+    study, folder = run_study(spec, out, on_run=lambda line: console.print(text(f"  {line}")))
     for point in study.points:
         cache = Table(f"policy ({point.label})", "runs", "prompt tok", "cached", "ideal", "evicted", "peak ctx")
         speed = Table(f"policy ({point.label})", "steps/s", "tok/s", "TTFT p50", "TTFT p95", "outcome")
         for f in point.policies:
             cache.add_row(
-                f.policy,
+                text(f.policy),
                 str(f.runs),
                 num(f.prompt_tokens),
                 share(f.cached_share),
@@ -88,7 +86,7 @@ def study_command(
                 num(f.peak_context),
             )
             speed.add_row(
-                f.policy,
+                text(f.policy),
                 num(f.steps_per_s, 3),
                 num(f.tokens_per_s, 1),
                 seconds(f.ttft_p50_s),
@@ -97,9 +95,9 @@ def study_command(
             )
         console.print(cache, speed)
         for pair in point.pairs:
-            console.print(f"{pair.b} vs {pair.a}: {pair.comparison['verdict']['text']}")
+            console.print(text(f"{pair.b} vs {pair.a}: {pair.comparison['verdict']['text']}"))
     for failure in study.failures:
-        console.print(f"[yellow]not finished:[/] {failure}")
-    console.print(f"study folder: {folder} (study.json, study.html)", soft_wrap=True)
+        console.print(text(("not finished:", "yellow"), f" {failure}"))
+    console.print(text(f"study folder: {folder} (study.json, study.html)"), soft_wrap=True)
     if study.failures:
         raise typer.Exit(1)

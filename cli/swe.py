@@ -10,7 +10,6 @@ from pathlib import Path
 import docker
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from agent.session import policy_for
@@ -24,7 +23,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
-from cli.output import console, exits_on_error, print_json, stderr
+from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
 from evals.executors import Tally
@@ -83,11 +82,11 @@ def _load(suite: str, specs: Path | None, repos: Path | None, build_env: list[st
 
 
 def _first_line(step: str) -> str:
-    return escape(step.splitlines()[0] if step else "")[:100]
+    return (step.splitlines()[0] if step else "")[:100]
 
 
 def _table(report: RunReport, where: Path) -> Table:
-    table = Table(title=f"SWE report · {where}", title_justify="left")
+    table = Table(title=text(f"SWE report · {where}"), title_justify="left")
     for col in ("instances", "resolved", "unresolved", "empty patch", "error", "resolved %"):
         table.add_column(col, justify="right")
     share = report.resolved_instances / report.total_instances if report.total_instances else 0.0
@@ -114,11 +113,11 @@ def _build_images(instances: list[SweInstance], said: Console) -> None:
     with progress_bar(said) as progress:
         bar = progress.add_task("images", total=len(instances), note="")
         for inst in instances:
-            progress.update(bar, note=f"building image of {escape(inst.instance_id)}")
+            progress.update(bar, note=f"building image of {inst.instance_id}")
             try:
                 instance_image(inst, client, log=lambda s: progress.update(bar, note=_first_line(s)))
             except HarnessError as e:
-                said.print(f"[yellow]warning:[/] {escape(str(e).splitlines()[0])}")
+                said.print(text(("warning:", "yellow"), f" {str(e).splitlines()[0]}"))
             progress.update(bar, advance=1)
 
 
@@ -210,7 +209,7 @@ def _only(instances: list[SweInstance], only: list[str] | None, suite: str) -> l
 
 def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
     """Run and grade the batch under a progress bar, with a line per graded instance and a heartbeat."""
-    said.print(f"batch folder: {spec.batch_dir}", markup=False, highlight=False, soft_wrap=True)
+    said.print(text(f"batch folder: {spec.batch_dir}"), soft_wrap=True)
     if spec.executor.kind == "local":
         _build_images(spec.instances, said)
     total = len(spec.instances)
@@ -231,13 +230,13 @@ def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
             counts["resolved"] += report.resolved
             counts["tokens"] += result.tokens
             counts["done"] += 1
-            progress.update(bar, note=f"{note(tally)} · last {escape(result.instance_id)}")
-            said.print(instance_line(counts["done"], total, result, report), markup=False, highlight=False)
+            progress.update(bar, note=f"{note(tally)} · last {result.instance_id}")
+            said.print(text(instance_line(counts["done"], total, result, report)))
 
         with heartbeat(said, lambda: f"instances: {note(tally)}, {time.monotonic() - started:.0f} s"):
             report = run_and_grade(spec, on_graded=graded, tally=tally)
         if not said.is_terminal:  # the bar's last state, which a pipe never sees
-            said.print(f"instances: {note(tally)}", markup=False, highlight=False)
+            said.print(text(f"instances: {note(tally)}"))
     return report
 
 
@@ -246,15 +245,17 @@ def _print_report(report: RunReport, spec: SweBatchSpec, as_json: bool) -> None:
     batch = SweBatch.model_validate_json((batch_dir / "batch.json").read_text())
     cost = batch.cost.line(batch_dir, "instance")
     if as_json:
-        stderr.print(cost, markup=False, highlight=False, soft_wrap=True)
+        stderr.print(text(cost), soft_wrap=True)
         print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json"), "cost": batch.cost.model_dump()})
         return
     console.print(_table(report, batch_dir))
-    console.print(cost, markup=False, highlight=False, soft_wrap=True)
+    console.print(text(cost), soft_wrap=True)
     console.print(
-        f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
-        f"batch: {batch_dir / 'batch.json'}\n"
-        f"logs: {batch_dir / 'logs' / batch_run_id(spec.model)}/<instance_id>/",
+        text(
+            f"predictions: {batch_dir / 'predictions.jsonl'}\nreport: {batch_dir / 'report.json'}\n"
+            f"batch: {batch_dir / 'batch.json'}\n"
+            f"logs: {batch_dir / 'logs' / batch_run_id(spec.model)}/<instance_id>/"
+        ),
         soft_wrap=True,
     )
 
@@ -275,23 +276,23 @@ def validate_command(
     """Grade the gold patch and the empty patch of every instance; list instances whose tests do not flip as declared."""
     instances = _load(dataset, specs, repos, build_env)
     out = out / f"swe-validate-{Path(dataset).stem}-{stamp()}"
-    console.print(f"validation folder: {out}", markup=False, highlight=False, soft_wrap=True)
+    console.print(text(f"validation folder: {out}"), soft_wrap=True)
     with progress_bar(console) as progress:
         bar = progress.add_task("validating", total=len(instances), note="")
 
         def done(flip) -> None:
             progress.update(bar, advance=1)
             console.print(
-                f"instance {progress.tasks[0].completed:.0f}/{len(instances)} done: {flip.instance_id} "
-                f"{'flips as declared' if flip.as_declared else 'does not flip as declared'}",
-                markup=False,
-                highlight=False,
+                text(
+                    f"instance {progress.tasks[0].completed:.0f}/{len(instances)} done: {flip.instance_id} "
+                    f"{'flips as declared' if flip.as_declared else 'does not flip as declared'}"
+                )
             )
 
         flips = validate(instances, out, on_done=done, progress=lambda s: progress.update(bar, note=_first_line(s)))
     wrong = [f for f in flips if not f.as_declared]
     for flip in wrong:
-        console.print(f"[red]{escape(flip.instance_id)}[/]" + (f": {escape(flip.error)}" if flip.error else ""))
+        console.print(text((flip.instance_id, "red"), f": {flip.error}" if flip.error else ""))
         for field in (
             "fail_to_pass_passing_before",
             "fail_to_pass_failing_after",
@@ -299,9 +300,9 @@ def validate_command(
             "pass_to_pass_failing_after",
         ):
             for test in getattr(flip, field):
-                console.print(f"  {field.replace('_', ' ')}: {escape(test)}", soft_wrap=True)
+                console.print(text(f"  {field.replace('_', ' ')}: {test}"), soft_wrap=True)
     console.print(
-        f"{len(flips) - len(wrong)} of {len(flips)} instances flip as declared; logs: {out / 'logs' / 'validate'}"
+        text(f"{len(flips) - len(wrong)} of {len(flips)} instances flip as declared; logs: {out / 'logs' / 'validate'}")
     )
     if wrong:
         raise typer.Exit(1)
@@ -331,25 +332,21 @@ def swe_grade_command(
         raise HarnessError(f"cannot read predictions {predictions}: {e}") from None
     for unknown in unknown_predictions(instances, list(preds)):
         console.print(
-            f"[yellow]warning:[/] prediction {escape(unknown)} names no instance of the dataset; it is not graded."
+            text(("warning:", "yellow"), f" prediction {unknown} names no instance of the dataset; it is not graded.")
         )
     run_id = run_id or predictions.stem
     out = out / f"swe-grade-{run_id}-{stamp()}"
-    console.print(f"grading folder: {out}", markup=False, highlight=False, soft_wrap=True)
+    console.print(text(f"grading folder: {out}"), soft_wrap=True)
     total = sum(i.instance_id in preds for i in instances)
     with progress_bar(console) as progress:
         bar = progress.add_task("grading", total=total, note="")
 
         def graded(iid: str, report: InstanceReport) -> None:
             progress.update(bar, advance=1)
-            console.print(
-                f"instance {progress.tasks[0].completed:.0f}/{total} graded: {iid} {outcome(report)}",
-                markup=False,
-                highlight=False,
-            )
+            console.print(text(f"instance {progress.tasks[0].completed:.0f}/{total} graded: {iid} {outcome(report)}"))
 
         report = grade_file(
             instances, preds, out, run_id, on_graded=graded, on_step=lambda s: progress.update(bar, note=_first_line(s))
         )
     console.print(_table(report, out))
-    console.print(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/", soft_wrap=True)
+    console.print(text(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/"), soft_wrap=True)

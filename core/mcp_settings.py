@@ -2,7 +2,8 @@
 
 A server is either a stdio command or a Streamable HTTP URL. Servers are
 untrusted unless marked `trusted`: then every tool they offer is a write tool,
-and write tools ask for approval (`approve` says otherwise, explicitly).
+write tools ask for approval (`approve` says otherwise, explicitly), and their
+results reach the model defused and fenced, as their tool descriptions do.
 Nothing secret needs to live here: a stdio child gets only the variables named
 in `env` and `env_pass` (plus the SDK's HOME, LOGNAME, PATH, SHELL, TERM,
 USER), and header values may name host variables as `${NAME}`, read when the
@@ -47,7 +48,8 @@ class McpServer(BaseModel):
     trusted: bool = Field(
         False,
         description="only a trusted server's readOnlyHint makes a tool a read tool "
-        "(every other tool is a write tool); a trusted server's writes need no approval by default",
+        "(every other tool is a write tool); a trusted server's writes need no approval by default, "
+        "and its results are shown as written, not fenced as untrusted text",
     )
     approve: Literal["writes", "never", "always"] | None = Field(
         None, description='which of its tools ask for approval; default "writes" when untrusted, "never" when trusted'

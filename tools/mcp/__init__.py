@@ -9,7 +9,7 @@ server a run could reach. In a policy file (TOML; YAML takes the same fields):
     args = ["servers/files.py"]
     env = { LOG_LEVEL = "info" }        # set in the child as written
     env_pass = ["GITHUB_TOKEN"]         # copied from the host; nothing else is inherited
-    trusted = true                      # only then does readOnlyHint make a tool `read`
+    trusted = true                      # readOnlyHint makes a tool `read`; results shown as written
 
     [[mcp]]
     name = "search"
@@ -21,7 +21,9 @@ server a run could reach. In a policy file (TOML; YAML takes the same fields):
 
 Every string of a tool's definition is cleaned of control and invisible characters,
 capped and defused (tools/mcp/text.py); a tool whose input schema is still too
-large, or too deeply nested, is left out. Tools left out, and why, are reported:
+large, or too deeply nested, is left out. The results of an untrusted server are
+cleaned, capped, defused and fenced as its descriptions are; a trusted server's
+results are only cleaned of control characters, as the user vouched for it. Tools left out, and why, are reported:
 `harness tools list` prints them, and a run logs them on the `harness.mcp` logger.
 
 On the command line (`harness run` and `harness tools list`):

@@ -32,7 +32,7 @@ from tools.base import ToolResult
 from tools.mcp.config import expand_headers, host_env
 from tools.mcp.lines import TOO_LONG, use_line_stream
 from tools.mcp.render import render
-from tools.mcp.text import cap, clean
+from tools.mcp.text import cap, clean, defuse
 
 MAX_PAGES = 1000  # a server whose cursor never ends cannot hang discovery
 STOP_WAIT_S = 10.0  # the SDK's own stdio shutdown is bounded at about 5 s
@@ -231,7 +231,7 @@ class Connection:
             return ToolResult(
                 f"{note}The call to {name} on MCP server {self.server.name} failed: {describe(e)}", ok=False
             )
-        shown = render(result)
+        shown = render(result, self.server)
         return ToolResult(f"{note}{shown.text}", ok=shown.ok) if note else shown
 
     async def _restart(self, why: str) -> str:
@@ -268,7 +268,7 @@ class Connection:
             tail = self._errlog.read()[-STDERR_TAIL_CHARS:]
         except (OSError, ValueError):
             return ""
-        tail = clean(tail).strip()
+        tail = defuse(clean(tail)).strip()
         return f"; its last words on stderr: {tail!r}" if tail else ""
 
 
@@ -289,8 +289,8 @@ def _announces_changes(client: Client) -> bool:
 
 
 def _said(text: str) -> str:
-    """What a server said, cleaned and capped: it is untrusted text inside our own message."""
-    return cap(clean(text, keep_newlines=False), 500)
+    """What a server said, cleaned, capped and defused: it is untrusted text inside our own message."""
+    return cap(defuse(clean(text, keep_newlines=False)), 500)
 
 
 def describe(e: BaseException) -> str:

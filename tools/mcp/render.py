@@ -2,6 +2,11 @@
 
 Images, audio and binary resources are not pasted into the prompt: the model
 sees what they are (type, size, URI), which is enough to decide what to do next.
+The result of an untrusted server is shown as its definitions are: defused and
+inside a block naming the server (tools/mcp/text.py). A trusted server's result is
+shown as a built-in tool's output is, as written but for control characters: the
+user vouched for that server, and its results may be code or data the agent must
+copy exactly.
 """
 
 from __future__ import annotations
@@ -10,20 +15,25 @@ import base64
 import json
 from typing import Any
 
+from core.mcp_settings import McpServer
 from tools.base import ToolResult
-from tools.mcp.text import cap, clean
+from tools.mcp.text import cap, clean, fenced_result
 
 RESULT_CHARS = 1_000_000  # far beyond any prompt; bounds the cleaning work on a runaway result
 
 
-def render(result: Any) -> ToolResult:
-    """`result` is an `mcp.types.CallToolResult`; `is_error` makes an error observation."""
+def render(result: Any, server: McpServer) -> ToolResult:
+    """`result` is an `mcp.types.CallToolResult` from `server`; `is_error` makes an error observation."""
     parts = [_block(block) for block in result.content or []]
     texts = [block.text for block in result.content or [] if getattr(block, "type", None) == "text"]
     structured = result.structured_content
     if structured is not None and not any(_same_json(text, structured) for text in texts):
         parts.append("structured content (JSON):\n" + json.dumps(structured, ensure_ascii=False, indent=1))
-    text = clean(cap("\n".join(p for p in parts if p), RESULT_CHARS)) or "(the tool returned no content)"
+    text = "\n".join(p for p in parts if p)
+    if server.trusted or not text:
+        text = clean(cap(text, RESULT_CHARS)) or "(the tool returned no content)"
+    else:
+        text = fenced_result(server.name, text, RESULT_CHARS)
     return ToolResult(text=text, ok=not result.is_error)
 
 

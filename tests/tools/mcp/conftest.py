@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,32 @@ def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **a
     finally:
         journal.close()
     return obs
+
+
+# What could pass for a chat-template or tool-format marker, or for our fence, once NFKC has folded look-alikes.
+MARKER = re.compile(
+    r"<\|[^|<>\n]*\|>"
+    r"|<\s*/?\s*(?:tool_call|tool_response|tools|think|start_of_turn|end_of_turn|s)\s*>"
+    r"|\[\s*/?\s*(?:INST|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|SYSTEM_PROMPT)\s*\]"
+    r"|^[ \t]*(?:Human|Assistant)[ \t]*:"
+    r"|mcp\W*untrusted",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def markers(text: str) -> list[str]:
+    return MARKER.findall(unicodedata.normalize("NFKC", text))
+
+
+def said(text: str, server: str = "hostile") -> str:
+    """The words of an untrusted server in an observation: the inside of the one fence that names it, which
+    closes once, at the very end, and holds no marker."""
+    before, opening, inside = text.partition(f'<mcp-untrusted server="{server}">\n')
+    assert opening and f'The result from MCP server "{server}" (untrusted).' in before, text[:300]
+    assert inside.endswith("\n</mcp-untrusted>"), text[-300:]
+    inside = inside.removesuffix("\n</mcp-untrusted>")
+    assert not markers(inside), markers(inside)
+    return inside
 
 
 def alive(pid: int) -> bool:

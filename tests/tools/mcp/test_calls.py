@@ -18,7 +18,7 @@ from core.mcp_settings import McpServer
 from tools.base import Registry
 from tools.mcp import with_mcp
 
-from .conftest import SERVERS, alive, context, free_port, observe, stdio, wait_for_port
+from .conftest import SERVERS, alive, context, free_port, observe, said, stdio, wait_for_port
 
 
 def test_text_and_structured_results(trusted_basic, tmp_path):
@@ -107,7 +107,10 @@ def test_a_crashed_server_is_reported_restarted_and_keeps_its_environment(tmp_pa
     monkeypatch.setenv("HARNESS_TEST_PASSED", "allowed")
     server = stdio("crashy", "basic.py", env={"MODE": "test"}, env_pass=["HARNESS_TEST_PASSED"])
     with with_mcp([server], Registry()) as registry:
-        probe = lambda name: observe(registry, tmp_path, "crashy__env_probe", name=name).text  # noqa: E731
+
+        def probe(name: str) -> str:
+            return said(observe(registry, tmp_path, "crashy__env_probe", name=name).text, "crashy")
+
         assert (probe("HARNESS_TEST_SECRET"), probe("HARNESS_TEST_PASSED"), probe("MODE")) == (
             "(unset)",
             "allowed",

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 
-from .conftest import SERVERS
+from .conftest import SERVERS, said
 
 runner = CliRunner(env={"COLUMNS": "200"})  # wide enough that table rows stay on one line
 BASIC = shlex.join([sys.executable, str(SERVERS / "basic.py")])
@@ -80,6 +80,6 @@ def test_run_accepts_the_same_options(tmp_path):
     [run_dir] = list((tmp_path / "runs").iterdir())
     log = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     observed = {e["observation"]["tool"]: e["observation"] for e in log if e["type"] == "tool_observed"}
-    assert observed["notes__write_note"]["text"] == "stored note: hi"
+    assert said(observed["notes__write_note"]["text"], "notes") == "stored note: hi"
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "awaiting_approval"  # echo is untrusted
     assert [s["name"] for s in json.loads((run_dir / "run.json").read_text())["policy"]["mcp"]] == ["notes", "echo"]

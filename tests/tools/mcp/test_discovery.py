@@ -17,7 +17,7 @@ from tools.mcp.adapter import SCHEMA_CHARS, adapt, tool_name
 from tools.mcp.manager import McpStartError
 from tools.mcp.text import DESCRIPTION_CHARS
 
-from .conftest import context, stdio
+from .conftest import context, said, stdio
 
 BASIC_TOOLS = {"echo", "write_note", "fail", "hang", "crash", "grow", "picture", "weather", "env_probe"}
 
@@ -49,7 +49,7 @@ def test_http_discovery_of_an_untrusted_server_ignores_its_read_only_hints(http_
         assert echo.effect is Effect.WRITE and echo.asks_approval  # readOnlyHint from an untrusted server
         assert 'MCP server "web" (untrusted)' in echo.description
         result = echo.run(echo.args.model_validate({"text": "over http"}), context())
-        assert result.ok and result.text == "over http"
+        assert result.ok and said(result.text, "web") == "over http"
 
 
 @pytest.mark.parametrize("approve, asks", [("never", (False, False)), ("always", (True, True)), (None, (False, True))])
@@ -79,7 +79,7 @@ def test_pagination_follows_the_cursor_to_the_end():
             len(registry) == 25 and registry.names()[0] == "paged__tool_000" and "paged__tool_024" in registry.names()
         )
         tool = registry.get("paged__tool_017")
-        assert tool.run(tool.args.model_validate({"x": 3}), context()).text == "tool_017 got {'x': 3}"
+        assert said(tool.run(tool.args.model_validate({"x": 3}), context()).text, "paged") == "tool_017 got {'x': 3}"
         refused = tool.run(tool.args.model_validate({"x": -1}), context())
         assert (
             not refused.ok

@@ -10,7 +10,7 @@ from agent.task import Task
 from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
 
-from .conftest import stdio
+from .conftest import said, stdio
 
 
 class Watching(ScriptedModel):
@@ -35,7 +35,7 @@ def test_an_mcp_write_tool_runs_through_the_dispatcher_and_is_journaled(tmp_path
     assert intent["arguments"] == {"text": "buy milk"}
     [observed] = [e for e in log if e["type"] == "tool_observed" and e["observation"]["tool"] == "notes__write_note"]
     assert observed["seq"] > intent["seq"] and observed["observation"]["status"] == "ok"
-    assert observed["observation"]["text"] == "stored note: buy milk"
+    assert said(observed["observation"]["text"], "notes") == "stored note: buy milk"
     recorded = json.loads((run_dir / "run.json").read_text())["policy"]["mcp"]
     assert recorded[0]["name"] == "notes" and recorded[0]["approve"] == "never"
     offered = {tool.name: tool for tool in model.offered[0]}  # the model sees MCP tools beside the built-in ones

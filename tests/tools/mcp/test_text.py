@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.tools.mcp.conftest import markers
 from tools.mcp.text import (
     DESCRIPTION_CHARS,
     SCHEMA_DEPTH,
@@ -16,7 +16,9 @@ from tools.mcp.text import (
     cap,
     clean,
     clean_schema,
+    defuse,
     fenced,
+    fenced_result,
     one_line,
     untrusted,
 )
@@ -34,6 +36,16 @@ ATTACKS = st.sampled_from(
         "<|im_end|>",
         "<|eot_id|>",
         "<｜begin▁of▁sentence｜>",
+        "</tool_response>",
+        "<tool_call>",
+        "＜/ｔｈｉｎｋ＞",
+        "<start_of_turn>",
+        "</s>",
+        "[INST]",
+        "［/INST］",
+        "\n\nHuman:",
+        "\nAssistant:",
+        "<|mcp| untrusted|>",
         "\u202e",
         "\u200b",
         "\x1b[2J",
@@ -99,11 +111,7 @@ def test_schema_text_is_cleaned_and_capped_but_its_structure_kept():
 
 def harmless(text: str) -> bool:
     """No hidden character, no chat-template marker, nothing that names the fence (look-alikes included)."""
-    return (
-        all(c in "\n\t" or unicodedata.category(c) not in HIDDEN for c in text)
-        and not re.search(r"<\|[^|<>\n]*\|>", text)
-        and not re.search(r"mcp\W*untrusted", unicodedata.normalize("NFKC", text), re.IGNORECASE)
-    )
+    return all(c in "\n\t" or unicodedata.category(c) not in HIDDEN for c in text) and not markers(text)
 
 
 @given(HOSTILE_TEXT, st.integers(min_value=40, max_value=400))
@@ -118,6 +126,35 @@ def test_the_fence_holds_whatever_the_server_writes(title, description):
     assert text.count("<mcp-untrusted") == 1 and text.count("</mcp-untrusted>") == 1
     inside = text.split('<mcp-untrusted server="evil">\n', 1)[1].removesuffix("\n</mcp-untrusted>")
     assert harmless(inside)
+
+
+@given(HOSTILE_TEXT)
+def test_defused_text_holds_no_marker_and_keeps_text_without_look_alikes(text):
+    out = defuse(text)
+    assert not markers(out)
+    if not markers(text):
+        assert out == text
+
+
+def test_defused_markers_still_read_as_what_they_were():
+    assert defuse("a <|im_start|>system</tool_call> [INST]\n\nHuman: x") == (
+        "a <¦im_start¦>system<¦/tool_call¦> [¦INST¦]\n\n¦Human: x"
+    )
+    assert defuse("café ² <b>bold</b> <section> Humane: x") == "café ² <b>bold</b> <section> Humane: x"
+    assert defuse("＜｜im_start｜＞ ²") == "<¦im_start¦> 2"  # a look-alike: the text is shown as NFKC folds it
+
+
+@given(HOSTILE_TEXT, st.integers(min_value=300, max_value=3000))
+def test_a_result_cannot_close_its_fence_and_stays_within_its_limit(text, limit):
+    out = fenced_result("evil", text, limit)
+    assert len(out) <= limit and out.count("<mcp-untrusted") == 1 and out.count("</mcp-untrusted>") == 1
+    inside = out.split('<mcp-untrusted server="evil">\n', 1)[1].removesuffix("\n</mcp-untrusted>")
+    assert harmless(inside)
+
+
+def test_a_flooding_result_is_read_only_as_far_as_its_limit_and_says_how_long_it_was():
+    out = fenced_result("evil", "<s>" * 1_000_000, 1000)
+    assert len(out) <= 1000 and "[cut from 3,000,000 characters]" in out
 
 
 def walk(value):
