@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import overload
 
 from core.errors import HarnessError
+from core.text_files import read_text_file
 from core.types import Usage
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.toml")
@@ -38,10 +39,9 @@ PriceTable = dict[tuple[str, str], Price]
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
     path = Path(path) if path is not None else DEFAULT_TABLE
+    raw = read_text_file(path, "price table")
     try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise HarnessError(f"Cannot read price table {path}: {e.strerror}.") from None
+        data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"Price table {path} is not valid TOML: {e}") from None
     table: PriceTable = {}

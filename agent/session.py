@@ -13,8 +13,9 @@ or, in one call, `start(spec)`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,8 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.journal.store import Journal, RunInfo, new_run_id, write_json_atomic
-from agent.journal.summary import Summary
+from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
+from agent.journal.summary import Summary, summarize
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
@@ -118,7 +119,9 @@ class RunSpec:
 def open_run(spec: RunSpec) -> Iterator[Session]:
     """Create the run directory, start the sandbox, prepare the task, connect MCP servers, record the tools.
 
-    A sandbox that cannot start ends the run as `environment_error` (journaled) and raises HarnessError."""
+    Anything of that which fails (a sandbox that cannot start, a task setup command that fails, an MCP server
+    that does not connect) ends the run as `environment_error`, journaled and summarised like any stop, so the
+    run folder has its summary.json; the error is raised (a sandbox's as HarnessError)."""
     client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
@@ -142,6 +145,8 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
     )
     journal = Journal.create(spec.out, info)
     journal.listeners.extend(spec.listeners)
+    opened = time.monotonic()
+    running = False  # from here on an exception is the run's own, not its environment's
     try:
         box = _start_sandbox(spec.sandbox, journal)
         try:
@@ -149,11 +154,16 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
             with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
                 record_tools(journal, info, registry)
+                running = True
                 yield Session(
                     spec.task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window
                 )
         finally:
             box.close()
+    except Exception as e:
+        if not running:
+            _environment_failed(journal, e, time.monotonic() - opened)
+        raise
     finally:
         journal.close()
 
@@ -178,14 +188,21 @@ def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> S
     workspace = journal.dir / "workspace"
     try:
         box = open_sandbox(sandbox, workspace) if isinstance(sandbox, SandboxSpec) else sandbox(workspace)
-    except Exception as e:  # the environment failed, not the agent: say so in the record
-        message = f"The sandbox could not be started: {e}"
-        journal.append(RunStopped(reason="environment_error", message=message))
-        raise HarnessError(message) from None
+    except Exception as e:  # the environment failed, not the agent
+        raise HarnessError(f"The sandbox could not be started: {e}") from None
     container = getattr(box, "container_id", None)
     if container is not None:
         journal.append(SandboxOpened(container_id=container))
     return box
+
+
+def _environment_failed(journal: Journal, error: Exception, wall_s: float) -> None:
+    """The run stopped before its first step: journal why and write its summary. A run folder that cannot take
+    them (a full disk) must not hide the error that stopped the run, so that failure is left unsaid."""
+    message = str(error) if isinstance(error, HarnessError) else f"{type(error).__name__}: {error}"
+    with suppress(HarnessError):
+        journal.append(RunStopped(reason="environment_error", message=message))
+        journal.write_summary(summarize(read_events(journal.dir), read_run_info(journal.dir), wall_s))
 
 
 def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:

@@ -8,6 +8,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import HarnessError, describe_validation_error
+from core.text_files import read_text_file
 
 DEFAULT_SYSTEM = (
     "You are an autonomous agent working in a sandboxed Linux machine. "
@@ -32,12 +33,7 @@ def load_task(text_or_path: str) -> Task:
     looks_like_file = path.suffix in (".yaml", ".yml", ".json", ".txt", ".md") and "\n" not in text_or_path
     if not looks_like_file:
         return Task(prompt=text_or_path)
-    try:
-        raw = path.read_text()
-    except OSError as e:
-        raise HarnessError(
-            f"Cannot read task file {path}: {e.strerror}. Pass an existing file, or the task text itself in quotes."
-        ) from None
+    raw = read_text_file(path, "task file", "Pass an existing file, or the task text itself in quotes.")
     if path.suffix in (".txt", ".md"):
         if not raw.strip():
             raise HarnessError(f"Task file {path} is empty; write the task's instructions in it.")

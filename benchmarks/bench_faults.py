@@ -1,10 +1,11 @@
 """Fault suite: (a, b) hostile and fuzzed requests against `harness serve` on loopback, beside
 innocent concurrent ones; (c) the sandbox abuse battery (benchmarks/faults_sandbox.py); (d) a
-hostile stdio MCP server (benchmarks/faults_mcp.py). Each part prints its table, then one
+hostile stdio MCP server (benchmarks/faults_mcp.py); (e) damaged run folders and bad files
+through the `harness` command (benchmarks/faults_files.py). Each part prints its table, then one
 summary table: tried, contained, data lost, message clear.
 
-    python benchmarks/bench_faults.py                      # 10,000 requests, at most 15 minutes, then (c) and (d)
-    python benchmarks/bench_faults.py --requests 2000 --minutes 3 --real --no-sandbox --no-mcp
+    python benchmarks/bench_faults.py                      # 10,000 requests, at most 15 minutes, then (c), (d), (e)
+    python benchmarks/bench_faults.py --requests 2000 --minutes 3 --real --no-sandbox --no-mcp --no-files
 
 Three kinds of request go to both chat APIs (OpenAI and Anthropic), from a pool of
 concurrent clients:
@@ -529,6 +530,7 @@ def main(
     server: bool = True,
     sandbox: bool = True,
     mcp: bool = True,
+    files: bool = True,
 ) -> None:
     summary: list[tuple[str, int, int, str, str]] = []  # part, tried, contained, data lost, message clear
     if server:
@@ -576,6 +578,22 @@ def main(
                 sum(r.contained for r in hostile),
                 "only what a cap cuts, and the table says what",
                 f"{sum(bool(r.message_clear) for r in clear)}/{len(clear)}",
+            )
+        )
+    if files:
+        from faults_files import files_battery  # beside this script
+        from faults_files import table as files_table
+
+        bad = files_battery()
+        print("\n" + files_table(bad))
+        lost = [r for r in bad if r.data_lost != "none"]
+        summary.append(
+            (
+                "files: damaged journals, read-only run folders, files not UTF-8, a missing image",
+                len(bad),
+                sum(r.contained for r in bad),
+                "none" if not lost else f"{len(lost)} rows: " + "; ".join(f"{r.input}: {r.data_lost}" for r in lost),
+                f"{sum(r.clear for r in bad)}/{len(bad)}",
             )
         )
     head = ("part", "tried", "contained", "data lost", "message clear")

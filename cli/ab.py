@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from agent.pricing import load_prices
-from cli.output import console, exits_on_error, text
+from cli.destination import usual_or_temp
+from cli.output import console, exits_on_error, text, warn
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
@@ -22,7 +23,8 @@ def ab_command(
     out: Path = typer.Option(
         None,
         help="Parent folder: a new folder ab-A-vs-B is created inside it for ab.html and "
-        "ab.json, and its path printed (default: the folder that holds batch B).",
+        "ab.json, and its path printed (default: the folder that holds batch B; a temporary folder when that "
+        "cannot be written).",
     ),
     prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. openai:gpt-5."),
@@ -39,8 +41,13 @@ def ab_command(
     """Pair runs by task (and seed) and say whether B differs from A: outcome, steps, tokens, cost, wall time."""
     table = load_prices(prices)
     a, b = load_batch(a_dir, table, price_model), load_batch(b_dir, table, price_model)
+    for record in [*a, *b]:
+        for note in record.journal_notes:
+            warn(record.run_id, note)
     c = compare(a, b, a_dir.name, b_dir.name, primary=primary, resamples=resamples, seed=seed, alpha=alpha)
-    html_path, json_path = render(c, (out or b_dir.parent) / f"ab-{a_dir.name}-vs-{b_dir.name}")
+    name = f"ab-{a_dir.name}-vs-{b_dir.name}"
+    parent = out or usual_or_temp(b_dir.parent, [b_dir.parent / name], "harness-ab-", "comparison")
+    html_path, json_path = render(c, parent / name)
     console.print(text(f"A = {a_dir.name}\nB = {b_dir.name}"))
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:

@@ -10,7 +10,7 @@ from agent.approval import pending_calls, record_decision
 from agent.recorded.replay import replay
 from agent.recovery.resume import resume
 from agent.stopping import FAILED
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, text, warn
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
 
@@ -89,9 +89,12 @@ def replay_command(
     With --execute the tools run again in a sandbox prepared from the task's files and setup,
     with recorded approval decisions applied; tool outputs that differ from the recording once
     volatile text (times, durations, ids, the run folder) is normalised are reported as world
-    changes, with a diff, and do not fail the replay. Exits 2 on a usage error.
+    changes, with a diff, and do not fail the replay. A recording whose journal ends in a torn line or has a
+    damaged one is not replayed: the error names the line and what to do. Exits 2 on a usage error.
     """
     report = replay(run_dir, out=out, execute=execute)
+    for note in report.notes:
+        warn(str(run_dir), note)
     for d in report.harness:
         where = f", call {d.call_id} ({d.tool})" if d.call_id else ""
         console.print(text(("harness divergence", "red"), f" at step {d.step}{where}: {d.what}"))

@@ -52,6 +52,11 @@ def text(*parts: str | Text | tuple[str, str]) -> Text:
     return Text.assemble(*parts)
 
 
+def warn(*parts: str, label: str = "warning") -> None:
+    """One warning (or note) line on stderr, as written."""
+    stderr.print(text((f"{label}:", "yellow"), " " + ": ".join(parts)), soft_wrap=True)
+
+
 def print_json(data: object) -> None:
     """The result of a `--json` command: one JSON document on stdout, nothing else there."""
     console.file.write(json.dumps(data, indent=2) + "\n")

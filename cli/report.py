@@ -9,7 +9,8 @@ import typer
 
 from agent.journal.store import make_folder
 from agent.pricing import load_prices
-from cli.output import console, exits_on_error, text
+from cli.destination import usual_or_temp
+from cli.output import console, exits_on_error, text, warn
 from core.errors import HarnessError
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
@@ -28,23 +29,32 @@ def report_command(
     format: Format = typer.Option(
         Format.html, "--format", "-f", help="html writes report.html; md prints a markdown summary."
     ),
-    out: Path = typer.Option(None, help="Folder that receives report.html, created if missing (default: PATH itself)."),
+    out: Path = typer.Option(
+        None,
+        help="Folder that receives report.html, created if missing (default: PATH itself, or a temporary folder "
+        "when PATH cannot be written).",
+    ),
     prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
     price_model: str = typer.Option(None, help="Price every run as this model, e.g. anthropic:claude-sonnet-4-5."),
 ) -> None:
     """Inspect a run or a batch: detector findings, timeline, prompt breakdown, token, cache and cost charts."""
     table = load_prices(prices)
     runs = _load(path, table, price_model)
+    for run in runs:
+        for note in run.journal_notes:
+            warn(str(run.dir), note)
     batch = not is_run_dir(path)
     if format is Format.md:
         print(batch_markdown(runs, path.name) if batch else run_markdown(runs[0]), end="")
         return
-    target = None
     if out is not None:
-        make_folder(out, "report folder", exist_ok=True)
-        target = out / "report.html"
+        folder = make_folder(out, "report folder", exist_ok=True)
+    else:  # each run's report goes into its run directory, the batch's into the batch folder: all must be writable
+        needs = [p for d in [path, *(r.dir for r in runs if batch)] for p in (d, d / "report.html")]
+        folder = usual_or_temp(path, needs, "harness-report-", "report")
+    target = folder / "report.html"
     written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
-    console.print(text(f"wrote {written}"))
+    console.print(text(f"wrote {written}"), soft_wrap=True)
 
 
 def _load(path: Path, table, price_model: str | None):

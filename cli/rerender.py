@@ -10,11 +10,12 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Column, Table
 
-from agent.journal.store import read_events, read_run_info
+from agent.journal.integrity import check_run
+from agent.journal.store import read_run_info
 from agent.recorded.rerender import HELD_FIXED, Rerendered, rerender
 from agent.session import recorded_tools
 from agent.tokens import counter_for
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, text, warn
 from core.context_policy import ContextStep
 from core.policy import HarnessPolicy
 from tools.base import recorded_tool
@@ -31,7 +32,10 @@ def report(
     start = time.perf_counter()
     info = read_run_info(run_dir)
     window = window or other.model.context_window or info.context_window
-    events = read_events(run_dir)
+    check = check_run(run_dir, info)
+    for note in check.notes:
+        warn(str(run_dir), note)
+    events = check.events
     counter = counter_for(info.model)
     recorded = STEPS.validate_python(info.policy.get("context", []))
     records = recorded_tools(run_dir)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.context_policy import Compact, ContextStep, DiscloseTools, MaskObservations, StripReasoning, TruncationPolicy
 from core.errors import HarnessError, describe_validation_error
 from core.mcp_settings import MAX_TOOLS, McpServer
+from core.text_files import read_text_file
 
 
 class _Knobs(BaseModel):
@@ -269,12 +270,7 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_text()
-    except OSError as e:
-        raise HarnessError(
-            f"Cannot read policy file {path}: {e.strerror}. Check the path, or use a preset name."
-        ) from None
+    raw = read_text_file(path, "policy file", "Check the path, or use a preset name.")
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(raw)

@@ -1,8 +1,38 @@
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # CI runs the property tests at full strength; a developer can lower it locally.
 settings.register_profile("ci", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def chattr(flag: str, *paths: Path) -> None:
+    subprocess.run(["chattr", flag, *map(str, paths)], check=True, capture_output=True)
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """Make paths unwritable even for root: the filesystem's immutable attribute."""
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed")
+    made: list[Path] = []
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    try:
+        chattr("+i", probe)
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"this filesystem has no immutable attribute: {e.stderr.decode().strip()}")
+    chattr("-i", probe)
+
+    def make(*paths: Path) -> None:
+        chattr("+i", *paths)
+        made.extend(paths)
+
+    yield make
+    chattr("-i", *made)

@@ -23,11 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from agent.pricing import Price
-from core.errors import HarnessError
+from core.errors import HarnessError, describe_validation_error
 from core.events import EVENT, Event
+from core.text_files import read_text_file
 
 HARNESS_VERSION = "0.1.0"
 
@@ -194,6 +195,7 @@ class Journal:
 class BadLine:
     lineno: int
     why: str
+    torn: bool = False  # cut short mid-write (no checksum at its end, not whole JSON), not damaged after it was written
 
 
 @dataclass
@@ -201,13 +203,20 @@ class Scan:
     """events.jsonl read and checked. A line cut short by a crash mid-write is `skipped`: the
     journal reopened after it gave the next event the same seq, so no event is missing. A
     `damage` is a line (or a gap) where an event that was written is lost: the events after it
-    cannot be trusted to rebuild the run."""
+    cannot be trusted to rebuild the run. A last line that was written whole (it ends in its checksum)
+    but does not match it is damage too; a torn last line is not: its event was never written."""
 
     events: list[Event] = field(default_factory=list)  # every good event, in order
     skipped: list[BadLine] = field(default_factory=list)
     damage: BadLine | None = None  # the first one
     keep_bytes: int = 0  # where the last good event before the damage ends
     kept: int = 0  # how many good events come before the damage
+    last_line: int = 0  # the line of the last good event: bad lines after it are the journal's tail
+
+    @property
+    def tail(self) -> list[BadLine]:
+        """Bad lines after the last good event: a torn last write, or a damaged end."""
+        return [b for b in self.skipped if b.lineno > self.last_line]
 
 
 def scan(run_dir: Path) -> Scan:
@@ -222,10 +231,12 @@ def scan(run_dir: Path) -> Scan:
             try:
                 event = decode(line)
             except ValueError as e:
-                pending.append(BadLine(lineno, f"line {lineno} is damaged: {str(e).splitlines()[0]}"))
+                pending.append(bad_line(lineno, line, e))
                 continue
             expected = out.events[-1].seq + 1 if out.events else 1
             if event.seq != expected and out.damage is None:
+                if pending and pending[0].torn:  # not a torn write the journal went on after: its event is lost
+                    pending[0] = BadLine(pending[0].lineno, f"line {pending[0].lineno} is damaged: it is not JSON")
                 out.damage = (
                     pending[0]
                     if pending
@@ -243,8 +254,24 @@ def scan(run_dir: Path) -> Scan:
             out.skipped += pending
             pending = []
             out.events.append(event)
+            out.last_line = lineno
+    written = [b for b in pending if not b.torn]
+    if written and out.damage is None:
+        out.damage = written[0]
     out.skipped += pending
     return out
+
+
+def bad_line(lineno: int, line: bytes, err: ValueError) -> BadLine:
+    """What is wrong with a line that is not an event, in words a person can act on."""
+    if not isinstance(err, ValidationError):
+        return BadLine(lineno, f"line {lineno} is damaged: {err}")  # a checksum mismatch: decode says so
+    first = err.errors()[0]
+    if first["type"] == "json_invalid":
+        if _CRC.search(line.rstrip(b"\r\n")) is None:
+            return BadLine(lineno, f"line {lineno} is torn (cut short mid-write)", torn=True)
+        return BadLine(lineno, f"line {lineno} is damaged: it is not JSON ({first['msg']}), yet it ends in a checksum")
+    return BadLine(lineno, f"line {lineno} is damaged: it is not an event this version knows ({first['msg'][:120]})")
 
 
 def _seqs(first: int, last: int) -> str:
@@ -300,7 +327,9 @@ def _ends_with_newline(path: Path) -> bool:
 
 def read_run_info(run_dir: Path) -> RunInfo:
     path = Path(run_dir) / "run.json"
+    if not path.is_file():
+        raise HarnessError(f"{run_dir} is not a run directory: it has no run.json.")
     try:
-        return RunInfo.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        raise HarnessError(f"{run_dir} is not a run directory: it has no run.json.") from None
+        return RunInfo.model_validate_json(read_text_file(path, "run record"))
+    except ValidationError as e:
+        raise HarnessError(describe_validation_error(e, f"The run record {path}")) from None

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.models.base import estimate_tokens
 from core.errors import HarnessError, PermanentModelError, describe_validation_error
 from core.policy import ModelParams
+from core.text_files import read_text_file
 from core.types import FinishReason, Message, ModelReply, Reasoning, ToolCall, Usage
 from tools.base import Tool
 
@@ -49,10 +50,9 @@ class ScriptedModel:
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedModel:
         path = Path(path)
+        raw = read_text_file(path, "scripted model file")
         try:
-            data = yaml.safe_load(path.read_text())  # YAML is a superset of JSON
-        except OSError as e:
-            raise HarnessError(f"Cannot read scripted model file {path}: {e.strerror}.") from None
+            data = yaml.safe_load(raw)  # YAML is a superset of JSON
         except yaml.YAMLError as e:
             raise HarnessError(f"Scripted model file {path} is not valid JSON or YAML: {e}") from None
         if isinstance(data, dict):

@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.approval import decisions
-from agent.journal.store import RunInfo, damage_error, read_events, read_run_info, scan
+from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
+from agent.journal.store import RunInfo, read_events, read_run_info
 from agent.loop import run
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
 from agent.task import Task
+from core.errors import HarnessError
 from core.events import (
     Compacted,
     ContextOverflowed,
@@ -66,6 +68,7 @@ class ReplayReport:
     world: list[Divergence] = field(default_factory=list)  # a tool's output changed (execute only): information
     recorded_stop: str = "unfinished"
     replayed_stop: str = ""
+    notes: list[str] = field(default_factory=list)  # what the check of the recording found (agent.journal.integrity)
 
 
 def replay(
@@ -78,10 +81,10 @@ def replay(
     """Re-drive the loop of `run_dir` with its recorded replies; the replay's own run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
-    found = scan(run_dir)
-    if found.damage is not None:
-        raise damage_error(run_dir, found)
-    recorded = found.events
+    check = check_run(run_dir, info)
+    if check.damage is not None or check.torn is not None:
+        raise unreplayable(run_dir, check)
+    recorded = check.events
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-replay-"))
     model = PlaybackModel(recorded, info)
@@ -133,6 +136,24 @@ def replay(
         world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
         replayed_stop=summary.stop_reason,
+        notes=check.notes,
+    )
+
+
+def unreplayable(run_dir: Path, check: RunCheck) -> HarnessError:
+    """A recording that is not whole: a replay would report its missing end or lost event as divergences."""
+    if check.damage is not None:
+        return HarnessError(
+            f"{run_dir}/{damaged(check.damage)}. An event that was written is lost there, so "
+            f"the recording cannot be replayed. `harness resume {run_dir} --repair` cuts the journal after its last "
+            "good event (keeping the cut part as events.jsonl.damaged-N) and finishes the run from there; that run "
+            "can be replayed."
+        )
+    assert check.torn is not None
+    return HarnessError(
+        f"{run_dir}/{torn_tail(check.torn)}, so the recording stops in the middle of a step and cannot be "
+        f"replayed. `harness resume {run_dir}` finishes "
+        "the run (it skips the torn line; no recorded event is lost); that run can be replayed."
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.journal.fold import fold
+from agent.journal.integrity import skipped_note
 from agent.journal.snapshot import Snapshot, load_snapshot
 from agent.journal.store import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
 from agent.journal.summary import Summary, summarize
@@ -76,10 +77,7 @@ def _resume(
     if found.damage is not None:
         raise damage_error(run_dir, found)
     events = found.events
-    notes += [
-        f"events.jsonl {bad.why}; it was cut short by a crash mid-write and is skipped (no event is missing)"
-        for bad in found.skipped
-    ]
+    notes += [skipped_note(bad) for bad in found.skipped]
     ended = finished(events)
     if ended is not None:
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary

@@ -151,7 +151,7 @@ def compare(
     if primary not in METRIC_NAMES:
         raise HarnessError(f"unknown primary metric {primary!r}; choose one of {', '.join(METRIC_NAMES)}.")
     pairs, lone_a, lone_b = pair_runs(a, b)
-    notes: list[str] = []
+    notes = [f"{r.run_id}: {note}" for r in [*a, *b] for note in r.journal_notes]
     metrics = usable_metrics(pairs, notes) if pairs else []
     if pairs and primary not in {m.name for m in metrics}:
         raise HarnessError(

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.journal.store import read_events, read_run_info
+from agent.journal.integrity import check_run
+from agent.journal.store import read_run_info
 from agent.pricing import PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import graded, submitted, success
-from evals.reports.steps import load_summary
 
 
 @dataclass(frozen=True)
@@ -29,13 +29,13 @@ class RunRecord:
     cost_usd: float | None  # None: the model has no price in the table
     wall_s: float
     started_at: str = ""
+    journal_notes: tuple[str, ...] = ()  # what is wrong with its journal or summary.json (agent.journal.integrity)
 
 
 def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunRecord:
     info = read_run_info(run_dir)
-    path = run_dir / "summary.json"
-    events = [] if path.exists() else read_events(run_dir)  # the journal only when no summary was written
-    summary = graded(run_dir, load_summary(run_dir, events, info))
+    check = check_run(run_dir, info)
+    summary = graded(run_dir, check.summary)
     t = summary.tokens
     price = find_price(price_model or info.model, prices)
     return RunRecord(
@@ -60,6 +60,7 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
         ),
         wall_s=summary.wall_s,
         started_at=info.started_at,
+        journal_notes=tuple(check.notes),
     )
 
 

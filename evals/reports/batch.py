@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,13 +108,19 @@ def _height(run: RunData, priced: bool) -> float:
 
 
 def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) -> Path:
+    """Write the batch's report.html (at `out`, else in the batch folder) and each run's report: in its run
+    directory, or, when the batch report goes elsewhere, in a folder of the run's name beside it."""
+    path = Path(out) if out is not None else batch_dir / "report.html"
+    elsewhere = path.parent.resolve() != Path(batch_dir).resolve()
     rows = []
     for r in runs:
-        report = render_run(r)
+        if elsewhere:
+            (path.parent / r.dir.name).mkdir(exist_ok=True)
+        report = render_run(r, path.parent / r.dir.name / "report.html" if elsewhere else None)
         rows.append(
             RunRow(
                 r,
-                report.relative_to(batch_dir).as_posix() if report.is_relative_to(batch_dir) else report.as_uri(),
+                Path(os.path.relpath(report, path.parent)).as_posix(),
                 outcome_label(r.summary),
                 success(r.summary),
                 format_usd(r.cost),
@@ -127,6 +134,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "path": str(batch_dir),
         "cards": batch_cards(runs),
         "rows": rows,
+        "journal_notes": [(row, note) for row in rows for note in row.run.journal_notes],
         "detectors": [
             (d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS
         ],
@@ -144,6 +152,5 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
             ),
         },
     }
-    path = Path(out) if out is not None else batch_dir / "report.html"
     path.write_text(environment().get_template("batch.html.j2").render(context), encoding="utf-8")
     return path

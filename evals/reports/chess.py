@@ -4,6 +4,7 @@ game record (it names the PGN and how the game ended)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,15 +34,16 @@ class ChessView:
     board_svg: Markup  # python-chess's own SVG, inline
     moves: list[MoveRow]
     record: list[tuple[str, str]]
-    pgn: str  # the PGN's path, relative to the run directory
+    pgn: str  # the PGN's path, relative to the report
 
 
 def is_game(outcome: dict[str, Any]) -> bool:
     return "pgn" in outcome and "termination" in outcome and "player_result" in outcome
 
 
-def chess_view(run_dir: Path, outcome: dict[str, Any]) -> ChessView | None:
-    """The game's view, or None when the run is not a chess game or its PGN is gone."""
+def chess_view(run_dir: Path, outcome: dict[str, Any], report_dir: Path) -> ChessView | None:
+    """The game's view, or None when the run is not a chess game or its PGN is gone. `report_dir`: where the
+    report lies (the run directory, or an --out folder), so the PGN's link works from there."""
     if not is_game(outcome) or not (run_dir / outcome["pgn"]).is_file():
         return None
     # python-chess comes with the chess extra; only chess runs need it
@@ -73,7 +75,8 @@ def chess_view(run_dir: Path, outcome: dict[str, Any]) -> ChessView | None:
         check=board.king(board.turn) if board.is_check() else None,
     )
     moves = [MoveRow(n, r.get("white"), r.get("black")) for n, r in sorted(rows.items())]
-    return ChessView(Markup(svg), moves, game_record(outcome), outcome["pgn"])
+    link = Path(os.path.relpath(run_dir / outcome["pgn"], report_dir)).as_posix()
+    return ChessView(Markup(svg), moves, game_record(outcome), link)
 
 
 def _count(value: Any) -> str:

@@ -102,7 +102,10 @@ def outcome_class(run: RunData) -> str:
 
 
 def render_run(run: RunData, out: Path | None = None) -> Path:
-    clip = Clipper(run.dir)
+    """Write report.html (at `out`, else in the run directory); clipped texts go beside it, under artifacts/report/,
+    so a report written elsewhere leaves the run folder as it was."""
+    path = Path(out) if out is not None else run.dir / "report.html"
+    clip = Clipper(run.dir, path.parent)
     parts = breakdowns(run.opening, run.steps, run.info.policy)
     charts = {k: Markup(v) for k, v in run_charts(run, parts).items()}
     found = {d.name: [f for f in run.findings if f.detector == d.name] for d in DETECTORS}
@@ -112,10 +115,10 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         "summary": run.summary,
         "outcome": outcome_label(run.summary),
         "outcome_class": outcome_class(run),
-        "chess": chess_view(run.dir, run.summary.outcome),
+        "chess": chess_view(run.dir, run.summary.outcome, path.parent),
         "cards": cards(run),
         "cost_note": cost_note(run),
-        "bad_lines": run.bad_lines,
+        "journal_notes": run.journal_notes,
         "warnings": list(getattr(run.summary, "warnings", None) or []),
         "findings": run.findings,
         "detectors": [(d, found[d.name]) for d in DETECTORS],
@@ -128,7 +131,6 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         "part_labels": PART_LABELS,
         "part_colors": PART_COLORS,
     }
-    path = Path(out) if out is not None else run.dir / "report.html"
     path.write_text(environment().get_template("report.html.j2").render(context), encoding="utf-8")
     return path
 

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.journal.fold import Step, fold
-from agent.journal.store import RunInfo, read_run_info, scan
+from agent.journal.integrity import check_run
+from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
 from agent.pricing import Price, PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Message
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded
-from evals.reports.steps import load_summary
 
 
 @dataclass
@@ -26,7 +26,9 @@ class RunData:
     findings: list[Finding]
     price: Price | None
     step_costs: list[float | None]  # one per step, in USD; None when the model's price is unknown
-    bad_lines: int  # journal lines that did not parse
+    journal_notes: list[
+        str
+    ]  # what is wrong with the journal or summary.json, one sentence each (agent.journal.integrity)
 
     @property
     def cost(self) -> float | None:
@@ -70,19 +72,19 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
     if not is_run_dir(run_dir):
         raise HarnessError(f"{run_dir} is not a run directory: it needs run.json and events.jsonl.")
     info = read_run_info(run_dir)
-    found = scan(run_dir)
-    folded = fold(found.events)
+    check = check_run(run_dir, info)
+    folded = fold(check.events)
     opening, steps = folded.opening, folded.steps
     price = price_of(info, steps, prices, price_model)
     costs = [step_cost(price, s) for s in steps]
     return RunData(
         dir=run_dir,
         info=info,
-        summary=graded(run_dir, load_summary(run_dir, found.events, info)),
+        summary=graded(run_dir, check.summary),
         opening=opening,
         steps=steps,
         findings=detect(steps),
         price=price,
         step_costs=costs,
-        bad_lines=len(found.skipped),
+        journal_notes=check.notes,
     )

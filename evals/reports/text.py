@@ -31,6 +31,8 @@ def run_markdown(run: RunData) -> str:
     lines = [
         f"# Run {s.run_id}",
         "",
+        *(f"> **warning:** {note}" for note in run.journal_notes),
+        *([""] if run.journal_notes else []),
         f"- **task** {s.task_id} · **model** {s.model} · **policy** {s.policy or '—'}",
         f"- **outcome** {outcome_label(s)} (stop: {s.stop_reason}) — {s.message}",
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
@@ -67,6 +69,8 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
         f"- **runs** {len(runs)} · **succeeded** {ok} ({ok / len(runs):.0%})" if runs else "- no runs",
         f"- **cost** {format_usd(total)}" + (" (some models have no price)" if total is None and runs else ""),
         "",
+        *(f"> **warning:** {r.summary.run_id}: {note}" for r in runs for note in r.journal_notes),
+        *([""] if any(r.journal_notes for r in runs) else []),
         "| run | task | outcome | steps | prompt tokens | cached | cost | findings |",
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]

@@ -2,13 +2,15 @@
 
 A report must stay small for long runs, so any text over INLINE_CHARS is shown as its head
 and tail, and the whole text is linked: the journal's own artifact for output the harness
-truncated, else a copy the report writes under `artifacts/report/` in the run directory.
+truncated, else a copy the report writes under `artifacts/report/` beside report.html (in the
+run directory, unless the report is written elsewhere).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -97,12 +99,17 @@ class StepView:
 
 
 class Clipper:
-    """Clips texts, writing the whole of each clipped text once under the run's artifacts."""
+    """Clips texts, writing the whole of each clipped text once under artifacts/report/ beside the report."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, report_dir: Path):
         self.run_dir = run_dir
+        self.report_dir = report_dir
         self.written = 0
-        shutil.rmtree(run_dir / REPORT_ARTIFACTS, ignore_errors=True)  # texts of an older report
+        shutil.rmtree(report_dir / REPORT_ARTIFACTS, ignore_errors=True)  # texts of an older report
+
+    def in_run(self, path: str) -> str:
+        """A link from the report to a file of the run directory (`path` relative to it)."""
+        return Path(os.path.relpath(self.run_dir / path, self.report_dir)).as_posix()
 
     def __call__(self, text: str, name: str, link: str | None = None) -> Text:
         if len(text) <= INLINE_CHARS:
@@ -113,8 +120,8 @@ class Clipper:
         shown = f"{head}\n… {cut:,} characters not shown here …\n{tail}"
         if link is None:
             path = REPORT_ARTIFACTS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", name) + ".txt")
-            (self.run_dir / path).parent.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / path).write_text(text, encoding="utf-8", errors="replace")
+            (self.report_dir / path).parent.mkdir(parents=True, exist_ok=True)
+            (self.report_dir / path).write_text(text, encoding="utf-8", errors="replace")
             self.written += 1
             link = path.as_posix()
         return Text(shown, True, len(text), link)
@@ -218,7 +225,7 @@ def _observation_view(o, n: int, clip: Clipper) -> ObservationView:
         exit_code=o.exit_code,
         duration_s=o.duration_s,
         harness_cut=harness_cut,
-        full_output=cut.artifact if cut is not None else None,
+        full_output=clip.in_run(cut.artifact) if cut is not None else None,
     )
 
 

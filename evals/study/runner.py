@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from agent.journal.integrity import check_run
 from agent.journal.store import make_folder, new_run_id, read_run_info, write_json_atomic
 from agent.pricing import load_prices
 from agent.session import RunSpec, SandboxSpec, start
@@ -18,7 +19,6 @@ from evals.ab.records import RunRecord, load_record
 from evals.chess.game import GameRules
 from evals.chess.runner import play_game
 from evals.executors import Done, ExecutorOptions, Job, run_jobs
-from evals.reports.steps import load_summary
 from evals.study.grid import CHESS, StudySpec, study_policy, study_task
 from evals.study.measure import PairFigures, PolicyFigures, RunRow, pair_figures, policy_figures, run_row
 from evals.study.target import EngineCounters, Target, checkpoint_for, open_target
@@ -99,8 +99,7 @@ def run_policy(
     records, rows = [], []
     for _, run_dir in sorted(done_runs, key=lambda x: (x[0].task, x[0].seed)):
         record = load_record(run_dir, prices)
-        finished = (run_dir / "summary.json").exists()
-        stop = load_summary(run_dir, [], read_run_info(run_dir)).stop_reason if finished else "unfinished"
+        stop = check_run(run_dir, read_run_info(run_dir)).summary.stop_reason
         records.append(record)
         rows.append(run_row(record, run_dir, study_dir, stop))
     return records, rows, wall_s, counters

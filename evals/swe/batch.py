@@ -11,6 +11,7 @@ import docker
 
 from agent.journal.store import make_folder, write_json_atomic
 from core.policy import HarnessPolicy
+from core.text_files import read_text_file
 from evals.executors import Tally
 from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
 from evals.swe.runner import InstanceResult, SweBatchSpec, finished, run_batch, run_instance
@@ -98,7 +99,7 @@ def run_and_grade(
 
 def load_predictions(path: Path) -> dict[str, Prediction]:
     """Predictions as JSONL, a JSON list, or a JSON dict keyed by instance id (the forms the official harness reads)."""
-    raw = path.read_text()
+    raw = read_text_file(path, "predictions file")
     stripped = raw.lstrip()
     if stripped.startswith("["):
         items = json.loads(raw)

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import HarnessError, describe_validation_error
+from core.text_files import read_text_file
 
 
 class Spec(BaseModel):
@@ -64,10 +65,7 @@ _TextLoader.yaml_implicit_resolvers = {
 
 def load_specs(path: str | Path) -> SpecTable:
     path = Path(path)
-    try:
-        raw = path.read_text()
-    except OSError as e:
-        raise HarnessError(f"Cannot read spec file {path}: {e.strerror}.") from None
+    raw = read_text_file(path, "spec file")
     try:
         data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_TextLoader)
     except (json.JSONDecodeError, yaml.YAMLError) as e:

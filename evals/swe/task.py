@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from core.errors import HarnessError, describe_validation_error
+from core.text_files import read_text_file
 from evals.swe.specs import Spec
 
 DIFF_FILE = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
@@ -82,10 +83,7 @@ class SweInstance(BaseModel):
 def read_records(path: str | Path) -> list[SweInstance]:
     """Read a JSONL file or a JSON list; a bad record is named by line and field."""
     path = Path(path)
-    try:
-        raw = path.read_text()
-    except OSError as e:
-        raise HarnessError(f"Cannot read task file {path}: {e.strerror}.") from None
+    raw = read_text_file(path, "task file")
     instances, seen = [], set()
     for where, record in _records(raw, path):
         try:

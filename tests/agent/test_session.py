@@ -81,3 +81,47 @@ def test_a_swe_instance_offers_the_policys_mcp_tools(docker_ready, tmp_path):  #
     info = json.loads((run_dir / "run.json").read_text())
     assert info["sandbox"] == "docker" and info["workdir"] == "/testbed" and info["image"]
     assert info["toolset"] == "repository"
+
+
+def summary_of(out) -> dict:
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def test_a_docker_run_whose_image_is_missing_gets_its_summary(docker_ready, tmp_path):  # noqa: F811  (the fixture)
+    script = tmp_path / "script.yaml"
+    script.write_text("replies:\n  - text: hi\n")
+    image = "harness-no-such-image:1"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--task",
+            "x",
+            "--model",
+            f"scripted:{script}",
+            "--sandbox",
+            f"docker:{image}",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"image '{image}' is not on this Docker engine" in " ".join(result.output.split())
+    summary = summary_of(tmp_path / "runs")
+    assert summary["stop_reason"] == "environment_error" and summary["steps"] == 0
+    assert summary["message"].startswith("The sandbox could not be started: ") and image in summary["message"]
+
+
+def test_a_task_whose_setup_fails_gets_its_summary(tmp_path):
+    task = tmp_path / "task.yaml"
+    task.write_text('prompt: hi\nsetup: ["echo preparing; exit 3"]\n')
+    script = tmp_path / "script.yaml"
+    script.write_text("replies:\n  - text: hi\n")
+    result = CliRunner().invoke(
+        app, ["run", "--task", str(task), "--model", f"scripted:{script}", "--out", str(tmp_path / "runs")]
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    summary = summary_of(tmp_path / "runs")
+    assert summary["stop_reason"] == "environment_error"
+    assert summary["message"].startswith("Task task: setup command `echo preparing; exit 3` failed (exit 3)")

@@ -6,7 +6,6 @@ folder that cannot be written ends the command with a one-line error, for root t
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -147,32 +146,6 @@ def test_a_torn_line_that_a_resume_wrote_past_is_not_damage(tmp_path):
     found = scan(run_dir)
     assert found.damage is None and [b.lineno for b in found.skipped] == [torn]
     assert [e.seq for e in found.events] == list(range(1, len(found.events) + 1))
-
-
-def chattr(flag: str, *paths: Path) -> None:
-    subprocess.run(["chattr", flag, *map(str, paths)], check=True, capture_output=True)
-
-
-@pytest.fixture
-def immutable(tmp_path):
-    """Make paths unwritable even for root: the filesystem's immutable attribute."""
-    if shutil.which("chattr") is None:
-        pytest.skip("chattr is not installed")
-    made: list[Path] = []
-    probe = tmp_path / "probe"
-    probe.mkdir()
-    try:
-        chattr("+i", probe)
-    except subprocess.CalledProcessError as e:
-        pytest.skip(f"this filesystem has no immutable attribute: {e.stderr.decode().strip()}")
-    chattr("-i", probe)
-
-    def make(*paths: Path) -> None:
-        chattr("+i", *paths)
-        made.extend(paths)
-
-    yield make
-    chattr("-i", *made)
 
 
 def test_resuming_in_a_read_only_run_folder_is_a_one_line_error(tmp_path, immutable):

@@ -251,7 +251,9 @@ def test_a_torn_last_line_and_a_missing_snapshot_are_reported_and_nothing_earlie
     (run_dir / "snapshot.json").unlink()
     record_decision(run_dir, "call_2_0", True)
     done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
-    assert any("line 8 is damaged" in n for n in done.notes) and any("no snapshot.json" in n for n in done.notes)
+    assert any("line 8 is torn (cut short mid-write)" in n for n in done.notes) and any(
+        "no snapshot.json" in n for n in done.notes
+    )
     assert done.summary.stop_reason == "submitted" and prompts == want
     lines = journal.read_bytes().splitlines(keepends=True)
     assert b"".join(lines).startswith(before)  # every earlier event, byte for byte

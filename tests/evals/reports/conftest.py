@@ -166,9 +166,11 @@ def make_run(
 
 
 def append_raw_events(run_dir: Path, events: list[dict]) -> None:
+    """Crafted events after the journal's own, numbered on from its last seq (a gap would be damage)."""
+    last = len((run_dir / "events.jsonl").read_bytes().splitlines())
     with open(run_dir / "events.jsonl", "a") as f:
-        for i, e in enumerate(events):
-            f.write(json.dumps({"seq": 1000 + i, "ts": 0.0, **e}) + "\n")
+        for i, e in enumerate(events, last + 1):
+            f.write(json.dumps({"seq": i, "ts": 0.0, **e}) + "\n")
 
 
 @pytest.fixture(scope="session")

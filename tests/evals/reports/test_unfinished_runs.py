@@ -34,10 +34,14 @@ def test_a_crashed_run_without_a_summary_and_with_a_torn_last_line(rich_run, tmp
     shutil.copytree(rich_run, crashed)
     (crashed / "summary.json").unlink()
     lines = (crashed / "events.jsonl").read_text().splitlines(keepends=True)
-    kept = [line for line in lines if '"run_stopped"' not in line]
+    kept = lines[: next(i for i, line in enumerate(lines) if '"run_stopped"' in line)]  # it died before its stop
     (crashed / "events.jsonl").write_text("".join(kept) + kept[-1][: len(kept[-1]) // 2])  # a torn write
     run = load_run(crashed, load_prices())
-    assert run.bad_lines == 1
+    torn = len(kept) + 1
+    assert run.journal_notes == [
+        f"events.jsonl has a torn tail at line {torn}: it was cut short mid-write (the process died writing it); "
+        f"the {len(kept)} events before it are read"
+    ]
     assert run.summary.stop_reason == "unfinished" and run.summary.steps == 13
     html = render_run(run).read_text()
-    assert "1 journal line(s) did not parse" in html and 'id="step-13"' in html
+    assert f"torn tail at line {torn}" in html and 'id="step-13"' in html
