@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, text, warn
 from evals.interop.exports.write import export
 
 
@@ -30,6 +30,8 @@ def export_command(
 ) -> None:
     """Write a run or a batch as ATIF trajectories or an Inspect AI eval log, built from each run's journal."""
     done = export(path, format.value, out)
+    for note in done.notes:
+        warn(note)
     for written in done.written:
         console.print(text(f"wrote {written}"), soft_wrap=True)
     for why in done.skipped:

@@ -12,14 +12,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.journal.fold import Folded, fold
-from agent.journal.store import RunInfo, read_run_info, scan
+from agent.journal.integrity import check_run
+from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
 from agent.session import recorded_tools
 from core.errors import HarnessError
 from core.types import ToolCall
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import VERDICT_KEYS, graded, success
-from evals.reports.steps import load_summary
 from tools.base import ToolRecord
 
 
@@ -30,6 +30,7 @@ class Recorded:
     run: Folded
     summary: Summary  # with a grade.json verdict folded into its outcome
     tools: list[ToolRecord]  # as offered to the model; empty for runs recorded before tool sets were kept
+    notes: list[str]  # what agent.journal.integrity found: a torn tail, a stale summary.json
 
     @property
     def name(self) -> str:
@@ -81,7 +82,8 @@ def read_run(run_dir: Path) -> Recorded:
         info = read_run_info(run_dir)
     except ValidationError as e:
         raise HarnessError(f"{run_dir}/run.json is not a run record: {first_line(e)}.") from None
-    found = scan(run_dir)
+    check = check_run(run_dir, info)
+    found = check.found
     if found.damage is not None:
         raise HarnessError(
             f"{run_dir}/events.jsonl is damaged: {found.damage.why}. The events after it cannot be trusted, so the "
@@ -95,8 +97,7 @@ def read_run(run_dir: Path) -> Recorded:
         tools = recorded_tools(run_dir) or []
     except (ValueError, ValidationError) as e:
         raise HarnessError(f"{run_dir}/artifacts/tools.json is not a tool list: {first_line(e)}.") from None
-    summary = graded(run_dir, load_summary(run_dir, found.events, info))
-    return Recorded(run_dir, info, fold(found.events), summary, tools)
+    return Recorded(run_dir, info, fold(found.events), graded(run_dir, check.summary), tools, check.notes)
 
 
 def first_line(e: Exception) -> str:

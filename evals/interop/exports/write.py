@@ -26,6 +26,7 @@ Format = Literal["atif", "inspect"]
 class Exported:
     written: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # one line per run left out: which, and why
+    notes: list[str] = field(default_factory=list)  # what the integrity check found in the runs written
 
 
 def export(path: Path, format: Format, out: Path | None = None) -> Exported:
@@ -40,11 +41,14 @@ def export(path: Path, format: Format, out: Path | None = None) -> Exported:
     def readable() -> Any:
         for run_dir in dirs:
             try:
-                yield read_run(run_dir)
+                rec = read_run(run_dir)
             except HarnessError as e:
                 if single:
                     raise
                 done.skipped.append(str(e))
+                continue
+            done.notes.extend(f"{rec.name}: {note}" for note in rec.notes)
+            yield rec
 
     if format == "atif":
         for rec in readable():
