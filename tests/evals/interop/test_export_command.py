@@ -60,4 +60,4 @@ def test_a_batch_exports_its_readable_runs_and_names_the_damaged_one(batch, tmp_
     assert result.exit_code == 2
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["full.atif.json", "graded.atif.json"]
     [error] = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert "budget/run.json is not a run record" in error
+    assert "budget/run.json is invalid" in error
