@@ -25,7 +25,7 @@ from agent.pricing import PriceTable
 from evals.executors import BatchCost, Budget, Done, Tally
 from evals.interop.imports.detect import open_source, trajectories
 from evals.interop.imports.form import BadTrajectory
-from evals.interop.imports.write import STAGING, import_run
+from evals.interop.imports.write import import_run
 
 SUFFIXES = (".json", ".traj", ".eval")  # what a folder is searched for; each file's format is read from its content
 
@@ -99,7 +99,6 @@ def import_batch(
             tally.finished(Done(str(path), error=error))
             order.append(str(path))
         on_file(path, error)
-    _tidy(folder)
     tally.write(folder / "executor.json", order)
     record = ImportBatch(
         model=_most(models),
@@ -134,11 +133,3 @@ def _most(counts: dict[str, int]) -> str:
 
 def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
-def _tidy(folder: Path) -> None:
-    """The staging folder goes once empty; what a crash left in it is overwritten by the next import."""
-    try:
-        (folder / STAGING).rmdir()
-    except OSError:
-        pass

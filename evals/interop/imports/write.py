@@ -66,6 +66,10 @@ def import_run(t: Trajectory, source: Source, out: Path, prices: PriceTable) -> 
     finally:
         journal.close()
     os.replace(journal.dir, run_dir)
+    try:
+        staging.rmdir()  # gone once empty; what a crash left in it is overwritten by the next import
+    except OSError:
+        pass
     return run_dir, True
 
 

@@ -61,6 +61,7 @@ def test_mini_swe_agent_v1_text_actions_become_bash_calls_with_their_return_code
     assert any("timestamps" in gap for gap in info.imported_gaps)
     assert any("exact prompt bytes" in gap for gap in info.imported_gaps)
     assert (run_dir / "artifacts" / "model.patch").read_text() == docs.PATCH
+    assert [p.name for p in run_dir.parent.iterdir()] == [run_dir.name]  # the staging folder is gone
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["cost_usd"] == 0.015 and summary["tokens"]["prompt"] == 6000 and summary["tokens"]["cached"] == 3000
 
