@@ -18,6 +18,7 @@ from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import chess_command
 from cli.export_cmd import export_command
+from cli.import_cmd import import_command
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
@@ -183,6 +184,7 @@ app.add_typer(mcp_cli.app, name="tools")
 
 app.add_typer(sandbox_app, name="sandbox")
 app.command("rerender")(rerender_command)
+app.command("import")(import_command)
 app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.command("report")(report_command)

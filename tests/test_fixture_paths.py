@@ -16,6 +16,8 @@ import pytest
 from tests.tools.mcp.test_text import walk  # every string of a JSON value, keys included
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# Other harnesses' runs as they published them: imported, never replayed, so the paths their agents saw are data.
+PUBLISHED = FIXTURES / "imports"
 STANDARD = ("/dev/", "/proc/", "/sys/", "/tmp/", "/var/tmp/", "/usr/", "/bin/", "/sbin/", "/etc/", "/lib/")
 # A path starts a string or follows a space, quote, `=`, `:`, `(` or `[` (so `a/b` and URLs are not), and has
 # two parts at least: a lone `/select` in quoted source code locates nothing.
@@ -33,7 +35,7 @@ def outside_paths(path: Path) -> set[str]:
 
 
 def fixture_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl"))
+    return sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and PUBLISHED not in p.parents)
 
 
 @pytest.mark.parametrize("path", fixture_files(FIXTURES), ids=lambda p: str(p.relative_to(FIXTURES)))

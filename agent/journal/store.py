@@ -17,7 +17,7 @@ import re
 import secrets
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +49,10 @@ class RunInfo(BaseModel):
     context_window: int | None = None  # tokens the run assumed its model holds (agent.models.windows); None: unknown
     started_at: str
     price: Price | None = None  # the model's price each call was priced at; None: unknown, or an older run
+    # A run imported from another harness's file (`harness import`): the source (format, file, sha256, agent,
+    # model, tools) and what that format does not carry, so no reader takes a missing figure for a measured one.
+    imported: dict[str, Any] | None = None
+    imported_gaps: list[str] = Field(default_factory=list)
 
 
 def new_run_id(label: str) -> str:
@@ -139,6 +143,21 @@ class Journal:
         for listener in self.listeners:
             listener(event)
         return event
+
+    def extend(self, events: Iterable[Event]) -> list[Event]:
+        """Append many events in one write and one fsync, for a journal written whole (an imported run):
+        each keeps its own `ts` (when the source recorded the step), or gets now."""
+        now, seq = time.time(), self.seq
+        out = []
+        for event in events:
+            seq += 1
+            out.append(event.model_copy(update={"seq": seq, "ts": event.ts or now}))
+        self._write(b"".join(encode(e) for e in out))
+        self.seq = seq
+        for event in out:
+            for listener in self.listeners:
+                listener(event)
+        return out
 
     def _write(self, data: bytes) -> None:
         try:

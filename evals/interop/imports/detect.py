@@ -1,0 +1,143 @@
+"""Which format a file is in, from its content (never its name), and the trajectories it holds.
+
+Every way a file can fail to import is a `BadTrajectory` whose message names the file and says what is
+wrong with it in one line: unreadable, not UTF-8, cut short, JSON of some other tool, a format it does
+not read as.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.interop.imports import atif, inspect_log, mini_swe_agent, swe_agent
+from evals.interop.imports.form import BadTrajectory, Trajectory
+
+Reader = Callable[[dict[str, Any], Path], Iterator[Trajectory]]
+FORMATS: dict[str, tuple[Callable[[Any], bool], Reader]] = {
+    "mini-swe-agent": (mini_swe_agent.looks_like, mini_swe_agent.read),
+    "swe-agent": (swe_agent.looks_like, swe_agent.read),
+    "atif": (atif.looks_like, atif.read),
+    "inspect": (inspect_log.looks_like, inspect_log.read),
+}
+EXPECTED = "a mini-swe-agent .traj.json, a SWE-agent .traj, an ATIF trajectory or an Inspect eval log (.eval, .json)"
+
+
+@dataclass(frozen=True)
+class Source:
+    path: Path
+    sha256: str
+    format: str
+    doc: dict[str, Any]  # the parsed file; an .eval log's samples are read from its zip as they are asked for
+
+
+def open_source(path: Path, fmt: str = "auto") -> Source:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadTrajectory(f"{path}: cannot be read: {e.strerror or e}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    doc = _eval_zip(path, data) if data[:4] == b"PK\x03\x04" else _json(path, data)
+    found = fmt if fmt != "auto" else next((name for name, (looks, _) in FORMATS.items() if looks(doc)), None)
+    if found is None:
+        raise BadTrajectory(f"{path}: {_what(doc)}, in no format `harness import` reads ({EXPECTED})")
+    if not FORMATS[found][0](doc):
+        raise BadTrajectory(f"{path}: does not read as {found}: {_what(doc)}")
+    return Source(path, digest, found, doc)
+
+
+def trajectories(source: Source) -> Iterator[Trajectory]:
+    """The file's runs, read one at a time; a malformed part becomes a BadTrajectory naming the file."""
+    read = FORMATS[source.format][1]
+    try:
+        yield from read(source.doc, source.path)
+    except BadTrajectory as e:
+        raise BadTrajectory(f"{source.path}: {e}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, zipfile.BadZipFile) as e:
+        why = (str(e).splitlines() or [""])[0]  # a validation error's first line says what; the rest is detail
+        raise BadTrajectory(f"{source.path}: not a readable {source.format} file ({type(e).__name__}: {why})") from None
+
+
+def _json(path: Path, data: bytes) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadTrajectory(
+            f"{path}: not UTF-8 text (byte {e.start} is {data[e.start]:#04x}); is it a binary file?"
+        ) from None
+    if not text.strip():
+        raise BadTrajectory(f"{path}: the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data" and _first_line_is_json(text):
+            raise BadTrajectory(f"{path}: JSON lines (one object per line), not a trajectory ({EXPECTED})") from None
+        cut = _open_at_end(text)
+        why = (
+            "it ends before the JSON does (truncated?)" if cut else f"invalid JSON at line {e.lineno}, column {e.colno}"
+        )
+        raise BadTrajectory(f"{path}: {why}: {e.msg}") from None
+
+
+def _open_at_end(text: str) -> bool:
+    """The text stops inside a string, an object or a list: what a file cut short looks like."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+    return in_string or depth > 0
+
+
+def _first_line_is_json(text: str) -> bool:
+    try:
+        json.loads(text.split("\n", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _eval_zip(path: Path, data: bytes) -> dict[str, Any]:
+    """An Inspect `.eval` log: header.json (or, while it is still written, _journal/start.json) and its samples."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        names = archive.namelist()
+        head = "header.json" if "header.json" in names else "_journal/start.json"
+        if head not in names:
+            raise BadTrajectory(f"{path}: a zip archive, but not an Inspect eval log (it has no header.json)")
+        header = json.loads(archive.read(head))
+    except (zipfile.BadZipFile, EOFError) as e:
+        raise BadTrajectory(f"{path}: a damaged zip archive (truncated?): {e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadTrajectory(f"{path}: an Inspect eval log whose header is not valid JSON ({e})") from None
+    samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_sample_order)
+    return {**header, "samples": (json.loads(archive.read(n)) for n in samples)}
+
+
+def _sample_order(name: str) -> tuple[str, int]:
+    stem = name.removeprefix("samples/").removesuffix(".json")
+    sample, _, epoch = stem.rpartition("_epoch_")
+    return (sample.zfill(12), int(epoch) if epoch.isdigit() else 0)
+
+
+def _what(doc: Any) -> str:
+    if isinstance(doc, dict):
+        keys = ", ".join(list(doc)[:6]) + (", ..." if len(doc) > 6 else "")
+        return f"a JSON object with keys {keys}" if doc else "an empty JSON object"
+    return f"a JSON {type(doc).__name__}"
