@@ -1,5 +1,5 @@
 """A file the user hands in that is not UTF-8 (a task, a scripted model, a policy, a price table, SWE records,
-specs, predictions, a run's run.json) ends the command with exit 2 and one line naming the file, the byte and
+specs, predictions, an MCP config, a run's run.json) ends the command with exit 2 and one line naming the file, the byte and
 its offset, never a UnicodeDecodeError traceback."""
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ CASES = {
     "SWE records": ("r.jsonl", b'{"instance_id": "', lambda f: ["swe", "validate", str(f)]),
     "SWE specs": ("specs.yaml", b"# ", lambda f: ["swe", "validate", "builtin", "--specs", str(f)]),
     "SWE predictions": ("preds.jsonl", b'{"model_patch": "', lambda f: ["swe-grade", str(f)]),
+    "MCP config": ("mcp.toml", b"# ", lambda f: ["tools", "list", "--config", str(f)]),
 }
 WHAT = {
     "markdown task": "Task file",
@@ -49,6 +50,7 @@ WHAT = {
     "SWE records": "Task file",
     "SWE specs": "Spec file",
     "SWE predictions": "Predictions file",
+    "MCP config": "MCP config file",
 }
 
 

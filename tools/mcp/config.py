@@ -16,6 +16,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.mcp_settings import SERVER_NAME, McpServer
+from core.text_files import read_text_file
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts")
@@ -88,10 +89,7 @@ def _unique(name: str, taken: Set[str]) -> str:
 def load_servers(path: str | Path) -> list[McpServer]:
     """The `mcp` list of a TOML/YAML/JSON file (a policy file, or one holding only `mcp`)."""
     path = Path(path)
-    try:
-        raw = path.read_text()
-    except OSError as e:
-        raise ValueError(f"Cannot read MCP config file {path}: {e.strerror}.") from None
+    raw = read_text_file(path, "MCP config file")
     try:
         data: Any = tomllib.loads(raw) if path.suffix == ".toml" else yaml.safe_load(raw)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
