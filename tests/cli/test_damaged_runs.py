@@ -11,28 +11,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.models.scripted import ScriptedModel
-from agent.session import RunSpec, start
-from agent.task import Task
 from cli.main import app
-from core.policy import HarnessPolicy
-from tests.agent.helpers import call
-from tests.agent.journal.damage import cut, flip, lines, tear
+from tests.agent.journal.damage import cut, finished_run, flip, lines, tear
 
 runner = CliRunner()
-SCRIPT = [
-    call("shell", command="echo hello"),
-    call("write_file", path="a.txt", content="A\n"),
-    call("shell", command="cat a.txt"),
-    call("submit", answer="done"),
-]
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    task = Task(id="echo", prompt="Write a.txt, read it, submit.")
-    _, run_dir = start(RunSpec(task, ScriptedModel(SCRIPT), HarnessPolicy(), tmp_path_factory.mktemp("runs")))
-    return run_dir
+    return finished_run(tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture

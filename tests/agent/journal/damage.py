@@ -6,6 +6,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent.models.scripted import ScriptedModel
+from agent.session import RunSpec, start
+from agent.task import Task
+from core.policy import HarnessPolicy
+from tests.agent.helpers import call
+
+SCRIPT = [
+    call("shell", command="echo hello"),
+    call("write_file", path="a.txt", content="A\n"),
+    call("shell", command="cat a.txt"),
+    call("submit", answer="done"),
+]
+
+
+def finished_run(runs: Path) -> Path:
+    """A real four-step run in `runs`, finished with a submission: what the damage is done to."""
+    _, run_dir = start(
+        RunSpec(Task(id="echo", prompt="Write a.txt, read it, submit."), ScriptedModel(SCRIPT), HarnessPolicy(), runs)
+    )
+    return run_dir
+
 
 def lines(run_dir: Path) -> list[bytes]:
     return (Path(run_dir) / "events.jsonl").read_bytes().splitlines(keepends=True)

@@ -14,31 +14,12 @@ from agent.journal.store import read_run_info, scan
 from agent.journal.summary import Summary
 from agent.models.scripted import ScriptedModel
 from agent.recovery.resume import resume
-from agent.session import RunSpec, start
-from agent.task import Task
-from core.policy import HarnessPolicy
-from tests.agent.helpers import call
-from tests.agent.journal.damage import cut, flip, lines, tear
-
-SCRIPT = [
-    call("shell", command="echo hello"),
-    call("write_file", path="a.txt", content="A\n"),
-    call("shell", command="cat a.txt"),
-    call("submit", answer="done"),
-]
+from tests.agent.journal.damage import SCRIPT, cut, finished_run, flip, lines, tear
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    _, run_dir = start(
-        RunSpec(
-            Task(prompt="Write a.txt, read it, submit."),
-            ScriptedModel(SCRIPT),
-            HarnessPolicy(),
-            tmp_path_factory.mktemp("runs"),
-        )
-    )
-    return run_dir
+    return finished_run(tmp_path_factory.mktemp("runs"))
 
 
 @pytest.fixture
