@@ -9,7 +9,6 @@ of a `bash` tool, as mini-swe-agent's own files are. ATIF records no exit status
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from core.types import Usage
 from evals.interop.imports.actions import BASH, bash_call, shell_result, split_action
 from evals.interop.imports.form import BadTrajectory, Call, Result, Tool, Trajectory, Turn, inferred_tools
-from evals.interop.imports.text import fields, iso_seconds, items, text_of
+from evals.interop.imports.text import arguments_text, fields, iso_seconds, items, text_of
 
 GENERIC_NAMES = ("trajectory", "agent", "logs")  # file and folder names that name no task
 
@@ -76,7 +75,7 @@ def _turn(step: dict[str, Any], n: int) -> Turn:
         Call(
             id=str(tc.get("tool_call_id") or f"call_{n}_{i}"),
             name=str(tc.get("function_name", "")),
-            arguments=tc["arguments"] if isinstance(tc.get("arguments"), str) else json.dumps(tc.get("arguments", {})),
+            arguments=arguments_text(tc.get("arguments")),
         )
         for i, tc in enumerate(items(step.get("tool_calls")))
         if isinstance(tc, dict)

@@ -9,14 +9,13 @@ the tools it offered. Inspect stores long strings once, as `attachment://<hash>`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from core.types import ErrorKind, Status, Usage
 from evals.interop.imports.form import BadTrajectory, Call, Result, Tool, Trajectory, Turn, inferred_tools
-from evals.interop.imports.text import fields, iso_seconds, items, text_of
+from evals.interop.imports.text import arguments_text, fields, iso_seconds, items, text_of
 
 LIMITS = {
     "message": "step_budget",
@@ -116,7 +115,7 @@ def _turn(m: dict[str, Any], event: dict[str, Any] | None, n: int) -> Turn:
         Call(
             id=str(tc.get("id") or f"call_{n}_{i}"),
             name=str(tc.get("function", "")),
-            arguments=tc["arguments"] if isinstance(tc.get("arguments"), str) else json.dumps(tc.get("arguments", {})),
+            arguments=arguments_text(tc.get("arguments")),
         )
         for i, tc in enumerate(items(m.get("tool_calls")))
         if isinstance(tc, dict)

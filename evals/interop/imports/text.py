@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -43,3 +44,8 @@ def fields(value: Any) -> dict[str, Any]:
 def items(value: Any) -> list[Any]:
     """A list of the file, or an empty one where the file has something else (or nothing) there."""
     return value if isinstance(value, list) else []
+
+
+def arguments_text(value: Any) -> str:
+    """A call's arguments as the raw string a model sends: kept as written when recorded as one, else JSON."""
+    return value if isinstance(value, str) else json.dumps({} if value is None else value)
