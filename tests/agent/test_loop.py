@@ -27,6 +27,8 @@ RUN_JSON_FIELDS = {
     "context_window",
     "started_at",
     "price",
+    "imported",  # None for a run made here; `harness import` fills it
+    "imported_gaps",
 }
 SUMMARY_FIELDS = {
     "run_id",
