@@ -32,7 +32,6 @@ from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 Approver = Callable[[ToolCall, Tool], bool | Decision]
 # (observation, where its full text is kept: called only when it is cut) -> the observation the model sees
 Cap = Callable[[Observation, Callable[[], str]], Observation]  # a Decision carries the person's note to the refusal
-TRACEBACK_TAIL_CHARS = 1500
 
 
 @dataclass(frozen=True)
@@ -156,11 +155,16 @@ def _run_call(
     except SandboxDead as e:
         return _observation(call, "error", f"The sandbox is gone: {e}", "sandbox_dead", start), None, None
     except TimeoutError as e:
-        return _observation(call, "timeout", f"{call.name} timed out: {e}", "timeout", start), None, None
-    except Exception as e:  # a tool bug must not kill the run: the model sees the tail, the journal the whole
+        return _observation(call, "timeout", f"{call.name} timed out: {e.strerror or e}", "timeout", start), None, None
+    except Exception as e:  # a tool bug must not kill the run
+        # The traceback names the harness's files and the host's paths: it is for whoever fixes the
+        # bug (the journal and artifacts/), not for the model, which learns only that it was not its fault.
         tb = traceback.format_exc()
-        tail = tb[-TRACEBACK_TAIL_CHARS:]
-        text = f"{call.name} failed with {type(e).__name__}: {e}\n{tail}"
+        journal.store_artifact(f"step{step:05d}-{call.id}-traceback.txt", tb)
+        text = (
+            f"{call.name} failed with {type(e).__name__}: a fault of the harness, not of your call; "
+            "the harness kept the details. Try again, or reach the same end another way."
+        )
         return _observation(call, "error", text, "tool_raised", start), tb, None
     if isinstance(result, str):  # a plain string is an ok result; anything else is a tool bug
         result = ToolResult(result)

@@ -5,7 +5,7 @@
 
 Contained: the harness process and the host are unharmed, the limit held, and the
 sandbox (when it should survive) runs the next command cleanly. Clear: what the model
-observes says what happened. Each row is bounded by its own timeouts (about a minute in all).
+observes says what happened. Each row is bounded by its own timeouts (about a minute and a half in all).
 Needs a running engine and the base image (`bash scripts/setup.d/10-docker.sh`).
 """
 
@@ -22,10 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import ValidationError
 
-from sandboxes.base import SandboxDead
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_container import docker_client
 from sandboxes.docker_options import DockerOptions
+from tools.base import ToolContext
+from tools.builtin.files import READ_FILE, WRITE_FILE, ReadArgs, WriteArgs
 
 SECRET = "sk-battery-host-secret"
 
@@ -81,7 +82,7 @@ def sleep_past_timeout(sb: DockerSandbox) -> tuple[bool, bool, str]:
 
 
 def host_secrets(sb: DockerSandbox) -> tuple[bool, bool, str]:
-    env = sb.exec("env; tr '\\0' '\\n' < /proc/1/environ", timeout=10).output
+    env = sb.exec("env", timeout=10).output + "\n".join(sb.container.attrs["Config"]["Env"])
     try:
         DockerOptions(env_from_host=["OPENAI_API_KEY"])
         refused = ""
@@ -96,20 +97,87 @@ def file_tools_beyond_permissions(sb: DockerSandbox) -> tuple[bool, bool, str]:
         data = sb.read_file("/etc/shadow")
         return False, False, f"read {len(data)} bytes of /etc/shadow"
     except PermissionError as e:
-        return True, "permission denied" in str(e), str(e)
+        return True, (e.strerror or "").startswith("permission denied: /etc/shadow"), str(e.strerror)
 
 
 def kill_the_shell(sb: DockerSandbox) -> tuple[bool, bool, str]:
     r = sb.exec("kill -KILL $$", timeout=10)
-    return sb.exec("echo ok", timeout=10).output == "ok\n", "shell exited" in r.output, r.output
+    clear = "the shell was killed" in r.output and "new shell" in r.output
+    return sb.exec("echo ok", timeout=10).output == "ok\n", clear, r.output
 
 
 def kill_the_container_from_inside(sb: DockerSandbox) -> tuple[bool, bool, str]:
-    try:
-        sb.exec("kill -KILL $(cat /proc/1/task/1/children); sleep 5", timeout=30)
-    except SandboxDead as e:
-        return not sb.alive(), "killed or stopped" in str(e) and "memory" not in str(e), str(e)
-    return False, False, "the container survived"
+    r = sb.exec("kill -KILL 1 $(cat /proc/1/task/1/children); sleep 1", timeout=30)
+    return (
+        sb.alive() and sb.exec("echo ok", timeout=10).output == "ok\n",
+        "Operation not permitted" in r.output,
+        r.output,
+    )
+
+
+def _works(sb: DockerSandbox) -> bool:
+    """The shell and the file tools both still work."""
+    sb.write_file("/workspace/probe.txt", b"ok", timeout=10)
+    return sb.exec("cat /workspace/probe.txt", timeout=10).output == "ok" and sb.read_file("probe.txt") == b"ok"
+
+
+def kill_every_process(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    sb.exec("cd /tmp && export KEPT=1; sleep 300 &", timeout=10)
+    spared = sb.exec("kill -9 -1", timeout=10)  # bash's builtin spares its own shell
+    kept = sb.exec('echo "$PWD $KEPT"', timeout=10).output.endswith("/tmp 1\n")
+    r = sb.exec("bash -c 'kill -9 -1'", timeout=10)  # from a child, the shell goes too
+    contained = sb.alive() and kept and spared.exit_code == 0 and _works(sb)
+    return contained, "new shell" in r.output and "exported variables" in r.output, r.output
+
+
+def busy_loop_ignoring_term(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    sb.exec("cd /tmp && export KEPT=1", timeout=10)
+    start = time.monotonic()
+    r = sb.exec("trap '' TERM; while :; do :; done", timeout=2)
+    took = time.monotonic() - start
+    contained = took < 5 and _processes(sb) <= 6 and _works(sb)
+    clear = r.timed_out and "new shell, starting in /tmp" in r.output and "exported variables" in r.output
+    return contained, clear, r.output
+
+
+def pipes_and_devices(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    """read_file of a FIFO, /dev/zero and /dev/urandom and write_file to a FIFO, at a 2 s tool timeout."""
+    sb.exec("mkfifo /workspace/pipe", timeout=10)
+    ctx = ToolContext(sandbox=sb, timeout_s=2)
+    calls = [
+        (READ_FILE, ReadArgs(path="pipe")),
+        (READ_FILE, ReadArgs(path="/dev/zero")),
+        (READ_FILE, ReadArgs(path="/dev/urandom")),
+        (WRITE_FILE, WriteArgs(path="pipe", content="x")),
+    ]
+    start = time.monotonic()
+    results = [tool.run(args, ctx) for tool, args in calls]
+    took = time.monotonic() - start
+    clear = all(r.timed_out and ("named pipe" in r.text or "character device" in r.text) for r in results)
+    return took < 4 * 2 + 6 and _works(sb), clear, f"4 calls in {took:.1f} s; " + results[0].text
+
+
+def refused_files_in_one_line(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    """What the model sees for read-only, not-permitted, missing and directory paths: one line each."""
+    sb.exec("mkdir /workspace/locked && chmod 500 /workspace/locked", timeout=10)
+    ctx = ToolContext(sandbox=sb, timeout_s=10)
+    results = [
+        WRITE_FILE.run(WriteArgs(path="/etc/passwd", content="x"), ctx),
+        READ_FILE.run(ReadArgs(path="/etc/shadow"), ctx),
+        WRITE_FILE.run(WriteArgs(path="locked/new.txt", content="x"), ctx),
+        READ_FILE.run(ReadArgs(path="missing.txt"), ctx),
+        READ_FILE.run(ReadArgs(path="/tmp"), ctx),
+    ]
+    causes = [
+        "read-only file system: /etc/passwd",
+        "permission denied: /etc/shadow",
+        "permission denied: /workspace/locked",
+        "no such file or directory: /workspace/missing.txt",
+        "is a directory: /tmp",
+    ]
+    one_line = all(not r.ok and "\n" not in r.text and "Traceback" not in r.text for r in results)
+    clear = all(r.text.startswith(c) for r, c in zip(results, causes, strict=True))
+    return one_line and _works(sb), clear, results[0].text
 
 
 BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[bool, bool, str]]]] = [
@@ -122,7 +190,26 @@ BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[boo
     ("host secrets", "OPENAI_API_KEY in the host env; asked for by name", DockerOptions(), host_secrets),
     ("file tools beyond permissions", "read_file /etc/shadow", DockerOptions(), file_tools_beyond_permissions),
     ("kill the shell", "kill -KILL $$", DockerOptions(), kill_the_shell),
-    ("kill the container", "kill its idle process from inside", DockerOptions(), kill_the_container_from_inside),
+    (
+        "kill the container",
+        "kill its init and idle process from inside",
+        DockerOptions(),
+        kill_the_container_from_inside,
+    ),
+    ("kill every process", "kill -9 -1, as the builtin and from a child", DockerOptions(), kill_every_process),
+    ("busy loop ignoring SIGTERM", "trap '' TERM; while :; do :; done, 2 s", DockerOptions(), busy_loop_ignoring_term),
+    (
+        "pipes and devices",
+        "read_file FIFO, /dev/zero, /dev/urandom; write_file FIFO; 2 s",
+        DockerOptions(),
+        pipes_and_devices,
+    ),
+    (
+        "refused files",
+        "write /etc/passwd, read /etc/shadow, a locked dir, missing, a dir",
+        DockerOptions(),
+        refused_files_in_one_line,
+    ),
 ]
 
 

@@ -8,7 +8,8 @@
 Safe by default (see DockerOptions): no network, uid 1000, all capabilities
 dropped, no-new-privileges, pids/memory/CPU limits, read-only root with a
 writable /workspace volume and a /tmp tmpfs, and an environment that holds only
-what the options name. This file holds the container's life and the Sandbox API; how
+what the options name. The container's own processes (its init and idle process) run as
+another user (docker_container.IDLE_USER), so the agent's `kill -9 -1` cannot end it. This file holds the container's life and the Sandbox API; how
 the container is made is docker_container.py, its shells docker_shells.py, the notes on
 its limits docker_diagnosis.py, and its files docker_files.py.
 """
@@ -25,8 +26,9 @@ import docker
 from docker.errors import DockerException, NotFound
 
 from sandboxes import docker_files
-from sandboxes.base import ExecResult, SandboxDead
+from sandboxes.base import FILE_TIMEOUT_S, ExecResult, SandboxDead, shell_replaced
 from sandboxes.docker_container import (
+    IDLE_UID,
     chown_workdir,
     create_container,
     docker_client,
@@ -188,7 +190,8 @@ class DockerSandbox:
                 self.raise_if_dead(doing)
             code = shell.exit_code()
         framed = shell.partial()
-        note = f"\n[sandbox: the shell exited with status {code}; the next command starts a new shell in {self.shells.cwd}]"
+        how = f"was killed (signal {code - 128})" if code is not None and code > 128 else f"exited with status {code}"
+        note = shell_replaced(f"the shell {how}", self.shells.cwd)
         return ExecResult(
             output=framed.output.decode("utf-8", "replace") + self.limits.after_sweep() + note,
             exit_code=code if code is not None else -1,
@@ -198,7 +201,7 @@ class DockerSandbox:
 
     def _after_timeout(self, shell: ShellSession, command: str, start: float) -> ExecResult:
         """Kill everything the command started; keep the shell if it comes back, else replace it."""
-        framed = None
+        framed, note = None, ""
         try:
             self.shells.kill_session(shell.pid)
             framed = shell.resume(time.monotonic() + KILL_GRACE_S)
@@ -210,8 +213,9 @@ class DockerSandbox:
             self.shells.kill_pid(shell.pid)
             self.shells.drop()
             self.raise_if_dead(f"running {command[:200]!r}")
+            note = shell_replaced("the shell itself was still busy at the timeout and was killed", self.shells.cwd)
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace") + self.limits.after_sweep(),
+            output=framed.output.decode("utf-8", "replace") + self.limits.after_sweep() + note,
             exit_code=None,
             timed_out=True,
             output_capped=framed.capped,
@@ -220,13 +224,13 @@ class DockerSandbox:
 
     # -- files ------------------------------------------------------------------
 
-    def write_file(self, path: str, data: bytes) -> None:
+    def write_file(self, path: str, data: bytes, timeout: float = FILE_TIMEOUT_S) -> None:
         with self._lock:
-            docker_files.write_file(self.shells, path, data, (self._uid, self._gid))
+            docker_files.write_file(self.shells, path, data, (self._uid, self._gid), timeout)
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, timeout: float = FILE_TIMEOUT_S) -> bytes:
         with self._lock:
-            return docker_files.read_file(self.shells, path)
+            return docker_files.read_file(self.shells, path, timeout)
 
     # -- liveness ---------------------------------------------------------------
 
@@ -271,6 +275,11 @@ class DockerSandbox:
         if self._uid is None:
             r = self.exec("id -u; id -g", timeout=10)
             self._uid, self._gid = (int(x) for x in r.output.split())
+        if self._uid == IDLE_UID:
+            raise ValueError(
+                f"the sandbox user {self.options.user} has uid {IDLE_UID}, the uid the container's own processes "
+                "run as, so its commands could end the container; choose another DockerOptions.user"
+            )
         if self.exec(f"test -w {shlex.quote(self.workdir)}", timeout=10).exit_code != 0:
             chown_workdir(self.client, self.container, self.options, self._uid, self._gid)
 

@@ -17,6 +17,12 @@ from docker.utils import parse_bytes
 
 from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
 
+# The container's init and idle process run as this user, never the sandbox user: without
+# CAP_KILL, the sandbox user's `kill -9 -1` cannot reach them, so it cannot end the container.
+# 65535 is the uid Kubernetes' pause container idles as: no image's own user.
+IDLE_UID = 65535
+IDLE_USER = f"{IDLE_UID}:{IDLE_UID}"
+
 
 class DockerUnavailable(RuntimeError):
     """No Docker engine answers, or the image the options name is not there."""
@@ -65,8 +71,10 @@ def run_kwargs(opts: DockerOptions, labels: dict[str, str]) -> dict:
         entrypoint=["sleep"],
         command=["infinity"],
         init=True,  # a real pid 1 that reaps orphans
-        user=opts.user,
-        working_dir=opts.workdir,
+        # Every shell and helper names its own user (opts.user, or root for the helpers); the
+        # idle process starts in / because IDLE_USER may not be allowed into the workdir.
+        user=IDLE_USER,
+        working_dir="/",
         environment=env,
         network_mode=opts.network,
         cap_drop=["ALL"],

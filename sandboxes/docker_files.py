@@ -19,15 +19,13 @@ import uuid
 
 from docker.errors import APIError, NotFound
 
+from sandboxes.base import READ_CAP, file_error, file_timeout
 from sandboxes.docker_options import DockerOptions
 from sandboxes.docker_shells import Shells
 from sandboxes.shell import ShellExited
 
-FILE_TIMEOUT_S = 60.0
-READ_CAP = 64 << 20  # read_file refuses larger files: they would not fit a model's context anyway
 
-
-def read_file(shells: Shells, path: str) -> bytes:
+def read_file(shells: Shells, path: str, timeout: float) -> bytes:
     target = _abs(shells.options, path)
     quoted = shlex.quote(target)
     # On failure cat runs again for its message alone: the first one's stderr would mix with the bytes.
@@ -36,79 +34,79 @@ def read_file(shells: Shells, path: str) -> bytes:
         f"if [ -d {quoted} ]; then echo 'Is a directory' >&2; (exit 21); elif cat -- {quoted} 2>/dev/null; then :; "
         f"else LC_ALL=C cat -- {quoted} 2>&1 >/dev/null; (exit 1); fi",
         target,
-        "read",
+        "reading",
+        timeout,
         cap=READ_CAP + 1,
     )
 
 
-def write_file(shells: Shells, path: str, data: bytes, owner: tuple[int | None, int | None]) -> None:
+def write_file(shells: Shells, path: str, data: bytes, owner: tuple[int | None, int | None], timeout: float) -> None:
     """`owner`: the sandbox user's uid and gid, who owns the staged bytes."""
     target = _abs(shells.options, path)
     stage = posixpath.join(shells.options.workdir, f".harness-transfer-{uuid.uuid4().hex}")
-    _put_stage(shells, stage, data, owner)
+    _put_stage(shells, stage, data, owner, target)
     src, dst, parent = shlex.quote(stage), shlex.quote(target), shlex.quote(posixpath.dirname(target))
-    _file_op(
-        shells,
-        f"mkdir -p -- {parent} && cat -- {src} > {dst}; __h_rc=$?; rm -f -- {src}; (exit $__h_rc)",
-        target,
-        "write",
-        cap=65536,
-    )
+    try:
+        _file_op(
+            shells,
+            f"mkdir -p -- {parent} && cat -- {src} > {dst}; __h_rc=$?; rm -f -- {src}; (exit $__h_rc)",
+            target,
+            "writing",
+            timeout,
+            cap=65536,
+        )
+    except TimeoutError:
+        shells.control().run_framed(f"rm -f -- {src}", timeout=10, cap=4096)  # its cat was killed before its rm
+        raise
 
 
 def _abs(opts: DockerOptions, path: str) -> str:
     return posixpath.normpath(posixpath.join(opts.workdir, path))
 
 
-def _file_op(shells: Shells, command: str, target: str, verb: str, cap: int) -> bytes:
+def _file_op(shells: Shells, command: str, target: str, verb: str, timeout: float, cap: int) -> bytes:
     control = shells.control()
     try:
-        framed = control.run_framed(command, timeout=FILE_TIMEOUT_S, cap=cap)
+        framed = control.run_framed(command, timeout=timeout, cap=cap)
     except ShellExited:
         shells.forget_control()
-        shells.raise_if_dead(f"{verb}ing {target!r}")
-        raise OSError(f"cannot {verb} {target}: the sandbox's file shell ended; try again") from None
+        shells.raise_if_dead(f"{verb} {target!r}")
+        raise OSError(f"cannot finish {verb} {target}: the sandbox's file shell ended") from None
     if framed.exit_code is None:  # a FIFO, or a device that never ends
         shells.forget_control()
         shells.kill_pid(control.pid)
         shells.kill_session(control.pid)
-        raise TimeoutError(
-            f"cannot {verb} {target}: it did not finish within {FILE_TIMEOUT_S:.0f} s (a pipe or device?)"
-        )
+        raise file_timeout(verb, target, timeout, _mode(shells, target))
     if framed.exit_code == 0:
         if len(framed.output) > READ_CAP:
             raise OSError(
                 errno.EFBIG,
-                f"{target} is larger than {READ_CAP >> 20} MiB; read parts of it with the shell (head, sed -n)",
+                f"file too large: {target} (over {READ_CAP >> 20} MiB; read parts of it with the shell: head, sed -n)",
             )
         return framed.output
-    raise _file_error(shells.options, framed.output.decode("utf-8", "replace").strip()[-400:], target, verb)
+    raise file_error(framed.output.decode("utf-8", "replace").strip()[-400:], target, _hints(shells.options))
 
 
-def _file_error(opts: DockerOptions, message: str, target: str, verb: str) -> OSError:
-    as_user = f"as the sandbox user ({opts.user})"
-    if "No such file" in message:
-        return FileNotFoundError(errno.ENOENT, f"{target} does not exist", target)
-    if "Read-only file system" in message:
-        return PermissionError(
-            errno.EROFS,
-            f"cannot write {target}: it is on the read-only root filesystem; write under {opts.workdir} or /tmp",
-        )
-    if "Permission denied" in message:
-        return PermissionError(errno.EACCES, f"cannot {verb} {target} {as_user}: permission denied", target)
-    if "No space left" in message:
-        return OSError(
-            errno.ENOSPC,
-            f"cannot write {target}: the workspace is full (quota {opts.disk}); delete files to make room",
-        )
-    if "Is a directory" in message:
-        return IsADirectoryError(errno.EISDIR, f"{target} is a directory", target)
-    if "Not a directory" in message:
-        return NotADirectoryError(errno.ENOTDIR, f"a parent of {target} is not a directory", target)
-    return OSError(f"cannot {verb} {target} {as_user}: {message}")
+def _mode(shells: Shells, target: str) -> int | None:
+    """The file's st_mode as the sandbox user sees it; None when stat cannot say."""
+    r = shells.control().run_framed(f"stat -L -c %f -- {shlex.quote(target)}", timeout=5, cap=64)
+    try:
+        return int(r.output.strip(), 16) if r.exit_code == 0 else None
+    except ValueError:
+        return None
 
 
-def _put_stage(shells: Shells, stage: str, data: bytes, owner: tuple[int | None, int | None]) -> None:
+def _hints(opts: DockerOptions) -> dict[int, str]:
+    """What to do about each error the sandbox's limits cause."""
+    return {
+        errno.EROFS: f"the root filesystem is read-only; write under {opts.workdir} or /tmp",
+        errno.EACCES: f"the sandbox runs as user {opts.user}",
+        errno.EPERM: f"the sandbox runs as user {opts.user}",
+        errno.ENOSPC: f"the workspace is full: its quota is {opts.disk}; delete files to make room",
+    }
+
+
+def _put_stage(shells: Shells, stage: str, data: bytes, owner: tuple[int | None, int | None], target: str) -> None:
     parent, name = posixpath.split(stage)
     try:
         shells.api.put_archive(shells.container_id, os.fsencode(parent), _tar_one(name, data, 0o600, *owner))
@@ -117,9 +115,7 @@ def _put_stage(shells: Shells, stage: str, data: bytes, owner: tuple[int | None,
         raise
     except APIError as e:
         if "no space left" in str(e).lower():
-            raise OSError(
-                errno.ENOSPC, f"the workspace is full (quota {shells.options.disk}): no room for {len(data)} bytes"
-            ) from e
+            raise file_error(os.strerror(errno.ENOSPC), target, _hints(shells.options)) from e
         raise
 
 

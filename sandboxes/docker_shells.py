@@ -71,6 +71,10 @@ class Shells:
         return self._shell
 
     def control(self) -> ShellSession:
+        """The control shell, opened afresh when there is none or the old one was killed (`kill -9 -1`)."""
+        if self._control is not None and self._control.ended():
+            self._control.close()
+            self._control = None
         if self._control is None:
             self._control = self._open(self.options.workdir)
             self._control.run_framed(KILL_SESSION, timeout=10, cap=4096)

@@ -10,11 +10,16 @@ cannot close anything, so a new LocalSandbox on the same workdir (a resumed run)
 first ends the groups whose owner is gone. A group is only signalled while one of
 its processes carries the sandbox's token in its environment, so a recycled group
 id of some unrelated process is never hit.
+
+The file operations run as commands too (`cat`, in a process group of their own), so a
+pipe or a device that never ends is killed at its timeout like any command.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import posixpath
 import selectors
 import signal
 import subprocess
@@ -22,9 +27,19 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes.base import DEFAULT_OUTPUT_CAP, ExecResult, SandboxDead
+from sandboxes.base import (
+    DEFAULT_OUTPUT_CAP,
+    FILE_TIMEOUT_S,
+    READ_CAP,
+    ExecResult,
+    SandboxDead,
+    file_error,
+    file_timeout,
+    shell_replaced,
+)
 
 # Only these host variables reach commands; API keys and the like stay out.
 ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ")
@@ -105,6 +120,15 @@ def end_leftover_groups(groups_file: str | Path) -> list[int]:
     return ended
 
 
+@dataclass(frozen=True)
+class _Ran:
+    output: bytes
+    exit_code: int | None  # None when killed at the timeout
+    timed_out: bool
+    capped: bool
+    duration_s: float
+
+
 class LocalSandbox:
     def __init__(self, workdir: str | Path | None = None, output_cap: int = DEFAULT_OUTPUT_CAP):
         self.workdir = str(Path(workdir or tempfile.mkdtemp(prefix="harness-")).resolve())
@@ -118,11 +142,68 @@ class LocalSandbox:
         self.ended_leftovers = end_leftover_groups(self.groups_file)  # what a killed owner left running
 
     def exec(self, command: str, timeout: float) -> ExecResult:
+        ran = self._run(["bash", "-c", command], timeout, self.output_cap)
+        note = shell_replaced("the shell was killed at the timeout, with all it started", self.workdir)
+        return ExecResult(
+            output=ran.output.decode("utf-8", errors="replace") + (note if ran.timed_out else ""),
+            exit_code=ran.exit_code,
+            timed_out=ran.timed_out,
+            output_capped=ran.capped,
+            duration_s=ran.duration_s,
+        )
+
+    def read_file(self, path: str, timeout: float = FILE_TIMEOUT_S) -> bytes:
+        # On failure cat runs again for its message alone: the first one's stderr would mix with the bytes.
+        script = (
+            'if [ -d "$1" ]; then echo "Is a directory"; exit 21; fi; cat -- "$1" 2>/dev/null && exit 0; '
+            'LC_ALL=C cat -- "$1" 2>&1 >/dev/null; exit 1'
+        )
+        ran = self._file_op(script, [path], path, "reading", timeout, READ_CAP + 1)
+        if len(ran.output) > READ_CAP:
+            raise OSError(
+                errno.EFBIG,
+                f"file too large: {self._shown(path)} (over {READ_CAP >> 20} MiB; read parts of it with the shell: "
+                "head, sed -n)",
+            )
+        return ran.output
+
+    def write_file(self, path: str, data: bytes, timeout: float = FILE_TIMEOUT_S) -> None:
+        # The bytes go to a file of the harness first, never blocking; `cat` copies them into place, so
+        # an existing file keeps its mode and a pipe in the way only blocks a process that can be killed.
+        with tempfile.NamedTemporaryFile(prefix="harness-transfer-") as stage:
+            stage.write(data)
+            stage.flush()
+            script = 'mkdir -p -- "$(dirname -- "$2")" && cat -- "$1" > "$2"'
+            self._file_op(script, [stage.name, path], path, "writing", timeout, 65536)
+
+    def _file_op(self, script: str, args: list[str], path: str, verb: str, timeout: float, cap: int) -> _Ran:
+        ran = self._run(["bash", "-c", script, "file", *args], timeout, cap)
+        if ran.timed_out:
+            try:
+                mode: int | None = os.stat(self._path(path)).st_mode
+            except OSError:
+                mode = None
+            raise file_timeout(verb, self._shown(path), timeout, mode)
+        if ran.exit_code != 0:
+            raise file_error(ran.output.decode("utf-8", "replace")[-400:], self._shown(path))
+        return ran
+
+    def _path(self, path: str) -> Path:
+        return Path(self.workdir, path)
+
+    def _shown(self, path: str) -> str:
+        """The path as the sandbox's commands see it: relative ones from the workdir, where they start."""
+        return posixpath.normpath(path)
+
+    def _run(self, argv: list[str], timeout: float, cap: int) -> _Ran:
+        """Run `argv` in the workdir in a process group of its own (recorded, so a harness killed meanwhile
+        leaves nothing running); its stdout and stderr together, at most `cap` bytes kept. At `timeout`
+        the whole group is killed."""
         if self.closed:
             raise SandboxDead("the local sandbox was closed")
         start = time.monotonic()
         proc = subprocess.Popen(
-            ["bash", "-c", command],
+            argv,
             cwd=self.workdir,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -145,7 +226,7 @@ class LocalSandbox:
                 data = os.read(proc.stdout.fileno(), 65536)
                 if not data:
                     break
-                room = self.output_cap - kept
+                room = cap - kept
                 capped = capped or len(data) > room
                 if room > 0:
                     chunks.append(data[:room])
@@ -156,24 +237,7 @@ class LocalSandbox:
         code = proc.wait()
         if not _members(proc.pid):  # nothing left in the background: forget the group
             self._forget(proc.pid)
-        return ExecResult(
-            output=b"".join(chunks).decode("utf-8", errors="replace"),
-            exit_code=None if timed_out else code,
-            timed_out=timed_out,
-            output_capped=capped,
-            duration_s=time.monotonic() - start,
-        )
-
-    def _path(self, path: str) -> Path:
-        return Path(self.workdir, path)
-
-    def read_file(self, path: str) -> bytes:
-        return self._path(path).read_bytes()
-
-    def write_file(self, path: str, data: bytes) -> None:
-        target = self._path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        return _Ran(b"".join(chunks), None if timed_out else code, timed_out, capped, time.monotonic() - start)
 
     def alive(self) -> bool:
         return not self.closed and os.path.isdir(self.workdir)

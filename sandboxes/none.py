@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandboxes.base import ExecResult, SandboxDead
+from sandboxes.base import FILE_TIMEOUT_S, ExecResult, SandboxDead
 
 
 class NoSandbox:
@@ -11,10 +11,10 @@ class NoSandbox:
     def exec(self, command: str, timeout: float) -> ExecResult:
         raise SandboxDead("this run has no sandbox to run commands in")
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, timeout: float = FILE_TIMEOUT_S) -> bytes:
         raise SandboxDead("this run has no sandbox files")
 
-    def write_file(self, path: str, data: bytes) -> None:
+    def write_file(self, path: str, data: bytes, timeout: float = FILE_TIMEOUT_S) -> None:
         raise SandboxDead("this run has no sandbox files")
 
     def alive(self) -> bool:

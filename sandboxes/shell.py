@@ -248,6 +248,17 @@ class ShellSession:
             self.cwd = framed.cwd
         return framed
 
+    def ended(self) -> bool:
+        """Between commands: has the shell's stream closed (its process was killed)? Reads nothing.
+        An idle shell prints nothing, so a readable socket means its end."""
+        try:
+            ready, _, _ = select.select([self.sock], [], [], 0)
+            return bool(ready) and self.sock.recv(1, socket.MSG_PEEK) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
     def exit_code(self) -> int | None:
         return self.api.exec_inspect(self.exec_id).get("ExitCode")
 

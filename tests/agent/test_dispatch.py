@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
@@ -14,7 +16,7 @@ from core.policy import ApprovalPolicy, DispatchPolicy, HarnessPolicy
 from core.types import ToolCall
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import new_journal
-from tools.base import ToolContext
+from tools.base import Effect, FreeArgs, Registry, Tool, ToolContext
 from tools.builtin import standard_tools
 
 
@@ -77,12 +79,41 @@ def test_nonzero_exit_and_timeout(env):
     assert after.status == "ok" and after.text.strip() == "fine"
 
 
-def test_a_tool_that_raises_shows_the_tail_and_journals_the_whole_traceback(env):
+def test_a_file_the_sandbox_refuses_is_one_line_of_the_models_making_without_a_traceback(env):
     journal, _ = env
     [obs] = run(env, [c(1, "read_file", path="missing.txt")]).observations
-    assert obs.status == "error" and obs.error_kind == "tool_raised" and "FileNotFoundError" in obs.text
+    assert (obs.status, obs.error_kind, obs.text) == ("error", "tool_error", "no such file or directory: missing.txt")
     [event] = [e for e in read_events(journal.dir) if isinstance(e, ToolObserved)]
-    assert "Traceback" in event.traceback
+    assert event.traceback is None and not list((journal.dir / "artifacts").glob("*traceback*"))
+
+
+def test_a_file_tool_honours_the_policys_timeout(env):
+    journal, ctx = env
+    os.mkfifo(os.path.join(ctx.sandbox.workdir, "pipe"))
+    start = time.monotonic()
+    [obs] = run(env, [c(1, "read_file", path="pipe")]).observations  # the context's timeout_s is 2
+    assert time.monotonic() - start < 5
+    assert (obs.status, obs.error_kind) == ("timeout", "timeout")
+    assert obs.text.startswith("timed out after 2 s reading pipe: it is a named pipe (FIFO)")
+
+
+def test_a_tool_that_raises_is_a_harness_fault_whose_traceback_goes_to_the_journal_and_artifacts_only(env):
+    journal, ctx = env
+
+    def buggy(args, ctx):
+        return {}["/home/someone/harness/tools/secret.py"]  # a bug, with a host path in its message
+
+    tools = Registry.of([Tool("buggy", "a buggy tool", "a buggy tool", FreeArgs, Effect.READ, buggy)])
+    [obs] = dispatch([c(1, "buggy")], 3, tools, ctx, HarnessPolicy(), journal).observations
+    assert (obs.status, obs.error_kind) == ("error", "tool_raised")
+    assert obs.text == (
+        "buggy failed with KeyError: a fault of the harness, not of your call; the harness kept the details. "
+        "Try again, or reach the same end another way."
+    )
+    [event] = [e for e in read_events(journal.dir) if isinstance(e, ToolObserved)]
+    assert "Traceback" in event.traceback and "/home/someone" in event.traceback
+    artifact = journal.dir / "artifacts" / "step00003-c1-traceback.txt"
+    assert artifact.read_text() == event.traceback
 
 
 def test_a_closed_sandbox_is_reported_as_dead(env):

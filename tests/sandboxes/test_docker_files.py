@@ -1,7 +1,9 @@
 """Files go in and out as tar archives, byte-exact, under any name."""
 
+import errno
 import hashlib
 import os
+import time
 
 import pytest
 
@@ -31,8 +33,9 @@ def test_missing_files_and_read_only_paths_raise(sandbox):
     with pytest.raises(FileNotFoundError):
         sandbox.read_file("/tmp/nope.txt")
     assert sandbox.exec('echo "$KEPT"', timeout=10).output == "1\n"  # the same shell
-    with pytest.raises(PermissionError):
+    with pytest.raises(OSError) as e:
         sandbox.write_file("/etc/harness.txt", b"x")
+    assert e.value.errno == errno.EROFS and e.value.strerror.startswith("read-only file system: /etc/harness.txt")
 
 
 def _quote(name: str) -> str:
@@ -48,3 +51,27 @@ def test_rewriting_a_file_keeps_its_mode_and_links_are_read_through(sandbox):
     sandbox.exec("ln -s run.sh link.sh && ln -s /tmp/run.sh tmp-link.sh", timeout=10)
     assert sandbox.read_file("link.sh") == b"#!/bin/sh\necho two\n"
     assert sandbox.read_file("tmp-link.sh") == b"#!/bin/sh\necho two\n"
+
+
+@pytest.mark.parametrize(
+    ("op", "path", "kind"),
+    [
+        ("read", "/workspace/pipe", "named pipe (FIFO)"),
+        ("write", "/workspace/pipe", "named pipe (FIFO)"),
+        ("read", "/dev/zero", "character device"),
+        ("read", "/dev/urandom", "character device"),
+    ],
+)
+def test_a_pipe_or_device_that_never_ends_stops_at_the_callers_timeout(sandbox, op, path, kind):
+    sandbox.exec("mkfifo /workspace/pipe && cd /tmp && export KEPT=1", timeout=10)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError) as e:
+        sandbox.read_file(path, timeout=2) if op == "read" else sandbox.write_file(path, b"x", timeout=2)
+    assert 2 <= time.monotonic() - start < 5
+    verb = "reading" if op == "read" else "writing"
+    assert e.value.strerror.startswith(f"timed out after 2 s {verb} {path}: it is a {kind}")
+    # Nothing was lost or left: the run's shell kept its state, no staged bytes or cat remain.
+    assert sandbox.exec('echo "$PWD $KEPT"; ls -A /workspace', timeout=10).output == "/tmp 1\npipe\n"
+    assert sandbox.exec("grep -lx cat /proc/[0-9]*/comm | wc -l", timeout=10).output == "0\n"
+    sandbox.write_file("after.txt", b"fine")
+    assert sandbox.read_file("after.txt") == b"fine"

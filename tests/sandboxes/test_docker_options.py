@@ -3,14 +3,15 @@
 import pytest
 from pydantic import ValidationError
 
-from sandboxes.docker_container import run_kwargs, run_labels
+from sandboxes.docker_container import IDLE_UID, run_kwargs, run_labels
 from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
 
 
 def test_defaults_are_the_locked_down_ones(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     kw = run_kwargs(DockerOptions(), run_labels(DockerOptions(), None))
-    assert kw["network_mode"] == "none" and kw["user"] == "1000:1000"
+    # The container's own processes are not the sandbox user's (1000:1000, which every shell names): it cannot kill them.
+    assert kw["network_mode"] == "none" and kw["user"] == f"{IDLE_UID}:{IDLE_UID}" and kw["working_dir"] == "/"
     assert kw["cap_drop"] == ["ALL"] and kw["cap_add"] is None
     assert kw["security_opt"] == ["no-new-privileges"] and kw["read_only"] is True
     # 1 GiB for processes and 1 GiB for the workspace, a tmpfs whose pages count as memory.

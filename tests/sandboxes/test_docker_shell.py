@@ -36,7 +36,9 @@ def test_exit_ends_the_shell_and_the_next_command_gets_a_new_one_in_the_same_cwd
     sandbox.exec("cd /tmp", timeout=10)
     r = sandbox.exec("exit 3", timeout=10)
     assert r.exit_code == 3
-    assert "shell exited" in r.output
+    assert r.output.startswith(
+        "\n[sandbox: the shell exited with status 3; the next command runs in a new shell, starting in /tmp:"
+    )
     assert sandbox.exec("pwd", timeout=10).output == "/tmp\n"
 
 
@@ -53,11 +55,17 @@ def test_sleep_times_out_and_the_same_shell_keeps_its_state(sandbox):
     assert int(after.output.splitlines()[2]) <= 6
 
 
-def test_a_loop_of_builtins_times_out_and_a_fresh_shell_takes_over(sandbox):
-    sandbox.exec("cd /tmp", timeout=10)
-    r = sandbox.exec("while :; do :; done", timeout=1)
-    assert r.timed_out and r.exit_code is None
-    assert sandbox.exec("pwd", timeout=10).output == "/tmp\n"
+def test_a_loop_of_builtins_times_out_and_a_fresh_shell_takes_over_saying_what_was_lost(sandbox):
+    sandbox.exec("cd /tmp && export KEPT=1", timeout=10)
+    start = time.monotonic()
+    r = sandbox.exec("trap '' TERM; echo looping; while :; do :; done", timeout=1)
+    assert r.timed_out and r.exit_code is None and time.monotonic() - start < 4
+    assert r.output == (
+        "looping\n\n[sandbox: the shell itself was still busy at the timeout and was killed; the next command runs "
+        "in a new shell, starting in /tmp: the old shell's exported variables, shell functions and background jobs "
+        "are gone]"
+    )
+    assert sandbox.exec('pwd; echo "${KEPT:-unset}"', timeout=10).output == "/tmp\nunset\n"
 
 
 def test_endless_output_is_capped_and_drained(sandbox):

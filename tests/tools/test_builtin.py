@@ -1,11 +1,13 @@
 import json
+import os
+import time
 
 import pytest
 
 from sandboxes.local import LocalSandbox
 from tools.base import ToolContext, anthropic_schema, openai_schema
 from tools.builtin import standard_tools
-from tools.builtin.files import READ_FILE, REPLACE, ReadArgs, ReplaceArgs
+from tools.builtin.files import READ_FILE, REPLACE, WRITE_FILE, ReadArgs, ReplaceArgs, WriteArgs
 from tools.builtin.search import FIND, GREP, FindArgs, GrepArgs
 
 
@@ -48,3 +50,42 @@ def test_schemas_export_in_both_formats():
         assert o["type"] == "function" and o["function"]["name"] == tool.name == a["name"]
         assert o["function"]["parameters"] == a["input_schema"] and a["input_schema"]["type"] == "object"
         assert "title" not in json.dumps(a["input_schema"]["properties"])  # noise removed
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "kind"),
+    [
+        (READ_FILE, ReadArgs(path="pipe"), "named pipe (FIFO)"),
+        (WRITE_FILE, WriteArgs(path="pipe", content="x"), "named pipe (FIFO)"),
+        (REPLACE, ReplaceArgs(path="pipe", old="a", new="b"), "named pipe (FIFO)"),
+        (READ_FILE, ReadArgs(path="/dev/zero"), "character device"),
+        (READ_FILE, ReadArgs(path="/dev/urandom"), "character device"),
+    ],
+)
+def test_file_tools_stop_at_the_policys_timeout_and_say_what_the_file_is(ctx, tool, args, kind):
+    os.mkfifo(os.path.join(ctx.sandbox.workdir, "pipe"))
+    start = time.monotonic()
+    result = tool.run(args, ToolContext(sandbox=ctx.sandbox, timeout_s=1))
+    assert time.monotonic() - start < 4
+    assert result.timed_out and not result.ok
+    verb = "writing" if tool is WRITE_FILE else "reading"
+    assert result.text.startswith(f"timed out after 1 s {verb} {args.path}: it is a {kind}")
+    assert READ_FILE.run(ReadArgs(path="pkg/a.py"), ctx).ok  # the sandbox goes on
+    assert ctx.sandbox.exec("ls", timeout=5).output == "pipe\npkg\n"  # nothing staged or half-written left
+
+
+def test_files_the_sandbox_refuses_are_one_line_with_the_cause_and_the_path_it_sees(ctx):
+    ctx.sandbox.write_file("plain.txt", b"x")
+    cases = [
+        (READ_FILE, ReadArgs(path="missing.txt"), "no such file or directory: missing.txt"),
+        (READ_FILE, ReadArgs(path="pkg"), "is a directory: pkg"),
+        (REPLACE, ReplaceArgs(path="pkg/../gone.py", old="a", new="b"), "no such file or directory: gone.py"),
+        (WRITE_FILE, WriteArgs(path="pkg", content="x"), "is a directory: pkg"),
+        (WRITE_FILE, WriteArgs(path="plain.txt/x", content="x"), "file exists: plain.txt/x (a parent of it is a file)"),
+        (READ_FILE, ReadArgs(path="plain.txt/x"), "not a directory: plain.txt/x (a parent of it is not a directory)"),
+    ]
+    for tool, args, line in cases:
+        result = tool.run(args, ctx)
+        assert (result.ok, result.timed_out, result.text) == (False, False, line)
+        assert ctx.sandbox.workdir not in result.text  # the sandbox's own view of the path, not the host's
+    assert ctx.sandbox.read_file("plain.txt") == b"x"

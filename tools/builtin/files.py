@@ -1,6 +1,15 @@
-"""Read and write whole files, and replace one exact snippet in a file."""
+"""Read and write whole files, and replace one exact snippet in a file.
+
+A file the sandbox refuses (missing, read-only, not the user's, a full disk, a pipe that
+never ends) is the call's own error: one line with the cause and the path as the sandbox
+sees it, never a traceback. Each sandbox call is bounded by the policy's tool timeout.
+"""
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -13,8 +22,28 @@ class ReadArgs(BaseModel):
     end_line: int | None = Field(None, ge=1, description="Last line to show, inclusive; omit for the end of the file.")
 
 
+def refused_by_sandbox(run: Callable[[Any, ToolContext], ToolResult]) -> Callable[[Any, ToolContext], ToolResult]:
+    """`run`, with the sandbox's file errors (sandboxes.base.file_error, file_timeout) as results:
+    their strerror is the line the model sees. An OSError without one is a fault of the harness."""
+
+    @functools.wraps(run)
+    def guarded(args: Any, ctx: ToolContext) -> ToolResult:
+        try:
+            return run(args, ctx)
+        except TimeoutError as e:
+            if e.strerror is None:
+                raise
+            return ToolResult(e.strerror, ok=False, timed_out=True)
+        except OSError as e:
+            if e.errno is None or e.strerror is None:
+                raise
+            return ToolResult(e.strerror, ok=False)
+
+    return guarded
+
+
 def read_file(args: ReadArgs, ctx: ToolContext) -> ToolResult:
-    lines = ctx.sandbox.read_file(args.path).decode("utf-8", errors="replace").splitlines()
+    lines = ctx.sandbox.read_file(args.path, ctx.timeout_s).decode("utf-8", errors="replace").splitlines()
     end = min(args.end_line or len(lines), len(lines))
     if args.start_line > max(len(lines), 1):
         return ToolResult(
@@ -30,14 +59,14 @@ class WriteArgs(BaseModel):
 
 
 def write_file(args: WriteArgs, ctx: ToolContext) -> ToolResult:
-    ctx.sandbox.write_file(args.path, args.content.encode())
+    ctx.sandbox.write_file(args.path, args.content.encode(), ctx.timeout_s)
     return _wrote(args)
 
 
 def write_file_done(args: WriteArgs, ctx: ToolContext) -> ToolResult | None:
     """After a crash: the write took effect if the file already holds exactly this content."""
     try:
-        return _wrote(args) if ctx.sandbox.read_file(args.path) == args.content.encode() else None
+        return _wrote(args) if ctx.sandbox.read_file(args.path, ctx.timeout_s) == args.content.encode() else None
     except OSError:
         return None
 
@@ -53,7 +82,7 @@ class ReplaceArgs(BaseModel):
 
 
 def replace(args: ReplaceArgs, ctx: ToolContext) -> ToolResult:
-    text = ctx.sandbox.read_file(args.path).decode("utf-8", errors="replace")
+    text = ctx.sandbox.read_file(args.path, ctx.timeout_s).decode("utf-8", errors="replace")
     count = text.count(args.old)
     if count == 0:
         return ToolResult(f"No change: the text to replace does not occur in {args.path}.", ok=False)
@@ -67,7 +96,7 @@ def replace(args: ReplaceArgs, ctx: ToolContext) -> ToolResult:
             "include more surrounding text so that it occurs exactly once.",
             ok=False,
         )
-    ctx.sandbox.write_file(args.path, text.replace(args.old, args.new).encode())
+    ctx.sandbox.write_file(args.path, text.replace(args.old, args.new).encode(), ctx.timeout_s)
     line = text.count("\n", 0, text.index(args.old)) + 1
     return ToolResult(f"Replaced 1 occurrence in {args.path} at line {line}.")
 
@@ -78,7 +107,7 @@ READ_FILE = Tool(
     description="Show a text file with line numbers. Use start_line and end_line to read part of a long file.",
     args=ReadArgs,
     effect=Effect.READ,
-    run=read_file,
+    run=refused_by_sandbox(read_file),
 )
 WRITE_FILE = Tool(
     name="write_file",
@@ -86,7 +115,7 @@ WRITE_FILE = Tool(
     description="Create a file, or overwrite it, with exactly the given content. Parent directories are created.",
     args=WriteArgs,
     effect=Effect.WRITE,
-    run=write_file,
+    run=refused_by_sandbox(write_file),
     already_done=write_file_done,
 )
 REPLACE = Tool(
@@ -98,5 +127,5 @@ REPLACE = Tool(
     ),
     args=ReplaceArgs,
     effect=Effect.WRITE,
-    run=replace,
+    run=refused_by_sandbox(replace),
 )
