@@ -65,13 +65,18 @@ def _abs(opts: DockerOptions, path: str) -> str:
 
 
 def _file_op(shells: Shells, command: str, target: str, verb: str, timeout: float, cap: int) -> bytes:
-    control = shells.control()
-    try:
-        framed = control.run_framed(command, timeout=timeout, cap=cap)
-    except ShellExited:
-        shells.forget_control()
-        shells.raise_if_dead(f"{verb} {target!r}")
-        raise OSError(f"cannot finish {verb} {target}: the sandbox's file shell ended") from None
+    # A control shell that a command killed (kill -9 -1) may still look alive for a moment, until the
+    # engine closes its stream: then the command never ran, and a fresh control shell runs it.
+    for _ in range(2):
+        control = shells.control()
+        try:
+            framed = control.run_framed(command, timeout=timeout, cap=cap)
+            break
+        except ShellExited:
+            shells.forget_control()
+            shells.raise_if_dead(f"{verb} {target!r}")
+    else:
+        raise OSError(f"cannot finish {verb} {target}: the sandbox's file shell ended twice")
     if framed.exit_code is None:  # a FIFO, or a device that never ends
         shells.forget_control()
         shells.kill_pid(control.pid)

@@ -77,7 +77,7 @@ def _as_result(e: ToolObserved, text: str) -> ToolResult:
     o = e.observation
     if o.error_kind == "sandbox_dead":
         raise SandboxDead(text.removeprefix("The sandbox is gone: "))
-    if o.error_kind == "tool_raised":  # "<tool> failed with <Type>: <message>\n<traceback tail>"
+    if o.error_kind == "tool_raised":  # "<tool> failed with <Type>: <message>" (older journals: a traceback tail after)
         first = text.split("\n", 1)[0]
         kind, _, message = first.removeprefix(f"{o.tool} failed with ").partition(": ")
         raise type(kind, (Exception,), {})(message)

@@ -181,7 +181,8 @@ def _prompt(e: ModelReplied) -> dict:
 
 def _observation(e: ToolObserved) -> dict:
     o = e.observation.model_dump(mode="json", exclude={"duration_s"})
-    if e.observation.error_kind == "tool_raised":  # the traceback's tail names this process's files and lines
+    # Only the first line: in older journals a traceback tail naming that process's files followed.
+    if e.observation.error_kind == "tool_raised":
         o["text"] = e.observation.text.split("\n", 1)[0]
     return o | {"submission": e.submission, "rejects_later": e.rejects_later}
 
