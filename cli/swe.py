@@ -28,8 +28,9 @@ from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
-from evals.swe.grader import InstanceReport, RunReport
+from evals.swe.grader import TEST_TIMEOUT_S, InstanceReport, RunReport, outcome
 from evals.swe.image import instance_image
+from evals.swe.infra import INFRA_RETRIES
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
 from evals.swe.task import SweInstance
@@ -54,19 +55,21 @@ BUILD_ENV = typer.Option(
     help="KEY=VALUE set while images are built (CA bundle, proxy, version "
     "pretends), never inside a container (repeatable).",
 )
+INFRA_RETRIES_OPTION = typer.Option(
+    INFRA_RETRIES,
+    "--infra-retries",
+    min=0,
+    help="Times an infra failure (image build, container start, eval timeout, no test ids in the log, "
+    "Docker engine) is tried again; infra failures are reported apart and left out of the resolve rate.",
+)
+TIMEOUT_OPTION = typer.Option(
+    TEST_TIMEOUT_S, "--timeout", min=1, help="Seconds the eval script may run; past it, an infra failure."
+)
 
 
 def stamp() -> str:
     """The time part of a new folder's name, so each run of a command gets its own folder under --out."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-
-
-def outcome(report: InstanceReport) -> str:
-    if report.error is not None:
-        return "error"
-    if not report.patch_exists:
-        return "empty patch"
-    return "resolved" if report.resolved else "unresolved"
 
 
 def instance_line(done: int, total: int, result: InstanceResult, report: InstanceReport) -> str:
@@ -87,23 +90,29 @@ def _first_line(step: str) -> str:
 
 def _table(report: RunReport, where: Path) -> Table:
     table = Table(title=text(f"SWE report · {where}"), title_justify="left")
-    for col in ("instances", "resolved", "unresolved", "empty patch", "error", "resolved %"):
+    columns = ("instances", "resolved", "unresolved", "empty patch", "not applied", "infra failure", "error")
+    for col in (*columns, "resolved %"):
         table.add_column(col, justify="right")
-    share = report.resolved_instances / report.total_instances if report.total_instances else 0.0
-    table.add_row(
-        *map(
-            str,
-            (
-                report.total_instances,
-                report.resolved_instances,
-                report.unresolved_instances,
-                report.empty_patch_instances,
-                report.error_instances,
-            ),
-        ),
-        f"{share:.0%}",
+    counts = (
+        report.total_instances,
+        report.resolved_instances,
+        report.unresolved_instances - len(report.patch_not_applied_ids),
+        report.empty_patch_instances,
+        len(report.patch_not_applied_ids),
+        report.infra_failure_instances,
+        report.error_instances - report.infra_failure_instances,
     )
+    table.add_row(*map(str, counts), f"{report.resolve_rate:.0%} of {report.resolve_rate_over}")
     return table
+
+
+def _infra_lines(report: RunReport) -> str:
+    """The summary line, then one line per infra failure: its cause, attempts and first line."""
+    lines = [report.summary()]
+    for iid, failure in sorted(report.infra_failures.items()):
+        first = failure.message.splitlines()[0] if failure.message else ""
+        lines.append(f"  infra failure {iid}: {failure.cause} after {failure.attempts} attempts: {first[:200]}")
+    return "\n".join(lines)
 
 
 def _build_images(instances: list[SweInstance], said: Console) -> None:
@@ -166,6 +175,8 @@ def swe_command(
     retries: int = RETRIES,
     max_cost_usd: float = MAX_COST_USD,
     prices: Path = PRICES,
+    infra_retries: int = INFRA_RETRIES_OPTION,
+    timeout: int = TIMEOUT_OPTION,
     as_json: bool = typer.Option(
         False, "--json", help="Print the final report as JSON on stdout (progress lines go to stderr)."
     ),
@@ -188,6 +199,8 @@ def swe_command(
         executor=executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries),
         max_cost_usd=max_cost_usd,
         prices=prices,
+        infra_retries=infra_retries,
+        test_timeout_s=timeout,
     )
     report = _run_following(spec, stderr if as_json else console)  # the JSON alone on stdout
     _print_report(report, spec, as_json)
@@ -249,6 +262,7 @@ def _print_report(report: RunReport, spec: SweBatchSpec, as_json: bool) -> None:
         print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json"), "cost": batch.cost.model_dump()})
         return
     console.print(_table(report, batch_dir))
+    console.print(text(_infra_lines(report)), soft_wrap=True)
     console.print(text(cost), soft_wrap=True)
     console.print(
         text(
@@ -323,6 +337,8 @@ def swe_grade_command(
         "for report.json, instance_reports.json and logs/<run_id>/, and its path printed.",
     ),
     run_id: str = typer.Option(None, help="Names the logs folder (default: the predictions file's name)."),
+    infra_retries: int = INFRA_RETRIES_OPTION,
+    timeout: int = TIMEOUT_OPTION,
 ) -> None:
     """Grade a predictions file against a suite's hidden tests, each in a fresh container."""
     try:
@@ -346,7 +362,15 @@ def swe_grade_command(
             console.print(text(f"instance {progress.tasks[0].completed:.0f}/{total} graded: {iid} {outcome(report)}"))
 
         report = grade_file(
-            instances, preds, out, run_id, on_graded=graded, on_step=lambda s: progress.update(bar, note=_first_line(s))
+            instances,
+            preds,
+            out,
+            run_id,
+            on_graded=graded,
+            on_step=lambda s: progress.update(bar, note=_first_line(s)),
+            infra_retries=infra_retries,
+            timeout_s=timeout,
         )
     console.print(_table(report, out))
+    console.print(text(_infra_lines(report)), soft_wrap=True)
     console.print(text(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/"), soft_wrap=True)

@@ -29,10 +29,18 @@ from docker.errors import BuildError, ImageNotFound
 
 from sandboxes.docker_container import docker_client
 from sandboxes.docker_options import BASE_IMAGE
+from sandboxes.host_network import (
+    HostNetwork,
+    build_args,
+    current,
+    debian_mirror,
+    digest,
+    install_into,
+    with_host_network,
+)
 
 SUITE = "bookworm"
 PACKAGES = ["python3", "python3-pip", "python3-venv", "git", "patch", "ca-certificates"]
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
 SANDBOX_UID = 1000  # the default DockerOptions.user; owns /workspace in the image
 
 # Applied on import: what a Dockerfile would say after FROM scratch + ADD rootfs.
@@ -50,26 +58,6 @@ class ImageBuildError(RuntimeError):
 
 def cache_dir() -> Path:
     return Path(os.environ.get("HARNESS_CACHE") or Path.home() / ".cache" / "harness")
-
-
-def debian_mirror(sources: list[Path] | None = None) -> str:
-    """The first Debian (not security) mirror named in /etc/apt/sources.list*, both formats."""
-    if sources is None:
-        sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
-    for path in sources:
-        if not path.is_file() or not re.search(r"\.(list|sources)$", path.name):
-            continue
-        for line in path.read_text(errors="replace").splitlines():
-            line = line.strip()
-            urls = []
-            if line.startswith("URIs:"):
-                urls = line.split()[1:]
-            elif line.startswith("deb "):
-                urls = [w for w in line.split()[1:] if "://" in w][:1]
-            for url in urls:
-                if "security" not in url and url.startswith("http"):
-                    return url.rstrip("/")
-    return DEFAULT_MIRROR
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:
@@ -92,7 +80,7 @@ def rootfs_tarball(version: str, mirror: str | None = None, log: Callable[[str],
         )
     if os.geteuid() != 0:
         raise ImageBuildError("debootstrap needs root; run `sudo harness sandbox build` once (the result is cached)")
-    mirror = mirror or debian_mirror()
+    mirror = mirror or current().apt_mirror or debian_mirror()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix="rootfs-") as tmp:
         root = Path(tmp, "root")
@@ -112,7 +100,9 @@ def rootfs_tarball(version: str, mirror: str | None = None, log: Callable[[str],
 
 
 def _prepare_rootfs(root: Path) -> None:
-    """Add the sandbox user and its /workspace; drop package caches nobody in a sandbox needs."""
+    """Add the sandbox user and its /workspace and the host's network settings (sandboxes/host_network.py);
+    drop package caches nobody in a sandbox needs."""
+    install_into(root, current())
     with open(root / "etc/passwd", "a") as f:
         f.write(f"harness:x:{SANDBOX_UID}:{SANDBOX_UID}:harness sandbox:/workspace:/bin/bash\n")
     with open(root / "etc/group", "a") as f:
@@ -181,14 +171,18 @@ def build_derived(
     client: docker.DockerClient | None = None,
     network: str = "bridge",
     log: Callable[[str], None] = print,
+    host: HostNetwork | None = None,
 ) -> str:
     """Build `dockerfile` (usually FROM the base image) and return its tag `repo:<content hash>`.
 
-    The build has the network (to install packages); the sandboxes that run the
-    image do not. Nothing is pulled: FROM must name a local image."""
+    The build has the network (to install packages) with the host's CA bundle, package-index
+    settings and proxies (`host`, default: detected, sandboxes/host_network.py); the sandboxes
+    that run the image do not. Nothing is pulled: FROM must name a local image."""
     client = client or docker_client()
+    host = current() if host is None else host
     # The base images' ids count too: a rebuilt base (`build --force`) makes new derived tags.
-    tag = f"{repo}:{context_hash(dockerfile, context_dir, salt=_from_ids(client, dockerfile))}"
+    salt = _from_ids(client, dockerfile) + "\n" + digest(host)
+    tag = f"{repo}:{context_hash(dockerfile, context_dir, salt=salt)}"
     if image_exists(client, tag):
         log(f"{tag} already exists")
         return tag
@@ -199,16 +193,43 @@ def build_derived(
         else:
             ctx.mkdir()
         name = ".harness.Dockerfile"
-        (ctx / name).write_text(dockerfile)
+        (ctx / name).write_text(with_host_network(dockerfile, ctx, host, lambda image: _inspect(client, image)))
         log(f"building {tag}")
         try:
             client.images.build(
-                path=str(ctx), dockerfile=name, tag=tag, rm=True, forcerm=True, pull=False, network_mode=network
+                path=str(ctx),
+                dockerfile=name,
+                tag=tag,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                network_mode=network,
+                buildargs=build_args(host),
             )
         except BuildError as e:
-            lines = "".join(str(x.get("stream", x.get("error", ""))) for x in e.build_log)
-            raise ImageBuildError(f"building {tag} failed: {e.msg}\n{lines[-3000:]}") from e
+            raise ImageBuildError(
+                build_failure(tag, e.msg, [str(x.get("stream", x.get("error", ""))) for x in e.build_log])
+            ) from e
     return tag
+
+
+def _inspect(client: docker.DockerClient, image: str) -> tuple[dict[str, str], str] | None:
+    try:
+        config = client.images.get(image).attrs["Config"] or {}
+    except ImageNotFound:
+        return None
+    return config.get("Labels") or {}, config.get("User") or ""
+
+
+def build_failure(tag: str, error: str, log: list[str], keep: int = 25) -> str:
+    """What a failed build says: the step that failed (the last `Step N/M :` the builder began) and the
+    last lines of that step's output."""
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", "".join(log)).splitlines()
+    starts = [i for i, line in enumerate(lines) if re.match(r"\s*Step \d+/\d+ :", line)]
+    where = f" at {lines[starts[-1]].strip()[:300]}" if starts else ""
+    output = lines[starts[-1] + 1 :] if starts else lines
+    tail = "\n".join(line for line in output[-keep:] if line.strip())
+    return f"building {tag} failed{where}: {error.strip()}\n{tail}"
 
 
 def main(argv: list[str]) -> int:

@@ -13,8 +13,9 @@ from agent.journal.store import make_folder, write_json_atomic
 from core.policy import HarnessPolicy
 from core.text_files import read_text_file
 from evals.executors import Tally
-from evals.swe.grader import InstanceReport, Prediction, RunReport, grade, run_report
-from evals.swe.runner import InstanceResult, SweBatchSpec, finished, run_batch, run_instance
+from evals.swe.grader import TEST_TIMEOUT_S, InstanceReport, Prediction, RunReport, grade, run_report
+from evals.swe.infra import INFRA_RETRIES, InfraFailure
+from evals.swe.runner import InstanceResult, SweBatchSpec, clear_incomplete, finished, run_batch, run_instance
 from evals.swe.task import SweInstance
 
 
@@ -29,14 +30,35 @@ def batch_run_id(model: str) -> str:
 
 
 def grade_result(
-    inst: SweInstance, result: InstanceResult, client: docker.DockerClient | None, logs: Path | None = None
+    inst: SweInstance,
+    result: InstanceResult,
+    client: docker.DockerClient | None,
+    logs: Path | None = None,
+    infra_retries: int = INFRA_RETRIES,
+    timeout_s: int = TEST_TIMEOUT_S,
 ) -> InstanceReport:
-    """The grade of a run; a run that failed (no client needed then) is an error instance."""
+    """The grade of a run; a run that failed (nothing to grade) is an error instance, an infra failure
+    when its image did not build."""
     if result.error is not None:
+        failure = result.infra_failure
         return InstanceReport(
-            patch_is_None=True, patch_exists=False, patch_successfully_applied=False, resolved=False, error=result.error
+            patch_is_None=True,
+            patch_exists=False,
+            patch_successfully_applied=False,
+            resolved=False,
+            error=result.error if failure is None else f"infra failure ({failure.cause}): {result.error}",
+            infra_failure=failure,
+            attempts=failure.attempts if failure else 1,
         )
-    return grade(inst, result.model_patch, client or docker.from_env(timeout=300), log=lambda s: None, log_dir=logs)
+    return grade(
+        inst,
+        result.model_patch,
+        client,
+        log=lambda s: None,
+        log_dir=logs,
+        infra_retries=infra_retries,
+        timeout_s=timeout_s,
+    )
 
 
 def write_grade(run_dir: Path, instance_id: str, report: InstanceReport) -> None:
@@ -44,15 +66,45 @@ def write_grade(run_dir: Path, instance_id: str, report: InstanceReport) -> None
 
 
 def run_and_grade_one(
-    inst: SweInstance, model: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path, run_id: str = "run"
+    inst: SweInstance,
+    model: str,
+    policy: HarnessPolicy,
+    prices: Path | None,
+    out_dir: Path,
+    run_id: str = "run",
+    infra_retries: int = INFRA_RETRIES,
+    timeout_s: int = TEST_TIMEOUT_S,
 ) -> InstanceResult:
-    """A batch job: run one instance, grade its patch in a fresh container, leave grade.json in its run
-    directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
-    client = docker.from_env(timeout=300)
-    result = run_instance(inst, model, policy, out_dir, client, prices=prices)
-    report = grade_result(inst, result, client, log_dir(out_dir, run_id, inst.instance_id))
+    """A batch job: run one instance (again, up to `infra_retries` times, while its image does not build; the
+    failed runs are kept as .<id>.incomplete-*), grade its patch in a fresh container, leave grade.json in its
+    run directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
+    for attempt in range(1, infra_retries + 2):
+        result = _run(inst, model, policy, prices, out_dir)
+        if result.infra_failure is None:
+            break
+        result.infra_failure.attempts = attempt
+        if attempt <= infra_retries:
+            clear_incomplete(out_dir, inst.instance_id)
+    logs = log_dir(out_dir, run_id, inst.instance_id)
+    report = grade_result(inst, result, None, logs, infra_retries, timeout_s)
     write_grade(Path(result.run_dir), inst.instance_id, report)
     return result.model_copy(update={"grade": report})
+
+
+def _run(inst: SweInstance, model: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path) -> InstanceResult:
+    try:
+        client = docker.from_env(timeout=300)
+    except docker.errors.DockerException as e:  # no engine: an infra failure, tried again like the others
+        message = f"the Docker engine did not answer: {e}"
+        return InstanceResult(
+            instance_id=inst.instance_id,
+            run_dir=str(out_dir / inst.instance_id),
+            stop_reason="environment_error",
+            model_patch=None,
+            error=message,
+            infra_failure=InfraFailure(cause="daemon", message=message),
+        )
+    return run_instance(inst, model, policy, out_dir, client, prices=prices)
 
 
 def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | None:
@@ -87,7 +139,12 @@ def run_and_grade(
     results = run_batch(
         spec,
         on_done=graded,
-        work=partial(run_and_grade_one, run_id=batch_run_id(model)),
+        work=partial(
+            run_and_grade_one,
+            run_id=batch_run_id(model),
+            infra_retries=spec.infra_retries,
+            timeout_s=spec.test_timeout_s,
+        ),
         reuse=finished_and_graded,
         tally=tally,
     )
@@ -121,19 +178,22 @@ def grade_file(
     run_id: str = "run",
     on_graded: Callable[[str, InstanceReport], None] = lambda i, g: None,
     on_step: Callable[[str], None] = lambda s: None,
+    infra_retries: int = INFRA_RETRIES,
+    timeout_s: int = TEST_TIMEOUT_S,
 ) -> RunReport:
-    """Grade every predicted instance; each leaves its files under out/logs/<run_id>/<instance_id>/."""
+    """Grade every predicted instance; each leaves its files under out/logs/<run_id>/<instance_id>/.
+    Each grading connects to the engine afresh, so an engine that comes back mid-batch is used again."""
     make_folder(out, "grading folder", exist_ok=True)  # before any grading: a bad --out loses no work
-    client = docker.from_env(timeout=300)
     reports = {}
     for inst in instances:
         if inst.instance_id in predictions:
             reports[inst.instance_id] = grade(
                 inst,
                 predictions[inst.instance_id].model_patch,
-                client,
                 log=on_step,
                 log_dir=log_dir(out, run_id, inst.instance_id),
+                infra_retries=infra_retries,
+                timeout_s=timeout_s,
             )
             on_graded(inst.instance_id, reports[inst.instance_id])
     report = run_report(instances, predictions, reports)

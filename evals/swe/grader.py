@@ -6,6 +6,7 @@ decides; `fail_only` records count a test as failed only when the log says FAILE
 Each graded instance leaves the official layout in its log folder: run_instance.log (every
 step), patch.diff, eval.sh, test_output.txt, report.json, and junit.xml where pytest wrote one.
 Reports mirror the official harness's fields and are deterministic: no times, sorted lists.
+A failure of the machine's (evals/swe/infra.py) is retried and reported beside those fields.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from evals.swe.evalscript import APPLIED, APPLY_FAILED, JUNIT_PATH, TIMED_OUT, eval_script, marked_output
 from evals.swe.image import instance_image, sandbox_options
+from evals.swe.infra import INFRA_RETRIES, Cause, InfraFailure, infra_cause
 from evals.swe.task import SweInstance
 from evals.swe.testlog import lookup, maintained, passed, statuses
 from sandboxes.docker import DockerSandbox
@@ -54,6 +56,21 @@ class InstanceReport(BaseModel):
     resolved: bool
     tests_status: TestsStatus = TestsStatus()
     error: str | None = None  # the environment or the grader failed; not the model's fault
+    infra_failure: InfraFailure | None = None  # when the failure is the machine's, its cause
+    attempts: int = 1  # gradings tried: more than one after an infra failure
+
+
+def outcome(report: InstanceReport) -> str:
+    """resolved, unresolved, empty patch, patch did not apply, infra failure (its cause), or error."""
+    if report.infra_failure is not None:
+        return f"infra failure ({report.infra_failure.cause})"
+    if report.error is not None:
+        return "error"
+    if not report.patch_exists:
+        return "empty patch"
+    if not report.patch_successfully_applied:
+        return "patch did not apply"
+    return "resolved" if report.resolved else "unresolved"
 
 
 @dataclass(frozen=True)
@@ -85,19 +102,50 @@ class InstanceLog:
 def grade(
     inst: SweInstance,
     patch: str | None,
-    client: docker.DockerClient,
+    client: docker.DockerClient | None = None,
     log: Callable[[str], None] = print,
     log_dir: Path | None = None,
+    infra_retries: int = INFRA_RETRIES,
+    timeout_s: int = TEST_TIMEOUT_S,
 ) -> InstanceReport:
-    """Grade one patch; `log_dir` (e.g. logs/<run_id>/<instance_id>) receives the official files."""
+    """Grade one patch; `log_dir` (e.g. logs/<run_id>/<instance_id>) receives the official files.
+    An infra failure is graded again, up to `infra_retries` more times; without `client`, each
+    attempt opens its own connection to the engine, so a restarted engine is picked up."""
     out = InstanceLog(log_dir, log)
-    report = _grade(inst, patch, client, out)
+    for attempt in range(1, infra_retries + 2):
+        report = _attempt(inst, patch, client, out, timeout_s).model_copy(update={"attempts": attempt})
+        failure = report.infra_failure
+        if failure is None:
+            break
+        report.infra_failure = failure.model_copy(update={"attempts": attempt})
+        if attempt <= infra_retries:
+            out.step(
+                f"{inst.instance_id}: infra failure ({failure.cause}) on attempt {attempt} of {infra_retries + 1}, "
+                f"grading again: {failure.message.splitlines()[0] if failure.message else ''}"
+            )
     out.step(f"{inst.instance_id}: " + ("error: " + report.error if report.error else f"resolved={report.resolved}"))
     out.write("report.json", json.dumps({inst.instance_id: report.model_dump(mode="json")}, indent=2) + "\n")
     return report
 
 
-def _grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, out: InstanceLog) -> InstanceReport:
+def _attempt(
+    inst: SweInstance, patch: str | None, client: docker.DockerClient | None, out: InstanceLog, timeout_s: int
+) -> InstanceReport:
+    if client is not None:
+        return _grade(inst, patch, client, out, timeout_s)
+    try:
+        own = docker.from_env(timeout=300)
+    except docker.errors.DockerException as e:
+        return _infra("daemon", f"the Docker engine did not answer: {e}")
+    try:
+        return _grade(inst, patch, own, out, timeout_s)
+    finally:
+        own.close()
+
+
+def _grade(
+    inst: SweInstance, patch: str | None, client: docker.DockerClient, out: InstanceLog, timeout_s: int
+) -> InstanceReport:
     out.write("patch.diff", patch or "")
     if not patch or not patch.strip():
         out.step(f"{inst.instance_id}: empty patch, nothing to run")
@@ -105,9 +153,12 @@ def _grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, ou
             patch_is_None=patch is None, patch_exists=False, patch_successfully_applied=False, resolved=False
         )
     try:
-        return decide(inst, run_tests(inst, patch, client, out))
+        return decide(inst, run_tests(inst, patch, client, out, timeout_s))
     except NotApplied:
         return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=False, resolved=False)
+    except InfraError as e:
+        out.step(f"infra failure ({e.cause}): {e}")
+        return _infra(e.cause, str(e), e.applied)
     except GradingError as e:
         return _error(str(e), e.applied)
 
@@ -117,21 +168,34 @@ class NotApplied(Exception):
 
 
 class GradingError(Exception):
-    """The environment or the test run failed: an error instance, not the patch's fault."""
+    """The grader failed in a way that is neither the patch's nor known to be the machine's: an error instance."""
 
     def __init__(self, message: str, applied: bool):
         super().__init__(message)
         self.applied = applied
 
 
-def run_tests(inst: SweInstance, patch: str, client: docker.DockerClient, out: InstanceLog) -> dict[str, str]:
+class InfraError(GradingError):
+    """Grading stopped for a reason of the machine's (evals/swe/infra.py names the causes)."""
+
+    def __init__(self, cause: Cause, message: str, applied: bool = False):
+        super().__init__(message, applied)
+        self.cause = cause
+
+
+def run_tests(
+    inst: SweInstance, patch: str, client: docker.DockerClient, out: InstanceLog, timeout_s: int = TEST_TIMEOUT_S
+) -> dict[str, str]:
     """Per-test statuses after `patch` (empty: none) in a fresh container of the instance's image."""
     try:
         out.step(f"building image of {inst.instance_id}")
         image = instance_image(inst, client, out.step)
+    except Exception as e:  # an environment that cannot be built is an infra failure, not a crash
+        raise InfraError(infra_cause(e, "build"), f"environment: {e}") from None
+    try:
         box = DockerSandbox.start(sandbox_options(image, client, **GRADER_SANDBOX), client=client)
-    except Exception as e:  # an environment that cannot start is an error instance, not a crash
-        raise GradingError(f"environment: {e}", applied=False) from None
+    except Exception as e:
+        raise InfraError(infra_cause(e, "start"), f"the container did not start: {e}") from None
     try:
         if patch.strip():
             out.step(f"applying the patch of {inst.instance_id}")
@@ -143,27 +207,33 @@ def run_tests(inst: SweInstance, patch: str, client: docker.DockerClient, out: I
         out.write("eval.sh", script)
         box.write_file("/tmp/eval.sh", script.encode())
         out.step(f"running the tests of {inst.instance_id}")
-        result = box.exec("bash /tmp/eval.sh > /tmp/test_output.txt 2>&1; echo $?", timeout=TEST_TIMEOUT_S)
+        result = box.exec("bash /tmp/eval.sh > /tmp/test_output.txt 2>&1; echo $?", timeout=timeout_s)
         whole = box.read_file("/tmp/test_output.txt").decode("utf-8", "replace")
         out.write("test_output.txt", whole)
         if result.timed_out:
             out.step(TIMED_OUT)
-            raise GradingError(f"the tests ran past {TEST_TIMEOUT_S} s", applied=True)
+            raise InfraError("eval_timeout", f"the tests ran past {timeout_s} s", applied=True)
         out.step(f"eval script exit status {result.output.strip()}")
         junit = _junit(box)
         if junit is not None:
             out.write("junit.xml", junit)
         sliced = marked_output(whole)
         if sliced is None:
-            raise GradingError(
+            raise InfraError(
+                "missing_test_ids",
                 "the tests did not run: the log lacks the test output markers or the test patch did not "
                 "apply (see test_output.txt)",
                 applied=True,
             )
-        return statuses(inst, sliced, whole, junit)
+        found = statuses(inst, sliced, whole, junit)
+        if not found and (inst.FAIL_TO_PASS or inst.PASS_TO_PASS):
+            raise InfraError("missing_test_ids", "the log names no test at all (see test_output.txt)", applied=True)
+        return found
     except (NotApplied, GradingError):
         raise
     except Exception as e:
+        if infra_cause(e, "start") == "daemon":
+            raise InfraError("daemon", f"the engine or the container failed: {type(e).__name__}: {e}", True) from None
         raise GradingError(f"grader: {type(e).__name__}: {e}", applied=True) from None
     finally:
         box.close()
@@ -211,6 +281,11 @@ def _error(message: str, applied: bool = False) -> InstanceReport:
     )
 
 
+def _infra(cause: Cause, message: str, applied: bool = False) -> InstanceReport:
+    failure = InfraFailure(cause=cause, message=message)
+    return _error(f"infra failure ({cause}): {message}", applied).model_copy(update={"infra_failure": failure})
+
+
 class RunReport(BaseModel):
     total_instances: int
     submitted_instances: int
@@ -227,6 +302,25 @@ class RunReport(BaseModel):
     empty_patch_ids: list[str]
     error_ids: list[str]
     schema_version: int = 2
+    # Beside the official fields: the machine's failures (also in error_ids) apart, and a resolve
+    # rate that leaves them out and says how many instances it covers.
+    infra_failure_instances: int = 0
+    infra_failure_ids: list[str] = Field(default_factory=list)
+    infra_failures: dict[str, InfraFailure] = Field(default_factory=dict)
+    patch_not_applied_ids: list[str] = Field(default_factory=list)  # also in unresolved_ids
+    resolve_rate: float = 0.0
+    resolve_rate_over: int = 0
+
+    def summary(self) -> str:
+        """One line: the resolve rate, what it covers, and what it leaves out."""
+        line = f"resolved {self.resolved_instances} of {self.resolve_rate_over} ({self.resolve_rate:.0%})"
+        if self.infra_failure_ids:
+            causes: dict[str, int] = {}
+            for failure in self.infra_failures.values():
+                causes[failure.cause] = causes.get(failure.cause, 0) + 1
+            named = ", ".join(f"{cause} {n}" for cause, n in sorted(causes.items()))
+            line += f"; {self.infra_failure_instances} infra failures left out ({named})"
+        return line
 
 
 def run_report(
@@ -239,6 +333,8 @@ def run_report(
     completed = sorted(i for i in submitted if i not in empty and i not in errors)
     resolved = sorted(i for i in completed if reports[i].resolved)
     unresolved = sorted(i for i in completed if not reports[i].resolved)
+    infra = {i: f for i in errors if (f := reports[i].infra_failure) is not None}
+    over = len(ids) - len(infra)
     return RunReport(
         total_instances=len(ids),
         submitted_instances=len(submitted),
@@ -254,4 +350,10 @@ def run_report(
         unresolved_ids=unresolved,
         empty_patch_ids=empty,
         error_ids=errors,
+        infra_failure_instances=len(infra),
+        infra_failure_ids=sorted(infra),
+        infra_failures=infra,
+        patch_not_applied_ids=[i for i in unresolved if not reports[i].patch_successfully_applied],
+        resolve_rate=round(len(resolved) / over, 6) if over else 0.0,
+        resolve_rate_over=over,
     )

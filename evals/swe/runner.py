@@ -31,8 +31,9 @@ from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
 from evals.swe.agents import is_reference, reference_agent
-from evals.swe.grader import InstanceReport
+from evals.swe.grader import TEST_TIMEOUT_S, InstanceReport
 from evals.swe.image import BASELINE_REF, instance_image, sandbox_options
+from evals.swe.infra import INFRA_RETRIES, InfraFailure, infra_cause
 from evals.swe.task import SweInstance
 from sandboxes.base import Sandbox
 
@@ -67,9 +68,10 @@ def final_diff(box: Sandbox, base_commit: str) -> str:
 class SweBatchSpec:
     """Everything that decides a batch: the instances, the model (a model string or a reference agent), the
     policy, the batch folder (a batch run again into the same folder skips its finished instances), where
-    the instances run, the price table each call is priced from (default: agent/prices.toml) and the
+    the instances run, the price table each call is priced from (default: agent/prices.toml), the
     batch's budget: with `max_cost_usd`, no instance starts once the batch's runs (earlier ones in the
-    folder included) cost that much, counting each run still going at the mean cost of the finished ones."""
+    folder included) cost that much, counting each run still going at the mean cost of the finished ones,
+    how often an infra failure (evals/swe/infra.py) is tried again, and the eval script's timeout."""
 
     instances: list[SweInstance]
     model: str
@@ -78,6 +80,8 @@ class SweBatchSpec:
     executor: ExecutorOptions = ExecutorOptions()
     max_cost_usd: float | None = None
     prices: Path | None = None
+    infra_retries: int = INFRA_RETRIES
+    test_timeout_s: int = TEST_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
@@ -104,6 +108,7 @@ class InstanceResult(BaseModel):
     cost_usd: float | None = None  # summary.json's: None when unknown
     unpriced_calls: int = 0
     grade: InstanceReport | None = None  # set by a graded batch (evals.swe.batch)
+    infra_failure: InfraFailure | None = None  # the run failed for the machine's reason (its image did not build)
 
 
 def model_for(spec: str, inst: SweInstance) -> ModelClient:
@@ -119,6 +124,7 @@ def run_instance(
     log: Callable[[str], None] = lambda s: None,
     prices: Path | None = None,
 ) -> InstanceResult:
+    infra = None
     try:
         options = sandbox_options(instance_image(inst, client, log), client)
         sandbox: SandboxSpec | SandboxFactory = SandboxSpec(
@@ -126,6 +132,7 @@ def run_instance(
         )
     except Exception as e:  # the environment failed, not the agent: the run records it, and the batch goes on
         sandbox = _unbuildable(e)
+        infra = InfraFailure(cause=infra_cause(e, "build"), message=f"the instance image could not be built: {e}")
     spec = RunSpec(
         task_for(inst),
         model_for(model_spec, inst),
@@ -151,6 +158,7 @@ def run_instance(
             stop_reason="environment_error",
             model_patch=None,
             error=str(e),
+            infra_failure=infra,
         )
     return InstanceResult(
         instance_id=inst.instance_id,
@@ -193,7 +201,7 @@ def finished(batch_dir: Path, instance_id: str) -> InstanceResult | None:
 def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
     run_dir = batch_dir / instance_id
     if run_dir.exists():
-        run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(UTC):%Y%m%d%H%M%S}")
+        run_dir.rename(batch_dir / f".{instance_id}.incomplete-{datetime.now(UTC):%Y%m%d%H%M%S%f}")
 
 
 def run_one(
