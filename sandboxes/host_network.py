@@ -105,13 +105,32 @@ def detect(
     )
 
 
+# What detection reads from the environment: a change to any of them detects again.
+DECIDING = (
+    "HARNESS_HOST_NETWORK",
+    "HARNESS_CA_BUNDLE",
+    "HARNESS_PIP_INDEX_URL",
+    "HARNESS_PIP_EXTRA_INDEX_URL",
+    "HARNESS_PIP_TRUSTED_HOST",
+    "HARNESS_APT_PROXY",
+    "HARNESS_APT_MIRROR",
+    "PIP_CONFIG_FILE",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "VIRTUAL_ENV",
+    "XDG_CONFIG_HOME",
+    *PROXY_VARS,
+    *(p.lower() for p in PROXY_VARS),
+)
+
+
 def current() -> HostNetwork:
     """The host's settings, detected once per value of the variables that decide them."""
-    names = ("HARNESS_HOST_NETWORK", "HARNESS_CA_BUNDLE", "HARNESS_PIP_INDEX_URL", "HARNESS_PIP_EXTRA_INDEX_URL")
-    names += ("HARNESS_PIP_TRUSTED_HOST", "HARNESS_APT_PROXY", "HARNESS_APT_MIRROR", "PIP_CONFIG_FILE")
-    names += ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
-    names += ("PIP_CERT", *PROXY_VARS, *(p.lower() for p in PROXY_VARS))
-    return _detected(tuple((n, os.environ.get(n)) for n in names))
+    return _detected(tuple((n, os.environ.get(n)) for n in DECIDING))
 
 
 @lru_cache(maxsize=8)

@@ -108,13 +108,14 @@ def _run(inst: SweInstance, model: str, policy: HarnessPolicy, prices: Path | No
 
 
 def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | None:
-    """A finished run with its grade.json; a re-run of the batch skips it."""
+    """A finished run with its grade.json; a re-run of the batch skips it. A grade that was an infra
+    failure is left off, so the run is kept and graded again."""
     result = finished(batch_dir, instance_id)
     path = batch_dir / instance_id / "grade.json"
     if result is None or not path.exists():
         return None
     report = InstanceReport.model_validate(json.loads(path.read_text())[instance_id])
-    return result.model_copy(update={"grade": report})
+    return result if report.infra_failure is not None else result.model_copy(update={"grade": report})
 
 
 def run_and_grade(
@@ -129,8 +130,11 @@ def run_and_grade(
 
     def graded(result: InstanceResult) -> None:
         report = result.grade
-        if report is None:  # the harness failed on it: an error instance, nothing to grade
-            report = grade_result(by_id[result.instance_id], result, None)
+        if report is None:  # the harness failed on it (nothing to grade), or its earlier grade was an infra failure
+            logs = log_dir(spec.batch_dir, batch_run_id(model), result.instance_id)
+            report = grade_result(
+                by_id[result.instance_id], result, None, logs, spec.infra_retries, spec.test_timeout_s
+            )
             if Path(result.run_dir).is_dir():
                 write_grade(Path(result.run_dir), result.instance_id, report)
         reports[result.instance_id] = report

@@ -10,24 +10,8 @@ from typer.testing import CliRunner
 from cli.sandbox import app
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import BASE_IMAGE, DockerOptions
-from sandboxes.image import build_derived, context_hash, debian_mirror
+from sandboxes.image import build_derived, context_hash
 from sandboxes.shell import ShellExited
-
-
-def test_mirror_from_deb822_sources(tmp_path):
-    f = tmp_path / "debian.sources"
-    f.write_text(
-        "Types: deb\nURIs: http://deb.example.org/debian-security\nSuites: bookworm-security\n\n"
-        "Types: deb\nURIs: http://mirror.example.org/debian/\nSuites: bookworm\n"
-    )
-    assert debian_mirror([f]) == "http://mirror.example.org/debian"
-
-
-def test_mirror_from_one_line_sources_and_the_default(tmp_path):
-    f = tmp_path / "sources.list"
-    f.write_text("# comment\ndeb [arch=amd64] http://ftp.example.org/debian bookworm main\n")
-    assert debian_mirror([f]) == "http://ftp.example.org/debian"
-    assert debian_mirror([tmp_path / "missing.list"]) == "http://deb.debian.org/debian"
 
 
 def test_context_hash_follows_dockerfile_and_context(tmp_path):

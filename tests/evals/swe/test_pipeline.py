@@ -66,10 +66,15 @@ def test_a_patch_that_does_not_apply_is_reported_not_raised(docker_ready, instan
     )
 
 
-def test_an_environment_that_fails_to_build_is_an_error_instance(docker_ready, instances, tmp_path):
+def test_an_environment_that_fails_to_build_is_an_infra_failure_run_again(docker_ready, instances, tmp_path):
     spec = instances[0].spec.model_copy(update={"pre_install": ["apt-get install -y no-such-package-harness-test"]})
     broken = instances[0].model_copy(update={"instance_id": "acme__broken-1", "spec": spec})
-    report = run_and_grade(SweBatchSpec([broken, instances[1]], "oracle", HarnessPolicy(), tmp_path))
+    report = run_and_grade(SweBatchSpec([broken, instances[1]], "oracle", HarnessPolicy(), tmp_path, infra_retries=1))
     assert report.error_ids == ["acme__broken-1"] and report.resolved_ids == [instances[1].instance_id]
     summary = tmp_path / "acme__broken-1" / "events.jsonl"
     assert "environment_error" in summary.read_text()
+    # An infra failure: run again once (the first run kept aside), reported apart, out of the resolve rate.
+    failure = report.infra_failures["acme__broken-1"]
+    assert failure.cause == "build" and failure.attempts == 2 and "no-such-package-harness-test" in failure.message
+    assert len(list(tmp_path.glob(".acme__broken-1.incomplete-*"))) == 1
+    assert (report.resolve_rate, report.resolve_rate_over) == (1.0, 1)
