@@ -37,6 +37,8 @@ from evals.swe.infra import INFRA_RETRIES, InfraFailure, infra_cause
 from evals.swe.task import SweInstance
 from sandboxes.base import Sandbox
 
+STARTING = "The sandbox could not be started"  # how agent.session says a sandbox's start failed
+
 SYSTEM = (
     "You are a software engineer fixing an issue in the repository at /testbed, inside a sandboxed Linux "
     "machine without network access. Act only through the tools. Find the cause, change the source code to "
@@ -152,6 +154,8 @@ def run_instance(
     except HarnessError as e:
         if not (batch_dir / inst.instance_id / "events.jsonl").exists():
             raise
+        if infra is None and str(e).startswith(STARTING):  # the image built, its container did not start
+            infra = InfraFailure(cause="daemon" if "no Docker engine answers" in str(e) else "start", message=str(e))
         return InstanceResult(
             instance_id=inst.instance_id,
             run_dir=str(batch_dir / inst.instance_id),

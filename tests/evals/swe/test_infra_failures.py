@@ -1,6 +1,7 @@
-"""Each failure of the machine, injected: an image that does not build, an eval script that hangs past
-its timeout, a log with no test ids, a Docker engine that stops answering mid-batch. Each is an infra
-failure with its cause, graded again (the attempts counted), and left out of the resolve rate."""
+"""Each failure of the machine, injected: an image that does not build, a container that does not start,
+an eval script that hangs past its timeout, a log with no test ids, a Docker engine that stops answering
+mid-batch. Each is an infra failure with its cause, tried again (the attempts counted), and left out of
+the resolve rate."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from evals.swe.batch import grade_file
+from core.policy import HarnessPolicy
+from evals.swe.batch import grade_file, run_and_grade
 from evals.swe.evalscript import END, START
 from evals.swe.grader import Prediction
+from evals.swe.image import instance_image
+from evals.swe.runner import SweBatchSpec
 from evals.swe.suite import SUITES, load_instances, suite_path
+from sandboxes.image import build_derived
 
 DEAD_DAEMON = "unix:///tmp/harness-test-no-daemon.sock"
 
@@ -101,3 +106,26 @@ def test_swe_grade_says_what_the_resolve_rate_covers(docker_ready, instances, tm
     assert f"{records[0]['instance_id']} infra failure (missing_test_ids)" in result.output  # the per-instance line
     assert "resolved 1 of 1 (100%); 1 infra failures left out (missing_test_ids 1)" in result.output
     assert f"infra failure {records[0]['instance_id']}: missing_test_ids after 2 attempts" in result.output
+
+
+def test_a_resumed_batch_grades_an_infra_failure_again_without_running_it_again(docker_ready, instances, tmp_path):
+    hangs = instances[0].model_copy(update={"eval_script": f"echo '{START}'\nsleep 600\necho '{END}'\n"})
+    first = run_and_grade(SweBatchSpec([hangs], "oracle", HarnessPolicy(), tmp_path, infra_retries=0, test_timeout_s=5))
+    assert first.infra_failures[hangs.instance_id].cause == "eval_timeout" and first.resolve_rate_over == 0
+    journal = (tmp_path / hangs.instance_id / "events.jsonl").read_bytes()
+    again = run_and_grade(SweBatchSpec([instances[0]], "oracle", HarnessPolicy(), tmp_path))  # the machine is fixed
+    assert again.resolved_ids == [instances[0].instance_id] and again.infra_failure_ids == []
+    assert (tmp_path / hangs.instance_id / "events.jsonl").read_bytes() == journal  # the run was kept
+    assert not list(tmp_path.glob(".*.incomplete-*"))
+
+
+def test_a_container_that_does_not_start_is_run_again_then_left_out(docker_ready, instances, tmp_path):
+    # An instance image the sandbox cannot start in: it builds (its layers need only sh), but has no bash.
+    task = instance_image(instances[0], docker_ready, log=lambda s: None)
+    no_bash = build_derived(f"FROM {task}\nRUN rm /bin/bash\n", repo="harness-test", client=docker_ready)
+    broken = renamed(instances[0], "acme__no-bash-1", image=no_bash)
+    report = run_and_grade(SweBatchSpec([broken], "oracle", HarnessPolicy(), tmp_path, infra_retries=1))
+    failure = report.infra_failures["acme__no-bash-1"]
+    assert failure.cause == "start" and failure.attempts == 2 and "bash" in failure.message
+    assert len(list(tmp_path.glob(".acme__no-bash-1.incomplete-*"))) == 1
+    assert (report.error_ids, report.resolve_rate_over) == (["acme__no-bash-1"], 0)
