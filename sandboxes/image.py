@@ -7,7 +7,8 @@ Docker engine as `harness-base:bookworm-1`. Both steps are skipped when their
 result already exists. Bump BASE_VERSION when the recipe changes.
 
 Task images are ordinary Dockerfiles layered on it; `build_derived` tags each
-by a hash of its Dockerfile and context, so an unchanged one is not rebuilt.
+by a hash of its Dockerfile and context, so an unchanged one is not rebuilt. Both
+carry the host's CA bundle, package-index settings and proxies (host_network.py).
 
     python -m sandboxes.image          # build the base image if it is missing
 """

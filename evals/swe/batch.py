@@ -75,8 +75,8 @@ def run_and_grade_one(
     infra_retries: int = INFRA_RETRIES,
     timeout_s: int = TEST_TIMEOUT_S,
 ) -> InstanceResult:
-    """A batch job: run one instance (again, up to `infra_retries` times, while its image does not build; the
-    failed runs are kept as .<id>.incomplete-*), grade its patch in a fresh container, leave grade.json in its
+    """A batch job: run one instance (again, up to `infra_retries` times, while its image does not build, its
+    container does not start or no engine answers; the failed runs are kept as .<id>.incomplete-*), grade its patch in a fresh container, leave grade.json in its
     run directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
     for attempt in range(1, infra_retries + 2):
         result = _run(inst, model, policy, prices, out_dir)
@@ -87,7 +87,8 @@ def run_and_grade_one(
             clear_incomplete(out_dir, inst.instance_id)
     logs = log_dir(out_dir, run_id, inst.instance_id)
     report = grade_result(inst, result, None, logs, infra_retries, timeout_s)
-    write_grade(Path(result.run_dir), inst.instance_id, report)
+    if Path(result.run_dir).is_dir():  # not when no engine answered: the run never began
+        write_grade(Path(result.run_dir), inst.instance_id, report)
     return result.model_copy(update={"grade": report})
 
 

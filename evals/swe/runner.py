@@ -110,7 +110,7 @@ class InstanceResult(BaseModel):
     cost_usd: float | None = None  # summary.json's: None when unknown
     unpriced_calls: int = 0
     grade: InstanceReport | None = None  # set by a graded batch (evals.swe.batch)
-    infra_failure: InfraFailure | None = None  # the run failed for the machine's reason (its image did not build)
+    infra_failure: InfraFailure | None = None  # the run failed for the machine's reason (build, start, daemon)
 
 
 def model_for(spec: str, inst: SweInstance) -> ModelClient:
