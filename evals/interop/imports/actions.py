@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from evals.interop.imports.form import Call, Result, Tool
+from evals.interop.imports.text import arguments_text, fields, items
 
 # mini-swe-agent's default action_regex (v1: ```bash, v2 text-based: ```mswea_bash_command)
 FENCED = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
@@ -25,6 +27,22 @@ BASH = Tool(
 
 def bash_call(call_id: str, command: str) -> Call:
     return Call(id=call_id, name="bash", arguments=json.dumps({"command": command}))
+
+
+def openai_calls(tool_calls: Any, id_prefix: str) -> list[Call]:
+    """A reply's `tool_calls` as OpenAI's chat format writes them (mini-swe-agent 2.x, SWE-agent); a call the
+    file gives no id gets `{id_prefix}_{i}`."""
+    calls = []
+    for i, tc in enumerate(items(tool_calls)):
+        fn = fields(fields(tc).get("function"))
+        calls.append(
+            Call(
+                id=str(fields(tc).get("id") or f"{id_prefix}_{i}"),
+                name=str(fn.get("name", "")),
+                arguments=arguments_text(fn.get("arguments")),
+            )
+        )
+    return calls
 
 
 def split_action(text: str, pattern: str = FENCED) -> tuple[str, list[str]]:
