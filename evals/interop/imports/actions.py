@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from evals.interop.imports.form import Call, Result, Tool
 from evals.interop.imports.text import arguments_text, fields, items
 
@@ -66,3 +68,15 @@ def shell_result(call_id: str, text: str, exit_code: int | None = None) -> Resul
     if exit_code not in (None, 0):
         return Result(call_id=call_id, text=text, status="error", error_kind="nonzero_exit", exit_code=exit_code)
     return Result(call_id=call_id, text=text, exit_code=exit_code)
+
+
+def kept_result(call_id: str, text: str, kept: dict[str, Any]) -> Result | None:
+    """A result with the status, error kind, exit code and duration a writer kept beside it (this harness's
+    exports keep them where ATIF and Inspect have no field); None where it kept none."""
+    if kept.get("status") is None:
+        return None
+    fields = {k: kept[k] for k in ("status", "error_kind", "exit_code", "duration_s") if kept.get(k) is not None}
+    try:
+        return Result.model_validate({"call_id": call_id, "text": text, **fields})
+    except ValidationError:
+        return None
