@@ -399,7 +399,7 @@ def passk_command(
     found = [estimate(records, f"pass{kind}{kk}", level, resamples, seed) for kk in sorted(set(k)) for kind in "@^"]
     if as_json:
         print_json(
-            {"instances": len(runs), "runs": len(records), "level": level, "estimates": [vars(e) for e in found]}
+            {"instances": len(runs), "runs": len(records), "level": level, "estimates": [e.as_json() for e in found]}
         )
         return
     console.print(text(f"{len(runs)} instances, {min(runs)} to {max(runs)} runs each ({len(records)} runs)"))

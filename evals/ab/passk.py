@@ -91,6 +91,17 @@ class Estimate:
     high: float
     left_out: tuple[str, ...]  # tasks with fewer than k runs
 
+    def as_json(self) -> dict:
+        """For a JSON document, which has no NaN: with no task to estimate on, the figures are null."""
+        figures = {"value": self.value, "low": self.low, "high": self.high}
+        return {
+            "name": self.name,
+            "k": self.k,
+            "tasks": self.tasks,
+            **{key: v if math.isfinite(v) else None for key, v in figures.items()},
+            "left_out": list(self.left_out),
+        }
+
 
 def estimate(
     records: list[RunRecord], name: str, level: float = 0.95, resamples: int = 10_000, seed: int = 0

@@ -181,6 +181,16 @@ def test_swe_passk_over_several_batches(seeds):
     assert by["pass@1"]["value"] == 0.5 and by["pass@2"]["value"] == 1.0 and by["pass^2"]["value"] == 0.0
     table = runner.invoke(app, ["swe", "passk", str(seeds / "b"), "--k", "3"])
     assert table.exit_code == 0 and "leaves out 2 instances run fewer than 3 times" in table.output
+    none = json.loads(runner.invoke(app, ["swe", "passk", str(seeds / "b"), "--k", "3", "--json"]).output)
+    assert none["estimates"][0] == {
+        "name": "pass@3",
+        "k": 3,
+        "tasks": 0,
+        "value": None,
+        "low": None,
+        "high": None,
+        "left_out": ["acme__textkit-7", "acme__textkit-9"],
+    }
 
 
 def test_harness_ab_on_swe_batches_judges_on_pass_hat_k(seeds, tmp_path):
