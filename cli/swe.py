@@ -92,7 +92,8 @@ def outcome(report: InstanceReport) -> str:
         return "error"
     if not report.patch_exists:
         return "empty patch"
-    return "resolved" if report.resolved else "unresolved"
+    flaky = f" ({len(report.flaky_tests)} flaky tests)" if report.flaky_tests else ""
+    return ("resolved" if report.resolved else "unresolved") + flaky
 
 
 def instance_line(done: int, total: int, result: InstanceResult, report: InstanceReport) -> str:

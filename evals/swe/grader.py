@@ -5,6 +5,7 @@ FAIL_TO_PASS test does not; a skipped PASS_TO_PASS test is no regression), as up
 decides; `fail_only` records count a test as failed only when the log says FAILED.
 Each graded instance leaves the official layout in its log folder: run_instance.log (every
 step), patch.diff, eval.sh, test_output.txt, report.json, and junit.xml where pytest wrote one.
+With reruns (evals/swe/flaky.py) the tests run again in fresh containers, logged under reruns/<n>/.
 Reports mirror the official harness's fields and are deterministic: no times, sorted lists.
 """
 

@@ -92,6 +92,7 @@ def test_reruns_mark_a_test_that_fails_half_of_the_time_as_flaky(suite):
     assert graded_one["flaky_tests"] == found and graded_one["excluded_flaky_tests"] == []
     assert graded_one["tests_status"]["FAIL_TO_PASS"]["success"] == [coin.FIXED]  # official fields as before
     assert f"flaky in coin-flaky: {found[0]}" in report["output"]
+    assert f"({len(found)} flaky tests)" in report["output"]  # on the instance's progress line
     logs = graded / "logs" / "gold" / "coin-flaky"
     assert all((logs / "reruns" / str(n) / "test_output.txt").is_file() for n in range(2, 6))
 
