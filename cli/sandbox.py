@@ -1,4 +1,4 @@
-"""`harness sandbox ...`: build the base image, remove containers left behind."""
+"""`harness sandbox ...`: build the base image, show the host settings images get, remove containers left behind."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import typer
 
 # Only pydantic here: the docker SDK is imported by the commands, so `harness` itself
 # starts without the optional `sandbox` extra installed.
-from cli.output import console, text
+from cli.output import console, exits_on_error, print_json, text
 from sandboxes.docker_options import BASE_IMAGE
 
 app = typer.Typer(
@@ -29,6 +29,18 @@ def build(
         console.print(text(("error:", "red"), f" {e}"))
         raise typer.Exit(1) from None
     console.print(text(("ready:", "green"), f" {tag}"))
+
+
+@app.command("network")
+@exits_on_error
+def network_cmd() -> None:
+    """Print what every image built here gets from the host: its CA bundle, pip index settings, apt proxy
+    and mirror, proxy variables (HARNESS_CA_BUNDLE, HARNESS_PIP_INDEX_URL, ... override; see evals/swe/README.md)."""
+    from sandboxes.host_network import current
+
+    net = current()
+    certificates = net.ca_bundle.count("-----BEGIN CERTIFICATE-----")
+    print_json({**net.model_dump(exclude={"ca_bundle"}), "ca_certificates": certificates})
 
 
 @app.command("prune")

@@ -3,11 +3,14 @@ HARNESS_* variables, and carried into every image built (a real build checks wha
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.sandbox import app
 from core.errors import HarnessError
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_options import BASE_IMAGE, DockerOptions
@@ -140,3 +143,15 @@ def test_a_built_image_trusts_the_hosts_cas_and_builds_with_its_proxy(docker_rea
         docker_ready.images.remove(plain)
     finally:
         docker_ready.images.remove(tag)
+
+
+def test_harness_sandbox_network_prints_what_images_get(ca, monkeypatch):
+    monkeypatch.setenv("HARNESS_CA_BUNDLE", str(ca))
+    monkeypatch.setenv("HARNESS_PIP_INDEX_URL", INDEX)
+    result = CliRunner().invoke(app, ["network"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert shown["ca_source"] == str(ca) and shown["ca_certificates"] == 1 and shown["pip_index_url"] == INDEX
+    monkeypatch.setenv("HARNESS_CA_BUNDLE", str(ca.parent / "missing.pem"))
+    result = CliRunner().invoke(app, ["network"])
+    assert result.exit_code == 2 and "missing.pem cannot be read" in result.output
