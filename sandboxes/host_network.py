@@ -283,6 +283,8 @@ def with_host_network(
     args = "".join(f"ARG {name}={BUNDLE}\n" for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE") if net.ca_bundle)
 
     def layer(m: re.Match[str]) -> str:
+        if m.group(2).lower() == "scratch":  # an empty stage has no shell to run the layer, nor anything to trust
+            return m.group(0)
         labels, user = inspect(m.group(2)) or ({}, "")
         if labels.get(LABEL) == tag:
             return m.group(0) + "\n" + args.rstrip("\n")

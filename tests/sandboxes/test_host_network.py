@@ -111,6 +111,7 @@ def test_the_layer_follows_every_from_and_is_not_repeated(tmp_path, ca):
     assert "COPY .harness-host/ /" not in after_done  # that image has this layer already
     assert "index-url = " + INDEX in (tmp_path / ".harness-host/etc/xdg/pip/pip.conf").read_text()
     assert with_host_network(dockerfile, tmp_path, HostNetwork(), images.get) == dockerfile
+    assert with_host_network("FROM scratch\nCOPY x /x\n", tmp_path, net, images.get) == "FROM scratch\nCOPY x /x\n"
 
 
 def test_the_debootstrap_root_gets_the_same_files(tmp_path, ca):
