@@ -335,7 +335,8 @@ class RunReport(BaseModel):
             for failure in self.infra_failures.values():
                 causes[failure.cause] = causes.get(failure.cause, 0) + 1
             named = ", ".join(f"{cause} {n}" for cause, n in sorted(causes.items()))
-            line += f"; {self.infra_failure_instances} infra failures left out ({named})"
+            plural = "s" if self.infra_failure_instances != 1 else ""
+            line += f"; {self.infra_failure_instances} infra failure{plural} left out ({named})"
         return line
 
 

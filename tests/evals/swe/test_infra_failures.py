@@ -104,7 +104,7 @@ def test_swe_grade_says_what_the_resolve_rate_covers(docker_ready, instances, tm
     result = CliRunner().invoke(app, [*args, "--infra-retries", "1"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert f"{records[0]['instance_id']} infra failure (missing_test_ids)" in result.output  # the per-instance line
-    assert "resolved 1 of 1 (100%); 1 infra failures left out (missing_test_ids 1)" in result.output
+    assert "resolved 1 of 1 (100%); 1 infra failure left out (missing_test_ids 1)" in result.output
     assert f"infra failure {records[0]['instance_id']}: missing_test_ids after 2 attempts" in result.output
 
 
