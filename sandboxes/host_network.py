@@ -13,7 +13,7 @@ CERTIFICATE_VERIFY_FAILED. Detected once from the host, each setting can be over
     HARNESS_APT_PROXY            apt's proxy (default: Acquire::http(s)::Proxy in /etc/apt/apt.conf*)
     HARNESS_APT_MIRROR           replaces http://deb.debian.org/debian in images' apt sources
                                  (default: the host's Debian mirror, when the host is Debian)
-    HARNESS_HOST_NETWORK=off     none of it
+    HARNESS_HOST_NETWORK=off     none of it (images get the tags they had before these settings)
 
 Only http(s) index URLs are carried: a `file://` index or a local find-links folder does not
 exist inside a build. The proxy variables (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and their

@@ -36,6 +36,7 @@ from sandboxes.host_network import (
     current,
     debian_mirror,
     digest,
+    image_files,
     install_into,
     with_host_network,
 )
@@ -182,7 +183,8 @@ def build_derived(
     client = client or docker_client()
     host = current() if host is None else host
     # The base images' ids count too: a rebuilt base (`build --force`) makes new derived tags.
-    salt = _from_ids(client, dockerfile) + "\n" + digest(host)
+    # So do the host's settings; with none (HARNESS_HOST_NETWORK=off) the tags are those of images built without them.
+    salt = _from_ids(client, dockerfile) + (f"\n{digest(host)}" if image_files(host) else "")
     tag = f"{repo}:{context_hash(dockerfile, context_dir, salt=salt)}"
     if image_exists(client, tag):
         log(f"{tag} already exists")

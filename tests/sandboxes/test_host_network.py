@@ -24,7 +24,7 @@ from sandboxes.host_network import (
     install_into,
     with_host_network,
 )
-from sandboxes.image import build_derived
+from sandboxes.image import build_derived, context_hash
 from tests.evals.swe.https_index import make_certs
 
 INDEX = "https://pypi.corp.example/simple"
@@ -156,3 +156,13 @@ def test_harness_sandbox_network_prints_what_images_get(ca, monkeypatch):
     monkeypatch.setenv("HARNESS_CA_BUNDLE", str(ca.parent / "missing.pem"))
     result = CliRunner().invoke(app, ["network"])
     assert result.exit_code == 2 and "missing.pem cannot be read" in result.output
+
+
+def test_without_host_settings_an_image_keeps_the_tag_it_had_before_them(docker_ready, tmp_path):
+    dockerfile = f"FROM {BASE_IMAGE}\nLABEL harness.test=host-network-off\n"
+    tag = build_derived(dockerfile, repo="harness-test", client=docker_ready, host=HostNetwork())
+    try:
+        salt = docker_ready.images.get(BASE_IMAGE).id  # what the tag hashed before the host's settings existed
+        assert tag == f"harness-test:{context_hash(dockerfile, None, salt=salt)}"
+    finally:
+        docker_ready.images.remove(tag)
