@@ -36,6 +36,7 @@ class StepCost:
     prompt_tokens: int
     reused: int  # ideal prefix reuse: tokens shared with an earlier request of the run
     messages: int
+    recorded: Usage = Usage()  # what the provider said of the recorded reply: its prompt as the source counted it
 
 
 @dataclass
@@ -98,7 +99,7 @@ def rerender(
     renderer = Renderer(context, counter, text, window)  # the loop's pipeline: the same rendering and compaction
     reuse = PrefixReuse()
     previous_step = 0
-    for step, history, _reply, journaled, cuts in replay_history(events):
+    for step, history, reply, journaled, cuts in replay_history(events):
         if recorded_folds:  # the run's own folds and overflow cuts; another policy's run would have made its own
             out.folds = list(journaled)
         elif previous_step:
@@ -111,7 +112,7 @@ def rerender(
                     out.folds.append(result.fold)
         prompt = renderer.render(history, out.folds, cuts if recorded_folds else None)
         ids = counter.prompt_ids(prompt, text)
-        out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt)))
+        out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt), reply.usage if reply else Usage()))
         if keep_prompts:
             out.requests.append(Request("agent", step, prompt, list(shown)))
         previous_step = step
