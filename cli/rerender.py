@@ -26,7 +26,7 @@ from evals.reports.load import is_run_dir, run_dirs_in
 PRICED_AS = (
     "Counterfactual cost: each rebuilt prompt as input, the part an ideal prefix cache serves (tokens shared with "
     "an earlier request of the run) at the cached-input price, the recorded completion tokens at the output price; "
-    "summariser calls of a compacting policy as uncached input and output."
+    "a compacting policy's summariser calls likewise (their cached part: what they share with earlier requests)."
 )
 
 
@@ -177,6 +177,15 @@ def show_run(c: Counterfactual, console: Console, per_step: bool) -> None:
         format_usd(r.cost_usd) + (f" ({r.unpriced_calls} calls unpriced)" if r.unpriced_calls else ""),
     )
     console.print(table)
+    scaled = "; in the source's tokens" if c.scale is not None else ""
+    for f in c.policies[1:]:
+        console.print(
+            text(
+                f"Under {f.policy}, this run would have sent {f.prompt_tokens:,} prompt tokens (peak "
+                f"{f.peak_context:,}{scaled}) and cost {format_usd(f.cost_usd)} with an ideal prefix cache; it recorded "
+                f"{r.prompt_tokens:,} prompt tokens and {format_usd(r.cost_usd)}."
+            )
+        )
     if per_step:
         steps = Table(
             "step", "recorded prompt tokens", *[Column(text(f"{f.policy}: tokens / cached / cost")) for f in c.policies]
@@ -261,6 +270,14 @@ def show_batch(b: BatchCounterfactual, others: list[HarnessPolicy], console: Con
         _spread(b.recorded_cost, "${:,.4f}"),
     )
     console.print(table)
+    for r in b.rows[1:]:
+        console.print(
+            text(
+                f"Under {r.policy}, the {r.runs} runs would have sent {r.prompt_tokens_total:,} prompt tokens and cost "
+                f"{format_usd(r.cost_usd_total)} with an ideal prefix cache; they recorded {b.recorded_prompt_tokens:,} "
+                f"prompt tokens and {format_usd(b.recorded_cost_total)}."
+            )
+        )
 
 
 def _spread(s: Spread | None, fmt: str) -> str:

@@ -4,8 +4,9 @@ Each policy's prompts are rebuilt from the journal (rerender.py: the replies and
 and priced at the run's model's prices: every rebuilt prompt as input, the part an ideal prefix cache would
 serve (the tokens it shares with an earlier request of the run) at the cached-input price, and the step's
 recorded completion tokens, reasoning included, at the output price, as recorded: the replies do not change.
-A compacting policy's summariser calls are priced as uncached input and output (an upper bound: a
-summariser that forks the agent's prompt could be served from the cache too).
+A compacting policy's summariser calls are priced the same way: their prompts as input, the part an ideal cache
+over every earlier request of the run serves (a summary asked for by forking the agent's prompt shares its
+prefix) at the cached price, and the extractive summary's tokens as output.
 
 The recorded policy is rebuilt with the run's own folds, so its prompt sizes should track the prompt tokens
 the provider recorded step by step; a different tokenizer scales them. `fit` says by how much and how
@@ -128,7 +129,9 @@ def figures(name: str, r: Rerendered, price: Price | None, scale: float = 1.0, r
         for s in r.steps
     ]
     summariser = Usage(
-        prompt_tokens=scaled(r.summariser.prompt_tokens), completion_tokens=scaled(r.summariser.completion_tokens)
+        prompt_tokens=scaled(r.summariser.prompt_tokens),
+        cached_tokens=scaled(r.summariser_reused),
+        completion_tokens=scaled(r.summariser.completion_tokens),
     )
     return Figures(
         policy=name,

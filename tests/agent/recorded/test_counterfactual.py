@@ -13,8 +13,9 @@ from agent.pricing import Price, load_prices
 from agent.recorded.counterfactual import counterfactual, figures, fit
 from agent.recorded.rerender import Rerendered, StepCost
 from cli.main import app
+from core.context_policy import Compact
 from core.errors import HarnessError
-from core.policy import PRESETS
+from core.policy import PRESETS, HarnessPolicy
 from core.types import Usage
 from tests.evals.interop import documents
 from tests.evals.interop.test_published import published
@@ -111,3 +112,25 @@ def test_a_published_gemini_run_tracks_the_prompt_tokens_its_provider_recorded(t
     scaled = counterfactual(run_dir, [], load_prices(), scale_to_recorded=True)
     assert scaled.policies[0].prompt_tokens == pytest.approx(61068, abs=17)
     assert scaled.policies[0].cost_usd is not None and scaled.policies[0].cost_usd <= recorded_cost
+
+
+def test_a_forked_summary_is_priced_with_the_prefix_it_shares_with_the_agents_prompts(tmp_path):
+    run_dir = imported(tmp_path, documents.mini_v1())
+    tight = HarnessPolicy(
+        name="tight",
+        context=[
+            Compact(
+                trigger_tokens=250,
+                keep_first_tokens=100,
+                keep_recent_steps=0,
+                layout="append",
+                summariser_prompt="fork",
+            )
+        ],
+    )
+    f = counterfactual(run_dir, [tight], load_prices()).policies[1]
+    s = f.summariser
+    assert f.compactions >= 1 and 0 < s.cached_tokens < s.prompt_tokens
+    by_hand = ((s.prompt_tokens - s.cached_tokens) * 2.0 + s.cached_tokens * 0.2 + s.completion_tokens * 12.0) / 1e6
+    assert f.summariser_cost_usd == pytest.approx(by_hand)
+    assert f.cost_usd == pytest.approx(sum(st.cost_usd for st in f.steps) + by_hand)
