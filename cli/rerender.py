@@ -13,12 +13,13 @@ from rich.table import Column, Table
 
 from agent.pricing import Price, format_usd, load_prices
 from agent.recorded.counterfactual import Counterfactual, counterfactual, to_json
+from agent.recorded.engine_cache import cache_engine
 from agent.recorded.rerender import HELD_FIXED
 from cli.output import console, exits_on_error, print_json, stderr, text, warn
 from cli.price_options import PRICE_MODEL, PRICE_TABLE
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
-from core.policy import HarnessPolicy, load_policy
+from core.policy import load_policy
 from evals.reports import counterfactuals
 from evals.reports.counterfactuals import BatchCounterfactual, Spread, batch_counterfactual
 from evals.reports.load import is_run_dir, run_dirs_in
@@ -58,17 +59,25 @@ def rerender_command(
         "per token the harness counts), so counts and costs are in the source model's tokens.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON on stdout (progress on stderr)."),
+    engine: bool = typer.Option(
+        False,
+        "--engine",
+        help="Also send every rebuilt request through the local engine's prefix cache (the default model's "
+        "tokenizer and block size, random one-layer weights; a cold cache per run and policy) and report the "
+        "share it served beside the ideal one. Slower: every prompt is prefilled.",
+    ),
 ) -> None:
     """Rebuild every step's prompt under other context policies from the journal alone (no model, no sandbox)
     and report prompt tokens, peak context, ideal prefix reuse and what the prompts would have cost at the run's
     model's prices, beside the run's recorded tokens and cost. The model's replies are held fixed."""
     others = [load_policy(p) for p in policy]
     table = load_prices(prices)
+    measure = cache_engine() if engine else None
     if not path.is_dir():
         raise HarnessError(f"{path} is not a directory. Pass a run directory (with run.json) or a folder of them.")
     if is_run_dir(path):
         start = time.perf_counter()
-        c = counterfactual(path, others, table, price_model, context_window, scale_to_recorded)
+        c = counterfactual(path, others, table, price_model, context_window, scale_to_recorded, engine=measure)
         for note in c.notes:
             warn(str(path), note)
         if as_json:
@@ -82,20 +91,19 @@ def rerender_command(
     dirs = run_dirs_in(path)
     if not dirs:
         raise HarnessError(f"{path} holds no run directories (folders with run.json and events.jsonl).")
-    b = _batch(
-        path, dirs, others, table, price_model, context_window, scale_to_recorded, stderr if as_json else console
-    )
+    said = stderr if as_json else console
+    b = _batch(path, dirs, others, table, price_model, context_window, scale_to_recorded, measure, said)
     if not b.runs:
         raise HarnessError(f"No run of {path} could be re-rendered: {len(b.skipped)} left out (named above).")
     if as_json:
         print_json(counterfactuals.to_json(b))
     else:
-        show_batch(b, others, console)
+        show_batch(b, console, engine)
     if b.skipped:
         raise typer.Exit(1)
 
 
-def _batch(path, dirs, others, table, price_model, window, scale, said: Console) -> BatchCounterfactual:
+def _batch(path, dirs, others, table, price_model, window, scale, engine, said: Console) -> BatchCounterfactual:
     with progress_bar(said) as bar:
         task = bar.add_task("re-rendering", total=len(dirs), note="")
 
@@ -105,7 +113,7 @@ def _batch(path, dirs, others, table, price_model, window, scale, said: Console)
             bar.update(task, advance=1, note=run_dir.name)
 
         with heartbeat(said, lambda: f"re-rendered {int(bar.tasks[0].completed)} of {len(dirs)} runs"):
-            return batch_counterfactual(path, dirs, others, table, price_model, window, scale, done)
+            return batch_counterfactual(path, dirs, others, table, price_model, window, scale, done, engine)
 
 
 def price_line(price: Price | None, model: str) -> str:
@@ -151,6 +159,7 @@ def show_run(c: Counterfactual, console: Console, per_step: bool) -> None:
         "summariser tokens",
         "tool schema tokens per request",
         "counterfactual cost",
+        *(["engine cached share (all requests)"] if c.policies[0].engine else []),
     )
     for f in c.policies:
         table.add_row(
@@ -163,6 +172,7 @@ def show_run(c: Counterfactual, console: Console, per_step: bool) -> None:
             f"{f.summariser.prompt_tokens + f.summariser.completion_tokens:,}",
             f"{f.tool_schema_tokens:,}",
             format_usd(f.cost_usd),
+            *([f"{_pct(f.engine.share)} ({_pct(f.engine.share_all)})"] if f.engine else []),
         )
     r = c.recorded
     table.add_row(
@@ -175,6 +185,7 @@ def show_run(c: Counterfactual, console: Console, per_step: bool) -> None:
         "",
         "",
         format_usd(r.cost_usd) + (f" ({r.unpriced_calls} calls unpriced)" if r.unpriced_calls else ""),
+        *([""] if c.policies[0].engine else []),
     )
     console.print(table)
     scaled = "; in the source's tokens" if c.scale is not None else ""
@@ -208,7 +219,7 @@ def show_run(c: Counterfactual, console: Console, per_step: bool) -> None:
         )
 
 
-def show_batch(b: BatchCounterfactual, others: list[HarnessPolicy], console: Console) -> None:
+def show_batch(b: BatchCounterfactual, console: Console, engine: bool = False) -> None:
     console.print(HELD_FIXED)
     console.print(
         text(
@@ -241,6 +252,7 @@ def show_batch(b: BatchCounterfactual, others: list[HarnessPolicy], console: Con
         "max",
         "counterfactual cost",
         "per run",
+        *(["engine cached share per run"] if engine else []),
     )
     for r in b.rows:
         table.add_row(
@@ -254,6 +266,7 @@ def show_batch(b: BatchCounterfactual, others: list[HarnessPolicy], console: Con
             f"{r.peak_context_max:,}",
             format_usd(r.cost_usd_total) + (f" ({r.priced_runs} priced)" if r.priced_runs < r.runs else ""),
             _spread(r.cost_usd, "${:,.4f}"),
+            *([_spread(r.engine_cached_share, "{:.1%}")] if engine else []),
         )
     cached = b.recorded_cached_tokens / b.recorded_prompt_tokens if b.recorded_prompt_tokens else None
     runs_with_cost = b.recorded_cost.runs if b.recorded_cost else 0
@@ -268,6 +281,7 @@ def show_batch(b: BatchCounterfactual, others: list[HarnessPolicy], console: Con
         "",
         format_usd(b.recorded_cost_total) + (f" ({runs_with_cost} runs)" if runs_with_cost < len(b.runs) else ""),
         _spread(b.recorded_cost, "${:,.4f}"),
+        *([""] if engine else []),
     )
     console.print(table)
     for r in b.rows[1:]:

@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.pricing import Price, PriceTable, cost_usd, find_price
+from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
 from agent.session import recorded_tools
 from agent.tokens import counter_for
@@ -84,6 +85,7 @@ class Figures:
     summariser_cost_usd: float | None
     tool_schema_tokens: int  # per request
     cut_offs: int  # summaries cut off by the summariser's token cap
+    engine: EngineCached | None = None  # through the engine's own prefix cache, when asked for
 
     @property
     def prompt_tokens(self) -> int:
@@ -108,7 +110,14 @@ class Figures:
         return sum(s.cost_usd or 0.0 for s in self.steps) + self.summariser_cost_usd
 
 
-def figures(name: str, r: Rerendered, price: Price | None, scale: float = 1.0, recorded: bool = False) -> Figures:
+def figures(
+    name: str,
+    r: Rerendered,
+    price: Price | None,
+    scale: float = 1.0,
+    recorded: bool = False,
+    engine: EngineCached | None = None,
+) -> Figures:
     def scaled(n: int) -> int:
         return round(n * scale)
 
@@ -142,6 +151,7 @@ def figures(name: str, r: Rerendered, price: Price | None, scale: float = 1.0, r
         summariser_cost_usd=cost_usd(price, summariser),
         tool_schema_tokens=scaled(r.tools_tokens),
         cut_offs=r.cut_offs,
+        engine=engine,
     )
 
 
@@ -193,10 +203,12 @@ def counterfactual(
     window: int | None = None,
     scale_to_recorded: bool = False,
     whole_only: bool = False,
+    engine: CacheEngine | None = None,
 ) -> Counterfactual:
     """`window`: the context window the other policies' budgets ("80%") are shares of; default: each policy's
     `model.context_window`, else the one the run recorded. `whole_only`: a journal that lost an event or ends
-    torn raises HarnessError (a batch leaves such a run out); else it is rebuilt from its readable events."""
+    torn raises HarnessError (a batch leaves such a run out); else it is rebuilt from its readable events.
+    `engine`: also send every policy's requests through the engine's prefix cache (engine_cache.py)."""
     info = read_run_info(run_dir)
     check = check_run(run_dir, info)
     broken = check.damage or check.torn
@@ -213,6 +225,7 @@ def counterfactual(
         tools,
         recorded_folds=True,
         window=info.context_window,
+        keep_prompts=engine is not None,
     )
     found = fit(own.steps)
     scale = found.scale if scale_to_recorded and found is not None else None
@@ -240,12 +253,22 @@ def counterfactual(
     )
     if scale_to_recorded and found is None:
         out.notes.append("no reply recorded its prompt tokens, so the counts are the harness's own, not scaled")
-    out.policies.append(figures(f"{info.policy.get('name', 'recorded')} (recorded)", own, price, scale or 1.0, True))
+
+    def measured(r: Rerendered) -> EngineCached | None:
+        return through_engine(r, engine) if engine is not None else None
+
+    name = f"{info.policy.get('name', 'recorded')} (recorded)"
+    out.policies.append(figures(name, own, price, scale or 1.0, True, measured(own)))
     for other in others:
         r = rerender(
-            events, other.context, counter, tools, window=window or other.model.context_window or info.context_window
+            events,
+            other.context,
+            counter,
+            tools,
+            window=window or other.model.context_window or info.context_window,
+            keep_prompts=engine is not None,
         )
-        out.policies.append(figures(other.name, r, price, scale or 1.0))
+        out.policies.append(figures(other.name, r, price, scale or 1.0, engine=measured(r)))
     return out
 
 
@@ -274,6 +297,8 @@ def figures_json(f: Figures) -> dict:
         "summariser_cost_usd": f.summariser_cost_usd,
         "tool_schema_tokens_per_request": f.tool_schema_tokens,
         "cost_usd": f.cost_usd,
+        "engine_cached_share": f.engine.share if f.engine else None,
+        "engine_cached_share_all_requests": f.engine.share_all if f.engine else None,
     }
 
 

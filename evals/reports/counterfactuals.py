@@ -16,6 +16,7 @@ from pathlib import Path
 
 from agent.pricing import PriceTable
 from agent.recorded.counterfactual import Counterfactual, Figures, counterfactual
+from agent.recorded.engine_cache import CacheEngine
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.ab.stats import mean_interval
@@ -50,6 +51,7 @@ class Column:
     peaks: list[int] = field(default_factory=list)
     compactions: list[int] = field(default_factory=list)
     costs: list[float] = field(default_factory=list)  # the runs with a price
+    engine_shares: list[float] = field(default_factory=list)  # through the engine's prefix cache, when asked for
 
     def add(self, f: Figures) -> None:
         self.names.add(f.policy)
@@ -59,6 +61,8 @@ class Column:
         self.compactions.append(f.compactions)
         if f.cost_usd is not None:
             self.costs.append(f.cost_usd)
+        if f.engine is not None and f.engine.share is not None:
+            self.engine_shares.append(f.engine.share)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Row:
     cost_usd_total: float | None  # over the priced runs
     cost_usd: Spread | None
     priced_runs: int
+    engine_cached_share: Spread | None  # per run, of the agent's requests
 
 
 def row(column: Column, recorded: bool) -> Row:
@@ -95,6 +100,7 @@ def row(column: Column, recorded: bool) -> Row:
         cost_usd_total=sum(column.costs) if column.costs else None,
         cost_usd=spread(column.costs),
         priced_runs=len(column.costs),
+        engine_cached_share=spread(column.engine_shares),
     )
 
 
@@ -124,6 +130,7 @@ def batch_counterfactual(
     window: int | None = None,
     scale_to_recorded: bool = False,
     on_run: Callable[[Path, str | None], None] = lambda run_dir, error: None,
+    engine: CacheEngine | None = None,
 ) -> BatchCounterfactual:
     """`on_run(run_dir, why it was left out or None)` after each run."""
     out = BatchCounterfactual(folder)
@@ -134,7 +141,9 @@ def batch_counterfactual(
     costs: list[float] = []
     for run_dir in dirs:
         try:
-            c = counterfactual(run_dir, others, prices, price_model, window, scale_to_recorded, whole_only=True)
+            c = counterfactual(
+                run_dir, others, prices, price_model, window, scale_to_recorded, whole_only=True, engine=engine
+            )
             if not c.policies[0].steps:
                 raise HarnessError(f"{run_dir}: the journal holds no model reply, so the run is left out.")
         except ValueError as e:  # artifacts/tools.json that is not a tool list
@@ -213,6 +222,7 @@ def to_json(b: BatchCounterfactual) -> dict:
                 "cost_usd_total": r.cost_usd_total,
                 "cost_usd": spread_json(r.cost_usd),
                 "priced_runs": r.priced_runs,
+                "engine_cached_share": spread_json(r.engine_cached_share),
             }
             for r in b.rows
         ],

@@ -94,3 +94,20 @@ def test_a_batch_gets_one_row_per_policy_with_intervals_across_runs(tmp_path):
 def test_per_step_is_for_one_run(tmp_path):
     result = runner.invoke(app, ["rerender", str(import_batch(tmp_path)), "--policy", "lean", "--per-step"])
     assert result.exit_code == 2 and "--per-step is for one run" in result.output
+
+
+def test_engine_sends_every_request_through_the_engines_prefix_cache(tmp_path):
+    """The real engine (the default model's tokenizer and cache, random one-layer weights) prefills each prompt."""
+    batch = import_batch(tmp_path)
+    result = runner.invoke(app, ["rerender", str(one_run(batch)), "--policy", "lean", "--engine", "--json"])
+    assert result.exit_code == 0, result.output
+    recorded, lean = json.loads(result.stdout)["policies"]
+    # Append-only: each prompt extends the last, so the cache serves all but the new tokens, less its block rounding.
+    assert 0 < recorded["engine_cached_share"] <= recorded["ideal_cached_share"] + 0.05
+    assert recorded["engine_cached_share_all_requests"] == recorded["engine_cached_share"]  # no summariser
+    assert 0 <= lean["engine_cached_share"] < 1
+
+    rows = json.loads(runner.invoke(app, ["rerender", str(batch), "--policy", "lean", "--engine", "--json"]).stdout)
+    for row in rows["policies"]:
+        share = row["engine_cached_share"]
+        assert 0 < share["mean"] <= 1 and share["low"] <= share["mean"] <= share["high"], (row["policy"], share)
