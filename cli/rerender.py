@@ -93,6 +93,8 @@ def rerender_command(
         raise HarnessError(f"{path} holds no run directories (folders with run.json and events.jsonl).")
     said = stderr if as_json else console
     b = _batch(path, dirs, others, table, price_model, context_window, scale_to_recorded, measure, said)
+    for note in b.notes:
+        warn(note)
     if not b.runs:
         raise HarnessError(f"No run of {path} could be re-rendered: {len(b.skipped)} left out (named above).")
     if as_json:

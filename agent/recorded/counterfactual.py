@@ -320,14 +320,15 @@ def to_json(c: Counterfactual, per_step: bool = False) -> dict:
             {
                 "step": row[0].step,
                 "recorded_prompt_tokens": c.recorded.per_step.get(row[0].step, 0),
-                **{
-                    f.policy: {
+                "policies": [
+                    {
+                        "policy": f.policy,
                         "prompt_tokens": s.prompt_tokens,
                         "ideal_cached_tokens": s.reused,
                         "cost_usd": s.cost_usd,
                     }
                     for f, s in zip(c.policies, row, strict=True)
-                },
+                ],
             }
             for row in zip(*[f.steps for f in c.policies], strict=True)
         ]

@@ -55,8 +55,9 @@ def test_json_is_the_whole_of_stdout_and_holds_the_table_and_the_steps(tmp_path)
     rows = data["per_step"]
     assert [r["recorded_prompt_tokens"] for r in rows] == [1000, 1100, 1200, 1300, 1400]
     own = data["policies"][0]
-    assert sum(r["mini-swe-agent (recorded)"]["prompt_tokens"] for r in rows) == own["prompt_tokens"]
-    assert sum(r["lean"]["cost_usd"] for r in rows) == pytest.approx(data["policies"][1]["cost_usd"])
+    assert [p["policy"] for p in rows[0]["policies"]] == ["mini-swe-agent (recorded)", "lean"]
+    assert sum(r["policies"][0]["prompt_tokens"] for r in rows) == own["prompt_tokens"]
+    assert sum(r["policies"][1]["cost_usd"] for r in rows) == pytest.approx(data["policies"][1]["cost_usd"])
 
 
 def test_a_batch_gets_one_row_per_policy_with_intervals_across_runs(tmp_path):
