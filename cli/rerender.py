@@ -72,10 +72,16 @@ def rerender_command(
     model's prices, beside the run's recorded tokens and cost. The model's replies are held fixed."""
     others = [load_policy(p) for p in policy]
     table = load_prices(prices)
-    measure = cache_engine() if engine else None
     if not path.is_dir():
         raise HarnessError(f"{path} is not a directory. Pass a run directory (with run.json) or a folder of them.")
-    if is_run_dir(path):
+    single = is_run_dir(path)
+    dirs = [path] if single else run_dirs_in(path)
+    if not dirs:
+        raise HarnessError(f"{path} holds no run directories (folders with run.json and events.jsonl).")
+    if per_step and not single:
+        raise HarnessError("--per-step is for one run; a batch gets one row per policy over its runs.")
+    measure = cache_engine() if engine else None  # loads the default model's tokenizer: after the checks
+    if single:
         start = time.perf_counter()
         c = counterfactual(path, others, table, price_model, context_window, scale_to_recorded, engine=measure)
         for note in c.notes:
@@ -86,11 +92,6 @@ def rerender_command(
             show_run(c, console, per_step)
             console.print(f"re-rendered in {time.perf_counter() - start:.2f} s")
         return
-    if per_step:
-        raise HarnessError("--per-step is for one run; a batch gets one row per policy over its runs.")
-    dirs = run_dirs_in(path)
-    if not dirs:
-        raise HarnessError(f"{path} holds no run directories (folders with run.json and events.jsonl).")
     said = stderr if as_json else console
     b = _batch(path, dirs, others, table, price_model, context_window, scale_to_recorded, measure, said)
     for note in b.notes:
