@@ -142,7 +142,7 @@ def test_the_batch_report_counts_recorded_costs_where_no_price_is_known_and_says
     cards = dict(re.findall(r'<div class="k">(.*?)</div><div class="v">(.*?)</div>', page))
     assert cards["cost"] == cards["recorded cost"] == format_usd(total)
     assert cards["ideal prefix reuse"].endswith("%")
-    assert "<th class=\"num\">recorded cost</th>" in page
+    assert '<th class="num">recorded cost</th>' in page
 
 
 def test_a_batch_total_uses_the_table_first_and_names_every_cost_it_counts():
