@@ -168,6 +168,7 @@ def test_ab_on_two_imported_batches_pairs_by_instance_and_judges_the_recorded_co
     assert by["recorded_cost_usd"]["mean_a"] == expected
     assert by["recorded_cost_usd"]["mean_b"] == replies_cost(mini("repo__repo-1", scale=2.0))
     assert data["spend_label"] == "cost as recorded (USD)"
+    assert ">recorded cost A</th>" in (tmp_path / "ab-import-a-vs-import-b" / "ab.html").read_text()
     assert any("the cost each run's source recorded (mini-swe-agent)" in n for n in data["notes"])
     prices = tmp_path / "prices.toml"
     prices.write_text(GEMINI)
