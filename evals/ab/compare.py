@@ -136,7 +136,9 @@ def usable_metrics(pairs: list[Pair], notes: list[str]) -> list[Metric]:
             if any(o.name == "cost_usd" for o in out) or not any(r.recorded_by for p in pairs for r in (p.a, p.b)):
                 continue  # the table priced every run, or none was imported: nothing recorded to fall back on
             if any(x is None or y is None for x, y in values):
-                notes.append(f"{m.label} is left out too: some runs' sources recorded no cost.")
+                notes.append(
+                    f"{m.label} is left out too: some runs have no recorded cost (runs of ours, or no cost kept)."
+                )
                 continue
             by = ", ".join(sorted({r.recorded_by for p in pairs for r in (p.a, p.b)}))
             notes.append(

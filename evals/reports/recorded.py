@@ -11,6 +11,9 @@ from agent.journal.store import RunInfo
 from agent.journal.summary import Summary
 from agent.pricing import format_usd
 
+# Formats another tool writes from a harness's run (Harbor converts mini-swe-agent's and SWE-agent's runs to ATIF):
+# their figures are named as the harness's, read through that format.
+CONVERSIONS = {"atif": "ATIF"}
 # The total each format writes for a whole run: mini-swe-agent's and SWE-agent's info.model_stats.instance_cost,
 # ATIF's final_metrics.total_cost_usd, Inspect's model_usage total_cost (run.json imported.recorded keeps them).
 OWN_TOTALS = ("instance_cost", "total_cost_usd", "total_cost")
@@ -33,7 +36,7 @@ class Recorded:
     @property
     def cost_usd(self) -> float | None:
         """The run's recorded cost as one figure: every reply's cost summed, else the source's own total."""
-        if self.replies_cost_usd is not None and self.replies_costed == self.replies:
+        if self.replies and self.replies_cost_usd is not None and self.replies_costed == self.replies:
             return self.replies_cost_usd
         return self.own_total_usd
 
@@ -53,7 +56,7 @@ def recorded(info: RunInfo, summary: Summary) -> Recorded | None:
     totals = source.get("recorded") or {}
     own = next((totals[k] for k in OWN_TOTALS if _number(totals.get(k))), None)
     return Recorded(
-        by=agent if fmt in ("", agent) else f"{agent} (read from {fmt})",
+        by=f"{agent} (read from {CONVERSIONS[fmt]})" if fmt in CONVERSIONS else agent,
         replies=summary.model_calls,
         replies_costed=summary.model_calls - summary.unpriced_calls,
         replies_cost_usd=summary.cost_usd,
@@ -76,11 +79,12 @@ class CostTotal:
     recorded: int
     unknown: int
     sources: tuple[str, ...] = ()  # who recorded the costs counted as recorded
+    imported: bool = False  # some run was imported, so a recorded cost could have stood in
 
     @property
     def label(self) -> str:
         if self.unknown:
-            return f"{self.unknown} runs have no price and no recorded cost"
+            return f"{self.unknown} runs have no price" + (" and no recorded cost" if self.imported else "")
         if not self.recorded:
             return "total, priced from the table"
         by = ", ".join(self.sources)
@@ -95,21 +99,22 @@ def cost_total(runs: list[tuple[float | None, Recorded | None]]) -> CostTotal:
     kept = [r for c, r in runs if c is None and r is not None and r.cost_usd is not None]
     unknown = len(runs) - len(priced) - len(kept)
     usd = sum(priced) + sum(r.cost_usd or 0.0 for r in kept) if not unknown else None
-    return CostTotal(usd, len(priced), len(kept), unknown, tuple(dict.fromkeys(r.by for r in kept)))
+    sources = tuple(dict.fromkeys(r.by for r in kept))
+    return CostTotal(usd, len(priced), len(kept), unknown, sources, any(r is not None for _, r in runs))
 
 
 def recorded_cost_text(r: Recorded) -> tuple[str, str]:
     """(the recorded cost as shown, where it comes from): the replies' costs summed and the source's own total."""
     own = f"its own total {format_usd(r.own_total_usd)}" if r.own_total_usd is not None else ""
-    if r.replies_cost_usd is not None and r.replies_costed == r.replies:
+    if r.replies and r.replies_cost_usd is not None and r.replies_costed == r.replies:
         return format_usd(r.replies_cost_usd), "; ".join(x for x in (f"{r.replies} replies' costs summed", own) if x)
     partial = (
         f"{r.replies_costed} of {r.replies} replies have a cost ({format_usd(r.replies_cost_usd)})"
-        if r.replies_cost_usd is not None
+        if r.replies_cost_usd is not None and r.replies_costed
         else "no reply has a cost"
     )
     if r.own_total_usd is not None:
         return format_usd(r.own_total_usd), f"its own total; {partial}"
-    if r.replies_cost_usd is not None:
+    if r.replies_cost_usd is not None and r.replies_costed:
         return f"at least {format_usd(r.replies_cost_usd)}", partial
     return format_usd(None), "the source recorded no cost"

@@ -174,6 +174,19 @@ def test_reports_show_the_costs_and_cache_mini_swe_agent_recorded_as_its(batches
     assert f'<div class="k">recorded cost</div><div class="v">{format_usd(grand)}</div>' in page
 
 
+def test_harbors_conversion_is_named_as_read_from_atif_with_the_costs_it_holds(batches):
+    folder, files = batch(batches, "atif"), published("atif")
+    for instance in ("django__django-16255", "django__django-13670"):
+        doc = json.loads((files / f"{instance}.json").read_text())
+        steps = [s["metrics"]["cost_usd"] for s in doc["steps"] if "cost_usd" in (s.get("metrics") or {})]
+        run_dir = next(d for d in folder.iterdir() if d.name.startswith(f"{instance}-"))
+        md = runner.invoke(app, ["report", str(run_dir), "--format", "md"]).output
+        assert (
+            f"**recorded by mini-swe-agent (read from ATIF)** {format_usd(sum(steps))} ({len(steps)} replies' costs "
+            f"summed; its own total {format_usd(doc['final_metrics']['total_cost_usd'])})" in md
+        ), md
+
+
 def test_a_grades_file_makes_ab_judge_published_runs_on_resolved(tmp_path):
     """The four runs' verdicts as the Gemini folder's results_summary.json gives them (all resolved); Harbor's
     ATIF keeps no exit status, so without grades its runs were never a success."""

@@ -152,6 +152,10 @@ def test_a_batch_total_uses_the_table_first_and_names_every_cost_it_counts():
         "total: 1 runs priced from the table, 1 as recorded by mini-swe-agent"
     )
     assert cost_total([(1.0, None), (None, None)]).usd is None  # a run of ours with no price: unknown, never zero
+    assert cost_total([(1.0, None), (None, None)]).label == "1 runs have no price"
+    assert (
+        cost_total([(None, Recorded("x", 2, 0, None, None, 0, 0))]).label == "1 runs have no price and no recorded cost"
+    )
     assert cost_total([(1.0, None)]).label == "total, priced from the table"
 
 
