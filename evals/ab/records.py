@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.journal.fold import fold
 from agent.journal.integrity import check_run
 from agent.journal.store import read_run_info
 from agent.pricing import PriceTable, cost_usd, find_price
@@ -12,7 +13,7 @@ from core.errors import HarnessError
 from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import graded, submitted, success
-from evals.reports.recorded import recorded
+from evals.reports.recorded import priceable, recorded
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,10 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
     summary = graded(run_dir, check.summary)
     t = summary.tokens
     price = find_price(price_model or info.model, prices)
-    source = recorded(info, summary)
+    steps = fold(check.events).steps
+    source = recorded(info, summary, steps)
+    if source is not None and not all(priceable(info, s) for s in steps):
+        price = None  # some reply's usage was never recorded: pricing its zeros would show an unknown as zero
     return RunRecord(
         task_id=summary.task_id,
         seed=info.seed,

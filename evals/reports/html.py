@@ -55,7 +55,13 @@ def common() -> dict:
 
 
 def cost_note(run: RunData) -> str:
-    if run.price is None:
+    unpriced = sum(c is None for s, c in zip(run.steps, run.step_costs) if s.reply is not None)
+    if run.price is not None and unpriced:
+        note = (
+            f"Cost unknown: the source recorded no usage for {unpriced} of the run's replies, so the price of "
+            f"{run.price.provider}:{run.price.model} cannot be applied to them."
+        )
+    elif run.price is None:
         note = (
             f"Cost unknown: the price table has no entry for model {run.info.model!r}. "
             "Pass --prices FILE with its price, or --price-model NAME to price the run as another model."
@@ -114,20 +120,35 @@ def _source_cards(run: RunData, source: Recorded) -> list[Card]:
     share = f"{source.cached_share:.0%}" if source.cached_share is not None else "—"
     recorded_cost, where = recorded_cost_text(source)
     return [
-        Card("prompt tokens", compact(source.prompt_tokens), f"{source.prompt_tokens:,} {source.label}"),
-        Card("cached share", share, f"{source.cached_tokens:,} tokens, the provider's, {source.label}"),
+        Card(
+            "prompt tokens",
+            compact(source.prompt_tokens) if source.replies_with_usage else "—",
+            f"{source.tokens_text}, {source.label}",
+        ),
+        Card(
+            "cached share",
+            share,
+            f"{source.cached_tokens:,} tokens, the provider's, {source.label}"
+            if source.replies_with_usage
+            else "not recorded per reply",
+        ),
         Card(
             "ideal prefix reuse",
             f"{s.prefix_reuse_rate:.0%}" if s.prefix_reuse_rate is not None else "—",
             f"the harness's, of {run.counted_tokens:,} prompt tokens it counts",
         ),
-        Card(
-            "cost",
-            format_usd(run.cost),
-            f"priced from the table as {run.price.model}" if run.price else "no price for this model in the table",
-        ),
+        Card("cost", format_usd(run.cost), _priced(run)),
         Card(f"cost {source.label}", recorded_cost, where),
     ]
+
+
+def _priced(run: RunData) -> str:
+    """How an imported run's cost was repriced, or why it could not be."""
+    if run.price is None:
+        return "no price for this model in the table"
+    if run.cost is None:
+        return "some replies have no recorded usage to price"
+    return f"priced from the table as {run.price.model}"
 
 
 def _ideal(summary) -> str:

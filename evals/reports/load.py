@@ -14,7 +14,7 @@ from core.errors import HarnessError
 from core.types import Message
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded
-from evals.reports.recorded import Recorded, recorded
+from evals.reports.recorded import Recorded, priceable, recorded
 
 
 @dataclass
@@ -34,8 +34,11 @@ class RunData:
 
     @property
     def cost(self) -> float | None:
-        """The run priced from the price table (ours); an imported run's own cost is `recorded.cost_usd`."""
-        return None if self.price is None else sum(c or 0.0 for c in self.step_costs)
+        """The run priced from the price table (ours); an imported run's own cost is `recorded.cost_usd`. None
+        when the table has no price, or some reply has no usage to price (an import's unrecorded usage)."""
+        if self.price is None or any(c is None for c in self.step_costs):
+            return None
+        return sum(c or 0.0 for c in self.step_costs)
 
     @property
     def counted_tokens(self) -> int:
@@ -88,7 +91,7 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
     folded = fold(check.events)
     opening, steps = folded.opening, folded.steps
     price = price_of(info, steps, prices, price_model)
-    costs = [step_cost(price, s) for s in steps]
+    costs = [step_cost(price, s) if priceable(info, s) else None for s in steps]
     summary = graded(run_dir, check.summary)
     return RunData(
         dir=run_dir,
@@ -100,5 +103,5 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
         price=price,
         step_costs=costs,
         journal_notes=check.notes,
-        recorded=recorded(info, summary),
+        recorded=recorded(info, summary, steps),
     )

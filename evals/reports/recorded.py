@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.journal.fold import Step
 from agent.journal.store import RunInfo
 from agent.journal.summary import Summary
 from agent.pricing import format_usd
@@ -17,6 +18,7 @@ CONVERSIONS = {"atif": "ATIF"}
 # The total each format writes for a whole run: mini-swe-agent's and SWE-agent's info.model_stats.instance_cost,
 # ATIF's final_metrics.total_cost_usd, Inspect's model_usage total_cost (run.json imported.recorded keeps them).
 OWN_TOTALS = ("instance_cost", "total_cost_usd", "total_cost")
+OWN_PROMPT_TOTALS = ("tokens_sent", "total_prompt_tokens")  # SWE-agent's, ATIF's: the run's prompt tokens
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class Recorded:
     own_total_usd: float | None  # the run's total as the source wrote it down; None when it wrote none
     prompt_tokens: int
     cached_tokens: int
+    replies_with_usage: int = 0  # replies whose usage the source recorded (the others' read as zeros)
+    own_prompt_tokens: int | None = None  # the run's prompt tokens as the source totalled them
 
     @property
     def label(self) -> str:
@@ -44,8 +48,18 @@ class Recorded:
     def cached_share(self) -> float | None:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
 
+    @property
+    def tokens_text(self) -> str:
+        """The recorded prompt tokens as shown: per reply where recorded, else the source's own total."""
+        own = f"its own total {self.own_prompt_tokens:,}" if self.own_prompt_tokens is not None else ""
+        if not self.replies_with_usage:
+            return "not recorded per reply" + (f" ({own})" if own else "")
+        some = f"{self.replies_with_usage} of {self.replies} replies" if self.replies_with_usage < self.replies else ""
+        said = "; ".join(x for x in (some, own) if x)
+        return f"{self.prompt_tokens:,}" + (f" ({said})" if said else "")
 
-def recorded(info: RunInfo, summary: Summary) -> Recorded | None:
+
+def recorded(info: RunInfo, summary: Summary, steps: list[Step]) -> Recorded | None:
     """The source's figures of an imported run (None for a run of ours). The journal of an import keeps each
     reply's recorded usage and cost (`cost_usd`, null where the source recorded none), so the summary's
     tokens and cost are the source's own; run.json's `imported.recorded` holds the run's total."""
@@ -55,6 +69,7 @@ def recorded(info: RunInfo, summary: Summary) -> Recorded | None:
     agent, fmt = str(source.get("agent") or "the source"), str(source.get("format") or "")
     totals = source.get("recorded") or {}
     own = next((totals[k] for k in OWN_TOTALS if _number(totals.get(k))), None)
+    own_prompt = next((totals[k] for k in OWN_PROMPT_TOTALS if _number(totals.get(k))), None)
     return Recorded(
         by=f"{agent} (read from {CONVERSIONS[fmt]})" if fmt in CONVERSIONS else agent,
         replies=summary.model_calls,
@@ -63,7 +78,15 @@ def recorded(info: RunInfo, summary: Summary) -> Recorded | None:
         own_total_usd=float(own) if own is not None else None,
         prompt_tokens=summary.tokens.prompt,
         cached_tokens=summary.tokens.cached,
+        replies_with_usage=sum(s.reply is not None and priceable(info, s) for s in steps),
+        own_prompt_tokens=int(own_prompt) if own_prompt is not None else None,
     )
+
+
+def priceable(info: RunInfo, step: Step) -> bool:
+    """False for an imported run's reply whose source recorded no usage (its journal holds zeros there): the price
+    table cannot price it, so the run's repriced cost is unknown, never the zero that usage reads as."""
+    return not (info.imported and step.reply is not None and not step.usage.prompt_tokens)
 
 
 def _number(value: object) -> bool:

@@ -44,10 +44,21 @@ def source_lines(run: RunData, source: Recorded) -> list[str]:
     share = f"{source.cached_share:.0%}" if source.cached_share is not None else "—"
     reuse = f"{s.prefix_reuse_rate:.0%}" if s.prefix_reuse_rate is not None else "—"
     cost, where = recorded_cost_text(source)
-    priced = f"priced as {run.price.model}" if run.price else f"no price for {run.info.model}"
+    priced = (
+        f"no price for {run.info.model}"
+        if run.price is None
+        else "some replies have no recorded usage to price"
+        if run.cost is None
+        else f"priced as {run.price.model}"
+    )
     return [
-        f"- **{source.label}** prompt tokens {source.prompt_tokens:,} · provider's cached share {share} "
-        f"({source.cached_tokens:,} tokens) · completion {t.completion:,} · reasoning {t.reasoning:,}",
+        f"- **{source.label}** prompt tokens {source.tokens_text} · "
+        + (
+            f"provider's cached share {share} ({source.cached_tokens:,} tokens) · completion {t.completion:,} · "
+            f"reasoning {t.reasoning:,}"
+            if source.replies_with_usage
+            else "no usage per reply, so no cached share or completion tokens"
+        ),
         f"- **the harness's** prompt tokens counted {run.counted_tokens:,} · ideal prefix reuse {reuse}",
         f"- **cost** {format_usd(run.cost)} ({priced}) · **{source.label}** {cost} ({where})",
     ]

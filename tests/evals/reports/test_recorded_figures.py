@@ -182,3 +182,22 @@ def test_ab_on_two_imported_batches_pairs_by_instance_and_judges_the_recorded_co
     assert {"cost_usd"} <= {m["name"] for m in data["metrics"]} and "recorded_cost_usd" not in {
         m["name"] for m in data["metrics"]
     }  # the table prices every run: one cost row, ours
+
+
+def test_a_source_that_kept_only_totals_is_never_repriced_as_zero(tmp_path):
+    """SWE-agent records the run's totals, not each reply's usage: gpt-4o has a price, but there is nothing to
+    apply it to, so the cost is unknown, and the recorded figures are its totals."""
+    doc = docs.swe_agent("repo__repo-1")
+    stats = doc["info"]["model_stats"]
+    docs.write(tmp_path / "swe" / "repo__repo-1.traj", doc)
+    assert invoke("import", tmp_path / "swe" / "repo__repo-1.traj", "--out", tmp_path / "runs").exit_code == 0
+    [run] = [d for d in (tmp_path / "runs").iterdir() if (d / "run.json").is_file()]
+    md = invoke("report", run, "--format", "md").output
+    assert f"prompt tokens not recorded per reply (its own total {stats['tokens_sent']:,})" in md, md
+    assert (
+        f"**cost** unknown (some replies have no recorded usage to price) · **recorded by swe-agent** "
+        f"{format_usd(stats['instance_cost'])} (its own total; no reply has a cost)" in md
+    )
+    assert "$0.0000" not in md
+    assert invoke("report", run).exit_code == 0
+    assert "the source recorded no usage for 3 of the run" in (run / "report.html").read_text()
