@@ -11,9 +11,9 @@ from agent.pricing import load_prices
 from evals.ab.compare import compare
 from evals.ab.html import render as render_ab
 from evals.ab.records import load_batch
+from evals.interop.imports.batch import import_batch
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
-from evals.interop.imports.batch import import_batch
 from evals.reports.load import load_run, run_dirs_in
 from tests.evals.interop import documents as docs
 
