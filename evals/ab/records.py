@@ -43,7 +43,7 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
     summary = graded(run_dir, check.summary)
     t = summary.tokens
     price = find_price(price_model or info.model, prices)
-    steps = fold(check.events).steps
+    steps = fold(check.events).steps if info.imported else []  # what an import recorded per reply
     source = recorded(info, summary, steps)
     if source is not None and not all(priceable(info, s) for s in steps):
         price = None  # some reply's usage was never recorded: pricing its zeros would show an unknown as zero
