@@ -21,9 +21,10 @@ from evals.reports.chess import chess_view
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
-from evals.reports.recorded import Recorded, recorded_cost_text
+from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.svg import compact
 from evals.reports.timeline import Clipper, step_views
+from evals.reports.totals import percent
 
 TEMPLATES = Path(__file__).with_name("templates")
 OPEN_ALL_UP_TO = 30  # shorter runs show every step open; longer ones only the flagged steps
@@ -117,7 +118,6 @@ def _own_cards(run: RunData) -> list[Card]:
 def _source_cards(run: RunData, source: Recorded) -> list[Card]:
     """An imported run: the source's recorded figures, each named as its, beside the harness's own."""
     s = run.summary
-    share = f"{source.cached_share:.0%}" if source.cached_share is not None else "—"
     recorded_cost, where = recorded_cost_text(source)
     return [
         Card(
@@ -127,28 +127,19 @@ def _source_cards(run: RunData, source: Recorded) -> list[Card]:
         ),
         Card(
             "cached share",
-            share,
+            percent(source.cached_share),
             f"{source.cached_tokens:,} tokens, the provider's, {source.label}"
             if source.replies_with_usage
             else "not recorded per reply",
         ),
         Card(
             "ideal prefix reuse",
-            f"{s.prefix_reuse_rate:.0%}" if s.prefix_reuse_rate is not None else "—",
+            percent(s.prefix_reuse_rate),
             f"the harness's, of {run.counted_tokens:,} prompt tokens it counts",
         ),
-        Card("cost", format_usd(run.cost), _priced(run)),
+        Card("cost", format_usd(run.cost), repriced_text(run.price, run.cost, run.info.model)),
         Card(f"cost {source.label}", recorded_cost, where),
     ]
-
-
-def _priced(run: RunData) -> str:
-    """How an imported run's cost was repriced, or why it could not be."""
-    if run.price is None:
-        return "no price for this model in the table"
-    if run.cost is None:
-        return "some replies have no recorded usage to price"
-    return f"priced from the table as {run.price.model}"
 
 
 def _ideal(summary) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from agent.journal.fold import Step
 from agent.journal.store import RunInfo
 from agent.journal.summary import Summary
-from agent.pricing import format_usd
+from agent.pricing import Price, format_usd
 
 # Formats another tool writes from a harness's run (Harbor converts mini-swe-agent's and SWE-agent's runs to ATIF):
 # their figures are named as the harness's, read through that format.
@@ -141,3 +141,12 @@ def recorded_cost_text(r: Recorded) -> tuple[str, str]:
     if r.replies_cost_usd is not None and r.replies_costed:
         return f"at least {format_usd(r.replies_cost_usd)}", partial
     return format_usd(None), "the source recorded no cost"
+
+
+def repriced_text(price: Price | None, cost: float | None, model: str) -> str:
+    """How an imported run's cost was priced from the table, or why it could not be."""
+    if price is None:
+        return f"no price for {model} in the table"
+    if cost is None:
+        return "some replies have no recorded usage to price"
+    return f"priced from the table as {price.model}"

@@ -8,7 +8,7 @@ from agent.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
-from evals.reports.recorded import Recorded, recorded_cost_text
+from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.steps import lost
 from evals.reports.totals import batch_cost, ideal_reuse, percent, source_totals
 
@@ -41,26 +41,18 @@ def own_lines(run: RunData) -> list[str]:
 def source_lines(run: RunData, source: Recorded) -> list[str]:
     """An imported run: the source's recorded figures, named as its, and beside them the harness's own."""
     s, t = run.summary, run.summary.tokens
-    share = f"{source.cached_share:.0%}" if source.cached_share is not None else "—"
-    reuse = f"{s.prefix_reuse_rate:.0%}" if s.prefix_reuse_rate is not None else "—"
     cost, where = recorded_cost_text(source)
-    priced = (
-        f"no price for {run.info.model}"
-        if run.price is None
-        else "some replies have no recorded usage to price"
-        if run.cost is None
-        else f"priced as {run.price.model}"
-    )
     return [
         f"- **{source.label}** prompt tokens {source.tokens_text} · "
         + (
-            f"provider's cached share {share} ({source.cached_tokens:,} tokens) · completion {t.completion:,} · "
+            f"provider's cached share {percent(source.cached_share)} ({source.cached_tokens:,} tokens) · completion {t.completion:,} · "
             f"reasoning {t.reasoning:,}"
             if source.replies_with_usage
             else "no usage per reply, so no cached share or completion tokens"
         ),
-        f"- **the harness's** prompt tokens counted {run.counted_tokens:,} · ideal prefix reuse {reuse}",
-        f"- **cost** {format_usd(run.cost)} ({priced}) · **{source.label}** {cost} ({where})",
+        f"- **the harness's** prompt tokens counted {run.counted_tokens:,} · ideal prefix reuse {percent(s.prefix_reuse_rate)}",
+        f"- **cost** {format_usd(run.cost)} ({repriced_text(run.price, run.cost, run.info.model)}) · "
+        f"**{source.label}** {cost} ({where})",
     ]
 
 

@@ -166,7 +166,9 @@ def test_reports_show_the_costs_and_cache_mini_swe_agent_recorded_as_its(batches
             f"{format_usd(own)})" in md
         ), md
         assert f"prompt tokens {prompt:,} · provider's cached share {cached / prompt:.0%} ({cached:,} tokens)" in md
-        assert "**cost** unknown (no price for google:gemini-3-pro-preview)" in md  # ours: the table has no price
+        assert (
+            "**cost** unknown (no price for google:gemini-3-pro-preview in the table)" in md
+        )  # ours: the table has no price
     md = runner.invoke(app, ["report", str(folder), "--format", "md"]).output
     assert f"**cost** {format_usd(grand)} (total as recorded by mini-swe-agent)" in md, md
     assert runner.invoke(app, ["report", str(folder)]).exit_code == 0

@@ -75,7 +75,7 @@ def test_an_imported_runs_report_names_its_recorded_figures_as_the_sources(tmp_p
         in md.output
     )
     assert (
-        f"**cost** unknown (no price for google:gemini-3-pro-preview) · **recorded by mini-swe-agent** "
+        f"**cost** unknown (no price for google:gemini-3-pro-preview in the table) · **recorded by mini-swe-agent** "
         f"{format_usd(replies_cost(doc))} (5 replies' costs summed; its own total {format_usd(0.0175)})" in md.output
     )
     assert "ideal prefix reuse" in md.output and "at run time" not in md.output  # the recorded cost is not ours
@@ -106,7 +106,7 @@ def test_a_priced_model_shows_the_repriced_cost_beside_the_recorded_one(tmp_path
     md = invoke("report", run, "--format", "md", "--prices", prices)
     assert md.exit_code == 0, md.output
     assert (
-        f"**cost** {format_usd(ours)} (priced as gemini-3-pro-preview) · **recorded by mini-swe-agent** "
+        f"**cost** {format_usd(ours)} (priced from the table as gemini-3-pro-preview) · **recorded by mini-swe-agent** "
         f"{format_usd(replies_cost(doc))}" in md.output
     )
 
