@@ -126,14 +126,25 @@ def test_report_and_rerender_read_each_import(batches, fmt):
 
 def test_ab_pairs_two_published_batches_by_instance(batches, tmp_path):
     a, b = batch(batches, "mini-swe-agent"), batch(batches, "atif")
-    result = runner.invoke(app, ["ab", str(a), str(b), "--out", str(tmp_path), "--resamples", "200"])
-    assert result.exit_code == 0, result.output
-    data = json.loads((tmp_path / f"ab-{a.name}-vs-{b.name}" / "ab.json").read_text())
-    assert data["pairs"] == 2  # the two Gemini runs Harbor converted
-    # No price for Gemini 3 Pro in the table: cost is judged on what the sources recorded, the same run either way
-    by = {m["name"]: m for m in data["metrics"]}
     paired = ("django__django-16255", "django__django-13670")
     expected = sum(recorded_costs(published("mini-swe-agent") / f"{i}.traj.json")[0] for i in paired) / 2
+
+    def metrics(*args: str) -> dict[str, dict]:
+        out = tmp_path / str(len(args))
+        result = runner.invoke(app, ["ab", str(a), str(b), "--out", str(out), "--resamples", "200", *args])
+        assert result.exit_code == 0, result.output
+        data = json.loads((out / f"ab-{a.name}-vs-{b.name}" / "ab.json").read_text())
+        assert data["pairs"] == 2  # the two Gemini runs Harbor converted
+        return {m["name"]: m for m in data["metrics"]}
+
+    # The table's Gemini 3 Pro price reproduces what OpenRouter billed each reply: repriced, the same cost.
+    by = metrics()
+    assert by["cost_usd"]["mean_a"] == pytest.approx(expected, rel=1e-4)
+    assert by["cost_usd"]["mean_b"] == pytest.approx(expected, rel=1e-4)
+    # A table without the model: cost is judged on what the sources recorded, the same run either way.
+    table = tmp_path / "prices.toml"
+    table.write_text('[openai."gpt-4o"]\ninput = 2.5\noutput = 10.0\n')
+    by = metrics("--prices", str(table))
     assert "cost_usd" not in by and by["recorded_cost_usd"]["label"] == "cost as recorded (USD)"
     assert by["recorded_cost_usd"]["mean_a"] == pytest.approx(expected, abs=1e-5)
     assert by["recorded_cost_usd"]["mean_b"] == pytest.approx(expected, abs=1e-5)
@@ -153,8 +164,10 @@ def recorded_costs(path: Path) -> tuple[float, float, int, int, int]:
     )
 
 
-def test_reports_show_the_costs_and_cache_mini_swe_agent_recorded_as_its(batches):
+def test_reports_show_the_costs_and_cache_mini_swe_agent_recorded_as_its(batches, tmp_path):
     folder, files = batch(batches, "mini-swe-agent"), published("mini-swe-agent")
+    without = tmp_path / "prices.toml"  # a table that does not know Gemini 3 Pro
+    without.write_text('[openai."gpt-4o"]\ninput = 2.5\noutput = 10.0\n')
     grand = 0.0
     for path in sorted(files.glob("*.traj.json")):
         cost, own, replies, prompt, cached = recorded_costs(path)
@@ -166,10 +179,11 @@ def test_reports_show_the_costs_and_cache_mini_swe_agent_recorded_as_its(batches
             f"{format_usd(own)})" in md
         ), md
         assert f"prompt tokens {prompt:,} · provider's cached share {cached / prompt:.0%} ({cached:,} tokens)" in md
-        assert (
-            "**cost** unknown (no price for google:gemini-3-pro-preview in the table)" in md
-        )  # ours: the table has no price
-    md = runner.invoke(app, ["report", str(folder), "--format", "md"]).output
+        # ours, from the table's price, which reproduces what OpenRouter billed
+        assert f"**cost** {format_usd(cost)} (priced from the table as gemini-3-pro-preview)" in md, md
+        md = runner.invoke(app, ["report", str(run_dir), "--format", "md", "--prices", str(without)]).output
+        assert "**cost** unknown (no price for google:gemini-3-pro-preview in the table)" in md, md
+    md = runner.invoke(app, ["report", str(folder), "--format", "md", "--prices", str(without)]).output
     assert f"**cost** {format_usd(grand)} (total as recorded by mini-swe-agent)" in md, md
     assert runner.invoke(app, ["report", str(folder)]).exit_code == 0
     page = (folder / "report.html").read_text()

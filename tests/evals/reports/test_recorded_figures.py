@@ -20,7 +20,8 @@ from tests.evals.interop import documents as docs
 
 runner = CliRunner()
 IDS = ("repo__repo-1", "repo__repo-2", "repo__repo-3")
-GEMINI = '[google."gemini-3-pro-preview"]\ninput = 2.0\noutput = 12.0\ncached_input = 0.1\ncache_write = 1.0\n'
+MODEL = "example-lab/model-x"  # a model the shipped price table does not know
+PRICE = '[example-lab."model-x"]\ninput = 2.0\noutput = 12.0\ncached_input = 0.1\ncache_write = 1.0\n'
 
 
 def invoke(*args: Any):
@@ -31,6 +32,10 @@ def mini(instance: str, own_total: float | None = 0.0175, scale: float = 1.0, dr
     """mini-swe-agent v1; its own total differs from the replies' costs summed, as it does when the source
     counted a call the messages do not keep."""
     doc = docs.mini_v1(instance)
+    doc["info"]["config"]["model"]["model_name"] = MODEL
+    for m in doc["messages"]:
+        if m["role"] == "assistant":
+            m["extra"]["response"]["model"] = MODEL
     for n, usage in enumerate(usages(doc)):
         usage["cost"] = round(usage["cost"] * scale, 6)
         if n == drop_cost:
@@ -75,7 +80,7 @@ def test_an_imported_runs_report_names_its_recorded_figures_as_the_sources(tmp_p
         in md.output
     )
     assert (
-        f"**cost** unknown (no price for google:gemini-3-pro-preview in the table) · **recorded by mini-swe-agent** "
+        f"**cost** unknown (no price for example-lab:model-x in the table) · **recorded by mini-swe-agent** "
         f"{format_usd(replies_cost(doc))} (5 replies' costs summed; its own total {format_usd(0.0175)})" in md.output
     )
     assert "ideal prefix reuse" in md.output and "at run time" not in md.output  # the recorded cost is not ours
@@ -90,8 +95,8 @@ def test_a_priced_model_shows_the_repriced_cost_beside_the_recorded_one(tmp_path
     doc = mini("repo__repo-1")
     run = run_in(imported(tmp_path, "mini", {"repo__repo-1": doc}), "repo__repo-1")
     prices = tmp_path / "prices.toml"
-    prices.write_text(GEMINI)
-    price = load_prices(prices)[("google", "gemini-3-pro-preview")]
+    prices.write_text(PRICE)
+    price = load_prices(prices)[("example-lab", "model-x")]
     ours = sum(
         cost_usd(
             price,
@@ -106,7 +111,7 @@ def test_a_priced_model_shows_the_repriced_cost_beside_the_recorded_one(tmp_path
     md = invoke("report", run, "--format", "md", "--prices", prices)
     assert md.exit_code == 0, md.output
     assert (
-        f"**cost** {format_usd(ours)} (priced from the table as gemini-3-pro-preview) · **recorded by mini-swe-agent** "
+        f"**cost** {format_usd(ours)} (priced from the table as model-x) · **recorded by mini-swe-agent** "
         f"{format_usd(replies_cost(doc))}" in md.output
     )
 
@@ -175,7 +180,7 @@ def test_ab_on_two_imported_batches_pairs_by_instance_and_judges_the_recorded_co
     assert ">recorded cost A</th>" in (tmp_path / "ab-import-a-vs-import-b" / "ab.html").read_text()
     assert any("the cost each run's source recorded (mini-swe-agent)" in n for n in data["notes"])
     prices = tmp_path / "prices.toml"
-    prices.write_text(GEMINI)
+    prices.write_text(PRICE)
     priced = invoke("ab", a, b, "--out", tmp_path / "priced", "--resamples", 200, "--prices", prices)
     assert priced.exit_code == 0, priced.output
     data = json.loads((tmp_path / "priced" / "ab-import-a-vs-import-b" / "ab.json").read_text())
