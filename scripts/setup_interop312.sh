@@ -2,7 +2,7 @@
 # Harbor's ATIF models, the reader that tests/evals/interop validates `harness export --format atif` with,
 # and its task loader, which tests/evals/tasks reads the test tasks with, need Python >= 3.12, newer than the
 # project's own: they get a venv of their own (VENV, default .venv-interop312). Only the models are needed,
-# and they need only pydantic (and toml, for the task models), so harbor is installed without
+# and they need only pydantic (and toml and pathspec, for the task models), so harbor is installed without
 # its framework's dependencies (litellm, supabase, fastmcp...: about 470 MB and a minute); if a release ever
 # needs more, the full install follows. Idempotent: a venv whose models import is left alone. Without a
 # Python >= 3.12 it says so and exits 0: the ATIF validation tests then skip, saying why.
@@ -42,7 +42,7 @@ echo "installing $HARBOR's ATIF and task models into $VENV (Python: $PY)"
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 "$VENV/bin/pip" install -q --no-deps --no-warn-conflicts "$HARBOR"
-"$VENV/bin/pip" install -q --no-warn-conflicts 'pydantic>=2.14' 'toml>=0.10'
+"$VENV/bin/pip" install -q --no-warn-conflicts 'pydantic>=2.14' 'toml>=0.10' 'pathspec>=1.0.3'
 "$VENV/bin/python" -c "$PROBE" 2>/dev/null || "$VENV/bin/pip" install -q "$HARBOR"
 "$VENV/bin/python" -c "$PROBE"
 touch "$VENV/.installed"
