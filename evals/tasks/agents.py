@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import posixpath
 import shlex
+from collections.abc import Sequence
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from core.errors import HarnessError
 from evals.tasks.task import HarborTask
 
 REFERENCE_AGENTS = ("oracle", "null")
@@ -41,6 +43,17 @@ def reference_agent(name: str, task: HarborTask) -> ScriptedModel:
     else:
         script = [_submit("No change.")]
     return ScriptedModel(script, name=name)
+
+
+def check_oracle(tasks: Sequence[HarborTask]) -> None:
+    """The oracle needs each task's solve.sh: refused before the batch starts, rather than an unresolved task."""
+    missing = [t.instance_id for t in tasks if not (t.solution_dir / "solve.sh").is_file()]
+    if missing:
+        raise HarnessError(
+            f"--model oracle runs each task's solution/solve.sh, and {', '.join(missing)} "
+            f"{'has' if len(missing) == 1 else 'have'} none; leave {'it' if len(missing) == 1 else 'them'} out "
+            "(--only the others) or run a model."
+        )
 
 
 def is_reference(spec: str) -> bool:

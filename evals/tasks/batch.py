@@ -20,6 +20,7 @@ from agent.journal.store import write_json_atomic
 from core.policy import HarnessPolicy
 from evals.executors import Tally
 from evals.swe.runner import InstanceResult, SweBatchSpec, run_batch, summarized
+from evals.tasks.agents import check_oracle
 from evals.tasks.report import TasksReport, tasks_report
 from evals.tasks.runner import read_grade, run_task, write_grade
 from evals.tasks.task import HarborTask
@@ -54,6 +55,8 @@ def run_tasks(
     tally: Tally | None = None,
 ) -> TasksReport:
     """Run and verify every task of the batch not finished yet, then write report.json."""
+    if spec.model == "oracle":
+        check_oracle(spec.instances)
     verdicts: dict[str, Verdict] = {}
 
     def done(result: InstanceResult) -> None:

@@ -85,7 +85,7 @@ def run_task(
         prices=prices,
     )
     run_dir = batch_dir / task.instance_id
-    workdir = sandbox.workdir or "/" if isinstance(sandbox, SandboxSpec) else "/"
+    workdir = (sandbox.workdir if isinstance(sandbox, SandboxSpec) else None) or "/"  # no sandbox: never used
     try:
         with open_run(spec) as session:
             if model_spec == "oracle":

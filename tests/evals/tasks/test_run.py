@@ -78,6 +78,14 @@ def test_a_verifier_past_its_timeout_is_an_error(docker_ready, task_copy, tmp_pa
     assert "timeout" in grade(tmp_path / "slow", "multi-file")["error"]
 
 
+def test_the_oracle_without_a_solution_is_refused_before_the_batch_starts(task_copy, tmp_path):
+    folder = task_copy("multi-file")
+    (folder / "solution" / "solve.sh").unlink()
+    with pytest.raises(HarnessError, match="multi-file has none"):
+        batch(find_tasks([folder]), "oracle", tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
 def test_a_batch_with_a_cost_budget_needs_a_priced_model(tmp_path):
     with pytest.raises(HarnessError, match="no price"):
         SweBatchSpec(
