@@ -18,8 +18,12 @@ from evals.ab.records import load_batch
 
 @exits_on_error
 def ab_command(
-    a_dir: Path = typer.Argument(..., help="Batch A (the baseline): a folder of run directories."),
-    b_dir: Path = typer.Argument(..., help="Batch B (the change): a folder of run directories."),
+    a_dir: Path = typer.Argument(
+        ..., help="Batch A (the baseline): a folder of run directories, or a folder of such batch folders."
+    ),
+    b_dir: Path = typer.Argument(
+        ..., help="Batch B (the change): a folder of run directories, or a folder of such batch folders."
+    ),
     out: Path = typer.Option(
         None,
         help="Parent folder: a new folder ab-A-vs-B is created inside it for ab.html and "
@@ -35,7 +39,9 @@ def ab_command(
     ),
     primary: str = typer.Option(
         DEFAULT_PRIMARY,
-        help=f"The metric the comparison is about, judged without correction: one of {', '.join(METRIC_NAMES)}.",
+        help="The metric the comparison is about, judged without correction: one of "
+        f"{', '.join(METRIC_NAMES)}; or pass@K or pass^K (e.g. pass@3), per task over several runs of each "
+        "(seeds, or a folder of several batches of the same tasks).",
     ),
 ) -> None:
     """Pair runs by task (and seed) and say whether B differs from A: outcome, steps, tokens, cost, wall time."""

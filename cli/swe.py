@@ -1,5 +1,6 @@
-"""`harness swe` (run and grade a suite), `harness swe validate` (do a dataset's tests flip as declared?)
-and `harness swe-grade` (grade any predictions file)."""
+"""`harness swe` (run and grade a suite), `harness swe validate` (do a dataset's tests flip as declared?),
+`harness swe passk` (pass@k and pass^k over several runs of each instance) and `harness swe-grade` (grade
+any predictions file)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.pricing import load_prices
 from agent.session import policy_for
 from cli.executor_options import (
     EXECUTOR,
@@ -27,8 +29,12 @@ from cli.executor_options import (
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
+from evals.ab.passk import estimate, tallies
+from evals.ab.records import load_batch
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
+from evals.swe.evalscript import PINNED_ENV
+from evals.swe.flaky import for_grading, write_flaky_list
 from evals.swe.grader import InstanceReport, RunReport
 from evals.swe.image import instance_image
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
@@ -57,6 +63,26 @@ BUILD_ENV = typer.Option(
 )
 
 
+RERUNS = typer.Option(
+    1,
+    min=1,
+    help="Run each instance's tests K times, each in a fresh container; a FAIL_TO_PASS or PASS_TO_PASS test "
+    "whose status differs between runs is reported as flaky (the first run decides the official fields).",
+)
+TEST_ENV = typer.Option(
+    None,
+    "--test-env",
+    help="KEY=VALUE exported at the top of every eval script, over the pinned defaults "
+    f"({' '.join(f'{k}={v}' for k, v in PINNED_ENV.items())}); KEY= leaves KEY unpinned (repeatable).",
+)
+EXCLUDE_FLAKY = typer.Option(
+    None,
+    "--exclude-flaky",
+    help="A flaky-test list (written by `harness swe validate --reruns K`): its tests are left out of "
+    "FAIL_TO_PASS and PASS_TO_PASS when grading; the report names the file.",
+)
+
+
 def stamp() -> str:
     """The time part of a new folder's name, so each run of a command gets its own folder under --out."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -67,7 +93,8 @@ def outcome(report: InstanceReport) -> str:
         return "error"
     if not report.patch_exists:
         return "empty patch"
-    return "resolved" if report.resolved else "unresolved"
+    flaky = f" ({len(report.flaky_tests)} flaky tests)" if report.flaky_tests else ""
+    return ("resolved" if report.resolved else "unresolved") + flaky
 
 
 def instance_line(done: int, total: int, result: InstanceResult, report: InstanceReport) -> str:
@@ -80,6 +107,23 @@ def instance_line(done: int, total: int, result: InstanceResult, report: Instanc
 
 def _load(suite: str, specs: Path | None, repos: Path | None, build_env: list[str] | None) -> list[SweInstance]:
     return load_instances(suite_path(suite), specs, repos, parse_build_env(build_env))
+
+
+def _for_grading(
+    instances: list[SweInstance], reruns: int, test_env: list[str] | None, exclude_flaky: Path | None
+) -> list[SweInstance]:
+    graded, warnings = for_grading(instances, reruns, parse_build_env(test_env, "--test-env"), exclude_flaky)
+    for warning in warnings:
+        console.print(text(("warning:", "yellow"), f" {warning}"), soft_wrap=True)
+    return graded
+
+
+def _flaky_lines(report: RunReport) -> str:
+    """What the report says about flaky tests, below its table ('' when it says nothing)."""
+    lines = [f"flaky tests left out of grading: {report.flaky_list}"] if report.flaky_list else []
+    for iid, tests in report.flaky_tests.items():
+        lines += [f"flaky in {iid}: {test}" for test in tests]
+    return "\n".join(lines)
 
 
 def _first_line(step: str) -> str:
@@ -170,6 +214,9 @@ def swe_command(
     as_json: bool = typer.Option(
         False, "--json", help="Print the final report as JSON on stdout (progress lines go to stderr)."
     ),
+    reruns: int = RERUNS,
+    test_env: list[str] = TEST_ENV,
+    exclude_flaky: Path = EXCLUDE_FLAKY,
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     if ctx.invoked_subcommand is not None:
@@ -180,7 +227,7 @@ def swe_command(
         raise HarnessError(
             f"--resume {resume}: no such batch folder. Name the folder an earlier `harness swe` printed."
         )
-    instances = _load(suite, specs, repos, build_env)
+    instances = _for_grading(_load(suite, specs, repos, build_env), reruns, test_env, exclude_flaky)
     spec = SweBatchSpec(
         instances=_only(instances, only, suite),
         model=model,
@@ -250,6 +297,8 @@ def _print_report(report: RunReport, spec: SweBatchSpec[SweInstance], as_json: b
         print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json"), "cost": batch.cost.model_dump()})
         return
     console.print(_table(report, batch_dir))
+    if _flaky_lines(report):
+        console.print(text(_flaky_lines(report)), soft_wrap=True)
     console.print(text(cost), soft_wrap=True)
     console.print(
         text(
@@ -271,11 +320,18 @@ def validate_command(
     out: Path = typer.Option(
         Path("runs"),
         help="Parent folder: a new folder swe-validate-<dataset>-<time> is created "
-        "inside it for logs/validate/<instance_id>/{gold,empty}/, and its path printed.",
+        "inside it for logs/validate/<instance_id>/{gold,empty}/ (and flaky.json with --reruns), and its path printed.",
     ),
+    reruns: int = typer.Option(
+        1,
+        min=1,
+        help="Run the gold patch K times; tests whose status differs are flaky, listed apart and written "
+        "to <folder>/flaky.json for `--exclude-flaky`.",
+    ),
+    test_env: list[str] = TEST_ENV,
 ) -> None:
     """Grade the gold patch and the empty patch of every instance; list instances whose tests do not flip as declared."""
-    instances = _load(dataset, specs, repos, build_env)
+    instances = _for_grading(_load(dataset, specs, repos, build_env), reruns, test_env, None)
     out = out / f"swe-validate-{Path(dataset).stem}-{stamp()}"
     console.print(text(f"validation folder: {out}"), soft_wrap=True)
     with progress_bar(console) as progress:
@@ -287,6 +343,7 @@ def validate_command(
                 text(
                     f"instance {progress.tasks[0].completed:.0f}/{len(instances)} done: {flip.instance_id} "
                     f"{'flips as declared' if flip.as_declared else 'does not flip as declared'}"
+                    + (f", {len(flip.flaky)} flaky tests" if flip.flaky else "")
                 )
             )
 
@@ -302,11 +359,60 @@ def validate_command(
         ):
             for test in getattr(flip, field):
                 console.print(text(f"  {field.replace('_', ' ')}: {test}"), soft_wrap=True)
+    if reruns > 1:
+        listed = out / "flaky.json"
+        out.mkdir(parents=True, exist_ok=True)
+        write_flaky_list(listed, reruns, {f.instance_id: f.flaky for f in flips})
+        for flip in flips:
+            for test in flip.flaky:
+                console.print(text((flip.instance_id, "yellow"), f": flaky: {test}"), soft_wrap=True)
+        console.print(
+            text(
+                f"{sum(len(f.flaky) for f in flips)} flaky tests in {sum(bool(f.flaky) for f in flips)} instances "
+                f"over {reruns} gold runs: {listed} (grade with --exclude-flaky {listed})"
+            ),
+            soft_wrap=True,
+        )
     console.print(
         text(f"{len(flips) - len(wrong)} of {len(flips)} instances flip as declared; logs: {out / 'logs' / 'validate'}")
     )
     if wrong:
         raise typer.Exit(1)
+
+
+@swe_app.command("passk")
+@exits_on_error
+def passk_command(
+    batches: list[Path] = typer.Argument(
+        ...,
+        help="Batch folders of the same instances, or folders of such batch folders; together they give each "
+        "instance its runs.",
+    ),
+    k: list[int] = typer.Option([1], "--k", min=1, help="The k of pass@k and pass^k (repeatable)."),
+    level: float = typer.Option(0.95, min=0.5, max=0.999, help="Confidence level of the intervals."),
+    resamples: int = typer.Option(10_000, min=100, help="Bootstrap resamples (over instances)."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap, so the intervals are reproducible."),
+    as_json: bool = typer.Option(False, "--json", help="Print the estimates as JSON."),
+) -> None:
+    """pass@k (some of k runs resolve) and pass^k (all k do) per instance, averaged, with bootstrap intervals."""
+    prices = load_prices(None)
+    records = [r for batch in batches for r in load_batch(batch, prices)]
+    runs = [n for n, _ in tallies(records).values()]
+    found = [estimate(records, f"pass{kind}{kk}", level, resamples, seed) for kk in sorted(set(k)) for kind in "@^"]
+    if as_json:
+        print_json(
+            {"instances": len(runs), "runs": len(records), "level": level, "estimates": [e.as_json() for e in found]}
+        )
+        return
+    console.print(text(f"{len(runs)} instances, {min(runs)} to {max(runs)} runs each ({len(records)} runs)"))
+    table = Table("metric", "instances", "estimate", f"{level:.0%} CI (bootstrap over instances)")
+    for e in found:
+        ci = f"{e.low:.1%} to {e.high:.1%}" if e.tasks else "—"
+        table.add_row(e.name, str(e.tasks), f"{e.value:.1%}" if e.tasks else "—", ci)
+    console.print(table)
+    for e in found:
+        if e.left_out:
+            console.print(text(f"{e.name} leaves out {len(e.left_out)} instances run fewer than {e.k} times"))
 
 
 @exits_on_error
@@ -324,6 +430,9 @@ def swe_grade_command(
         "for report.json, instance_reports.json and logs/<run_id>/, and its path printed.",
     ),
     run_id: str = typer.Option(None, help="Names the logs folder (default: the predictions file's name)."),
+    reruns: int = RERUNS,
+    test_env: list[str] = TEST_ENV,
+    exclude_flaky: Path = EXCLUDE_FLAKY,
 ) -> None:
     """Grade a predictions file against a suite's hidden tests, each in a fresh container."""
     try:
@@ -331,6 +440,7 @@ def swe_grade_command(
         preds = load_predictions(predictions)
     except (OSError, ValueError, KeyError) as e:
         raise HarnessError(f"cannot read predictions {predictions}: {e}") from None
+    instances = _for_grading(instances, reruns, test_env, exclude_flaky)
     for unknown in unknown_predictions(instances, list(preds)):
         console.print(
             text(("warning:", "yellow"), f" prediction {unknown} names no instance of the dataset; it is not graded.")
@@ -350,4 +460,6 @@ def swe_grade_command(
             instances, preds, out, run_id, on_graded=graded, on_step=lambda s: progress.update(bar, note=_first_line(s))
         )
     console.print(_table(report, out))
+    if _flaky_lines(report):
+        console.print(text(_flaky_lines(report)), soft_wrap=True)
     console.print(text(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/"), soft_wrap=True)

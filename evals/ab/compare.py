@@ -1,6 +1,10 @@
 """The paired comparison of two batches: one primary metric judged at the significance level as
 it is, the secondary metrics judged after a Holm correction among themselves, each with its effect
-size and interval, and a verdict that names every metric that differs and by how much."""
+size and interval, and a verdict that names every metric that differs and by how much.
+
+With several runs per task (seeds, or several batches of the same tasks), the primary metric may be
+pass@K or pass^K (evals/ab/passk.py): judged task by task, with the other of the two for the same K
+among the secondaries."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from dataclasses import dataclass, field
 
 from core.errors import HarnessError
 from evals.ab.pairing import Pair, pair_runs
+from evals.ab.passk import difference, parse_metric, tallies
 from evals.ab.records import RunRecord
 from evals.ab.stats import holm, mean_interval, paired_amounts, paired_outcomes, wilson
 
@@ -148,17 +153,22 @@ def compare(
     alpha: float = 0.05,
     level: float = 0.95,
 ) -> Comparison:
-    if primary not in METRIC_NAMES:
-        raise HarnessError(f"unknown primary metric {primary!r}; choose one of {', '.join(METRIC_NAMES)}.")
+    passk = parse_metric(primary)
+    if primary not in METRIC_NAMES and passk is None:
+        raise HarnessError(
+            f"unknown primary metric {primary!r}; choose one of {', '.join(METRIC_NAMES)}, or pass@K or pass^K."
+        )
     pairs, lone_a, lone_b = pair_runs(a, b)
     notes = [f"{r.run_id}: {note}" for r in [*a, *b] for note in r.journal_notes]
     metrics = usable_metrics(pairs, notes) if pairs else []
-    if pairs and primary not in {m.name for m in metrics}:
+    if pairs and passk is None and primary not in {m.name for m in metrics}:
         raise HarnessError(
             f"the primary metric {primary!r} has no value for some runs (no price for the model?); "
             "choose another with --primary, or give --price-model."
         )
     results = [_test(m, pairs, level, resamples, seed) for m in metrics]
+    if passk is not None:
+        results = _passk_results(a, b, passk[1], notes, level, resamples, seed) + results
     secondary = [r for r in results if r.name != primary]
     for r, p_adj in zip(secondary, holm([r.p for r in secondary]), strict=True):
         r.p_adjusted = p_adj
@@ -196,6 +206,51 @@ def compare(
             mean, low, high = mean_interval([_number(spend, r) for r in runs], level)
             setattr(comparison, f"spend_{side}", (mean, max(0.0, low), high))  # tokens and dollars are never below zero
     return comparison
+
+
+def _passk_results(
+    a: list[RunRecord], b: list[RunRecord], k: int, notes: list[str], level: float, resamples: int, seed: int
+) -> list[MetricResult]:
+    """pass@k and pass^k of B against A, task by task over the tasks both ran at least k times."""
+    short = sorted(
+        {t for runs in (a, b) for t, (n, _) in tallies(runs).items() if n < k} | (set(tallies(a)) ^ set(tallies(b)))
+    )
+    if short:
+        notes.append(
+            f"pass@{k} and pass^{k} leave out {len(short)} tasks not run {k} times in both: {', '.join(short)}."
+        )
+    out = []
+    for name in (f"pass@{k}", f"pass^{k}"):
+        d = difference(a, b, name, level, resamples, seed)
+        if not d.tasks:
+            most = max([n for runs in (a, b) for n, _ in tallies(runs).values()], default=0)
+            raise HarnessError(
+                f"{name} needs tasks that both batches ran at least {k} times; no task has (the most runs of "
+                f"one task is {most}). Run more seeds or batches, or choose a smaller K."
+            )
+        diffs = [y - x for x, y in zip(d.a, d.b, strict=True)]
+        out.append(
+            MetricResult(
+                name,
+                name,
+                "binary",
+                "higher",
+                len(d.tasks),
+                sum(d.a) / len(d.a),
+                sum(d.b) / len(d.b),
+                d.diff,
+                d.low,
+                d.high,
+                "bootstrap over tasks",
+                d.p,
+                counts={
+                    "B higher": sum(x > 0 for x in diffs),
+                    "B lower": sum(x < 0 for x in diffs),
+                    "ties": sum(x == 0 for x in diffs),
+                },
+            )
+        )
+    return out
 
 
 def _number(m: Metric, run: RunRecord) -> float:

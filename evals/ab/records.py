@@ -65,10 +65,16 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
 
 
 def load_batch(batch: Path, prices: PriceTable, price_model: str | None = None) -> list[RunRecord]:
+    """The runs of a batch folder, of one run directory, or of a folder of batch folders (several batches of
+    the same tasks, e.g. one `harness swe` per seed with the same --out: each task then has several runs)."""
     batch = Path(batch)
     if not batch.is_dir():
         raise HarnessError(f"{batch} is not a directory; pass a batch directory (a folder of run directories).")
     dirs = [batch] if is_run_dir(batch) else run_dirs_in(batch)
     if not dirs:
-        raise HarnessError(f"{batch} holds no run directories (folders with run.json and events.jsonl).")
+        dirs = [d for sub in sorted(p for p in batch.iterdir() if p.is_dir()) for d in run_dirs_in(sub)]
+    if not dirs:
+        raise HarnessError(
+            f"{batch} holds no run directories (folders with run.json and events.jsonl), nor batch folders of them."
+        )
     return [load_record(d, prices, price_model) for d in dirs]

@@ -5,6 +5,10 @@ classic harness writes it: the spec's variables and `eval_commands`, the test fi
 the base commit and the test patch applied, then `test_cmd` with the files the test patch
 touches appended (Django's as test modules), between the official output markers. A pytest
 command also writes a JUnit XML report, which the grader prefers to the text log.
+
+Every script, a record's own included, first pins what makes test runs differ between machines
+and between runs (`PINNED_ENV`: time zone, hash seed, locale); a spec's `env` and `--test-env`
+override a value, and an empty value leaves that variable as the image has it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,16 @@ TIMED_OUT = ">>>>> Tests Timed Out"
 JUNIT_PATH = "/tmp/harness-junit.xml"
 NON_TEST_EXTS = (".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml")
 HEREDOC = "EOF_HARNESS_TEST_PATCH"
+# Upstream's results change with the machine and the worker count where these are left free
+# (SWE-bench #602): set orders follow the hash seed, dates the time zone, sorting and messages the
+# locale. C.UTF-8 is what Python itself turns an unset locale into (PEP 538), and every image has it.
+PINNED_ENV = {
+    "TZ": "UTC",
+    "PYTHONHASHSEED": "0",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+}
 
 
 def directives(inst: SweInstance) -> list[str]:
@@ -38,6 +52,12 @@ def with_junit(command: str) -> str:
     words = command.split()
     runs_pytest = bool(words) and (words[0] in ("pytest", "py.test") or "-m pytest" in command)
     return f"{command} --junitxml={JUNIT_PATH} -o junit_family=xunit1" if runs_pytest else command
+
+
+def pinned(inst: SweInstance) -> list[str]:
+    """The `export` lines that pin the test environment: the defaults with the instance's overrides."""
+    values = {**PINNED_ENV, **inst.test_env}
+    return [f"export {k}={shlex.quote(v)}" for k, v in values.items() if v != ""]
 
 
 def classic_script(inst: SweInstance) -> str:
@@ -56,6 +76,7 @@ def classic_script(inst: SweInstance) -> str:
         "#!/bin/bash",
         "set -uxo pipefail",
         "cd /testbed",
+        *pinned(inst),
         *(f"export {k}={shlex.quote(v)}" for k, v in spec.env.items()),
         *spec.eval_commands,
         *reset,
@@ -71,12 +92,14 @@ def classic_script(inst: SweInstance) -> str:
 
 
 def eval_script(inst: SweInstance) -> str:
-    if inst.eval_script is not None:
-        script = inst.eval_script
-        if not script.startswith("#!"):
-            script = "#!/bin/bash\nset -uxo pipefail\n" + script
-        return script if script.endswith("\n") else script + "\n"
-    return classic_script(inst)
+    if inst.eval_script is None:
+        return classic_script(inst)
+    script = inst.eval_script
+    if not script.startswith("#!"):
+        script = "#!/bin/bash\nset -uxo pipefail\n" + script
+    shebang, _, rest = script.partition("\n")
+    script = "\n".join([shebang, *pinned(inst), rest])  # the record's own exports still win: they come later
+    return script if script.endswith("\n") else script + "\n"
 
 
 def marked_output(log: str) -> str | None:

@@ -5,6 +5,7 @@ FAIL_TO_PASS test does not; a skipped PASS_TO_PASS test is no regression), as up
 decides; `fail_only` records count a test as failed only when the log says FAILED.
 Each graded instance leaves the official layout in its log folder: run_instance.log (every
 step), patch.diff, eval.sh, test_output.txt, report.json, and junit.xml where pytest wrote one.
+With reruns (evals/swe/flaky.py) the tests run again in fresh containers, logged under reruns/<n>/.
 Reports mirror the official harness's fields and are deterministic: no times, sorted lists.
 """
 
@@ -19,6 +20,7 @@ import docker
 from pydantic import BaseModel, Field
 
 from evals.swe.evalscript import APPLIED, APPLY_FAILED, JUNIT_PATH, TIMED_OUT, eval_script, marked_output
+from evals.swe.flaky import report_fields
 from evals.swe.image import instance_image, sandbox_options
 from evals.swe.task import SweInstance
 from evals.swe.testlog import lookup, maintained, passed, statuses
@@ -54,6 +56,10 @@ class InstanceReport(BaseModel):
     resolved: bool
     tests_status: TestsStatus = TestsStatus()
     error: str | None = None  # the environment or the grader failed; not the model's fault
+    # Beside the official fields (evals/swe/flaky.py): with --reruns K, the tests whose status differed
+    # between the K runs (None: one run); with --exclude-flaky, the tests left out of grading.
+    flaky_tests: list[str] | None = None
+    excluded_flaky_tests: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ class InstanceLog:
             with open(self.folder / name, "a" if append else "w", encoding="utf-8") as f:
                 f.write(text)
 
+    def rerun(self, number: int) -> InstanceLog:
+        """The log of the tests' run number `number` (2 to K): reruns/<number>/ in this folder."""
+        return InstanceLog(self.folder / "reruns" / str(number) if self.folder else None, self.progress)
+
 
 def grade(
     inst: SweInstance,
@@ -105,7 +115,9 @@ def _grade(inst: SweInstance, patch: str | None, client: docker.DockerClient, ou
             patch_is_None=patch is None, patch_exists=False, patch_successfully_applied=False, resolved=False
         )
     try:
-        return decide(inst, run_tests(inst, patch, client, out))
+        runs = [run_tests(inst, patch, client, out)]
+        runs += [run_tests(inst, patch, client, out.rerun(n)) for n in range(2, inst.reruns + 1)]
+        return decide(inst, runs[0]).model_copy(update=report_fields(inst, runs))
     except NotApplied:
         return InstanceReport(patch_is_None=False, patch_exists=True, patch_successfully_applied=False, resolved=False)
     except GradingError as e:
@@ -226,6 +238,9 @@ class RunReport(BaseModel):
     unresolved_ids: list[str]
     empty_patch_ids: list[str]
     error_ids: list[str]
+    # Beside the official fields: flaky tests per instance (--reruns), and the list grading left out.
+    flaky_tests: dict[str, list[str]] = Field(default_factory=dict)
+    flaky_list: str | None = None
     schema_version: int = 2
 
 
@@ -254,4 +269,6 @@ def run_report(
         unresolved_ids=unresolved,
         empty_patch_ids=empty,
         error_ids=errors,
+        flaky_tests={i: reports[i].flaky_tests or [] for i in completed if reports[i].flaky_tests},
+        flaky_list=next((i.flaky_list for i in instances if i.flaky_list), None),
     )

@@ -33,12 +33,13 @@ def suite_path(name: str) -> Path:
     )
 
 
-def parse_build_env(pairs: list[str] | None) -> dict[str, str]:
+def parse_build_env(pairs: list[str] | None, option: str = "--build-env") -> dict[str, str]:
+    """KEY=VALUE pairs of a repeatable option (`--build-env`, `--test-env`) as a mapping."""
     out = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.isidentifier():
-            raise HarnessError(f"--build-env {pair!r} must look like KEY=VALUE (KEY a variable name).")
+            raise HarnessError(f"{option} {pair!r} must look like KEY=VALUE (KEY a variable name).")
         out[key] = value
     return out
 

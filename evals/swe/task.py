@@ -51,6 +51,12 @@ class SweInstance(BaseModel):
     # Filled in when the suite is loaded: the classic environment and the build-time variables.
     spec: Spec | None = None
     build_env: dict[str, str] = Field(default_factory=dict)
+    # Filled in by the commands (evals/swe/flaky.py): how its tests run and are graded: overrides of
+    # the pinned test variables, how many times the tests run, and the flaky tests left out of grading.
+    test_env: dict[str, str] = Field(default_factory=dict)
+    reruns: int = Field(default=1, ge=1)
+    flaky_excluded: list[str] = Field(default_factory=list)
+    flaky_list: str | None = None  # the file those came from
 
     @field_validator("instance_id")
     @classmethod

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent.journal.fold import Step
 from core.types import Message, Observation, ToolCall
-from evals.interop.exports.run import Recorded, arguments, iso, tool_definitions
+from evals.interop.exports.run import Recorded, arguments, iso, observation_extra, tool_definitions
 
 # llm_call_count and the `extra` of tool calls and observation results are v1.7's; harbor's models accept it.
 SCHEMA_VERSION = "ATIF-v1.7"
@@ -97,17 +97,7 @@ def _call(call: ToolCall) -> dict[str, Any]:
 
 
 def _result(o: Observation) -> dict[str, Any]:
-    extra = _present(
-        {
-            "tool": o.tool,
-            "status": o.status,
-            "error_kind": o.error_kind,
-            "exit_code": o.exit_code,
-            "duration_s": o.duration_s,
-            "truncation": o.truncation.model_dump() if o.truncation is not None else None,
-        }
-    )
-    return {"source_call_id": o.call_id, "content": o.text, "extra": extra}
+    return {"source_call_id": o.call_id, "content": o.text, "extra": observation_extra(o)}
 
 
 def _metrics(step: Step) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from core.events import Compacted, ContextOverflowed
 from core.types import ModelReply, Observation, ToolCall, Usage
-from evals.interop.exports.run import Recorded, arguments, iso
+from evals.interop.exports.run import Recorded, arguments, iso, observation_extra
 
 # Stops that are one of Inspect's sample limits: its type, and the policy knob (`stop.*`) that set it.
 LIMITS = {
@@ -154,10 +154,15 @@ def _messages(rec: Recorded) -> list[dict[str, Any]]:
             message |= {"source": "generate", "model": models.get(seq) or rec.info.model}
             if m.tool_calls:
                 message["tool_calls"] = [_call(c) for c in m.tool_calls]
+                raw = {c.id: r for c in m.tool_calls if (r := arguments(c)[1]) is not None}
+                if raw:  # Inspect's calls hold an object only: the strings the model sent, for a reader to restore
+                    message["metadata"] = {"raw_arguments": raw}
         elif m.role == "tool":
             message |= {"tool_call_id": m.tool_call_id, "function": m.name}
-            if seq in observed and observed[seq].status != "ok":
-                message["error"] = _tool_error(observed[seq])
+            if seq in observed:
+                message["metadata"] = observation_extra(observed[seq])
+                if observed[seq].status != "ok":
+                    message["error"] = _tool_error(observed[seq])
         out.append(message)
     return out
 

@@ -17,7 +17,7 @@ from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
 from agent.session import recorded_tools
 from core.errors import HarnessError
-from core.types import ToolCall
+from core.types import Observation, ToolCall
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import VERDICT_KEYS, graded, success
 from tools.base import ToolRecord
@@ -118,6 +118,20 @@ def arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
     if not isinstance(parsed, dict):
         return {}, call.arguments
     return parsed, None if json.dumps(parsed) == call.arguments else call.arguments
+
+
+def observation_extra(o: Observation) -> dict[str, Any]:
+    """What an observation carries that neither ATIF's results nor Inspect's tool messages have fields for,
+    unknowns left out; `harness import` reads it back."""
+    fields = {
+        "tool": o.tool,
+        "status": o.status,
+        "error_kind": o.error_kind,
+        "exit_code": o.exit_code,
+        "duration_s": o.duration_s,
+        "truncation": o.truncation.model_dump() if o.truncation is not None else None,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def tool_definitions(tools: list[ToolRecord]) -> list[dict[str, Any]]:

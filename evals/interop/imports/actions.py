@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
+
+from pydantic import ValidationError
 
 from evals.interop.imports.form import Call, Result, Tool
+from evals.interop.imports.text import arguments_text, fields, items
 
 # mini-swe-agent's default action_regex (v1: ```bash, v2 text-based: ```mswea_bash_command)
 FENCED = r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```"
@@ -25,6 +29,22 @@ BASH = Tool(
 
 def bash_call(call_id: str, command: str) -> Call:
     return Call(id=call_id, name="bash", arguments=json.dumps({"command": command}))
+
+
+def openai_calls(tool_calls: Any, id_prefix: str) -> list[Call]:
+    """A reply's `tool_calls` as OpenAI's chat format writes them (mini-swe-agent 2.x, SWE-agent); a call the
+    file gives no id gets `{id_prefix}_{i}`."""
+    calls = []
+    for i, tc in enumerate(items(tool_calls)):
+        fn = fields(fields(tc).get("function"))
+        calls.append(
+            Call(
+                id=str(fields(tc).get("id") or f"{id_prefix}_{i}"),
+                name=str(fn.get("name", "")),
+                arguments=arguments_text(fn.get("arguments")),
+            )
+        )
+    return calls
 
 
 def split_action(text: str, pattern: str = FENCED) -> tuple[str, list[str]]:
@@ -48,3 +68,15 @@ def shell_result(call_id: str, text: str, exit_code: int | None = None) -> Resul
     if exit_code not in (None, 0):
         return Result(call_id=call_id, text=text, status="error", error_kind="nonzero_exit", exit_code=exit_code)
     return Result(call_id=call_id, text=text, exit_code=exit_code)
+
+
+def kept_result(call_id: str, text: str, kept: dict[str, Any]) -> Result | None:
+    """A result with the status, error kind, exit code and duration a writer kept beside it (this harness's
+    exports keep them where ATIF and Inspect have no field); None where it kept none."""
+    if kept.get("status") is None:
+        return None
+    fields = {k: kept[k] for k in ("status", "error_kind", "exit_code", "duration_s") if kept.get(k) is not None}
+    try:
+        return Result.model_validate({"call_id": call_id, "text": text, **fields})
+    except ValidationError:
+        return None

@@ -4,7 +4,8 @@ the observation answering them and its metrics) and `final_metrics`.
 
 Harbor's converters write text-based agents (mini-swe-agent v1) as agent steps with no tool calls and an
 observation without a call id; such a step whose message holds one fenced bash block is imported as a call
-of a `bash` tool, as mini-swe-agent's own files are. ATIF records no exit status.
+of a `bash` tool, as mini-swe-agent's own files are. ATIF records no exit status; where a writer kept one under
+an observation result's `extra` (this harness's export does), it is read back, as are raw argument strings.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from core.types import Usage
-from evals.interop.imports.actions import BASH, bash_call, shell_result, split_action
+from evals.interop.imports.actions import BASH, bash_call, kept_result, shell_result, split_action
 from evals.interop.imports.form import BadTrajectory, Call, Result, Tool, Trajectory, Turn, inferred_tools
 from evals.interop.imports.text import arguments_text, fields, iso_seconds, items, text_of
 
@@ -75,7 +76,7 @@ def _turn(step: dict[str, Any], n: int) -> Turn:
         Call(
             id=str(tc.get("tool_call_id") or f"call_{n}_{i}"),
             name=str(tc.get("function_name", "")),
-            arguments=arguments_text(tc.get("arguments")),
+            arguments=_arguments(tc),
         )
         for i, tc in enumerate(items(step.get("tool_calls")))
         if isinstance(tc, dict)
@@ -92,7 +93,7 @@ def _turn(step: dict[str, Any], n: int) -> Turn:
     for r in results:
         call_id = str(r.get("source_call_id") or (calls[0].id if len(calls) == 1 and r in loose else ""))
         if call_id and call_id not in answered and any(c.id == call_id for c in calls):
-            answered[call_id] = shell_result(call_id, text_of(r.get("content")))
+            answered[call_id] = _result(call_id, r)
         else:
             notes.append(text_of(r.get("content")))
     reasoning = text_of(step.get("reasoning_content"))
@@ -110,6 +111,17 @@ def _turn(step: dict[str, Any], n: int) -> Turn:
         model=str(step.get("model_name") or ""),
         ts=iso_seconds(step.get("timestamp")),
     )
+
+
+def _arguments(tc: dict[str, Any]) -> str:
+    """The raw string where the writer kept one (a harness's export of arguments that were not JSON)."""
+    raw = fields(tc.get("extra")).get("raw_arguments")
+    return raw if isinstance(raw, str) else arguments_text(tc.get("arguments"))
+
+
+def _result(call_id: str, r: dict[str, Any]) -> Result:
+    text = text_of(r.get("content"))
+    return kept_result(call_id, text, fields(r.get("extra"))) or shell_result(call_id, text)
 
 
 def _usage(metrics: dict[str, Any] | None) -> Usage | None:

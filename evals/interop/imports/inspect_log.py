@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.types import ErrorKind, Status, Usage
+from evals.interop.imports.actions import kept_result
 from evals.interop.imports.form import BadTrajectory, Call, Result, Tool, Trajectory, Turn, inferred_tools
 from evals.interop.imports.text import arguments_text, fields, iso_seconds, items, text_of
 
@@ -111,11 +112,12 @@ def _turn(m: dict[str, Any], event: dict[str, Any] | None, n: int) -> Turn:
         if not parts
         else text_of([p for p in parts if not (isinstance(p, dict) and p.get("type") == "reasoning")])
     )
+    raw = fields(fields(m.get("metadata")).get("raw_arguments"))  # where a writer kept the strings sent
     calls = [
         Call(
             id=str(tc.get("id") or f"call_{n}_{i}"),
             name=str(tc.get("function", "")),
-            arguments=arguments_text(tc.get("arguments")),
+            arguments=raw.get(str(tc.get("id"))) or arguments_text(tc.get("arguments")),
         )
         for i, tc in enumerate(items(m.get("tool_calls")))
         if isinstance(tc, dict)
@@ -142,7 +144,10 @@ def _answered(turn: Turn, m: dict[str, Any]) -> Turn:
     if call_id not in {c.id for c in turn.calls}:
         return turn.model_copy(update={"notes": (*turn.notes, text)})
     error = m.get("error") if isinstance(m.get("error"), dict) else None
-    if error is not None:
+    kept = kept_result(call_id, text, fields(m.get("metadata")))
+    if kept is not None:
+        result = kept
+    elif error is not None:
         status, kind = TOOL_ERRORS.get(str(error.get("type")), ("error", "tool_error"))
         result = Result(call_id=call_id, text=text or str(error.get("message", "")), status=status, error_kind=kind)
     else:

@@ -10,13 +10,12 @@ provider's raw response under `extra.response`, with its usage (and, through Ope
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evals.interop.imports.actions import BASH, FENCED, bash_call, shell_result, split_action
+from evals.interop.imports.actions import BASH, FENCED, bash_call, openai_calls, shell_result, split_action
 from evals.interop.imports.form import BadTrajectory, Call, Result, Tool, Trajectory, Turn
 from evals.interop.imports.text import fields, items, text_of
 from evals.interop.imports.usage import openai_usage, openrouter_cost
@@ -190,19 +189,8 @@ class _Reader:
 
 def _native_calls(m: dict[str, Any]) -> list[Call] | None:
     """A tool-calling reply's calls (chat completions or the Responses API); None for a text-based one."""
-    if isinstance(m.get("tool_calls"), list) and m["tool_calls"]:
-        calls = []
-        for i, tc in enumerate(m["tool_calls"]):
-            fn = fields(tc.get("function"))
-            args = fn.get("arguments", "{}")
-            calls.append(
-                Call(
-                    id=str(tc.get("id") or f"call_{i}"),
-                    name=str(fn.get("name", "")),
-                    arguments=args if isinstance(args, str) else json.dumps(args),
-                )
-            )
-        return calls
+    if items(m.get("tool_calls")):
+        return openai_calls(m["tool_calls"], "call")
     if m.get("object") == "response":
         return [
             Call(

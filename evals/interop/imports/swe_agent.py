@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evals.interop.imports.actions import BASH, bash_call
+from evals.interop.imports.actions import BASH, bash_call, openai_calls
 from evals.interop.imports.form import BadTrajectory, Call, Result, Trajectory, Turn, inferred_tools
 from evals.interop.imports.text import fields, items, text_of
 
@@ -101,17 +101,7 @@ def _from_history(history: list[dict[str, Any]]) -> tuple[list[tuple[str, str]],
 
 
 def _reply(m: dict[str, Any], n: int) -> dict[str, Any]:
-    calls: list[Call] = []
-    for i, tc in enumerate(items(m.get("tool_calls"))):
-        fn = fields(fields(tc).get("function"))
-        args = fn.get("arguments", "{}")
-        calls.append(
-            Call(
-                id=str(tc.get("id") or f"call_{n}_{i}"),
-                name=str(fn.get("name", "")),
-                arguments=args if isinstance(args, str) else json.dumps(args),
-            )
-        )
+    calls = openai_calls(m.get("tool_calls"), f"call_{n}")
     action = m.get("action")
     if not calls and isinstance(action, str) and action.strip():
         calls = [bash_call(f"call_{n}", action.strip())]

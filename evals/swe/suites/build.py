@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from evals.swe.flaky import GRADING_FIELDS
 from evals.swe.grader import InstanceLog, run_tests
 from evals.swe.specs import load_specs, spec_for
 from evals.swe.task import SweInstance
@@ -125,7 +126,17 @@ def main() -> int:
             )
             f2p, p2p = validate(inst, client)
             record = inst.model_dump(
-                mode="json", exclude={"source", "image", "eval_script", "log_parser", "eval_type", "spec", "build_env"}
+                mode="json",
+                exclude={
+                    "source",
+                    "image",
+                    "eval_script",
+                    "log_parser",
+                    "eval_type",
+                    "spec",
+                    "build_env",
+                    *GRADING_FIELDS,
+                },
             )
             record.update(
                 FAIL_TO_PASS=json.dumps(f2p),

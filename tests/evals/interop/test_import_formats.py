@@ -162,3 +162,20 @@ def test_a_format_named_on_the_command_line_is_used(tmp_path):
     path = docs.write(tmp_path / "t.json", docs.atif())
     run_dir = imported(path, tmp_path / "runs", "--format", "atif")
     assert read_run_info(run_dir).imported["format"] == "atif"
+
+
+def test_tool_calls_without_ids_or_with_arguments_recorded_as_objects_or_null_read_alike(tmp_path):
+    """mini-swe-agent and SWE-agent write OpenAI tool calls the same way; a call without an id gets one from
+    its reply, and arguments recorded as an object or as null become the string a model would have sent."""
+    recorded = [
+        {"type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}},
+        {"type": "function", "function": {"name": "bash", "arguments": None}},
+    ]
+    mini, swe = docs.mini_v2_toolcall(), docs.swe_agent()
+    next(m for m in mini["messages"] if m.get("tool_calls"))["tool_calls"] = recorded
+    next(m for m in swe["history"] if m.get("tool_calls"))["tool_calls"] = recorded
+    for name, doc in (("mini.traj.json", mini), ("repo__repo-1.traj", swe)):
+        run_dir = imported(docs.write(tmp_path / name, doc), tmp_path / name.split(".")[0])
+        first = fold(read_events(run_dir)).steps[0].calls
+        assert [(c.name, c.arguments) for c in first] == [("bash", '{"command": "ls"}'), ("bash", "{}")], name
+        assert len({c.id for c in first}) == 2 and all(c.id for c in first), name
