@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import cast
 
 import docker
 
@@ -30,11 +31,13 @@ from core.policy import HarnessPolicy
 from evals.swe.runner import InstanceResult, summarized
 from evals.tasks.agents import SOLUTION_DIR, is_reference, reference_agent
 from evals.tasks.image import task_image
+from evals.tasks.network import enter_phase
 from evals.tasks.sandbox import task_sandbox_options
 from evals.tasks.task import HarborTask
 from evals.tasks.upload import upload
 from evals.tasks.verifier import Verdict, verify
 from sandboxes.base import Sandbox
+from sandboxes.docker import DockerSandbox
 
 SYSTEM = (
     "You are an autonomous agent working in a Linux container, on the task the user describes. Act only "
@@ -88,13 +91,15 @@ def run_task(
     workdir = (sandbox.workdir if isinstance(sandbox, SandboxSpec) else None) or "/"  # no sandbox: never used
     try:
         with open_run(spec) as session:
+            box = cast(DockerSandbox, session.sandbox)  # a task's sandbox is always a Docker one
+            enter_phase(task, box, "agent")
             if model_spec == "oracle":
                 upload(session.sandbox, task.solution_dir, SOLUTION_DIR)
             summary = run(session)
             if summary.stop_reason == "sandbox_dead":
                 verdict = Verdict(resolved=False, error="the sandbox died during the agent's run")
             else:
-                verdict, output = _verified(task, session.sandbox, workdir)
+                verdict, output = _verified(task, box, workdir)
                 session.journal.store_artifact("test-stdout.txt", output)
             session.journal.write_summary(
                 summary.model_copy(update={"outcome": {**summary.outcome, **_outcome(verdict)}})
@@ -111,8 +116,9 @@ def run_task(
     return result.model_copy(update={"error": verdict.error}) if result.stop_reason == "environment_error" else result
 
 
-def _verified(task: HarborTask, box: Sandbox, workdir: str) -> tuple[Verdict, str]:
+def _verified(task: HarborTask, box: DockerSandbox, workdir: str) -> tuple[Verdict, str]:
     try:
+        enter_phase(task, box, "verifier")
         return verify(task, box, workdir)
     except Exception as e:  # a dead container, a failed upload: the verifier's failure, recorded, not raised
         return Verdict(resolved=False, error=f"the verifier failed: {type(e).__name__}: {e}"), ""

@@ -15,6 +15,7 @@ from typing import Any
 
 import docker
 
+from evals.tasks.network import container_network
 from evals.tasks.task import HarborTask
 
 # Docker's default capabilities less CAP_KILL, NET_RAW and the rest that no package manager needs.
@@ -39,7 +40,7 @@ def task_sandbox_options(task: HarborTask, image: str, client: docker.DockerClie
     env.update({k: host_value(v) for k, v in task.config.environment.env.items()})
     limits = task.config.environment
     options: dict[str, Any] = {
-        "network": "none" if task.network("agent") == "no-network" else "bridge",
+        "network": container_network(task),
         "user": user,
         "workdir": limits.workdir or (config.get("WorkingDir") or "/").rstrip("/") or DEFAULT_WORKDIR,
         "read_only_root": False,

@@ -62,6 +62,17 @@ def test_the_tasks_limits_are_what_make_their_tests_pass(docker_ready, task_copy
     assert roomy.name in report.unresolved_ids
 
 
+def test_the_verifier_gets_its_own_network_and_the_agent_keeps_none(docker_ready, task_copy, tmp_path):
+    folder = task_copy("network-off", ("[verifier]\n", '[verifier]\nnetwork_mode = "public"\n'))
+    (folder / "tests" / "test.sh").write_text(
+        "#!/bin/bash\n"  # the agent saw only the loopback; the verifier sees the bridge too
+        '[ "$(cat /app/interfaces.txt)" = lo ] && ls /sys/class/net | grep -vqx lo && r=1 || r=0\n'
+        "echo $r > /logs/verifier/reward.txt\n"
+    )
+    report = batch(find_tasks([folder]), "oracle", tmp_path / "phases")
+    assert report.resolved_ids == ["network-off"]
+
+
 def test_an_unpullable_from_image_is_an_error_naming_base_image(docker_ready, tmp_path):
     folder = tmp_path / "unpulled"
     report = batch(find_tasks([TASKS / "multi-file"]), "oracle", folder, rewrites={})
