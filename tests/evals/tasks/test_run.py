@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+from agent.journal.store import read_run_info
+from agent.session import recorded_sandbox
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.executors import Tally
@@ -38,6 +40,8 @@ def test_the_oracle_resolves_every_task_and_the_half_one_reports_its_half(docker
     assert not (folder / "predictions.jsonl").exists()  # no patches in a tasks batch
     run = json.loads((folder / "memory-limit" / "run.json").read_text())
     assert run["sandbox_options"]["memory"] == "256m" and run["sandbox_options"]["network"] == "none"
+    recorded = recorded_sandbox(read_run_info(folder / "memory-limit"), "resume")  # what a resume reopens
+    assert recorded.options == run["sandbox_options"] and recorded.image == run["image"]
 
     tally = Tally(total=4)
     again = batch(find_tasks([TASKS]), "oracle", folder, tally)  # a resumed batch keeps its finished tasks
