@@ -127,7 +127,7 @@ def _build_images(tasks: list[HarborTask], rewrites: dict[str, str], said: Conso
 
 def verdict_word(verdict: Verdict) -> str:
     if verdict.error is not None:
-        return f"error ({verdict.error.splitlines()[0][:120]})"
+        return f"error ({verdict.error.splitlines()[0][:300]})"
     return "resolved" if verdict.resolved else f"unresolved (reward {verdict.reward})"
 
 

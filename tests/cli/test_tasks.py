@@ -52,3 +52,21 @@ def test_an_unpullable_from_is_named_with_the_flag_that_fixes_it(docker_ready, t
 def test_a_folder_that_is_no_task_is_refused(tmp_path):
     result = harness("tasks", "run", str(tmp_path), "--model", "null")
     assert result.exit_code == 2 and "neither a Harbor task folder" in one_line(result.output)
+
+
+def test_report_ab_and_passk_read_tasks_batches_as_swe_ones(docker_ready, tmp_path):
+    folders = {}
+    for model in ("oracle", "null"):
+        result = harness("tasks", "run", str(TASKS), "--model", model, *BASE, "--out", str(tmp_path), "--json")
+        assert result.exit_code == 0, result.output
+        folders[model] = json.loads(result.stdout)["batch_folder"]
+    result = harness("ab", folders["oracle"], folders["null"], "--out", str(tmp_path / "ab"))
+    assert result.exit_code == 0, result.output
+    (ab,) = (tmp_path / "ab").glob("*/ab.json")
+    compared = json.loads(ab.read_text())
+    assert (compared["pairs"], compared["success_a"][0], compared["success_b"][0]) == (4, 0.75, 0.0)
+    result = harness("swe", "passk", folders["oracle"], folders["null"], "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["estimates"][0]["value"] == 0.375  # 3 of 8 runs resolved, k = 1
+    result = harness("report", folders["oracle"], "--format", "md")
+    assert result.exit_code == 0, result.output
