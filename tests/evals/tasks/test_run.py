@@ -54,6 +54,24 @@ def test_the_null_agent_resolves_none(docker_ready, tmp_path):
     assert set(report.rewards.values()) == {0.0}
 
 
+def test_a_model_string_runs_the_agent_loop_with_the_instruction(docker_ready, tmp_path):
+    """Any other model than the reference agents is an ordinary run (a scripted model here): told the
+    instruction, acting with the standard tools in the task's working directory, judged by test.sh."""
+    script = tmp_path / "agent.yaml"
+    script.write_text(
+        "replies:\n"
+        '  - tool_calls: [{name: write_file, arguments: {path: one.txt, content: "hello\\n"}}]\n'
+        '  - tool_calls: [{name: shell, arguments: {command: "echo 104743 > /app/two.txt"}}]\n'
+        "  - tool_calls: [{name: submit, arguments: {answer: both parts}}]\n"
+    )
+    folder = tmp_path / "scripted"
+    report = batch(find_tasks([TASKS / "half-reward"]), f"scripted:{script}", folder)
+    assert report.resolved_ids == ["half-reward"] and report.rewards == {"half-reward": 1.0}
+    run = json.loads((folder / "half-reward" / "run.json").read_text())
+    assert run["task"]["prompt"].startswith("Two parts, each worth half the reward")
+    assert run["workdir"] == "/app"
+
+
 def test_the_tasks_limits_are_what_make_their_tests_pass(docker_ready, task_copy, tmp_path):
     """The same solutions with the network on, or twice the memory, fail the same tests: the tests see the
     limits task.toml sets, not the sandbox's defaults."""
