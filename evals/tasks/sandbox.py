@@ -44,6 +44,7 @@ def task_sandbox_options(task: HarborTask, image: str, client: docker.DockerClie
         "user": user,
         "workdir": limits.workdir or (config.get("WorkingDir") or "/").rstrip("/") or DEFAULT_WORKDIR,
         "read_only_root": False,
+        "tmpfs": {},  # /tmp is the image's own, as in Harbor's containers: test tools install through it
         "disk": f"{limits.storage_mb}m" if limits.storage_mb else None,
         "pids": PIDS,
         "cap_add": CAPABILITIES,
