@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shape of a llama-family decoder (Llama, SmolLM2, Qwen2)."""
+    """Shape of a llama-family decoder (Llama, SmolLM2, Qwen2, Qwen3, Qwen3-MoE)."""
 
     vocab_size: int
     hidden_size: int
@@ -19,6 +19,15 @@ class ModelConfig:
     max_position_embeddings: int = 2048
     tie_word_embeddings: bool = True
     qkv_bias: bool = False  # Qwen2 carries a bias on the Q, K and V projections.
+    qk_norm: bool = False  # Qwen3: an RMSNorm over each Q and K head before RoPE
+    # Mixture of experts (Qwen3-MoE): the layers in moe_layers route each token to
+    # num_experts_per_tok of num_experts SwiGLU experts of width moe_intermediate_size; the
+    # others keep the dense MLP of width intermediate_size.
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    norm_topk_prob: bool = False  # the chosen experts' weights renormalised to sum to one
+    moe_layers: tuple[int, ...] = ()
     architecture: str = "llama"
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()

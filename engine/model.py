@@ -7,12 +7,15 @@ into another, each packed for oneDNN on CPU or pre-transposed for a plain matmul
 float32; or, with int4=True, as 4-bit codes (quant.py) with float32 activations where the
 engine's CPU kernels run (cpu/), bfloat16 ones for torch's kernel elsewhere. A step of up to
 Q4_ROWS decode rows on the engine's kernels runs every layer in one call (cpu/decode_layers.c);
-any other step goes layer by layer here, through the same kernels where they apply.
+any other step goes layer by layer here, through the same kernels where they apply, and so
+does every step of a model with per-head Q/K norms (Qwen3) or experts (Qwen3-MoE, moe.py), which
+that kernel does not have.
 """
 
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from engine.attention import AttentionMetadata, paged_attention
 from engine.config import ModelConfig
@@ -27,7 +30,15 @@ from engine.linear import (
     onednn_available,
     onednn_is_faster,
 )
+from engine.moe import mixture, route
 from engine.weights import Checkpoint
+
+
+@dataclass
+class Experts:
+    router: torch.Tensor  # (experts, hidden) float32: routing stays full precision under 4-bit experts
+    gate_up: list[Linear]  # per expert, hidden -> 2 * moe_intermediate
+    down: list[Linear]  # per expert, moe_intermediate -> hidden
 
 
 @dataclass
@@ -36,8 +47,10 @@ class LayerWeights:
     qkv: Linear  # hidden -> q_dim + 2 * kv_dim (with Qwen2's bias)
     o: Linear  # q_dim -> hidden
     mlp_norm: torch.Tensor
-    gate_up: Linear  # hidden -> 2 * intermediate
-    down: Linear  # intermediate -> hidden
+    gate_up: Linear | None  # hidden -> 2 * intermediate; None in a mixture-of-experts layer
+    down: Linear | None  # intermediate -> hidden
+    qk_norm: torch.Tensor | None = None  # (H + KVH, D): Qwen3's per-head norm weights, Q heads then K heads
+    experts: Experts | None = None
 
 
 def rope_tables(config: ModelConfig, device, length: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,19 +106,32 @@ class Model:
             p = f"model.layers.{i}."
             qkv = torch.cat([w[p + f"self_attn.{n}_proj.weight"] for n in "qkv"], 0)
             bias = torch.cat([w[p + f"self_attn.{n}_proj.bias"] for n in "qkv"]) if c.qkv_bias else None
-            gate_up = torch.cat([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]], 0)
-            self.layers.append(
-                LayerWeights(
-                    attn_norm=w[p + "input_layernorm.weight"].to(device, dtype),
-                    qkv=lin(qkv, bias),
-                    o=lin(w[p + "self_attn.o_proj.weight"]),
-                    mlp_norm=w[p + "post_attention_layernorm.weight"].to(device, dtype),
-                    gate_up=lin(gate_up),
-                    down=lin(w[p + "mlp.down_proj.weight"]),
-                )
+            layer = LayerWeights(
+                attn_norm=w[p + "input_layernorm.weight"].to(device, dtype),
+                qkv=lin(qkv, bias),
+                o=lin(w[p + "self_attn.o_proj.weight"]),
+                mlp_norm=w[p + "post_attention_layernorm.weight"].to(device, dtype),
+                gate_up=None,
+                down=None,
             )
+            if c.qk_norm:
+                q_norm, k_norm = (w[p + f"self_attn.{n}_norm.weight"] for n in "qk")
+                layer.qk_norm = torch.cat([q_norm.expand(c.num_heads, -1), k_norm.expand(c.num_kv_heads, -1)])
+                layer.qk_norm = layer.qk_norm.to(device, dtype)
+            if i in c.moe_layers:
+                gates, ups, downs = (w[p + f"mlp.experts.{n}_proj.weight"] for n in ("gate", "up", "down"))
+                layer.experts = Experts(
+                    router=w[p + "mlp.gate.weight"].to(device, torch.float32),
+                    gate_up=[lin(torch.cat([g, u], 0)) for g, u in zip(gates, ups)],
+                    down=[lin(d) for d in downs],
+                )
+            else:
+                layer.gate_up = lin(torch.cat([w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"]], 0))
+                layer.down = lin(w[p + "mlp.down_proj.weight"])
+            self.layers.append(layer)
         self.packed = self.lm_head.kind == "onednn"
-        self.decode_layers = layer_structs(self.layers) if unavailable_reason() is None else None
+        plain = not c.qk_norm and not c.moe_layers  # the layers decode_layers.c computes
+        self.decode_layers = layer_structs(self.layers) if plain and unavailable_reason() is None else None
         self.cos, self.sin = (t.to(dtype) for t in rope_tables(c, device, max_len or c.max_position_embeddings))
         self.scale = c.head_dim**-0.5
 
@@ -134,14 +160,30 @@ class Model:
             return self._logits(x, logits_rows)
         for i, layer in enumerate(self.layers):
             qkv = linear(x, layer.qkv, norm=(layer.attn_norm, eps))
-            # Q and K heads rotate together: one RoPE over (T, H + KVH, D).
-            qk = apply_rope(qkv[:, : q_dim + kv_dim].view(t, h + c.num_kv_heads, d), cos, sin)
+            # Q and K heads are normalised and rotate together: over (T, H + KVH, D).
+            qk = qkv[:, : q_dim + kv_dim].view(t, h + c.num_kv_heads, d)
+            if layer.qk_norm is not None:
+                qk = F.rms_norm(qk, (d,), None, eps) * layer.qk_norm
+            qk = apply_rope(qk, cos, sin)
             v = qkv[:, q_dim + kv_dim :].view(t, c.num_kv_heads, d)
             attn = paged_attention(qk[:, :h], qk[:, h:], v, k_cache[i], v_cache[i], meta, self.scale)
             x = linear(attn.reshape(t, q_dim), layer.o, residual=x)
+            if layer.experts is not None:
+                x = x + self._experts(F.rms_norm(x, (x.shape[-1],), layer.mlp_norm, eps), layer.experts)
+                continue
+            assert layer.gate_up is not None and layer.down is not None
             gate_up = linear(x, layer.gate_up, norm=(layer.mlp_norm, eps))
             x = linear(gate_up, layer.down, swiglu=True, residual=x)
         return self._logits(x, logits_rows)
+
+    def _experts(self, x: torch.Tensor, experts: Experts) -> torch.Tensor:
+        c = self.config
+        weights, ids = route(x, experts.router, c.num_experts_per_tok, c.norm_topk_prob)
+
+        def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
+            return linear(linear(rows, experts.gate_up[e]), experts.down[e], swiglu=True)
+
+        return mixture(x, weights, ids, expert)
 
     def _logits(self, x: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
         if rows is not None:

@@ -1,5 +1,9 @@
 """Load a llama-family checkpoint into float32 tensors with Hugging Face names.
 
+A mixture-of-experts layer's experts are three stacked tensors, as GGUF keeps them:
+mlp.experts.{gate,up,down}_proj.weight, (experts, out, in); a Hugging Face directory's
+per-expert matrices are stacked so on loading.
+
 Three sources: a GGUF file (dequantised with the `gguf` package), a Hugging Face
 directory of safetensors, or random weights made from a config alone. All three
 produce the same `Checkpoint`, so the model code never knows where weights came from.
@@ -76,9 +80,15 @@ _GGUF_NAMES = {
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
+    "attn_q_norm": "self_attn.q_norm",
+    "attn_k_norm": "self_attn.k_norm",
+    "ffn_gate_inp": "mlp.gate",  # the router
+    "ffn_gate_exps": "mlp.experts.gate_proj",
+    "ffn_up_exps": "mlp.experts.up_proj",
+    "ffn_down_exps": "mlp.experts.down_proj",
 }
 _GGUF_TOP = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "qwen3moe")
 
 
 def _hf_name(gguf_name: str) -> str | None:
@@ -151,12 +161,14 @@ def load_gguf(path: Path) -> Checkpoint:
         raise ModelLoadError(f"{path}: no token_embd.weight tensor; the file is incomplete")
     vocab = tensors["model.embed_tokens.weight"].shape[0]
     num_layers = int(meta("block_count"))
+    # Which layers are sparse is in the tensors: a router where the layer has one.
+    moe_layers = tuple(i for i in range(num_layers) if f"model.layers.{i}.mlp.gate.weight" in tensors)
     eos = _field(fields, "tokenizer.ggml.eos_token_id")
     eot = _field(fields, "tokenizer.ggml.eot_token_id")
     config = ModelConfig(
         vocab_size=vocab,
         hidden_size=hidden,
-        intermediate_size=int(meta("feed_forward_length")),
+        intermediate_size=int(meta("feed_forward_length", 0)),  # 0 where every layer is sparse
         num_layers=num_layers,
         num_heads=n_heads,
         num_kv_heads=n_kv,
@@ -166,6 +178,13 @@ def load_gguf(path: Path) -> Checkpoint:
         max_position_embeddings=int(meta("context_length", 2048)),
         tie_word_embeddings="lm_head.weight" not in tensors,
         qkv_bias="model.layers.0.self_attn.q_proj.bias" in tensors,
+        qk_norm="model.layers.0.self_attn.q_norm.weight" in tensors,
+        num_experts=int(meta("expert_count", 0)),
+        num_experts_per_tok=int(meta("expert_used_count", 0)),
+        moe_intermediate_size=int(meta("expert_feed_forward_length", 0)),
+        # llama.cpp renormalises qwen3moe's top-k weights whatever the file says.
+        norm_topk_prob=bool(meta("expert_weights_norm", arch == "qwen3moe")),
+        moe_layers=moe_layers,
         architecture=arch,
         bos_token_id=_field(fields, "tokenizer.ggml.bos_token_id"),
         eos_token_ids=tuple(sorted({int(i) for i in (eos, eot) if i is not None})),
@@ -191,25 +210,34 @@ def load_gguf(path: Path) -> Checkpoint:
 
 # ---------------------------------------------------------------- safetensors
 
+HF_MODEL_TYPES = ("llama", "qwen2", "mistral", "qwen3", "qwen3_moe")
+
 
 def _config_from_hf(cfg: dict, path: Path) -> ModelConfig:
     model_type = cfg.get("model_type")
-    if model_type not in ("llama", "qwen2", "mistral"):
+    if model_type not in HF_MODEL_TYPES:
         raise ModelLoadError(
-            f"{path}: unsupported model_type {model_type!r}; this engine runs llama, qwen2 and mistral"
+            f"{path}: unsupported model_type {model_type!r}; this engine runs {', '.join(HF_MODEL_TYPES)}"
         )
+    if model_type.startswith("qwen3") and cfg.get("use_sliding_window"):
+        raise ModelLoadError(f"{path}: use_sliding_window is set; sliding-window attention is not implemented")
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     rope_type = rope.get("rope_type", rope.get("type", "default"))
     if rope_type not in (None, "default"):
         raise ModelLoadError(f"{path}: unsupported RoPE scaling {rope_type!r}; only plain RoPE is implemented")
     heads = cfg["num_attention_heads"]
+    layers = cfg["num_hidden_layers"]
+    # transformers 5 writes num_local_experts where Qwen's own configs say num_experts.
+    experts = int(cfg.get("num_experts") or cfg.get("num_local_experts") or 0) if model_type == "qwen3_moe" else 0
+    dense_layers = set(cfg.get("mlp_only_layers") or ())
+    step = int(cfg.get("decoder_sparse_step") or 1)
     eos = cfg.get("eos_token_id")
     eos_ids = tuple(eos) if isinstance(eos, list) else ((eos,) if eos is not None else ())
     return ModelConfig(
         vocab_size=cfg["vocab_size"],
         hidden_size=cfg["hidden_size"],
         intermediate_size=cfg["intermediate_size"],
-        num_layers=cfg["num_hidden_layers"],
+        num_layers=layers,
         num_heads=heads,
         num_kv_heads=cfg.get("num_key_value_heads") or heads,
         head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
@@ -218,10 +246,33 @@ def _config_from_hf(cfg: dict, path: Path) -> ModelConfig:
         max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         qkv_bias=model_type == "qwen2" or bool(cfg.get("attention_bias", False)),
+        qk_norm=model_type in ("qwen3", "qwen3_moe"),
+        num_experts=experts,
+        num_experts_per_tok=int(cfg.get("num_experts_per_tok") or 0) if experts else 0,
+        moe_intermediate_size=int(cfg.get("moe_intermediate_size") or 0) if experts else 0,
+        norm_topk_prob=bool(cfg.get("norm_topk_prob", False)),
+        moe_layers=tuple(i for i in range(layers) if experts and i not in dense_layers and (i + 1) % step == 0),
         architecture=model_type,
         bos_token_id=cfg.get("bos_token_id"),
         eos_token_ids=eos_ids,
     )
+
+
+def _stack_experts(config: ModelConfig, tensors: dict[str, torch.Tensor]) -> None:
+    """Per-expert matrices (mlp.experts.J.gate_proj.weight, as Qwen's checkpoints hold them)
+    or transformers 5's fused gate_up_proj into the stacked tensors the engine keeps."""
+    for i in config.moe_layers:
+        p = f"model.layers.{i}.mlp.experts."
+        fused = tensors.pop(p + "gate_up_proj", None)
+        if fused is not None:
+            width = config.moe_intermediate_size
+            tensors[p + "gate_proj.weight"], tensors[p + "up_proj.weight"] = fused[:, :width], fused[:, width:]
+            tensors[p + "down_proj.weight"] = tensors.pop(p + "down_proj")
+            continue
+        for proj in ("gate_proj", "up_proj", "down_proj"):
+            names = [f"{p}{j}.{proj}.weight" for j in range(config.num_experts)]
+            if all(n in tensors for n in names):
+                tensors[f"{p}{proj}.weight"] = torch.stack([tensors.pop(n) for n in names])
 
 
 def load_safetensors(path: Path) -> Checkpoint:
@@ -251,6 +302,7 @@ def load_safetensors(path: Path) -> Checkpoint:
             raise ModelLoadError(f"{file}: corrupt safetensors file ({e})") from e
     if config.tie_word_embeddings:
         tensors.pop("lm_head.weight", None)
+    _stack_experts(config, tensors)
     _check_complete(config, tensors, path)
     metadata = {}
     tok_cfg = path / "tokenizer_config.json"
@@ -269,6 +321,7 @@ def load_safetensors(path: Path) -> Checkpoint:
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     h, q, kv = config.hidden_size, config.num_heads * config.head_dim, config.num_kv_heads * config.head_dim
+    e, width, d = config.num_experts, config.moe_intermediate_size, config.head_dim
     shapes = {"model.embed_tokens.weight": (config.vocab_size, h), "model.norm.weight": (h,)}
     if not config.tie_word_embeddings:
         shapes["lm_head.weight"] = (config.vocab_size, h)
@@ -282,11 +335,27 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
                 p + "self_attn.k_proj.weight": (kv, h),
                 p + "self_attn.v_proj.weight": (kv, h),
                 p + "self_attn.o_proj.weight": (h, q),
-                p + "mlp.gate_proj.weight": (config.intermediate_size, h),
-                p + "mlp.up_proj.weight": (config.intermediate_size, h),
-                p + "mlp.down_proj.weight": (h, config.intermediate_size),
             }
         )
+        if config.qk_norm:
+            shapes.update({p + "self_attn.q_norm.weight": (d,), p + "self_attn.k_norm.weight": (d,)})
+        if i in config.moe_layers:
+            shapes.update(
+                {
+                    p + "mlp.gate.weight": (e, h),
+                    p + "mlp.experts.gate_proj.weight": (e, width, h),
+                    p + "mlp.experts.up_proj.weight": (e, width, h),
+                    p + "mlp.experts.down_proj.weight": (e, h, width),
+                }
+            )
+        else:
+            shapes.update(
+                {
+                    p + "mlp.gate_proj.weight": (config.intermediate_size, h),
+                    p + "mlp.up_proj.weight": (config.intermediate_size, h),
+                    p + "mlp.down_proj.weight": (h, config.intermediate_size),
+                }
+            )
         if config.qkv_bias:
             shapes.update(
                 {

@@ -7,16 +7,25 @@ into the residual stream, the gate/up projection of the normalised stream, and t
 SiLU(gate)*up added into the stream. A step of a few rows does each projection in one
 kernel with its norm, activation, RoPE or residual add fused in (linear.py), so a batch-1
 layer is five kernels and the step costs little more than reading the weights once.
+
+Qwen3's per-head Q/K norms and Qwen3-MoE's experts are plain torch between those kernels:
+correct, not fast. A model with experts runs eagerly (engine/backend.py): its expert loop
+reads the routing on the host, which a CUDA graph cannot hold (engine/moe.py).
 """
 
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
+from engine.config import ModelConfig
 from engine.cuda.decode_attention import decode_attention
 from engine.cuda.linear import RopeStore, project, qkv_rope_store
-from engine.cuda.model import CudaModel
+from engine.cuda.model import CudaExperts, CudaLayer, CudaModel
+from engine.cuda.norm import rms_norm
 from engine.cuda.prefill_attention import prefill_attention
+from engine.cuda.rope_store import rope_and_store
+from engine.moe import mixture, route
 
 
 @dataclass
@@ -61,6 +70,28 @@ def attention(
     return out
 
 
+def normed_qkv_rope_store(x: torch.Tensor, layer: CudaLayer, eps: float, rope: RopeStore) -> torch.Tensor:
+    """qkv_rope_store with Qwen3's RMSNorm over each Q and K head between the projection and RoPE."""
+    assert layer.qk_norm is not None
+    qkv = project(x, layer.qkv, norm=layer.attn_norm, eps=eps, bias=layer.qkv_bias)
+    heads, d = rope.num_heads + rope.num_kv_heads, rope.head_dim
+    qk = qkv[:, : heads * d].view(qkv.shape[0], heads, d)
+    # As transformers does it: the statistics in float32, the weight applied in the model's dtype.
+    qk.copy_(F.rms_norm(qk.float(), (d,), None, eps).to(qk.dtype) * layer.qk_norm)
+    return rope_and_store(qkv, *rope)
+
+
+def experts_mlp(x: torch.Tensor, norm: torch.Tensor, experts: CudaExperts, c: ModelConfig) -> torch.Tensor:
+    """The mixture of experts of the normalised stream x (engine/moe.py), each expert's projections cuBLAS's."""
+    h = rms_norm(x, norm, c.rms_norm_eps)
+    weights, ids = route(h, experts.router, c.num_experts_per_tok, c.norm_topk_prob)
+
+    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
+        return project(project(rows, experts.gate_up[e]), experts.down[e], gated=True)
+
+    return mixture(h, weights, ids, expert)
+
+
 def forward(
     model: CudaModel,
     input_ids: torch.Tensor,  # (T,)
@@ -79,9 +110,16 @@ def forward(
     x = model.embed.index_select(0, input_ids)  # the residual stream
     for i, layer in enumerate(layers):
         rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
-        q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
+        if layer.qk_norm is None:
+            q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
+        else:
+            q = normed_qkv_rope_store(x, layer, eps, rope)
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
         project(o.view(t, h * d), layer.o, residual=x)
+        if layer.experts is not None:
+            x.add_(experts_mlp(x, layer.mlp_norm, layer.experts, c))
+            continue
+        assert layer.gate_up is not None and layer.down is not None
         gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)
         project(gate_up, layer.down, gated=True, residual=x)
     if logits_rows is not None:

@@ -8,7 +8,9 @@ each output's weights as one contiguous row, with no split over the input dimens
 and larger steps are cuBLAS `F.linear`. A tied LM head is the embedding table itself.
 Each Q and K head's rows are pair-ordered for RoPE (rows i and i + D/2 side by side), so
 the decode projection rotates in its epilogue (linear.py). RoPE tables are float32
-half-width cos/sin, what rope_store.py and linear.py read.
+half-width cos/sin, what rope_store.py and linear.py read. Qwen3's per-head Q/K norm weights are
+pair-ordered as the rows they scale are; a mixture-of-experts layer keeps its experts stacked,
+each expert's gate and up fused as the dense MLP's are.
 """
 
 from dataclasses import dataclass
@@ -20,14 +22,23 @@ from engine.weights import Checkpoint
 
 
 @dataclass
+class CudaExperts:
+    router: torch.Tensor  # (experts, hidden) float32
+    gate_up: torch.Tensor  # (experts, 2 * moe_intermediate, hidden)
+    down: torch.Tensor  # (experts, hidden, moe_intermediate)
+
+
+@dataclass
 class CudaLayer:
     attn_norm: torch.Tensor  # (hidden,)
     qkv: torch.Tensor  # (q_dim + 2 * kv_dim, hidden)
     qkv_bias: torch.Tensor | None
     o: torch.Tensor  # (hidden, q_dim)
     mlp_norm: torch.Tensor
-    gate_up: torch.Tensor  # (2 * intermediate, hidden)
-    down: torch.Tensor  # (hidden, intermediate)
+    gate_up: torch.Tensor | None  # (2 * intermediate, hidden); None in a mixture-of-experts layer
+    down: torch.Tensor | None  # (hidden, intermediate)
+    qk_norm: torch.Tensor | None = None  # (H + KVH, D): Qwen3's norm weights, Q heads then K heads, pair-ordered
+    experts: CudaExperts | None = None
 
 
 def rope_pairs(t: torch.Tensor, heads: int, head_dim: int) -> torch.Tensor:
@@ -62,19 +73,33 @@ class CudaModel:
 
         for i in range(c.num_layers):
             p = f"model.layers.{i}."
-            self.layers.append(
-                CudaLayer(
-                    attn_norm=vec(p + "input_layernorm.weight"),
-                    qkv=mat(fused_qkv(p, "weight")),
-                    qkv_bias=fused_qkv(p, "bias").to(dtype) if c.qkv_bias else None,
-                    o=mat(w[p + "self_attn.o_proj.weight"]),
-                    mlp_norm=vec(p + "post_attention_layernorm.weight"),
-                    gate_up=mat(
-                        torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)
-                    ),
-                    down=mat(w[p + "mlp.down_proj.weight"]),
-                )
+            layer = CudaLayer(
+                attn_norm=vec(p + "input_layernorm.weight"),
+                qkv=mat(fused_qkv(p, "weight")),
+                qkv_bias=fused_qkv(p, "bias").to(dtype) if c.qkv_bias else None,
+                o=mat(w[p + "self_attn.o_proj.weight"]),
+                mlp_norm=vec(p + "post_attention_layernorm.weight"),
+                gate_up=None,
+                down=None,
             )
+            if c.qk_norm:
+                q_norm, k_norm = (w[p + f"self_attn.{n}_norm.weight"].to(device) for n in "qk")
+                heads = c.num_heads + c.num_kv_heads
+                norms = torch.cat([q_norm.expand(c.num_heads, -1), k_norm.expand(c.num_kv_heads, -1)]).reshape(-1)
+                layer.qk_norm = mat(rope_pairs(norms, heads, c.head_dim).view(heads, c.head_dim))
+            if i in c.moe_layers:
+                gates, ups = (w[p + f"mlp.experts.{n}_proj.weight"].to(device) for n in ("gate", "up"))
+                layer.experts = CudaExperts(
+                    router=w[p + "mlp.gate.weight"].to(device=device, dtype=torch.float32).contiguous(),
+                    gate_up=mat(torch.cat([gates, ups], 1)),
+                    down=mat(w[p + "mlp.experts.down_proj.weight"]),
+                )
+            else:
+                layer.gate_up = mat(
+                    torch.cat([w[p + "mlp.gate_proj.weight"].to(device), w[p + "mlp.up_proj.weight"].to(device)], 0)
+                )
+                layer.down = mat(w[p + "mlp.down_proj.weight"])
+            self.layers.append(layer)
         length = max_len or c.max_position_embeddings
         inv_freq = 1.0 / (c.rope_theta ** (torch.arange(0, c.head_dim, 2, dtype=torch.int64).float() / c.head_dim))
         freqs = torch.arange(length, dtype=torch.float32)[:, None] * inv_freq[None, :]  # as Hugging Face computes it

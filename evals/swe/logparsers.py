@@ -56,9 +56,13 @@ def _summary_id(status: str, rest: str, known: set[str]) -> str:
         if rest[:cut] in known:
             return rest[:cut]
     for cut in cuts:
-        if rest[:cut].count("[") == rest[:cut].count("]"):
+        if balanced(rest[:cut]):
             return rest[:cut]
-    return rest[: cuts[0]] if cuts else rest
+    return rest if balanced(rest) or not cuts else rest[: cuts[0]]  # every ` - ` inside the parameters: no message
+
+
+def balanced(text: str) -> bool:
+    return text.count("[") == text.count("]")
 
 
 def parse_junit(xml: str) -> dict[str, str]:

@@ -4,10 +4,12 @@ Dummy weights of SmolLM2-135M's shape (the GGUF file need not be on the GPU mach
 bf16 against float32 is compared by relative error ||a - b|| / ||b||.
 """
 
+import dataclasses
+
 import pytest
 import torch
 
-from engine import Engine, EngineConfig, SamplingParams, dummy_checkpoint
+from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint
 from engine.config import SMOLLM2_135M, transformers_config
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -225,6 +227,56 @@ def test_single_sequence_decode_logits_match_the_cpu_path(ckpt, tile, monkeypatc
     assert len(got) == len(want) == 8
     for g, w in zip(got, want):
         assert rel(g, w) < BF16_TOL
+
+
+QWEN3_SMALL = ModelConfig(
+    vocab_size=1024,
+    hidden_size=256,
+    intermediate_size=512,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    head_dim=64,
+    max_position_embeddings=1024,
+    tie_word_embeddings=False,
+    qk_norm=True,
+)
+# A sparse layer, then a dense one.
+QWEN3_MOE_SMALL = dataclasses.replace(
+    QWEN3_SMALL, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128, norm_topk_prob=True, moe_layers=(0,)
+)
+
+
+@pytest.mark.parametrize("config", [QWEN3_SMALL, QWEN3_MOE_SMALL], ids=["qwen3", "qwen3_moe"])
+def test_qwen3_prefill_and_decode_logits_match_the_cpu_path(config):
+    """Per-head Q/K norms (pair-ordered on the GPU as the Q/K rows are) and experts: dense Qwen3
+    decodes from CUDA graphs, a model with experts eagerly."""
+    qwen = dummy_checkpoint(config, seed=4)
+    g = torch.Generator().manual_seed(4)
+    for name, t in qwen.tensors.items():
+        if name.endswith("norm.weight"):  # not all ones, so that a misordered norm weight shows
+            t.copy_(1 + 0.3 * torch.randn(t.shape, generator=g))
+        elif name.endswith("mlp.gate.weight"):  # routers far from uniform: bf16 picks the same experts
+            t.copy_(0.5 * torch.randn(t.shape, generator=g))
+    ids = torch.randint(3, config.vocab_size, (40,), generator=g).tolist()
+    got: list = []
+
+    def keep(generated, logits):
+        got.append(logits.float().clone())
+        return logits
+
+    gpu = cuda_engine(qwen)
+    assert (gpu.runner.graphs is None) == bool(config.moe_layers)
+    prefill = gpu.prompt_logits([ids])[0]
+    out = gpu.generate([ids], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logits_processor=keep))[0]
+    gpu.shutdown()
+    cpu = Engine(qwen, EngineConfig(kv_cache_bytes=64 << 20))
+    want = cpu.prompt_logits([ids + out.token_ids[:-1]])[0]
+    cpu.shutdown()
+    assert rel(prefill, want[: len(ids)]) < BF16_TOL
+    assert len(got) == 8
+    for g_row, w_row in zip(got, want[len(ids) - 1 :]):
+        assert rel(g_row, w_row) < BF16_TOL
 
 
 def test_cuda_logits_match_transformers(ckpt):

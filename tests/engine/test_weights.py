@@ -68,6 +68,9 @@ def test_broken_safetensors_directory_names_the_file(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "gpt_neox"}')
     with pytest.raises(ModelLoadError, match="unsupported model_type 'gpt_neox'"):
         load_checkpoint(tmp_path)
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3", "use_sliding_window": true}')
+    with pytest.raises(ModelLoadError, match="sliding-window attention is not implemented"):
+        load_checkpoint(tmp_path)
 
 
 def test_gguf_config_and_unpermuted_rope_weights(checkpoint):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evals.swe.logparsers import parse_django, parse_junit, parse_pytest, parse_sympy
@@ -139,6 +139,7 @@ PARAMS = st.lists(st.one_of(PARAM_TEXT, PARAM_TEXT.map(lambda s: f"[{s}]")), min
 
 
 @given(params=PARAMS.filter(lambda p: p.strip() == p and p), message=PARAM_TEXT.filter(str.strip))
+@example(params="a - b", message="x")  # an ERROR line with no message, every ` - ` inside the brackets
 def test_any_parametrised_id_survives_summary_and_verbose_lines(params, message):
     test = f"tests/test_p.py::TestC::test_p[{params}]"
     for line, status in (
