@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -55,6 +55,7 @@ class SandboxSpec(BaseModel):
     image: str | None = None  # docker: a local image (default: the base image)
     workdir: str | None = None  # docker: where commands start (default: the image's /workspace volume)
     env: dict[str, str] = {}  # docker: variables set over the sandbox's defaults (a task image's PATH)
+    options: dict[str, Any] = {}  # docker: DockerOptions fields over the defaults (a Harbor task's network, limits)
 
     @classmethod
     def parse(cls, text: str) -> SandboxSpec:
@@ -84,7 +85,8 @@ def open_sandbox(spec: SandboxSpec, workspace: Path) -> Sandbox:
     from sandboxes.docker_container import DockerUnavailable
     from sandboxes.docker_options import DockerOptions
 
-    options = DockerOptions(**{k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None})
+    given = {k: v for k, v in (("image", spec.image), ("workdir", spec.workdir)) if v is not None}
+    options = DockerOptions(**{**spec.options, **given})
     options = options.model_copy(update={"env": {**options.env, **spec.env}})
     try:
         return DockerSandbox.start(options, run_dir=workspace.parent)  # labelled with its run, so resume finds it
@@ -136,6 +138,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         image=sandbox.image if sandbox else None,
         workdir=sandbox.workdir if sandbox else None,
         env=sandbox.env if sandbox else {},
+        sandbox_options=sandbox.options if sandbox else {},
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
         seed=spec.seed if spec.seed is not None else policy.model.seed,
@@ -244,7 +247,9 @@ def recorded_sandbox(info: RunInfo, doing: str) -> SandboxSpec:
             f"Run {info.run_id} used a custom sandbox ({info.sandbox}); {doing} it from code, "
             "passing the same sandbox factory."
         )
-    return SandboxSpec(kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env)
+    return SandboxSpec(
+        kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env, options=info.sandbox_options
+    )
 
 
 @contextmanager

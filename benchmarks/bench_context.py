@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.journal.store import read_events  # noqa: E402
+from agent.recorded.engine_cache import cache_engine  # noqa: E402
 from agent.recorded.rerender import rerender  # noqa: E402
 from core.context_policy import Compact, ContextStep, MaskObservations, StripReasoning  # noqa: E402
 from core.types import Message  # noqa: E402
@@ -53,7 +54,6 @@ from tools.base import openai_schema  # noqa: E402
 from tools.builtin import STANDARD  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "trajectories"
-CACHE_TOKENS = 400_000  # KV blocks for this many tokens: every policy's working set fits, as on a server with room
 
 
 @dataclass
@@ -108,32 +108,6 @@ def chat_dicts(messages: list[Message]) -> list[dict]:
             d["tool_call_id"] = m.tool_call_id
         out.append(d)
     return out
-
-
-def make_engine(weights: str):
-    from engine.config import EngineConfig, ModelConfig
-    from engine.engine import Engine
-    from engine.tokenizer import Tokenizer
-    from engine.weights import default_model_path, dummy_checkpoint, load_checkpoint
-
-    real = load_checkpoint(default_model_path())
-    tokenizer = Tokenizer.from_checkpoint(real)
-    if weights == "default":
-        return lambda: Engine(real, EngineConfig(max_num_batched_tokens=2048)), tokenizer
-    shape = ModelConfig(
-        vocab_size=real.config.vocab_size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_layers=1,
-        num_heads=1,
-        num_kv_heads=1,
-        head_dim=64,
-        max_position_embeddings=262_144,
-        eos_token_ids=real.config.eos_token_ids,
-    )
-    kv = CACHE_TOKENS * shape.kv_bytes_per_token()
-    ckpt = dummy_checkpoint(shape)
-    return lambda: Engine(ckpt, EngineConfig(kv_cache_bytes=kv, max_num_batched_tokens=4096)), tokenizer
 
 
 def replay(name: str, events, steps: list[ContextStep], policy: str, engine, tokenizer, counter: TokenCounter) -> Row:
@@ -223,7 +197,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the rows here")
     args = ap.parse_args()
 
-    new_engine, tokenizer = make_engine(args.weights)
+    engine = cache_engine(args.weights)  # the same engine `harness rerender --engine` sends prompts to
+    new_engine, tokenizer = engine.new, engine.tokenizer
     counter = TokenCounter(tokenizer.encode, "engine")
     rows: list[Row] = []
     for run_dir in sorted(p for p in args.fixtures.iterdir() if (p / "events.jsonl").exists()):

@@ -72,5 +72,9 @@ def ab_command(
             r.direction or "—",
         )
     console.print(summary)
+    said = {f"{r.run_id}: {note}" for r in [*a, *b] for note in r.journal_notes}  # warned above
+    for note in c.notes:
+        if note not in said:
+            console.print(text(("note:", "yellow"), f" {note}"), soft_wrap=True)
     console.print(text((c.verdict.text, "bold green" if c.verdict.distinguishable else "bold")))
     console.print(text(f"wrote {html_path} and {json_path}"))

@@ -9,12 +9,15 @@ from pathlib import Path
 import typer
 
 from agent.pricing import load_prices
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, text, warn
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
 from evals.interop.imports.batch import files_in, import_batch
 from evals.interop.imports.detect import open_source, trajectories
+from evals.interop.imports.grades import grade_run, read_grades
 from evals.interop.imports.write import import_run
+
+WARN_AT = 20
 
 
 class Format(str, Enum):
@@ -39,11 +42,18 @@ def import_command(
         "batch folder import-NAME there. Importing again into the same place keeps what is already there.",
     ),
     prices: Path = typer.Option(None, help="A price table (TOML) for run.json's price, instead of the shipped one."),
+    grades: Path = typer.Option(
+        None,
+        help="A SWE-bench grading result: the harness's report JSON (resolved_ids...), a results_summary.json "
+        "(instances [{instance_id, resolved}]) or a folder of per-instance report.json. Each run it grades gets a "
+        "grade.json, so reports and ab judge it on resolved.",
+    ),
 ) -> None:
     """Import mini-swe-agent, SWE-agent, ATIF (Harbor) or Inspect AI trajectories as run directories, so
     `harness report`, `rerender` and `ab` work on them. run.json says where each came from and what its format
     does not carry (`imported_gaps`)."""
     table = load_prices(prices)
+    graded = read_grades(grades) if grades is not None else None  # a bad grades file stops before anything is written
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise HarnessError(f"{missing[0]} does not exist. Pass trajectory files or folders that hold them.")
@@ -54,6 +64,13 @@ def import_command(
             run_dir, written = import_run(runs[0], source, out, table)
             said = "imported" if written else "already imported, kept as it is"
             console.print(text(f"{source.format}: {said}\nrun directory: {run_dir}"), soft_wrap=True)
+            if graded is not None:
+                iid = runs[0].instance_id
+                verdict = grade_run(run_dir, iid, graded)
+                if verdict is None:
+                    _warn_each([f"{run_dir.name}: {graded.source} has no grade for {iid}; it is judged on submission"])
+                else:
+                    console.print(text(f"graded by {graded.source}: {'resolved' if verdict else 'not resolved'}"))
             return
     files = files_in(paths)
     if not files:
@@ -68,7 +85,7 @@ def import_command(
             bar.update(task, advance=1, note=path.name)
 
         with heartbeat(console, lambda: f"imported {int(bar.tasks[0].completed)} of {len(files)} files"):
-            outcome = import_batch(files, folder, format.value, table, done)
+            outcome = import_batch(files, folder, format.value, table, done, graded)
     kept = outcome.runs - outcome.written
     console.print(
         text(
@@ -77,8 +94,31 @@ def import_command(
         ),
         soft_wrap=True,
     )
+    if graded is not None:
+        console.print(
+            text(f"graded by {graded.source}: {outcome.resolved} resolved, {outcome.unresolved} not resolved"),
+            soft_wrap=True,
+        )
+        _warn_each(
+            [
+                f"{run}: {graded.source} has no grade for {iid}; it is judged on submission"
+                for run, iid in outcome.ungraded
+            ]
+        )
+        _warn_each(
+            [f"{graded.source}: {iid} names no run of this import; its grade is not used" for iid in outcome.unknown]
+        )
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def _warn_each(lines: list[str]) -> None:
+    """One warning line each, the first WARN_AT; a count for the rest (a subset imported against a whole
+    benchmark's grades would otherwise print hundreds)."""
+    for line in lines[:WARN_AT]:
+        warn(line)
+    if len(lines) > WARN_AT:
+        warn(f"... and {len(lines) - WARN_AT} more like these")
 
 
 def _name(paths: list[Path]) -> str:

@@ -26,6 +26,7 @@ from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
 from cli.swe import swe_app, swe_grade_command
+from cli.tasks import tasks_app
 from core.errors import HarnessError
 from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -187,6 +188,7 @@ app.command("rerender")(rerender_command)
 app.command("import")(import_command)
 app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
+app.add_typer(tasks_app, name="tasks")
 app.command("report")(report_command)
 app.command("ab")(ab_command)
 app.command("study")(study_command)

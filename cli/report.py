@@ -11,6 +11,7 @@ from agent.journal.store import make_folder
 from agent.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
+from cli.price_options import PRICE_MODEL, PRICE_TABLE
 from core.errors import HarnessError
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
@@ -34,8 +35,8 @@ def report_command(
         help="Folder that receives report.html, created if missing (default: PATH itself, or a temporary folder "
         "when PATH cannot be written).",
     ),
-    prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
-    price_model: str = typer.Option(None, help="Price every run as this model, e.g. anthropic:claude-sonnet-4-5."),
+    prices: Path = PRICE_TABLE,
+    price_model: str = PRICE_MODEL,
 ) -> None:
     """Inspect a run or a batch: detector findings, timeline, prompt breakdown, token, cache and cost charts."""
     table = load_prices(prices)

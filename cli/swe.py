@@ -5,6 +5,7 @@ any predictions file)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -158,7 +159,7 @@ def _infra_lines(report: RunReport) -> str:
     return "\n".join(lines)
 
 
-def _build_images(instances: list[SweInstance], said: Console) -> None:
+def _build_images(instances: Sequence[SweInstance], said: Console) -> None:
     """Build every task image up front, naming each, so the batch's bar measures agents, not builds.
     A failure is left for the instance's run to report as an environment error."""
     client = docker.from_env(timeout=300)
@@ -266,7 +267,7 @@ def _only(instances: list[SweInstance], only: list[str] | None, suite: str) -> l
     return [i for i in instances if i.instance_id in set(only)]
 
 
-def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
+def _run_following(spec: SweBatchSpec[SweInstance], said: Console) -> RunReport:
     """Run and grade the batch under a progress bar, with a line per graded instance and a heartbeat."""
     said.print(text(f"batch folder: {spec.batch_dir}"), soft_wrap=True)
     if spec.executor.kind == "local":
@@ -299,7 +300,7 @@ def _run_following(spec: SweBatchSpec, said: Console) -> RunReport:
     return report
 
 
-def _print_report(report: RunReport, spec: SweBatchSpec, as_json: bool) -> None:
+def _print_report(report: RunReport, spec: SweBatchSpec[SweInstance], as_json: bool) -> None:
     batch_dir = spec.batch_dir
     batch = SweBatch.model_validate_json((batch_dir / "batch.json").read_text())
     cost = batch.cost.line(batch_dir, "instance")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Harbor's ATIF models, the reader that tests/evals/interop validates `harness export --format atif` with,
-# need Python >= 3.12, newer than the project's own: they get a venv of their own (VENV, default
-# .venv-interop312). Only the models are needed, and they need only pydantic, so harbor is installed without
+# and its task loader, which tests/evals/tasks reads the test tasks with, need Python >= 3.12, newer than the
+# project's own: they get a venv of their own (VENV, default .venv-interop312). Only the models are needed,
+# and they need only pydantic (and toml and pathspec, for the task models), so harbor is installed without
 # its framework's dependencies (litellm, supabase, fastmcp...: about 470 MB and a minute); if a release ever
 # needs more, the full install follows. Idempotent: a venv whose models import is left alone. Without a
 # Python >= 3.12 it says so and exits 0: the ATIF validation tests then skip, saying why.
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 VENV=${1:-.venv-interop312}
 HARBOR=harbor==0.26.0
-PROBE='from harbor.models.trajectories import Trajectory; from harbor.utils.trajectory_validator import TrajectoryValidator'
+PROBE='from harbor.models.trajectories import Trajectory; from harbor.utils.trajectory_validator import TrajectoryValidator; from harbor.models.task.task import Task'
 
 if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c "$PROBE" 2>/dev/null; then
   touch "$VENV/.installed"
@@ -37,11 +38,11 @@ if ! PY=$(find_python); then
   echo "no Python >= 3.12 here (python3.12 on PATH, or a pyenv version): the ATIF export tests will skip" >&2
   exit 0
 fi
-echo "installing $HARBOR's ATIF models into $VENV (Python: $PY)"
+echo "installing $HARBOR's ATIF and task models into $VENV (Python: $PY)"
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 "$VENV/bin/pip" install -q --no-deps --no-warn-conflicts "$HARBOR"
-"$VENV/bin/pip" install -q --no-warn-conflicts 'pydantic>=2.14'
+"$VENV/bin/pip" install -q --no-warn-conflicts 'pydantic>=2.14' 'toml>=0.10' 'pathspec>=1.0.3'
 "$VENV/bin/python" -c "$PROBE" 2>/dev/null || "$VENV/bin/pip" install -q "$HARBOR"
 "$VENV/bin/python" -c "$PROBE"
 touch "$VENV/.installed"

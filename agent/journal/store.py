@@ -41,6 +41,7 @@ class RunInfo(BaseModel):
     image: str | None = None  # docker: the image the run started from
     workdir: str | None = None  # docker: where its commands start
     env: dict[str, str] = Field(default_factory=dict)  # docker: variables set over the sandbox's defaults
+    sandbox_options: dict[str, Any] = Field(default_factory=dict)  # docker: DockerOptions set over the defaults
     toolset: str = "standard"  # the named tool set (tools.builtin.TOOLSETS) the MCP tools joined
     tools: list[dict[str, str]] = Field(default_factory=list)  # offered: name, server, effect, schema_sha256
     policy: dict[str, Any]

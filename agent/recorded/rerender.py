@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agent.journal.fold import fold
-from core.context_policy import ContextStep, DiscloseTools, check_window
+from core.context_policy import Compact, ContextStep, DiscloseTools, check_window
 from core.events import Event
 from core.memory_types import Fold
 from core.types import Message, Usage
 from memory.extractive import ExtractiveSummariser
-from memory.prefix import PrefixReuse
+from memory.prefix import PrefixReuse, RadixTree
 from memory.render import Renderer
 from memory.tokens import TokenCounter
 from tools.base import Tool
@@ -36,6 +36,7 @@ class StepCost:
     prompt_tokens: int
     reused: int  # ideal prefix reuse: tokens shared with an earlier request of the run
     messages: int
+    recorded: Usage = Usage()  # what the provider said of the recorded reply: its prompt as the source counted it
 
 
 @dataclass
@@ -52,6 +53,9 @@ class Rerendered:
     requests: list[Request] = field(default_factory=list)  # every request in order, kept only when asked for
     folds: list[Fold] = field(default_factory=list)
     summariser: Usage = Usage()
+    # Summariser prompt tokens an ideal cache over every earlier request of the run (agent and summariser)
+    # would serve: a summary asked for by forking the agent's prompt shares its prefix.
+    summariser_reused: int = 0
     cut_offs: int = 0
     tools_tokens: int = 0
 
@@ -93,12 +97,14 @@ def rerender(
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
     text = tools_text(shown) if shown else ""
     requests: list[Request] = []
-    summariser = _Recording(ExtractiveSummariser(counter), requests if keep_prompts else None)
+    # Every request's tokens, for the summariser's reuse; only a policy that compacts again asks a summariser.
+    every = RadixTree() if not recorded_folds and any(isinstance(s, Compact) for s in context) else None
+    summariser = _Recording(ExtractiveSummariser(counter), requests if keep_prompts else None, every)
     out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0, requests=requests)
     renderer = Renderer(context, counter, text, window)  # the loop's pipeline: the same rendering and compaction
     reuse = PrefixReuse()
     previous_step = 0
-    for step, history, _reply, journaled, cuts in replay_history(events):
+    for step, history, reply, journaled, cuts in replay_history(events):
         if recorded_folds:  # the run's own folds and overflow cuts; another policy's run would have made its own
             out.folds = list(journaled)
         elif previous_step:
@@ -106,12 +112,15 @@ def rerender(
             result = renderer.compact_if_due(history, out.folds, previous_step, summariser, shown)
             if result is not None:
                 out.summariser = out.summariser + result.usage
+                out.summariser_reused = summariser.reused
                 out.cut_offs += sum(a.finish_reason == "length" for a in result.attempts)
                 if result.fold is not None:
                     out.folds.append(result.fold)
         prompt = renderer.render(history, out.folds, cuts if recorded_folds else None)
         ids = counter.prompt_ids(prompt, text)
-        out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt)))
+        out.steps.append(StepCost(step, len(ids), reuse.add(ids), len(prompt), reply.usage if reply else Usage()))
+        if every is not None:
+            every.insert(ids)
         if keep_prompts:
             out.requests.append(Request("agent", step, prompt, list(shown)))
         previous_step = step
@@ -119,15 +128,23 @@ def rerender(
 
 
 class _Recording:
-    """Passes summary requests through, noting each one (a benchmark sends them to an engine too)."""
+    """Passes summary requests through, noting each one (a benchmark sends them to an engine too) and, given the
+    tree of the run's requests, how many of its prompt tokens an ideal cache would serve."""
 
-    def __init__(self, inner: ExtractiveSummariser, sink: list | None):
-        self.inner, self.sink, self.step = inner, sink, 0
+    def __init__(self, inner: ExtractiveSummariser, sink: list | None, every: RadixTree | None):
+        self.inner, self.sink, self.every, self.step, self.reused = inner, sink, every, 0, 0
 
     def summarise(self, request):
         if self.sink is not None:
             self.sink.append(Request("summariser", self.step, list(request.messages), list(request.tools)))
-        return self.inner.summarise(request)
+        reply = self.inner.summarise(request)
+        if self.every is not None:
+            counter = self.inner.counter
+            ids = counter.prompt_ids(request.messages, tools_text(request.tools) if request.tools else "")
+            # The reply's count leaves the tool schemas out: the share served is of that count.
+            self.reused += min(self.every.longest_prefix(ids), reply.usage.prompt_tokens)
+            self.every.insert(ids)
+        return reply
 
 
 def with_describe_tool_list(tools: Sequence[Tool]) -> list[Tool]:

@@ -36,6 +36,8 @@ METRICS = (
     Metric("cached_tokens", "cached tokens", "count", None, lambda r: r.cached_tokens),
     Metric("completion_tokens", "completion tokens", "count", "lower", lambda r: r.completion_tokens),
     Metric("cost_usd", "cost (USD)", "usd", "lower", lambda r: r.cost_usd),
+    # imported runs the price table cannot price: the cost each source recorded (judged only in cost_usd's place)
+    Metric("recorded_cost_usd", "cost as recorded (USD)", "usd", "lower", lambda r: r.recorded_cost_usd),
     Metric("wall_s", "wall time (s)", "seconds", "lower", lambda r: r.wall_s),
 )
 METRIC_NAMES = tuple(m.name for m in METRICS)
@@ -127,9 +129,23 @@ class Comparison:
 
 
 def usable_metrics(pairs: list[Pair], notes: list[str]) -> list[Metric]:
-    out = []
+    out: list[Metric] = []
     for m in METRICS:
         values = [(m.value(p.a), m.value(p.b)) for p in pairs]
+        if m.name == "recorded_cost_usd":
+            if any(o.name == "cost_usd" for o in out) or not any(r.recorded_by for p in pairs for r in (p.a, p.b)):
+                continue  # the table priced every run, or none was imported: nothing recorded to fall back on
+            if any(x is None or y is None for x, y in values):
+                notes.append(
+                    f"{m.label} is left out too: some runs have no recorded cost (runs of ours, or no cost kept)."
+                )
+                continue
+            by = ", ".join(sorted({r.recorded_by for p in pairs for r in (p.a, p.b)}))
+            notes.append(
+                f"{m.label} judges cost instead: the cost each run's source recorded ({by}), not a price of ours."
+            )
+            out.append(m)
+            continue
         if any(x is None or y is None for x, y in values):
             notes.append(
                 f"{m.label} is left out: some runs have no value for it (a model missing from the price table)."
@@ -176,9 +192,7 @@ def compare(
         if r.name == primary:
             r.primary, r.p_adjusted = True, r.p
         r.detectable = r.p_adjusted < alpha
-    spend = next((m for m in metrics if m.name == "cost_usd"), None) or next(
-        m for m in METRICS if m.name == "prompt_tokens"
-    )
+    spend = next((m for m in metrics if m.kind == "usd"), None) or next(m for m in METRICS if m.name == "prompt_tokens")
     comparison = Comparison(
         a_name=a_name,
         b_name=b_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.journal.fold import fold
 from agent.journal.integrity import check_run
 from agent.journal.store import read_run_info
 from agent.pricing import PriceTable, cost_usd, find_price
@@ -12,6 +13,7 @@ from core.errors import HarnessError
 from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in
 from evals.reports.outcome import graded, submitted, success
+from evals.reports.recorded import priceable, recorded
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class RunRecord:
     wall_s: float
     started_at: str = ""
     journal_notes: tuple[str, ...] = ()  # what is wrong with its journal or summary.json (agent.journal.integrity)
+    # An imported run: the cost its source recorded (evals.reports.recorded), and who recorded it; None for ours
+    recorded_cost_usd: float | None = None
+    recorded_by: str = ""
 
 
 def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunRecord:
@@ -38,6 +43,10 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
     summary = graded(run_dir, check.summary)
     t = summary.tokens
     price = find_price(price_model or info.model, prices)
+    steps = fold(check.events).steps if info.imported else []  # what an import recorded per reply
+    source = recorded(info, summary, steps)
+    if source is not None and not all(priceable(info, s) for s in steps):
+        price = None  # some reply's usage was never recorded: pricing its zeros would show an unknown as zero
     return RunRecord(
         task_id=summary.task_id,
         seed=info.seed,
@@ -61,6 +70,8 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
         wall_s=summary.wall_s,
         started_at=info.started_at,
         journal_notes=tuple(check.notes),
+        recorded_cost_usd=source.cost_usd if source else None,
+        recorded_by=source.by if source else "",
     )
 
 

@@ -14,10 +14,12 @@ from evals.reports.detectors import DETECTORS, prompt_tokens
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
+from evals.reports.recorded import recorded_cost_text
 from evals.reports.svg import compact, usd
 from evals.reports.svg_bars import hbars
 from evals.reports.svg_lines import Series, line_chart
 from evals.reports.svg_scatter import Cloud, Point, scatter
+from evals.reports.totals import SourceTotals, batch_cost, ideal_reuse, percent, run_cost, source_totals
 
 PALETTE = ("#2563eb", "#16a34a", "#dc2626", "#7c3aed", "#0891b2", "#ea580c", "#db2777", "#4d7c0f", "#475569", "#b45309")
 MAX_LINES = 12  # more runs than this: the prompt chart shows the median and the range instead of one line each
@@ -30,13 +32,13 @@ class RunRow:
     outcome: str
     ok: bool
     cost: str
+    recorded_cost: str  # "" for a run of ours: the column shows only where some run was imported
     findings: int
 
 
 def batch_cards(runs: list[RunData]) -> list[Card]:
     ok = sum(success(r.summary) for r in runs)
-    costs = [c for c in (r.cost for r in runs) if c is not None]
-    total = sum(costs) if len(costs) == len(runs) else None
+    total, source = batch_cost(runs), source_totals(runs)
     prompt = sum(r.summary.tokens.prompt for r in runs)
     cached = sum(r.summary.tokens.cached for r in runs)
     steps = [r.summary.steps for r in runs]
@@ -44,11 +46,22 @@ def batch_cards(runs: list[RunData]) -> list[Card]:
         Card("runs", f"{len(runs)}", f"{len({r.summary.task_id for r in runs})} tasks"),
         Card("succeeded", f"{ok / len(runs):.0%}" if runs else "—", f"{ok} of {len(runs)}"),
         Card("steps", f"{sum(steps) / len(steps):.1f}" if steps else "—", "mean per run"),
-        Card("prompt tokens", compact(prompt), f"{prompt:,} in total"),
-        Card("cached", f"{cached / prompt:.0%}" if prompt else "—", f"{cached:,} tokens"),
-        Card("cost", format_usd(total), "total" if total is not None else "some models have no price"),
+        Card("prompt tokens", compact(prompt), f"{prompt:,} in total" + (f", {_by(source, runs)}" if source else "")),
+        Card(
+            "cached",
+            f"{cached / prompt:.0%}" if prompt else "—",
+            f"{cached:,} tokens" + (", the provider's" if source else ""),
+        ),
+        Card("ideal prefix reuse", percent(ideal_reuse(runs)), "the harness's count of the prompts"),
+        Card("cost", format_usd(total.usd), total.label),
+        *([Card("recorded cost", format_usd(source.cost_usd), source.cost_note)] if source else []),
         Card("findings", f"{sum(len(r.findings) for r in runs):,}", f"in {sum(bool(r.findings) for r in runs)} runs"),
     ]
+
+
+def _by(source: SourceTotals, runs: list[RunData]) -> str:
+    """Who recorded a batch's token counts: its sources, for every run or for the imported ones."""
+    return f"recorded by {source.by}" + ("" if source.runs == len(runs) else f" for {source.runs} runs")
 
 
 def prompt_lines(runs: list[RunData]) -> str:
@@ -73,12 +86,13 @@ def prompt_lines(runs: list[RunData]) -> str:
 
 
 def cost_title(runs: list[RunData]) -> str:
-    return "Steps and cost per run" if all(r.cost is not None for r in runs) else "Steps and prompt tokens per run"
+    return "Steps and cost per run" if all(run_cost(r) is not None for r in runs) else "Steps and prompt tokens per run"
 
 
 def cost_scatter(runs: list[RunData]) -> str:
-    """Each run's steps against its cost (its prompt tokens where some model has no price)."""
-    priced = all(r.cost is not None for r in runs)
+    """Each run's steps against its cost (its prompt tokens where some run has no cost known); a cost the source
+    recorded stands in for an unpriced one, and the axis says so."""
+    priced = all(run_cost(r) is not None for r in runs)
     good = Cloud("#16a34a", [(r.summary.steps, _height(r, priced)) for r in runs if success(r.summary)])
     bad = Cloud("#dc2626", [(r.summary.steps, _height(r, priced)) for r in runs if not success(r.summary)])
     points = [
@@ -91,11 +105,20 @@ def cost_scatter(runs: list[RunData]) -> str:
         for c in (good, bad)
         if c.points
     ]
+    total = batch_cost(runs)
     return scatter(
         points,
         cost_title(runs),
         "steps",
-        "cost (USD)" if priced else "prompt tokens",
+        (
+            "cost (USD, as recorded)"
+            if not total.priced
+            else "cost (USD, some as recorded)"
+            if total.recorded
+            else "cost (USD)"
+        )
+        if priced
+        else "prompt tokens",
         clouds=[good, bad],
         y_fmt=usd if priced else compact,
     )
@@ -103,7 +126,7 @@ def cost_scatter(runs: list[RunData]) -> str:
 
 def _height(run: RunData, priced: bool) -> float:
     """A run's place on the scatter's y axis: its cost when every run has one, else its prompt tokens."""
-    cost = run.cost
+    cost = run_cost(run)
     return cost if priced and cost is not None else run.summary.tokens.prompt
 
 
@@ -124,6 +147,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
                 outcome_label(r.summary),
                 success(r.summary),
                 format_usd(r.cost),
+                recorded_cost_text(r.recorded)[0] if r.recorded else "",
                 len(r.findings),
             )
         )
@@ -134,6 +158,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "path": str(batch_dir),
         "cards": batch_cards(runs),
         "rows": rows,
+        "imported": any(r.recorded for r in runs),
         "journal_notes": [(row, note) for row in rows for note in row.run.journal_notes],
         "detectors": [
             (d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS

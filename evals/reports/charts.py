@@ -94,7 +94,7 @@ def run_charts(run: RunData, parts: list[Breakdown]) -> dict[str, str]:
             y_max=1.0,
         ),
     }
-    if run.price is not None:
+    if run.cost is not None:
         costs = [c or 0.0 for s, c in zip(run.steps, run.step_costs) if s.reply is not None]
         charts["cost"] = line_chart(
             [Series("cost", list(zip(xs, accumulate(costs))), PURPLE, "area")],

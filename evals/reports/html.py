@@ -21,8 +21,10 @@ from evals.reports.chess import chess_view
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
+from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.svg import compact
 from evals.reports.timeline import Clipper, step_views
+from evals.reports.totals import percent
 
 TEMPLATES = Path(__file__).with_name("templates")
 OPEN_ALL_UP_TO = 30  # shorter runs show every step open; longer ones only the flagged steps
@@ -54,29 +56,54 @@ def common() -> dict:
 
 
 def cost_note(run: RunData) -> str:
-    if run.price is None:
-        return (
+    unpriced = sum(c is None for s, c in zip(run.steps, run.step_costs) if s.reply is not None)
+    if run.price is not None and unpriced:
+        note = (
+            f"Cost unknown: the source recorded no usage for {unpriced} of the run's replies, so the price of "
+            f"{run.price.provider}:{run.price.model} cannot be applied to them."
+        )
+    elif run.price is None:
+        note = (
             f"Cost unknown: the price table has no entry for model {run.info.model!r}. "
             "Pass --prices FILE with its price, or --price-model NAME to price the run as another model."
         )
-    p = run.price
+    else:
+        p = run.price
+        note = (
+            f"Priced as {p.provider}:{p.model} at ${p.input:g} per million input and ${p.output:g} per million output "
+            f"tokens; cache reads at {p.cached_input:g}x and cache writes at {p.cache_write:g}x the input price."
+        )
+    return note + (f" {source_note(run.recorded)}" if run.recorded else "")
+
+
+def source_note(source: Recorded) -> str:
     return (
-        f"Priced as {p.provider}:{p.model} at ${p.input:g} per million input and ${p.output:g} per million output tokens; "
-        f"cache reads at {p.cached_input:g}x and cache writes at {p.cache_write:g}x the input price."
+        f"Figures {source.label} are the source's own: the usage and cost its provider reported for each reply, "
+        "and its own total. The harness's count of the prompts and the ideal prefix reuse are the harness's, from "
+        "each prompt rebuilt from the journal."
     )
 
 
 def cards(run: RunData) -> list[Card]:
     s, t = run.summary, run.summary.tokens
-    hit = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "—"
     errors = sum(s.errors.values())
     return [
         Card("steps", f"{s.steps:,}", f"{s.model_calls:,} model calls, {s.model_failures} failed"),
         Card("tool calls", f"{s.tool_calls_total:,}", ", ".join(f"{k} {v}" for k, v in s.tool_calls.items())[:60]),
         Card("errors", f"{errors:,}", ", ".join(f"{k} {v}" for k, v in s.errors.items())[:60] or "none"),
+        *(_source_cards(run, run.recorded) if run.recorded else _own_cards(run)),
+        Card("completion", compact(t.completion), f"{t.reasoning:,} of them reasoning"),
+        Card("wall time", f"{s.wall_s:,.1f} s", f"{s.truncated_outputs} outputs truncated"),
+        Card("findings", f"{len(run.findings):,}", f"in {len({f.step for f in run.findings}):,} steps"),
+    ]
+
+
+def _own_cards(run: RunData) -> list[Card]:
+    s, t = run.summary, run.summary.tokens
+    hit = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "—"
+    return [
         Card("prompt tokens", compact(t.prompt), f"{t.prompt:,} in total"),
         Card("cached", hit, f"{t.cached:,} tokens from cache" + _ideal(s)),
-        Card("completion", compact(t.completion), f"{t.reasoning:,} of them reasoning"),
         Card("cost", format_usd(run.cost), run.price.model if run.price else "no price for this model"),
         Card(
             "cost at run time",
@@ -85,8 +112,33 @@ def cards(run: RunData) -> list[Card]:
             if s.unpriced_calls
             else "every call priced as journaled",
         ),
-        Card("wall time", f"{s.wall_s:,.1f} s", f"{s.truncated_outputs} outputs truncated"),
-        Card("findings", f"{len(run.findings):,}", f"in {len({f.step for f in run.findings}):,} steps"),
+    ]
+
+
+def _source_cards(run: RunData, source: Recorded) -> list[Card]:
+    """An imported run: the source's recorded figures, each named as its, beside the harness's own."""
+    s = run.summary
+    recorded_cost, where = recorded_cost_text(source)
+    return [
+        Card(
+            "prompt tokens",
+            compact(source.prompt_tokens) if source.replies_with_usage else "—",
+            f"{source.tokens_text}, {source.label}",
+        ),
+        Card(
+            "cached share",
+            percent(source.cached_share),
+            f"{source.cached_tokens:,} tokens, the provider's, {source.label}"
+            if source.replies_with_usage
+            else "not recorded per reply",
+        ),
+        Card(
+            "ideal prefix reuse",
+            percent(s.prefix_reuse_rate),
+            f"the harness's, of {run.counted_tokens:,} prompt tokens it counts",
+        ),
+        Card("cost", format_usd(run.cost), repriced_text(run.price, run.cost, run.info.model)),
+        Card(f"cost {source.label}", recorded_cost, where),
     ]
 
 

@@ -14,6 +14,7 @@ from core.errors import HarnessError
 from core.types import Message
 from evals.reports.detectors import Finding, detect
 from evals.reports.outcome import graded
+from evals.reports.recorded import Recorded, priceable, recorded
 
 
 @dataclass
@@ -29,10 +30,24 @@ class RunData:
     journal_notes: list[
         str
     ]  # what is wrong with the journal or summary.json, one sentence each (agent.journal.integrity)
+    recorded: Recorded | None = None  # an imported run: the source's own figures (evals.reports.recorded)
 
     @property
     def cost(self) -> float | None:
-        return None if self.price is None else sum(c or 0.0 for c in self.step_costs)
+        """The run priced from the price table (ours); an imported run's own cost is `recorded.cost_usd`. None
+        when the table has no price, or some reply has no usage to price (an import's unrecorded usage)."""
+        if self.price is None or any(c is None for c in self.step_costs):
+            return None
+        return sum(c or 0.0 for c in self.step_costs)
+
+    @property
+    def counted_tokens(self) -> int:
+        """The prompt tokens by the harness's own count, the base of the ideal prefix reuse."""
+        return sum(s.counted_tokens or 0 for s in self.steps)
+
+    @property
+    def prefix_reused(self) -> int:
+        return sum(s.prefix_reused or 0 for s in self.steps)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -76,15 +91,17 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
     folded = fold(check.events)
     opening, steps = folded.opening, folded.steps
     price = price_of(info, steps, prices, price_model)
-    costs = [step_cost(price, s) for s in steps]
+    costs = [step_cost(price, s) if priceable(info, s) else None for s in steps]
+    summary = graded(run_dir, check.summary)
     return RunData(
         dir=run_dir,
         info=info,
-        summary=graded(run_dir, check.summary),
+        summary=summary,
         opening=opening,
         steps=steps,
         findings=detect(steps),
         price=price,
         step_costs=costs,
         journal_notes=check.notes,
+        recorded=recorded(info, summary, steps),
     )

@@ -8,7 +8,9 @@ from agent.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success
+from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.steps import lost
+from evals.reports.totals import batch_cost, ideal_reuse, percent, source_totals
 
 MAX_FINDINGS = 30
 
@@ -25,9 +27,37 @@ def overflow_lines(run: RunData) -> list[str]:
     ]
 
 
-def run_markdown(run: RunData) -> str:
+def own_lines(run: RunData) -> list[str]:
     s, t = run.summary, run.summary.tokens
     hit = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "—"
+    return [
+        f"- **tokens** prompt {t.prompt:,} (cached {hit}) · completion {t.completion:,} · reasoning {t.reasoning:,}",
+        f"- **cost** {format_usd(run.cost)}"
+        + ("" if run.price else f" (no price for {run.info.model})")
+        + f" · **at run time** {format_total(s.cost_usd, s.unpriced_calls)}",
+    ]
+
+
+def source_lines(run: RunData, source: Recorded) -> list[str]:
+    """An imported run: the source's recorded figures, named as its, and beside them the harness's own."""
+    s, t = run.summary, run.summary.tokens
+    cost, where = recorded_cost_text(source)
+    return [
+        f"- **{source.label}** prompt tokens {source.tokens_text} · "
+        + (
+            f"provider's cached share {percent(source.cached_share)} ({source.cached_tokens:,} tokens) · completion {t.completion:,} · "
+            f"reasoning {t.reasoning:,}"
+            if source.replies_with_usage
+            else "no usage per reply, so no cached share or completion tokens"
+        ),
+        f"- **the harness's** prompt tokens counted {run.counted_tokens:,} · ideal prefix reuse {percent(s.prefix_reuse_rate)}",
+        f"- **cost** {format_usd(run.cost)} ({repriced_text(run.price, run.cost, run.info.model)}) · "
+        f"**{source.label}** {cost} ({where})",
+    ]
+
+
+def run_markdown(run: RunData) -> str:
+    s = run.summary
     lines = [
         f"# Run {s.run_id}",
         "",
@@ -36,10 +66,7 @@ def run_markdown(run: RunData) -> str:
         f"- **task** {s.task_id} · **model** {s.model} · **policy** {s.policy or '—'}",
         f"- **outcome** {outcome_label(s)} (stop: {s.stop_reason}) — {s.message}",
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
-        f"- **tokens** prompt {t.prompt:,} (cached {hit}) · completion {t.completion:,} · reasoning {t.reasoning:,}",
-        f"- **cost** {format_usd(run.cost)}"
-        + ("" if run.price else f" (no price for {run.info.model})")
-        + f" · **at run time** {format_total(s.cost_usd, s.unpriced_calls)}",
+        *(source_lines(run, run.recorded) if run.recorded else own_lines(run)),
         *overflow_lines(run),
         "",
         "## Findings",
@@ -61,25 +88,36 @@ def run_markdown(run: RunData) -> str:
 
 def batch_markdown(runs: list[RunData], title: str) -> str:
     ok = sum(success(r.summary) for r in runs)
-    costs = [c for c in (r.cost for r in runs) if c is not None]
-    total = sum(costs) if len(costs) == len(runs) else None
+    total, source = batch_cost(runs), source_totals(runs)
     lines = [
         f"# Batch {title}",
         "",
         f"- **runs** {len(runs)} · **succeeded** {ok} ({ok / len(runs):.0%})" if runs else "- no runs",
-        f"- **cost** {format_usd(total)}" + (" (some models have no price)" if total is None and runs else ""),
+        f"- **cost** {format_usd(total.usd)} ({total.label})",
+        *(
+            [
+                f"- **recorded by {source.by}** cost {source.cost_text} · prompt tokens {source.prompt_tokens:,} · "
+                f"provider's cached share {percent(source.cached_share)}"
+            ]
+            if source
+            else []
+        ),
+        f"- **ideal prefix reuse** {percent(ideal_reuse(runs))} (the harness's count of the prompts)",
         "",
         *(f"> **warning:** {r.summary.run_id}: {note}" for r in runs for note in r.journal_notes),
         *([""] if any(r.journal_notes for r in runs) else []),
-        "| run | task | outcome | steps | prompt tokens | cached | cost | findings |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| run | task | outcome | steps | prompt tokens | cached | ideal reuse | cost |"
+        + (" recorded cost |" if source else "")
+        + " findings |",
+        "|---|---|---|---:|---:|---:|---:|---:|" + ("---:|" if source else "") + "---:|",
     ]
     for r in runs:
         s = r.summary
-        hit = f"{s.cache_hit_rate:.0%}" if s.cache_hit_rate is not None else "—"
+        recorded_cell = f" {recorded_cost_text(r.recorded)[0] if r.recorded else '—'} |" if source else ""
         lines.append(
-            f"| {s.run_id} | {s.task_id} | {outcome_label(s)} | {s.steps} | {s.tokens.prompt:,} | {hit} | "
-            f"{format_usd(r.cost)} | {len(r.findings)} |"
+            f"| {s.run_id} | {s.task_id} | {outcome_label(s)} | {s.steps} | {s.tokens.prompt:,} | "
+            f"{percent(s.cache_hit_rate)} | {percent(s.prefix_reuse_rate)} | {format_usd(r.cost)} |{recorded_cell} "
+            f"{len(r.findings)} |"
         )
     counts = Counter(f.detector for r in runs for f in r.findings)
     lines += ["", "| detector | findings | runs |", "|---|---:|---:|"]

@@ -120,7 +120,7 @@ def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | N
 
 
 def run_and_grade(
-    spec: SweBatchSpec,
+    spec: SweBatchSpec[SweInstance],
     on_graded: Callable[[InstanceResult, InstanceReport], None] = lambda r, g: None,
     tally: Tally | None = None,
 ) -> RunReport:
@@ -154,7 +154,7 @@ def run_and_grade(
         tally=tally,
     )
     predictions = {r.instance_id: Prediction(r.instance_id, model, r.model_patch) for r in results}
-    report = run_report(instances, predictions, reports)
+    report = run_report(list(instances), predictions, reports)
     write_json_atomic(spec.batch_dir / "report.json", report.model_dump(mode="json"))
     return report
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 import docker
 from pydantic import BaseModel
@@ -66,8 +67,16 @@ def final_diff(box: Sandbox, base_commit: str) -> str:
     return result.output
 
 
+class BatchItem(Protocol):
+    @property
+    def instance_id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=BatchItem)
+
+
 @dataclass(frozen=True)
-class SweBatchSpec:
+class SweBatchSpec(Generic[Item]):
     """Everything that decides a batch: the instances, the model (a model string or a reference agent), the
     policy, the batch folder (a batch run again into the same folder skips its finished instances), where
     the instances run, the price table each call is priced from (default: agent/prices.toml), the
@@ -75,7 +84,7 @@ class SweBatchSpec:
     folder included) cost that much, counting each run still going at the mean cost of the finished ones,
     how often an infra failure (evals/swe/infra.py) is tried again, and the eval script's timeout."""
 
-    instances: list[SweInstance]
+    instances: Sequence[Item]  # SWE instances, or any item with an id (a Harbor task: evals/tasks)
     model: str
     policy: HarnessPolicy
     batch_dir: Path
@@ -87,7 +96,7 @@ class SweBatchSpec:
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
-            name = model_for(self.model, self.instances[0]).name
+            name = self.model if is_reference(self.model) else load_model(self.model).name
             price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
 
 
@@ -185,16 +194,24 @@ def _unbuildable(error: Exception) -> SandboxFactory:
 
 def finished(batch_dir: Path, instance_id: str) -> InstanceResult | None:
     """A run directory with a summary and a collected patch is complete; a re-run skips it."""
+    patch = batch_dir / instance_id / "artifacts" / "model.patch"
+    if not patch.exists():
+        return None
+    return summarized(batch_dir, instance_id, patch.read_text())
+
+
+def summarized(batch_dir: Path, instance_id: str, patch: str | None) -> InstanceResult | None:
+    """The result of a run directory that has its summary.json; None without one."""
     run_dir = batch_dir / instance_id
-    summary, patch = run_dir / "summary.json", run_dir / "artifacts" / "model.patch"
-    if not (summary.exists() and patch.exists()):
+    summary = run_dir / "summary.json"
+    if not summary.exists():
         return None
     s = json.loads(summary.read_text())
     return InstanceResult(
         instance_id=instance_id,
         run_dir=str(run_dir),
         stop_reason=s["stop_reason"],
-        model_patch=patch.read_text(),
+        model_patch=patch,
         steps=s["steps"],
         tokens=s["tokens"]["prompt"] + s["tokens"]["completion"],
         cost_usd=s.get("cost_usd"),
@@ -216,14 +233,16 @@ def run_one(
 
 
 def run_batch(
-    spec: SweBatchSpec,
+    spec: SweBatchSpec[Any],
     on_done: Callable[[InstanceResult], None] = lambda r: None,
-    work: Callable[[SweInstance, str, HarnessPolicy, Path | None, Path], InstanceResult] = run_one,
+    work: Callable[[Any, str, HarnessPolicy, Path | None, Path], InstanceResult] = run_one,
     reuse: Callable[[Path, str], InstanceResult | None] = finished,
     tally: Tally | None = None,
+    predictions: bool = True,
 ) -> list[InstanceResult]:
     """Run `work` on every instance not already finished (per `reuse`) that the budget lets start, on the
-    local executor or Ray; the instances it did not start have no result."""
+    local executor or Ray; the instances it did not start have no result. `predictions`: write
+    predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
     make_folder(batch_dir, "batch folder", exist_ok=True)
     tally = tally or Tally(total=len(instances))
@@ -260,7 +279,8 @@ def run_batch(
         record = SweBatch(model=spec.model, policy=spec.policy.name, cost=budget.record())
         write_json_atomic(batch_dir / "batch.json", record.model_dump(mode="json"))
     ordered = [results[i.instance_id] for i in instances if i.instance_id in results]
-    write_predictions(batch_dir / "predictions.jsonl", ordered, spec.model)
+    if predictions:
+        write_predictions(batch_dir / "predictions.jsonl", ordered, spec.model)
     return ordered
 
 

@@ -4,21 +4,20 @@ window the run recorded."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from rich.console import Console
 from typer.testing import CliRunner
 
 from agent.loop import run
 from agent.models.scripted import ScriptedModel
+from agent.pricing import load_prices
+from agent.recorded.counterfactual import counterfactual
 from agent.recorded.replay import replay
 from agent.session import RunSpec, open_run, start
 from agent.task import Task
 from agent.tokens import counter_for
 from cli.main import app
-from cli.rerender import report
 from core.context_policy import Compact
 from core.errors import HarnessError
 from core.policy import HarnessPolicy, ModelParams
@@ -109,16 +108,16 @@ def test_a_replay_sizes_the_share_by_the_window_the_run_recorded(tmp_path):
 
 def test_rerender_uses_the_recorded_window_or_the_one_given(tmp_path):
     other = HarnessPolicy(name="share", context=[Compact(trigger_tokens="80%", keep_recent_steps=1)])
-    quiet = Console(file=io.StringIO())
+    prices = load_prices()
     _, known = compacting_run(tmp_path / "known", 8_000)
-    by_recorded = report(known, other, quiet)["share"].folds
-    assert len(by_recorded) >= 1
+    by_recorded = counterfactual(known, [other], prices).policies[1]
+    assert by_recorded.policy == "share" and by_recorded.compactions >= 1
 
     model = ScriptedModel(steps(25))  # the same trajectory, from a model whose window is not known
     _, unknown = start(RunSpec(Task(prompt="print words"), model, HarnessPolicy(), tmp_path / "unknown"))
     with pytest.raises(HarnessError, match='trigger_tokens = "80%"'):
-        report(unknown, other, quiet)
-    assert report(unknown, other, quiet, window=8_000)["share"].folds == by_recorded
+        counterfactual(unknown, [other], prices)
+    assert counterfactual(unknown, [other], prices, window=8_000).policies[1] == by_recorded
 
     policy = tmp_path / "p.toml"
     policy.write_text(SHARE_TOML)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.journal.store import read_events
+from agent.recorded.engine_cache import cache_engine
 from core.context_policy import Compact
 from memory.tokens import TokenCounter
 
@@ -26,7 +27,8 @@ def bench():
 
 
 def test_the_engine_serves_an_append_only_prefix_and_agrees_with_the_ideal(bench):
-    new_engine, tokenizer = bench.make_engine("dummy")
+    engine_of = cache_engine("dummy")
+    new_engine, tokenizer = engine_of.new, engine_of.tokenizer
     counter = TokenCounter(tokenizer.encode, "engine")
     events = [e for e in read_events(FIXTURE) if e.step <= 12]
     rows = {}

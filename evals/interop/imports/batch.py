@@ -25,6 +25,7 @@ from agent.pricing import PriceTable
 from evals.executors import BatchCost, Budget, Done, Tally
 from evals.interop.imports.detect import open_source, trajectories
 from evals.interop.imports.form import BadTrajectory
+from evals.interop.imports.grades import Grades, grade_run
 from evals.interop.imports.write import import_run
 
 SUFFIXES = (".json", ".traj", ".eval")  # what a folder is searched for; each file's format is read from its content
@@ -45,6 +46,10 @@ class Outcome:
     runs: int = 0  # run directories the files gave, new and kept
     written: int = 0
     failed: list[tuple[Path, str]] = field(default_factory=list)
+    resolved: int = 0  # with --grades: runs graded resolved, and unresolved
+    unresolved: int = 0
+    ungraded: list[tuple[str, str]] = field(default_factory=list)  # (run, instance) the grades have no grade for
+    unknown: list[str] = field(default_factory=list)  # instances graded that no run of the import has
 
 
 def files_in(paths: list[Path]) -> list[Path]:
@@ -64,6 +69,7 @@ def import_batch(
     fmt: str,
     prices: PriceTable,
     on_file: Callable[[Path, str | None], None] = lambda path, error: None,
+    grades: Grades | None = None,
 ) -> Outcome:
     make_folder(folder, "batch folder", exist_ok=True)
     outcome = Outcome(folder)
@@ -74,6 +80,7 @@ def import_batch(
     formats: dict[str, int] = {}
     models: dict[str, int] = {}
     agents: dict[str, int] = {}
+    graded_ids: set[str] = set()
     for path in files:
         error = None
         try:
@@ -93,12 +100,17 @@ def import_batch(
                     seen[key] = seen.get(key, 0) + 1
                 if (run_dir / "artifacts" / "model.patch").is_file():
                     patches.append((t.instance_id, run_dir))
+                if grades is not None:
+                    graded_ids.add(t.instance_id)
+                    _count(outcome, run_dir.name, t.instance_id, grade_run(run_dir, t.instance_id, grades))
         except BadTrajectory as e:
             error = str(e)
             outcome.failed.append((path, error))
             tally.finished(Done(str(path), error=error))
             order.append(str(path))
         on_file(path, error)
+    if grades is not None:
+        outcome.unknown = sorted(set(grades.by_instance) - graded_ids)
     tally.write(folder / "executor.json", order)
     record = ImportBatch(
         model=_most(models),
@@ -110,11 +122,31 @@ def import_batch(
             "runs": outcome.runs,
             "written": outcome.written,
             "failed": [{"file": str(p), "error": e} for p, e in outcome.failed],
+            **({"grades": _grades_record(grades, outcome)} if grades is not None else {}),
         },
     )
     write_json_atomic(folder / "batch.json", record.model_dump(mode="json"))
     _predictions(folder / "predictions.jsonl", patches, record.model)
     return outcome
+
+
+def _count(outcome: Outcome, run: str, instance_id: str, resolved: bool | None) -> None:
+    if resolved is None:
+        outcome.ungraded.append((run, instance_id))
+    elif resolved:
+        outcome.resolved += 1
+    else:
+        outcome.unresolved += 1
+
+
+def _grades_record(grades: Grades, outcome: Outcome) -> dict[str, Any]:
+    return {
+        "source": grades.source,
+        "resolved": outcome.resolved,
+        "unresolved": outcome.unresolved,
+        "ungraded": [run for run, _ in outcome.ungraded],
+        "unknown": len(outcome.unknown),
+    }
 
 
 def _predictions(path: Path, patches: list[tuple[str, Path]], model: str) -> None:

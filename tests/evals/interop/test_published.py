@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from agent.journal.fold import fold
 from agent.journal.store import read_events, read_run_info
+from agent.pricing import format_usd
 from cli.main import app
 
 runner = CliRunner()
@@ -125,7 +126,96 @@ def test_report_and_rerender_read_each_import(batches, fmt):
 
 def test_ab_pairs_two_published_batches_by_instance(batches, tmp_path):
     a, b = batch(batches, "mini-swe-agent"), batch(batches, "atif")
+    paired = ("django__django-16255", "django__django-13670")
+    expected = sum(recorded_costs(published("mini-swe-agent") / f"{i}.traj.json")[0] for i in paired) / 2
+
+    def metrics(*args: str) -> dict[str, dict]:
+        out = tmp_path / str(len(args))
+        result = runner.invoke(app, ["ab", str(a), str(b), "--out", str(out), "--resamples", "200", *args])
+        assert result.exit_code == 0, result.output
+        data = json.loads((out / f"ab-{a.name}-vs-{b.name}" / "ab.json").read_text())
+        assert data["pairs"] == 2  # the two Gemini runs Harbor converted
+        return {m["name"]: m for m in data["metrics"]}
+
+    # The table's Gemini 3 Pro price reproduces what OpenRouter billed each reply: repriced, the same cost.
+    by = metrics()
+    assert by["cost_usd"]["mean_a"] == pytest.approx(expected, rel=1e-4)
+    assert by["cost_usd"]["mean_b"] == pytest.approx(expected, rel=1e-4)
+    # A table without the model: cost is judged on what the sources recorded, the same run either way.
+    table = tmp_path / "prices.toml"
+    table.write_text('[openai."gpt-4o"]\ninput = 2.5\noutput = 10.0\n')
+    by = metrics("--prices", str(table))
+    assert "cost_usd" not in by and by["recorded_cost_usd"]["label"] == "cost as recorded (USD)"
+    assert by["recorded_cost_usd"]["mean_a"] == pytest.approx(expected, abs=1e-5)
+    assert by["recorded_cost_usd"]["mean_b"] == pytest.approx(expected, abs=1e-5)
+
+
+def recorded_costs(path: Path) -> tuple[float, float, int, int, int]:
+    """From a mini-swe-agent file itself: its replies' costs summed (OpenRouter's, in each raw response), its own
+    total (info.model_stats.instance_cost), its replies, and the prompt and cached tokens its provider reported."""
+    doc = json.loads(path.read_text())
+    usages = [m["extra"]["response"]["usage"] for m in doc["messages"] if m["role"] == "assistant"]
+    return (
+        sum(u["cost"] for u in usages),
+        doc["info"]["model_stats"]["instance_cost"],
+        len(usages),
+        sum(u["prompt_tokens"] for u in usages),
+        sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages),
+    )
+
+
+def test_reports_show_the_costs_and_cache_mini_swe_agent_recorded_as_its(batches, tmp_path):
+    folder, files = batch(batches, "mini-swe-agent"), published("mini-swe-agent")
+    without = tmp_path / "prices.toml"  # a table that does not know Gemini 3 Pro
+    without.write_text('[openai."gpt-4o"]\ninput = 2.5\noutput = 10.0\n')
+    grand = 0.0
+    for path in sorted(files.glob("*.traj.json")):
+        cost, own, replies, prompt, cached = recorded_costs(path)
+        grand += cost
+        run_dir = next(d for d in folder.iterdir() if d.name.startswith(path.name.removesuffix(".traj.json") + "-"))
+        md = runner.invoke(app, ["report", str(run_dir), "--format", "md"]).output
+        assert (
+            f"**recorded by mini-swe-agent** {format_usd(cost)} ({replies} replies' costs summed; its own total "
+            f"{format_usd(own)})" in md
+        ), md
+        assert f"prompt tokens {prompt:,} · provider's cached share {cached / prompt:.0%} ({cached:,} tokens)" in md
+        # ours, from the table's price, which reproduces what OpenRouter billed
+        assert f"**cost** {format_usd(cost)} (priced from the table as gemini-3-pro-preview)" in md, md
+        md = runner.invoke(app, ["report", str(run_dir), "--format", "md", "--prices", str(without)]).output
+        assert "**cost** unknown (no price for google:gemini-3-pro-preview in the table)" in md, md
+    md = runner.invoke(app, ["report", str(folder), "--format", "md", "--prices", str(without)]).output
+    assert f"**cost** {format_usd(grand)} (total as recorded by mini-swe-agent)" in md, md
+    assert runner.invoke(app, ["report", str(folder)]).exit_code == 0
+    page = (folder / "report.html").read_text()
+    assert f'<div class="k">recorded cost</div><div class="v">{format_usd(grand)}</div>' in page
+
+
+def test_harbors_conversion_is_named_as_read_from_atif_with_the_costs_it_holds(batches):
+    folder, files = batch(batches, "atif"), published("atif")
+    for instance in ("django__django-16255", "django__django-13670"):
+        doc = json.loads((files / f"{instance}.json").read_text())
+        steps = [s["metrics"]["cost_usd"] for s in doc["steps"] if "cost_usd" in (s.get("metrics") or {})]
+        run_dir = next(d for d in folder.iterdir() if d.name.startswith(f"{instance}-"))
+        md = runner.invoke(app, ["report", str(run_dir), "--format", "md"]).output
+        assert (
+            f"**recorded by mini-swe-agent (read from ATIF)** {format_usd(sum(steps))} ({len(steps)} replies' costs "
+            f"summed; its own total {format_usd(doc['final_metrics']['total_cost_usd'])})" in md
+        ), md
+
+
+def test_a_grades_file_makes_ab_judge_published_runs_on_resolved(tmp_path):
+    """The four runs' verdicts as the Gemini folder's results_summary.json gives them (all resolved); Harbor's
+    ATIF keeps no exit status, so without grades its runs were never a success."""
+    grades = tmp_path / "results_summary.json"
+    ids = [p.name.removesuffix(".traj.json") for p in published("mini-swe-agent").glob("*.traj.json")]
+    grades.write_text(json.dumps({"instances": [{"instance_id": i, "resolved": True} for i in ids]}))
+    out = tmp_path / "runs"
+    for fmt in ("mini-swe-agent", "atif"):
+        result = runner.invoke(app, ["import", str(published(fmt)), "--out", str(out), "--grades", str(grades)])
+        assert result.exit_code == 0, result.output
+    a, b = out / "import-mini-swe-agent", out / "import-atif"
     result = runner.invoke(app, ["ab", str(a), str(b), "--out", str(tmp_path), "--resamples", "200"])
     assert result.exit_code == 0, result.output
-    data = json.loads((tmp_path / f"ab-{a.name}-vs-{b.name}" / "ab.json").read_text())
-    assert data["pairs"] == 2  # the two Gemini runs Harbor converted
+    by = {m["name"]: m for m in json.loads((tmp_path / f"ab-{a.name}-vs-{b.name}" / "ab.json").read_text())["metrics"]}
+    assert by["success"]["mean_a"] == by["success"]["mean_b"] == 1.0
+    assert by["submitted"]["mean_b"] == 0.0  # submission is no longer what success means

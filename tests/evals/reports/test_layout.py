@@ -11,9 +11,11 @@ from agent.pricing import load_prices
 from evals.ab.compare import compare
 from evals.ab.html import render as render_ab
 from evals.ab.records import load_batch
+from evals.interop.imports.batch import import_batch
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
 from evals.reports.load import load_run, run_dirs_in
+from tests.evals.interop import documents as docs
 
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -76,6 +78,29 @@ def test_the_page_fits_1280_pixels_and_no_chart_labels_overlap(browser, pages, n
     page.goto(pages[name].as_uri())
     assert check_fits(page), "every page has charts"
     assert errors == []
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def imported_pages(tmp_path_factory) -> dict:
+    """An imported batch: its pages carry the source's columns and cards beside ours."""
+    root = tmp_path_factory.mktemp("imported")
+    files = [
+        docs.write(root / "trajs" / f"{name}.traj.json", docs.mini_v1(name))
+        for name in ("django__django-11099", "scikit-learn__scikit-learn-25747", "sphinx-doc__sphinx-10435")
+    ]
+    folder = root / "runs" / "import-trajs"
+    import_batch(files, folder, "auto", load_prices())
+    runs = [load_run(d, load_prices()) for d in run_dirs_in(folder)]
+    return {"imported run": render_run(runs[0]), "imported batch": render_batch(folder, runs)}
+
+
+@pytest.mark.parametrize("name", ["imported run", "imported batch"])
+def test_an_imported_runs_pages_fit_1280_pixels_too(browser, imported_pages, name):
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(imported_pages[name].as_uri())
+    assert check_fits(page)
+    assert "recorded by mini-swe-agent" in page.locator("#summary").inner_text()
     page.close()
 
 

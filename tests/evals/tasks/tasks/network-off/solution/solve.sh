@@ -1,0 +1,2 @@
+#!/bin/bash
+ls /sys/class/net | sort > /app/interfaces.txt
