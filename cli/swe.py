@@ -42,6 +42,7 @@ from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
 from evals.swe.suite import load_instances, parse_build_env, suite_path, unknown_predictions
 from evals.swe.task import SweInstance
 from evals.swe.validate import validate
+from evals.tasks.report import TasksReport
 
 SUITE = typer.Option(
     "builtin", help="A bundled suite name, or a JSON/JSONL file of SWE-bench records (classic or self-contained)."
@@ -150,7 +151,7 @@ def _table(report: RunReport, where: Path) -> Table:
     return table
 
 
-def _infra_lines(report: RunReport) -> str:
+def infra_lines(report: RunReport | TasksReport) -> str:
     """The summary line, then one line per infra failure: its cause, attempts and first line."""
     lines = [report.summary()]
     for iid, failure in sorted(report.infra_failures.items()):
@@ -309,7 +310,7 @@ def _print_report(report: RunReport, spec: SweBatchSpec[SweInstance], as_json: b
         print_json({"batch_folder": str(batch_dir), **report.model_dump(mode="json"), "cost": batch.cost.model_dump()})
         return
     console.print(_table(report, batch_dir))
-    console.print(text(_infra_lines(report)), soft_wrap=True)
+    console.print(text(infra_lines(report)), soft_wrap=True)
     if _flaky_lines(report):
         console.print(text(_flaky_lines(report)), soft_wrap=True)
     console.print(text(cost), soft_wrap=True)
@@ -482,7 +483,7 @@ def swe_grade_command(
             timeout_s=timeout,
         )
     console.print(_table(report, out))
-    console.print(text(_infra_lines(report)), soft_wrap=True)
+    console.print(text(infra_lines(report)), soft_wrap=True)
     if _flaky_lines(report):
         console.print(text(_flaky_lines(report)), soft_wrap=True)
     console.print(text(f"report: {out / 'report.json'}\nlogs: {out / 'logs' / run_id}/<instance_id>/"), soft_wrap=True)

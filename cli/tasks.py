@@ -23,7 +23,7 @@ from cli.executor_options import (
 )
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
-from cli.swe import stamp
+from cli.swe import INFRA_RETRIES_OPTION, infra_lines, stamp
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id
@@ -70,6 +70,7 @@ def run_command(
     task_cpus: float = TASK_CPUS,
     task_memory_mb: int = TASK_MEMORY_MB,
     retries: int = RETRIES,
+    infra_retries: int = INFRA_RETRIES_OPTION,
     max_cost_usd: float = MAX_COST_USD,
     prices: Path = PRICES,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (progress to stderr)."),
@@ -87,6 +88,7 @@ def run_command(
         executor=executor_options(executor, workers, ray_address, task_cpus, task_memory_mb, retries),
         max_cost_usd=max_cost_usd,
         prices=prices,
+        infra_retries=infra_retries,
     )
     said = stderr if as_json else console
     report = _run_following(spec, rewrites, said)
@@ -99,6 +101,7 @@ def run_command(
         )
         return
     console.print(_table(report, spec.batch_dir))
+    console.print(text(infra_lines(report)), soft_wrap=True)
     console.print(text(cost), soft_wrap=True)
     console.print(text(f"report: {spec.batch_dir / 'report.json'}"), soft_wrap=True)
 
@@ -159,16 +162,16 @@ def _run_following(spec: SweBatchSpec[HarborTask], rewrites: dict[str, str], sai
 
 def _table(report: TasksReport, where: Path) -> Table:
     table = Table(title=text(f"Tasks report · {where}"), title_justify="left")
-    for col in ("tasks", "resolved", "unresolved", "error", "resolved %", "mean reward"):
+    for col in ("tasks", "resolved", "unresolved", "infra failure", "error", "resolved %", "mean reward"):
         table.add_column(col, justify="right")
-    share = report.resolved_instances / report.total_instances if report.total_instances else 0.0
     mean = "" if report.mean_reward is None else f"{report.mean_reward:.3f}"
     table.add_row(
         str(report.total_instances),
         str(report.resolved_instances),
         str(report.unresolved_instances),
-        str(report.error_instances),
-        f"{share:.0%}",
+        str(report.infra_failure_instances),
+        str(report.error_instances - report.infra_failure_instances),
+        "" if report.resolve_rate is None else f"{report.resolve_rate:.0%}",
         mean,
     )
     return table

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from evals.swe.evalscript import APPLIED, APPLY_FAILED, JUNIT_PATH, TIMED_OUT, eval_script, marked_output
 from evals.swe.flaky import report_fields
 from evals.swe.image import instance_image, sandbox_options
-from evals.swe.infra import INFRA_RETRIES, Cause, InfraFailure, infra_cause
+from evals.swe.infra import INFRA_RETRIES, Cause, InfraFailure, infra_cause, resolve_line
 from evals.swe.task import SweInstance
 from evals.swe.testlog import lookup, maintained, passed, statuses
 from sandboxes.docker import DockerSandbox
@@ -328,16 +328,7 @@ class RunReport(BaseModel):
     resolve_rate_over: int = 0
 
     def summary(self) -> str:
-        """One line: the resolve rate, what it covers, and what it leaves out."""
-        line = f"resolved {self.resolved_instances} of {self.resolve_rate_over} ({self.resolve_rate:.0%})"
-        if self.infra_failure_ids:
-            causes: dict[str, int] = {}
-            for failure in self.infra_failures.values():
-                causes[failure.cause] = causes.get(failure.cause, 0) + 1
-            named = ", ".join(f"{cause} {n}" for cause, n in sorted(causes.items()))
-            plural = "s" if self.infra_failure_instances != 1 else ""
-            line += f"; {self.infra_failure_instances} infra failure{plural} left out ({named})"
-        return line
+        return resolve_line(self.resolved_instances, self.resolve_rate_over, self.infra_failures)
 
 
 def run_report(

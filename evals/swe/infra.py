@@ -58,3 +58,15 @@ def daemon_failure(e: BaseException) -> bool:
 
 def infra_cause(e: BaseException, otherwise: Cause) -> Cause:
     return "daemon" if daemon_failure(e) else otherwise
+
+
+def resolve_line(resolved: int, over: int, failures: dict[str, InfraFailure]) -> str:
+    """One line: the resolve rate, what it covers, and the infra failures it leaves out, by cause."""
+    line = f"resolved {resolved} of {over} ({resolved / over if over else 0.0:.0%})"
+    if failures:
+        causes: dict[str, int] = {}
+        for failure in failures.values():
+            causes[failure.cause] = causes.get(failure.cause, 0) + 1
+        named = ", ".join(f"{cause} {n}" for cause, n in sorted(causes.items()))
+        line += f"; {len(failures)} infra failure{'s' if len(failures) != 1 else ''} left out ({named})"
+    return line

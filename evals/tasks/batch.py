@@ -19,7 +19,8 @@ import docker
 from agent.journal.store import write_json_atomic
 from core.policy import HarnessPolicy
 from evals.executors import Tally
-from evals.swe.runner import InstanceResult, SweBatchSpec, run_batch, summarized
+from evals.swe.infra import INFRA_RETRIES
+from evals.swe.runner import InstanceResult, SweBatchSpec, clear_incomplete, run_batch, summarized
 from evals.tasks.agents import check_oracle
 from evals.tasks.report import TasksReport, tasks_report
 from evals.tasks.runner import read_grade, run_task, write_grade
@@ -34,15 +35,28 @@ def run_one(
     prices: Path | None,
     out_dir: Path,
     rewrites: Mapping[str, str] | None = None,
+    infra_retries: int = INFRA_RETRIES,
 ) -> InstanceResult:
-    """A batch job: one task into `out_dir`, with a Docker client of the process that runs it."""
-    return run_task(task, model, policy, out_dir, docker.from_env(timeout=300), rewrites, prices=prices)
+    """A batch job: one task into `out_dir`, with a Docker client of the process that runs it; run again, up to
+    `infra_retries` times, while the machine fails it (its image does not build, its container does not
+    start, the engine stops answering), the failed runs kept as .<id>.incomplete-*."""
+    for attempt in range(1, infra_retries + 2):
+        result = run_task(task, model, policy, out_dir, docker.from_env(timeout=300), rewrites, prices=prices)
+        verdict = read_grade(Path(result.run_dir), task.instance_id)
+        if verdict is None or verdict.infra_failure is None:
+            return result
+        verdict.infra_failure.attempts = attempt
+        write_grade(Path(result.run_dir), task.instance_id, verdict)
+        if attempt <= infra_retries:
+            clear_incomplete(out_dir, task.instance_id)
+    return result
 
 
 def finished(batch_dir: Path, task_id: str) -> InstanceResult | None:
     """A run with its summary and its verdict is complete; a re-run of the batch keeps it, unless its
-    environment stopped it (an image that did not build), which a re-run tries again."""
-    if read_grade(batch_dir / task_id, task_id) is None:
+    environment stopped it (an image that did not build) or the machine failed it, which a re-run tries again."""
+    verdict = read_grade(batch_dir / task_id, task_id)
+    if verdict is None or verdict.infra_failure is not None:
         return None
     result = summarized(batch_dir, task_id, None)
     return None if result is None or result.stop_reason == "environment_error" else result
@@ -71,7 +85,7 @@ def run_tasks(
     run_batch(
         spec,
         on_done=done,
-        work=partial(run_one, rewrites=dict(rewrites or {})),
+        work=partial(run_one, rewrites=dict(rewrites or {}), infra_retries=spec.infra_retries),
         reuse=finished,
         tally=tally,
         predictions=False,

@@ -1,8 +1,11 @@
 """report.json of a tasks batch: the SWE report's counts and id lists, with each task's reward beside them.
 
 A task is resolved at reward 1.0; `unresolved` holds every other reward (0.5 included); `error` the tasks
-whose environment or verifier failed (no reward). `mean_reward` is Harbor's mean: over every task that
-ran, a missing reward counting 0.
+whose environment or verifier failed (no reward). Of those, the machine's failures (an image that did not
+build, a container that did not start, an engine that stopped answering: evals/swe/infra.py) are also
+`infra_failure_ids`, with their causes and attempts, and are left out of `resolve_rate`, which
+`resolve_rate_over` says how many tasks it covers. `mean_reward` is Harbor's mean: over every task that ran,
+a missing reward counting 0.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
+from evals.swe.infra import InfraFailure, resolve_line
 from evals.tasks.verifier import Verdict
 
 
@@ -27,7 +31,15 @@ class TasksReport(BaseModel):
     unresolved_ids: list[str]
     error_ids: list[str]
     rewards: dict[str, float | None]
+    infra_failure_instances: int = 0
+    infra_failure_ids: list[str] = []
+    infra_failures: dict[str, InfraFailure] = {}
+    resolve_rate: float | None = None
+    resolve_rate_over: int = 0
     schema_version: int = 1
+
+    def summary(self) -> str:
+        return resolve_line(self.resolved_instances, self.resolve_rate_over, self.infra_failures)
 
 
 def tasks_report(task_ids: Sequence[str], verdicts: Mapping[str, Verdict]) -> TasksReport:
@@ -37,6 +49,8 @@ def tasks_report(task_ids: Sequence[str], verdicts: Mapping[str, Verdict]) -> Ta
     completed = [i for i in ran if i not in errors]
     resolved = [i for i in completed if verdicts[i].resolved]
     rewards = {i: verdicts[i].reward for i in ran}
+    infra = {i: f for i in errors if (f := verdicts[i].infra_failure) is not None}
+    over = len(ran) - len(infra)
     return TasksReport(
         total_instances=len(ids),
         completed_instances=len(completed),
@@ -50,4 +64,9 @@ def tasks_report(task_ids: Sequence[str], verdicts: Mapping[str, Verdict]) -> Ta
         unresolved_ids=[i for i in completed if i not in resolved],
         error_ids=errors,
         rewards=rewards,
+        infra_failure_instances=len(infra),
+        infra_failure_ids=sorted(infra),
+        infra_failures=infra,
+        resolve_rate=round(len(resolved) / over, 4) if over else None,
+        resolve_rate_over=over,
     )

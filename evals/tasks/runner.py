@@ -28,7 +28,8 @@ from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
 from agent.task import Task
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
-from evals.swe.runner import InstanceResult, summarized
+from evals.swe.infra import InfraFailure, daemon_failure, infra_cause
+from evals.swe.runner import STARTING, InstanceResult, summarized
 from evals.tasks.agents import SOLUTION_DIR, is_reference, reference_agent
 from evals.tasks.image import task_image
 from evals.tasks.network import enter_phase
@@ -72,12 +73,14 @@ def run_task(
     prices: Path | None = None,
 ) -> InstanceResult:
     sandbox: SandboxSpec | SandboxFactory
+    infra = None
     try:
         image = task_image(task, client, rewrites, log)
         options = task_sandbox_options(task, image, client)
         sandbox = SandboxSpec(kind="docker", image=image, workdir=options["workdir"], options=options)
     except Exception as e:  # the environment failed, not the agent: the run records it, and the batch goes on
         sandbox = _unbuildable(e)
+        infra = InfraFailure(cause=infra_cause(e, "build"), message=f"the task image could not be built: {e}")
     spec = RunSpec(
         Task(id=task.instance_id, prompt=task.instruction, system=SYSTEM),
         model_for(model_spec, task),
@@ -107,13 +110,17 @@ def run_task(
     except HarnessError as e:
         if not (run_dir / "events.jsonl").exists():
             raise
-        verdict = Verdict(resolved=False, error=str(e))
+        if infra is None and str(e).startswith(STARTING):  # the image built, its container did not start
+            infra = InfraFailure(cause="daemon" if "no Docker engine answers" in str(e) else "start", message=str(e))
+        verdict = Verdict(resolved=False, error=str(e), infra_failure=infra)
     write_grade(run_dir, task.instance_id, verdict)
     result = summarized(batch_dir, task.instance_id, None)
     if result is None:
         raise HarnessError(f"Task {task.instance_id}: its run left no summary.json in {run_dir}.")
     # A run its environment stopped (an image that did not build) failed, as a SWE run does; others have a verdict.
-    return result.model_copy(update={"error": verdict.error}) if result.stop_reason == "environment_error" else result
+    if result.stop_reason != "environment_error":
+        return result
+    return result.model_copy(update={"error": verdict.error, "infra_failure": verdict.infra_failure})
 
 
 def _verified(task: HarborTask, box: DockerSandbox, workdir: str) -> tuple[Verdict, str]:
@@ -121,7 +128,9 @@ def _verified(task: HarborTask, box: DockerSandbox, workdir: str) -> tuple[Verdi
         enter_phase(task, box, "verifier")
         return verify(task, box, workdir)
     except Exception as e:  # a dead container, a failed upload: the verifier's failure, recorded, not raised
-        return Verdict(resolved=False, error=f"the verifier failed: {type(e).__name__}: {e}"), ""
+        error = f"the verifier failed: {type(e).__name__}: {e}"
+        infra = InfraFailure(cause="daemon", message=error) if daemon_failure(e) else None
+        return Verdict(resolved=False, error=error, infra_failure=infra), ""
 
 
 def _outcome(verdict: Verdict) -> dict:

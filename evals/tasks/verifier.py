@@ -17,6 +17,7 @@ import shlex
 
 from pydantic import BaseModel
 
+from evals.swe.infra import InfraFailure
 from evals.tasks.sandbox import host_value
 from evals.tasks.task import HarborTask
 from evals.tasks.upload import upload
@@ -35,6 +36,7 @@ class Verdict(BaseModel):
     rewards: dict[str, float] = {}
     test_exit_code: int | None = None
     error: str | None = None  # the environment or the verifier failed; not the agent's doing
+    infra_failure: InfraFailure | None = None  # the error was the machine's (build, start, daemon): tried again
 
 
 def verify(task: HarborTask, box: Sandbox, workdir: str) -> tuple[Verdict, str]:

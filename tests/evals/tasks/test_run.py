@@ -103,6 +103,31 @@ def test_an_unpullable_from_image_is_an_error_naming_base_image(docker_ready, tm
     assert "python:3.13-slim-bookworm" in error and "--base-image" in error
 
 
+def test_an_image_that_does_not_build_is_an_infra_failure_tried_again_and_out_of_the_resolve_rate(
+    docker_ready, task_copy, tmp_path
+):
+    broken = task_copy("multi-file")
+    with (broken / "environment" / "Dockerfile").open("a") as f:
+        f.write("RUN echo 'the mirror is down' >&2 && exit 3\n")
+    task_copy("network-off")  # beside it in the dataset folder, and resolved
+    spec = SweBatchSpec(
+        instances=find_tasks([broken.parent]),
+        model="oracle",
+        policy=HarnessPolicy(),
+        batch_dir=tmp_path / "b",
+        infra_retries=1,
+    )
+    report = run_tasks(spec, REWRITES)
+    assert report.resolved_ids == ["network-off"] and report.error_ids == ["multi-file"]  # official: an error
+    assert report.infra_failure_ids == ["multi-file"]
+    failure = report.infra_failures["multi-file"]
+    assert failure.cause == "build" and failure.attempts == 2
+    assert "RUN echo 'the mirror is down'" in failure.message and "the mirror is down" in failure.message
+    assert (report.resolve_rate, report.resolve_rate_over) == (1.0, 1)
+    assert report.summary() == "resolved 1 of 1 (100%); 1 infra failure left out (build 1)"
+    assert list((tmp_path / "b").glob(".multi-file.incomplete-*"))  # the first attempt, kept
+
+
 def test_a_verifier_past_its_timeout_is_an_error(docker_ready, task_copy, tmp_path):
     folder = task_copy("multi-file", ("timeout_sec = 60", "timeout_sec = 2"))
     (folder / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 30\necho 1 > /logs/verifier/reward.txt\n")
