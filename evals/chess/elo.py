@@ -45,7 +45,7 @@ class Rating(BaseModel):
             return f"> {self.low:.0f} (every game won; 95% bound, {self.games} games)"
         if self.high is not None:
             return f"< {self.high:.0f} (every game lost; 95% bound, {self.games} games)"
-        return "— (no games)"
+        return "— (not placed: no games against rated players)" if self.games else "— (no games)"
 
     @property
     def width(self) -> float:
@@ -109,32 +109,49 @@ def rate(results: Sequence[tuple[float, float]]) -> Rating:
 def fit_ladder(games: Sequence[tuple[str, str, float]], anchors: Mapping[str, float]) -> dict[str, Rating]:
     """Bradley–Terry by maximum likelihood: `games` are (white, black, white's score); `anchors` keep their Elo.
 
-    A free player who won (lost) every game has no finite maximum: it is left out of the joint fit (at its
-    limit its games tell nothing about the others) and gets a bound against the others' fitted ratings. That
-    is repeated until every remaining free player has both a win and a loss (or a draw).
+    The maximum is finite only for the free players joined to the anchors both ways: each has scored against
+    some path to an anchor and been scored against along another. A player (or group) that won (lost) every
+    game against the rest has its maximum at infinity: it is left out of the joint fit (at that limit its
+    games tell nothing about the others) and gets a bound (or an estimate) from its games against the
+    players placed.
     """
     names = sorted({p for w, b, _ in games for p in (w, b)})
-    bounded: set[str] = set()
-    while True:
-        free = [p for p in names if p not in anchors and p not in bounded]
-        kept = [g for g in games if not ({g[0], g[1]} & bounded)]
-        sweep = [p for p in free if one_way(p, kept)]
-        if not sweep:
-            break
-        bounded |= set(sweep)
-    ratings = newton(kept, anchors, free)
+    placed = joined(games, anchors)
+    free = [p for p in names if p not in anchors and p in placed]
+    kept = [g for g in games if g[0] in placed and g[1] in placed]
     out = {p: Rating(elo=a, low=a, high=a, games=played(p, games)) for p, a in anchors.items() if p in names}
-    out |= ratings
+    out |= {p: r.model_copy(update={"games": played(p, games)}) for p, r in newton(kept, anchors, free).items()}
     known = {p: r.elo for p, r in out.items() if r.elo is not None}
-    for p in bounded:
-        results = [(known[o], s) for o, s in player_results(p, games) if o in known]
-        out[p] = rate(results).model_copy(update={"games": played(p, games)})
+    for p in names:
+        if p not in out:
+            results = [(known[o], s) for o, s in player_results(p, games) if o in known]
+            out[p] = rate(results).model_copy(update={"games": played(p, games)})
     return out
 
 
-def one_way(player: str, games: Sequence[tuple[str, str, float]]) -> bool:
-    scores = [s for _, s in player_results(player, games)]
-    return bool(scores) and (all(s == 1 for s in scores) or all(s == 0 for s in scores))
+def joined(games: Sequence[tuple[str, str, float]], anchors: Mapping[str, float]) -> set[str]:
+    """The players in the anchors' strongly connected part of the graph `p → q: p scored against q`, the
+    anchors taken as one node (their ratings are fixed, so they are joined to each other already)."""
+    node = lambda p: "" if p in anchors else p  # noqa: E731
+    scored: dict[str, set[str]] = {}
+    conceded: dict[str, set[str]] = {}
+    for w, b, s in games:
+        for p, q, points in ((w, b, s), (b, w, 1 - s)):
+            if points > 0:
+                scored.setdefault(node(p), set()).add(node(q))
+                conceded.setdefault(node(q), set()).add(node(p))
+
+    def reach(edges: dict[str, set[str]]) -> set[str]:
+        seen, todo = {""}, [""]
+        while todo:
+            for q in edges.get(todo.pop(), ()):
+                if q not in seen:
+                    seen.add(q)
+                    todo.append(q)
+        return seen
+
+    both = reach(scored) & reach(conceded)
+    return {p for w, b, _ in games for p in (w, b) if node(p) in both}
 
 
 def player_results(player: str, games: Sequence[tuple[str, str, float]]) -> list[tuple[str, float]]:

@@ -118,3 +118,13 @@ def test_ladder_fit_chains_free_players_and_bounds_one_who_lost_everything():
 def test_expected_is_symmetric():
     assert expected(1600, 1400) + expected(1400, 1600) == pytest.approx(1)
     assert expected(1900, 1500) == pytest.approx(1 / (1 + 10**-1))
+
+
+def test_a_group_that_lost_every_game_to_the_rest_is_left_out_of_the_joint_fit():
+    # P and Q split their games, and both lost every game to X, who is joined to the anchor
+    games = [("X", "A", 1.0), ("A", "X", 1.0), ("P", "Q", 1.0), ("Q", "P", 1.0)]
+    games += [("P", "X", 0.0), ("X", "Q", 1.0)] * 3
+    fit = fit_ladder(games, {"A": 1500})
+    assert fit["X"].elo == pytest.approx(1500, abs=0.5)
+    assert fit["P"].elo is None and fit["P"].high is not None
+    assert fit["Q"].elo is None and fit["Q"].high is not None
