@@ -11,6 +11,7 @@ from rich.table import Table
 from agent.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
+from evals.ab.chess_elo import elo_line
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
@@ -66,5 +67,8 @@ def ab_command(
             r.direction or "—",
         )
     console.print(summary)
+    elo = elo_line(a_dir, b_dir)
+    if elo is not None:
+        console.print(text(elo), soft_wrap=True)
     console.print(text((c.verdict.text, "bold green" if c.verdict.distinguishable else "bold")))
     console.print(text(f"wrote {html_path} and {json_path}"))

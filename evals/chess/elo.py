@@ -106,6 +106,34 @@ def rate(results: Sequence[tuple[float, float]]) -> Rating:
     return Rating(elo=round(best, 1), low=round(root(drop, lo, best), 1), high=round(root(drop, best, hi), 1), games=n)
 
 
+def difference(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]]) -> Rating | None:
+    """B's Elo minus A's from each one's (opponent's Elo, score) pairs, with the profile-likelihood 95% interval
+    of the difference (A's rating maximized out at each trial difference). None when either side won or lost
+    every game: with one rating only a bound, the difference has no finite maximum either."""
+    ra, rb = rate(a), rate(b)
+    if ra.elo is None or rb.elo is None:
+        return None
+    lo, hi = -2 * SPAN, 2 * SPAN
+    both = list(a) + list(b)
+    span = (min(q for q, _ in both) - SPAN, max(q for q, _ in both) + SPAN)
+
+    def profile(d: float) -> float:
+        # for a fixed difference the score equation in A's rating is decreasing: one root, the maximum
+        score = lambda r: sum(s - expected(r, q) for q, s in a) + sum(s - expected(r + d, q) for q, s in b)  # noqa: E731
+        r = root(score, *span)
+        return log_likelihood(r, a) + log_likelihood(r + d, b)
+
+    best = rb.elo - ra.elo  # the two ratings separate in the likelihood, so the joint maximum is theirs
+    top = profile(best)
+    drop = lambda d: profile(d) - top + HALF_CHI2  # noqa: E731
+    return Rating(
+        elo=round(best, 1),
+        low=round(root(drop, lo, best), 1),
+        high=round(root(drop, best, hi), 1),
+        games=len(a) + len(b),
+    )
+
+
 def fit_ladder(games: Sequence[tuple[str, str, float]], anchors: Mapping[str, float]) -> dict[str, Rating]:
     """Bradley–Terry by maximum likelihood: `games` are (white, black, white's score); `anchors` keep their Elo.
 

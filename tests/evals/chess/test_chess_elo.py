@@ -4,7 +4,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evals.chess.elo import HALF_CHI2, SCALE, expected, fisher_information, fit_ladder, log_likelihood, rate
+from evals.chess.elo import (
+    HALF_CHI2,
+    SCALE,
+    difference,
+    expected,
+    fisher_information,
+    fit_ladder,
+    log_likelihood,
+    rate,
+)
 
 
 def test_one_win_one_loss_against_1500_is_1500():
@@ -128,3 +137,21 @@ def test_a_group_that_lost_every_game_to_the_rest_is_left_out_of_the_joint_fit()
     assert fit["X"].elo == pytest.approx(1500, abs=0.5)
     assert fit["P"].elo is None and fit["P"].high is not None
     assert fit["Q"].elo is None and fit["Q"].high is not None
+
+
+def test_the_elo_difference_is_the_difference_of_the_ratings_with_a_wider_interval():
+    a = [(1500.0, 1.0), (1500.0, 0.0)]
+    b = [(1500.0, 1.0)] * 3 + [(1500.0, 0.0)]
+    d = difference(a, b)
+    assert d is not None and d.elo == pytest.approx(400 * math.log10(3), abs=0.5)
+    ra, rb = rate(a), rate(b)
+    assert d.low < d.elo < d.high
+    assert d.high - d.low > max(ra.high - ra.low, rb.high - rb.low)
+
+
+def test_equal_results_differ_by_nothing_and_a_bound_gives_no_difference():
+    a = [(1500.0, 1.0), (1700.0, 0.5), (1600.0, 0.0)]
+    d = difference(a, a)
+    assert d is not None and d.elo == pytest.approx(0, abs=0.5) and d.low < 0 < d.high
+    assert d.low == pytest.approx(-d.high, abs=1)
+    assert difference(a, [(1500.0, 1.0)]) is None
