@@ -302,19 +302,30 @@ def calibrate_command(
     weak: bool = typer.Option(True, "--weak/--no-weak", help="Include the random mover and its rungs."),
     nodes: int = typer.Option(calibration.NODES, min=1, help="Nodes a move for every Stockfish on the ladder."),
     seed: int = typer.Option(0, help="Game k of the calibration gets seeds seed + 2k (white) and + 1 (black)."),
+    random_shares: str = typer.Option(
+        "0.75,0.5,0.25", help="With --weak: the rungs of Stockfish skill 0 playing this share of moves at random."
+    ),
     workers: int = typer.Option(1, min=1, help="Games played at once."),
+    add_to: Path = typer.Option(
+        None, help="An earlier table (same Stockfish, same nodes): its games are kept and fitted with these."
+    ),
     out: Path = typer.Option(calibration.TABLE, help="Where the table is written (JSON)."),
 ) -> None:
     """Play the opponent ladder among itself and fit it: UCI_Elo anchors fixed, the rest placed by maximum likelihood."""
+    try:
+        shares = [float(x) for x in random_shares.split(",")]
+    except ValueError:
+        raise HarnessError(f"--random-shares {random_shares!r}: give shares between 0 and 1, e.g. 0.75,0.5.") from None
     ladder = calibration.rungs(
-        parse_levels(skills), range(calibration.ELO_MIN, anchor_max + 1, anchor_step), weak, nodes
+        parse_levels(skills), range(calibration.ELO_MIN, anchor_max + 1, anchor_step), weak, nodes, shares
     )
+    earlier = calibration.load(add_to) if add_to is not None else None
     command = shlex.join(["harness", *sys.argv[1:]])
 
     def said(k: int, total: int, g: calibration.CalibrationGame) -> None:
         console.print(text(f"game {k}/{total}: {g.white} vs {g.black}: {g.score:g} ({g.termination}, {g.plies} plies)"))
 
-    table = calibration.calibrate(ladder, games_per_pair, seed, command, neighbours, workers, said)
+    table = calibration.calibrate(ladder, games_per_pair, seed, command, neighbours, workers, said, earlier)
     calibration.save(table, out)
     console.print(ladder_table(table))
     console.print(text(f"{table.stockfish}, {nodes} nodes a move, {len(table.games)} games: written to {out}"))

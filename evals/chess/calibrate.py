@@ -6,12 +6,14 @@ holds on any machine; a rating against the ladder is a rating against these node
 random mover loses every game to skill 0, so it is joined to the ladder through Stockfish skill 0 playing
 a share of its moves at random (`random=0.75`, `0.5`, `0.25`).
 
-The table ships as data (calibration.json): the command, seed, Stockfish version and date that made it,
-every game, and each player's rating with its interval.
+The table ships as data (calibration.json): the Stockfish version, the command, seed and date of each
+calibration run that played its games (a run can add games to an earlier table: `--add-to`), every game,
+and each player's rating with its interval, fitted over all the games.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -54,12 +56,17 @@ class Placed(BaseModel):
     rating: Rating
 
 
-class Calibration(BaseModel):
-    stockfish: str  # the engine's `id name`
-    nodes: int
+class CalibrationRun(BaseModel):
     command: str
     seed: int
     date: str
+    games: int
+
+
+class Calibration(BaseModel):
+    stockfish: str  # the engine's `id name`
+    nodes: int
+    runs: list[CalibrationRun]
     players: list[Placed]
     games: list[CalibrationGame]
 
@@ -82,15 +89,14 @@ def rungs(
     anchors: Sequence[int] = range(ELO_MIN, ELO_MAX + 1, 150),
     weak: bool = True,
     nodes: int = NODES,
+    shares: Sequence[float] = RANDOM_SHARES,
 ) -> list[Rung]:
     """The ladder: anchors at their UCI_Elo, skill levels, and (with `weak`) the random mover and its rungs."""
     out = [Rung(spec=f"stockfish:elo={e},nodes={nodes}", nominal=e, anchor=e) for e in anchors]
     # Skill 20 is full strength at these nodes, above the top anchor by its own formula's reckoning.
     out += [Rung(spec=f"stockfish:skill={k},nodes={nodes}", nominal=skill_nominal(k) + 300 * (k == 20)) for k in skills]
     if weak:
-        out += [
-            Rung(spec=f"stockfish:skill=0,random={p},nodes={nodes}", nominal=ELO_MIN - 600 * p) for p in RANDOM_SHARES
-        ]
+        out += [Rung(spec=f"stockfish:skill=0,random={p:g},nodes={nodes}", nominal=ELO_MIN - 600 * p) for p in shares]
         out.append(Rung(spec="random", nominal=ELO_MIN - 600))
     return sorted(out, key=lambda r: r.nominal)
 
@@ -135,8 +141,10 @@ def calibrate(
     neighbours: int = 3,
     workers: int = 1,
     on_game: Callable[[int, int, CalibrationGame], None] | None = None,
+    earlier: Calibration | None = None,
 ) -> Calibration:
-    """Play the pairings (colours alternating within a pair; game k gets seed `seed + 2k`) and fit the ladder."""
+    """Play the pairings (colours alternating within a pair; game k gets seed `seed + 2k`) and fit the ladder,
+    over these games and those of an `earlier` table (same Stockfish and nodes) when there is one."""
     jobs = [
         (a.spec, b.spec) if j % 2 == 0 else (b.spec, a.spec)
         for a, b in pairings(ladder, neighbours)
@@ -145,6 +153,15 @@ def calibrate(
     if not jobs:
         raise HarnessError("The ladder has no free rung to place: give it skill levels or the random mover.")
     version = stockfish_version()
+    nodes = {int(r.spec.rsplit("nodes=", 1)[1]) for r in ladder if "nodes=" in r.spec}
+    if len(nodes) > 1:
+        raise HarnessError(f"The ladder mixes node limits ({sorted(nodes)}); a table holds one.")
+    node_count = nodes.pop() if nodes else NODES
+    if earlier is not None and (earlier.stockfish, earlier.nodes) != (version, node_count):
+        raise HarnessError(
+            f"The table to add to was made with {earlier.stockfish} at {earlier.nodes} nodes a move, and this "
+            f"calibration plays {version} at {node_count}: games of the two do not fit on one scale."
+        )
     done: list[CalibrationGame] = []
 
     def one(k: int) -> CalibrationGame:
@@ -156,20 +173,30 @@ def calibrate(
 
     with ThreadPoolExecutor(max_workers=workers) as pool:  # the work is in the engines' processes
         played = list(pool.map(one, range(len(jobs))))
+    run = CalibrationRun(
+        command=command, seed=seed, date=datetime.now(UTC).isoformat(timespec="seconds"), games=len(played)
+    )
+    everything = (earlier.games if earlier is not None else []) + played
     anchors = {r.spec: r.anchor for r in ladder if r.anchor is not None}
-    fit = fit_ladder([(g.white, g.black, g.score) for g in played], anchors)
-    order = {r.spec: r.nominal for r in ladder}
-    players = [Placed(spec=s, anchor=s in anchors, rating=r) for s, r in sorted(fit.items(), key=lambda x: order[x[0]])]
-    nodes = {int(s.rsplit("nodes=", 1)[1]) for s in order if "nodes=" in s}
+    if earlier is not None:
+        anchors |= {p.spec: p.rating.elo for p in earlier.players if p.anchor and p.rating.elo is not None}
+    fit = fit_ladder([(g.white, g.black, g.score) for g in everything], anchors)
+    players = [Placed(spec=s, anchor=s in anchors, rating=r) for s, r in fit.items()]
     return Calibration(
         stockfish=version,
-        nodes=nodes.pop() if len(nodes) == 1 else NODES,
-        command=command,
-        seed=seed,
-        date=datetime.now(UTC).isoformat(timespec="seconds"),
-        players=players,
-        games=played,
+        nodes=node_count,
+        runs=(earlier.runs if earlier is not None else []) + [run],
+        players=sorted(players, key=lambda p: p.rating.elo if p.rating.elo is not None else p.rating.high or 0),
+        games=everything,
     )
+
+
+def where(r: Rating) -> float:
+    """A rating's place in the table's order: its point, else its bound; unplaced players first."""
+    for value in (r.elo, r.high, r.low):
+        if value is not None:
+            return value
+    return -math.inf
 
 
 def save(calibration: Calibration, path: Path) -> None:
