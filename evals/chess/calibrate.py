@@ -4,7 +4,8 @@ random mover and the rungs between them placed by games among themselves, rated 
 Every Stockfish on the ladder searches a fixed number of nodes a move (NODES), not a time, so the table
 holds on any machine; a rating against the ladder is a rating against these node-limited engines. The
 random mover loses every game to skill 0, so it is joined to the ladder through Stockfish skill 0 playing
-a share of its moves at random (`random=0.75`, `0.5`, `0.25`).
+a share of its moves at random (`random=0.75`, `0.5`, `0.25` by default; the shipped table adds 0.9
+and 0.6).
 
 The table ships as data (calibration.json): the Stockfish version, the command, seed and date of each
 calibration run that played its games (a run can add games to an earlier table: `--add-to`), every game,
@@ -186,7 +187,7 @@ def calibrate(
         stockfish=version,
         nodes=node_count,
         runs=(earlier.runs if earlier is not None else []) + [run],
-        players=sorted(players, key=lambda p: p.rating.elo if p.rating.elo is not None else p.rating.high or 0),
+        players=sorted(players, key=lambda p: where(p.rating)),
         games=everything,
     )
 
