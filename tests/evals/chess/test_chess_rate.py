@@ -73,3 +73,18 @@ def test_rating_player_random_recovers_the_random_movers_calibrated_rating(tmp_p
     assert [g["record"]["color"] for g in rows[:2]] == ["white", "black"]
     assert len({g["record"]["seed"] for g in rows}) == 12
     assert all(g["opponent_elo"] == table.elo_of(g["record"]["opponent"]) for g in rows)
+
+
+def test_harness_chess_rate_prints_the_rating_and_refuses_what_it_cannot_do(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    args = ["chess", "--rate", "--model", "player:random", "--out", str(tmp_path), "--analysis-depth", "0"]
+    result = CliRunner().invoke(app, [*args, "--max-games", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"rating"' in result.stdout and "rating <" in result.output  # two losses: a bound
+    refused = CliRunner().invoke(app, [*args, "--workers", "2"])
+    assert refused.exit_code == 2 and "one game at a time" in refused.output
+    missing = CliRunner().invoke(app, ["chess", "--games", "1"])
+    assert missing.exit_code == 2 and "needs --model" in missing.output
