@@ -90,13 +90,13 @@ def test_a_better_result_never_lowers_the_estimate(results, i):
     better = results[:i] + [(q, s + 0.5)] + results[i + 1 :]
     before, after = rate(results), rate(better)
     # compare the point, or the bound where there is no point
-    low = lambda r: r.elo if r.elo is not None else (r.low if r.low is not None else r.high)  # noqa: E731
+    place = lambda r: r.elo if r.elo is not None else (r.low if r.low is not None else r.high)  # noqa: E731
     if before.elo is not None and after.elo is None:
         assert after.low is not None and after.low >= before.low - 0.5
     elif before.elo is None and before.high is not None and after.elo is not None:
         assert after.high >= before.high - 0.5
     else:
-        assert low(after) >= low(before) - 0.5
+        assert place(after) >= place(before) - 0.5
 
 
 def test_ladder_fit_recovers_a_free_player_between_anchors():
