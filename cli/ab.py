@@ -11,6 +11,7 @@ from rich.table import Table
 from agent.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
+from evals.ab.chess_elo import elo_line
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
@@ -76,5 +77,8 @@ def ab_command(
     for note in c.notes:
         if note not in said:
             console.print(text(("note:", "yellow"), f" {note}"), soft_wrap=True)
+    elo = elo_line(a_dir, b_dir)
+    if elo is not None:
+        console.print(text(elo), soft_wrap=True)
     console.print(text((c.verdict.text, "bold green" if c.verdict.distinguishable else "bold")))
     console.print(text(f"wrote {html_path} and {json_path}"))

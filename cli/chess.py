@@ -1,8 +1,12 @@
-"""`harness chess`: play a batch of games against an engine and print the aggregate table."""
+"""`harness chess`: play a batch of games against an engine and print the aggregate table;
+`harness chess calibrate`: place the opponent ladder on one Elo scale."""
 
 from __future__ import annotations
 
+import shlex
+import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -26,10 +30,14 @@ from cli.executor_options import (
 )
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import RunState, heartbeat, progress_bar
+from core.errors import HarnessError
 from core.events import Event
+from evals.chess import calibrate as calibration
 from evals.chess.batch import COLORS, Batch, ChessBatchSpec, Estimate, play_batch
+from evals.chess.elo import Rating
 from evals.chess.game import GameRules
 from evals.chess.players import load_player
+from evals.chess.rate import RateSpec, play_rated
 from evals.chess.runner import GameRun
 from evals.executors import Tally
 
@@ -43,12 +51,18 @@ def model_maker(spec: str):
     return make
 
 
+app = typer.Typer(no_args_is_help=False)
+
+
+@app.callback(invoke_without_command=True)
 @exits_on_error
 def chess_command(
+    ctx: typer.Context,
     games: int = typer.Option(1, min=1, help="How many games to play."),
     model: str = typer.Option(
-        ...,
-        help="Model string (e.g. scripted:FILE), or a scripted player: player:random, player:reasoning[=CHARS], player:silent.",
+        None,
+        help="Required to play. Model string (e.g. scripted:FILE), or a scripted player: player:random, "
+        "player:reasoning[=CHARS], player:silent, player:stockfish[:elo=1800,...].",
     ),
     opponent: str = typer.Option(
         "stockfish:skill=0", help="random, or stockfish[:skill=0..20,elo=1350..2850,depth=N,nodes=N,time=S]."
@@ -94,8 +108,25 @@ def chess_command(
     as_json: bool = typer.Option(
         False, "--json", help="Print the final table as JSON on stdout (progress lines go to stderr)."
     ),
+    rate: bool = typer.Option(
+        False,
+        "--rate",
+        help="Rate the model on the Elo scale: each game against the calibrated ladder's opponent nearest its "
+        "current estimate, colours alternating (--games, --opponent and --color do not apply).",
+    ),
+    max_games: int = typer.Option(40, min=1, help="With --rate: the most games to play."),
+    target_width: float = typer.Option(
+        200.0, min=0, help="With --rate: stop once the 95% interval is this many Elo points wide."
+    ),
+    calibration_table: Path = typer.Option(
+        calibration.TABLE, "--calibration", help="With --rate: the ladder's calibration table."
+    ),
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None:
+        raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
     spec = ChessBatchSpec(
         games=games,
         make_model=model_maker(model),
@@ -116,8 +147,33 @@ def chess_command(
         max_cost_usd=max_cost_usd,
         prices=prices,
     )
-    batch, folder = play_following(spec, stderr if as_json else console)  # the JSON alone on stdout
+    if rate:
+        if spec.executor.kind != "local" or spec.executor.workers != 1 or resume or max_cost_usd is not None:
+            raise HarnessError(
+                "--rate chooses each game from the ones before, so it plays one game at a time here: "
+                "leave out --workers, --executor, --resume and --max-cost-usd."
+            )
+        rated = RateSpec(replace(spec, opponent="random"), max_games, target_width, calibration_table)
+        batch, folder = rate_following(rated, stderr if as_json else console)
+    else:
+        batch, folder = play_following(spec, stderr if as_json else console)  # the JSON alone on stdout
     print_batch(batch, folder, as_json)
+
+
+def rate_following(spec: RateSpec, said: Console) -> tuple[Batch, Path]:
+    """Play a rated schedule with a line per game: the opponent, the result and the rating so far."""
+
+    def finished(i: int, played: GameRun, rating: Rating) -> None:
+        r = played.record
+        said.print(
+            text(
+                f"game {i + 1}: {r.color} vs {r.opponent}: {r.player_result} ({r.termination}, {r.plies} plies); "
+                f"rating {rating.line()}"
+            ),
+            soft_wrap=True,
+        )
+
+    return play_rated(spec, on_game=finished)
 
 
 def play_following(spec: ChessBatchSpec, said: Console) -> tuple[Batch, Path]:
@@ -160,6 +216,7 @@ def print_batch(batch: Batch, folder: Path, as_json: bool) -> None:
                 "opponent": batch.opponent,
                 "policy": batch.policy,
                 **batch.aggregate.model_dump(mode="json"),
+                **({"rating": batch.rating.model_dump(mode="json")} if batch.rating is not None else {}),
                 "cost": batch.cost.model_dump(mode="json"),
             }
         )
@@ -209,6 +266,7 @@ def batch_table(batch: Batch) -> Table:
             f"{a.wins} / {a.draws} / {a.losses}"
             + (f" ({a.aborted} unfinished, counted as losses)" if a.aborted else ""),
         ),
+        *([("Elo", batch.rating.line())] if batch.rating is not None else []),
         ("win_loss", fmt(a.win_loss, 3)),
         ("wrong moves / 1000 moves", fmt(a.wrong_moves_per_1000_moves, 1)),
         ("wrong actions / 1000 moves", fmt(a.wrong_actions_per_1000_moves, 1)),
@@ -231,3 +289,62 @@ def fmt(e: Estimate, digits: int) -> str:
     if e.low is None or e.high is None:
         return value
     return f"{value} (95% CI {e.low:,.{digits}f} to {e.high:,.{digits}f})"
+
+
+@app.command("calibrate")
+@exits_on_error
+def calibrate_command(
+    games_per_pair: int = typer.Option(4, min=1, help="Games each pairing plays, colours alternating."),
+    neighbours: int = typer.Option(3, min=1, help="Each free rung meets this many rungs nearest its nominal Elo."),
+    skills: str = typer.Option("0-20", help="Skill levels on the ladder: a range 0-20, a list 0,5,10, or none."),
+    anchor_step: int = typer.Option(150, min=1, help="UCI_Elo anchors every this many points from 1350."),
+    anchor_max: int = typer.Option(calibration.ELO_MAX, help="The highest UCI_Elo anchor."),
+    weak: bool = typer.Option(True, "--weak/--no-weak", help="Include the random mover and its rungs."),
+    nodes: int = typer.Option(calibration.NODES, min=1, help="Nodes a move for every Stockfish on the ladder."),
+    seed: int = typer.Option(0, help="Game k of the calibration gets seeds seed + 2k (white) and + 1 (black)."),
+    random_shares: str = typer.Option(
+        "0.75,0.5,0.25", help="With --weak: the rungs of Stockfish skill 0 playing this share of moves at random."
+    ),
+    workers: int = typer.Option(1, min=1, help="Games played at once."),
+    add_to: Path = typer.Option(
+        None, help="An earlier table (same Stockfish, same nodes): its games are kept and fitted with these."
+    ),
+    out: Path = typer.Option(calibration.TABLE, help="Where the table is written (JSON)."),
+) -> None:
+    """Play the opponent ladder among itself and fit it: UCI_Elo anchors fixed, the rest placed by maximum likelihood."""
+    try:
+        shares = [float(x) for x in random_shares.split(",")]
+    except ValueError:
+        raise HarnessError(f"--random-shares {random_shares!r}: give shares between 0 and 1, e.g. 0.75,0.5.") from None
+    ladder = calibration.rungs(
+        parse_levels(skills), range(calibration.ELO_MIN, anchor_max + 1, anchor_step), weak, nodes, shares
+    )
+    earlier = calibration.load(add_to) if add_to is not None else None
+    command = shlex.join(["harness", *sys.argv[1:]])
+
+    def said(k: int, total: int, g: calibration.CalibrationGame) -> None:
+        console.print(text(f"game {k}/{total}: {g.white} vs {g.black}: {g.score:g} ({g.termination}, {g.plies} plies)"))
+
+    table = calibration.calibrate(ladder, games_per_pair, seed, command, neighbours, workers, said, earlier)
+    calibration.save(table, out)
+    console.print(ladder_table(table))
+    console.print(text(f"{table.stockfish}, {nodes} nodes a move, {len(table.games)} games: written to {out}"))
+
+
+def parse_levels(text_: str) -> list[int]:
+    if text_ in ("", "none"):
+        return []
+    try:
+        if "-" in text_:
+            low, high = (int(x) for x in text_.split("-"))
+            return list(range(low, high + 1))
+        return [int(x) for x in text_.split(",")]
+    except ValueError:
+        raise HarnessError(f"--skills {text_!r}: give a range (0-20), a list (0,5,10) or none.") from None
+
+
+def ladder_table(table: calibration.Calibration) -> Table:
+    out = Table("opponent", "Elo (95% CI)", "games")
+    for p in table.players:
+        out.add_row(p.spec, "anchor " + f"{p.rating.elo:.0f}" if p.anchor else p.rating.line(), str(p.rating.games))
+    return out

@@ -16,7 +16,7 @@ from agent.task import load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
-from cli.chess import chess_command
+from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
 from cli.output import console, exits_on_error, print_json, text
@@ -179,7 +179,7 @@ def serve_command(
         raise HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}") from None
 
 
-app.command("chess")(chess_command)
+app.add_typer(chess_app, name="chess")
 app.add_typer(mcp_cli.app, name="tools")
 
 

@@ -26,6 +26,7 @@ from core.errors import HarnessError
 from core.events import Event
 from core.policy import HarnessPolicy
 from evals.ab.stats import mean_interval, poisson_rate, wilson
+from evals.chess.elo import Rating
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
 from evals.chess.runner import GameRecord, GameRun, play_game
@@ -97,6 +98,7 @@ class GameRow(BaseModel):
     record: GameRecord
     cost_usd: float | None = None  # summary.json's: None when unknown (and in batches from before costs)
     unpriced_calls: int = 0
+    opponent_elo: float | None = None  # the opponent's calibrated Elo, in a rated batch (harness chess --rate)
 
 
 class Batch(BaseModel):
@@ -110,6 +112,7 @@ class Batch(BaseModel):
     games: list[GameRow]
     aggregate: Aggregate
     cost: BatchCost = Field(default_factory=BatchCost)
+    rating: Rating | None = None  # a rated batch's Elo (harness chess --rate)
 
 
 def estimate(value: float | None, low: float = math.nan, high: float = math.nan) -> Estimate:

@@ -7,6 +7,8 @@ An opponent is named by a spec string:
     stockfish:skill=0           weakened like Stockfish's `Skill Level` (0..20)
     stockfish:elo=1400,depth=5  weakened to an Elo (1350..2850), as Stockfish's `UCI_Elo`
     stockfish:nodes=2000        also: depth=, nodes=, time= (seconds a move), path=
+    stockfish:skill=0,random=0.5  half its moves (seeded) uniformly random: the rungs between the random
+                                mover and skill 0, which the random mover never scores against
 
 Reproducibility: every opponent repeats its moves for a seed, so two batches with the same
 seeds play the same games wherever the agent plays the same moves (an A/B pair is one game).
@@ -52,6 +54,7 @@ class StockfishSpec(BaseModel):
     depth: int | None = Field(None, ge=1)
     nodes: int | None = Field(None, ge=1)
     time: float | None = Field(None, gt=0, description="seconds a move")
+    random: float | None = Field(None, ge=0, le=1, description="share of moves played uniformly at random")
     path: str = STOCKFISH
 
     def limit(self) -> chess.engine.Limit:
@@ -100,6 +103,8 @@ class StockfishOpponent:
         self.engine.configure(spec.options())
 
     def choose(self, board: chess.Board) -> chess.Move:
+        if self.spec.random and self.rng.random() < self.spec.random:
+            return self.rng.choice(sorted(board.legal_moves, key=lambda m: m.uci()))
         if self.level < 20:
             limit = self.spec.limit()
             depth = 1 + int(self.level) if limit.depth is None else min(limit.depth, 1 + int(self.level))
@@ -114,6 +119,15 @@ class StockfishOpponent:
 
     def close(self) -> None:
         self.engine.quit()
+
+
+def stockfish_version(path: str = STOCKFISH) -> str:
+    """The engine's own `id name`, e.g. `Stockfish 15.1`."""
+    engine = StockfishOpponent(StockfishSpec(path=path), "stockfish", seed=0).engine
+    try:
+        return str(engine.id.get("name", "unknown"))
+    finally:
+        engine.quit()
 
 
 class RandomOpponent:
@@ -141,7 +155,7 @@ def parse_stockfish(spec: str) -> StockfishSpec:
     try:
         return StockfishSpec.model_validate(fields)
     except ValidationError as e:
-        known = "skill (0..20), elo (1350..2850), depth, nodes, time (seconds), path"
+        known = "skill (0..20), elo (1350..2850), depth, nodes, time (seconds), random (0..1), path"
         raise HarnessError(describe_validation_error(e, f"Opponent spec {spec!r}") + f" Known keys: {known}.") from None
 
 

@@ -2,7 +2,8 @@
 
 They stand in for a model in tests, demos and benchmarks. Each reads the FEN from
 the get_board observation at the end of its prompt (or asks for the board when
-there is none), and picks a seeded random legal move. `PlannedPlayer` follows a
+there is none), and picks a seeded random legal move, or (`EnginePlayer`) the move
+an opponent engine would play: a player of known strength for rating checks. `PlannedPlayer` follows a
 plan of replies first, to act out mistakes: illegal, invalid and ambiguous moves,
 two moves in one reply, replies without a tool call.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import weakref
 from collections.abc import Sequence
 
 import chess
@@ -18,7 +20,9 @@ import chess
 from core.errors import HarnessError
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall, Usage
+from evals.chess.calibrate import NODES
 from evals.chess.metrics import message_chars
+from evals.chess.opponents import Opponent, check_spec, open_opponent, parse_stockfish
 from tools.base import Tool
 
 
@@ -76,6 +80,27 @@ class RandomPlayer:
             move = self.thought_rng.choice(moves)
             parts.append(f"If I play {move}, the opponent may answer in several ways; weigh the threats and material.")
         return Reasoning(text=" ".join(parts)[: self.reasoning_chars])
+
+
+class EnginePlayer(RandomPlayer):
+    """get_board, then the move an opponent engine (e.g. `stockfish:elo=1800`) plays in that position, through
+    make_move like any agent. The engine starts at the first move and stops when the player is collected."""
+
+    def __init__(self, engine: str, seed: int | None = 0, name: str = "player:stockfish"):
+        super().__init__(seed, name=name)
+        self.engine_spec = check_spec(engine)
+        # Apart from the opponent's generator, which gets the game's seed itself: the same seed on both sides
+        # of a game between equals would push both towards the same weaker moves.
+        self.engine_seed = None if seed is None else seed + 1_000_003
+        self.engine: Opponent | None = None
+
+    def decide(self, board: chess.Board | None) -> list[tuple[str, str]]:
+        if board is None or board.is_game_over():
+            return [call("get_board")]
+        if self.engine is None:
+            self.engine = open_opponent(self.engine_spec, self.engine_seed)
+            weakref.finalize(self, self.engine.close)
+        return [call("make_move", move=self.engine.choose(board).uci())]
 
 
 class PlannedPlayer(RandomPlayer):
@@ -137,8 +162,15 @@ def tokens(chars: int) -> int:
 
 
 def load_player(spec: str, seed: int | None) -> RandomPlayer:
-    """`player:random`, `player:reasoning[=CHARS]` (default 2000) or `player:silent`."""
-    name, _, value = spec.removeprefix("player:").partition("=")
+    """`player:random`, `player:reasoning[=CHARS]` (default 2000), `player:silent`, or
+    `player:stockfish[:elo=1800,...]` (an opponent spec; the ladder's nodes a move unless it names a limit)."""
+    engine = spec.removeprefix("player:")
+    if engine.partition(":")[0] == "stockfish":
+        limited = parse_stockfish(engine)
+        if limited.depth is None and limited.nodes is None and limited.time is None:
+            engine += f"{',' if ':' in engine else ':'}nodes={NODES}"
+        return EnginePlayer(engine, seed, name=spec)
+    name, _, value = engine.partition("=")
     if name == "random":
         return RandomPlayer(seed)
     if name == "reasoning":
@@ -147,5 +179,6 @@ def load_player(spec: str, seed: int | None) -> RandomPlayer:
     if name == "silent":
         return PlannedPlayer([], seed, then="silent", name="player:silent")
     raise HarnessError(
-        f"Unknown scripted player {spec!r}; choose player:random, player:reasoning[=CHARS] or player:silent."
+        f"Unknown scripted player {spec!r}; choose player:random, player:reasoning[=CHARS], player:silent or "
+        "player:stockfish[:elo=1350..2850,...]."
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from agent.pricing import format_usd
+from evals.reports.chess import batch_rating
 from evals.reports.detectors import DETECTORS, prompt_tokens
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData
@@ -152,11 +153,20 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
             )
         )
     counts = Counter(f.detector for r in runs for f in r.findings)
+    cards = batch_cards(runs)
+    rated = batch_rating(batch_dir)
+    if rated is not None:  # a rated chess batch: its Elo beside win_loss, and the score per opponent Elo
+        cards = [
+            Card("Elo", rated.line.split(" (")[0], rated.line.partition(" (")[2].rstrip(")") or "95% interval"),
+            Card("win_loss", rated.win_loss, "((W − L)/N + 1)/2"),
+            *([Card("cost per game", rated.cost_per_game)] if rated.cost_per_game else []),
+            *cards,
+        ]
     context = {
         **common(),
         "title": batch_dir.name,
         "path": str(batch_dir),
-        "cards": batch_cards(runs),
+        "cards": cards,
         "rows": rows,
         "imported": any(r.recorded for r in runs),
         "journal_notes": [(row, note) for row in rows for note in row.run.journal_notes],
@@ -167,6 +177,16 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "charts": {
             "prompt": Markup(prompt_lines(runs)),
             "cost": Markup(cost_scatter(runs)),
+            "elo": Markup(
+                hbars(
+                    [label for label, _ in rated.per_opponent],
+                    [v for _, v in rated.per_opponent],
+                    "Score per opponent Elo (%)",
+                    fmt=lambda v: f"{v:.0f}%",
+                )
+            )
+            if rated is not None
+            else None,
             "findings": Markup(
                 hbars(
                     [d.title for d in DETECTORS],

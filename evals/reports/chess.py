@@ -132,3 +132,54 @@ def game_record(o: dict[str, Any]) -> list[tuple[str, str]]:
     else:
         rows.append(("move quality", "not analysed"))
     return rows
+
+
+@dataclass(frozen=True)
+class BatchRating:
+    """A chess batch's Elo (from a rated batch's batch.json) and its score against each opponent Elo."""
+
+    line: str  # e.g. "1812 (95% CI 1690 to 1930, 40 games)", or a bound
+    win_loss: str
+    cost_per_game: str | None  # where every game's cost is known
+    per_opponent: list[tuple[str, float]]  # ("1800 · 5 games", the mean score in %), weakest first
+
+
+def batch_rating(batch_dir: Path) -> BatchRating | None:
+    """None unless `batch_dir` holds a chess batch.json with a rating (harness chess --rate)."""
+    path = batch_dir / "batch.json"
+    if not path.is_file():
+        return None
+    import json
+
+    batch = json.loads(path.read_text(encoding="utf-8"))
+    rating = batch.get("rating")
+    if not isinstance(rating, dict):
+        return None
+    scores: dict[float, list[float]] = {}
+    for row in batch.get("games", []):
+        points = {"win": 1.0, "draw": 0.5}.get(row["record"]["player_result"], 0.0)
+        if row.get("opponent_elo") is not None:
+            scores.setdefault(row["opponent_elo"], []).append(points)
+    costs = [row.get("cost_usd") for row in batch.get("games", [])]
+    known = costs and all(c is not None for c in costs)
+    win_loss = batch["aggregate"]["win_loss"]
+    return BatchRating(
+        line=rating_line(rating),
+        win_loss=f"{win_loss['value']:.3f}" if win_loss.get("value") is not None else "—",
+        cost_per_game=f"${sum(costs) / len(costs):.4f}" if known else None,
+        per_opponent=[
+            (f"{elo:.0f} · {len(s)} game{'s' if len(s) > 1 else ''}", 100 * sum(s) / len(s))
+            for elo, s in sorted(scores.items())
+        ],
+    )
+
+
+def rating_line(r: dict[str, Any]) -> str:
+    """As evals.chess.elo.Rating.line, from the JSON (this module runs without python-chess)."""
+    if r.get("elo") is not None:
+        return f"{r['elo']:.0f} (95% CI {r['low']:.0f} to {r['high']:.0f})"
+    if r.get("low") is not None:
+        return f"> {r['low']:.0f} (every game won)"
+    if r.get("high") is not None:
+        return f"< {r['high']:.0f} (every game lost)"
+    return "—"
