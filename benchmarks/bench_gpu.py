@@ -4,6 +4,7 @@ prefix cache's effect on time to first token over recorded agent traces.
 
     python benchmarks/bench_gpu.py --part model     # Llama-3-8B shape: roofline, batching, prefill, transformers
     python benchmarks/bench_gpu.py --part model --shape llama3.2-1b --batches 1 --skip-prefill --skip-transformers
+    python benchmarks/bench_gpu.py --part moe --batches 1 32   # Qwen3-30B-A3B shape: experts against their roofline
     python benchmarks/bench_gpu.py --part gemv      # the decode projections: fused kernel configs against cuBLAS
     python benchmarks/bench_gpu.py --part gaps --shape llama3.2-1b   # where the GPU idles between batch-1 decode steps
     python benchmarks/bench_gpu.py --part traces    # agent traces, cached vs cold TTFT (Llama-3.2-1B shape)
@@ -63,6 +64,27 @@ LLAMA32_1B = ModelConfig(
     max_position_embeddings=131072,
     tie_word_embeddings=True,
     eos_token_ids=(128001,),
+)
+QWEN3_30B_A3B = ModelConfig(  # Qwen3-30B-A3B (the Qwen3-Coder-30B-A3B class): 128 experts, 8 active
+    vocab_size=151936,
+    hidden_size=2048,
+    intermediate_size=6144,
+    num_layers=48,
+    num_heads=32,
+    num_kv_heads=4,
+    head_dim=128,
+    rope_theta=1e6,
+    rms_norm_eps=1e-6,
+    max_position_embeddings=40960,
+    tie_word_embeddings=False,
+    qk_norm=True,
+    num_experts=128,
+    num_experts_per_tok=8,
+    moe_intermediate_size=768,
+    norm_topk_prob=True,
+    moe_layers=tuple(range(48)),
+    architecture="qwen3_moe",
+    eos_token_ids=(151645,),
 )
 SHAPES = {"llama3-8b": LLAMA3_8B, "llama3.2-1b": LLAMA32_1B}
 DATASHEET_BW = 4.8e12
@@ -861,9 +883,63 @@ def part_load(args, results: dict) -> None:
         )
 
 
+# ---------------------------------------------------------------- the mixture-of-experts shape
+
+
+def moe_step_bytes(model, c: ModelConfig, batch: int) -> float:
+    """Bytes a decode step of `batch` rows reads: every weight but the experts and the embedding table,
+    and the experts its tokens chose: top_k at batch 1; beyond, the expected number of distinct ones
+    under uniform routing, E (1 - (1 - k/E)^B), which random weights come close to."""
+    size = lambda t: t.numel() * t.element_size()  # noqa: E731
+    read = size(model.lm_head) + size(model.norm)
+    for layer in model.layers:
+        read += size(layer.attn_norm) + size(layer.qkv) + size(layer.o) + size(layer.mlp_norm)
+        read += 0 if layer.qk_norm is None else size(layer.qk_norm)
+        ex = layer.experts
+        per_expert = (size(ex.gate_up) + size(ex.down)) / c.num_experts
+        chosen = c.num_experts * (1 - (1 - c.num_experts_per_tok / c.num_experts) ** batch)
+        read += size(ex.router) + chosen * per_expert
+    return read
+
+
+def part_moe(args, results: dict) -> None:
+    """Decode on the Qwen3-30B-A3B shape: the grouped expert kernels (engine/cuda/moe.py) in CUDA graphs,
+    against the roofline of the bytes a step reads (attention, router, the chosen experts, the LM head)."""
+    c = QWEN3_30B_A3B
+    bw, _ = ceilings()
+    t = time.perf_counter()
+    ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
+    engine = Engine(
+        ckpt,
+        EngineConfig(
+            device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=max(args.batches), max_model_len=4096
+        ),
+    )
+    log(f"Qwen3-30B-A3B shape ready in {time.perf_counter() - t:.0f} s; graphs for {engine.runner.graphs.sizes}")
+    engine.generate([rand_prompt(64, 999)], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
+    g = engine.runner.graphs
+    out = {}
+    for b in args.batches:
+        rate = engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b)
+        step = cuda_time(g.graphs[b].replay, 30)
+        read = moe_step_bytes(engine.model, c, b) + int(g.buf[3, :b].sum()) * c.kv_bytes_per_token(2)
+        out[b] = {"tok_s": rate, "step_ms": step * 1e3, "read_gb": read / 1e9, "roofline": read / step / DATASHEET_BW}
+        log(
+            f"moe decode, {b:>3} sequences: engine {rate:8.0f} tok/s; graph replay {step * 1e3:6.3f} ms/step reads "
+            f"{read / 1e9:.2f} GB = {read / step / DATASHEET_BW:.0%} of 4.8 TB/s ({read / step / bw:.0%} of the "
+            f"measured copy {bw / 1e12:.2f} TB/s)"
+        )
+    prof = kernel_breakdown(g.graphs[1].replay)
+    log("batch-1 step by kernel: " + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:8]))
+    results["moe"] = {"shape": "qwen3-30b-a3b", "decode": out, "kernels_batch1": prof[:12]}
+    engine.shutdown()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["model", "layout", "gemv", "gaps", "traces", "load", "all"], default="all")
+    ap.add_argument(
+        "--part", choices=["model", "moe", "layout", "gemv", "gaps", "traces", "load", "all"], default="all"
+    )
     ap.add_argument(
         "--shape", choices=sorted(SHAPES), default="llama3-8b", help="model shape of --part model and --part gaps"
     )
@@ -895,6 +971,8 @@ def main() -> None:
     results: dict = {}
     if args.part in ("model", "all"):
         part_model(args, results)
+    if args.part in ("moe", "all"):
+        part_moe(args, results)
     if args.part in ("layout", "all"):
         part_layout(args, results)
     if args.part in ("gemv", "all"):

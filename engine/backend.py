@@ -24,8 +24,6 @@ def make_runner(model, kv: KVCache, config: EngineConfig, max_model_len: int):
             config.block_size,
             max_model_len,
             config.max_num_seqs,
-            # A mixture of experts routes on the host (engine/moe.py): no CUDA graph holds it.
-            use_graphs=not model.config.moe_layers,
             ahead=config.decode_ahead is not False,
         )
     return CpuRunner(model, kv, config.max_num_seqs if config.decode_ahead else 0)

@@ -1,11 +1,11 @@
-"""A mixture-of-experts MLP in plain torch, for either device: route, then each chosen expert on its tokens.
+"""A mixture-of-experts MLP in plain torch, the CPU path's: route, then each chosen expert on its tokens.
 
 Routing is Qwen3-MoE's: a softmax over the router's logits in float32, the top k, renormalised to
 sum to one with norm_topk_prob. Each expert that any token chose runs once on the rows that chose it,
 and its output, scaled by their routing weights, is added into theirs: experts in ascending
-order, as transformers sums them, so the float32 results agree to the last bits. Correct rather
-than fast: the expert loop reads which experts were chosen on the host, so a CUDA graph cannot
-hold it (the CUDA path runs MoE models eagerly).
+order, as transformers sums them, so the float32 results agree to the last bits. The loop reads
+which experts were chosen on the host; the CUDA path routes and runs the experts on the device
+instead (engine/cuda/moe.py), and is checked against this.
 """
 
 from collections.abc import Callable

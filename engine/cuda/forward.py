@@ -8,9 +8,8 @@ SiLU(gate)*up added into the stream. A step of a few rows does each projection i
 kernel with its norm, activation, RoPE or residual add fused in (linear.py), so a batch-1
 layer is five kernels and the step costs little more than reading the weights once.
 
-Qwen3's per-head Q/K norms and Qwen3-MoE's experts are plain torch between those kernels:
-correct, not fast. A model with experts runs eagerly (engine/backend.py): its expert loop
-reads the routing on the host, which a CUDA graph cannot hold (engine/moe.py).
+Qwen3's per-head Q/K norms are plain torch between those kernels; Qwen3-MoE's experts are two
+grouped kernels with the routing on the device (moe.py), so a decode step with experts is a graph too.
 """
 
 from dataclasses import dataclass
@@ -22,10 +21,10 @@ from engine.config import ModelConfig
 from engine.cuda.decode_attention import decode_attention
 from engine.cuda.linear import RopeStore, project, qkv_rope_store
 from engine.cuda.model import CudaExperts, CudaLayer, CudaModel
+from engine.cuda.moe import experts_add
 from engine.cuda.norm import rms_norm
 from engine.cuda.prefill_attention import prefill_attention
 from engine.cuda.rope_store import rope_and_store
-from engine.moe import mixture, route
 
 
 @dataclass
@@ -81,15 +80,10 @@ def normed_qkv_rope_store(x: torch.Tensor, layer: CudaLayer, eps: float, rope: R
     return rope_and_store(qkv, *rope)
 
 
-def experts_mlp(x: torch.Tensor, norm: torch.Tensor, experts: CudaExperts, c: ModelConfig) -> torch.Tensor:
-    """The mixture of experts of the normalised stream x (engine/moe.py), each expert's projections cuBLAS's."""
+def experts_mlp(x: torch.Tensor, norm: torch.Tensor, experts: CudaExperts, c: ModelConfig) -> None:
+    """The mixture of experts of the normalised stream, added into the stream in place."""
     h = rms_norm(x, norm, c.rms_norm_eps)
-    weights, ids = route(h, experts.router, c.num_experts_per_tok, c.norm_topk_prob)
-
-    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
-        return project(project(rows, experts.gate_up[e]), experts.down[e], gated=True)
-
-    return mixture(h, weights, ids, expert)
+    experts_add(x, h, experts.router, experts.gate_up, experts.down, c.num_experts_per_tok, c.norm_topk_prob)
 
 
 def forward(
@@ -117,7 +111,7 @@ def forward(
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
         project(o.view(t, h * d), layer.o, residual=x)
         if layer.experts is not None:
-            x.add_(experts_mlp(x, layer.mlp_norm, layer.experts, c))
+            experts_mlp(x, layer.mlp_norm, layer.experts, c)
             continue
         assert layer.gate_up is not None and layer.down is not None
         gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)

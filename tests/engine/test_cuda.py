@@ -249,8 +249,8 @@ QWEN3_MOE_SMALL = dataclasses.replace(
 
 @pytest.mark.parametrize("config", [QWEN3_SMALL, QWEN3_MOE_SMALL], ids=["qwen3", "qwen3_moe"])
 def test_qwen3_prefill_and_decode_logits_match_the_cpu_path(config):
-    """Per-head Q/K norms (pair-ordered on the GPU as the Q/K rows are) and experts: dense Qwen3
-    decodes from CUDA graphs, a model with experts eagerly."""
+    """Per-head Q/K norms (pair-ordered on the GPU as the Q/K rows are) and experts (grouped kernels,
+    routed on the device): both decode from CUDA graphs."""
     qwen = dummy_checkpoint(config, seed=4)
     g = torch.Generator().manual_seed(4)
     for name, t in qwen.tensors.items():
@@ -266,7 +266,7 @@ def test_qwen3_prefill_and_decode_logits_match_the_cpu_path(config):
         return logits
 
     gpu = cuda_engine(qwen)
-    assert (gpu.runner.graphs is None) == bool(config.moe_layers)
+    assert gpu.runner.graphs is not None
     prefill = gpu.prompt_logits([ids])[0]
     out = gpu.generate([ids], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True, logits_processor=keep))[0]
     gpu.shutdown()
@@ -359,3 +359,29 @@ def test_decode_ahead_equals_synchronous_steps(ckpt):
         eng.shutdown()
     assert outs[True] == outs[False] and outs[True, "alone"] == outs[False, "alone"]
     assert [len(t) for t in outs[True]] == [40, 3, 17, 33, 1, 25]
+
+
+@pytest.mark.parametrize("tokens", [1, 3, 33, 300])  # 300: more pairs than the counting sort takes
+def test_grouped_expert_kernels_match_the_expert_loop(tokens):
+    """engine/cuda/moe.py against engine/moe.py, the experts one at a time: tile edges (hidden, width and the
+    expert count not multiples of a tile), experts chosen by no token, and runs longer than a chunk."""
+    from engine.cuda.moe import experts_add
+    from engine.moe import mixture, route
+
+    g = torch.Generator(device="cuda").manual_seed(tokens)
+    experts, top_k, hidden, width = 20, 4, 200, 72
+    h = torch.randn(tokens, hidden, generator=g, device="cuda").to(torch.bfloat16)
+    router = torch.randn(experts, hidden, generator=g, device="cuda")
+    gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g, device="cuda")).to(torch.bfloat16)
+    down = (0.1 * torch.randn(experts, hidden, width, generator=g, device="cuda")).to(torch.bfloat16)
+    x = torch.randn(tokens, hidden, generator=g, device="cuda").to(torch.bfloat16)
+    got = x.clone()
+    experts_add(got, h, router, gate_up, down, top_k, True)
+    weights, ids = route(h, router, top_k, True)
+
+    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
+        gate, up = (rows.float() @ gate_up[e].float().t()).chunk(2, dim=-1)
+        return (torch.nn.functional.silu(gate) * up) @ down[e].float().t()
+
+    want = x.float() + mixture(h.float(), weights, ids, expert)
+    assert rel(got.float() - x.float(), want - x.float()) < BF16_TOL

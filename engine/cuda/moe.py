@@ -1,0 +1,223 @@
+"""A mixture of experts on the GPU with the routing on the device: route, sort, two grouped kernels, combine.
+
+    route     the router's logits (cuBLAS), then one kernel per row: softmax, top k, renormalised
+    sort      the T × top_k (token, expert) pairs ordered by expert, stably: one kernel that counts each
+              pair's place (pairs <= SORT_MAX_PAIRS: a decode step), else torch.sort
+    gate/up   a[p] = SiLU(x[token(p)] @ gate[e].T) * (x[token(p)] @ up[e].T)      (pairs, I), sorted order
+    down      y[pair(p)] = weight(p) * (a[p] @ down[e].T)                          (pairs, hidden) float32
+    combine   x[t] += the sum of y over the token's top_k pairs, in slot order
+
+Each run of pairs that chose one expert is cut into chunks of BLOCK_M rows. A program of the grid
+(pairs, column tiles) whose pair starts a chunk computes that chunk's tile against its expert's
+weights; every other program exits at once. So each chosen expert's weights are read once per chunk
+(once at decode, where a chunk holds every token that chose it), nothing is read for experts no token
+chose, and no host learns which were chosen: a decode step with experts is a CUDA graph.
+
+engine/moe.py is the reference (the CPU path): the same routing, the experts one at a time.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
+SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, in one program
+
+
+@triton.jit
+def _route_kernel(
+    logits_ptr, ids_ptr, weights_ptr, E, TOP_K: tl.constexpr, BLOCK_K: tl.constexpr, RENORM: tl.constexpr,
+    BLOCK_E: tl.constexpr,
+):  # fmt: skip
+    """One row: softmax over the experts' logits, the top k (the first of equal ones), renormalised."""
+    row = tl.program_id(0)
+    es = tl.arange(0, BLOCK_E)
+    x = tl.load(logits_ptr + row * E + es, mask=es < E, other=-float("inf")).to(tl.float32)
+    p = tl.exp(x - tl.max(x, 0))
+    p = p / tl.sum(p, 0)
+    js = tl.arange(0, BLOCK_K)
+    chosen = tl.zeros((BLOCK_K,), dtype=tl.int32)
+    weight = tl.zeros((BLOCK_K,), dtype=tl.float32)
+    for j in tl.static_range(TOP_K):
+        best = tl.max(p, 0)
+        idx = tl.min(tl.where(p == best, es, BLOCK_E), 0)
+        chosen = tl.where(js == j, idx, chosen)
+        weight = tl.where(js == j, best, weight)
+        p = tl.where(es == idx, -1.0, p)
+    if RENORM:
+        weight = weight / tl.sum(weight, 0)
+    tl.store(ids_ptr + row * TOP_K + js, chosen, mask=js < TOP_K)
+    tl.store(weights_ptr + row * TOP_K + js, weight, mask=js < TOP_K)
+
+
+@triton.jit
+def _count_sort_kernel(
+    ids_ptr,
+    weights_ptr,
+    sorted_ptr,
+    starts_ptr,
+    order_ptr,
+    scale_ptr,
+    pairs,
+    BLOCK_P: tl.constexpr,
+    CHUNK: tl.constexpr,
+):
+    """Each pair's place in the stable order by expert: the pairs of a smaller expert, and the earlier
+    pairs of its own, counted; where its expert's run starts: the pairs of a smaller expert."""
+    ps = tl.arange(0, BLOCK_P)
+    ok = ps < pairs
+    mine = tl.load(ids_ptr + ps, mask=ok, other=0)
+    place = tl.zeros((BLOCK_P,), dtype=tl.int32)
+    start = tl.zeros((BLOCK_P,), dtype=tl.int32)
+    for q0 in range(0, pairs, CHUNK):
+        qs = q0 + tl.arange(0, CHUNK)
+        theirs = tl.load(ids_ptr + qs, mask=qs < pairs, other=2**30)
+        less = theirs[None, :] < mine[:, None]
+        before = (theirs[None, :] == mine[:, None]) & (qs[None, :] < ps[:, None])
+        place += tl.sum((less | before).to(tl.int32), 1)
+        start += tl.sum(less.to(tl.int32), 1)
+    tl.store(sorted_ptr + place, mine, mask=ok)
+    tl.store(starts_ptr + place, start, mask=ok)
+    tl.store(order_ptr + place, ps, mask=ok)
+    tl.store(scale_ptr + place, tl.load(weights_ptr + ps, mask=ok, other=0.0), mask=ok)
+
+
+@triton.jit
+def _grouped_kernel(
+    x_ptr,  # gate/up: the normalised stream (T, K); down: a, (pairs, K) in sorted order
+    w_ptr,  # (experts, N_total, K)
+    out_ptr,  # gate/up: a, (pairs, N) in sorted order; down: y, (pairs, N) in pair order
+    sorted_ptr,  # (pairs,) expert of each sorted pair
+    starts_ptr,  # (pairs,) where each sorted pair's expert run starts
+    order_ptr,  # (pairs,) the pair (token * top_k + slot) at each sorted place
+    scale_ptr,  # (pairs,) routing weight of each sorted pair (down)
+    pairs,
+    N,
+    K,
+    top_k,
+    stride_x,
+    stride_we,
+    stride_wn,
+    stride_o,
+    GATED: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    p = tl.program_id(0)
+    start = tl.load(starts_ptr + p)
+    if (p - start) % BLOCK_M != 0:
+        return
+    expert = tl.load(sorted_ptr + p)
+    rows = p + tl.arange(0, BLOCK_M)
+    valid = rows < pairs
+    valid &= tl.load(sorted_ptr + rows, mask=valid, other=-1) == expert
+    pair = tl.load(order_ptr + rows, mask=valid, other=0)
+    x_rows = pair // top_k if GATED else rows  # the stream's row of each pair's token; a is sorted already
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_ok = cols < N
+    w_base = w_ptr + expert.to(tl.int64) * stride_we
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + tl.arange(0, BLOCK_K)
+        k_ok = ks < K
+        x = tl.load(
+            x_ptr + x_rows.to(tl.int64)[:, None] * stride_x + ks[None, :],
+            mask=valid[:, None] & k_ok[None, :],
+            other=0.0,
+        )
+        w = tl.load(w_base + cols[:, None] * stride_wn + ks[None, :], mask=col_ok[:, None] & k_ok[None, :], other=0.0)
+        acc = tl.dot(x, tl.trans(w), acc)
+        if GATED:  # the up rows sit N rows below the gate rows
+            u = tl.load(
+                w_base + (cols + N)[:, None] * stride_wn + ks[None, :], mask=col_ok[:, None] & k_ok[None, :], other=0.0
+            )
+            acc_up = tl.dot(x, tl.trans(u), acc_up)
+    if GATED:
+        acc = acc / (1.0 + tl.exp(-acc)) * acc_up
+        out_rows = rows
+    else:
+        acc *= tl.load(scale_ptr + rows, mask=valid, other=0.0)[:, None]
+        out_rows = pair
+    out = out_ptr + out_rows.to(tl.int64)[:, None] * stride_o + cols[None, :]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=valid[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def _combine_kernel(y_ptr, x_ptr, H, TOP_K: tl.constexpr, BLOCK: tl.constexpr):
+    """x[t] += y[t, 0] + ... + y[t, k-1], in float32, in place."""
+    t = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    ok = cols < H
+    acc = tl.load(x_ptr + t * H + cols, mask=ok, other=0.0).to(tl.float32)
+    for j in tl.static_range(TOP_K):
+        acc += tl.load(y_ptr + (t * TOP_K + j) * H + cols, mask=ok, other=0.0)
+    tl.store(x_ptr + t * H + cols, acc.to(x_ptr.dtype.element_ty), mask=ok)
+
+
+# Tiles by how many pairs a step has: few (decode) want narrow ones, so every multiprocessor has work.
+# (block_n, block_k, warps, stages) for gate/up and for down.
+FEW_PAIRS = 64
+TILES = {"few": ((16, 256, 4, 3), (64, 128, 4, 4)), "many": ((32, 128, 4, 4), (32, 128, 4, 4))}
+
+
+def _grouped(x, w, out, sorted_ids, starts, order, scale, top_k: int, gated: bool, tile) -> None:
+    block_n, block_k, warps, stages = tile
+    pairs, n = starts.shape[0], out.shape[1]
+    _grouped_kernel[(pairs, triton.cdiv(n, block_n))](
+        x, w, out, sorted_ids, starts, order, scale, pairs, n, w.shape[2], top_k,
+        x.stride(0), w.stride(0), w.stride(1), out.stride(0),
+        GATED=gated, BLOCK_M=BLOCK_M, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages,
+    )  # fmt: skip
+
+
+def route(h: torch.Tensor, router: torch.Tensor, top_k: int, renormalise: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """engine/moe.py's route: (T, top_k) expert ids (int32) and weights (float32)."""
+    logits = (h.float() @ router.t()).contiguous()
+    t, experts = logits.shape
+    ids = torch.empty((t, top_k), dtype=torch.int32, device=h.device)
+    weights = torch.empty((t, top_k), dtype=torch.float32, device=h.device)
+    block = triton.next_power_of_2(experts)
+    _route_kernel[(t,)](
+        logits, ids, weights, experts,
+        TOP_K=top_k, BLOCK_K=triton.next_power_of_2(top_k), RENORM=renormalise, BLOCK_E=block, num_warps=4,
+    )  # fmt: skip
+    return ids, weights
+
+
+def sort_pairs(ids: torch.Tensor, weights: torch.Tensor):
+    """The pairs by expert, stably: each place's expert, where its run starts, its pair, its weight."""
+    flat, w = ids.reshape(-1), weights.reshape(-1)
+    pairs = flat.shape[0]
+    if pairs <= SORT_MAX_PAIRS:
+        sorted_ids, starts, order = (torch.empty(pairs, dtype=torch.int32, device=ids.device) for _ in range(3))
+        scale = torch.empty(pairs, dtype=torch.float32, device=ids.device)
+        block = max(16, triton.next_power_of_2(pairs))
+        _count_sort_kernel[(1,)](flat, w, sorted_ids, starts, order, scale, pairs, BLOCK_P=block, CHUNK=16)
+        return sorted_ids, starts, order, scale
+    sorted_ids, order = torch.sort(flat, stable=True)
+    starts = torch.searchsorted(sorted_ids, sorted_ids).to(torch.int32)
+    return sorted_ids, starts, order.to(torch.int32), w.index_select(0, order)
+
+
+def experts_add(
+    x: torch.Tensor,  # (T, hidden): the residual stream the experts' output is added into
+    h: torch.Tensor,  # (T, hidden): x normalised
+    router: torch.Tensor,  # (experts, hidden) float32
+    gate_up: torch.Tensor,  # (experts, 2 * I, hidden)
+    down: torch.Tensor,  # (experts, hidden, I)
+    top_k: int,
+    renormalise: bool,
+) -> None:
+    ids, weights = route(h, router, top_k, renormalise)
+    sorted_ids, starts, order, scale = sort_pairs(ids, weights)
+    t, hidden, inter = h.shape[0], down.shape[1], down.shape[2]
+    pairs = t * top_k
+    up_tile, down_tile = TILES["few" if pairs <= FEW_PAIRS else "many"]
+    a = torch.empty((pairs, inter), dtype=h.dtype, device=h.device)
+    _grouped(h, gate_up, a, sorted_ids, starts, order, scale, top_k, True, up_tile)
+    y = torch.empty((pairs, hidden), dtype=torch.float32, device=h.device)
+    _grouped(a, down, y, sorted_ids, starts, order, scale, top_k, False, down_tile)
+    block = 1024
+    _combine_kernel[(t, triton.cdiv(hidden, block))](y, x, hidden, TOP_K=top_k, BLOCK=block, num_warps=4)
