@@ -8,8 +8,6 @@ usage, and a submission. A compacting run folds old steps into a working memory.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,9 +21,8 @@ from core.context_policy import Compact
 from core.errors import HarnessError
 from core.policy import HarnessPolicy, StopPolicy
 from core.types import Usage
+from tests.harbor_venv import run_with_harbor
 
-ROOT = Path(__file__).resolve().parents[3]
-HARBOR_PYTHON = ROOT / ".venv-interop312" / "bin" / "python"
 HARBOR_CHECK = Path(__file__).with_name("harbor_check.py")
 
 
@@ -135,14 +132,4 @@ def summary(run_dir: Path) -> dict:
 
 def harbor_errors(*paths: Path) -> dict[str, list[str]]:
     """Harbor's own ATIF models and validator on each file, in the Python >= 3.12 venv `make setup` makes."""
-    if not HARBOR_PYTHON.exists():
-        pytest.skip(
-            f"no Python >= 3.12 venv with harbor at {HARBOR_PYTHON.relative_to(ROOT)}: `make setup` makes one "
-            "where a Python >= 3.12 exists (scripts/setup_interop312.sh)"
-        )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    done = subprocess.run(
-        [str(HARBOR_PYTHON), str(HARBOR_CHECK), *map(str, paths)], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_with_harbor(HARBOR_CHECK, *paths)

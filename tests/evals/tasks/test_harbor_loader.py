@@ -1,35 +1,14 @@
 """Harbor's own task loader (harbor 0.26.0, in the Python >= 3.12 venv) reads the test tasks as evals/tasks does."""
 
-import json
-import os
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from evals.tasks.task import find_tasks
 from tests.evals.tasks.conftest import TASKS
-
-ROOT = Path(__file__).resolve().parents[3]
-HARBOR_PYTHON = ROOT / ".venv-interop312" / "bin" / "python"
+from tests.harbor_venv import run_with_harbor
 
 
 def harbor_reads(folders: list[Path]) -> dict:
-    if not HARBOR_PYTHON.exists():
-        pytest.skip(
-            f"no Python >= 3.12 venv with harbor at {HARBOR_PYTHON.relative_to(ROOT)}: `make setup` makes one "
-            "where a Python >= 3.12 exists (scripts/setup_interop312.sh)"
-        )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    done = subprocess.run(
-        [str(HARBOR_PYTHON), str(Path(__file__).with_name("harbor_load.py")), *map(str, folders)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_with_harbor(Path(__file__).with_name("harbor_load.py"), *folders)
 
 
 def test_harbor_loads_every_test_task_as_we_do():
