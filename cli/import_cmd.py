@@ -10,7 +10,7 @@ import typer
 
 from agent.pricing import load_prices
 from cli.output import console, exits_on_error, text, warn
-from cli.progress import heartbeat, progress_bar
+from cli.progress import following_files
 from core.errors import HarnessError
 from evals.interop.imports.batch import files_in, import_batch
 from evals.interop.imports.detect import open_source, trajectories
@@ -76,16 +76,8 @@ def import_command(
     if not files:
         raise HarnessError(f"{paths[0]} holds no trajectory files (.json, .traj, .eval).")
     folder = out / f"import-{_name(paths)}"
-    with progress_bar(console) as bar:
-        task = bar.add_task("importing", total=len(files), note="")
-
-        def done(path: Path, error: str | None) -> None:
-            if error is not None:
-                console.print(text(("skipped:", "red"), f" {error}"), soft_wrap=True)
-            bar.update(task, advance=1, note=path.name)
-
-        with heartbeat(console, lambda: f"imported {int(bar.tasks[0].completed)} of {len(files)} files"):
-            outcome = import_batch(files, folder, format.value, table, done, graded)
+    with following_files(console, len(files), "importing", "imported", "files", "skipped") as done:
+        outcome = import_batch(files, folder, format.value, table, done, graded)
     kept = outcome.runs - outcome.written
     console.print(
         text(

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -109,6 +110,24 @@ def heartbeat(console: Console, line: Callable[[], str]) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+
+
+@contextmanager
+def following_files(
+    console: Console, total: int, doing: str, done: str, unit: str, refused: str
+) -> Iterator[Callable[[Path, str | None], None]]:
+    """A bar over `total` files or folders (and a heartbeat line off a terminal); the callback advances
+    it, printing `refused: why` first for one that failed."""
+    with progress_bar(console) as bar:
+        task = bar.add_task(doing, total=total, note="")
+
+        def advance(path: Path, error: str | None) -> None:
+            if error is not None:
+                console.print(text((f"{refused}:", "red"), f" {error}"), soft_wrap=True)
+            bar.update(task, advance=1, note=path.name)
+
+        with heartbeat(console, lambda: f"{done} {int(bar.tasks[0].completed)} of {total} {unit}"):
+            yield advance
 
 
 @contextmanager

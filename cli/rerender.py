@@ -17,7 +17,7 @@ from agent.recorded.engine_cache import cache_engine
 from agent.recorded.rerender import HELD_FIXED
 from cli.output import console, exits_on_error, print_json, stderr, text, warn
 from cli.price_options import PRICE_MODEL, PRICE_TABLE
-from cli.progress import heartbeat, progress_bar
+from cli.progress import following_files
 from core.errors import HarnessError
 from core.policy import load_policy
 from evals.reports import counterfactuals
@@ -107,16 +107,8 @@ def rerender_command(
 
 
 def _batch(path, dirs, others, table, price_model, window, scale, engine, said: Console) -> BatchCounterfactual:
-    with progress_bar(said) as bar:
-        task = bar.add_task("re-rendering", total=len(dirs), note="")
-
-        def done(run_dir: Path, error: str | None) -> None:
-            if error is not None:
-                said.print(text(("left out:", "red"), f" {error}"), soft_wrap=True)
-            bar.update(task, advance=1, note=run_dir.name)
-
-        with heartbeat(said, lambda: f"re-rendered {int(bar.tasks[0].completed)} of {len(dirs)} runs"):
-            return batch_counterfactual(path, dirs, others, table, price_model, window, scale, done, engine)
+    with following_files(said, len(dirs), "re-rendering", "re-rendered", "runs", "left out") as done:
+        return batch_counterfactual(path, dirs, others, table, price_model, window, scale, done, engine)
 
 
 def price_line(price: Price | None, model: str) -> str:
