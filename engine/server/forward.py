@@ -83,8 +83,8 @@ async def call_asgi(app, request: Forwarded) -> AsyncIterator[Start | bytes]:
                     yield message["body"]
                 if not message.get("more_body"):
                     break
-        if task.done() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
+        if task.done() and (error := task.exception()) is not None:
+            raise error
     finally:
         gone.set()
         if not task.done():

@@ -149,19 +149,19 @@ def build(replicas: int, router: str, model: str | None, config: EngineConfig, n
         config = dataclasses.replace(config, device="cuda")
     kwargs = {"imbalance": imbalance} if router in ("prefix", "session") else {}
     engine_replica = serve.deployment(
-        EngineReplica,
         name=DEPLOYMENT,
         num_replicas=replicas,
         max_ongoing_requests=config.max_num_seqs,
         ray_actor_options={"num_cpus": config.num_threads or 1, "num_gpus": 1 if gpu else 0},
         request_router_config=RequestRouterConfig(
-            request_router_class=f"{ROUTERS[router].__module__}.{ROUTERS[router].__name__}",
+            # By import path, which every process resolves to the routers' module.
+            request_router_class=f"{ROUTERS[router].__module__}.{ROUTERS[router].__name__}",  # type: ignore[arg-type]
             request_router_kwargs=kwargs,
         ),
-    ).bind(model, config, names)
+    )(EngineReplica).bind(model, config, names)
     front_door = serve.deployment(
-        Front, name="Front", num_replicas=1, max_ongoing_requests=1000, ray_actor_options={"num_cpus": 0}
-    )
+        name="Front", num_replicas=1, max_ongoing_requests=1000, ray_actor_options={"num_cpus": 0}
+    )(Front)
     return front_door.bind(engine_replica, model, config.block_size, router)
 
 

@@ -74,7 +74,7 @@ class _AffinityRouter(_Router):
         by_id = {r.replica_id: r for r in candidates}
         keys = self.keys(forwarded) if forwarded is not None else []
         for matched in range(len(keys), 0, -1):
-            owner = by_id.get(self._owner.get(keys[matched - 1]))  # type: ignore[arg-type]
+            owner = by_id.get(self._owner.get(keys[matched - 1]))
             if owner is None:
                 continue
             # A match of a small part (a shared system prompt) is no reason to crowd one replica.
