@@ -81,17 +81,18 @@ class Front:
         except Exception:  # a bad request routes anywhere; its replica answers it with the right error
             return []
 
-    async def _stream(self, forwarded: Forwarded):
+    def _stream(self, forwarded: Forwarded):
         return self.replicas.options(stream=True).call.remote(forwarded)
 
     async def _each_replica(self, method: str, path: str) -> dict[str, bytes]:
         """`method path` on every live replica: its response body by replica id."""
         prefix = f"SERVE_REPLICA::{serve.get_replica_context().app_name}#{DEPLOYMENT}#"
-        live = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)]
+        actors = await asyncio.to_thread(ray.util.list_named_actors, all_namespaces=True)
+        live = [a["name"] for a in actors if a["name"].startswith(prefix)]
 
         async def one(replica: str) -> tuple[str, bytes]:
             chunks = []
-            async for item in await self._stream(Forwarded(method, path, [], replica=replica)):
+            async for item in self._stream(Forwarded(method, path, [], replica=replica)):
                 if isinstance(item, bytes):
                     chunks.append(item)
             return replica, b"".join(chunks)
@@ -128,7 +129,7 @@ class Front:
             await asyncio.to_thread(self._hashes, path, body),
             request.headers.get(SESSION_HEADER),
         )
-        items = await self._stream(forwarded)
+        items = self._stream(forwarded)
         try:
             start = await items.__anext__()
         except REPLICA_GONE as e:
