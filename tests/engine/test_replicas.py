@@ -1,7 +1,10 @@
 """Two CPU replicas of the embedded model on Ray Serve, behind each router: an agent-like workload
 (sessions whose prompts grow turn by turn) finds more of its prompts cached under the affinity
 routers than under round robin, and a replica killed mid-run fails only the requests on it, with
-an error the harness retries, while Serve replaces it."""
+an error the harness retries, while Serve replaces it.
+
+Ray, two engines and the front door need about 3 GB free: Ray's memory monitor kills actors
+(and the test then hangs, retrying) when the machine is above 95% of its memory."""
 
 import random
 import threading
