@@ -157,6 +157,13 @@ def serve_command(
     max_batched_tokens: int = typer.Option(
         512, min=16, help="Tokens per engine step (prompts are prefilled in chunks of this); raise it on a GPU."
     ),
+    replicas: int = typer.Option(
+        1, min=1, help="Engines behind one URL, on Ray Serve (one GPU each with --device cuda); needs ray[serve]."
+    ),
+    router: str = typer.Option(
+        "prefix",
+        help="With --replicas: round_robin, least_loaded, prefix (cached prompt blocks) or session (X-Harness-Session).",
+    ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
     from engine import EngineConfig, EngineError
@@ -174,9 +181,23 @@ def serve_command(
             max_num_seqs=max_num_seqs,
             max_num_batched_tokens=max_batched_tokens,
         )
-        serve(model, host, port, config, name)
+        if replicas > 1:
+            _replicas_server()(replicas, router, model, host, port, config, name)
+        else:
+            serve(model, host, port, config, name)
     except (EngineError, HarnessError, ValueError) as e:
         raise HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}") from None
+
+
+def _replicas_server():
+    try:
+        from engine.server.replicas import serve_replicas
+    except ImportError as e:
+        raise HarnessError(
+            f"--replicas runs on Ray Serve, which is not installed ({e}): "
+            "pip install 'harness[serve-replicas]', or serve one engine without --replicas."
+        ) from None
+    return serve_replicas
 
 
 app.add_typer(chess_app, name="chess")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 
 from agent.models.base import ModelClient
 from agent.models.spec import ModelString, parse_model
@@ -18,6 +19,15 @@ def _key(env: str, spec: str, required: bool = True) -> str:
     return "not-needed"  # local servers take any key; the SDK insists on one
 
 
+# Sent with every request to a compatible server, one key per client (so per run): a router in front
+# of several engine replicas (`harness serve --replicas N --router session`) pins a run to one.
+SESSION_HEADER = "X-Harness-Session"
+
+
+def _session_headers(m: ModelString) -> dict[str, str]:
+    return {SESSION_HEADER: uuid.uuid4().hex} if m.url is not None else {}
+
+
 def load_model(spec: str) -> ModelClient:
     m: ModelString = parse_model(spec)
     if m.kind == "scripted":
@@ -27,11 +37,21 @@ def load_model(spec: str) -> ModelClient:
     if m.kind in ("openai", "openai-compatible"):
         from agent.models.openai import OpenAIModel
 
-        return OpenAIModel(m.name, api_key=_key("OPENAI_API_KEY", spec, required=m.url is None), base_url=m.url)
+        return OpenAIModel(
+            m.name,
+            api_key=_key("OPENAI_API_KEY", spec, required=m.url is None),
+            base_url=m.url,
+            headers=_session_headers(m),
+        )
     if m.kind in ("anthropic", "anthropic-compatible"):
         from agent.models.anthropic import AnthropicModel
 
-        return AnthropicModel(m.name, api_key=_key("ANTHROPIC_API_KEY", spec, required=m.url is None), base_url=m.url)
+        return AnthropicModel(
+            m.name,
+            api_key=_key("ANTHROPIC_API_KEY", spec, required=m.url is None),
+            base_url=m.url,
+            headers=_session_headers(m),
+        )
     from agent.models.local import LocalModel
 
     return LocalModel(path=m.path, weights="int4" if m.kind == "local-int4" else "float32")

@@ -32,11 +32,12 @@ class AnthropicModel:
         api_key: str,
         base_url: str | None = None,
         name: str | None = None,
+        headers: dict[str, str] | None = None,
     ):
         self.model = model
         self.name = name or (f"anthropic:{model}" if base_url is None else f"anthropic-compatible:{base_url}#{model}")
         self.key_env = "ANTHROPIC_API_KEY"
-        self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0)
+        self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, default_headers=headers)
 
     def request(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> dict:
         system, msgs = to_anthropic(messages, params.cache_breakpoints, params.cache_ttl)

@@ -34,12 +34,13 @@ class OpenAIModel:
         api_key: str,
         base_url: str | None = None,
         name: str | None = None,
+        headers: dict[str, str] | None = None,
     ):
         self.model = model
         self.official = base_url is None
         self.name = name or (f"openai:{model}" if self.official else f"openai-compatible:{base_url}#{model}")
         self.key_env = "OPENAI_API_KEY"
-        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, default_headers=headers)
         self.window: int | None = None
         self.window_asked = False
 

@@ -88,3 +88,13 @@ def test_client_errors_are_permanent(status):
     with provider([reply(status, openai_error(status, "no such thing"))]) as (_, url):
         with pytest.raises(PermanentModelError, match=f"HTTP {status}.*no such thing"):
             load_model(spec("openai", url)).complete([], [], ModelParams())
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_a_run_sends_one_session_key_with_every_request_and_another_run_another(tmp_path, api):
+    with provider(FLAKY[api] + FLAKY[api]) as (server, url):
+        start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path / "a"))
+        start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path / "b"))
+    keys = [{k.lower(): v for k, v in r["headers"].items()}.get("x-harness-session") for r in server.requests]
+    assert len(keys) == 8 and None not in keys
+    assert len(set(keys[:4])) == 1 and len(set(keys[4:])) == 1 and keys[0] != keys[4]
