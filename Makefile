@@ -38,8 +38,10 @@ check: setup
 	$(VENV)/bin/mypy
 
 test: setup system check
-	# pytest exits 5 when it collects no test: that fails this target, as it should.
-	$(VENV)/bin/pytest -q tests
+	# pytest exits 5 when it collects no test: that fails this target, as it should. The tests that start
+	# Ray run in a process of their own, after the rest (tests/conftest.py marks them).
+	$(VENV)/bin/pytest -q tests -m "not ray"
+	$(VENV)/bin/pytest -q tests -m ray
 
 # Every benchmark in turn, each with its defaults (the GPU one says so and is skipped without CUDA);
 # one benchmark: .venv/bin/python benchmarks/bench_NAME.py --help.

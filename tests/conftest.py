@@ -36,3 +36,12 @@ def immutable(tmp_path):
 
     yield make
     chattr("-i", *made)
+
+
+def pytest_collection_modifyitems(items):
+    """A test that starts Ray is marked `ray`: `make test` runs those in a pytest process of their own,
+    since Ray's memory monitor counts the memory the rest of the suite's process has grown to and kills
+    Ray's workers near the machine's limit."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.ray)

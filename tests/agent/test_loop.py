@@ -19,6 +19,7 @@ RUN_JSON_FIELDS = {
     "image",
     "workdir",
     "env",
+    "sandbox_options",
     "toolset",
     "tools",
     "policy",

@@ -13,6 +13,7 @@ import time
 import httpx
 import pytest
 
+pytestmark = pytest.mark.ray  # run in a process of their own (tests/conftest.py)
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'harness[serve-replicas]')")
 openai = pytest.importorskip("openai")
 
