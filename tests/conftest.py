@@ -6,6 +6,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from evals.executors.run import LOOPBACK_ONLY
+
+# Every Ray node a test starts, and its driver, on 127.0.0.1: no traffic leaves loopback. Ray reads this
+# once, at import, and a test module may import Ray at collection: so it is set here, before any of them.
+os.environ[LOOPBACK_ONLY] = "0"
+
 # CI runs the property tests at full strength; a developer can lower it locally.
 settings.register_profile("ci", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,12 +15,9 @@ import tempfile
 import psutil
 import pytest
 
-from evals.executors.run import LOOPBACK_ONLY
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 
-OBJECT_STORE_BYTES = 150 * 2**20
-# Every node, and the driver, on 127.0.0.1: no traffic leaves loopback. Set before Ray is imported.
-os.environ[LOOPBACK_ONLY] = "0"
+OBJECT_STORE_BYTES = 150 * 2**20  # every node on 127.0.0.1: tests/conftest.py sets LOOPBACK_ONLY
 
 
 @pytest.fixture(scope="session")
