@@ -9,41 +9,33 @@ each Elo point it gains over A.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from agent.pricing import format_usd
+from evals.reports.chess import cost_per_game, game_scores, rated_batch
 
 
 def rated_results(batch_dir: Path) -> list[tuple[float, float]] | None:
     """(opponent's Elo, score) for each game of a rated batch; None for any other folder."""
-    path = batch_dir / "batch.json"
-    if not path.is_file():
-        return None
-    batch = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(batch, dict) or batch.get("rating") is None:
-        return None
-    return [
-        (row["opponent_elo"], {"win": 1.0, "draw": 0.5}.get(row["record"]["player_result"], 0.0))
-        for row in batch.get("games", [])
-        if row.get("opponent_elo") is not None
-    ]
+    batch = rated_batch(batch_dir)
+    return None if batch is None else game_scores(batch)
 
 
 def elo_line(a_dir: Path, b_dir: Path) -> str | None:
     """`Elo B − A: …` when both folders are rated chess batches, else None."""
-    a, b = rated_results(a_dir), rated_results(b_dir)
-    if a is None or b is None:
-        return None
-    from evals.chess.elo import difference, rate  # python-chess's extra: only chess batches get here
+    from evals.chess.elo import difference, rate  # python-chess's extra: only rated chess batches get here
 
+    batch_a, batch_b = rated_batch(a_dir), rated_batch(b_dir)
+    if batch_a is None or batch_b is None:
+        return None
+    a, b = game_scores(batch_a), game_scores(batch_b)
     ra, rb = rate(a), rate(b)
     said = f"Elo: A {ra.line()}; B {rb.line()}"
     d = difference(a, b)
     if d is None or d.elo is None or d.low is None or d.high is None:
         return said + "; B − A has no interval while a side won or lost every game."
     said += f"; B − A {d.elo:+.0f} (95% CI {d.low:+.0f} to {d.high:+.0f})."
-    ca, cb = cost_per_game(a_dir, len(a)), cost_per_game(b_dir, len(b))
+    ca, cb = cost_per_game(batch_a), cost_per_game(batch_b)
     if ca is None or cb is None:
         return said
     said += f" Cost per game: A {format_usd(ca)}, B {format_usd(cb)}"
@@ -54,11 +46,3 @@ def elo_line(a_dir: Path, b_dir: Path) -> str | None:
         + f"; B − A {format_usd(abs(cb - ca))} {'more' if cb >= ca else 'less'} per game, "
         + (f"{format_usd(abs(cb - ca) / abs(d.elo))} per Elo point {'gained' if d.elo > 0 else 'lost'}.")
     )
-
-
-def cost_per_game(batch_dir: Path, games: int) -> float | None:
-    """The batch's cost over its games; None when any call of it had no known price."""
-    cost = json.loads((batch_dir / "batch.json").read_text(encoding="utf-8")).get("cost") or {}
-    if cost.get("cost_usd") is None or cost.get("unpriced_calls", 0) or not games:
-        return None
-    return cost["cost_usd"] / games

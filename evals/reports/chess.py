@@ -4,6 +4,7 @@ game record (it names the PGN and how the game ended)."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,35 @@ def game_record(o: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+POINTS = {"win": 1.0, "draw": 0.5}  # a player's score in a game; anything else (a loss, a forfeit) is 0
+
+
+def rated_batch(batch_dir: Path) -> dict | None:
+    """A rated chess batch's batch.json (harness chess --rate); None for any other folder."""
+    path = batch_dir / "batch.json"
+    if not path.is_file():
+        return None
+    batch = json.loads(path.read_text(encoding="utf-8"))
+    return batch if isinstance(batch, dict) and isinstance(batch.get("rating"), dict) else None
+
+
+def game_scores(batch: dict) -> list[tuple[float, float]]:
+    """(opponent's Elo, score) for each game of a rated batch."""
+    return [
+        (row["opponent_elo"], POINTS.get(row["record"]["player_result"], 0.0))
+        for row in batch.get("games", [])
+        if row.get("opponent_elo") is not None
+    ]
+
+
+def cost_per_game(batch: dict) -> float | None:
+    """The games' mean cost; None unless every game's cost is known in full (a lower bound is no cost)."""
+    games = batch.get("games", [])
+    if not games or any(g.get("cost_usd") is None or g.get("unpriced_calls", 0) for g in games):
+        return None
+    return sum(g["cost_usd"] for g in games) / len(games)
+
+
 @dataclass(frozen=True)
 class BatchRating:
     """A chess batch's Elo (from a rated batch's batch.json) and its score against each opponent Elo."""
@@ -146,27 +176,18 @@ class BatchRating:
 
 def batch_rating(batch_dir: Path) -> BatchRating | None:
     """None unless `batch_dir` holds a chess batch.json with a rating (harness chess --rate)."""
-    path = batch_dir / "batch.json"
-    if not path.is_file():
-        return None
-    import json
-
-    batch = json.loads(path.read_text(encoding="utf-8"))
-    rating = batch.get("rating")
-    if not isinstance(rating, dict):
+    batch = rated_batch(batch_dir)
+    if batch is None:
         return None
     scores: dict[float, list[float]] = {}
-    for row in batch.get("games", []):
-        points = {"win": 1.0, "draw": 0.5}.get(row["record"]["player_result"], 0.0)
-        if row.get("opponent_elo") is not None:
-            scores.setdefault(row["opponent_elo"], []).append(points)
-    costs = [row.get("cost_usd") for row in batch.get("games", [])]
-    known = costs and all(c is not None for c in costs)
+    for elo, points in game_scores(batch):
+        scores.setdefault(elo, []).append(points)
+    cost = cost_per_game(batch)
     win_loss = batch["aggregate"]["win_loss"]
     return BatchRating(
-        line=rating_line(rating),
+        line=rating_line(batch["rating"]),
         win_loss=f"{win_loss['value']:.3f}" if win_loss.get("value") is not None else "—",
-        cost_per_game=f"${sum(costs) / len(costs):.4f}" if known else None,
+        cost_per_game=None if cost is None else f"${cost:.4f}",
         per_opponent=[
             (f"{elo:.0f} · {len(s)} game{'s' if len(s) > 1 else ''}", 100 * sum(s) / len(s))
             for elo, s in sorted(scores.items())

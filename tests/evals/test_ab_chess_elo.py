@@ -11,9 +11,10 @@ from evals.ab.chess_elo import elo_line, rated_results
 
 
 def rated(folder, results, cost=None):
+    """`cost`: each game's cost_usd and unpriced_calls."""
     folder.mkdir()
-    games = [{"record": {"player_result": r}, "opponent_elo": elo} for elo, r in results]
-    (folder / "batch.json").write_text(json.dumps({"rating": {"elo": 0}, "games": games, "cost": cost or {}}))
+    games = [{"record": {"player_result": r}, "opponent_elo": elo, **(cost or {})} for elo, r in results]
+    (folder / "batch.json").write_text(json.dumps({"rating": {"elo": 0}, "games": games}))
     return folder
 
 
@@ -26,13 +27,13 @@ def test_two_rated_batches_get_the_elo_difference(tmp_path):
 
 
 def test_known_costs_give_the_cost_per_game_and_per_elo_point_gained(tmp_path):
-    a = rated(tmp_path / "a", [(1500.0, "win"), (1500.0, "loss")], {"cost_usd": 0.20, "unpriced_calls": 0})
-    b = rated(tmp_path / "b", [(1500.0, "win")] * 3 + [(1500.0, "loss")], {"cost_usd": 1.00, "unpriced_calls": 0})
+    a = rated(tmp_path / "a", [(1500.0, "win"), (1500.0, "loss")], {"cost_usd": 0.10, "unpriced_calls": 0})
+    b = rated(tmp_path / "b", [(1500.0, "win")] * 3 + [(1500.0, "loss")], {"cost_usd": 0.25, "unpriced_calls": 0})
     gained = 400 * math.log10(3)  # B scores 3 of 4 where A scored 1 of 2, against the same opponent
     line = elo_line(a, b) or ""
     assert "Cost per game: A $0.1000, B $0.2500" in line
     assert f"B − A $0.1500 more per game, ${0.15 / gained:.4f} per Elo point gained." in line
-    c = rated(tmp_path / "c", [(1500.0, "win")] * 3 + [(1500.0, "loss")], {"cost_usd": 1.0, "unpriced_calls": 2})
+    c = rated(tmp_path / "c", [(1500.0, "win")] * 3 + [(1500.0, "loss")], {"cost_usd": 0.25, "unpriced_calls": 2})
     assert "Cost per game" not in (elo_line(a, c) or "")  # a lower bound is no cost to divide
 
 
