@@ -263,6 +263,9 @@ def hf_model(ckpt, c: ModelConfig):
 
 
 def hf_decode_rate(model, batch: int, tokens: int, prompt_len: int) -> float:
+    """transformers `generate` with its static cache, which makes it compile the decode forward
+    (torch.compile, its own settings). The first, longest call sizes the cache and compiles at this
+    batch; later calls reuse both."""
     ids = torch.tensor([rand_prompt(prompt_len, 1)] * batch, device="cuda")
     mask = torch.ones_like(ids)
 
@@ -271,13 +274,34 @@ def hf_decode_rate(model, batch: int, tokens: int, prompt_len: int) -> float:
         t = time.perf_counter()
         with torch.inference_mode():
             model.generate(
-                ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0
+                ids,
+                attention_mask=mask,
+                max_new_tokens=n,
+                min_new_tokens=n,
+                do_sample=False,
+                pad_token_id=0,
+                cache_implementation="static",
             )
         torch.cuda.synchronize()
         return time.perf_counter() - t
 
-    run(2)
+    run(tokens)
+    run(tokens)
     return (tokens - 1) * batch / (run(tokens) - run(1))
+
+
+def hf_peer(model, batches: list[int], tokens: int, ours: dict[int, float], label: str) -> dict[int, float]:
+    """transformers beside the engine on the same shape: its rate and the engine's ratio to it, per batch."""
+    import transformers
+
+    out = {}
+    for b in batches:
+        out[b] = hf_decode_rate(model, b, tokens, 64)
+        log(
+            f"| {label} decode, {b} sequences | engine {ours[b]:.0f} tok/s | transformers {transformers.__version__} "
+            f"(static cache, compiled) {out[b]:.0f} tok/s | {ours[b] / out[b]:.2f}x |"
+        )
+    return out
 
 
 # ---------------------------------------------------------------- part 1: the 8B shape
@@ -295,12 +319,14 @@ def part_model(args, results: dict) -> None:
         max_num_seqs=max(args.batches),
         max_num_batched_tokens=8192,
         max_model_len=4096,
+        cuda_kernels=args.kernels,
     )
     engine = Engine(ckpt, ecfg)
     log(
         f"engine ready in {time.perf_counter() - t:.1f}s (dummy weights made on the GPU, graphs captured for "
         f"{engine.runner.graphs.sizes})"
     )
+    log(f"projections of more than one row: {engine.runner.kernels}")
     all_bytes, read_bytes = weight_bytes(engine.model)
     roof = DATASHEET_BW / all_bytes
     roof_read_measured = bw / read_bytes
@@ -490,20 +516,14 @@ def part_model(args, results: dict) -> None:
         log("transformers: skipped")
     else:
         try:
-            import transformers
-
             model = hf_model(ckpt, c)
-            for b in [b for b in args.batches if b <= 32]:
-                hf[b] = hf_decode_rate(model, b, args.hf_tokens, 64)
-                log(f"transformers {transformers.__version__} generate, {b:>3} sequences: {hf[b]:8.0f} tok/s")
+            hf = hf_peer(model, [b for b in args.batches if b <= 32], args.hf_tokens, decode, args.shape)
             del model
         except ImportError as e:
             log(f"transformers unavailable: {e}")
     results["model"].update(
         prefill_s=prefill_s, prefill_tokens=tokens, prefill_flops=flops, matmul_sustained=sustained, hf_tok_s=hf
     )
-    for b, r in hf.items():
-        log(f"| decode, {b} sequences | {decode[b]:.0f} tok/s | transformers {r:.0f} tok/s | {decode[b] / r:.1f}x |")
     log(
         f"| prefill {n_p} x {len_p} | {flops / prefill_s / 1e12:.0f} TFLOP/s ({tokens / prefill_s:,.0f} tok/s) | "
         f"measured matmul {peak / 1e12:.0f} / datasheet 989 TFLOP/s | "
@@ -886,20 +906,40 @@ def part_load(args, results: dict) -> None:
 # ---------------------------------------------------------------- the mixture-of-experts shape
 
 
-def moe_step_bytes(model, c: ModelConfig, batch: int) -> float:
-    """Bytes a decode step of `batch` rows reads: every weight but the experts and the embedding table,
-    and the experts its tokens chose: top_k at batch 1; beyond, the expected number of distinct ones
-    under uniform routing, E (1 - (1 - k/E)^B), which random weights come close to."""
+def moe_step_bytes(model, c: ModelConfig, experts_read: list[int]) -> float:
+    """Bytes a decode step reads: every weight but the experts and the embedding table, and in each
+    layer the experts its tokens chose (experts_read, per layer)."""
     size = lambda t: t.numel() * t.element_size()  # noqa: E731
     read = size(model.lm_head) + size(model.norm)
-    for layer in model.layers:
+    for layer, chosen in zip(model.layers, experts_read, strict=True):
         read += size(layer.attn_norm) + size(layer.qkv) + size(layer.o) + size(layer.mlp_norm)
         read += 0 if layer.qk_norm is None else size(layer.qk_norm)
         ex = layer.experts
         per_expert = (size(ex.gate_up) + size(ex.down)) / c.num_experts
-        chosen = c.num_experts * (1 - (1 - c.num_experts_per_tok / c.num_experts) ** batch)
         read += size(ex.router) + chosen * per_expert
     return read
+
+
+def experts_chosen(graphs, size: int) -> list[int]:
+    """The distinct experts each layer's tokens chose in the step the graph of `size` rows last ran,
+    by running that step again eagerly with the routing recorded (the same tokens, positions and cache
+    slots: it stores what the step stored)."""
+    import engine.cuda.moe as moe
+
+    seen, route = [], moe.route
+
+    def recording(*a, **kw):
+        ids, weights = route(*a, **kw)
+        seen.append(int(torch.unique(ids).numel()))
+        return ids, weights
+
+    moe.route = recording
+    try:
+        with torch.inference_mode():
+            graphs._forward(size)
+    finally:
+        moe.route = route
+    return seen
 
 
 def part_moe(args, results: dict) -> None:
@@ -912,7 +952,11 @@ def part_moe(args, results: dict) -> None:
     engine = Engine(
         ckpt,
         EngineConfig(
-            device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=max(args.batches), max_model_len=4096
+            device="cuda",
+            kv_cache_bytes=args.kv_gib << 30,
+            max_num_seqs=max(args.batches),
+            max_model_len=4096,
+            cuda_kernels=args.kernels,
         ),
     )
     log(f"Qwen3-30B-A3B shape ready in {time.perf_counter() - t:.0f} s; graphs for {engine.runner.graphs.sizes}")
@@ -922,17 +966,40 @@ def part_moe(args, results: dict) -> None:
     for b in args.batches:
         rate = engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b)
         step = cuda_time(g.graphs[b].replay, 30)
-        read = moe_step_bytes(engine.model, c, b) + int(g.buf[3, :b].sum()) * c.kv_bytes_per_token(2)
-        out[b] = {"tok_s": rate, "step_ms": step * 1e3, "read_gb": read / 1e9, "roofline": read / step / DATASHEET_BW}
+        chosen = experts_chosen(g, b)
+        read = moe_step_bytes(engine.model, c, chosen) + int(g.buf[3, :b].sum()) * c.kv_bytes_per_token(2)
+        out[b] = {
+            "tok_s": rate,
+            "step_ms": step * 1e3,
+            "read_gb": read / 1e9,
+            "roofline": read / step / DATASHEET_BW,
+            "experts_per_layer_mean": sum(chosen) / len(chosen),
+        }
         log(
             f"moe decode, {b:>3} sequences: engine {rate:8.0f} tok/s; graph replay {step * 1e3:6.3f} ms/step reads "
             f"{read / 1e9:.2f} GB = {read / step / DATASHEET_BW:.0%} of 4.8 TB/s ({read / step / bw:.0%} of the "
-            f"measured copy {bw / 1e12:.2f} TB/s)"
+            f"measured copy {bw / 1e12:.2f} TB/s); {sum(chosen) / len(chosen):.1f} experts per layer read"
         )
     prof = kernel_breakdown(g.graphs[1].replay)
     log("batch-1 step by kernel: " + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:8]))
     results["moe"] = {"shape": "qwen3-30b-a3b", "decode": out, "kernels_batch1": prof[:12]}
     engine.shutdown()
+    del engine, ckpt, g
+    if args.skip_transformers:
+        return
+    # Random weights of transformers' own (speed depends on shapes, not values), made once the engine's
+    # are freed: both sets would not fit beside each other with caches.
+    import gc
+
+    import transformers
+
+    gc.collect()
+    torch.cuda.empty_cache()
+    with torch.device("cuda"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers_config(c), dtype=torch.bfloat16).eval()
+    log(f"transformers Qwen3-MoE, experts implementation {model.config._experts_implementation}")
+    ours = {b: r["tok_s"] for b, r in out.items()}
+    results["moe"]["hf_tok_s"] = hf_peer(model, [b for b in args.batches if b <= 32], args.hf_tokens, ours, "moe")
 
 
 def main() -> None:
@@ -959,6 +1026,12 @@ def main() -> None:
         "--load-cache-tokens", type=int, nargs="+", default=[1_600_000, 400_000], help="KV cache sizes of --part load"
     )
     ap.add_argument("--chunk", type=int, default=16384, help="prefill tokens per step in the trace replay")
+    ap.add_argument(
+        "--kernels",
+        choices=["auto", "torch"],
+        default="auto",
+        help="the engine's cuda_kernels: auto (quack's GEMMs where faster, if installed) or torch (cuBLAS only)",
+    )
     ap.add_argument("--json", type=Path, help="write every measurement here")
     args = ap.parse_args()
     if args.part in ("model", "all") and 1 not in args.batches:

@@ -25,5 +25,7 @@ def make_runner(model, kv: KVCache, config: EngineConfig, max_model_len: int):
             max_model_len,
             config.max_num_seqs,
             ahead=config.decode_ahead is not False,
+            kernels=config.cuda_kernels,
+            max_rows=config.max_num_batched_tokens,
         )
     return CpuRunner(model, kv, config.max_num_seqs if config.decode_ahead else 0)

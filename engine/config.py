@@ -1,6 +1,7 @@
 """Plain data describing a model's shape and how the engine should run it."""
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,13 @@ class EngineConfig:
     # request's row wastes.
     decode_ahead: bool | None = None
     step_stats_history: int = 4096  # how many per-step records to keep for a server to expose
+    # CUDA projections of more than one row: "auto" times cuBLAS against quack's Hopper GEMMs (the
+    # cuda-kernels extra, where installed) at start and keeps the faster per shape; "torch": cuBLAS only.
+    cuda_kernels: str = "auto"
 
     def __post_init__(self):
+        if self.cuda_kernels not in ("auto", "torch"):
+            raise ValueError(f"EngineConfig.cuda_kernels must be 'auto' or 'torch', got {self.cuda_kernels!r}")
         if self.weights not in ("float32", "int4"):
             raise ValueError(f"EngineConfig.weights must be 'float32' or 'int4', got {self.weights!r}")
         kind = self.device.split(":")[0]
@@ -89,11 +95,12 @@ SMOLLM2_135M = ModelConfig(
 
 
 def transformers_config(c: ModelConfig):
-    """The same shape as a transformers LlamaConfig: the reference the engine is checked and timed against."""
+    """The same shape as a transformers config (LlamaConfig, or Qwen3MoeConfig for a model with experts):
+    the reference the engine is checked and timed against."""
     import transformers
 
-    # transformers 5's LlamaConfig signature omits rope_theta, which it still accepts (and 4.x requires).
-    return transformers.LlamaConfig(  # type: ignore[call-arg]
+    # transformers 5's config signatures omit rope_theta, which they still accept (and 4.x requires).
+    common: dict[str, Any] = dict(
         vocab_size=c.vocab_size,
         hidden_size=c.hidden_size,
         intermediate_size=c.intermediate_size,
@@ -104,4 +111,15 @@ def transformers_config(c: ModelConfig):
         max_position_embeddings=c.max_position_embeddings,
         rms_norm_eps=c.rms_norm_eps,
         tie_word_embeddings=c.tie_word_embeddings,
+    )
+    if c.architecture != "qwen3_moe":
+        return transformers.LlamaConfig(**common)
+    return transformers.Qwen3MoeConfig(  # type: ignore[call-arg]
+        **common,
+        head_dim=c.head_dim,
+        num_experts=c.num_experts,
+        num_experts_per_tok=c.num_experts_per_tok,
+        moe_intermediate_size=c.moe_intermediate_size,
+        norm_topk_prob=c.norm_topk_prob,
+        mlp_only_layers=[i for i in range(c.num_layers) if i not in c.moe_layers],
     )

@@ -26,8 +26,8 @@ made the 1B step 829 us (benchmarks/results/gpu-h200-overlap-2026-12-02/).
 The output projection can also leave each row's first maximum (its greedy token): each
 program writes its own, and a one-program kernel picks the row's (_argmax_merge). That is
 the decode graph's greedy token, with no kernel after the graph.
-More rows take cuBLAS with the same fusions done as separate kernels (norm, SiLU·up) or
-in cuBLAS's epilogue (the residual add: addmm_ with beta = 1).
+More rows take a GEMM (gemm.py: cuBLAS, or quack's where it measured faster) with the same
+fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the residual add).
 """
 
 from typing import NamedTuple
@@ -40,6 +40,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine import cuda
 from engine.cuda.activation import silu_and_mul
+from engine.cuda.gemm import matmul
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
 from engine.sampler import argmax
@@ -361,9 +362,12 @@ def project(
         x = silu_and_mul(x)
     if residual is not None:
         assert bias is None
-        return residual.addmm_(x, w.t())
-    y = F.linear(x, w, bias)
-    y = y if out_dtype is None else y.to(out_dtype)
+        return matmul(x, w, residual=residual)
+    if bias is None:
+        y = matmul(x, w, out_dtype=out_dtype)
+    else:
+        y = F.linear(x, w, bias)
+        y = y if out_dtype is None else y.to(out_dtype)
     if ids is not None:
         ids.copy_(argmax(y))
     return y

@@ -105,3 +105,20 @@ class CudaModel:
         freqs = torch.arange(length, dtype=torch.float32)[:, None] * inv_freq[None, :]  # as Hugging Face computes it
         self.cos, self.sin = freqs.cos().to(device), freqs.sin().to(device)
         self.scale = c.head_dim**-0.5
+
+    def projections(self) -> dict[tuple[int, int, str], list[torch.Tensor]]:
+        """(out, in, form) -> that matrix in every layer, for the projections larger steps give to a GEMM
+        (engine/cuda/gemm.py): forms as forward.py uses them; a biased QKV stays with cuBLAS."""
+        out: dict[tuple[int, int, str], list[torch.Tensor]] = {}
+
+        def add(w: torch.Tensor | None, form: str) -> None:
+            if w is not None:
+                out.setdefault((*w.shape, form), []).append(w)
+
+        for layer in self.layers:
+            add(layer.qkv if layer.qkv_bias is None else None, "plain")
+            add(layer.o, "residual")
+            add(layer.gate_up, "plain")
+            add(layer.down, "residual")
+        add(self.lm_head, "fp32")
+        return out

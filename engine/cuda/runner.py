@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from engine.batch import Batch, Launched
+from engine.cuda import gemm
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.cuda.model import CudaModel
@@ -45,8 +46,12 @@ class CudaRunner:
         max_batch: int,
         use_graphs: bool = True,
         ahead: bool = True,
+        kernels: str = "auto",
+        max_rows: int = 8192,
     ):
         self.model, self.kv, self.block_size = model, kv, block_size
+        # Before the graphs are captured: they hold the kernels chosen.
+        self.kernels = gemm.choose(model.projections(), max_rows) if kernels == "auto" else "cuBLAS (asked for)"
         width = -(-max_model_len // block_size)
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
         # The most sequences a greedy decode step runs ahead with (engine/step.py): what a graph holds.
