@@ -50,7 +50,8 @@ def study_command(
     concurrency: str = typer.Option("4", help="Runs in flight at once; several (1,4,16) sweep it."),
     kv_cache_mb: str = typer.Option(
         None,
-        help="KV cache of the in-process engine in MiB; several (64,16) sweep it. Default: the engine's own (1 GiB).",
+        help="KV cache of the in-process engine (of each replica) in MiB; several (64,16) sweep it. It also bounds "
+        "the model's context window. Default: the engine's own (1 GiB).",
     ),
     max_steps: int = typer.Option(None, min=1, help="Steps per run, over every policy's own cap."),
     sandbox: str = typer.Option("docker", help="Where the coding tasks' tools run: docker or local."),

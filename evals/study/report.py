@@ -100,6 +100,8 @@ def markdown(study_json: dict) -> str:
             if p["cache_tokens"]
             else "default"
         )
+        if p.get("router"):  # the tokens are the replicas' together
+            cache = f"{p['replicas']} × {cache}, {p['router']}"
         for f in p["policies"]:
             e = f["engine"]
             lines.append(
