@@ -164,6 +164,12 @@ def serve_command(
         "prefix",
         help="With --replicas: round_robin, least_loaded, prefix (cached prompt blocks) or session (X-Harness-Session).",
     ),
+    imbalance: int = typer.Option(
+        None,
+        min=0,
+        help="With --router prefix or session: requests in flight the preferred replica may have beyond the least "
+        "busy one before a request goes to the least busy one instead; default 4.",
+    ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
     from engine import EngineConfig, EngineError
@@ -182,7 +188,7 @@ def serve_command(
             max_num_batched_tokens=max_batched_tokens,
         )
         if replicas > 1:
-            _replicas_server()(replicas, router, model, host, port, config, name)
+            _replicas_server()(replicas, router, model, host, port, config, name, imbalance)
         else:
             serve(model, host, port, config, name)
     except (EngineError, HarnessError, ValueError) as e:

@@ -12,7 +12,7 @@ from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
 from evals.study.grid import bundled_policies
-from evals.study.report import num, seconds, share
+from evals.study.report import cached_share_pair, num, seconds, share
 
 Tasks = Annotated[
     list[str],
@@ -50,12 +50,33 @@ def study_command(
     concurrency: str = typer.Option("4", help="Runs in flight at once; several (1,4,16) sweep it."),
     kv_cache_mb: str = typer.Option(
         None,
-        help="KV cache of the in-process engine in MiB; several (64,16) sweep it. Default: the engine's own (1 GiB).",
+        help="KV cache of the in-process engine (of each replica) in MiB; several (64,16) sweep it. It also bounds "
+        "the model's context window. Default: the engine's own (1 GiB).",
     ),
     max_steps: int = typer.Option(None, min=1, help="Steps per run, over every policy's own cap."),
     sandbox: str = typer.Option("docker", help="Where the coding tasks' tools run: docker or local."),
     opponent: str = typer.Option("stockfish:skill=0", help="The chess opponent."),
     max_plies: int = typer.Option(8, min=1, help="Chess games are drawn after this many plies."),
+    replicas: str = typer.Option(
+        "1",
+        help="Engines of the in-process model behind one URL, on Ray Serve (needs harness[serve-replicas]); "
+        "several (1,2) sweep it. 1: the one engine in-process.",
+    ),
+    router: str = typer.Option(
+        "prefix",
+        help="With --replicas above 1, the request routers, comma-separated, one point each: "
+        "round_robin, least_loaded, prefix, session.",
+    ),
+    router_imbalance: int = typer.Option(
+        None,
+        min=0,
+        help="The prefix and session routers' fallback: requests in flight the preferred replica may have beyond "
+        "the least busy one (default 4).",
+    ),
+    device: str = typer.Option("cpu", help="The in-process engines' device: cpu, or cuda (one GPU per replica)."),
+    max_batched_tokens: int = typer.Option(
+        None, min=16, help="The in-process engines' tokens per step (default 512); raise it on a GPU."
+    ),
     out: Path = typer.Option(Path("runs"), help="Folder that receives the study folder."),
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
@@ -70,6 +91,11 @@ def study_command(
         sandbox=sandbox,
         opponent=opponent,
         max_plies=max_plies,
+        replicas=_ints(replicas, "--replicas"),
+        routers=[r.strip() for r in router.split(",") if r.strip()],
+        router_imbalance=router_imbalance,
+        device=device,
+        max_batched_tokens=max_batched_tokens,
     )
     study, folder = run_study(spec, out, on_run=lambda line: console.print(text(f"  {line}")))
     for point in study.points:
@@ -96,8 +122,40 @@ def study_command(
         console.print(cache, speed)
         for pair in point.pairs:
             console.print(text(f"{pair.b} vs {pair.a}: {pair.comparison['verdict']['text']}"))
+    if any(point.router for point in study.points):
+        print_routers(study)
     for failure in study.failures:
         console.print(text(("not finished:", "yellow"), f" {failure}"))
     console.print(text(f"study folder: {folder} (study.json, study.html)"), soft_wrap=True)
     if study.failures:
         raise typer.Exit(1)
+
+
+def print_routers(study) -> None:
+    """One row per replicas count and router for each policy; then each router pair's cached-share difference."""
+    rows = Table(
+        "replicas", "router", "in flight", "KV MiB", "policy", "cached", "TTFT p50", "TTFT p95", "tok/s", "imbalance"
+    )
+    for point in study.points:
+        for f in point.policies:
+            rows.add_row(
+                str(point.replicas),
+                point.router or "-",
+                str(point.concurrency),
+                str(point.kv_cache_mb or "default"),
+                text(f.policy),
+                share(f.cached_share),
+                seconds(f.ttft_p50_s),
+                seconds(f.ttft_p95_s),
+                num(f.tokens_per_s, 1),
+                num(f.load_imbalance, 2),
+            )
+    console.print(rows)
+    for group in study.router_pairs:
+        for pair in group.pairs:
+            console.print(
+                text(
+                    f"{group.policy}, {group.replicas} replicas, {group.concurrency} in flight: {pair.b} vs {pair.a}: "
+                    f"cached share {cached_share_pair(pair)}; {pair.comparison['verdict']['text']}"
+                )
+            )

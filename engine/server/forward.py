@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 SESSION_HEADER = "x-harness-session"
+# The routers by name (engine/server/routing.py), here where Ray is not imported: a caller checks a name without Ray.
+ROUTER_NAMES = ("round_robin", "least_loaded", "prefix", "session")
 
 
 @dataclass

@@ -141,14 +141,16 @@ class Front:
         return StreamingResponse(items, status_code=start.status, headers=headers)
 
 
-def build(replicas: int, router: str, model: str | None, config: EngineConfig, names: list[str], imbalance: int = 4):
-    """The Serve application: N engine replicas behind the front door."""
+def build(
+    replicas: int, router: str, model: str | None, config: EngineConfig, names: list[str], imbalance: int | None = None
+):
+    """The Serve application: N engine replicas behind the front door; `imbalance` None: the routers' own (4)."""
     if router not in ROUTERS:
         raise ValueError(f"unknown router {router!r}; choose one of {', '.join(ROUTERS)}")
     gpu = config.device.startswith("cuda")
     if gpu:  # Ray gives each replica its own GPU and hides the others: cuda:N would name a hidden one
         config = dataclasses.replace(config, device="cuda")
-    kwargs = {"imbalance": imbalance} if router in ("prefix", "session") else {}
+    kwargs = {"imbalance": imbalance} if router in ("prefix", "session") and imbalance is not None else {}
     engine_replica = serve.deployment(
         name=DEPLOYMENT,
         num_replicas=replicas,
@@ -176,6 +178,7 @@ def running(
     host: str = "127.0.0.1",
     port: int = 8000,
     num_cpus: int | None = None,
+    imbalance: int | None = None,
 ) -> Iterator[str]:
     """Start Ray (or join RAY_ADDRESS's cluster), serve the replicas; yields the base URL (no /v1)."""
     from engine.server.run import DEFAULT_NAME
@@ -188,7 +191,7 @@ def running(
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
     try:
         serve.start(http_options={"host": host, "port": port})
-        serve.run(build(replicas, router, model_arg, config, names), name="harness", route_prefix="/")
+        serve.run(build(replicas, router, model_arg, config, names, imbalance), name="harness", route_prefix="/")
         yield f"http://{host}:{port}"
     finally:
         serve.shutdown()
@@ -196,12 +199,14 @@ def running(
             ray.shutdown()
 
 
-def serve_replicas(replicas: int, router: str, model, host: str, port: int, config: EngineConfig, name):
+def serve_replicas(
+    replicas: int, router: str, model, host: str, port: int, config: EngineConfig, name, imbalance: int | None = None
+):
     """Serve in the foreground until interrupted."""
     import threading
 
     names = [name] if name else None
-    with running(replicas, router, model, config, names, host, port):
+    with running(replicas, router, model, config, names, host, port, imbalance=imbalance):
         log.warning("serving %d replicas (router %s) on http://%s:%d", replicas, router, host, port)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

@@ -21,6 +21,8 @@ from collections import OrderedDict
 
 from ray.serve.request_router import PendingRequest, ReplicaID, RequestRouter, RunningReplica
 
+from engine.server.forward import ROUTER_NAMES
+
 MAX_KEYS = 1 << 16  # keys remembered per router, least recently used dropped first
 
 
@@ -111,3 +113,4 @@ ROUTERS = {
     "prefix": PrefixRouter,
     "session": SessionRouter,
 }
+assert tuple(ROUTERS) == ROUTER_NAMES

@@ -1,7 +1,9 @@
-"""What a study runs: its grid of tasks × policies × seeds, at each point of concurrency and cache size."""
+"""What a study runs: its grid of tasks × policies × seeds, at each point of replicas × router ×
+runs in flight × cache size."""
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
 POLICIES = HERE / "policies"
 CHESS = "chess"
+DEFAULT_ROUTER = "prefix"  # as `harness serve --router`'s
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,12 @@ class StudySpec:
     sandbox: str = "docker"  # where the coding tasks' tools run
     opponent: str = "stockfish:skill=0"
     max_plies: int = 8  # chess games are drawn after this many plies
+    # Engines of the in-process model behind one URL (Ray Serve), one point each; 1: the one engine in-process.
+    replicas: list[int] = field(default_factory=lambda: [1])
+    routers: list[str] = field(default_factory=lambda: [DEFAULT_ROUTER])  # each, at every replicas count above 1
+    router_imbalance: int | None = None  # the prefix and session routers' fallback threshold; None: theirs (4)
+    device: str = "cpu"  # the in-process engines': cpu, or cuda (one GPU per replica)
+    max_batched_tokens: int | None = None  # the in-process engines' tokens per step; None: the engine's (512)
 
     def __post_init__(self) -> None:
         for name, values in (
@@ -38,6 +47,8 @@ class StudySpec:
             ("seed", self.seeds),
             ("concurrency", self.concurrency),
             ("cache size", self.kv_cache_mb),
+            ("replicas count", self.replicas),
+            ("router", self.routers),
         ):
             if not values:
                 raise HarnessError(f"A study needs at least one {name}.")
@@ -53,8 +64,62 @@ class StudySpec:
                 f"--kv-cache-mb sizes the in-process engine's cache; {self.model} is served elsewhere, "
                 "so its cache is the server's own (e.g. `harness serve --kv-cache-mb`). Leave it out."
             )
+        self._check_replicas(local)
         check_spec(self.opponent)
         SandboxSpec.parse(self.sandbox)
+
+    def _check_replicas(self, local: bool) -> None:
+        if any(n < 1 for n in self.replicas) or len(set(self.replicas)) != len(self.replicas):
+            raise HarnessError(f"Replicas counts must be 1 or more, each once; got {self.replicas}.")
+        if len(set(self.routers)) != len(self.routers):
+            raise HarnessError("Name each router once: runs are paired by task and seed across routers.")
+        engines = (self.replicas, self.routers, self.router_imbalance, self.device, self.max_batched_tokens)
+        if not local and engines != ([1], [DEFAULT_ROUTER], None, "cpu", None):
+            raise HarnessError(
+                "--replicas, --router, --router-imbalance, --device and --max-batched-tokens set up the in-process "
+                f"model's engines; {self.model} is served elsewhere and routes its requests itself "
+                "(e.g. `harness serve --replicas N --router R`). Leave them out."
+            )
+        if self.device.split(":")[0] not in ("cpu", "cuda"):
+            raise HarnessError(f"--device must be cpu or cuda, got {self.device!r}.")
+        if max(self.replicas) == 1:
+            return
+        if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.serve") is None:
+            raise HarnessError(
+                "Replicas run on Ray Serve, which is not installed: pip install 'harness[serve-replicas]', "
+                "or leave --replicas at 1."
+            )
+        from engine.server.forward import ROUTER_NAMES
+
+        unknown = [r for r in self.routers if r not in ROUTER_NAMES]
+        if unknown:
+            raise HarnessError(f"Unknown router {unknown[0]!r}: choose from {', '.join(ROUTER_NAMES)}.")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the grid: the engines and the load the policies run under."""
+
+    replicas: int
+    router: str | None  # None: one engine, no router
+    concurrency: int
+    kv_cache_mb: int | None
+
+    @property
+    def label(self) -> str:
+        engines = f"r{self.replicas}-{self.router}-" if self.router else ""
+        return f"{engines}c{self.concurrency}-kv{self.kv_cache_mb or 'default'}"
+
+
+def settings(spec: StudySpec) -> list[Setting]:
+    """Every point, in order: replicas, router (one engine has none), runs in flight, cache size."""
+    return [
+        Setting(n, router, concurrency, kv)
+        for n in spec.replicas
+        for router in (spec.routers if n > 1 else [None])
+        for concurrency in spec.concurrency
+        for kv in spec.kv_cache_mb
+    ]
 
 
 def study_policy(name: str) -> HarnessPolicy:

@@ -1,5 +1,5 @@
 """The study's figures: one row per run from its journal, one summary per policy, and paired
-comparisons between every two policies (the A/B statistics of evals.ab)."""
+comparisons between every two policies, or routers (the A/B statistics of evals.ab)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,17 @@ class PolicyFigures:
     peak_context: int  # the longest prompt of any run
     mean_peak_context: float
     tokens_per_finished_task: float | None  # prompt + completion over all runs / runs that reached their goal
+    load_imbalance: float | None = None  # several replicas: load_imbalance(engine.replica_prompt_tokens)
+
+
+def load_imbalance(per_replica: dict[str, int] | None) -> float | None:
+    """The busiest replica's prompt tokens (cached or not) over the mean replica's, over one policy's
+    runs: 1.0 when every replica took as many, N when one of N took them all. None for one engine,
+    or when no replica took any."""
+    if not per_replica or len(per_replica) < 2:
+        return None
+    total = sum(per_replica.values())
+    return max(per_replica.values()) * len(per_replica) / total if total > 0 else None
 
 
 def quantile(values: list[float], q: float) -> float | None:
@@ -126,6 +137,7 @@ def policy_figures(policy: str, rows: list[RunRow], engine: EngineCounters, wall
         peak_context=max((r.peak_context for r in rows), default=0),
         mean_peak_context=sum(r.peak_context for r in rows) / n if n else math.nan,
         tokens_per_finished_task=(prompt + completion) / won if won else None,
+        load_imbalance=load_imbalance(engine.replica_prompt_tokens),
     )
 
 
@@ -142,6 +154,8 @@ class PairFigures:
 def pair_figures(
     records: dict[str, list[RunRecord]], rows: dict[str, list[RunRow]], resamples: int
 ) -> list[PairFigures]:
+    """Every two of the named sets of runs (policies at one point, or one policy's runs under each
+    router), in the order given, B against A."""
     out = []
     for a, b in combinations(records, 2):
         c = compare(records[a], records[b], a, b, primary=PRIMARY, resamples=resamples)

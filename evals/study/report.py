@@ -1,4 +1,5 @@
-"""study.html: the grid, each policy's figures at each point, the paired comparisons, and the sweep."""
+"""study.html: the grid, each policy's figures at each point, the paired comparisons (between policies,
+and between routers), and the sweep."""
 
 from __future__ import annotations
 
@@ -37,6 +38,23 @@ def interval(row: dict, key_low: str = "low", key_high: str = "high", fmt=lambda
     return f"{fmt(low)} to {fmt(high)}"
 
 
+def cached_share_pair(pair) -> str:
+    """A pair's paired difference in cached share (B − A), in percentage points, with its 95% interval."""
+    extra = pair["extra"] if isinstance(pair, dict) else pair.extra
+    m = next((e for e in extra if e["label"] == "cached share"), None)
+    if m is None or m["diff"] is None or not math.isfinite(m["diff"]):
+        return "—"
+    return f"{m['diff'] * 100:+.1f} pp ({interval(m, fmt=lambda v: f'{v * 100:+.1f}')})"
+
+
+def engines(point) -> str:
+    """The engines of a point, as a heading says them: '' for one engine."""
+    replicas, router = (
+        (point["replicas"], point["router"]) if isinstance(point, dict) else (point.replicas, point.router)
+    )
+    return f"{replicas} replicas · {router} · " if router else ""
+
+
 def render_study(study, folder: Path) -> Path:
     env = environment()
     env.loader = ChoiceLoader([FileSystemLoader(TEMPLATES), *([env.loader] if env.loader else [])])
@@ -52,6 +70,9 @@ def render_study(study, folder: Path) -> Path:
         num=num,
         seconds=seconds,
         interval=interval,
+        cached_share_pair=cached_share_pair,
+        engines=engines,
+        with_routers=any(p.router for p in study.points),
     )
     path = folder / "study.html"
     path.write_text(html, encoding="utf-8")
@@ -79,6 +100,8 @@ def markdown(study_json: dict) -> str:
             if p["cache_tokens"]
             else "default"
         )
+        if p.get("router"):  # the tokens are the replicas' together
+            cache = f"{p['replicas']} × {cache}, {p['router']}"
         for f in p["policies"]:
             e = f["engine"]
             lines.append(
@@ -89,3 +112,31 @@ def markdown(study_json: dict) -> str:
                 f"{f['finished']}/{f['runs']} |"
             )
     return "\n".join(lines)
+
+
+def routers_markdown(study_json: dict) -> str:
+    """One row per replicas count, router and policy, then the router pairs: as study.json holds them."""
+    head = (
+        "| replicas | router | policy | runs | cached share | TTFT p50 / p95 | tokens/s | load imbalance | "
+        "prompt tokens per replica |"
+    )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for p in study_json["points"]:
+        for f in p["policies"]:
+            per_replica = f["engine"].get("replica_prompt_tokens") or {}
+            lines.append(
+                f"| {p['replicas']} | {p['router'] or '-'} | {f['policy']} | {f['runs']} | {share(f['cached_share'])} | "
+                f"{seconds(f['ttft_p50_s'])} / {seconds(f['ttft_p95_s'])} | {num(f['tokens_per_s'], 1)} | "
+                f"{num(f['load_imbalance'], 2)} | {' / '.join(num(v) for v in per_replica.values()) or '—'} |"
+            )
+    pairs = ["", "| policy | B vs A | pairs | cached share B − A (95% interval) | prompt tokens B/A (p) |"]
+    pairs.append("|---|---|---|---|---|")
+    for group in study_json.get("router_pairs", []):
+        for pair in group["pairs"]:
+            c = pair["comparison"]
+            m = next((m for m in c["metrics"] if m["primary"]), None)
+            ratio = f"×{m['ratio']:.3g} (p = {m['p']:.2g})" if m and m.get("ratio") is not None else "—"
+            pairs.append(
+                f"| {group['policy']} | {pair['b']} vs {pair['a']} | {c['pairs']} | {cached_share_pair(pair)} | {ratio} |"
+            )
+    return "\n".join(lines + (pairs if len(pairs) > 3 else []))

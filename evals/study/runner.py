@@ -1,11 +1,12 @@
-"""Run a study: at each point (runs in flight × cache size), each policy's runs of every task and seed,
-in threads against one engine, into one batch folder per policy; then study.json and study.html."""
+"""Run a study: at each point (replicas × router × runs in flight × cache size), each policy's runs of
+every task and seed, in threads against the point's engines, into one batch folder per policy; then
+the pairs between policies at each point and between routers for each policy, study.json and study.html."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agent.journal.integrity import check_run
@@ -19,9 +20,9 @@ from evals.ab.records import RunRecord, load_record
 from evals.chess.game import GameRules
 from evals.chess.runner import play_game
 from evals.executors import Done, ExecutorOptions, Job, run_jobs
-from evals.study.grid import CHESS, StudySpec, study_policy, study_task
+from evals.study.grid import CHESS, Setting, StudySpec, settings, study_policy, study_task
 from evals.study.measure import PairFigures, PolicyFigures, RunRow, pair_figures, policy_figures, run_row
-from evals.study.target import EngineCounters, Target, checkpoint_for, open_target
+from evals.study.target import EngineCounters, Target, checkpoint_for, open_target, serving
 
 
 @dataclass(frozen=True)
@@ -34,14 +35,28 @@ class Cell:
 class Point:
     concurrency: int
     kv_cache_mb: int | None
-    cache_tokens: int | None  # what the KV cache holds (the engine's stats, or a server's /metrics)
+    # what the KV cache holds (the engine's stats, or a server's /metrics; summed over replicas)
+    cache_tokens: int | None
     policies: list[PolicyFigures]
     pairs: list[PairFigures]
     runs: list[RunRow]
+    replicas: int = 1
+    router: str | None = None  # None: one engine
 
     @property
     def label(self) -> str:
-        return f"c{self.concurrency}-kv{self.kv_cache_mb or 'default'}"
+        return Setting(self.replicas, self.router, self.concurrency, self.kv_cache_mb).label
+
+
+@dataclass
+class RouterPairs:
+    """One policy's runs under every two routers at the same replicas count, runs in flight and cache size."""
+
+    policy: str
+    replicas: int
+    concurrency: int
+    kv_cache_mb: int | None
+    pairs: list[PairFigures]
 
 
 @dataclass
@@ -50,6 +65,7 @@ class Study:
     spec: StudySpec
     points: list[Point]
     failures: list[str]  # runs the harness could not finish (it raised), by cell
+    router_pairs: list[RouterPairs] = field(default_factory=list)
 
 
 def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, out_dir: Path) -> Path:
@@ -108,7 +124,8 @@ def run_policy(
 def run_study(
     spec: StudySpec, out: Path, resamples: int = 2000, on_run: Callable[[str], None] = lambda _: None
 ) -> tuple[Study, Path]:
-    """Every point of the sweep, every policy one after another on a fresh engine, its runs in threads."""
+    """Every point of the grid, every policy one after another on a fresh engine (or, with replicas,
+    on the point's replicas with their caches reset), its runs in threads."""
     policies = [study_policy(p) for p in spec.policies]
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
@@ -120,28 +137,56 @@ def run_study(
     folder = Path(out) / new_run_id("study")
     make_folder(folder, "study folder")
     study = Study(folder.name, spec, [], [])
+    # (policy, replicas, runs in flight, cache size) -> router -> that policy's runs there
+    by_router: dict[tuple, dict[str, tuple[list[RunRecord], list[RunRow]]]] = {}
     with checkpoint_for(spec.model) as checkpoint:
-        for concurrency in spec.concurrency:
-            for kv_cache_mb in spec.kv_cache_mb:
-                records: dict[str, list[RunRecord]] = {}
-                rows: dict[str, list[RunRow]] = {}
-                figures, cache_tokens = [], None
+        for setting in settings(spec):
+            records: dict[str, list[RunRecord]] = {}
+            rows: dict[str, list[RunRow]] = {}
+            figures, cache_tokens = [], None
+            with serving(spec, setting) as model:
                 for policy in policies:
-                    batch = folder / f"c{concurrency}-kv{kv_cache_mb or 'default'}-{policy.name}"
-                    with open_target(spec.model, checkpoint, kv_cache_mb) as target:
+                    batch = folder / f"{setting.label}-{policy.name}"
+                    with open_target(model, checkpoint, setting, spec) as target:
                         records[policy.name], rows[policy.name], wall_s, counters = run_policy(
-                            target, policy, cells, spec, concurrency, batch, folder, study.failures, on_run
+                            target, policy, cells, spec, setting.concurrency, batch, folder, study.failures, on_run
                         )
                     cache_tokens = counters.cache_tokens
                     figures.append(policy_figures(policy.name, rows[policy.name], counters, wall_s))
-                pairs = pair_figures(records, rows, resamples)
-                study.points.append(
-                    Point(
-                        concurrency, kv_cache_mb, cache_tokens, figures, pairs, [r for name in rows for r in rows[name]]
-                    )
+            runs = [r for name in rows for r in rows[name]]
+            pairs = pair_figures(records, rows, resamples)
+            study.points.append(
+                Point(
+                    setting.concurrency,
+                    setting.kv_cache_mb,
+                    cache_tokens,
+                    figures,
+                    pairs,
+                    runs,
+                    setting.replicas,
+                    setting.router,
                 )
-                write_study(study, folder)
+            )
+            if setting.router is not None:
+                for name in names:
+                    key = (name, setting.replicas, setting.concurrency, setting.kv_cache_mb)
+                    by_router.setdefault(key, {})[setting.router] = (records[name], rows[name])
+                study.router_pairs = router_pairs(by_router, resamples)
+            write_study(study, folder)
     return study, folder
+
+
+def router_pairs(by_router: dict[tuple, dict[str, tuple[list[RunRecord], list[RunRow]]]], resamples: int):
+    """Each policy's runs paired by task and seed between every two routers it ran under at the same
+    replicas count, runs in flight and cache size."""
+    out = []
+    for (policy, replicas, concurrency, kv_cache_mb), runs in by_router.items():
+        if len(runs) < 2:
+            continue
+        records = {router: r for router, (r, _) in runs.items()}
+        rows = {router: r for router, (_, r) in runs.items()}
+        out.append(RouterPairs(policy, replicas, concurrency, kv_cache_mb, pair_figures(records, rows, resamples)))
+    return out
 
 
 def study_json(study: Study) -> dict:
@@ -151,6 +196,7 @@ def study_json(study: Study) -> dict:
             "spec": asdict(study.spec),
             "failures": study.failures,
             "points": [{**asdict(p), "label": p.label} for p in study.points],
+            "router_pairs": [asdict(r) for r in study.router_pairs],
         }
     )
 

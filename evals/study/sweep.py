@@ -45,15 +45,16 @@ def sweep_chart(
 
 def sweep_charts(points: list, policies: list[str]) -> list[tuple[str, str, str]]:
     """(caption, hit-rate chart, throughput chart) for each group of points that vary one setting:
-    per number of runs in flight when cache sizes vary, else across runs in flight."""
+    per number of runs in flight when cache sizes vary, else across runs in flight; apart for each
+    replicas count and router."""
     sizes = sorted({p.kv_cache_mb or 0 for p in points})
     groups: dict[str, list] = {}
+    for p in points:
+        engines = f"{p.replicas} replicas {p.router}, " if p.router else ""
+        groups.setdefault(engines + (f"{p.concurrency} in flight" if len(sizes) > 1 else "all points"), []).append(p)
     if len(sizes) > 1:
-        for p in points:
-            groups.setdefault(f"{p.concurrency} in flight", []).append(p)
         x_of, x_label = (lambda p: p.cache_tokens or 0), "KV cache size (tokens)"
     else:
-        groups["all points"] = list(points)
         x_of, x_label = (lambda p: p.concurrency), "runs in flight"
     out = []
     for caption, group in groups.items():

@@ -8,11 +8,17 @@ read before and after each policy, and its prefix cache is reset before each (`P
 /reset_prefix_cache`), so that no policy is served the prefixes another left. A server without that
 endpoint shares its cache among the policies, in the order they run (a warning says so). Any other
 model: the runs' own usage only.
+
+Replicas (a point with a router): the study starts N engines of the in-process model on Ray Serve
+(engine/server/replicas.py) behind one URL for the point, drives them as a served engine, and stops
+them after it. Their merged /metrics has each replica's samples (a `replica` label) beside the sums:
+the sums are the counters, and each replica's prompt tokens give the load imbalance.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -25,6 +31,7 @@ from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import parse_model
 from core.errors import HarnessError
+from evals.study.grid import Setting, StudySpec
 
 log = logging.getLogger("harness.study")
 
@@ -50,6 +57,7 @@ class EngineCounters:
     preemptions: int | None = None
     engine_steps: int | None = None
     cache_tokens: int | None = None  # tokens the KV cache holds (blocks × block size)
+    replica_prompt_tokens: dict[str, int] | None = None  # by replica, where several engines answer
 
 
 class Target:
@@ -65,7 +73,7 @@ class Target:
 
         return LocalModel(engine=self.engine, name=self.model)
 
-    def read(self) -> dict[str, int]:
+    def read(self) -> dict[str, Any]:
         if self.engine is not None:
             st = self.engine.stats()
             return {
@@ -78,26 +86,44 @@ class Target:
             return scrape(self.metrics_url)
         return {}
 
-    def counters(self, before: dict[str, int]) -> EngineCounters:
+    def counters(self, before: dict[str, Any]) -> EngineCounters:
         after = self.read()
         source = "engine stats" if self.engine is not None else "/metrics" if self.metrics_url else "none"
-        delta = {k: int(v - before.get(k, 0)) for k, v in after.items() if k != "cache_tokens"}
-        return EngineCounters(source=source, cache_tokens=after.get("cache_tokens"), **delta)
+        delta = {k: int(v - before.get(k, 0)) for k, v in after.items() if k in SERVED.values() and k != "cache_tokens"}
+        replicas = after.get("replica_prompt_tokens")
+        if replicas is not None:  # a replica replaced meanwhile counts from zero; one gone is left out
+            earlier = before.get("replica_prompt_tokens") or {}
+            replicas = {r: n - earlier.get(r, 0) for r, n in sorted(replicas.items())}
+        return EngineCounters(
+            source=source, cache_tokens=after.get("cache_tokens"), replica_prompt_tokens=replicas, **delta
+        )
 
 
-def scrape(url: str) -> dict[str, int]:
+def scrape(url: str) -> dict[str, Any]:
     try:
-        text = httpx.get(url, timeout=10).text
+        text = httpx.get(url, timeout=60).text
     except httpx.HTTPError as e:
         raise HarnessError(
             f"Cannot read the server's metrics at {url}: {e}. Is `harness serve` running there?"
         ) from None
-    return {
-        SERVED[s.name]: int(s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name in SERVED
-    }
+    return counters_of(text)
+
+
+def counters_of(metrics: str) -> dict[str, Any]:
+    """A /metrics page's counters; with several replicas (samples labelled `replica`), their sums,
+    and each replica's prompt tokens as `replica_prompt_tokens`."""
+    out: dict[str, Any] = {}
+    replicas: dict[str, int] = {}
+    for family in text_string_to_metric_families(metrics):
+        for s in family.samples:
+            replica = s.labels.get("replica")
+            if replica is None and s.name in SERVED:
+                out[SERVED[s.name]] = int(s.value)
+            elif replica is not None and s.name == "engine_prompt_tokens_total":
+                replicas[replica] = int(s.value)
+    if replicas:
+        out["replica_prompt_tokens"] = replicas
+    return out
 
 
 def server_root(base_url: str) -> str:
@@ -136,21 +162,69 @@ def checkpoint_for(model: str) -> Iterator[Any]:
     yield checkpoint
 
 
+def engine_config(spec: StudySpec, kv_cache_mb: int | None, concurrency: int, threads: int | None = None):
+    """The in-process engines' configuration at a point of the study: room for every run in flight
+    on one engine, as on one of several."""
+    from engine import EngineConfig
+
+    config = EngineConfig(
+        weights="int4" if parse_model(spec.model).kind == "local-int4" else "float32",
+        device=spec.device,
+        num_threads=threads,
+    )
+    config = replace(config, max_num_seqs=max(config.max_num_seqs, concurrency))
+    if spec.max_batched_tokens:
+        config = replace(config, max_num_batched_tokens=spec.max_batched_tokens)
+    return replace(config, kv_cache_bytes=kv_cache_mb << 20) if kv_cache_mb else config
+
+
+REPLICA_THREADS = 1  # torch threads (and Ray CPUs) per CPU replica: two replicas fit a 2-core machine
+REPLICA_NAME = "replica"  # the model name the replicas answer to
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @contextmanager
-def open_target(model: str, checkpoint: Any, kv_cache_mb: int | None) -> Iterator[Target]:
+def serving(spec: StudySpec, setting: Setting) -> Iterator[str]:
+    """The model string a point's policies run against: the study's own, or, at a point with a router,
+    its replicas started on Ray Serve for the point (`openai-compatible:URL/v1#replica`)."""
+    if setting.router is None:
+        yield spec.model
+        return
+    from engine.server.replicas import running
+
+    cpu = spec.device == "cpu"
+    config = engine_config(spec, setting.kv_cache_mb, setting.concurrency, REPLICA_THREADS if cpu else None)
+    path = parse_model(spec.model).path
+    with running(
+        setting.replicas,
+        setting.router,
+        path,
+        config,
+        [REPLICA_NAME],
+        port=free_port(),
+        imbalance=spec.router_imbalance,
+    ) as url:
+        yield f"openai-compatible:{url}/v1#{REPLICA_NAME}"
+
+
+@contextmanager
+def open_target(model: str, checkpoint: Any, setting: Setting, spec: StudySpec) -> Iterator[Target]:
+    """One policy's engine: `model`'s server (its prefix cache reset), or a fresh in-process engine."""
     m = parse_model(model)
-    if checkpoint is None:
+    if not m.is_local:
         url = m.url if m.kind == "openai-compatible" else None
         if url:
             reset_prefix_cache(server_root(url))
         yield Target(model, metrics_url=server_root(url) + "/metrics" if url else None)
         return
-    from engine import Engine, EngineConfig
+    from engine import Engine
 
-    config = EngineConfig(weights="int4" if m.kind == "local-int4" else "float32")
-    if kv_cache_mb:
-        config = replace(config, kv_cache_bytes=kv_cache_mb << 20)
-    engine = Engine(checkpoint, config)
+    engine = Engine(checkpoint, engine_config(spec, setting.kv_cache_mb, setting.concurrency))
     try:
         yield Target(model, engine=engine)
     finally:
