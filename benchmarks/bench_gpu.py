@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint  # noqa: E402
 from engine.batch import Launched  # noqa: E402
 from engine.config import transformers_config  # noqa: E402
+from engine.cuda.gemm import cuda_time  # noqa: E402
 
 LLAMA3_8B = ModelConfig(
     vocab_size=128256,
@@ -93,21 +94,6 @@ DATASHEET_BF16 = 989e12
 
 def log(*a) -> None:
     print(*a, flush=True)
-
-
-def cuda_time(fn, reps: int = 20) -> float:
-    """Median seconds of fn() over reps, timed with CUDA events after a warm-up."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def ceilings() -> tuple[float, float]:

@@ -78,8 +78,10 @@ def _run(x, w, residual, out_dtype, config):
     return y
 
 
-def _time(fn, reps: int = 3) -> float:
+def cuda_time(fn, reps: int = 20) -> float:
+    """Median seconds of fn() over reps, timed with CUDA events after a warm-up."""
     fn()
+    torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -87,7 +89,7 @@ def _time(fn, reps: int = 3) -> float:
         fn()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / 1e3)
     return sorted(times)[len(times) // 2]
 
 
@@ -106,7 +108,7 @@ def _time_one(ws: list[torch.Tensor], form: str, cls: int, rows: int) -> tuple[o
         return y if start is None else y - start  # the products alone, so that an error in them shows
 
     ref = every(None).float()
-    best, best_ms = None, _time(lambda: every(None))
+    best, best_ms = None, cuda_time(lambda: every(None), 3)
     cublas_ms = best_ms
     for tm, tn, pingpong, cluster_m, swap in CLASSES[cls][2]:
         config = GemmConfig(
@@ -115,7 +117,7 @@ def _time_one(ws: list[torch.Tensor], form: str, cls: int, rows: int) -> tuple[o
         )  # fmt: skip
         try:
             err = ((every(config).float() - ref).norm() / ref.norm()).item()
-            ms = _time(lambda config=config: every(config))
+            ms = cuda_time(lambda config=config: every(config), 3)
         except Exception as e:  # a tile quack refuses for this shape: cuBLAS, or another tile, serves it
             log.info("quack %s for %dx%d %s: %s", config, n, k, form, e)
             continue
