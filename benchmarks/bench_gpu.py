@@ -12,7 +12,8 @@ prefix cache's effect on time to first token over recorded agent traces.
 
 Weights are random (dummy) at the real shapes: speed depends on shapes, not values.
 Ceilings are measured in the same run (a device-to-device copy; an 8192^3 bf16
-matmul) and printed beside the datasheet figures (4.8 TB/s, 989 TFLOP/s dense bf16).
+matmul) and printed beside the card's datasheet figures (H200: 4.8 TB/s, H100: 3.35 TB/s; 989 TFLOP/s
+dense bf16 on both).
 Decode tokens/s counts tokens after each sequence's first, from the last first
 token to the end (prompt processing excluded), as bench_engine.py does; for
 transformers it is (N - 1) * batch / (time for N new tokens - time for 1).
@@ -24,6 +25,7 @@ needs neither the harness nor the tokenizer file).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -88,8 +90,12 @@ QWEN3_30B_A3B = ModelConfig(  # Qwen3-30B-A3B (the Qwen3-Coder-30B-A3B class): 1
     eos_token_ids=(151645,),
 )
 SHAPES = {"llama3-8b": LLAMA3_8B, "llama3.2-1b": LLAMA32_1B}
-DATASHEET_BW = 4.8e12
-DATASHEET_BF16 = 989e12
+# --part gemv also takes the mixture-of-experts shape's dense projections (attention and LM head).
+GEMV_SHAPES = {**SHAPES, "qwen3-30b-a3b": QWEN3_30B_A3B}
+# The vendor's datasheet figures by card (SXM parts): the roofline's bandwidth and the dense bf16 peak.
+# main() sets the two below for the card it runs on; another card is refused rather than misreported.
+DATASHEETS = {"H200": (4.8e12, 989e12), "H100 PCIe": (2.0e12, 756e12), "H100": (3.35e12, 989e12)}  # first match wins
+DATASHEET_BW, DATASHEET_BF16 = DATASHEETS["H200"]
 
 
 def log(*a) -> None:
@@ -319,7 +325,7 @@ def part_model(args, results: dict) -> None:
     roof_read = DATASHEET_BW / read_bytes
     log(
         f"weights {all_bytes / 1e9:.2f} GB ({read_bytes / 1e9:.2f} GB read per decode step); roofline "
-        f"{roof:.0f} tok/s at 4.8 TB/s over all weight bytes, {roof_read:.0f} tok/s over the bytes read, "
+        f"{roof:.0f} tok/s at {DATASHEET_BW / 1e12:.2f} TB/s over all weight bytes, {roof_read:.0f} tok/s over the bytes read, "
         f"{roof_read_measured:.0f} tok/s at the measured copy bandwidth over the bytes read"
     )
 
@@ -348,7 +354,7 @@ def part_model(args, results: dict) -> None:
         step_bytes[b] = read_bytes + int(g.buf[3, :b].sum()) * kv_token
         log(
             f"graph replay, batch {b:>3}: {fwd[b] * 1e3:6.3f} ms/step = {b / fwd[b]:8.0f} tok/s; reads "
-            f"{step_bytes[b] / 1e9:.2f} GB (weights + KV) = {step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} of 4.8 TB/s"
+            f"{step_bytes[b] / 1e9:.2f} GB (weights + KV) = {step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} of {DATASHEET_BW / 1e12:.2f} TB/s"
         )
     log(f"eager forward, batch 1: {eager1 * 1e3:6.3f} ms/step (no CUDA graph)")
     replay_sync = sync_time(g.graphs[1].replay)
@@ -407,7 +413,7 @@ def part_model(args, results: dict) -> None:
     long_bytes = read_bytes + (long_prompt + args.tokens // 2) * c.kv_bytes_per_token(2)
     log(
         f"engine decode, 1 sequence after a {long_prompt:,}-token prompt: {long_rate:8.0f} tok/s; reads "
-        f"{long_bytes / 1e9:.2f} GB a step (weights + mean KV) = {long_rate * long_bytes / DATASHEET_BW:.0%} of 4.8 TB/s"
+        f"{long_bytes / 1e9:.2f} GB a step (weights + mean KV) = {long_rate * long_bytes / DATASHEET_BW:.0%} of {DATASHEET_BW / 1e12:.2f} TB/s"
     )
 
     results["model"] = {
@@ -434,10 +440,10 @@ def part_model(args, results: dict) -> None:
     log("| --- | --- | --- | --- |")
     if 1 in decode:
         log(
-            f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s (4.8 TB/s, all weights) | {decode[1] / roof:.1%} |"
+            f"| batch-1 decode (engine, end to end) | {decode[1]:.0f} tok/s | roofline {roof:.0f} tok/s ({DATASHEET_BW / 1e12:.2f} TB/s, all weights) | {decode[1] / roof:.1%} |"
         )
         log(
-            f"| batch-1 decode (engine, end to end) | {decode[1] * read_bytes / 1e12:.2f} TB/s | 4.8 TB/s over the bytes read | {decode[1] / roof_read:.1%} |"
+            f"| batch-1 decode (engine, end to end) | {decode[1] * read_bytes / 1e12:.2f} TB/s | {DATASHEET_BW / 1e12:.2f} TB/s over the bytes read | {decode[1] / roof_read:.1%} |"
         )
         log(
             f"| batch-1 decode, synchronous steps (engine, end to end) | {decode_sync[1]:.0f} tok/s | roofline {roof:.0f} tok/s | {decode_sync[1] / roof:.1%} |"
@@ -451,12 +457,12 @@ def part_model(args, results: dict) -> None:
     for b in args.batches:
         log(
             f"| decode, {b} sequences | {decode[b]:.0f} tok/s (graph {fwd[b] * 1e3:.2f} ms/step) | "
-            f"{step_bytes[b] / 1e9:.2f} GB read per step at 4.8 TB/s: {step_bytes[b] / DATASHEET_BW * 1e3:.2f} ms | "
+            f"{step_bytes[b] / 1e9:.2f} GB read per step at {DATASHEET_BW / 1e12:.2f} TB/s: {step_bytes[b] / DATASHEET_BW * 1e3:.2f} ms | "
             f"{step_bytes[b] / fwd[b] / DATASHEET_BW:.0%} |"
         )
     log(
         f"| decode, 1 sequence after a {long_prompt:,}-token prompt | {long_rate:.0f} tok/s | "
-        f"{long_bytes / 1e9:.2f} GB read per step at 4.8 TB/s: {long_bytes / DATASHEET_BW * 1e3:.2f} ms | "
+        f"{long_bytes / 1e9:.2f} GB read per step at {DATASHEET_BW / 1e12:.2f} TB/s: {long_bytes / DATASHEET_BW * 1e3:.2f} ms | "
         f"{long_rate * long_bytes / DATASHEET_BW:.0%} |"
     )
     if args.skip_prefill:
@@ -512,7 +518,7 @@ def part_model(args, results: dict) -> None:
     )
     log(
         f"| prefill {n_p} x {len_p} | {flops / prefill_s / 1e12:.0f} TFLOP/s ({tokens / prefill_s:,.0f} tok/s) | "
-        f"measured matmul {peak / 1e12:.0f} / datasheet 989 TFLOP/s | "
+        f"measured matmul {peak / 1e12:.0f} / datasheet {DATASHEET_BF16 / 1e12:.0f} TFLOP/s | "
         f"{flops / prefill_s / peak:.0%} / {flops / prefill_s / DATASHEET_BF16:.0%} |"
     )
 
@@ -624,7 +630,8 @@ def part_gemv(args, results: dict) -> None:
     from engine.cuda.linear import gemv, gemv_config
 
     out: dict = {}
-    for shape, c in SHAPES.items():
+    for shape in args.gemv_shapes:
+        c = GEMV_SHAPES[shape]
         h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
         projections = {
             "qkv": (q + 2 * kv, h, {"norm"}),
@@ -633,6 +640,8 @@ def part_gemv(args, results: dict) -> None:
             "down": (h, i, {"gated", "residual"}),
             "lm_head": (c.vocab_size, h, {"norm", "fp32"}),
         }
+        if len(c.moe_layers) == c.num_layers:  # every MLP is experts (--part moe): no dense MLP to time
+            del projections["gate_up"], projections["down"]
         for name, (n, k, kind) in projections.items():
             copies = max(2, -(-400_000_000 // (n * k * 2)))
             ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.02 for _ in range(copies)]
@@ -931,7 +940,7 @@ def experts_chosen(graphs, size: int) -> list[int]:
 def part_moe(args, results: dict) -> None:
     """Decode on the Qwen3-30B-A3B shape: the grouped expert kernels (engine/cuda/moe.py) in CUDA graphs,
     against the roofline of the bytes a step reads (attention, router, the chosen experts, the LM head)."""
-    c = QWEN3_30B_A3B
+    c = dataclasses.replace(QWEN3_30B_A3B, num_layers=args.moe_layers, moe_layers=tuple(range(args.moe_layers)))
     bw, _ = ceilings()
     t = time.perf_counter()
     ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
@@ -945,7 +954,8 @@ def part_moe(args, results: dict) -> None:
             cuda_kernels=args.kernels,
         ),
     )
-    log(f"Qwen3-30B-A3B shape ready in {time.perf_counter() - t:.0f} s; graphs for {engine.runner.graphs.sizes}")
+    ready = time.perf_counter() - t
+    log(f"Qwen3-30B-A3B shape ({c.num_layers} layers) ready in {ready:.0f} s; graphs for {engine.runner.graphs.sizes}")
     engine.generate([rand_prompt(64, 999)], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))
     g = engine.runner.graphs
     out = {}
@@ -963,7 +973,7 @@ def part_moe(args, results: dict) -> None:
         }
         log(
             f"moe decode, {b:>3} sequences: engine {rate:8.0f} tok/s; graph replay {step * 1e3:6.3f} ms/step reads "
-            f"{read / 1e9:.2f} GB = {read / step / DATASHEET_BW:.0%} of 4.8 TB/s ({read / step / bw:.0%} of the "
+            f"{read / 1e9:.2f} GB = {read / step / DATASHEET_BW:.0%} of {DATASHEET_BW / 1e12:.2f} TB/s ({read / step / bw:.0%} of the "
             f"measured copy {bw / 1e12:.2f} TB/s); {sum(chosen) / len(chosen):.1f} experts per layer read"
         )
     prof = kernel_breakdown(g.graphs[1].replay)
@@ -1000,6 +1010,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1, help="engine decode runs per batch size (the median is kept)")
     ap.add_argument("--skip-prefill", action="store_true")
     ap.add_argument("--gemv-rows", type=int, nargs="+", default=[1, 2, 4, 8], help="rows of --part gemv")
+    ap.add_argument("--gemv-shapes", nargs="+", choices=sorted(GEMV_SHAPES), default=sorted(SHAPES))
+    ap.add_argument(
+        "--moe-layers", type=int, default=QWEN3_30B_A3B.num_layers,
+        help="layers of the --part moe shape (24 fits an 80 GB card beside the checkpoint it is built from)",
+    )  # fmt: skip
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
     ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
     ap.add_argument("--kv-gib", type=int, default=24)
@@ -1023,9 +1038,16 @@ def main() -> None:
     if args.part in ("model", "all") and 1 not in args.batches:
         ap.error("--batches must include 1: the model part profiles the batch-1 step")
     torch.backends.cuda.matmul.allow_tf32 = False
+    name = torch.cuda.get_device_name()
+    card = next((c for c in DATASHEETS if c in name), None)
+    if card is None:
+        sys.exit(f"no datasheet figures for {name!r}: add its bandwidth and bf16 peak to DATASHEETS in {__file__}")
+    global DATASHEET_BW, DATASHEET_BF16
+    DATASHEET_BW, DATASHEET_BF16 = DATASHEETS[card]
     log(
-        f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
-        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"device: {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; datasheet {DATASHEET_BW / 1e12:.2f} TB/s, "
+        f"{DATASHEET_BF16 / 1e12:.0f} TFLOP/s bf16"
     )
     results: dict = {}
     if args.part in ("model", "all"):

@@ -8,14 +8,13 @@ SiLU(gate)*up added into the stream. A step of a few rows does each projection i
 kernel with its norm, activation, RoPE or residual add fused in (linear.py), so a batch-1
 layer is five kernels and the step costs little more than reading the weights once.
 
-Qwen3's per-head Q/K norms are plain torch between those kernels; Qwen3-MoE's experts are two
+Qwen3's per-head Q/K norms run inside the RoPE kernel (rope_store.py); Qwen3-MoE's experts are two
 grouped kernels with the routing on the device (moe.py), so a decode step with experts is a graph too.
 """
 
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from engine.config import ModelConfig
 from engine.cuda.decode_attention import decode_attention
@@ -71,13 +70,8 @@ def attention(
 
 def normed_qkv_rope_store(x: torch.Tensor, layer: CudaLayer, eps: float, rope: RopeStore) -> torch.Tensor:
     """qkv_rope_store with Qwen3's RMSNorm over each Q and K head between the projection and RoPE."""
-    assert layer.qk_norm is not None
     qkv = project(x, layer.qkv, norm=layer.attn_norm, eps=eps, bias=layer.qkv_bias)
-    heads, d = rope.num_heads + rope.num_kv_heads, rope.head_dim
-    qk = qkv[:, : heads * d].view(qkv.shape[0], heads, d)
-    # As transformers does it: the statistics in float32, the weight applied in the model's dtype.
-    qk.copy_(F.rms_norm(qk.float(), (d,), None, eps).to(qk.dtype) * layer.qk_norm)
-    return rope_and_store(qkv, *rope)
+    return rope_and_store(qkv, *rope, qk_norm=layer.qk_norm, eps=eps)
 
 
 def experts_mlp(x: torch.Tensor, norm: torch.Tensor, experts: CudaExperts, c: ModelConfig) -> None:

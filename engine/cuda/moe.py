@@ -1,6 +1,7 @@
 """A mixture of experts on the GPU with the routing on the device: route, sort, two grouped kernels, combine.
 
-    route     the router's logits (cuBLAS), then one kernel per row: softmax, top k, renormalised
+    route     the router's logits (at decode the fused matrix-vector kernel, else cuBLAS), then one kernel
+              per row: softmax, top k, renormalised
     sort      the T × top_k (token, expert) pairs ordered by expert, stably: one kernel that counts each
               pair's place (pairs <= SORT_MAX_PAIRS: a decode step), else torch.sort
     gate/up   a[p] = SiLU(x[token(p)] @ gate[e].T) * (x[token(p)] @ up[e].T)      (pairs, I), sorted order
@@ -20,8 +21,12 @@ import torch
 import triton
 import triton.language as tl
 
+from engine.cuda.linear import GEMV_MAX_ROWS, gemv
+
 BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
 SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, in one program
+# The router's few rows (128 experts) over many programs: 2 rows a program, whole rows in 2 tiles.
+ROUTER_GEMV = (2, 1024, 4, 1)
 
 
 @triton.jit
@@ -174,8 +179,13 @@ def _grouped(x, w, out, sorted_ids, starts, order, scale, top_k: int, gated: boo
 
 def route(h: torch.Tensor, router: torch.Tensor, top_k: int, renormalise: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """engine/moe.py's route: (T, top_k) expert ids (int32) and weights (float32)."""
-    logits = (h.float() @ router.t()).contiguous()
-    t, experts = logits.shape
+    t, experts = h.shape[0], router.shape[0]
+    if t <= GEMV_MAX_ROWS:  # one kernel, where a cast and cuBLAS's dot product took two
+        logits = torch.empty((t, experts), dtype=torch.float32, device=h.device)
+        if t:
+            gemv(h, router, logits, config=ROUTER_GEMV)
+    else:
+        logits = (h.float() @ router.t()).contiguous()
     ids = torch.empty((t, top_k), dtype=torch.int32, device=h.device)
     weights = torch.empty((t, top_k), dtype=torch.float32, device=h.device)
     block = triton.next_power_of_2(experts)

@@ -8,6 +8,9 @@ K heads are rotated and stored with their V head straight into the paged cache a
 the token's slot (block_id * block_size + offset), so the new K/V never exist as a
 separate tensor. A slot of -1 (a padding row of a captured CUDA graph) stores nothing.
 Rotation is rotate_half RoPE in float32 with the model's float32 cos/sin tables.
+
+Qwen3's RMSNorm over each Q and K head runs in the same program, before the rotation: it holds
+the whole head already, so the norm costs no kernel of its own (six torch kernels before).
 """
 
 import torch
@@ -25,11 +28,14 @@ def _rope_store_kernel(
     q_out_ptr,
     k_cache_ptr,
     v_cache_ptr,
+    norm_ptr,
     T,
+    eps,
     H: tl.constexpr,
     KVH: tl.constexpr,
     D: tl.constexpr,
     BT: tl.constexpr,
+    QK_NORM: tl.constexpr,
 ):
     t = (tl.program_id(0) * BT + tl.arange(0, BT)).to(tl.int64)
     h = tl.program_id(1)
@@ -41,7 +47,13 @@ def _rope_store_kernel(
     angle = pos[:, None] * (D // 2) + half[None, :]
     cos = tl.load(cos_ptr + angle, mask=ok[:, None])
     sin = tl.load(sin_ptr + angle, mask=ok[:, None])
-    x = tl.load(row + h * D + full[None, :], mask=ok[:, None], other=0.0).to(tl.float32)
+    x = tl.load(row + h * D + full[None, :], mask=ok[:, None], other=0.0)
+    if QK_NORM:  # as transformers does it: statistics in float32, the weight applied in the model's dtype
+        xf = x.to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / D + eps)
+        w = tl.load(norm_ptr + h * D + full).to(tl.float32)
+        x = ((xf * rstd[:, None]).to(x.dtype).to(tl.float32) * w[None, :]).to(x.dtype)
+    x = x.to(tl.float32)
     x1, x2 = tl.split(tl.reshape(x, (BT, D // 2, 2)))
     o1 = x1 * cos - x2 * sin
     o2 = x2 * cos + x1 * sin
@@ -78,6 +90,8 @@ def rope_and_store(
     num_heads: int,
     num_kv_heads: int,
     head_dim: int,
+    qk_norm: torch.Tensor | None = None,  # (H + KVH, D) pair-ordered: RMSNorm each Q and K head first
+    eps: float = 0.0,
 ) -> torch.Tensor:
     assert qkv.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous()
     t = qkv.shape[0]
@@ -93,11 +107,14 @@ def rope_and_store(
             q,
             k_cache,
             v_cache,
+            qk_norm if qk_norm is not None else qkv,
             t,
+            eps,
             H=num_heads,
             KVH=num_kv_heads,
             D=head_dim,
             BT=bt,
+            QK_NORM=qk_norm is not None,
             num_warps=1 if bt == 1 else 4,
         )
     return q

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_checkpoint
 from engine.config import SMOLLM2_135M, transformers_config
@@ -101,13 +102,14 @@ def test_decode_and_prefill_kernels_match_a_float64_reference(d, copies):
 
 
 # A decode step's rows (one token per program), and prefill chunks of 2 and 8 tokens per program
-# with a part-filled last block (rope_store.token_block).
+# with a part-filled last block (rope_store.token_block); with Qwen3's per-head norm and without.
+@pytest.mark.parametrize("qk_norm", [False, True], ids=["plain", "qk_norm"])
 @pytest.mark.parametrize("t", [3, 2051, 9001])
-def test_rope_and_store_match_a_float64_reference(t):
+def test_rope_and_store_match_a_float64_reference(t, qk_norm):
     from engine.cuda.rope_store import rope_and_store
 
     torch.manual_seed(t)
-    dev, h, kvh, d, bs = "cuda", 32, 8, 128, 16
+    dev, h, kvh, d, bs, eps = "cuda", 32, 8, 128, 16, 1e-6
     qkv = torch.randn(t, (h + 2 * kvh) * d, device=dev, dtype=torch.bfloat16)
     pos = torch.randint(0, 4096, (t,), device=dev)
     angles = torch.rand(4096, d // 2, device=dev) * 6.3
@@ -116,16 +118,20 @@ def test_rope_and_store_match_a_float64_reference(t):
     slots[::5] = -1  # padding rows store nothing
     kc = torch.zeros(-(-2 * t // bs), bs, kvh, d, device=dev, dtype=torch.bfloat16)
     vc = torch.zeros_like(kc)
-    q = rope_and_store(qkv, pos, cos, sin, slots, kc, vc, h, kvh, d)
+    norm = (1 + 0.3 * torch.randn(h + kvh, d, device=dev)).to(torch.bfloat16) if qk_norm else None
+    q = rope_and_store(qkv, pos, cos, sin, slots, kc, vc, h, kvh, d, qk_norm=norm, eps=eps)
 
-    x = qkv.view(t, h + 2 * kvh, d).double()
+    x = qkv.view(t, h + 2 * kvh, d)[:, : h + kvh]
+    if norm is not None:  # rounded as transformers rounds it: the normalised head, then the weighted one
+        x = F.rms_norm(x.float(), (d,), None, eps).to(x.dtype) * norm
+    x = x.double()
     c, s = cos[pos].double()[:, None], sin[pos].double()[:, None]
     x1, x2 = x[..., 0::2], x[..., 1::2]  # pair-ordered heads
     rotated = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
     assert rel(q, rotated[:, :h]) < 1e-2
     kept = slots >= 0
     flat_k, flat_v = kc.view(-1, kvh, d), vc.view(-1, kvh, d)
-    assert rel(flat_k[slots[kept]], rotated[kept, h : h + kvh]) < 1e-2
+    assert rel(flat_k[slots[kept]], rotated[kept, h:]) < 1e-2
     assert torch.equal(flat_v[slots[kept]], qkv.view(t, h + 2 * kvh, d)[kept, h + kvh :])
     untouched = torch.ones(flat_k.shape[0], dtype=torch.bool, device=dev)
     untouched[slots[kept]] = False
