@@ -4,6 +4,8 @@ it the instance is an infra failure that names the certificate error."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from evals.swe.batch import grade_file
@@ -16,7 +18,10 @@ from tests.evals.swe.https_index import PACKAGE, VERSION, https_index
 
 @pytest.fixture
 def index(docker_ready, tmp_path):
-    gateway = docker_ready.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]  # the host, seen from a build
+    # The host, seen from a build: the bridge's gateway. Docker 20.10 leaves it out of the default bridge's
+    # IPAM config, where it is the subnet's first address.
+    ipam = docker_ready.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    gateway = ipam.get("Gateway") or str(ipaddress.ip_network(ipam["Subnet"])[1])
     with https_index(tmp_path, gateway) as served:
         yield served
 
