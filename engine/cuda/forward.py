@@ -19,11 +19,10 @@ import torch
 from engine.config import ModelConfig
 from engine.cuda.decode_attention import decode_attention
 from engine.cuda.linear import RopeStore, project, qkv_rope_store
-from engine.cuda.model import CudaExperts, CudaLayer, CudaModel
+from engine.cuda.model import CudaExperts, CudaModel
 from engine.cuda.moe import experts_add
 from engine.cuda.norm import rms_norm
 from engine.cuda.prefill_attention import prefill_attention
-from engine.cuda.rope_store import rope_and_store
 
 
 @dataclass
@@ -68,12 +67,6 @@ def attention(
     return out
 
 
-def normed_qkv_rope_store(x: torch.Tensor, layer: CudaLayer, eps: float, rope: RopeStore) -> torch.Tensor:
-    """qkv_rope_store with Qwen3's RMSNorm over each Q and K head between the projection and RoPE."""
-    qkv = project(x, layer.qkv, norm=layer.attn_norm, eps=eps, bias=layer.qkv_bias)
-    return rope_and_store(qkv, *rope, qk_norm=layer.qk_norm, eps=eps)
-
-
 def experts_mlp(x: torch.Tensor, norm: torch.Tensor, experts: CudaExperts, c: ModelConfig) -> None:
     """The mixture of experts of the normalised stream, added into the stream in place."""
     h = rms_norm(x, norm, c.rms_norm_eps)
@@ -98,10 +91,7 @@ def forward(
     x = model.embed.index_select(0, input_ids)  # the residual stream
     for i, layer in enumerate(layers):
         rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
-        if layer.qk_norm is None:
-            q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope)
-        else:
-            q = normed_qkv_rope_store(x, layer, eps, rope)
+        q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope, layer.qk_norm)
         o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
         project(o.view(t, h * d), layer.o, residual=x)
         if layer.experts is not None:

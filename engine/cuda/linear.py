@@ -320,18 +320,26 @@ def gemv(
 
 
 def qkv_rope_store(
-    x: torch.Tensor, w: torch.Tensor, norm: torch.Tensor, eps: float, bias: torch.Tensor | None, rope: RopeStore
+    x: torch.Tensor,
+    w: torch.Tensor,
+    norm: torch.Tensor,
+    eps: float,
+    bias: torch.Tensor | None,
+    rope: RopeStore,
+    qk_norm: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The QKV projection of the normalised residual stream x, RoPE on Q and K, K and V stored
-    into the cache; returns Q (T, H, D). w holds each Q and K head's rows in RoPE pairs."""
+    into the cache; returns Q (T, H, D). w holds each Q and K head's rows in RoPE pairs. With
+    qk_norm (Qwen3), each Q and K head is RMS-normalised before RoPE: that needs whole heads, which
+    the matrix-vector kernel's programs do not hold, so it runs in the RoPE kernel at every size."""
     t = x.shape[0]
-    if t <= GEMV_MAX_ROWS:
+    if t <= GEMV_MAX_ROWS and qk_norm is None:
         q = torch.empty((t, rope.num_heads, rope.head_dim), dtype=x.dtype, device=x.device)
         if t:
             gemv(x, w, q, norm, eps, bias=bias, rope=rope)
         return q
     qkv = project(x, w, norm=norm, eps=eps, bias=bias)
-    return rope_and_store(qkv, *rope)
+    return rope_and_store(qkv, *rope, qk_norm=qk_norm, eps=eps)
 
 
 def project(

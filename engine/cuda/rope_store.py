@@ -10,7 +10,7 @@ separate tensor. A slot of -1 (a padding row of a captured CUDA graph) stores no
 Rotation is rotate_half RoPE in float32 with the model's float32 cos/sin tables.
 
 Qwen3's RMSNorm over each Q and K head runs in the same program, before the rotation: it holds
-the whole head already, so the norm costs no kernel of its own (six torch kernels before).
+the whole head already, so the norm costs no kernel of its own.
 """
 
 import torch
