@@ -203,7 +203,8 @@ def finish(loop: Loop, stop: Stop) -> Summary:
 
 def initial_messages(task: Task, policy: HarnessPolicy) -> list[Message]:
     system = task.system or policy.system_prompt or DEFAULT_SYSTEM
-    return [Message(role="system", text=system), Message(role="user", text=task.prompt)]
+    prompt = f"{task.prompt}\n\n{task.context}" if task.context else task.prompt
+    return [Message(role="system", text=system), Message(role="user", text=prompt)]
 
 
 def add_message(state: RunState, journal: Journal, message: Message, journaled: bool = False) -> None:

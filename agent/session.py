@@ -34,7 +34,7 @@ from agent.parts import Session
 from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task
-from core.context_policy import check_window
+from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
 from core.events import Event, RunStopped, SandboxOpened
 from core.mcp_settings import McpServer
@@ -154,13 +154,14 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         box = _start_sandbox(spec.sandbox, journal)
         try:
             prepare(spec.task, box, policy.dispatch.tool_timeout_s)
+            task = with_context(spec.task, policy, box)
+            info = info.model_copy(update={"task": task.model_dump(mode="json")})
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
+            base = code_tools(base, policy.code_tools)
             with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
                 record_tools(journal, info, registry)
                 running = True
-                yield Session(
-                    spec.task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window
-                )
+                yield Session(task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window)
         finally:
             box.close()
     except Exception as e:
@@ -169,6 +170,27 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         raise
     finally:
         journal.close()
+
+
+def with_context(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
+    """The task with what the policy's context steps put after its prompt (a repository map), made now that the
+    sandbox holds the task's files; a task that already carries it (a replay's) keeps its own."""
+    maps = [s for s in policy.context if isinstance(s, RepoMap)]
+    if not maps or task.context is not None:
+        return task
+    from tools.code.tools import opening_map  # the code index's libraries load only for runs that use it
+
+    made = [opening_map(step, sandbox, task.prompt, policy.dispatch.tool_timeout_s) for step in maps]
+    return task.model_copy(update={"context": "\n\n".join(made)})
+
+
+def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
+    """The tool set with the policy's code tools (tools/code) added."""
+    if not names:
+        return tools
+    from tools.code.tools import with_code_tools
+
+    return with_code_tools(tools, names)
 
 
 def price_for(model: str, prices: Path | None, budget: float | None, knob: str = "stop.max_cost_usd") -> Price | None:
@@ -267,9 +289,8 @@ def reopen_run(
     try:
         window = context_window(model, policy.model)  # the model may not be the one run.json names
         check_window(policy.context, window)
-        with with_mcp(
-            policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
-        ) as registry:
+        base = code_tools(tools if tools is not None else toolset(info.toolset), policy.code_tools)
+        with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:
             yield Session(
                 Task.model_validate(info.task),
                 policy,

@@ -25,6 +25,11 @@ class Task(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="written into the workdir before the run")
     setup: list[str] = Field(default_factory=list, description="shell commands run before the run")
     check: str | None = Field(None, description="shell command; the goal is reached when it exits 0")
+    context: str | None = Field(
+        None,
+        description="what the harness put after the prompt when the run started (a repository map), kept so "
+        "that a resume and a replay send the same opening",
+    )
 
 
 def load_task(text_or_path: str) -> Task:

@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
+from core.context_policy import Compact, DiscloseTools, MaskObservations, RepoMap, StripReasoning
 from core.memory_types import Fold
 from core.types import Message, Reasoning
 from memory.folds import note, notes_at, render_folds
@@ -134,8 +134,9 @@ class FoldStage:
         return out, len(out) - len(messages) + max(changed, folds[-1].upto)
 
 
-def keep(step: DiscloseTools) -> Stage:
-    """Tool disclosure changes the tool list (tools.disclosure), not the messages."""
+def keep(step: DiscloseTools | RepoMap) -> Stage:
+    """Tool disclosure changes the tool list (tools.disclosure) and a repository map the opening prompt
+    (made when the run starts), not the messages."""
     return lambda messages, changed, folds: (messages, changed)
 
 
@@ -145,6 +146,7 @@ STAGES: dict[type, Callable[[Any], Stage]] = {
     MaskObservations: MaskStage,
     Compact: FoldStage,
     DiscloseTools: keep,
+    RepoMap: keep,
 }
 
 
