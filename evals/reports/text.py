@@ -7,7 +7,7 @@ from collections import Counter
 from agent.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
-from evals.reports.outcome import outcome_label, success
+from evals.reports.outcome import rate_text
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.steps import lost
 from evals.reports.totals import batch_cost, ideal_reuse, percent, source_totals
@@ -64,7 +64,7 @@ def run_markdown(run: RunData) -> str:
         *(f"> **warning:** {note}" for note in run.journal_notes),
         *([""] if run.journal_notes else []),
         f"- **task** {s.task_id} · **model** {s.model} · **policy** {s.policy or '—'}",
-        f"- **outcome** {outcome_label(s)} (stop: {s.stop_reason}) — {s.message}",
+        f"- **outcome** {run.outcome} (stop: {s.stop_reason}) — {s.message}",
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
         *(source_lines(run, run.recorded) if run.recorded else own_lines(run)),
         *overflow_lines(run),
@@ -87,12 +87,12 @@ def run_markdown(run: RunData) -> str:
 
 
 def batch_markdown(runs: list[RunData], title: str) -> str:
-    ok = sum(success(r.summary) for r in runs)
+    rate, counted = rate_text([r.verdict for r in runs])
     total, source = batch_cost(runs), source_totals(runs)
     lines = [
         f"# Batch {title}",
         "",
-        f"- **runs** {len(runs)} · **succeeded** {ok} ({ok / len(runs):.0%})" if runs else "- no runs",
+        f"- **runs** {len(runs)} · **succeeded** {rate} ({counted})" if runs else "- no runs",
         f"- **cost** {format_usd(total.usd)} ({total.label})",
         *(
             [
@@ -115,7 +115,7 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
         s = r.summary
         recorded_cell = f" {recorded_cost_text(r.recorded)[0] if r.recorded else '—'} |" if source else ""
         lines.append(
-            f"| {s.run_id} | {s.task_id} | {outcome_label(s)} | {s.steps} | {s.tokens.prompt:,} | "
+            f"| {s.run_id} | {s.task_id} | {r.outcome} | {s.steps} | {s.tokens.prompt:,} | "
             f"{percent(s.cache_hit_rate)} | {percent(s.prefix_reuse_rate)} | {format_usd(r.cost)} |{recorded_cell} "
             f"{len(r.findings)} |"
         )
