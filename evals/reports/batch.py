@@ -12,6 +12,7 @@ from markupsafe import Markup
 from agent.pricing import format_usd
 from evals.reports.chess import batch_rating
 from evals.reports.detectors import DETECTORS, prompt_tokens
+from evals.reports.drift_summary import drift_rows
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData
 from evals.reports.outcome import rate_text
@@ -179,6 +180,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "detectors": [
             (d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS
         ],
+        "drift": drift_rows([(r.findings, r.verdict) for r in runs]),
         "cost_title": cost_title(runs),
         "charts": {
             "prompt": Markup(prompt_lines(runs)),

@@ -12,7 +12,8 @@ from agent.journal.summary import Summary
 from agent.pricing import Price, PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Message
-from evals.reports.detectors import Finding, detect
+from evals.reports.detectors import detect
+from evals.reports.finding import Finding
 from evals.reports.outcome import graded, outcome_label, success
 from evals.reports.recorded import Recorded, priceable, recorded
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from agent.pricing import format_total, format_usd
-from evals.reports.detectors import DETECTORS
+from evals.reports.detectors import DETECTORS, DRIFT
+from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
 from evals.reports.load import RunData
 from evals.reports.outcome import rate_text
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
@@ -73,11 +74,18 @@ def run_markdown(run: RunData) -> str:
         "",
     ]
     counts = Counter(f.detector for f in run.findings)
-    lines += ["| detector | findings | steps |", "|---|---:|---|"]
+    lines += [
+        f"**Drift**: {drift_line(run)}",
+        "",
+        "| detector | findings | steps | tokens spent |",
+        "|---|---:|---|---:|",
+    ]
     for d in DETECTORS:
-        steps = sorted({f.step for f in run.findings if f.detector == d.name})
+        found = [f for f in run.findings if f.detector == d.name]
+        steps = sorted({f.step for f in found})
         shown = ", ".join(map(str, steps[:15])) + (" …" if len(steps) > 15 else "")
-        lines.append(f"| {d.title} | {counts[d.name]} | {shown or '—'} |")
+        spent = f"{sum(f.tokens for f in found):,}" if d.name in DRIFT else ""
+        lines.append(f"| {d.title} | {counts[d.name]} | {shown or '—'} | {spent} |")
     if run.findings:
         lines += ["", "## Details", ""]
         lines += [f"- step {f.step} · **{f.detector}** · {f.detail}" for f in run.findings[:MAX_FINDINGS]]
@@ -124,4 +132,5 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
     for d in DETECTORS:
         hit_runs = sum(any(f.detector == d.name for f in r.findings) for r in runs)
         lines.append(f"| {d.title} | {counts[d.name]} | {hit_runs} |")
+    lines += ["", "## Drift", "", *drift_markdown(drift_rows([(r.findings, r.verdict) for r in runs]))]
     return "\n".join(lines) + "\n"

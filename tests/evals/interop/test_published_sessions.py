@@ -11,8 +11,10 @@ from typer.testing import CliRunner
 
 from agent.journal.fold import fold
 from agent.journal.store import read_events, read_run_info
+from agent.pricing import load_prices
 from cli.main import app
 from core.events import Compacted
+from evals.reports.load import load_run
 from tests.evals.interop.test_published import published
 
 runner = CliRunner()
@@ -141,3 +143,17 @@ def test_an_openhands_trajectory_list_reads_its_calls_and_their_results(tmp_path
         if "observation" in e and e.get("tool_call_metadata"):
             assert observed[e["tool_call_metadata"]["tool_call_id"]] == e["content"]
     assert summary(run_dir)["stop_reason"] == "submitted"
+
+
+def test_drift_in_a_real_session_names_the_re_reads_that_followed_claude_codes_compaction(tmp_path):
+    path = published("claude-code") / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    if not path.is_file():
+        pytest.skip("the compacted session is not laid here; tests/fixtures/imports/README.md says where it comes from")
+    run_dir = imported(path, tmp_path)
+    [at] = [s.n for s in fold(read_events(run_dir)).steps if s.compactions]
+    findings = [f for f in load_run(run_dir, load_prices()).findings if f.detector == "re_read"]
+    after = [f for f in findings if f.after_compaction]
+    assert after and all(f.step > at and f"compaction after step {at}" in f.detail for f in after)
+    assert all(f.tokens > 0 for f in findings)
+    md = runner.invoke(app, ["report", str(run_dir), "--format", "md"]).output
+    assert f"{len(after)} re-reads followed a compaction" in md
