@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -33,6 +33,9 @@ class ToolContext:
     # For write tools: stable across a resume (see agent.dispatch.idempotency_key), so a
     # tool can tag its effect and `already_done` can find it after a crash.
     idempotency_key: str = ""
+    # A person's recorded answers to the questions this call's tool asked before (an MCP server's
+    # elicitation), in the order asked: a resumed or replayed call is answered from them.
+    inputs: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,9 @@ class ToolResult:
     # Under first_write_wins, the text every later call of the same reply gets once
     # this write ran; None gives the dispatcher's generic explanation.
     rejects_later: str | None = None
+    # Questions the tool asked that only a person can answer (an MCP server's elicitation): the
+    # result is set aside, the run stops awaiting approval, and a resume calls again with the answers.
+    awaiting_input: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
