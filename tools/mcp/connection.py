@@ -107,7 +107,25 @@ class Connection:
         except Exception as e:
             stderr = self._stderr()
             await self.close()
-            raise RuntimeError(f"{describe(e)}{stderr}") from None
+            raise RuntimeError(f"{describe(e)}{stderr}{await self._needs_auth()}") from None
+
+    async def _needs_auth(self) -> str:
+        """Where an HTTP server without auth settings failed to start: whether it wants authorisation."""
+        if self.server.url is None or self.server.oauth is not None:
+            return ""
+        try:
+            async with httpx2.AsyncClient(headers=expand_headers(self.server), timeout=5.0) as http:
+                answer = await http.post(
+                    self.server.url, json={}, headers={"Accept": "application/json, text/event-stream"}
+                )
+        except (httpx2.HTTPError, ValueError):
+            return ""
+        if answer.status_code != 401:
+            return ""
+        return (
+            "; it answered 401 Unauthorized: it needs authorisation, so give it `oauth` settings "
+            "(or a token in `headers`)"
+        )
 
     async def close(self) -> None:
         owner, self._owner = self._owner, None
