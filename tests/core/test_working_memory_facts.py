@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from core.memory_types import (
     SUPERSEDED_HEADER,
-    FailedApproach,
     Fact,
+    FailedApproach,
     Superseded,
     WorkingMemory,
     memory_text,
@@ -27,9 +27,7 @@ def test_a_newer_value_supersedes_the_older_which_is_kept_with_its_steps():
     before = WorkingMemory(facts=[fact("config.ini timeout", "30", 3, "c3")])
     after = merged(before, WorkingMemory(facts=[fact("config.ini timeout", "60", 9, "c9")]), step=10)
     assert after.facts == [Fact(about="config.ini timeout", value="60", at_step=9, source="c9", supersedes="30")]
-    assert after.superseded == [
-        Superseded(about="config.ini timeout", value="30", from_step=3, until_step=9, by="60")
-    ]
+    assert after.superseded == [Superseded(about="config.ini timeout", value="30", from_step=3, until_step=9, by="60")]
 
 
 def test_a_fold_that_drops_a_fact_or_a_failure_without_superseding_it_is_refused():
