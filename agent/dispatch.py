@@ -150,7 +150,8 @@ def _run_call(
         decision = approve(call, tool) if approve is not None else False
         if not decision:
             return _observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
-    if tool.effect is Effect.WRITE:
+    ctx = replace(ctx, call_id=call.id, step=step)
+    if tool.effect is not Effect.READ:
         ctx = replace(ctx, idempotency_key=idempotency_key(call))
     if recovered is not None and call.id in recovered.interrupted:
         settled = settle(call, tool, args, ctx, policy.checkpoint, recovered)
@@ -158,7 +159,7 @@ def _run_call(
             return settled, None, None
         if settled is not None:  # its effect was already in place: report what the run reported
             return _from_result(call, settled, time.monotonic()), None, settled
-    if tool.effect is Effect.WRITE:
+    if tool.effect is not Effect.READ:
         journal.append(
             ToolIntent(
                 step=step,

@@ -27,7 +27,7 @@ from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
 from agent.mcp_context import placed, prompt_task
-from agent.models import load_model
+from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.models.windows import context_window
@@ -127,8 +127,16 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Anything of that which fails (a sandbox that cannot start, a task setup command that fails, an MCP server
     that does not connect) ends the run as `environment_error`, journaled and summarised like any stop, so the
-    run folder has its summary.json; the error is raised (a sandbox's as HarnessError)."""
-    client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
+    run folder has its summary.json; the error is raised (a sandbox's as HarnessError).
+
+    Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
+    the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
+    with client_for(spec.model) as client, _opened(spec, client) as session:
+        yield session
+
+
+@contextmanager
+def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from core.memory_entries import MemoryEntry
 from core.memory_types import Fold
 from core.types import Message, ModelReply, Observation, Usage
 
@@ -66,6 +67,16 @@ class ToolObserved(_Event):
     # that finds this observation already journaled acts on it exactly as the live run did.
     submission: str | None = None
     rejects_later: str | None = None
+
+
+class MemoryWritten(_Event):
+    """What one `memory` tool call changed, dated as entries (core.memory_entries): journaled after its intent
+    and before its observation, so resume and replay rebuild the store from these events alone."""
+
+    type: Literal["memory_written"] = "memory_written"
+    call_id: str
+    entries: list[MemoryEntry]
+    reply: str  # the call's reply: a resumed run reports it for an interrupted call whose entries are here
 
 
 class ApprovalGiven(_Event):
@@ -212,6 +223,7 @@ Event = Annotated[
     | ModelFailed
     | ToolIntent
     | ToolObserved
+    | MemoryWritten
     | ApprovalGiven
     | InputRequested
     | ResourceUpdated

@@ -17,7 +17,7 @@ from agent.approval import Decision
 from core.events import Event, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall
-from tools.base import Registry, Tool, ToolContext, ToolResult
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
 UNKNOWN = (
     "The run was interrupted while {tool} was running (call {id}), so whether it took effect is unknown. "
@@ -87,6 +87,8 @@ def reapply_writes(events: Sequence[Event], after_step: int, tools: Registry, ct
         tool = tools.get(e.tool)
         if tool is None:  # the run's tool set no longer has it
             failed.append(f"{e.call_id} ({e.tool})")
+            continue
+        if tool.effect is Effect.NOTE:  # its effect is in the harness's own store, which no sandbox loses
             continue
         try:
             result = tool.run(tool.args.model_validate(e.arguments), replace(ctx, idempotency_key=e.idempotency_key))
