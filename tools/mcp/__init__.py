@@ -35,23 +35,32 @@ Importing this package is cheap; the SDK loads only when a server is configured.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, Literal
 
 from core.mcp_settings import MAX_TOOLS, McpServer
 from tools.base import Registry
 
 
 @contextmanager
-def with_mcp(servers: Sequence[McpServer], base: Registry, max_tools: int = MAX_TOOLS) -> Iterator[Registry]:
-    """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block."""
+def with_mcp(
+    servers: Sequence[McpServer],
+    base: Registry,
+    max_tools: int = MAX_TOOLS,
+    elicitation: Literal["ask", "defaults", "decline"] = "ask",
+    sampler: Callable[[McpServer, Any], tuple[str, str]] | None = None,
+) -> Iterator[Registry]:
+    """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block.
+    `elicitation`: how a server's questions are answered when no recorded answer covers them;
+    `sampler`: who answers the sampling requests of servers that allow them (tools.mcp.manager)."""
     if not servers:
         yield base
         return
     from tools.mcp.manager import McpTools
     from tools.mcp.registry import LiveRegistry
 
-    with McpTools(servers) as mcp:
+    with McpTools(servers, elicitation, sampler) as mcp:
         yield LiveRegistry.over(base, mcp, max_tools)
 
 

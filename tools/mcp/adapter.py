@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.mcp_settings import McpServer
@@ -24,7 +24,8 @@ NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
 SCHEMA_CHARS = 16_000
 SEPARATOR = "__"
 
-Call = Callable[[str, dict[str, Any], float], ToolResult]  # (name on the server, arguments, timeout_s)
+# (name on the server, arguments, timeout_s, recorded answers to its questions)
+Call = Callable[[str, dict[str, Any], float, Sequence[Mapping[str, Any]]], ToolResult]
 
 
 def tool_name(server: str, name: str) -> str:
@@ -61,7 +62,7 @@ def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
     remote = spec.name
 
     def run(args: FreeArgs, ctx: ToolContext) -> ToolResult:
-        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s)
+        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s, ctx.inputs)
 
     summary = one_line(title or spec.description, SUMMARY_CHARS) or one_line(remote, SUMMARY_CHARS)
     return Tool(
