@@ -26,6 +26,14 @@ cleaned, capped, defused and fenced as its descriptions are; a trusted server's
 results are only cleaned of control characters, as the user vouched for it. Tools left out, and why, are reported:
 `harness tools list` prints them, and a run logs them on the `harness.mcp` logger.
 
+Beside tools (agent/mcp_context.py, tools/mcp/resources.py): resources the host
+places before the task (policy `mcp_resources`, task `resources`, `--mcp-resource
+SERVER:URI`), followed when they change; a task built from a server's prompt
+(`--mcp-prompt SERVER:NAME --arg K=V`). A server's questions during a call
+(elicitation) go through the approval gate (policy `approval.elicitation`,
+tools/mcp/elicitation.py); its sampling requests are refused unless the server
+sets `sampling = true`. A remote server may need OAuth 2.1 (`oauth`, tools/mcp/auth.py).
+
 On the command line (`harness run` and `harness tools list`):
 `--mcp "[NAME=]COMMAND ARGS"`, `--mcp-url [NAME=]URL` (both untrusted) and
 `--config FILE` (a file with an `mcp` list, such as a policy file).

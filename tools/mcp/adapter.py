@@ -3,7 +3,9 @@
 Annotations are hints from the server; a tool is `read` only when its server
 is marked trusted *and* it declares `readOnlyHint`. Everything else is `write`,
 which journals an intent before each call and, from an untrusted server, asks
-for approval unless the server's `approve` setting says otherwise.
+for approval unless the server's `approve` setting says otherwise; a write that
+declares `destructiveHint: true` asks even from a trusted server, unless `approve`
+is set. Hints can only tighten the rules.
 """
 
 from __future__ import annotations
@@ -38,7 +40,12 @@ def effect_of(server: McpServer, annotations: Any) -> Effect:
     return Effect.READ if server.trusted and read_only else Effect.WRITE
 
 
-def asks_approval(server: McpServer, effect: Effect) -> bool:
+def asks_approval(server: McpServer, effect: Effect, annotations: Any = None) -> bool:
+    """The server's `approve` setting; a write that declares `destructiveHint: true` asks where only the
+    default (a trusted server's "never") would let it through: a hint may tighten the rules, never loosen them."""
+    destructive = annotations is not None and getattr(annotations, "destructive_hint", None) is True
+    if server.approve is None and effect is Effect.WRITE and destructive:
+        return True
     return server.approval == "always" or (server.approval == "writes" and effect is Effect.WRITE)
 
 
@@ -73,5 +80,5 @@ def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
         effect=effect,
         run=run,
         input_schema=input_schema(server, spec),
-        asks_approval=asks_approval(server, effect),
+        asks_approval=asks_approval(server, effect, spec.annotations),
     )

@@ -198,6 +198,12 @@ class Connection:
         return ElicitResult(action=given["action"], content=given["content"])
 
     async def _on_sampling(self, context: Any, params: Any) -> CreateMessageResult | ErrorData:
+        if self.server.sampling and self.sampler is None:
+            return ErrorData(
+                code=INVALID_REQUEST,
+                message=f"The harness cannot answer sampling requests from MCP server {self.server.name} here: no "
+                "model is attached to its connections.",
+            )
         if not self.server.sampling or self.sampler is None:
             return ErrorData(
                 code=INVALID_REQUEST,

