@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from crafted import act, compaction, observed, reply
+from crafted import act, compaction, reply
 
 from agent.models.base import estimate_tokens
 from core.types import ToolCall
