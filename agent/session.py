@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
-from agent.models import load_model
+from agent.mcp_context import placed, prompt_task
+from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.models.windows import context_window
@@ -110,6 +111,9 @@ class RunSpec:
     toolset: str = "standard"
     tools: Registry | None = None
     mcp: Sequence[McpServer] = ()  # servers named on the command line, beside the policy's own
+    prompt: tuple[str, dict[str, str]] | None = (
+        None  # SERVER:NAME of an MCP prompt the task is built from, its arguments
+    )
     run_id: str | None = None
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
@@ -123,8 +127,16 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Anything of that which fails (a sandbox that cannot start, a task setup command that fails, an MCP server
     that does not connect) ends the run as `environment_error`, journaled and summarised like any stop, so the
-    run folder has its summary.json; the error is raised (a sandbox's as HarnessError)."""
-    client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
+    run folder has its summary.json; the error is raised (a sandbox's as HarnessError).
+
+    Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
+    the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
+    with client_for(spec.model) as client, _opened(spec, client) as session:
+        yield session
+
+
+@contextmanager
+def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
@@ -154,14 +166,18 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         box = _start_sandbox(spec.sandbox, journal)
         try:
             prepare(spec.task, box, policy.dispatch.tool_timeout_s)
-            task = with_context(spec.task, policy, box)
-            info = info.model_copy(update={"task": task.model_dump(mode="json")})
-            base = spec.tools if spec.tools is not None else toolset(spec.toolset)
-            base = code_tools(base, policy.code_tools)
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
+            base = code_tools(spec.tools if spec.tools is not None else toolset(spec.toolset), policy.code_tools)
+            # MCP servers live as long as the run
+            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+                task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
+                task = with_repo_map(task, policy, box)
+                context = placed(registry, [*policy.mcp_resources, *task.resources], task)
+                info = info.model_copy(update={"task": task.model_dump(mode="json")})
                 record_tools(journal, info, registry)
                 running = True
-                yield Session(task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window)
+                yield Session(
+                    task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window, context
+                )
         finally:
             box.close()
     except Exception as e:
@@ -172,16 +188,16 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         journal.close()
 
 
-def with_context(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
-    """The task with what the policy's context steps put after its prompt (a repository map), made now that the
-    sandbox holds the task's files; a task that already carries it (a replay's) keeps its own."""
+def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
+    """The task with the repository map the policy's repo_map step asks for, made now that the sandbox holds the
+    task's files; a task that already carries one (a replay's) keeps its own."""
     maps = [s for s in policy.context if isinstance(s, RepoMap)]
-    if not maps or task.context is not None:
+    if not maps or task.repo_map is not None:
         return task
     from tools.code.tools import opening_map  # the code index's libraries load only for runs that use it
 
     made = [opening_map(step, sandbox, task.prompt, policy.dispatch.tool_timeout_s) for step in maps]
-    return task.model_copy(update={"context": "\n\n".join(made)})
+    return task.model_copy(update={"repo_map": "\n\n".join(made)})
 
 
 def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
@@ -290,9 +306,13 @@ def reopen_run(
         window = context_window(model, policy.model)  # the model may not be the one run.json names
         check_window(policy.context, window)
         base = code_tools(tools if tools is not None else toolset(info.toolset), policy.code_tools)
-        with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:
+        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            task = Task.model_validate(info.task)
+            placed(
+                registry, [*policy.mcp_resources, *task.resources], task
+            )  # follow them again; the opening is journaled
             yield Session(
-                Task.model_validate(info.task),
+                task,
                 policy,
                 model,
                 journal,

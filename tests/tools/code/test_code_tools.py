@@ -58,7 +58,7 @@ def test_the_three_tools_answer_in_a_local_run_and_the_opening_carries_a_map(tmp
     assert opening.startswith(TASK.prompt) and "A map of the repository" in opening
     assert "        def apply_discount(self, total, rate):  (10)" in opening
     info = json.loads((run_dir / "run.json").read_text())
-    assert info["task"]["context"] in opening  # kept in the run's task: a resume and a replay send the same
+    assert info["task"]["repo_map"] in opening  # kept in the run's task: a resume and a replay send the same
     assert {"search_code", "find_symbol", "repo_map"} <= {t["name"] for t in info["tools"]}
 
 
