@@ -13,26 +13,27 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
 from core.memory_types import Fold
 from core.types import Message, Reasoning
-from memory.folds import note, notes_at, render_folds
+from memory.folds import memory_note, note, notes_at, render_folds
 
+T = TypeVar("T")
 # (input, first position that may have changed since the last call, folds) -> (output, the same for it)
 Stage = Callable[[list[Message], int, Sequence[Fold]], tuple[list[Message], int]]
 
 
-class _Once:
+class _Once(Generic[T]):
     """`make(x)` for each object x, made once. Keyed by identity; an entry holds x alive, and lives as
     long as the run's renderer."""
 
-    def __init__(self, make: Callable[[Any], Message]):
+    def __init__(self, make: Callable[[Any], T]):
         self.make = make
-        self.made: dict[int, tuple[Any, Message]] = {}
+        self.made: dict[int, tuple[Any, T]] = {}
 
-    def __call__(self, x: Any) -> Message:
+    def __call__(self, x: Any) -> T:
         hit = self.made.get(id(x))
         if hit is None or hit[0] is not x:
             hit = self.made[id(x)] = (x, self.make(x))
@@ -119,6 +120,7 @@ class FoldStage:
 
     def __init__(self, step: Compact | None = None):
         self.notes = _Once(note)  # each fold's note made once: consecutive prompts share it by identity
+        self.memory = _Once(memory_note)
         self.folds: list[Fold] = []  # the folds of the last call
 
     def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
@@ -127,7 +129,7 @@ class FoldStage:
         if not folds:
             return messages, changed if not before else 0
         head = notes_at(messages, folds)
-        out = render_folds(messages, folds, self.notes)
+        out = render_folds(messages, folds, self.notes, self.memory)
         if not same_folds or changed < head:
             return out, min(changed, head)
         # Only the unfolded tail can have changed: from where it changed, shifted to its place in `out`.

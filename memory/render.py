@@ -8,7 +8,7 @@ alike. `render` is the same pipeline from scratch, for a one-off prompt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from core.context_policy import Compact, ContextStep
 from core.memory_types import Fold
@@ -95,9 +95,11 @@ class Renderer:
         summariser: Summariser,
         tools: Sequence = (),
         cuts: Mapping[int, str] | None = None,
+        memory: Callable[[], str | None] | None = None,
     ) -> CompactionResult | None:
         """After `step`: fold old steps into the working memory when the next prompt reaches the policy's
-        threshold (or `every_steps` passed since the last fold). None when not due; the caller keeps the fold."""
+        threshold (or `every_steps` passed since the last fold). None when not due; the caller keeps the fold.
+        `memory`: the agent's memory as of now, which a fold made now keeps (memory.notes.run_note)."""
         if self.compact is None:
             return None
         history = self.with_cuts(history, cuts)
@@ -107,7 +109,8 @@ class Renderer:
         if trigger is None:
             return None
         counter = self._counter()
-        return compact(history, folds, self.compact, prompt, counter, summariser, trigger, tools, self.window)
+        note = memory() if memory is not None else None
+        return compact(history, folds, self.compact, prompt, counter, summariser, trigger, tools, self.window, note)
 
     def _counter(self) -> TokenCounter:
         if self.counter is None:
