@@ -17,6 +17,7 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    MemoryWritten,
     MessageAdded,
     ModelFailed,
     ModelReplied,
@@ -190,6 +191,8 @@ def fold(events: Iterable[Event]) -> Folded:
         elif isinstance(e, ContextOverflowed):
             at(e).overflows.append(e)
             out.pending_summaries = []
+        elif isinstance(e, MemoryWritten):
+            at(e)
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:
