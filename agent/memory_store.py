@@ -9,6 +9,7 @@ what a new run starts from (`starting_ledger`); a resumed run starts from what t
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +20,7 @@ from agent.journal.store import Journal
 from agent.memory_dir import MemoryDir, load, materialise, save
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten
-from core.memory_entries import MemoryChange, MemoryEntry, MemoryStart, Provenance, digest, files_of
+from core.memory_entries import MemoryChange, MemoryEntry, MemoryStart, Provenance, digest, files_of, ledger_lines
 from memory.ledger import dated, written_on
 from memory.notes import run_note
 from tools.base import ToolContext
@@ -126,18 +127,28 @@ def refuse_own_instances(kept: MemoryDir, ledger: Sequence[MemoryEntry], instanc
     )
 
 
+def keep_start(journal: Journal, ledger: Sequence[MemoryEntry]) -> None:
+    """The starting ledger beside the journal, whole or not at all (a temporary file renamed into place)."""
+    path = journal.artifacts / START
+    tmp = path.with_name(f".{START}.tmp")
+    tmp.write_text(ledger_lines(ledger), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def recorded_start(run_dir: Path, record: MemoryStart) -> list[MemoryEntry]:
-    """The ledger a recorded run started from, checked against the digest run.json holds."""
+    """The ledger a recorded run started from, checked against the digest run.json holds. A run killed before
+    it kept that ledger started from nothing, or from its kept store as it still is if the digest matches."""
     path = Path(run_dir) / "artifacts" / START
-    if not path.is_file():
-        raise HarnessError(
-            f"Run {run_dir} used the memory tool but has no artifacts/{START}: its starting memory is lost."
-        )
-    ledger = [MemoryEntry.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    if path.is_file():
+        ledger = [MemoryEntry.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    else:
+        kept = kept_store(record)
+        ledger = [] if record.entries == 0 or kept is None else load(kept)
     if digest(ledger) != record.digest:
+        where = f"{path}" if path.is_file() else f"the kept store {record.dir} (artifacts/{START} is missing)"
         raise HarnessError(
-            f"{path} does not match the digest run.json records for the run's starting memory "
-            f"({digest(ledger)[:12]} against {record.digest[:12]}): it was changed after the run."
+            f"The memory run {run_dir} started from is not in {where}: its digest {digest(ledger)[:12]} is not "
+            f"{record.digest[:12]}, the one run.json records. It was changed after the run started."
         )
     return ledger
 

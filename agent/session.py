@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
-from agent.memory_store import START, MemorySource, MemoryStore, kept_store, recorded_start, starting_ledger
+from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
@@ -39,7 +39,6 @@ from core.context_policy import check_window
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
 from core.mcp_settings import McpServer
-from core.memory_entries import ledger_lines
 from core.policy import PRESETS, HarnessPolicy, load_policy
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolRecord, record
@@ -156,6 +155,8 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         memory=memory,
     )
     journal = Journal.create(spec.out, info)
+    if source is not None:
+        keep_start(journal, start)  # first of all: a resume and a replay start from this very ledger
     journal.listeners.extend(spec.listeners)
     opened = time.monotonic()
     running = False  # from here on an exception is the run's own, not its environment's
@@ -166,7 +167,6 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
             prepare(spec.task, box, policy.dispatch.tool_timeout_s)
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
             if source is not None:
-                journal.store_artifact(START, ledger_lines(start))  # a replay starts from this very ledger
                 store = MemoryStore(start, info.run_id, spec.task.id, journal, source.clock, kept=source.kept)
                 base = with_memory(base, store, policy.memory)
             with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
