@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from agent.memory_store import MemorySource
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
 from agent.stopping import FAILED
 from agent.task import load_task
@@ -19,6 +20,7 @@ from cli.checkpoint import approve_command, replay_command, resume_command, say_
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
@@ -62,13 +64,25 @@ def run_command(
         help="A price table (TOML) instead of the one shipped with the harness: each call is priced from it "
         "(and stop.max_cost_usd counts in it).",
     ),
+    memory: str = MEMORY,
+    memory_key: str = MEMORY_KEY,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
     the_task, the_policy = load_task(task), policy_for(policy, model)
     the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
+    kept = memory_dir(memory, memory_key)
     with following_run(console) as state:
         summary, run_dir = start(
-            RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,), prices=prices)
+            RunSpec(
+                the_task,
+                model,
+                the_policy,
+                out,
+                SandboxSpec.parse(sandbox),
+                listeners=(state,),
+                prices=prices,
+                memory=MemorySource(kept=kept) if kept is not None else None,
+            )
         )
     console.print(summary_table(summary))
     console.print(text(f"run directory: {run_dir}"), soft_wrap=True)

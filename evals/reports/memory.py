@@ -4,8 +4,10 @@ its `view` calls read (with the run that wrote each), and the entries it wrote, 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.journal.store import RunInfo, read_events
 from agent.memory_store import recorded_start
@@ -89,4 +91,27 @@ def memory_lines(use: MemoryUse) -> list[str]:
         what = "deleted" if e.text is None else f"{e.kind}" + (f" from {e.source}" if e.source else "")
         replaced = f", supersedes {e.supersedes}" if e.supersedes else ""
         lines.append(f"  - step {e.step} wrote {e.id} {e.path} ({what}{replaced})")
+    return lines
+
+
+def batch_memory_lines(runs: Sequence[Any]) -> list[str]:
+    """A batch's runs that kept a memory, one row each: what they started from, read (and whose) and wrote."""
+    kept = [r for r in runs if r.memory is not None]
+    if not kept:
+        return []
+    lines = [
+        "",
+        "## Memory",
+        "",
+        "| run | started from | read | read what these runs wrote | wrote |",
+        "|---|---:|---|---|---|",
+    ]
+    for r in kept:
+        use = r.memory
+        read = ", ".join(use.read_ids) or "—"
+        wrote = ", ".join(f"{e.id} {e.path}" for e in use.written) or "—"
+        lines.append(
+            f"| {r.summary.run_id} | {use.start.entries} entries | {read} | {', '.join(use.read_from_runs) or '—'} "
+            f"| {wrote} |"
+        )
     return lines
