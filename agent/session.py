@@ -26,8 +26,9 @@ from pydantic import BaseModel, ConfigDict
 from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
+from agent.mcp_context import placed, prompt_task
 from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
-from agent.models import load_model
+from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.models.windows import context_window
@@ -112,6 +113,9 @@ class RunSpec:
     toolset: str = "standard"
     tools: Registry | None = None
     mcp: Sequence[McpServer] = ()  # servers named on the command line, beside the policy's own
+    prompt: tuple[str, dict[str, str]] | None = (
+        None  # SERVER:NAME of an MCP prompt the task is built from, its arguments
+    )
     run_id: str | None = None
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
@@ -126,8 +130,16 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Anything of that which fails (a sandbox that cannot start, a task setup command that fails, an MCP server
     that does not connect) ends the run as `environment_error`, journaled and summarised like any stop, so the
-    run folder has its summary.json; the error is raised (a sandbox's as HarnessError)."""
-    client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
+    run folder has its summary.json; the error is raised (a sandbox's as HarnessError).
+
+    Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
+    the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
+    with client_for(spec.model) as client, _opened(spec, client) as session:
+        yield session
+
+
+@contextmanager
+def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
@@ -169,11 +181,15 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
             if source is not None:
                 store = MemoryStore(start, info.run_id, spec.task.id, journal, source.clock, kept=source.kept)
                 base = with_memory(base, store, policy.memory)
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
+            # MCP servers live as long as the run
+            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+                task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
+                context = placed(registry, [*policy.mcp_resources, *task.resources], task)
+                info = info.model_copy(update={"task": task.model_dump(mode="json")})
                 record_tools(journal, info, registry)
                 running = True
                 yield Session(
-                    spec.task,
+                    task,
                     policy,
                     client,
                     journal,
@@ -182,7 +198,8 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
                     spec.stop_rules,
                     price,
                     info.context_window,
-                    store,
+                    context,
+                    memory=store,
                 )
         finally:
             box.close()
@@ -300,7 +317,10 @@ def reopen_run(
             start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
             store = MemoryStore(start, info.run_id, task.id, journal, written=written, kept=kept)
             base = with_memory(base, store, policy.memory)
-        with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:
+        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            placed(
+                registry, [*policy.mcp_resources, *task.resources], task
+            )  # follow them again; the opening is journaled
             yield Session(
                 task,
                 policy,
@@ -311,7 +331,7 @@ def reopen_run(
                 stop_rules,
                 info.price,
                 window,
-                store,
+                memory=store,
             )
     finally:
         sandbox.close()

@@ -79,6 +79,12 @@ class ApprovalPolicy(_Knobs):
     per_tool: dict[str, Literal["never", "always"]] = Field(
         default_factory=dict, description="tool name -> never or always, overriding `approve` for that tool"
     )
+    elicitation: Literal["ask", "defaults", "decline"] = Field(
+        "ask",
+        description="an MCP server's question during a tool call (elicitation): ask stops the run awaiting a "
+        "person's answer (`harness approve --answer`), as a write waits for approval; defaults accepts with "
+        "the form's defaults; decline declines it",
+    )
 
 
 class CheckpointPolicy(_Knobs):
@@ -190,6 +196,15 @@ class HarnessPolicy(_Knobs):
     )
     memory: MemoryPolicy = Field(MemoryPolicy(), description="the notes the agent keeps itself (the memory tool)")
     mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
+    mcp_resources: list[str] = Field(
+        default_factory=list,
+        description="MCP resources placed before the task in the opening prompt, as SERVER:URI (a URI may be a "
+        "template filled from the task's id and vars); one that changes during the run is read again and its "
+        "new content appended at the next step",
+    )
+    mcp_read_resource: bool = Field(
+        False, description="offer the model a read_resource tool, to read MCP resources it chooses itself"
+    )
     mcp_max_tools: int = Field(
         MAX_TOOLS,
         ge=0,

@@ -27,8 +27,8 @@ from agent.journal.store import make_folder, write_json_atomic
 from agent.loop import run
 from agent.memory_dir import MemoryDir, load
 from agent.memory_store import MemorySource, refuse_own_instances
-from agent.models import load_model
 from agent.models.base import ModelClient
+from agent.models.spec import model_name
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
 from agent.task import Task
 from core.errors import HarnessError
@@ -100,7 +100,7 @@ class SweBatchSpec(Generic[Item]):
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
-            name = self.model if is_reference(self.model) else load_model(self.model).name
+            name = self.model if is_reference(self.model) else model_name(self.model)
             price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
 
 
@@ -126,8 +126,9 @@ class InstanceResult(BaseModel):
     infra_failure: InfraFailure | None = None  # the run failed for the machine's reason (build, start, daemon)
 
 
-def model_for(spec: str, inst: SweInstance) -> ModelClient:
-    return reference_agent(spec, inst) if is_reference(spec) else load_model(spec)
+def model_for(spec: str, inst: SweInstance) -> str | ModelClient:
+    """A reference agent, or the model string itself: the run loads that model, and closes it when it ends."""
+    return reference_agent(spec, inst) if is_reference(spec) else spec
 
 
 def run_instance(
