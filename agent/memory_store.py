@@ -165,3 +165,18 @@ def recorded_clock(events: Sequence[Event]) -> Callable[[], float]:
     byte for byte. Past the recording's last, the clock's own time."""
     times = iter([w.entries[0].at for w in events if isinstance(w, MemoryWritten) and w.entries])
     return lambda: next(times, time.time())
+
+
+def recorded_memory(
+    run_dir: Path, record: MemoryStart, events: Sequence[Event], shown: int
+) -> Callable[[int], str | None]:
+    """A recorded run's memory as of each step, as a fold made then would keep it (a re-render compacting again)."""
+    start = recorded_start(run_dir, record)
+    written = [w for w in events if isinstance(w, MemoryWritten)]
+    run_id = written[0].entries[0].run_id if written and written[0].entries else ""
+
+    def as_of(step: int) -> str | None:
+        ledger = start + [e for w in written if w.step <= step for e in w.entries]
+        return run_note(ledger, run_id, step, shown)
+
+    return as_of

@@ -19,8 +19,10 @@ from core.context_policy import Compact, DiscloseTools, MaskObservations, StripR
 from core.memory_types import Fold
 from core.types import Message, Reasoning
 from memory.folds import memory_note, note, notes_at, render_folds
+from memory.notes import AS_OF, OPENING
 
 T = TypeVar("T")
+MEMORY_NOTES = (OPENING, AS_OF)
 # (input, first position that may have changed since the last call, folds) -> (output, the same for it)
 Stage = Callable[[list[Message], int, Sequence[Fold]], tuple[list[Message], int]]
 
@@ -134,6 +136,26 @@ class FoldStage:
             return out, min(changed, head)
         # Only the unfolded tail can have changed: from where it changed, shifted to its place in `out`.
         return out, len(out) - len(messages) + max(changed, folds[-1].upto)
+
+
+class WithoutMemory:
+    """The prompt as it would be without the agent's memory: its opening note and the folds' memory notes left
+    out (a re-render of a run that kept one, under a policy that keeps none)."""
+
+    def __init__(self) -> None:
+        self.out: list[Message] = []
+        self.kept: list[int] = [0]  # kept[i]: how many of the input's first i messages are kept
+
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        kept = self.kept
+        del kept[changed + 1 :]
+        out = self.out
+        del out[kept[-1] :]
+        for m in messages[changed:]:
+            if not (m.role == "user" and m.text.startswith(MEMORY_NOTES)):
+                out.append(m)
+            kept.append(len(out))
+        return out, kept[changed]
 
 
 def keep(step: DiscloseTools) -> Stage:
