@@ -12,9 +12,10 @@ from agent.journal.summary import Summary
 from agent.pricing import Price, PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Message
-from evals.reports.detectors import Finding, detect
+from evals.reports.detectors import detect
+from evals.reports.finding import Finding
 from evals.reports.memory import MemoryUse, memory_use
-from evals.reports.outcome import graded
+from evals.reports.outcome import graded, outcome_label, success
 from evals.reports.recorded import Recorded, priceable, recorded
 
 
@@ -41,6 +42,15 @@ class RunData:
         if self.price is None or any(c is None for c in self.step_costs):
             return None
         return sum(c or 0.0 for c in self.step_costs)
+
+    @property
+    def verdict(self) -> bool | None:
+        """Whether it succeeded; None for an imported run no grader judged."""
+        return success(self.summary, bool(self.info.imported))
+
+    @property
+    def outcome(self) -> str:
+        return outcome_label(self.summary, bool(self.info.imported))
 
     @property
     def counted_tokens(self) -> int:
