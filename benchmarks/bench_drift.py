@@ -47,7 +47,9 @@ def main() -> None:
         files = extract(args.mirror, trajs, args.files)
         grades = Path(tmp) / "results_summary.json"
         grades.write_bytes(
-            subprocess.run(["git", "-C", str(args.mirror), "show", f"HEAD:{GRADES}"], capture_output=True, check=True).stdout
+            subprocess.run(
+                ["git", "-C", str(args.mirror), "show", f"HEAD:{GRADES}"], capture_output=True, check=True
+            ).stdout
         )
         print(f"{len(files)} trajectories from {args.mirror}, graded by {GRADES}", file=sys.stderr)
         print(harness("import", str(trajs), "--out", str(out), "--grades", str(grades)).strip(), file=sys.stderr)
