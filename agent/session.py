@@ -35,6 +35,7 @@ from agent.parts import Session
 from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task
+from agent.telemetry import live_spans
 from core.context_policy import check_window
 from core.errors import HarnessError
 from core.events import Event, RunStopped, SandboxOpened
@@ -160,6 +161,9 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     )
     journal = Journal.create(spec.out, info)
     journal.listeners.extend(spec.listeners)
+    spans = live_spans(info)  # OpenTelemetry spans as the run goes, where an OTLP endpoint is set
+    if spans is not None:
+        journal.listeners.append(spans)
     opened = time.monotonic()
     running = False  # from here on an exception is the run's own, not its environment's
     try:
@@ -185,6 +189,8 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
         raise
     finally:
         journal.close()
+        if spans is not None:
+            spans.close()
 
 
 def price_for(model: str, prices: Path | None, budget: float | None, knob: str = "stop.max_cost_usd") -> Price | None:

@@ -20,6 +20,7 @@ from cli.checkpoint import approve_command, replay_command, resume_command, say_
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
@@ -70,8 +71,10 @@ def run_command(
         help="A price table (TOML) instead of the one shipped with the harness: each call is priced from it "
         "(and stop.max_cost_usd counts in it).",
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
+    use_otel(otel_endpoint)
     if task is None and mcp_prompt is None:
         raise HarnessError("Give the task: --task TEXT_OR_FILE, or --mcp-prompt SERVER:NAME to build it from a prompt.")
     if arg and mcp_prompt is None:
@@ -131,6 +134,7 @@ def demo_command(
         Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."
     ),
     max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.
 
@@ -154,6 +158,7 @@ def demo_command(
         "--no-resign",
         "--out",
         str(out),
+        *(["--otel-endpoint", otel_endpoint] if otel_endpoint else []),
     ]
     code = typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
     if code:  # not standalone, click hands the chess command's exit code back instead of exiting with it

@@ -26,6 +26,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
@@ -228,10 +229,12 @@ def swe_command(
     reruns: int = RERUNS,
     test_env: list[str] = TEST_ENV,
     exclude_flaky: Path = EXCLUDE_FLAKY,
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     if ctx.invoked_subcommand is not None:
         return
+    use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("--model is required: a model string, or a reference agent (oracle, null, test-deleter).")
     if resume is not None and not resume.is_dir():
