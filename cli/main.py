@@ -29,6 +29,7 @@ from cli.sandbox import app as sandbox_app
 from cli.study import study_command
 from cli.swe import swe_app, swe_grade_command
 from cli.tasks import tasks_app
+from cli.view import view_command
 from core.errors import HarnessError
 from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -250,6 +251,7 @@ app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
 app.command("export")(export_command)
+app.command("view")(view_command)
 
 
 def main() -> None:

@@ -33,7 +33,9 @@ def spans_of(run_dir):
 
 
 def test_a_run_is_an_agent_span_over_chat_and_tool_spans_with_usage_and_errors(tmp_path):
-    usage = Usage(prompt_tokens=1200, cached_tokens=1000, cache_write_tokens=100, completion_tokens=40, reasoning_tokens=7)
+    usage = Usage(
+        prompt_tokens=1200, cached_tokens=1000, cache_write_tokens=100, completion_tokens=40, reasoning_tokens=7
+    )
     replies = [
         call("shell", command="ls").model_copy(update={"usage": usage}),
         call("shell", command="false").model_copy(update={"usage": usage}),
