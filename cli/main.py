@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.mcp_context import task_vars
+from agent.memory_store import MemorySource
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
 from agent.stopping import FAILED
 from agent.task import Task, load_task
@@ -20,6 +21,7 @@ from cli.checkpoint import approve_command, replay_command, resume_command, say_
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
@@ -72,6 +74,8 @@ def run_command(
         help="A price table (TOML) instead of the one shipped with the harness: each call is priced from it "
         "(and stop.max_cost_usd counts in it).",
     ),
+    memory: str = MEMORY,
+    memory_key: str = MEMORY_KEY,
     otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
@@ -83,6 +87,7 @@ def run_command(
     the_task = load_task(task) if task is not None else Task(prompt="(built from an MCP prompt)")
     the_policy = mcp_cli.with_servers(policy_for(policy, model), mcp, mcp_url, config, mcp_resource)
     prompt = (mcp_prompt, task_vars(arg or [])) if mcp_prompt is not None else None
+    kept = memory_dir(memory, memory_key)
     with following_run(console) as state:
         summary, run_dir = start(
             RunSpec(
@@ -94,6 +99,7 @@ def run_command(
                 listeners=(state,),
                 prices=prices,
                 prompt=prompt,
+                memory=MemorySource(kept=kept) if kept is not None else None,
             )
         )
     console.print(summary_table(summary))

@@ -21,6 +21,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
@@ -75,6 +76,8 @@ def run_command(
     max_cost_usd: float = MAX_COST_USD,
     prices: Path = PRICES,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (progress to stderr)."),
+    memory: str = MEMORY,
+    memory_key: str = BATCH_MEMORY_KEY,
     otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Build each task's environment, run the agent on its instruction in that container with the task's
@@ -92,6 +95,7 @@ def run_command(
         max_cost_usd=max_cost_usd,
         prices=prices,
         infra_retries=infra_retries,
+        memory=memory_dir(memory, memory_key),
     )
     said = stderr if as_json else console
     report = _run_following(spec, rewrites, said)

@@ -21,6 +21,7 @@ from evals.reports.chess import chess_view
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line
 from evals.reports.load import RunData
+from evals.reports.memory import memory_lines
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.svg import compact
 from evals.reports.timeline import Clipper, step_views
@@ -171,6 +172,7 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         "cards": cards(run),
         "cost_note": cost_note(run),
         "journal_notes": run.journal_notes,
+        "memory": memory_lines(run.memory) if run.memory is not None else [],
         "warnings": list(getattr(run.summary, "warnings", None) or []),
         "findings": run.findings,
         "detectors": [(d, found[d.name]) for d in DETECTORS],

@@ -8,6 +8,7 @@ from agent.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
 from evals.reports.load import RunData
+from evals.reports.memory import batch_memory_lines, memory_lines
 from evals.reports.outcome import rate_text
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.steps import lost
@@ -69,6 +70,7 @@ def run_markdown(run: RunData) -> str:
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
         *(source_lines(run, run.recorded) if run.recorded else own_lines(run)),
         *overflow_lines(run),
+        *(memory_lines(run.memory) if run.memory is not None else []),
         "",
         "## Findings",
         "",
@@ -127,6 +129,7 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
             f"{percent(s.cache_hit_rate)} | {percent(s.prefix_reuse_rate)} | {format_usd(r.cost)} |{recorded_cell} "
             f"{len(r.findings)} |"
         )
+    lines += batch_memory_lines(runs)
     counts = Counter(f.detector for r in runs for f in r.findings)
     lines += ["", "| detector | findings | runs |", "|---|---:|---:|"]
     for d in DETECTORS:
