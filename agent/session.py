@@ -36,6 +36,7 @@ from agent.parts import Session
 from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.stopping import StopRule
 from agent.task import Task
+from agent.telemetry import live_spans
 from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
@@ -170,6 +171,9 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     if source is not None:
         keep_start(journal, start)  # first of all: a resume and a replay start from this very ledger
     journal.listeners.extend(spec.listeners)
+    spans = live_spans(info)  # OpenTelemetry spans as the run goes, where an OTLP endpoint is set
+    if spans is not None:
+        journal.listeners.append(spans)
     opened = time.monotonic()
     running = False  # from here on an exception is the run's own, not its environment's
     store = None
@@ -212,6 +216,8 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
         raise
     finally:
         journal.close()
+        if spans is not None:
+            spans.close()
 
 
 def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
