@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from evals.localize.dataset import Issue, changed_lines
 from evals.localize.metrics import Outcome, percentile
 from evals.localize.repos import commit_times, files_at, git_dir
 from tools.code.index import CodeIndex, build
-from tools.code.rank import DEFAULT, Weights, localize
+from tools.code.rank import Evidence, Weights, evidence, localize, ranking
 
 METHODS = ("code", "bm25", "grep")
 RANKED = 100  # how deep each ranking is kept (MRR counts 0 past it)
@@ -48,9 +48,11 @@ def run(
     issues: Sequence[Issue],
     repos: Path,
     methods: Sequence[str] = METHODS,
-    weights: Weights = DEFAULT,
+    variants: Mapping[str, Weights] | None = None,
     progress: Callable[[int, Issue], None] | None = None,
 ) -> BatchResult:
+    """`variants`: more rankings of the code index, by name, each with its own weights (an ablation); they share
+    the index and the default ranking's evidence, so they cost a few milliseconds each."""
     result = BatchResult()
     previous: dict[str, CodeIndex] = {}  # the last index of the repository at hand
     done = 0
@@ -75,7 +77,9 @@ def run(
         gold = list(changed)
         gold_functions = definitions(index, changed)
         for method in methods:
-            result.outcomes.append(_rank(method, index, issue, gold, gold_functions, weights, result.builds[-1]))
+            result.outcomes.append(_rank(method, index, issue, gold, gold_functions, result.builds[-1]))
+        if variants:
+            result.outcomes += _variants(variants, index, issue, gold, gold_functions)
         done += 1
         if progress is not None:
             progress(done, issue)
@@ -131,20 +135,38 @@ def definitions(index: CodeIndex, changed: dict[str, list[int]]) -> list[str]:
     return list(out)
 
 
+def _variants(
+    variants: Mapping[str, Weights], index: CodeIndex, issue: Issue, gold: list[str], gold_functions: list[str]
+) -> list[Outcome]:
+    by_words: dict[tuple[float, bool], Evidence] = {}
+    out = []
+    for name, w in variants.items():
+        key = (w.code_words, w.prior > 0)
+        if key not in by_words:
+            by_words[key] = evidence(index, issue.problem_statement, *key)
+        found = ranking(index, by_words[key], RANKED, w)
+        out.append(
+            Outcome(
+                issue.instance_id,
+                issue.repo,
+                name,
+                gold,
+                [path for path, _ in found.files],
+                gold_functions,
+                [f"{s.path}::{s.qualname}" for s, _ in found.functions],
+            )
+        )
+    return out
+
+
 def _rank(
-    method: str,
-    index: CodeIndex,
-    issue: Issue,
-    gold: list[str],
-    gold_functions: list[str],
-    weights: Weights,
-    built: Build,
+    method: str, index: CodeIndex, issue: Issue, gold: list[str], gold_functions: list[str], built: Build
 ) -> Outcome:
     text = issue.problem_statement
     outcome = Outcome(issue.instance_id, issue.repo, method, gold, [], gold_functions, [])
     if method == "code":
         start = time.perf_counter()
-        ranking = localize(index, text, RANKED, weights)
+        ranking = localize(index, text, RANKED)
         outcome.query_s = time.perf_counter() - start
         outcome.build_s = built.wall_s
         outcome.files = [path for path, _ in ranking.files]

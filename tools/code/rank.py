@@ -137,7 +137,11 @@ def function_scores(ev: Evidence, symbol_file: np.ndarray, files: np.ndarray, w:
 
 
 def localize(index: CodeIndex, text: str, k: int = 10, weights: Weights = DEFAULT) -> Ranking:
-    ev = evidence(index, text, weights.code_words, weights.prior > 0)
+    return ranking(index, evidence(index, text, weights.code_words, weights.prior > 0), k, weights)
+
+
+def ranking(index: CodeIndex, ev: Evidence, k: int, weights: Weights = DEFAULT) -> Ranking:
+    """The k best files and definitions by the evidence weighed with `weights` (one evidence, several weighings)."""
     files = file_scores(ev, weights)
     funcs = function_scores(ev, index.symbol_file, files, weights)
     top_files = np.argsort(-files, kind="stable")[:k]
