@@ -41,7 +41,8 @@ DJANGO_COMMIT = "ede9fac75807fe5810df66280a60e7068cc97e4a"  # django__django-135
 KEPT = 10  # of each ranking, what the committed outcomes keep (recall@10 and the reports' top 5 need no more)
 
 # The ranking built up one factor at a time (BM25 over split identifiers alone first), then each factor taken
-# out of the whole, and the PageRank prior put in: all in the same run, on the same indexes.
+# out of the whole: all in the same run, on the same indexes. (The PageRank prior is measured apart,
+# `--prior`: it needs each index's file graph, which costs as much again as the rest of the run.)
 _BARE = replace(
     DEFAULT, skeleton=0.0, functions=0.0, paths=0.0, frames=0.0, names=0.0, tests=1.0, words_only=1.0, code_words=1.0
 )
@@ -61,7 +62,6 @@ VARIANTS = {
     "code without the mentions": replace(DEFAULT, paths=0.0, frames=0.0, names=0.0),
     "code without skeleton and definitions": replace(DEFAULT, skeleton=0.0, functions=0.0),
     "code without the test penalty": replace(DEFAULT, tests=1.0, words_only=1.0),
-    "code + PageRank prior 0.1": replace(DEFAULT, prior=0.1),
 }
 
 
@@ -121,7 +121,8 @@ def shard(args: argparse.Namespace) -> None:
         if done % 10 == 0 or done == len(records):
             print(f"[{done}/{len(records)}] {issue.instance_id} {time.monotonic() - started:.0f} s", file=sys.stderr)
 
-    result = batch.run(records, args.repos, batch.METHODS, VARIANTS, progress)
+    variants = {**VARIANTS, **({"code + PageRank prior 0.1": replace(DEFAULT, prior=0.1)} if args.prior else {})}
+    result = batch.run(records, args.repos, batch.METHODS, variants, progress)
     args.shard.mkdir(parents=True, exist_ok=True)
     with (args.shard / "outcomes.jsonl").open("w") as f:
         f.writelines(json.dumps(o.__dict__) + "\n" for o in result.outcomes)
@@ -187,6 +188,7 @@ def main() -> None:
     ap.add_argument("--repo", action="append", help="only this repository's issues (repeatable), e.g. django/django")
     ap.add_argument("--not-repo", action="append", help="all but this repository's issues (repeatable)")
     ap.add_argument("--shard", type=Path, help="rank, and keep every outcome in this folder")
+    ap.add_argument("--prior", action="store_true", help="also rank with the file graph's PageRank as a prior")
     ap.add_argument("--merge", type=Path, nargs="+", help="shard folders to put together (with --out)")
     ap.add_argument("--out", type=Path, help="with --merge: write summary.json, summary.md and outcomes.jsonl here")
     args = ap.parse_args()

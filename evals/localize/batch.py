@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.localize.baselines import PlainBM25, grep_rank
+from evals.localize.baselines import PlainBM25, grep_rank, words
 from evals.localize.dataset import Issue, changed_lines
 from evals.localize.metrics import Outcome, percentile
 from evals.localize.repos import commit_times, files_at, git_dir
@@ -55,6 +55,7 @@ def run(
     the index and the default ranking's evidence, so they cost a few milliseconds each."""
     result = BatchResult()
     previous: dict[str, CodeIndex] = {}  # the last index of the repository at hand
+    tokens: dict[str, list[str]] = {}  # plain BM25's tokens of each file, by its sha1, for the repository at hand
     done = 0
     for issue, git in in_order(issues, repos):
         files = files_at(git, issue.base_commit)
@@ -72,12 +73,14 @@ def run(
                 sum(1 for e in index.entries if before is None or before.entry(e.path) is not e),
             )
         )
+        if before is None:
+            tokens.clear()
         previous = {issue.repo: index}
         changed = changed_lines(issue.patch)
         gold = list(changed)
         gold_functions = definitions(index, changed)
         for method in methods:
-            result.outcomes.append(_rank(method, index, issue, gold, gold_functions, result.builds[-1]))
+            result.outcomes.append(_rank(method, index, issue, gold, gold_functions, result.builds[-1], tokens))
         if variants:
             result.outcomes += _variants(variants, index, issue, gold, gold_functions)
         done += 1
@@ -160,7 +163,13 @@ def _variants(
 
 
 def _rank(
-    method: str, index: CodeIndex, issue: Issue, gold: list[str], gold_functions: list[str], built: Build
+    method: str,
+    index: CodeIndex,
+    issue: Issue,
+    gold: list[str],
+    gold_functions: list[str],
+    built: Build,
+    tokens: dict[str, list[str]],
 ) -> Outcome:
     text = issue.problem_statement
     outcome = Outcome(issue.instance_id, issue.repo, method, gold, [], gold_functions, [])
@@ -176,7 +185,11 @@ def _rank(
     texts = [e.text for e in index.entries]
     if method == "bm25":
         start = time.perf_counter()
-        plain = PlainBM25(paths, texts)
+        new = [e for e in index.entries if e.sha not in tokens]
+        tokens.update(zip((e.sha for e in new), words([e.text for e in new])))
+        for sha in tokens.keys() - {e.sha for e in index.entries}:
+            del tokens[sha]
+        plain = PlainBM25(paths, texts, [tokens[e.sha] for e in index.entries])
         outcome.build_s = time.perf_counter() - start
         start = time.perf_counter()
         outcome.files = plain.rank(text, RANKED)

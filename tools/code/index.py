@@ -21,13 +21,13 @@ import numpy as np
 
 from tools.code import graph as file_graph
 from tools.code.entry import Entry, read
-from tools.code.languages import is_binary, wanted
+from tools.code.languages import is_binary, is_minified, wanted
 from tools.code.lexical import Lexical
 from tools.code.modules import module_names
 from tools.code.parse import Symbol
 from tools.code.words import Vocabulary
 
-VERSION = 1  # of the index's layout and words: a cached index of another version is rebuilt
+VERSION = 2  # of the index's layout and words: a cached index of another version is rebuilt
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Skipped:
 
     binary: list[str] = field(default_factory=list)
     too_large: list[str] = field(default_factory=list)
+    minified: list[str] = field(default_factory=list)
 
 
 class CodeIndex:
@@ -106,6 +107,9 @@ def build(
         if is_binary(data):
             skipped.binary.append(path)
             continue
+        if is_minified(data):
+            skipped.minified.append(path)
+            continue
         reused = old.get(path)
         if reused is not None and reused.size == len(data) and reused.sha == _sha(data):
             entries[path] = reused
@@ -124,4 +128,5 @@ def _merged(before: Skipped, now: Skipped, entries: dict[str, Entry]) -> Skipped
     return Skipped(
         binary=sorted({*before.binary, *now.binary} - entries.keys()),
         too_large=sorted({*before.too_large, *now.too_large} - entries.keys()),
+        minified=sorted({*before.minified, *now.minified} - entries.keys()),
     )
