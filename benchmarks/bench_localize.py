@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from evals.localize import batch  # noqa: E402
 from evals.localize.dataset import read_issues  # noqa: E402
-from evals.localize.metrics import FILE_KS, Outcome, by_repository, summary  # noqa: E402
+from evals.localize.metrics import FILE_KS, Outcome, by_repository, percentile, summary  # noqa: E402
 from evals.localize.repos import git_dir  # noqa: E402
 from tools.code.rank import DEFAULT  # noqa: E402
 
@@ -74,30 +74,57 @@ def issues_file(path: Path | None, tmp: Path) -> Path:
     return out
 
 
-def django_build(repos: Path, runs: int = 3) -> dict:
-    """Cold builds of django at one commit, each in a fresh process: wall and CPU seconds, peak memory."""
-    script = (
-        "import resource, sys, time, json; sys.path.insert(0, sys.argv[1]);"
-        "from pathlib import Path; from evals.localize.repos import files_at; from tools.code.index import build;"
-        "files = files_at(Path(sys.argv[2]), sys.argv[3]);"
-        "r0 = resource.getrusage(resource.RUSAGE_SELF); t = time.perf_counter(); index = build(files);"
-        "wall = time.perf_counter() - t; r1 = resource.getrusage(resource.RUSAGE_SELF);"
-        "print(json.dumps({'wall_s': wall, 'cpu_s': r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,"
-        "'peak_rss_mb': r1.ru_maxrss / 1024, 'files': len(index.entries), 'definitions': len(index.symbols)}))"
-    )
+def django_build(repos: Path, issues: Path | None, runs: int = 3) -> dict:
+    """Cold builds of django at one commit, each in a fresh process: wall and CPU seconds, peak memory; then, on
+    the last index, every django issue of the set ranked, each query's wall and CPU milliseconds."""
+    script = """
+import json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from evals.localize.dataset import read_issues
+from evals.localize.repos import files_at
+from tools.code.index import build
+from tools.code.rank import localize
+
+files = files_at(Path(sys.argv[2]), sys.argv[3])
+r0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+index = build(files)
+wall, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF)
+queries = []
+for issue in (i for i in read_issues(Path(sys.argv[4])) if i.repo == "django/django"):
+    t, c = time.perf_counter(), time.process_time()
+    localize(index, issue.problem_statement, 10)
+    queries.append((1000 * (time.perf_counter() - t), 1000 * (time.process_time() - c)))
+print(json.dumps({"wall_s": wall, "cpu_s": r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "files": len(index.entries),
+    "definitions": len(index.symbols), "queries_ms": queries}))
+"""
     git = git_dir(repos, "django__django-13568", "django/django", DJANGO_COMMIT)
-    done = [
-        json.loads(
-            subprocess.run(
-                [sys.executable, "-c", script, str(ROOT), str(git), DJANGO_COMMIT],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-        )
-        for _ in range(runs)
-    ]
-    return {"runs": done, "load_average": Path("/proc/loadavg").read_text().split()[:3]}
+    with tempfile.TemporaryDirectory() as tmp:
+        records = issues_file(issues, Path(tmp))
+        done = [
+            json.loads(
+                subprocess.run(
+                    [sys.executable, "-c", script, str(ROOT), str(git), DJANGO_COMMIT, str(records)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            for _ in range(runs)
+        ]
+    walls = [q[0] for q in done[-1]["queries_ms"]]
+    cpus = [q[1] for q in done[-1]["queries_ms"]]
+    queries = {
+        "queries": len(walls),
+        "wall_ms_p50": percentile(walls, 50),
+        "wall_ms_p95": percentile(walls, 95),
+        "cpu_ms_p50": percentile(cpus, 50),
+        "cpu_ms_p95": percentile(cpus, 95),
+    }
+    for d in done:
+        del d["queries_ms"]
+    return {"builds": done, "queries": queries, "load_average": Path("/proc/loadavg").read_text().split()[:3]}
 
 
 def table(rows: dict[str, dict], first: str) -> str:
@@ -149,7 +176,7 @@ def merge(args: argparse.Namespace) -> None:
     methods = list(dict.fromkeys(o.method for o in outcomes))
     overall = {m: summary([o for o in outcomes if o.method == m]) for m in methods}
     per_repo = {m: by_repository([o for o in outcomes if o.method == m]) for m in batch.METHODS}
-    django = django_build(args.repos)
+    django = django_build(args.repos, args.issues)
     report = {
         "issues": sum(m["issues"] for m in metas),
         "overall": overall,
@@ -164,9 +191,10 @@ def merge(args: argparse.Namespace) -> None:
             table(per_repo["code"], "repository (code)"),
             table(per_repo["bm25"], "repository (plain BM25)"),
             "django cold builds (wall s, CPU s, peak MB): "
-            + ", ".join(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['peak_rss_mb']:.0f}" for r in django["runs"])
+            + ", ".join(f"{r['wall_s']:.1f} / {r['cpu_s']:.1f} / {r['peak_rss_mb']:.0f}" for r in django["builds"])
             + f" (load average {' '.join(django['load_average'])})",
-            f"query p50 {overall['code']['query_ms_p50']:.1f} ms, p95 {overall['code']['query_ms_p95']:.1f} ms; "
+            "django queries ({queries}): wall p50 {wall_ms_p50:.1f} ms, p95 {wall_ms_p95:.1f} ms; CPU p50 "
+            "{cpu_ms_p50:.1f} ms, p95 {cpu_ms_p95:.1f} ms".format(**django["queries"]),
             f"batch peak memory {max(m['peak_rss_mb'] for m in metas):.0f} MB",
         ]
     )
