@@ -15,13 +15,14 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from pydantic import ValidationError
 
-from agent.approval import Decision, refusal_text
 from agent.journal.store import Journal
+from agent.recovery.approval import Decision, refusal_text
 from agent.recovery.reconcile import Recovered, settle
+from agent.run.state import Dispatched
 from core.events import ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
@@ -32,12 +33,6 @@ from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 Approver = Callable[[ToolCall, Tool], bool | Decision]
 # (observation, where its full text is kept: called only when it is cut) -> the observation the model sees
 Cap = Callable[[Observation, Callable[[], str]], Observation]  # a Decision carries the person's note to the refusal
-
-
-@dataclass(frozen=True)
-class Dispatched:
-    observations: list[Observation]
-    submission: str | None = None  # set when a tool ended the run with an answer
 
 
 def dispatch(

@@ -10,22 +10,22 @@ from __future__ import annotations
 import traceback
 from collections.abc import Mapping, Sequence
 
-from agent.approval import Decision
 from agent.dispatch import dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
+from agent.models.pricing import cost_usd
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
-from agent.pricing import cost_usd
 from agent.prompt_digest import PromptDigest
+from agent.recovery.approval import Decision
 from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
-from agent.state import RunState, advance, spend
-from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
+from agent.run.state import RunState, advance, spend
+from agent.run.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
+from agent.run.task import DEFAULT_SYSTEM, Task
 from agent.summariser_calls import JournaledSummariser
-from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
@@ -47,7 +47,7 @@ def run(
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
 ) -> Summary:
-    """Run to a stop. `resumed`: continue from the journal (agent.recovery.resume); `summariser`: who compaction asks
+    """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
     (default: the run's own model), its calls journaled."""
     loop = begin(session, approvals or {}, resumed, summariser)
     stop: Stop | None = None

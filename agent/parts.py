@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.approval import Decision
 from agent.dispatch import Cap
 from agent.journal.store import Journal
 from agent.models.base import ModelClient
-from agent.pricing import Price
+from agent.models.pricing import Price
 from agent.prompt_digest import PromptDigest
-from agent.state import RunState
-from agent.stopping import StopRule
-from agent.task import Task
+from agent.recovery.approval import Decision
+from agent.run.state import RunState
+from agent.run.stopping import StopRule
+from agent.run.task import Task
 from core.policy import HarnessPolicy
 from memory.render import Renderer
 from memory.summariser import Summariser

@@ -28,12 +28,12 @@ from agent.journal.summary import Summary, summarize
 from agent.loop import run
 from agent.models import load_model
 from agent.models.base import ModelClient
+from agent.models.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.models.spec import is_local
 from agent.models.windows import context_window
 from agent.parts import Session
-from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
-from agent.stopping import StopRule
-from agent.task import Task
+from agent.run.stopping import StopRule
+from agent.run.task import Task
 from core.context_policy import check_window
 from core.errors import HarnessError
 from core.events import Event, RunStopped, SandboxOpened
@@ -114,7 +114,7 @@ class RunSpec:
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
     stop_rules: Sequence[StopRule] = ()
-    prices: Path | None = None  # the price table the model's price comes from; default: agent/prices.toml
+    prices: Path | None = None  # the price table the model's price comes from; default: agent/models/prices.toml
 
 
 @contextmanager

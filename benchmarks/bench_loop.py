@@ -26,7 +26,7 @@ from pydantic import BaseModel  # noqa: E402
 from agent.journal.store import Journal, RunInfo  # noqa: E402
 from agent.loop import run  # noqa: E402
 from agent.parts import Session  # noqa: E402
-from agent.task import Task  # noqa: E402
+from agent.run.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402
 from core.events import ModelReplied  # noqa: E402
 from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402

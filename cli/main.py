@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from agent.run.stopping import FAILED
+from agent.run.task import load_task
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
-from agent.stopping import FAILED
-from agent.task import load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve

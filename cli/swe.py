@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from agent.session import policy_for
 from cli.executor_options import (
     EXECUTOR,

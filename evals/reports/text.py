@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agent.pricing import format_total, format_usd
+from agent.models.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS
 from evals.reports.load import RunData
 from evals.reports.outcome import outcome_label, success

@@ -11,8 +11,8 @@ from agent.loop import run
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.parts import Session
 from agent.recorded.rerender import HELD_FIXED, replay_history, rerender
+from agent.run.task import Task
 from agent.session import RunSpec, prepare, start
-from agent.task import Task
 from agent.tokens import counter_for
 from cli.main import app
 from core.context_policy import Compact, MaskObservations

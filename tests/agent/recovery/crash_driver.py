@@ -53,10 +53,10 @@ from typing import Literal
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import compare_harness
-from agent.recovery.resume import resume
+from agent.resume import resume
+from agent.run.stopping import RESUMABLE
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from agent.stopping import RESUMABLE
-from agent.task import Task
 from core.context_policy import Compact, TruncationPolicy
 from core.events import (
     Compacted,
