@@ -10,7 +10,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Mapping, Sequence
 
-from agent.dispatch import dispatch, needs_approval
+from agent.dispatch import Dispatcher, dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
@@ -106,24 +106,14 @@ def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
 def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compacted: bool = False) -> Stop | None:
     """Carry out one journaled reply: approval, dispatch, advance, stop rules, compaction, snapshot.
     `recovered`: what a crashed process had already done of this step; `compacted`: its compaction is journaled."""
-    session, state = loop.session, loop.state
-    stop = awaiting_approval(reply, loop.tools, session.policy, loop.approvals, recovered)
+    session, state, tools = loop.session, loop.state, loop.dispatcher.tools
+    stop = awaiting_approval(reply, tools, session.policy, loop.approvals, recovered)
     if stop is not None:
         return stop
-    done = dispatch(
-        reply.message.tool_calls,
-        state.step,
-        loop.tools,
-        loop.ctx,
-        session.policy,
-        session.journal,
-        approve=lambda call, tool: loop.approvals.get(call.id, False),
-        recovered=recovered,
-        cap=loop.cap,
-    )
+    done = dispatch(loop.dispatcher, reply.message.tool_calls, state.step, recovered)
     advance(state, reply, done)
     if not done.observations:
-        add_message(state, session.journal, nudge(loop.tools), journaled=recovered is not None and recovered.nudged)
+        add_message(state, session.journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
     stop = after_step(state, done, session.policy, session.sandbox, session.stop_rules)
     if stop is None and not compacted:
         compact_if_due(loop)
@@ -147,23 +137,28 @@ def begin(
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(session.model), tools_text(shown))
     loop = Loop(
-        session,
-        state,
-        tools,
-        shown,
-        ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
-        Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),  # own caches
-        accounting,
-        JournaledSummariser(
+        session=session,
+        state=state,
+        dispatcher=Dispatcher(
+            tools=tools,
+            ctx=ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
+            policy=policy,
+            journal=journal,
+            approve=lambda call, tool: approvals.get(call.id, False),
+            cap=observation_cap(accounting.counter, session.context_window, policy),
+        ),
+        shown=shown,
+        approvals=approvals,
+        renderer=Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),
+        accounting=accounting,
+        summariser=JournaledSummariser(
             summariser or ModelSummariser(session.model, policy.model),
             journal,
             state,
             session.price if summariser is None else None,  # another summariser's price is not known here
             resumed.summaries if resumed is not None else (),
         ),
-        PromptDigest(),
-        approvals,
-        observation_cap(accounting.counter, session.context_window, policy),
+        digest=PromptDigest(),
     )
     opening = initial_messages(session.task, policy)
     if state.step == 0 and len(state.history) < len(opening):

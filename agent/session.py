@@ -159,7 +159,15 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
                 record_tools(journal, info, registry)
                 running = True
                 yield Session(
-                    spec.task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window
+                    task=spec.task,
+                    policy=policy,
+                    model=client,
+                    journal=journal,
+                    sandbox=box,
+                    tools=registry,
+                    stop_rules=spec.stop_rules,
+                    price=price,
+                    context_window=info.context_window,
                 )
         finally:
             box.close()
@@ -271,15 +279,15 @@ def reopen_run(
             policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
         ) as registry:
             yield Session(
-                Task.model_validate(info.task),
-                policy,
-                model,
-                journal,
-                sandbox,
-                registry,
-                stop_rules,
-                info.price,
-                window,
+                task=Task.model_validate(info.task),
+                policy=policy,
+                model=model,
+                journal=journal,
+                sandbox=sandbox,
+                tools=registry,
+                stop_rules=stop_rules,
+                price=info.price,
+                context_window=window,
             )
     finally:
         sandbox.close()

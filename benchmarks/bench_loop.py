@@ -103,7 +103,14 @@ def measure(policy: HarnessPolicy, where: str | None) -> dict[str, dict[int, flo
         journal.listeners.append(listen)
         box = LocalSandbox(journal.dir / "workspace")
         try:
-            session = Session(Task(prompt="bench"), policy, model, journal, box, Registry.of([NOOP]))
+            session = Session(
+                task=Task(prompt="bench"),
+                policy=policy,
+                model=model,
+                journal=journal,
+                sandbox=box,
+                tools=Registry.of([NOOP]),
+            )
             run(session, summariser=ExtractiveSummariser(counter_for(model)))
         finally:
             box.close()

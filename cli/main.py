@@ -25,7 +25,8 @@ from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
-from cli.swe import swe_app, swe_grade_command
+from cli.swe import swe_app
+from cli.swe_grade import swe_grade_command
 from cli.tasks import tasks_app
 from core.errors import HarnessError
 from core.knobs import knobs

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.session import policy_for
+from cli.destination import stamp
 from cli.executor_options import (
     EXECUTOR,
     MAX_COST_USD,
@@ -23,7 +24,7 @@ from cli.executor_options import (
 )
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
-from cli.swe import INFRA_RETRIES_OPTION, infra_lines, stamp
+from cli.swe_grade import INFRA_RETRIES_OPTION, infra_lines
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id

@@ -149,7 +149,7 @@ def test_rerender_and_the_loop_compact_through_the_same_pipeline(tmp_path):
     box = LocalSandbox(journal.dir / "workspace")
     try:
         prepare(task, box, 60)
-        session = Session(task, policy, model, journal, box, standard_tools())
+        session = Session(task=task, policy=policy, model=model, journal=journal, sandbox=box, tools=standard_tools())
         summary = run(session, summariser=ExtractiveSummariser(counter_for(model)))
     finally:
         box.close()
