@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from pydantic import ValidationError
 
 from agent.journal.store import Journal
-from agent.recovery.approval import Decision, refusal_text
+from agent.recovery.approval import Decision, input_id, refusal_text
 from agent.recovery.reconcile import Recovered, settle
 from agent.run.state import Dispatched
-from core.events import ToolIntent, ToolObserved
+from core.events import InputRequested, ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
@@ -38,8 +38,9 @@ Cap = Callable[[Observation, Callable[[], str]], Observation]
 @dataclass(frozen=True, kw_only=True)
 class Dispatcher:
     """What the dispatcher needs from the run, the same at every step: the tools it validates calls against, how
-    they run (`ctx`), the policy, the journal, who approves a gated call (None: nobody, so it is refused), and
-    `cap`, which cuts an observation too long for the model's window (agent.overflow.observation_cap)."""
+    they run (`ctx`), the policy, the journal, who approves a gated call (None: nobody, so it is refused),
+    `cap`, which cuts an observation too long for the model's window (agent.overflow.observation_cap), and
+    `answers`, a person's answers to the questions a call's tool asked before (agent.recovery.approval.answers_for)."""
 
     tools: Registry
     ctx: ToolContext
@@ -47,6 +48,7 @@ class Dispatcher:
     journal: Journal
     approve: Approver | None = None
     cap: Cap | None = None
+    answers: Callable[[str], tuple[dict, ...]] | None = None  # a person's answers to a call's tool's questions
 
 
 def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Recovered | None = None) -> Dispatched:
@@ -67,7 +69,10 @@ def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Rec
             )
             closed = _closes_reply(d, call, obs, result)
         else:
-            obs, tb, result = _run_call(d, call, step, recovered)
+            given = d.answers(call.id) if d.answers is not None else ()
+            obs, tb, result = _run_call(d, call, step, recovered, given)
+            if result is not None and result.awaiting_input:
+                return Dispatched(observations, submission, _asked(d, call, step, given, result))
             closed = _closes_reply(d, call, obs, result)
         if prior is None:
             obs = _truncate(d, obs, step)
@@ -88,6 +93,15 @@ def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Rec
     return Dispatched(observations, submission)
 
 
+def _asked(d: Dispatcher, call: ToolCall, step: int, given: tuple, result: ToolResult) -> list[str]:
+    """Journal the questions of a call that only a person can answer; their ids."""
+    ids = []
+    for n, question in enumerate(result.awaiting_input, len(given) + 1):
+        ids.append(input_id(call.id, n))
+        d.journal.append(InputRequested(step=step, call_id=call.id, input_id=ids[-1], question=question))
+    return ids
+
+
 def _closes_reply(d: Dispatcher, call: ToolCall, obs: Observation, result: ToolResult | None) -> str | None:
     mode = d.policy.dispatch.parallel
     if mode == "one_call_only":
@@ -104,7 +118,7 @@ def _closes_reply(d: Dispatcher, call: ToolCall, obs: Observation, result: ToolR
 
 
 def _run_call(
-    d: Dispatcher, call: ToolCall, step: int, recovered: Recovered | None
+    d: Dispatcher, call: ToolCall, step: int, recovered: Recovered | None, given: tuple[dict, ...]
 ) -> tuple[Observation, str | None, ToolResult | None]:
     tool = d.tools.get(call.name)
     if tool is None:
@@ -121,14 +135,16 @@ def _run_call(
         decision = d.approve(call, tool) if d.approve is not None else False
         if not decision:
             return _observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
-    ctx = replace(d.ctx, idempotency_key=idempotency_key(call)) if tool.effect is Effect.WRITE else d.ctx
+    ctx = replace(d.ctx, inputs=given, call_id=call.id, step=step)
+    if tool.effect is not Effect.READ:
+        ctx = replace(ctx, idempotency_key=idempotency_key(call))
     if recovered is not None and call.id in recovered.interrupted:
         settled = settle(call, tool, args, ctx, d.policy.checkpoint, recovered)
         if isinstance(settled, Observation):
             return settled, None, None
         if settled is not None:  # its effect was already in place: report what the run reported
             return _from_result(call, settled, time.monotonic()), None, settled
-    if tool.effect is Effect.WRITE:
+    if tool.effect is not Effect.READ:
         d.journal.append(
             ToolIntent(
                 step=step,

@@ -14,11 +14,12 @@ from agent.dispatch import Dispatcher, dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
+from agent.mcp_context import follow_resources
 from agent.models.pricing import cost_usd
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
 from agent.prompt_digest import PromptDigest
-from agent.recovery.approval import Decision
+from agent.recovery.approval import Decision, answers_for
 from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
@@ -39,6 +40,10 @@ from tools.base import Registry, ToolContext
 from tools.disclosure import request_tools, tools_text, with_describe_tool
 
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
+ASKED = (
+    "A tool asked questions only a person can answer ({ids}); its call waits for them. Answer each with "
+    "`harness approve RUN_DIR --call ID --yes --answer JSON` (or --no to decline), then `harness resume`."
+)
 
 
 def run(
@@ -71,6 +76,7 @@ def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
     model and journal its reply. `tried`: the step's recoveries a crashed process journaled; it goes on after them."""
     state, journal = loop.state, loop.session.journal
     state.step += 1
+    follow_resources(loop)
     recoveries = list(RECOVERIES[loop.session.policy.overflow.on_overflow][len(tried) :])
     while True:
         prompt = loop.renderer.render(state.history, state.folds, state.cuts)
@@ -111,6 +117,8 @@ def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compa
     if stop is not None:
         return stop
     done = dispatch(loop.dispatcher, reply.message.tool_calls, state.step, recovered)
+    if done.awaiting:
+        return Stop("awaiting_approval", ASKED.format(ids=", ".join(done.awaiting)), {"pending": done.awaiting})
     advance(state, reply, done)
     if not done.observations:
         add_message(state, session.journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
@@ -146,6 +154,7 @@ def begin(
             journal=journal,
             approve=lambda call, tool: approvals.get(call.id, False),
             cap=observation_cap(accounting.counter, session.context_window, policy),
+            answers=lambda call_id: answers_for(approvals, call_id),
         ),
         shown=shown,
         approvals=approvals,
@@ -160,7 +169,7 @@ def begin(
         ),
         digest=PromptDigest(),
     )
-    opening = initial_messages(session.task, policy)
+    opening = initial_messages(session.task, policy, session.context)
     if state.step == 0 and len(state.history) < len(opening):
         for message in opening[len(state.history) :]:
             add_message(state, journal, message)
@@ -196,9 +205,12 @@ def finish(loop: Loop, stop: Stop) -> Summary:
     return summary
 
 
-def initial_messages(task: Task, policy: HarnessPolicy) -> list[Message]:
+def initial_messages(task: Task, policy: HarnessPolicy, context: str = "") -> list[Message]:
+    """The system prompt, then one user message: what the host placed (MCP resources), then the task. Placed
+    first, the same resources give the same prefix whatever the task."""
     system = task.system or policy.system_prompt or DEFAULT_SYSTEM
-    return [Message(role="system", text=system), Message(role="user", text=task.prompt)]
+    prompt = f"{context}\n\n{task.prompt}" if context else task.prompt
+    return [Message(role="system", text=system), Message(role="user", text=prompt)]
 
 
 def add_message(state: RunState, journal: Journal, message: Message, journaled: bool = False) -> None:
@@ -290,7 +302,9 @@ def awaiting_approval(
         tool = tools.get(c.name)
         if tool is None or (recovered is not None and c.id in recovered.observed):
             continue
-        if needs_approval(tool, policy.approval) and c.id not in approvals:
+        if recovered is not None and c.id in recovered.asked:
+            gated += [i for i in recovered.asked[c.id] if i not in approvals]  # its tool's unanswered questions
+        elif needs_approval(tool, policy.approval) and c.id not in approvals:
             gated.append(c.id)
         elif recovered is not None and needs_decision(c, tool, policy.checkpoint, recovered):
             again.append(c.id)

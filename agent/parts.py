@@ -36,6 +36,7 @@ class Session:
     stop_rules: Sequence[StopRule] = ()
     price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
     context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
+    context: str = ""  # what the host placed before the task in the opening prompt (MCP resources, agent.mcp_context)
 
 
 @dataclass(kw_only=True)

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict
 from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
-from agent.models import load_model
+from agent.mcp_context import placed, prompt_task
+from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.models.spec import is_local
@@ -110,6 +111,9 @@ class RunSpec:
     toolset: str = "standard"
     tools: Registry | None = None
     mcp: Sequence[McpServer] = ()  # servers named on the command line, beside the policy's own
+    prompt: tuple[str, dict[str, str]] | None = (
+        None  # SERVER:NAME of an MCP prompt the task is built from, its arguments
+    )
     run_id: str | None = None
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
@@ -123,8 +127,16 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Anything of that which fails (a sandbox that cannot start, a task setup command that fails, an MCP server
     that does not connect) ends the run as `environment_error`, journaled and summarised like any stop, so the
-    run folder has its summary.json; the error is raised (a sandbox's as HarnessError)."""
-    client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
+    run folder has its summary.json; the error is raised (a sandbox's as HarnessError).
+
+    Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
+    the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
+    with client_for(spec.model) as client, _opened(spec, client) as session:
+        yield session
+
+
+@contextmanager
+def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
@@ -155,11 +167,15 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
         try:
             prepare(spec.task, box, policy.dispatch.tool_timeout_s)
             base = spec.tools if spec.tools is not None else toolset(spec.toolset)
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
+            # MCP servers live as long as the run
+            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+                task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
+                context = placed(registry, [*policy.mcp_resources, *task.resources], task)
+                info = info.model_copy(update={"task": task.model_dump(mode="json")})
                 record_tools(journal, info, registry)
                 running = True
                 yield Session(
-                    task=spec.task,
+                    task=task,
                     policy=policy,
                     model=client,
                     journal=journal,
@@ -168,6 +184,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
                     stop_rules=spec.stop_rules,
                     price=price,
                     context_window=info.context_window,
+                    context=context,
                 )
         finally:
             box.close()
@@ -275,11 +292,14 @@ def reopen_run(
     try:
         window = context_window(model, policy.model)  # the model may not be the one run.json names
         check_window(policy.context, window)
-        with with_mcp(
-            policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
-        ) as registry:
+        base = tools if tools is not None else toolset(info.toolset)
+        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            task = Task.model_validate(info.task)
+            placed(
+                registry, [*policy.mcp_resources, *task.resources], task
+            )  # follow them again; the opening is journaled
             yield Session(
-                task=Task.model_validate(info.task),
+                task=task,
                 policy=policy,
                 model=model,
                 journal=journal,

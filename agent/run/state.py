@@ -18,6 +18,9 @@ class Dispatched:
 
     observations: list[Observation]
     submission: str | None = None  # set when a tool ended the run with an answer
+    # Questions a tool asked that wait for a person (their ids): that call and the reply's later calls
+    # have no observation yet; the run stops awaiting approval and a resume finishes the step.
+    awaiting: list[str] = field(default_factory=list)
 
 
 @dataclass

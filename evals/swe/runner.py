@@ -24,8 +24,8 @@ from pydantic import BaseModel
 
 from agent.journal.store import make_folder, write_json_atomic
 from agent.loop import run
-from agent.models import load_model
 from agent.models.base import ModelClient
+from agent.models.spec import model_name
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
 from core.errors import HarnessError
@@ -96,7 +96,7 @@ class SweBatchSpec(Generic[Item]):
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
-            name = self.model if is_reference(self.model) else load_model(self.model).name
+            name = self.model if is_reference(self.model) else model_name(self.model)
             price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
 
 
@@ -122,8 +122,9 @@ class InstanceResult(BaseModel):
     infra_failure: InfraFailure | None = None  # the run failed for the machine's reason (build, start, daemon)
 
 
-def model_for(spec: str, inst: SweInstance) -> ModelClient:
-    return reference_agent(spec, inst) if is_reference(spec) else load_model(spec)
+def model_for(spec: str, inst: SweInstance) -> str | ModelClient:
+    """A reference agent, or the model string itself: the run loads that model, and closes it when it ends."""
+    return reference_agent(spec, inst) if is_reference(spec) else spec
 
 
 def run_instance(

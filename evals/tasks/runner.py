@@ -22,7 +22,6 @@ import docker
 
 from agent.journal.store import write_json_atomic
 from agent.loop import run
-from agent.models import load_model
 from agent.models.base import ModelClient
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
@@ -47,8 +46,9 @@ SYSTEM = (
 )
 
 
-def model_for(spec: str, task: HarborTask) -> ModelClient:
-    return reference_agent(spec, task) if is_reference(spec) else load_model(spec)
+def model_for(spec: str, task: HarborTask) -> str | ModelClient:
+    """A reference agent, or the model string itself: the run loads that model, and closes it when it ends."""
+    return reference_agent(spec, task) if is_reference(spec) else spec
 
 
 def task_policy(policy: HarnessPolicy, task: HarborTask, model: str) -> HarnessPolicy:
