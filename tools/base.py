@@ -30,6 +30,21 @@ class FreeArgs(BaseModel):
 
 
 @dataclass(frozen=True)
+class InnerReply:
+    """What a program's call of a tool (run_code's) got back: what a direct call would have shown."""
+
+    ok: bool
+    text: str
+    status: str = "ok"  # the observation's status (ok, error, timeout, denied, rejected)
+    end: str | None = None  # the program stops at this call, and why (a move the opponent answered, a submission)
+    submission: str | None = None  # the call ended the run with this answer
+
+
+# A tool's own call of another tool of the run: (tool name, arguments as JSON) -> its reply.
+InnerCall = Callable[[str, str], InnerReply]
+
+
+@dataclass(frozen=True)
 class ToolContext:
     sandbox: Sandbox
     timeout_s: float
@@ -41,6 +56,9 @@ class ToolContext:
     # A person's recorded answers to the questions this call's tool asked before (an MCP server's
     # elicitation), in the order asked: a resumed or replayed call is answered from them.
     inputs: tuple[Mapping[str, Any], ...] = ()
+    # How this call's program reaches the run's other tools (run_code): through the dispatcher, each call
+    # journaled under this one. None where no dispatcher runs the call.
+    call: InnerCall | None = None
 
 
 @dataclass(frozen=True)
@@ -121,10 +139,13 @@ def anthropic_schema(tool: Tool, description: str | None = None) -> dict[str, An
 @dataclass
 class Registry:
     tools: dict[str, Tool] = field(default_factory=dict)
+    # The state these tools act on beyond the sandbox's files (a chess position), as text: what the account
+    # after a run_code program shows besides the files it changed.
+    world: Callable[[], str] | None = None
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> Registry:
-        reg = cls()
+    def of(cls, tools: Iterable[Tool], world: Callable[[], str] | None = None) -> Registry:
+        reg = cls(world=world)
         for tool in tools:
             reg.add(tool)
         return reg
