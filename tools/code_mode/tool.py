@@ -92,6 +92,9 @@ def ending_text(ran: Ran, limits: CodeLimits) -> str:
         return f"[the program did not run: {ran.error}]"
     if ran.outcome == "error":
         return f"[the program failed]\n{ran.error}"
+    if ran.outcome == "ended" and ran.calls and ran.calls[-1][1].ok:
+        tool, reply = ran.calls[-1]
+        return f"[the program was stopped at its call to {tool}, which changed the world under it: {reply.text}]"
     if ran.outcome in ("timeout", "flood", "ended"):
         return f"[the program was stopped: {ran.error}]"
     if ran.outcome == "killed":
