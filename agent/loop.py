@@ -8,7 +8,7 @@ its crashed process began with the same `act`, then enters the same loop.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from agent.approval import Decision, answers_for
 from agent.dispatch import dispatch, needs_approval
@@ -16,6 +16,7 @@ from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.mcp_context import follow_resources
+from agent.memory_store import MemoryStore
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
 from agent.pricing import cost_usd
@@ -33,6 +34,7 @@ from core.errors import ContextOverflowError, PermanentModelError, TransientMode
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
+from memory.notes import opening_note
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
 from memory.tokens import PromptAccounting
@@ -174,7 +176,7 @@ def begin(
         approvals,
         observation_cap(accounting.counter, session.context_window, policy),
     )
-    opening = initial_messages(session.task, policy, session.context)
+    opening = initial_messages(session.task, policy, session.context, session.memory)
     if state.step == 0 and len(state.history) < len(opening):
         for message in opening[len(state.history) :]:
             add_message(state, journal, message)
@@ -210,12 +212,23 @@ def finish(loop: Loop, stop: Stop) -> Summary:
     return summary
 
 
-def initial_messages(task: Task, policy: HarnessPolicy, context: str = "") -> list[Message]:
+def initial_messages(
+    task: Task, policy: HarnessPolicy, context: str = "", memory: MemoryStore | None = None
+) -> list[Message]:
     """The system prompt, then one user message: what the host placed (MCP resources), then the task. Placed
-    first, the same resources give the same prefix whatever the task."""
+    first, the same resources give the same prefix whatever the task. Then, when the run starts from a memory
+    that holds notes, the memory."""
     system = task.system or policy.system_prompt or DEFAULT_SYSTEM
     prompt = f"{context}\n\n{task.prompt}" if context else task.prompt
-    return [Message(role="system", text=system), Message(role="user", text=prompt)]
+    opening = [Message(role="system", text=system), Message(role="user", text=prompt)]
+    note = opening_note(memory.start, policy.memory.superseded_shown) if memory is not None else None
+    return opening + ([Message(role="user", text=note)] if note is not None else [])
+
+
+def memory_now(loop: Loop) -> Callable[[], str | None] | None:
+    """The agent's memory as of the current step, for a fold made now to keep."""
+    store, shown = loop.session.memory, loop.session.policy.memory.superseded_shown
+    return (lambda: store.as_of(loop.state.step, shown)) if store is not None else None
 
 
 def add_message(state: RunState, journal: Journal, message: Message, journaled: bool = False) -> None:
@@ -267,7 +280,7 @@ def compact_if_due(loop: Loop) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
     state, journal = loop.state, loop.session.journal
     result = loop.renderer.compact_if_due(
-        state.history, state.folds, state.step, loop.summariser, loop.shown, state.cuts
+        state.history, state.folds, state.step, loop.summariser, loop.shown, state.cuts, memory_now(loop)
     )
     if result is None:
         return

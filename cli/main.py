@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.mcp_context import task_vars
+from agent.memory_store import MemorySource
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
 from agent.stopping import FAILED
 from agent.task import Task, load_task
@@ -20,6 +21,8 @@ from cli.checkpoint import approve_command, replay_command, resume_command, say_
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
@@ -28,6 +31,7 @@ from cli.sandbox import app as sandbox_app
 from cli.study import study_command
 from cli.swe import swe_app, swe_grade_command
 from cli.tasks import tasks_app
+from cli.view import view_command
 from core.errors import HarnessError
 from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -70,8 +74,12 @@ def run_command(
         help="A price table (TOML) instead of the one shipped with the harness: each call is priced from it "
         "(and stop.max_cost_usd counts in it).",
     ),
+    memory: str = MEMORY,
+    memory_key: str = MEMORY_KEY,
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
+    use_otel(otel_endpoint)
     if task is None and mcp_prompt is None:
         raise HarnessError("Give the task: --task TEXT_OR_FILE, or --mcp-prompt SERVER:NAME to build it from a prompt.")
     if arg and mcp_prompt is None:
@@ -79,6 +87,7 @@ def run_command(
     the_task = load_task(task) if task is not None else Task(prompt="(built from an MCP prompt)")
     the_policy = mcp_cli.with_servers(policy_for(policy, model), mcp, mcp_url, config, mcp_resource)
     prompt = (mcp_prompt, task_vars(arg or [])) if mcp_prompt is not None else None
+    kept = memory_dir(memory, memory_key)
     with following_run(console) as state:
         summary, run_dir = start(
             RunSpec(
@@ -90,6 +99,7 @@ def run_command(
                 listeners=(state,),
                 prices=prices,
                 prompt=prompt,
+                memory=MemorySource(kept=kept) if kept is not None else None,
             )
         )
     console.print(summary_table(summary))
@@ -131,6 +141,7 @@ def demo_command(
         Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."
     ),
     max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.
 
@@ -154,6 +165,7 @@ def demo_command(
         "--no-resign",
         "--out",
         str(out),
+        *(["--otel-endpoint", otel_endpoint] if otel_endpoint else []),
     ]
     code = typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
     if code:  # not standalone, click hands the chess command's exit code back instead of exiting with it
@@ -245,6 +257,7 @@ app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
 app.command("export")(export_command)
+app.command("view")(view_command)
 
 
 def main() -> None:

@@ -284,6 +284,23 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         ),
     ),
     (
+        "as `compact_cache_aware`, and the agent keeps notes with the memory tool: files in /memories that the "
+        "harness keeps outside the sandbox, dates, supersedes and shows after the working memory",
+        HarnessPolicy(
+            name="compact_memory",
+            context=[
+                Compact(
+                    trigger_tokens=12000,
+                    keep_first_tokens=7000,
+                    keep_recent_steps=0,
+                    layout="append",
+                    summariser_prompt="fork",
+                )
+            ],
+            memory=MemoryPolicy(tool=True),
+        ),
+    ),
+    (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
     ),

@@ -18,6 +18,7 @@ from core.events import (
     ContextOverflowed,
     Event,
     InputRequested,
+    MemoryWritten,
     MessageAdded,
     ModelFailed,
     ModelReplied,
@@ -199,6 +200,8 @@ def fold(events: Iterable[Event]) -> Folded:
         elif isinstance(e, ContextOverflowed):
             at(e).overflows.append(e)
             out.pending_summaries = []
+        elif isinstance(e, MemoryWritten):
+            at(e)
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:
