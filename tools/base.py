@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,8 +40,20 @@ class InnerReply:
     submission: str | None = None  # the call ended the run with this answer
 
 
-# A tool's own call of another tool of the run: (tool name, arguments as JSON) -> its reply.
-InnerCall = Callable[[str, str], InnerReply]
+class ProgramHost(Protocol):
+    """What the harness gives a program that a tool runs (run_code's): the run's other tools, through the
+    dispatcher, and the record a resumed run starts the program again from."""
+
+    def call(self, tool: str, arguments: str) -> InnerReply:
+        """Call `tool` with its arguments as JSON, as a direct call would be made."""
+        ...
+
+    def files_before(self) -> str | None:
+        """The workspace's files as the program's first run found them (JSON, as `record_files` got it), so a
+        run after a crash reports the changes of the whole program; None on its first run."""
+        ...
+
+    def record_files(self, files: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,7 @@ class ToolContext:
     inputs: tuple[Mapping[str, Any], ...] = ()
     # How this call's program reaches the run's other tools (run_code): through the dispatcher, each call
     # journaled under this one. None where no dispatcher runs the call.
-    call: InnerCall | None = None
+    program: ProgramHost | None = None
 
 
 @dataclass(frozen=True)

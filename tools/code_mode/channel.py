@@ -1,8 +1,9 @@
 """The harness's end of a run_code program's channel: start the runner in the sandbox, answer its calls, collect
 what it printed, until it says it is done or its time is up.
 
-Frames are JSON lines (runner.py describes them). Every call is answered by `call` (the dispatcher, through
-ToolContext.call) except one past `max_calls`, which ends the program before it runs. A runner that says
+Frames are JSON lines (runner.py describes them). The workspace's files as the program's first run found them
+are recorded with the host (and handed back to a run after a crash). Every call is answered by the host (the
+dispatcher, through ToolContext.program) except one past `max_calls`, which ends the program before it runs. A runner that says
 nothing more by its time limit (plus a grace, and plus the time its calls took on this side) is killed.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from core.policy import CodeLimits
 from sandboxes.base import Attached
-from tools.base import InnerCall, InnerReply
+from tools.base import InnerReply, ProgramHost
 
 RUNNER = (Path(__file__).parent / "runner.py").read_text()
 # Read the first line (the runner's source and its start), run it. `-I`: no user site, no PYTHON* variables.
@@ -46,7 +47,7 @@ class Ran:
         return "".join(self.printed)
 
 
-def serve(process: Attached, code: str, functions: list[dict[str, Any]], limits: CodeLimits, call: InnerCall) -> Ran:
+def serve(process: Attached, code: str, functions: list[dict[str, Any]], limits: CodeLimits, host: ProgramHost) -> Ran:
     ran = Ran()
     start = {
         "runner": RUNNER,
@@ -54,6 +55,9 @@ def serve(process: Attached, code: str, functions: list[dict[str, Any]], limits:
         "functions": functions,
         "limits": {"timeout_s": limits.timeout_s, "max_output_chars": limits.max_output_chars},
     }
+    before = host.files_before()
+    if before is not None:  # a run after a crash: the files are compared with what the first run found
+        start["before"] = json.loads(before)
     process.send((json.dumps(start) + "\n").encode())
     deadline = time.monotonic() + limits.timeout_s + GRACE_S
     buf = b""
@@ -74,8 +78,11 @@ def serve(process: Attached, code: str, functions: list[dict[str, Any]], limits:
                 ran.stray = (ran.stray + line.decode("utf-8", "replace") + "\n")[-STRAY_CHARS:]
             elif frame["op"] == "out":
                 ran.printed.append(str(frame["text"]))
+            elif frame["op"] == "scanned":
+                host.record_files(json.dumps(frame.get("files")))
+                process.send(b'{"op": "go"}\n')
             elif frame["op"] == "call":
-                reply = _answer(frame, ran, limits, call)
+                reply = _answer(frame, ran, limits, host)
                 deadline = max(deadline, time.monotonic() + GRACE_S)  # the call's time was ours, not the program's
                 try:
                     process.send((json.dumps(asdict(reply)) + "\n").encode())
@@ -86,7 +93,7 @@ def serve(process: Attached, code: str, functions: list[dict[str, Any]], limits:
                 return ran
 
 
-def _answer(frame: dict[str, Any], ran: Ran, limits: CodeLimits, call: InnerCall) -> InnerReply:
+def _answer(frame: dict[str, Any], ran: Ran, limits: CodeLimits, host: ProgramHost) -> InnerReply:
     tool = str(frame.get("tool"))
     if len(ran.calls) >= limits.max_calls:
         reply = InnerReply(
@@ -97,7 +104,7 @@ def _answer(frame: dict[str, Any], ran: Ran, limits: CodeLimits, call: InnerCall
             end=f"more than {limits.max_calls} tool calls",
         )
     else:
-        reply = call(tool, json.dumps(frame.get("args", {})))
+        reply = host.call(tool, json.dumps(frame.get("args", {})))
     ran.calls.append((tool, reply))
     return reply
 
@@ -107,4 +114,4 @@ def _frame(line: bytes) -> dict[str, Any] | None:
         frame = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    return frame if isinstance(frame, dict) and frame.get("op") in ("out", "call", "done") else None
+    return frame if isinstance(frame, dict) and frame.get("op") in ("out", "scanned", "call", "done") else None

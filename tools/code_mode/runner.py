@@ -2,10 +2,11 @@
 harness, and runs on any Python from 3.8), sent over stdin by the harness and started with `python3 -c BOOT`.
 
 The first line on stdin holds this file's source and the start: the program, its functions (one per tool:
-name, docstring, keyword parameters), the limits and the folders it may touch. From then on stdin and the
-original stdout are the channel, one JSON object per line: the runner sends `call` (a tool and its arguments)
-and waits for `result`; it sends `out` (what the program printed, in chunks) and, last, `done` (how the
-program ended, its error, the files it changed). File descriptors 1 and 2 point at /dev/null while the
+name, docstring, keyword parameters), the limits and, after a crash, the workspace's files as the first run
+found them. From then on stdin and the original stdout are the channel, one JSON object per line: on a first
+run the runner sends `scanned` (the files: path -> size and mtime) and waits for `go`; it sends `call` (a tool
+and its arguments) and waits for the reply; it sends `out` (what the program printed, in chunks) and, last,
+`done` (how the program ended, its error, the files it created, changed or deleted). File descriptors 1 and 2 point at /dev/null while the
 program runs, so nothing it writes there can break a frame.
 
 While the program runs, an audit hook refuses what a program of the harness does not do itself: open a
@@ -161,7 +162,7 @@ def scan(root):
                 st = os.lstat(path)
             except OSError:
                 continue
-            files[os.path.relpath(path, root)] = (st.st_size, st.st_mtime_ns)
+            files[os.path.relpath(path, root)] = [st.st_size, st.st_mtime_ns]
             if len(files) > MAX_SCANNED:
                 return None
     return files
@@ -270,7 +271,13 @@ def run(start):
     sys.path.insert(0, workdir)
     guard = Guard(workdir, [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path, os.devnull])
     sys.addaudithook(guard)
-    before = scan(workdir)
+    if "before" in start:  # a run after a crash: compared with what the first run found
+        before = start["before"]
+    else:
+        before = scan(workdir)
+        channel.send({"op": "scanned", "files": before})
+        if json.loads(reader.readline() or "{}").get("op") != "go":
+            os._exit(0)  # the harness is gone
     outcome, error = "ok", None
 
     def time_up(signum, frame):

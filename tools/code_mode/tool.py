@@ -40,11 +40,11 @@ def run_code_tool(tools: Sequence[Tool], limits: CodeLimits, world: Callable[[],
     functions = function_specs(tools)
 
     def run(args: CodeArgs, ctx: ToolContext) -> ToolResult:
-        if ctx.call is None:
+        if ctx.program is None:
             return ToolResult("run_code runs only where the harness dispatches its calls.", ok=False)
         process = ctx.sandbox.attach(ARGV)
         try:
-            ran = serve(process, args.code, functions, limits, ctx.call)
+            ran = serve(process, args.code, functions, limits, ctx.program)
         finally:
             process.close()
         return result(ran, limits, world() if world is not None else None)

@@ -13,13 +13,24 @@ from tools.code_mode.tool import run_code_tool
 LIMITS = CodeLimits(timeout_s=4, max_calls=5, max_output_chars=3000)
 
 
-class Calls:
-    """Answers read_file of `missing` with the error a direct call gives, and every other call with its arguments."""
+class Host:
+    """Answers read_file of `missing` with the error a direct call gives, and every other call with its arguments;
+    keeps the files the program's first run found."""
 
-    def __init__(self):
+    def __init__(self, answer=None):
         self.made: list[tuple[str, dict]] = []
+        self.files: str | None = None
+        self.answer = answer
 
-    def __call__(self, tool: str, arguments: str) -> InnerReply:
+    def files_before(self) -> str | None:
+        return self.files
+
+    def record_files(self, files: str) -> None:
+        self.files = files
+
+    def call(self, tool: str, arguments: str) -> InnerReply:
+        if self.answer is not None:
+            return self.answer(tool, arguments)
         args = json.loads(arguments)
         self.made.append((tool, args))
         if args.get("path") == "missing":
@@ -27,11 +38,11 @@ class Calls:
         return InnerReply(True, f"{tool} got {sorted(args.items())}")
 
 
-def run(box, code: str, limits: CodeLimits = LIMITS, world=None):
-    calls = Calls()
+def run(box, code: str, limits: CodeLimits = LIMITS, world=None, host: Host | None = None):
+    host = host or Host()
     tool = run_code_tool(list(standard_tools()), limits, world)
-    result = tool.run(tool.args(code=code), ToolContext(sandbox=box, timeout_s=30, call=calls))
-    return result, calls.made
+    result = tool.run(tool.args(code=code), ToolContext(sandbox=box, timeout_s=30, program=host))
+    return result, host.made
 
 
 def test_calls_return_text_and_files_are_accounted_for(box):
@@ -120,8 +131,17 @@ def test_a_reply_that_ends_the_program_stops_it_at_that_call(box):
             return InnerReply(True, "Wrote it.", end="Not run: the opponent replied.")
         return InnerReply(True, "ok")
 
-    tool = run_code_tool(list(standard_tools()), LIMITS)
     code = "write_file(path='a', content='b')\nprint('never')\nshell(command='ls')"
-    result = tool.run(tool.args(code=code), ToolContext(sandbox=box, timeout_s=30, call=call))
+    result, _ = run(box, code, host=Host(call))
     assert result.ok and result.rejects_later == "Not run: the opponent replied."
     assert "never" not in result.text and "[calls: 1 (write_file ×1)]" in result.text
+
+
+def test_a_run_after_a_crash_reports_the_changes_since_the_first_run(box):
+    host = Host()
+    first, _ = run(box, "open('again.txt', 'w').write('1')", host=host)
+    assert "created again.txt" in first.text and host.files is not None
+    again, _ = run(box, "open('again.txt', 'w').write('1')", host=host)  # the same program, run again after a crash
+    assert "created again.txt" in again.text
+    fresh, _ = run(box, "open('again.txt', 'w').write('12')")
+    assert "changed again.txt" in fresh.text
