@@ -220,6 +220,7 @@ def initial_messages(
     that holds notes, the memory."""
     system = task.system or policy.system_prompt or DEFAULT_SYSTEM
     prompt = f"{context}\n\n{task.prompt}" if context else task.prompt
+    prompt = f"{prompt}\n\n{task.repo_map}" if task.repo_map else prompt
     opening = [Message(role="system", text=system), Message(role="user", text=prompt)]
     note = opening_note(memory.start, policy.memory.superseded_shown) if memory is not None else None
     return opening + ([Message(role="user", text=note)] if note is not None else [])

@@ -21,6 +21,7 @@ from cli.checkpoint import approve_command, replay_command, resume_command, say_
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
@@ -251,6 +252,7 @@ app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.add_typer(tasks_app, name="tasks")
 app.command("report")(report_command)
+app.command("localize")(localize_command)
 app.command("ab")(ab_command)
 app.command("study")(study_command)
 app.command("resume")(resume_command)

@@ -14,7 +14,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.context_policy import Compact, ContextStep, DiscloseTools, MaskObservations, StripReasoning, TruncationPolicy
+from core.context_policy import (
+    Compact,
+    ContextStep,
+    DiscloseTools,
+    MaskObservations,
+    RepoMap,
+    StripReasoning,
+    TruncationPolicy,
+)
 from core.errors import HarnessError, describe_validation_error
 from core.mcp_settings import MAX_TOOLS, McpServer
 from core.text_files import read_text_file
@@ -218,6 +226,11 @@ class HarnessPolicy(_Knobs):
         description="context steps applied in order to the history "
         "to make each prompt; empty: every message is resent verbatim",
     )
+    code_tools: list[Literal["search_code", "find_symbol", "repo_map"]] = Field(
+        default_factory=list,
+        description="code tools offered beside the tool set (tools/code): search_code ranks files and functions "
+        "for a query, find_symbol gives a name's definitions and references, repo_map a map of the repository",
+    )
     memory: MemoryPolicy = Field(MemoryPolicy(), description="the notes the agent keeps itself (the memory tool)")
     mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
     mcp_resources: list[str] = Field(
@@ -303,6 +316,10 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
     (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
+    ),
+    (
+        "search_code, find_symbol and repo_map beside the tool set, and a 1,024-token repository map after the task",
+        HarnessPolicy(name="code_search", code_tools=["search_code", "find_symbol", "repo_map"], context=[RepoMap()]),
     ),
     # A small local model wanders in free text; a grammar that admits only a schema-valid tool call,
     # and a short cap per reply, keep it acting and every step bounded.
