@@ -78,7 +78,7 @@ class StopPolicy(_Knobs):
         None,
         gt=0,
         description="stop once the run's model calls (summaries and failed calls included) have cost this many "
-        "US dollars at the model's price (agent/prices.toml or `--prices FILE`; with no price for the model the run "
+        "US dollars at the model's price (agent/models/prices.toml or `--prices FILE`; with no price for the model the run "
         "does not start); the step that reaches it is the last, so a run overshoots by at most one step; "
         "none: no limit",
     )
