@@ -12,9 +12,9 @@ from rich.text import Text
 
 from agent.mcp_context import task_vars
 from agent.memory_store import MemorySource
+from agent.run.stopping import FAILED
+from agent.run.task import Task, load_task
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
-from agent.stopping import FAILED
-from agent.task import Task, load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
@@ -30,7 +30,8 @@ from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
-from cli.swe import swe_app, swe_grade_command
+from cli.swe import swe_app
+from cli.swe_grade import swe_grade_command
 from cli.tasks import tasks_app
 from cli.view import view_command
 from core.errors import HarnessError
