@@ -69,9 +69,10 @@ def clear() -> None:
 
 
 def _handle(signum: int, frame: object) -> None:
-    request(SIGNALS[signum])
+    name = signal.Signals(signum).name
+    request(name)
     if _state.raisable and abandoning():
-        raise Abandoned(SIGNALS[signum])
+        raise Abandoned(name)
 
 
 @contextmanager
