@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from agent.models import load_model
+from agent.models import check_model, load_model
 from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.session import policy_for
@@ -127,6 +127,7 @@ def chess_command(
         return
     if model is None:
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
+    load_player(model, seed) if model.startswith("player:") else check_model(model)  # before the batch folder
     spec = ChessBatchSpec(
         games=games,
         make_model=model_maker(model),

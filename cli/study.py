@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from agent.models import check_model
 from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
@@ -80,6 +81,7 @@ def study_command(
     out: Path = typer.Option(Path("runs"), help="Folder that receives the study folder."),
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
+    check_model(model)  # before the study folder
     spec = StudySpec(
         model=model,
         tasks=task,

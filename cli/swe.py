@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.models import check_model
 from agent.pricing import load_prices
 from agent.session import policy_for
 from cli.executor_options import (
@@ -32,6 +33,7 @@ from core.errors import HarnessError
 from evals.ab.passk import estimate, tallies
 from evals.ab.records import load_batch
 from evals.executors import Tally
+from evals.swe.agents import is_reference
 from evals.swe.batch import batch_run_id, grade_file, load_predictions, run_and_grade
 from evals.swe.evalscript import PINNED_ENV
 from evals.swe.flaky import for_grading, write_flaky_list
@@ -234,6 +236,8 @@ def swe_command(
         return
     if model is None:
         raise HarnessError("--model is required: a model string, or a reference agent (oracle, null, test-deleter).")
+    if not is_reference(model):
+        check_model(model)  # before anything is built or created
     if resume is not None and not resume.is_dir():
         raise HarnessError(
             f"--resume {resume}: no such batch folder. Name the folder an earlier `harness swe` printed."

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.models import check_model
 from agent.session import policy_for
 from cli.executor_options import (
     EXECUTOR,
@@ -28,6 +29,7 @@ from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
+from evals.tasks.agents import is_reference
 from evals.tasks.batch import run_tasks
 from evals.tasks.image import parse_base_images, task_image
 from evals.tasks.report import TasksReport
@@ -79,6 +81,8 @@ def run_command(
     network and limits, then run its tests/test.sh and read the reward; a task is resolved at reward 1.0."""
     if resume is not None and not resume.is_dir():
         raise HarnessError(f"--resume {resume}: no such batch folder. Name the folder an earlier run printed.")
+    if not is_reference(model):
+        check_model(model)  # before anything is built or created
     rewrites = parse_base_images(base_image)
     spec = SweBatchSpec(
         instances=_only(find_tasks(dirs), only),

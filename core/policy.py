@@ -251,6 +251,15 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
+    if path.is_dir():
+        raise HarnessError(
+            f"Policy {name_or_path} is a folder, not a policy: name a .toml or .yaml policy file (in it, or "
+            f"anywhere), or a preset: {', '.join(sorted(PRESETS))}."
+        )
+    if path.is_file() and not path.suffix:
+        raise HarnessError(
+            f"Policy file {name_or_path} has no .toml, .yaml or .json suffix, so its format is unknown: rename it."
+        )
     if not path.suffix:
         raise HarnessError(
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "
