@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 
 from agent.models.base import ModelClient
@@ -47,6 +48,8 @@ def check_model(spec: str) -> None:
 
 
 def load_model(spec: str) -> ModelClient:
+    """A client of `spec`; the caller closes it. Inside `shared_engines()` (agent/models/shared.py), the local
+    engine is the one the block shares, else the client loads an engine of its own."""
     m: ModelString = parse_model(spec)
     if m.kind == "scripted":
         from agent.models.scripted import ScriptedModel
@@ -70,6 +73,15 @@ def load_model(spec: str) -> ModelClient:
             base_url=m.url,
             headers=_session_headers(m),
         )
-    from agent.models.local import LocalModel
+    from agent.models.local import LocalModel, load_engine
+    from agent.models.shared import SHARED
 
-    return LocalModel(path=m.path, weights="int4" if m.kind == "local-int4" else "float32")
+    weights = "int4" if m.kind == "local-int4" else "float32"
+    shared = SHARED.get(spec, lambda: load_engine(m.path, weights, spec))  # None outside a batch's block
+    return LocalModel(path=m.path, engine=shared, weights=weights)
+
+
+def client_for(model: str | ModelClient) -> AbstractContextManager[ModelClient]:
+    """`model`'s client for the length of a block: one loaded from a model string is closed when the block
+    ends, however it ends; a client passed in stays open (whoever made it closes it)."""
+    return closing(load_model(model)) if isinstance(model, str) else nullcontext(model)
