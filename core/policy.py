@@ -211,6 +211,14 @@ class HarnessPolicy(_Knobs):
         description="MCP tools offered over all servers, in the order the servers are listed; "
         "the rest are left out with a notice",
     )
+    mcp_disclose_over_tokens: int | None = Field(
+        8000,
+        ge=0,
+        description="when the tools offered cost more than this many tokens in every request (their schemas, as "
+        "the model's tokenizer counts them) and the context has no disclose_tools step, the MCP tools are sent as "
+        "one-line summaries with describe_tool for the rest, as under disclose_tools (built-in tools stay whole); "
+        "none: never by itself",
+    )
 
 
 # The one preset table: name -> (what it does, the policy). Context numbers are starting points for

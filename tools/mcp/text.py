@@ -170,8 +170,8 @@ def _fence(server: str, body: str) -> str:
 
 
 def schema_prose(schema: Any, path: str = "") -> tuple[Any, list[str]]:
-    """A schema without its words (PROSE, wherever a subschema may stand: not a property that happens to be
-    named `description`), and those words, one line per argument: `- path.to.arg: its description.
+    """A schema without its words (PROSE and `x-` extensions, wherever a subschema may stand: not a property
+    that happens to be named `description`), and those words, one line per argument: `- path.to.arg: its description.
     Examples: ...`. The schema's strings are already cleaned (`clean_schema`)."""
     if not isinstance(schema, dict):
         return schema, []
@@ -179,11 +179,12 @@ def schema_prose(schema: Any, path: str = "") -> tuple[Any, list[str]]:
     words = [schema[k] for k in ("title", "description", "$comment") if isinstance(schema.get(k), str)]
     if "examples" in schema:
         words.append(f"Examples: {json.dumps(schema['examples'], ensure_ascii=False)}")
+    words += [f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in schema.items() if k.startswith("x-")]
     if words:
         lines.append(f"- {path or '(all arguments)'}: " + " ".join(" ".join(w.split()) for w in words))
     kept: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in PROSE:
+        if key in PROSE or key.startswith("x-"):  # x-: a vendor's extension, words more often than not
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             kept[key] = {}
