@@ -12,15 +12,16 @@ from rich.text import Text
 
 from agent.mcp_context import task_vars
 from agent.memory_store import MemorySource
+from agent.run.stopping import FAILED
+from agent.run.task import Task, load_task
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
-from agent.stopping import FAILED
-from agent.task import Task, load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
@@ -29,7 +30,8 @@ from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
-from cli.swe import swe_app, swe_grade_command
+from cli.swe import swe_app
+from cli.swe_grade import swe_grade_command
 from cli.tasks import tasks_app
 from cli.view import view_command
 from core.errors import HarnessError
@@ -257,6 +259,7 @@ app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.add_typer(tasks_app, name="tasks")
 app.command("report")(report_command)
+app.command("localize")(localize_command)
 app.command("ab")(ab_command)
 app.command("study")(study_command)
 app.command("resume")(resume_command)

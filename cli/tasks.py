@@ -12,6 +12,7 @@ from rich.table import Table
 
 from agent.models import check_model
 from agent.session import policy_for
+from cli.destination import stamp
 from cli.executor_options import (
     EXECUTOR,
     MAX_COST_USD,
@@ -26,7 +27,7 @@ from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
-from cli.swe import INFRA_RETRIES_OPTION, infra_lines, stamp
+from cli.swe_grade import INFRA_RETRIES_OPTION, infra_lines
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id

@@ -8,8 +8,8 @@ import pytest
 
 from agent.journal.store import read_events, read_run_info
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from agent.telemetry import RunSpans
 from core.policy import HarnessPolicy
 from core.types import Usage
@@ -70,3 +70,22 @@ def test_a_failed_stop_makes_the_agent_span_an_error(tmp_path):
     stop = agent.attributes["harness.stop_reason"]
     assert stop in ("model_error", "model_unavailable") and agent.attributes["error.type"] == stop
     assert not agent.status.is_ok
+
+
+def test_an_endpoint_that_is_not_http_is_refused_before_a_run_starts(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["run", "--task", "go", "--model", "scripted:x.yaml", "--out", str(tmp_path), "--otel-endpoint", "ftp://x"]
+    )
+    assert result.exit_code == 2 and "is not an http(s) URL" in result.output
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_endpoint_names_the_traces_path_once():
+    from cli.otel_options import traces_url
+
+    assert traces_url("http://localhost:6006") == "http://localhost:6006/v1/traces"
+    assert traces_url("http://localhost:4318/v1/traces") == "http://localhost:4318/v1/traces"

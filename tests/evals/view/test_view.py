@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy, StopPolicy
 from tests.agent.helpers import call
 from tests.evals.reports.conftest import ARGS, CHROMIUM
@@ -167,3 +167,43 @@ def test_a_running_chess_batch_fills_in_without_a_reload(server, page, folder):
         if batch.poll() is None:
             batch.kill()
             batch.wait()
+
+
+def test_the_command_serves_the_folder_and_says_where(folder):
+    import json
+    import urllib.request
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "cli", "view", str(folder), "--port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline()
+        assert line.startswith("harness view of ") and " at http://127.0.0.1:" in line, line
+        url = line.split(" at ")[1].split()[0]
+        for _ in range(100):
+            try:
+                listing = json.loads(urllib.request.urlopen(url + "api/listing", timeout=30).read())
+                break
+            except OSError:
+                time.sleep(0.2)
+        assert any(r["run_id"] == "long-run" for r in listing["runs"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_folder_that_is_not_there_or_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, ["view", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and "is not a folder" in result.output
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["view", str(tmp_path), "--port", str(port)])
+    assert result.exit_code == 2 and f"Port {port} on 127.0.0.1 is in use" in result.output
