@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from agent.models import check_model
 from agent.models.spec import is_local
 from agent.session import policy_for
 from cli.executor_options import (
@@ -26,6 +27,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import RunState, heartbeat, progress_bar
 from core.errors import HarnessError
@@ -34,7 +36,7 @@ from evals.chess import calibrate as calibration
 from evals.chess.batch import COLORS, Batch, ChessBatchSpec, Estimate, play_batch
 from evals.chess.elo import Rating
 from evals.chess.game import GameRules
-from evals.chess.players import ModelMaker
+from evals.chess.players import ModelMaker, load_player
 from evals.chess.rate import RateSpec, play_rated
 from evals.chess.runner import GameRun
 from evals.executors import Tally
@@ -109,12 +111,15 @@ def chess_command(
     calibration_table: Path = typer.Option(
         calibration.TABLE, "--calibration", help="With --rate: the ladder's calibration table."
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
     if ctx.invoked_subcommand is not None:
         return
+    use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
+    load_player(model, seed) if model.startswith("player:") else check_model(model)  # before the batch folder
     spec = ChessBatchSpec(
         games=games,
         make_model=ModelMaker(model),
