@@ -35,9 +35,11 @@ system:
 demo: setup system
 	$(VENV)/bin/harness demo
 
-# The static checks: the layers of ARCHITECTURE.md (import-linter), lint and format (ruff), types (mypy).
+# The static checks: the layers of ARCHITECTURE.md (import-linter), no import cycle between modules or between
+# the folders of a package (tests/test_import_graph.py), lint and format (ruff), types (mypy).
 check: setup
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/pytest -q tests/test_import_graph.py
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy

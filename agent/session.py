@@ -30,12 +30,12 @@ from agent.mcp_context import placed, prompt_task
 from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
+from agent.models.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.models.spec import is_local
 from agent.models.windows import context_window
 from agent.parts import Session
-from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
-from agent.stopping import StopRule
-from agent.task import Task
+from agent.run.stopping import StopRule
+from agent.run.task import Task
 from agent.telemetry import live_spans
 from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
@@ -121,7 +121,7 @@ class RunSpec:
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
     stop_rules: Sequence[StopRule] = ()
-    prices: Path | None = None  # the price table the model's price comes from; default: agent/prices.toml
+    prices: Path | None = None  # the price table the model's price comes from; default: agent/models/prices.toml
     memory: MemorySource | None = None  # the agent's memory: given, or the policy's `memory.tool`, turns it on
 
 
@@ -194,16 +194,16 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                 record_tools(journal, info, registry)
                 running = True
                 yield Session(
-                    task,
-                    policy,
-                    client,
-                    journal,
-                    box,
-                    registry,
-                    spec.stop_rules,
-                    price,
-                    info.context_window,
-                    context,
+                    task=task,
+                    policy=policy,
+                    model=client,
+                    journal=journal,
+                    sandbox=box,
+                    tools=registry,
+                    stop_rules=spec.stop_rules,
+                    price=price,
+                    context_window=info.context_window,
+                    context=context,
                     memory=store,
                 )
         finally:
@@ -350,15 +350,15 @@ def reopen_run(
                 registry, [*policy.mcp_resources, *task.resources], task
             )  # follow them again; the opening is journaled
             yield Session(
-                task,
-                policy,
-                model,
-                journal,
-                sandbox,
-                registry,
-                stop_rules,
-                info.price,
-                window,
+                task=task,
+                policy=policy,
+                model=model,
+                journal=journal,
+                sandbox=sandbox,
+                tools=registry,
+                stop_rules=stop_rules,
+                price=info.price,
+                context_window=window,
                 memory=store,
             )
     finally:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from agent.approval import pending_calls, record_decision
 from agent.recorded.replay import replay
-from agent.recovery.resume import resume
-from agent.stopping import FAILED
+from agent.recovery.approval import pending_calls, record_decision
+from agent.resume import resume
+from agent.run.stopping import FAILED
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text, warn
 from cli.progress import following_run, summary_table

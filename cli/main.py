@@ -12,9 +12,9 @@ from rich.text import Text
 
 from agent.mcp_context import task_vars
 from agent.memory_store import MemorySource
+from agent.run.stopping import FAILED
+from agent.run.task import Task, load_task
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
-from agent.stopping import FAILED
-from agent.task import Task, load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
@@ -30,7 +30,8 @@ from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
-from cli.swe import swe_app, swe_grade_command
+from cli.swe import swe_app
+from cli.swe_grade import swe_grade_command
 from cli.tasks import tasks_app
 from cli.view import view_command
 from core.errors import HarnessError
@@ -205,6 +206,12 @@ def serve_command(
         help="With --router prefix or session: requests in flight the preferred replica may have beyond the least "
         "busy one before a request goes to the least busy one instead; default 4.",
     ),
+    request_timeout: float = typer.Option(
+        15.0,
+        min=0.1,
+        help="Seconds a request's headers, and then its body, may take to arrive: a stalled connection is closed "
+        "(headers) or answered 408 (body).",
+    ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
     from engine import EngineConfig, EngineError
@@ -225,7 +232,7 @@ def serve_command(
         if replicas > 1:
             _replicas_server()(replicas, router, model, host, port, config, name, imbalance)
         else:
-            serve(model, host, port, config, name)
+            serve(model, host, port, config, name, request_timeout_s=request_timeout)
     except (EngineError, HarnessError, ValueError) as e:
         raise HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}") from None
 

@@ -10,7 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.models import check_model
 from agent.session import policy_for
+from cli.destination import stamp
 from cli.executor_options import (
     EXECUTOR,
     MAX_COST_USD,
@@ -25,11 +27,12 @@ from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
-from cli.swe import INFRA_RETRIES_OPTION, infra_lines, stamp
+from cli.swe_grade import INFRA_RETRIES_OPTION, infra_lines
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
+from evals.tasks.agents import is_reference
 from evals.tasks.batch import run_tasks
 from evals.tasks.image import parse_base_images, task_image
 from evals.tasks.report import TasksReport
@@ -85,6 +88,8 @@ def run_command(
     use_otel(otel_endpoint)
     if resume is not None and not resume.is_dir():
         raise HarnessError(f"--resume {resume}: no such batch folder. Name the folder an earlier run printed.")
+    if not is_reference(model):
+        check_model(model)  # before anything is built or created
     rewrites = parse_base_images(base_image)
     spec = SweBatchSpec(
         instances=_only(find_tasks(dirs), only),

@@ -32,7 +32,31 @@ class _Knobs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class CodeLimits(_Knobs):
+    timeout_s: float = Field(
+        120.0, gt=0, description="seconds a run_code program may run, its tool calls included, before it is stopped"
+    )
+    max_calls: int = Field(200, ge=1, description="tool calls one run_code program may make; the next one ends it")
+    max_output_chars: int = Field(
+        200_000,
+        ge=1,
+        description="characters a run_code program may print; past them it is stopped (the model sees head and "
+        "tail of what it printed, as of any output)",
+    )
+    direct_only: list[str] = Field(
+        default_factory=list,
+        description="tools a run_code program may not call, offered to the model as direct calls only (a write to "
+        "keep in sight); tools that always wait for approval are direct-only too",
+    )
+
+
 class DispatchPolicy(_Knobs):
+    mode: Literal["calls", "code", "both"] = Field(
+        "calls",
+        description="how the model acts: calls: one tool call at a time; code: it writes run_code programs that "
+        "call the tools as functions (direct-only tools stay direct calls); both: either",
+    )
+    code: CodeLimits = Field(CodeLimits(), description="limits of one run_code program")
     parallel: Literal["first_write_wins", "all", "one_call_only"] = Field(
         "first_write_wins",
         description="which tool calls of one reply run: first_write_wins runs the reads and the first "
@@ -54,7 +78,7 @@ class StopPolicy(_Knobs):
         None,
         gt=0,
         description="stop once the run's model calls (summaries and failed calls included) have cost this many "
-        "US dollars at the model's price (agent/prices.toml or `--prices FILE`; with no price for the model the run "
+        "US dollars at the model's price (agent/models/prices.toml or `--prices FILE`; with no price for the model the run "
         "does not start); the step that reaches it is the last, so a run overshoots by at most one step; "
         "none: no limit",
     )
@@ -224,6 +248,14 @@ class HarnessPolicy(_Knobs):
         description="MCP tools offered over all servers, in the order the servers are listed; "
         "the rest are left out with a notice",
     )
+    mcp_disclose_over_tokens: int | None = Field(
+        8000,
+        ge=0,
+        description="when the tools offered cost more than this many tokens in every request (their schemas, as "
+        "the model's tokenizer counts them) and the context has no disclose_tools step, the MCP tools are sent as "
+        "one-line summaries with describe_tool for the rest, as under disclose_tools (built-in tools stay whole); "
+        "none: never by itself",
+    )
 
 
 # The one preset table: name -> (what it does, the policy). Context numbers are starting points for
@@ -315,6 +347,15 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
+    if path.is_dir():
+        raise HarnessError(
+            f"Policy {name_or_path} is a folder, not a policy: name a .toml or .yaml policy file (in it, or "
+            f"anywhere), or a preset: {', '.join(sorted(PRESETS))}."
+        )
+    if path.is_file() and not path.suffix:
+        raise HarnessError(
+            f"Policy file {name_or_path} has no .toml, .yaml or .json suffix, so its format is unknown: rename it."
+        )
     if not path.suffix:
         raise HarnessError(
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "

@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.memory_store import recorded_memory
-from agent.pricing import Price, PriceTable, cost_usd, find_price
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price
 from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
 from agent.session import recorded_tools
@@ -188,7 +188,7 @@ def run_price(info: RunInfo, events: Sequence[Event], prices: PriceTable, price_
         price = find_price(price_model, prices)
         if price is None:
             raise HarnessError(
-                f"The price table has no {price_model!r}. Name a model it lists (agent/prices.toml), "
+                f"The price table has no {price_model!r}. Name a model it lists (agent/models/prices.toml), "
                 "or pass --prices FILE with that model in it."
             )
         return price
@@ -227,6 +227,7 @@ def counterfactual(
         recorded_folds=True,
         window=info.context_window,
         keep_prompts=engine is not None,
+        disclose_over=info.policy.get("mcp_disclose_over_tokens", HarnessPolicy().mcp_disclose_over_tokens),
     )
     found = fit(own.steps)
     scale = found.scale if scale_to_recorded and found is not None else None
@@ -271,6 +272,7 @@ def counterfactual(
             keep_prompts=engine is not None,
             memory=recorded_memory(run_dir, record, events, other.memory.superseded_shown) if record else None,
             show_memory=record is not None,
+            disclose_over=other.mcp_disclose_over_tokens,
         )
         out.policies.append(figures(other.name, r, price, scale or 1.0, engine=measured(r)))
     return out

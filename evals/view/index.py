@@ -18,7 +18,7 @@ from typing import Any
 
 from agent.journal.store import read_run_info
 from agent.journal.summary import Summary
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from evals.reports.detectors import DRIFT
 from evals.reports.load import RunData, is_run_dir, load_run
 from evals.reports.outcome import graded, outcome_label, success

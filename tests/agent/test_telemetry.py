@@ -8,8 +8,8 @@ import pytest
 
 from agent.journal.store import read_events, read_run_info
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from agent.telemetry import RunSpans
 from core.policy import HarnessPolicy
 from core.types import Usage

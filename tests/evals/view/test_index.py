@@ -4,8 +4,8 @@ drift) within each listing's time budget, running runs first; a poll re-reads on
 from __future__ import annotations
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy
 from evals.view import index
 from evals.view.index import Index

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy, StopPolicy
 from tests.agent.helpers import call
 from tests.evals.reports.conftest import ARGS, CHROMIUM

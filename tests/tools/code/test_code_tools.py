@@ -15,8 +15,8 @@ import yaml
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
 from agent.recorded.replay import replay
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import PRESETS
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import call, calls
@@ -101,7 +101,7 @@ import os, signal, sys
 from pathlib import Path
 from agent.models.scripted import ScriptedModel
 from agent.session import RunSpec, start
-from agent.task import Task
+from agent.run.task import Task
 from core.policy import PRESETS
 
 def die(event):

@@ -7,8 +7,8 @@ import pytest
 
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from agent.task import Task
 from core.policy import PRESETS
 from tests.agent.helpers import call, calls
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)

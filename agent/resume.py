@@ -23,9 +23,9 @@ from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
 from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
+from agent.run.stopping import RESUMABLE, StopRule
+from agent.run.task import Task
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from agent.stopping import RESUMABLE, StopRule
-from agent.task import Task
 from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
