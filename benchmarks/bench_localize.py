@@ -149,6 +149,9 @@ def shard(args: argparse.Namespace) -> None:
             print(f"[{done}/{len(records)}] {issue.instance_id} {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     variants = {**VARIANTS, **({"code + PageRank prior 0.1": replace(DEFAULT, prior=0.1)} if args.prior else {})}
+    if args.dense:
+        variants["dense only (wordllama, file skeletons)"] = replace(_BARE, content=0.0, dense=1.0)
+        variants["code + dense 0.5"] = replace(DEFAULT, dense=0.5)
     result = batch.run(records, args.repos, batch.METHODS, variants, progress)
     args.shard.mkdir(parents=True, exist_ok=True)
     with (args.shard / "outcomes.jsonl").open("w") as f:
@@ -217,6 +220,9 @@ def main() -> None:
     ap.add_argument("--not-repo", action="append", help="all but this repository's issues (repeatable)")
     ap.add_argument("--shard", type=Path, help="rank, and keep every outcome in this folder")
     ap.add_argument("--prior", action="store_true", help="also rank with the file graph's PageRank as a prior")
+    ap.add_argument(
+        "--dense", action="store_true", help="also rank with the dense half (wordllama's static embeddings)"
+    )
     ap.add_argument("--merge", type=Path, nargs="+", help="shard folders to put together (with --out)")
     ap.add_argument("--out", type=Path, help="with --merge: write summary.json, summary.md and outcomes.jsonl here")
     args = ap.parse_args()

@@ -141,13 +141,13 @@ def definitions(index: CodeIndex, changed: dict[str, list[int]]) -> list[str]:
 def _variants(
     variants: Mapping[str, Weights], index: CodeIndex, issue: Issue, gold: list[str], gold_functions: list[str]
 ) -> list[Outcome]:
-    by_words: dict[tuple[float, bool], Evidence] = {}
+    made: dict[tuple, Evidence] = {}  # variants that differ only in weights share their evidence
     out = []
     for name, w in variants.items():
-        key = (w.code_words, w.prior > 0)
-        if key not in by_words:
-            by_words[key] = evidence(index, issue.problem_statement, *key)
-        found = ranking(index, by_words[key], RANKED, w)
+        key = (w.code_words, w.prior > 0, w.dense > 0 and w.embedder)
+        if key not in made:
+            made[key] = evidence(index, issue.problem_statement, w)
+        found = ranking(index, made[key], RANKED, w)
         out.append(
             Outcome(
                 issue.instance_id,

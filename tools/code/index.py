@@ -20,6 +20,7 @@ import networkx as nx
 import numpy as np
 
 from tools.code import graph as file_graph
+from tools.code.dense import Embedder, skeleton_text
 from tools.code.entry import Entry, read
 from tools.code.languages import is_binary, is_minified, wanted
 from tools.code.lexical import Lexical
@@ -28,6 +29,7 @@ from tools.code.parse import Symbol
 from tools.code.words import Vocabulary
 
 VERSION = 2  # of the index's layout and words: a cached index of another version is rebuilt
+SKELETON_DEFINITIONS = 200  # of a file's definitions, those its embedding reads
 
 
 @dataclass
@@ -62,6 +64,7 @@ class CodeIndex:
         self.modules = module_names(self.by_path)
         self._graph: nx.DiGraph | None = None
         self._rank: np.ndarray | None = None
+        self._embedded: dict[str, np.ndarray] = {}
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -76,6 +79,16 @@ class CodeIndex:
         if self._rank is None:
             self._rank = file_graph.pagerank(self.graph)
         return self._rank
+
+    def embeddings(self, embedder: Embedder) -> np.ndarray:
+        """Each file's skeleton embedded (tools.code.dense), made when first asked for, per embedder."""
+        if embedder.name not in self._embedded:
+            texts = [
+                skeleton_text(e.path, [f"{s.header} {s.doc}" for s in e.symbols[:SKELETON_DEFINITIONS]])
+                for e in self.entries
+            ]
+            self._embedded[embedder.name] = embedder.embed(texts) if texts else np.zeros((0, 1), np.float32)
+        return self._embedded[embedder.name]
 
     @property
     def paths(self) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from cli.main import app
 from evals.reports.load import load_run, run_dirs_in
 from evals.reports.localization import Ranked, figures, of_run, read_rankings
