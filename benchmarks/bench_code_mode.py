@@ -30,7 +30,7 @@ from agent.journal.store import read_events  # noqa: E402
 from agent.models.scripted import ScriptedModel  # noqa: E402
 from agent.run.task import load_task  # noqa: E402
 from agent.session import RunSpec, SandboxSpec, start  # noqa: E402
-from core.events import InnerObserved, ModelReplied, ToolObserved  # noqa: E402
+from core.events import InnerObserved, ModelReplied, RunStopped, ToolObserved  # noqa: E402
 from core.policy import load_policy  # noqa: E402
 from evals.loops import captures  # noqa: E402
 
@@ -49,6 +49,8 @@ class Row:
     prompt_tokens: int
     tool_calls: int  # the calls tools ran: the model's, and its programs'
     wall_s: float
+    stop: str  # the run's stop reason
+    failed: str  # the first observation that was not ok, for a run that missed its end state
 
 
 def run(task: str, mode: str, sandbox: str, out: Path) -> Row:
@@ -71,9 +73,11 @@ def run(task: str, mode: str, sandbox: str, out: Path) -> Row:
     ran = sum(
         isinstance(e, ToolObserved) and e.observation.tool != "run_code" or isinstance(e, InnerObserved) for e in events
     )
-    return Row(
-        sandbox, task, mode, reached, len(replies), sum(e.counted_tokens or 0 for e in replies), ran, round(wall, 2)
-    )
+    stop = next((e.reason for e in reversed(events) if isinstance(e, RunStopped)), "none")
+    bad = [e.observation.text for e in events if isinstance(e, ToolObserved) and e.observation.status != "ok"]
+    tokens = sum(e.counted_tokens or 0 for e in replies)
+    failed = "" if reached or not bad else bad[0][:500]
+    return Row(sandbox, task, mode, reached, len(replies), tokens, ran, round(wall, 2), stop, failed)
 
 
 def table(rows: list[Row], sandbox: str) -> tuple[list[str], bool]:
