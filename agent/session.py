@@ -124,7 +124,9 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
     Anything of that which fails (a sandbox that cannot start, a task setup command that fails, an MCP server
     that does not connect) ends the run as `environment_error`, journaled and summarised like any stop, so the
     run folder has its summary.json; the error is raised (a sandbox's as HarnessError)."""
-    client = load_model(spec.model) if isinstance(spec.model, str) else spec.model
+    client = (
+        load_model(spec.model, spec.policy.dispatch.tool_timeout_s) if isinstance(spec.model, str) else spec.model
+    )
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)

@@ -10,17 +10,20 @@ form of SGLang's radix cache. A node owns the KV block holding its tokens.
 - `insert(tokens, blocks)` adds a finished request's blocks; blocks whose tokens are
   already cached are handed back to be freed. `add_child` adds one block under a node,
   for a running request handing over blocks as it fills them.
-- `hold(session, path, seconds)` keeps a session's path ahead of LRU while its client is
-  away (an agent running a tool), until the hold expires, the session's next request
-  arrives (`release`), or nothing else is left to evict.
-- `evict(n)` frees least-recently-used unlocked leaves until n blocks are free: first
-  the leaves no live hold covers, in LRU order; then held ones, the session due back
-  last first (under a cyclic return pattern, LRU among sleeping agents would evict each
-  one just before it comes back).
+- `hold(session, tokens, seconds)` keeps a session's path ahead of LRU while its client is
+  away (an agent running a tool), until the hold expires, the session's next request is
+  admitted (`release`; from its arrival, `arrived`, the hold no longer expires), or
+  running requests need the blocks and nothing else is left to evict.
+- `evict(n)` frees least-recently-used unlocked leaves until n blocks are free: the
+  leaves no live hold covers, in LRU order; then held ones, the earliest deadline first
+  and those of sessions whose next request is queued last. With one timeout for every
+  session that is LRU again: the time between two tool calls is heavy-tailed, so the
+  agent away longest is the one likeliest to stay away.
 """
 
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,6 +153,16 @@ class RadixCache:
         self.holds[session] = Hold(path, until)
         return len(path)
 
+    def arrived(self, session: str) -> None:
+        """The session's next request is queued: hold its blocks, last of all, until it is admitted."""
+        hold = self.holds.get(session)
+        if hold is None:
+            return
+        hold.until = math.inf
+        for node in hold.path:
+            if node.held:
+                node.held_until = math.inf
+
     def release(self, session: str) -> None:
         """End the session's hold, if it has one: its blocks go back to plain LRU."""
         hold = self.holds.pop(session, None)
@@ -172,7 +185,7 @@ class RadixCache:
     def evict(self, num_blocks: int) -> int:
         """Free up to `num_blocks` blocks from unlocked leaves, held ones last; returns how many were freed."""
         self.expire()
-        freed = self._drop(num_blocks, spare_held=True)
+        freed = self._drop(num_blocks)
         self.num_evicted += freed
         return freed
 
@@ -180,9 +193,9 @@ class RadixCache:
         """Drop every block no running request holds, held ones too (a reset, not counted as evictions)."""
         for session in list(self.holds):
             self.release(session)
-        return self._drop(self.num_nodes, spare_held=False)
+        return self._drop(self.num_nodes)
 
-    def _drop(self, num_blocks: int, spare_held: bool) -> int:
+    def _drop(self, num_blocks: int) -> int:
         leaves = [(n.last_access, id(n), n) for n in self._iter_nodes() if not n.children and n.lock_ref == 0]
         heapq.heapify(leaves)
         freed: list[int] = []
@@ -190,7 +203,7 @@ class RadixCache:
         newest = 0  # the last use of the youngest leaf freed in LRU order
         while leaves and len(freed) < num_blocks:
             _, _, node = heapq.heappop(leaves)
-            if spare_held and node.held:
+            if node.held:
                 passed.append(node)
                 continue
             newest = node.last_access
@@ -198,13 +211,13 @@ class RadixCache:
         for node in passed:
             self._spare(node, newest)
         if len(freed) < num_blocks and passed:
-            # Nothing unheld is left: held leaves go, the session due back last first.
-            due = [(-n.held_until, id(n), n) for n in passed]
+            # Nothing unheld is left: held leaves go, the earliest deadline first.
+            due = [(n.held_until, n.last_access, id(n), n) for n in passed]
             heapq.heapify(due)
             while due and len(freed) < num_blocks:
-                _, _, node = heapq.heappop(due)
+                *_, node = heapq.heappop(due)
                 self.num_held_evicted += 1
-                self._remove(node, freed, due, key=lambda n: -n.held_until)
+                self._remove(node, freed, due, key=lambda n: (n.held_until, n.last_access))
         self.pool.free(freed)
         return len(freed)
 
@@ -219,7 +232,7 @@ class RadixCache:
                 break
             node = node.parent
 
-    def _remove(self, node: Node, freed: list[int], heap: list, key=lambda n: n.last_access) -> None:
+    def _remove(self, node: Node, freed: list[int], heap: list, key=lambda n: (n.last_access,)) -> None:
         """Take a leaf out of the tree; its parent joins the heap once it is an unlocked leaf."""
         parent = node.parent
         assert parent is not None
@@ -230,7 +243,7 @@ class RadixCache:
             self.num_held -= 1
         freed.append(node.block)
         if parent is not self.root and not parent.children and parent.lock_ref == 0:
-            heapq.heappush(heap, (key(parent), id(parent), parent))
+            heapq.heappush(heap, (*key(parent), id(parent), parent))
 
     def _iter_nodes(self):
         stack = list(self.root.children.values())

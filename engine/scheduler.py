@@ -7,8 +7,9 @@ Then waiting requests are admitted, oldest first, while budget, sequence slots
 and KV blocks last. Admission first matches the request against the prefix cache.
 
 A request may carry a `ReturnHint` (sequence.py): when it finishes, the prefix cache
-holds what it computed for its session, and admitting the session's next request ends
-that hold (radix.py says in what order held blocks are evicted).
+holds what it computed for its session (evicted only once no unheld block is left;
+radix.py says in what order); the session's next request keeps that hold from expiring
+while it waits, and ends it when admitted.
 
 When a running sequence needs a block and none can be freed (even by evicting
 unlocked prefix-cache leaves), the newest running sequence is preempted by
@@ -57,6 +58,8 @@ class Scheduler:
         self.total_preemptions = 0
 
     def add(self, seq: Sequence) -> None:
+        if self.radix is not None and seq.hint is not None:
+            self.radix.arrived(seq.hint.session)
         self.waiting.append(seq)
 
     def has_work(self) -> bool:
@@ -112,8 +115,11 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self._release(seq)
-        if self.radix is not None and seq.hint is not None and reason in ("stop", "length"):
-            self.radix.hold(seq.hint.session, seq.token_ids[: seq.num_computed], seq.hint.within_s)
+        if self.radix is not None and seq.hint is not None:
+            if reason in ("stop", "length"):
+                self.radix.hold(seq.hint.session, seq.token_ids[: seq.num_computed], seq.hint.within_s)
+            else:  # aborted or failed, perhaps while queued: nothing says the session is coming back
+                self.radix.release(seq.hint.session)
 
     def postprocess(self, seqs: list[Sequence], tokens: list[int], now: float) -> None:
         """Append each sequence's sampled token, extend its text, and finish the ones that are

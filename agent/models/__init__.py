@@ -22,13 +22,22 @@ def _key(env: str, spec: str, required: bool = True) -> str:
 # Sent with every request to a compatible server, one key per client (so per run): a router in front
 # of several engine replicas (`harness serve --replicas N --router session`) pins a run to one.
 SESSION_HEADER = "X-Harness-Session"
+# With it, the run's tool timeout: a reply that starts a tool call brings the run back within that
+# many seconds, so `harness serve` keeps the run's prefix cached ahead of LRU meanwhile.
+RETURN_HEADER = "X-Harness-Return-Within"
 
 
-def _session_headers(m: ModelString) -> dict[str, str]:
-    return {SESSION_HEADER: uuid.uuid4().hex} if m.url is not None else {}
+def _session_headers(m: ModelString, return_within_s: float | None) -> dict[str, str]:
+    if m.url is None:
+        return {}
+    headers = {SESSION_HEADER: uuid.uuid4().hex}
+    if return_within_s is not None:
+        headers[RETURN_HEADER] = f"{return_within_s:g}"
+    return headers
 
 
-def load_model(spec: str) -> ModelClient:
+def load_model(spec: str, return_within_s: float | None = None) -> ModelClient:
+    """`return_within_s`: the run's tool timeout, which local and compatible servers' prefix caches are told."""
     m: ModelString = parse_model(spec)
     if m.kind == "scripted":
         from agent.models.scripted import ScriptedModel
@@ -41,7 +50,7 @@ def load_model(spec: str) -> ModelClient:
             m.name,
             api_key=_key("OPENAI_API_KEY", spec, required=m.url is None),
             base_url=m.url,
-            headers=_session_headers(m),
+            headers=_session_headers(m, return_within_s),
         )
     if m.kind in ("anthropic", "anthropic-compatible"):
         from agent.models.anthropic import AnthropicModel
@@ -50,8 +59,10 @@ def load_model(spec: str) -> ModelClient:
             m.name,
             api_key=_key("ANTHROPIC_API_KEY", spec, required=m.url is None),
             base_url=m.url,
-            headers=_session_headers(m),
+            headers=_session_headers(m, return_within_s),
         )
     from agent.models.local import LocalModel
 
-    return LocalModel(path=m.path, weights="int4" if m.kind == "local-int4" else "float32")
+    return LocalModel(
+        path=m.path, weights="int4" if m.kind == "local-int4" else "float32", return_within_s=return_within_s
+    )

@@ -96,7 +96,7 @@ def _resume(
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    client = continue_model(model or info.model, fold(events).model_replies)
+    client = continue_model(model or info.model, fold(events).model_replies, policy.dispatch.tool_timeout_s)
     if any(not isinstance(e, SandboxOpened) for e in events):
         snap, why = load_snapshot(run_dir)
         notes += [why] if why is not None else []
@@ -142,8 +142,8 @@ def clear_finished_run(run_dir: Path) -> list[str]:
     return [f"Removed what its process left behind: {', '.join(removed)}."] if removed else []
 
 
-def continue_model(model: str | ModelClient, replies: int) -> ModelClient:
-    client = load_model(model) if isinstance(model, str) else model
+def continue_model(model: str | ModelClient, replies: int, return_within_s: float) -> ModelClient:
+    client = load_model(model, return_within_s) if isinstance(model, str) else model
     if isinstance(client, ScriptedModel):
         client.calls = replies  # its next reply is the first the journal does not hold
     return client

@@ -58,19 +58,33 @@ def test_an_expired_hold_is_plain_lru_again():
     assert tree.evict(2) == 2 and tree.match(agent) == [] and tree.num_held_evicted == 0
 
 
-def test_held_blocks_go_only_when_nothing_else_can_the_session_due_back_last_first():
+def test_held_blocks_go_only_when_nothing_else_can_the_earliest_deadline_first():
     pool, tree, clock = _tree(num_blocks=6)
     early, late, free = [1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]
-    _cache(tree, pool, early)
-    tree.hold("early", early, 10.0)
     _cache(tree, pool, late)
     tree.hold("late", late, 20.0)
+    _cache(tree, pool, early)
+    tree.hold("early", early, 10.0)
     _cache(tree, pool, free)
     assert tree.evict(4) == 4
-    assert tree.match(free) == [] and tree.match(late) == [] and len(tree.match(early)) == 2
+    assert tree.match(free) == [] and tree.match(early) == [] and len(tree.match(late)) == 2
     assert tree.num_held_evicted == 2 and tree.num_held == 2
-    tree.release("late")  # its evicted path is released without touching the counts again
-    assert tree.num_held == 2 and tree.holds.keys() == {"early"}
+    tree.release("early")  # its evicted path is released without touching the counts again
+    assert tree.num_held == 2 and tree.holds.keys() == {"late"}
+
+
+def test_a_session_whose_next_request_is_queued_is_held_last_and_never_expires():
+    pool, tree, clock = _tree(num_blocks=4)
+    queued, away = [1, 2, 3, 4], [5, 6, 7, 8]
+    _cache(tree, pool, queued)
+    tree.hold("queued", queued, 5.0)
+    _cache(tree, pool, away)
+    tree.hold("away", away, 60.0)
+    tree.arrived("queued")
+    clock.now = 30.0
+    tree.expire()
+    assert tree.holds.keys() == {"queued", "away"}
+    assert tree.evict(2) == 2 and tree.match(away) == [] and len(tree.match(queued)) == 2
 
 
 def test_sessions_sharing_a_prefix_hold_it_until_the_last_lets_go():
