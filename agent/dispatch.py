@@ -15,14 +15,14 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
-from agent.approval import Decision, refusal_text
+from agent.approval import Decision, input_id, refusal_text
 from agent.journal.store import Journal
 from agent.recovery.reconcile import Recovered, settle
-from core.events import ToolIntent, ToolObserved
+from core.events import InputRequested, ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
@@ -38,6 +38,9 @@ Cap = Callable[[Observation, Callable[[], str]], Observation]  # a Decision carr
 class Dispatched:
     observations: list[Observation]
     submission: str | None = None  # set when a tool ended the run with an answer
+    # Questions a tool asked that wait for a person (their ids): that call and the reply's later calls
+    # have no observation yet; the run stops awaiting approval and a resume finishes the step.
+    awaiting: list[str] = field(default_factory=list)
 
 
 def dispatch(
@@ -50,9 +53,11 @@ def dispatch(
     approve: Approver | None = None,
     recovered: Recovered | None = None,
     cap: Cap | None = None,
+    answers: Callable[[str], tuple[dict, ...]] | None = None,
 ) -> Dispatched:
     """`recovered` is set when a resumed run finishes a step its crashed process began; `cap` cuts an observation
-    too long for the model's window (agent.overflow.observation_cap)."""
+    too long for the model's window (agent.overflow.observation_cap); `answers`: a person's answers to the
+    questions a call's tool asked before (agent.approval.answers_for)."""
     observations: list[Observation] = []
     submission: str | None = None
     closed: str | None = None  # once set, every later call is rejected with this reason
@@ -68,7 +73,12 @@ def dispatch(
             )
             closed = _closes_reply(call, obs, result, tools, policy)
         else:
-            obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve, recovered)
+            given = answers(call.id) if answers is not None else ()
+            obs, tb, result = _run_call(
+                call, step, tools, replace(ctx, inputs=given), policy, journal, approve, recovered
+            )
+            if result is not None and result.awaiting_input:
+                return Dispatched(observations, submission, _asked(call, step, given, result, journal))
             closed = _closes_reply(call, obs, result, tools, policy)
         if prior is None:
             obs = _truncate(obs, step, policy, journal, cap)
@@ -87,6 +97,15 @@ def dispatch(
         if result is not None and result.submission is not None and submission is None:
             submission = result.submission
     return Dispatched(observations, submission)
+
+
+def _asked(call: ToolCall, step: int, given: tuple, result: ToolResult, journal: Journal) -> list[str]:
+    """Journal the questions of a call that only a person can answer; their ids."""
+    ids = []
+    for n, question in enumerate(result.awaiting_input, len(given) + 1):
+        ids.append(input_id(call.id, n))
+        journal.append(InputRequested(step=step, call_id=call.id, input_id=ids[-1], question=question))
+    return ids
 
 
 def _closes_reply(
@@ -131,7 +150,8 @@ def _run_call(
         decision = approve(call, tool) if approve is not None else False
         if not decision:
             return _observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
-    if tool.effect is Effect.WRITE:
+    ctx = replace(ctx, call_id=call.id, step=step)
+    if tool.effect is not Effect.READ:
         ctx = replace(ctx, idempotency_key=idempotency_key(call))
     if recovered is not None and call.id in recovered.interrupted:
         settled = settle(call, tool, args, ctx, policy.checkpoint, recovered)
@@ -139,7 +159,7 @@ def _run_call(
             return settled, None, None
         if settled is not None:  # its effect was already in place: report what the run reported
             return _from_result(call, settled, time.monotonic()), None, settled
-    if tool.effect is Effect.WRITE:
+    if tool.effect is not Effect.READ:
         journal.append(
             ToolIntent(
                 step=step,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from agent.approval import Decision
 from agent.dispatch import Cap
 from agent.journal.store import Journal
+from agent.memory_store import MemoryStore
 from agent.models.base import ModelClient
 from agent.pricing import Price
 from agent.prompt_digest import PromptDigest
@@ -36,6 +37,8 @@ class Session:
     stop_rules: Sequence[StopRule] = ()
     price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
     context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
+    context: str = ""  # what the host placed before the task in the opening prompt (MCP resources, agent.mcp_context)
+    memory: MemoryStore | None = None  # the notes the agent keeps (the memory tool's store); None: it keeps none
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -117,6 +118,18 @@ def replay_command(
         raise typer.Exit(1)
 
 
+def parsed_answer(answer: str | None) -> dict | None:
+    if answer is None:
+        return None
+    try:
+        value = json.loads(answer)
+    except json.JSONDecodeError as e:
+        raise HarnessError(f"--answer is not valid JSON ({e}); give a JSON object of the form's fields.") from None
+    if not isinstance(value, dict):
+        raise HarnessError(f"--answer must be a JSON object of the form's fields, not {type(value).__name__}.")
+    return value
+
+
 @exits_on_error
 def approve_command(
     run_dir: Path = typer.Argument(..., help="The run directory that stopped awaiting approval."),
@@ -125,16 +138,23 @@ def approve_command(
     ),
     yes: bool = typer.Option(None, "--yes/--no", help="Approve the call (--yes) or refuse it (--no). One is required."),
     note: str = typer.Option("", help="A note for the model; with --no it is shown in the refusal the model sees."),
+    answer: str = typer.Option(
+        None,
+        help="For a tool's question (an id CALL.inputN): the answer, a JSON object of the form's fields; fields "
+        "left out take the form's defaults.",
+    ),
 ) -> None:
     """Record a decision on a call that waits for approval; `harness resume RUN_DIR` then acts on it.
 
     A refused call becomes a `denied` observation that the model sees, with the note. For a
     write that was cut short by a crash (policy checkpoint.interrupted_writes = ask), --yes
-    runs it again and --no tells the model its outcome is unknown.
+    runs it again and --no tells the model its outcome is unknown. For a question an MCP
+    server asked during a call (CALL.inputN), --yes --answer JSON answers it and --no declines
+    it; the resumed run calls the tool again and gives the server that answer.
     """
     if yes is None:
         raise HarnessError("Say --yes to approve the call or --no to refuse it.")
-    record_decision(run_dir, call, yes, note)
+    record_decision(run_dir, call, yes, note, parsed_answer(answer))
     left = pending_calls(run_dir)
     console.print(
         text(

@@ -14,8 +14,6 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from agent.models import load_model
-from agent.models.base import ModelClient
 from agent.models.spec import is_local
 from agent.session import policy_for
 from cli.executor_options import (
@@ -36,20 +34,10 @@ from evals.chess import calibrate as calibration
 from evals.chess.batch import COLORS, Batch, ChessBatchSpec, Estimate, play_batch
 from evals.chess.elo import Rating
 from evals.chess.game import GameRules
-from evals.chess.players import load_player
+from evals.chess.players import ModelMaker
 from evals.chess.rate import RateSpec, play_rated
 from evals.chess.runner import GameRun
 from evals.executors import Tally
-
-
-def model_maker(spec: str):
-    """`player:...` is a scripted chess player (evals/chess/players.py); anything else a model string."""
-
-    def make(seed: int) -> ModelClient:
-        return load_player(spec, seed) if spec.startswith("player:") else load_model(spec)
-
-    return make
-
 
 app = typer.Typer(no_args_is_help=False)
 
@@ -129,7 +117,7 @@ def chess_command(
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
     spec = ChessBatchSpec(
         games=games,
-        make_model=model_maker(model),
+        make_model=ModelMaker(model),
         opponent=opponent,
         color=color,
         policy=policy_for(policy, model),

@@ -26,6 +26,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
 from core.errors import HarnessError
@@ -228,6 +229,8 @@ def swe_command(
     reruns: int = RERUNS,
     test_env: list[str] = TEST_ENV,
     exclude_flaky: Path = EXCLUDE_FLAKY,
+    memory: str = MEMORY,
+    memory_key: str = BATCH_MEMORY_KEY,
 ) -> None:
     """Run a model on every instance of a suite in Docker sandboxes, then grade the patches with the hidden tests."""
     if ctx.invoked_subcommand is not None:
@@ -249,6 +252,7 @@ def swe_command(
         prices=prices,
         infra_retries=infra_retries,
         test_timeout_s=timeout,
+        memory=memory_dir(memory, memory_key),
     )
     report = _run_following(spec, stderr if as_json else console)  # the JSON alone on stdout
     _print_report(report, spec, as_json)

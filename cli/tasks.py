@@ -21,6 +21,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
 from cli.swe import INFRA_RETRIES_OPTION, infra_lines, stamp
@@ -74,6 +75,8 @@ def run_command(
     max_cost_usd: float = MAX_COST_USD,
     prices: Path = PRICES,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (progress to stderr)."),
+    memory: str = MEMORY,
+    memory_key: str = BATCH_MEMORY_KEY,
 ) -> None:
     """Build each task's environment, run the agent on its instruction in that container with the task's
     network and limits, then run its tests/test.sh and read the reward; a task is resolved at reward 1.0."""
@@ -89,6 +92,7 @@ def run_command(
         max_cost_usd=max_cost_usd,
         prices=prices,
         infra_retries=infra_retries,
+        memory=memory_dir(memory, memory_key),
     )
     said = stderr if as_json else console
     report = _run_following(spec, rewrites, said)

@@ -79,6 +79,12 @@ class ApprovalPolicy(_Knobs):
     per_tool: dict[str, Literal["never", "always"]] = Field(
         default_factory=dict, description="tool name -> never or always, overriding `approve` for that tool"
     )
+    elicitation: Literal["ask", "defaults", "decline"] = Field(
+        "ask",
+        description="an MCP server's question during a tool call (elicitation): ask stops the run awaiting a "
+        "person's answer (`harness approve --answer`), as a write waits for approval; defaults accepts with "
+        "the form's defaults; decline declines it",
+    )
 
 
 class CheckpointPolicy(_Knobs):
@@ -154,6 +160,20 @@ class ModelParams(_Knobs):
     )
 
 
+class MemoryPolicy(_Knobs):
+    tool: bool = Field(
+        False,
+        description="offer the `memory` tool (Anthropic's memory commands over files in /memories, kept by the "
+        "harness outside the sandbox) and show the memory in every prompt; `--memory DIR` turns it on with a "
+        "store that outlives the run",
+    )
+    max_file_bytes: int = Field(16000, ge=1, description="the most bytes one memory file may hold")
+    max_total_bytes: int = Field(64000, ge=1, description="the memory's quota: the most bytes of all its files")
+    superseded_shown: int = Field(
+        8, ge=0, description="superseded versions the prompt lists, newest first, one line each (all stay kept)"
+    )
+
+
 class HarnessPolicy(_Knobs):
     name: str = Field("default", description="the policy's name, as run.json and reports show it")
     system_prompt: str | None = Field(None, description="the system prompt; none: the task's, else the built-in one")
@@ -174,7 +194,17 @@ class HarnessPolicy(_Knobs):
         description="context steps applied in order to the history "
         "to make each prompt; empty: every message is resent verbatim",
     )
+    memory: MemoryPolicy = Field(MemoryPolicy(), description="the notes the agent keeps itself (the memory tool)")
     mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
+    mcp_resources: list[str] = Field(
+        default_factory=list,
+        description="MCP resources placed before the task in the opening prompt, as SERVER:URI (a URI may be a "
+        "template filled from the task's id and vars); one that changes during the run is read again and its "
+        "new content appended at the next step",
+    )
+    mcp_read_resource: bool = Field(
+        False, description="offer the model a read_resource tool, to read MCP resources it chooses itself"
+    )
     mcp_max_tools: int = Field(
         MAX_TOOLS,
         ge=0,
@@ -227,6 +257,23 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
                     summariser_prompt="fork",
                 )
             ],
+        ),
+    ),
+    (
+        "as `compact_cache_aware`, and the agent keeps notes with the memory tool: files in /memories that the "
+        "harness keeps outside the sandbox, dates, supersedes and shows after the working memory",
+        HarnessPolicy(
+            name="compact_memory",
+            context=[
+                Compact(
+                    trigger_tokens=12000,
+                    keep_first_tokens=7000,
+                    keep_recent_steps=0,
+                    layout="append",
+                    summariser_prompt="fork",
+                )
+            ],
+            memory=MemoryPolicy(tool=True),
         ),
     ),
     (

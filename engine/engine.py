@@ -75,8 +75,9 @@ class Engine:
         self._ids = itertools.count()
         self._arrivals = itertools.count()
         self._ahead: Ahead | None = None  # the decode step running ahead of the one being read
-        self.loop = Loop(self.step, lambda: self.scheduler.has_work(), self._on_step_error)
-        self.loop.start(lambda: self._load(model))  # a bad model file raises here, in the caller's thread
+        self.loop = Loop()
+        # A bad model file raises here, in the caller's thread.
+        self.loop.start(lambda: self._load(model), self.step, lambda: self.scheduler.has_work(), self._on_step_error)
         # Stop the loop before interpreter teardown pulls torch out from under it.
         ref = weakref.ref(self)
 
@@ -85,6 +86,7 @@ class Engine:
             if engine is not None:
                 engine.shutdown()
 
+        self._at_exit = shutdown_at_exit
         atexit.register(shutdown_at_exit)
 
     def _load(self, model: str | Path | Checkpoint | None) -> None:
@@ -164,6 +166,8 @@ class Engine:
     def _make_sequence(
         self, prompt: str | list[int], params: SamplingParams, request_id: str | None, hint: ReturnHint | None
     ) -> Sequence:
+        if self.loop.stopped:  # its KV cache is gone: say so before measuring the prompt against it
+            raise EngineStoppedError("the engine is shut down; create a new Engine")
         if not isinstance(params, SamplingParams):
             raise InvalidRequestError(f"params must be SamplingParams, got {type(params).__name__}")
         params.validate()
@@ -313,9 +317,16 @@ class Engine:
         fail_all(self._handles, self.scheduler, error, "error")
 
     def shutdown(self) -> None:
+        """Stop the loop thread, fail every request still queued, and free the weights and the KV cache: an
+        engine something still refers to (a client, a server's state) holds no memory of note afterwards.
+        It serves nothing more; a second call does nothing."""
         self.loop.stop()
+        atexit.unregister(self._at_exit)
         with self.loop.lock:
             fail_all(self._handles, self.scheduler, EngineStoppedError("the engine was shut down"), "abort")
+            if hasattr(self, "runner"):
+                del self.runner, self.model, self.kv
+                self._ahead = None
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.

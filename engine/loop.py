@@ -25,20 +25,26 @@ T = TypeVar("T")
 
 
 class Loop:
-    def __init__(
-        self, step: Callable[[], object], has_work: Callable[[], bool], on_step_error: Callable[[Exception], None]
-    ):
-        self.step = step
-        self.has_work = has_work
-        self.on_step_error = on_step_error  # a step raised: the loop goes on after this
+    def __init__(self) -> None:
         self.inbox: list[Callable[[], None]] = []  # changes for the loop thread to apply
         self.work = threading.Condition()  # guards the inbox and `stopped`
         self.lock = threading.Lock()  # held by the loop thread around each round of changes and a step
         self.stopped = False
         self.thread: threading.Thread | None = None
 
-    def start(self, setup: Callable[[], None], name: str = "engine-loop") -> None:
-        """Run `setup` on a new thread, then loop there; setup's exception is raised here."""
+    def start(
+        self,
+        setup: Callable[[], None],
+        step: Callable[[], object],
+        has_work: Callable[[], bool],
+        on_step_error: Callable[[Exception], None],
+        name: str = "engine-loop",
+    ) -> None:
+        """Run `setup` on a new thread, then loop there: `step` while `has_work`, `on_step_error` when a step
+        raises (the loop goes on after it). Setup's exception is raised here.
+
+        Only the running thread holds the functions (and so the engine they belong to): once `stop` has
+        ended it, nothing here keeps the engine alive, and dropping the engine frees its memory at once."""
         ready: Future = Future()
 
         def main() -> None:
@@ -49,7 +55,7 @@ class Loop:
                 ready.set_exception(e)
                 return
             ready.set_result(None)
-            self._run()
+            self._run(step, has_work, on_step_error)
 
         self.thread = threading.Thread(target=main, name=name, daemon=True)
         self.thread.start()
@@ -88,10 +94,12 @@ class Loop:
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(timeout=10)
 
-    def _run(self) -> None:
+    def _run(
+        self, step: Callable[[], object], has_work: Callable[[], bool], on_step_error: Callable[[Exception], None]
+    ) -> None:
         while True:
             with self.work:
-                while not self.inbox and not self.has_work() and not self.stopped:
+                while not self.inbox and not has_work() and not self.stopped:
                     self.work.wait()
                 if self.stopped:
                     return
@@ -103,6 +111,6 @@ class Loop:
                     except Exception:  # a change that fails must not take the loop down with it
                         log.exception("engine: applying a queued change failed")
                 try:
-                    self.step()
+                    step()
                 except Exception as e:
-                    self.on_step_error(e)
+                    on_step_error(e)

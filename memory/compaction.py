@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.context_policy import Compact, tokens
-from core.memory_types import Fold, WorkingMemory, keep_failures
+from core.memory_types import Fold, WorkingMemory, merged
 from core.types import Message, Usage
 from memory.folds import delta_text, full_text, head_len, notes_at, render_folds
 from memory.summariser import (
@@ -109,8 +109,10 @@ def compact(
     trigger: Literal["tokens", "every_steps", "overflow"],
     tools: Sequence = (),
     window: int | None = None,
+    memory_text: str | None = None,
 ) -> CompactionResult:
-    """`window`: the model's context window, for the budgets given as a share of it."""
+    """`window`: the model's context window, for the budgets given as a share of it; `memory_text`: the agent's
+    memory as the fold leaves it (memory.notes.run_note), which the fold keeps."""
     before = counter.prompt_tokens(prompt)
     usage, finish = Usage(), ""
     attempts: list[Attempt] = []
@@ -148,17 +150,16 @@ def compact(
         else:
             request = fresh_request(previous, history[start:end], steps)
         req = SummaryRequest(
-            request, previous, list(history[start:end]), cap, tools if cfg.summariser_prompt == "fork" else ()
+            request, previous, list(history[start:end]), cap, tools if cfg.summariser_prompt == "fork" else (), steps
         )
         memory, used, finish, tried = _ask(summariser, req, steps)
         usage = usage + used
         attempts.extend(tried)
         if memory is not None:
-            memory = keep_failures(previous, memory)
+            memory = merged(previous, memory, steps[1])
             fold = _make_fold(history, folds, cfg, counter, previous, memory, end, steps, window)
-            return result(
-                fold.model_copy(update={"at_step": len(step_starts(history)), "start": start}), _warning(attempts)
-            )
+            made = {"at_step": len(step_starts(history)), "start": start, "memory_text": memory_text}
+            return result(fold.model_copy(update=made), _warning(attempts))
         if attempts and attempts[-1].finish_reason != "length":
             break  # invalid even after the repair attempt: a bigger cap will not help
     return result(None, _failure(attempts))
@@ -189,7 +190,7 @@ def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
     if memory is not None:
         return memory, usage, reply.finish_reason, attempts
     fixed = SummaryRequest(
-        repair_request(req.messages, reply, problem or ""), req.previous, req.folded, req.cap, req.tools
+        repair_request(req.messages, reply, problem or ""), req.previous, req.folded, req.cap, req.tools, req.steps
     )
     try:
         reply = summariser.summarise(fixed)

@@ -11,9 +11,10 @@ would be).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
-from core.memory_types import ArtifactRef, FailedApproach, StepStatus, WorkingMemory
+from core.memory_types import ArtifactRef, Fact, FailedApproach, StepStatus, Superseded, WorkingMemory
 from core.types import Message, ModelReply, Usage
 from memory.summariser import SummaryRequest
 from memory.tokens import TokenCounter
@@ -21,7 +22,10 @@ from memory.tokens import TokenCounter
 KEEP_STEPS = 8
 KEEP_ARTIFACTS = 12
 KEEP_DECISIONS = 8
+KEEP_FACTS = 12
 WRITES = ("write_file", "replace")
+NOT_FACTS = (*WRITES, "submit", "memory", "describe_tool")  # what these return is about the call, not the world
+UNTRACKED = "(no longer tracked)"
 
 
 def _label(name: str, arguments: str) -> str:
@@ -41,11 +45,15 @@ def _why(text: str) -> str:
     return (errors[-1] if errors else lines[-1] if lines else "")[:160]
 
 
-def extract(previous: WorkingMemory, folded: Sequence[Message]) -> WorkingMemory:
+def extract(previous: WorkingMemory, folded: Sequence[Message], first_step: int = 0) -> WorkingMemory:
+    """`first_step`: the number of the first folded step, which facts are dated by (0: unknown)."""
     results = {m.tool_call_id: m for m in folded if m.role == "tool"}
     steps, failed = list(previous.steps), list(previous.failed_approaches)
     artifacts, decisions = list(previous.artifacts), list(previous.decisions)
+    facts = {f.about: f for f in previous.facts}
+    step = first_step - 1
     for m in folded:
+        step += m.role == "assistant"
         for call in m.tool_calls if m.role == "assistant" else ():
             result = results.get(call.id)
             ok = result is not None and result.status == "ok"
@@ -53,20 +61,40 @@ def extract(previous: WorkingMemory, folded: Sequence[Message]) -> WorkingMemory
             steps.append(StepStatus(step=label, status="done" if ok else "blocked"))
             if not ok and result is not None and label not in {f.approach for f in failed}:
                 failed.append(FailedApproach(approach=label, why=_why(result.text)))
-            path = _path(call.arguments)
+            path = _path(call.arguments) if call.name != "memory" else None  # /memories is no file of the task
             if path:
                 note = "edited" if call.name in WRITES else "read"
                 artifacts = [a for a in artifacts if a.path != path] + [ArtifactRef(path=path, note=note)]
                 if call.name in WRITES and ok and f"edited {path}" not in decisions:
                     decisions.append(f"edited {path}")
+            if result is not None and call.name not in NOT_FACTS:
+                value = f"{result.status}: {_gist(result.text)}"
+                if label not in facts or facts[label].value != value:
+                    facts.pop(label, None)  # the newest last; a changed value supersedes the older (core.memory_types)
+                    facts[label] = Fact(about=label, value=value, at_step=step if first_step else None, source=call.id)
+    kept = list(facts.values())
+    untracked = [
+        Superseded(about=f.about, value=f.value, from_step=f.at_step, until_step=step or None, by=UNTRACKED)
+        for f in kept[:-KEEP_FACTS]
+        if f in previous.facts
+    ]
     return previous.model_copy(
         update={
             "steps": steps[-KEEP_STEPS:],
             "failed_approaches": failed,
             "artifacts": artifacts[-KEEP_ARTIFACTS:],
             "decisions": decisions[-KEEP_DECISIONS:],
+            "facts": kept[-KEEP_FACTS:],
+            "superseded": untracked,
         }
     )
+
+
+def _gist(text: str) -> str:
+    """An output in one short line: its meaningful lines (a file's without their numbers), cut to 160 characters."""
+    lines = [re.sub(r"^\s*\d+\t", "", line).strip() for line in text.splitlines()]
+    said = " / ".join(line for line in lines if line)
+    return said if len(said) <= 160 else said[:159] + "…"
 
 
 def _path(arguments: str) -> str | None:
@@ -84,8 +112,8 @@ class ExtractiveSummariser:
         self.name = "extractive"
 
     def summarise(self, request: SummaryRequest) -> ModelReply:
-        memory = extract(request.previous, request.folded)
-        text = json.dumps(memory.model_dump(mode="json"), sort_keys=True)
+        memory = extract(request.previous, request.folded, request.steps[0])
+        text = json.dumps(memory.model_dump(mode="json", exclude_none=True), sort_keys=True)
         ids = self.counter.text_ids(text)
         finish = "stop"
         if len(ids) > request.cap:  # as a model would be: stopped mid-object at its cap

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from core.context_policy import Limits
 from core.events import SummaryReplied
-from core.memory_types import MEMORY_REPLY_SCHEMA, MEMORY_SCHEMA, WorkingMemory
+from core.memory_types import MEMORY_REPLY_SCHEMA, MEMORY_SCHEMA, WorkingMemory, current_json
 from core.types import Message, ModelReply
 from memory.truncate import head_tail
 
@@ -29,7 +29,10 @@ SYSTEM = (
 )
 RULES = (
     "Rules: drop what later steps made obsolete (finished plan items, answered questions, files no longer "
-    "relevant); keep every failed approach with why it failed; keep paths, commands and handles exact; be brief."
+    "relevant); keep every failed approach with why it failed; keep paths, commands and handles exact; be brief. "
+    "Facts: what a tool's output showed, one value per thing (`about` named the same way each time), with the "
+    "step and call id it came from; when a later step shows a new value, give the fact the new value: the "
+    "harness keeps the older one as superseded."
 )
 OBSERVATION_LIMITS = Limits(head_chars=1200, tail_chars=800)
 
@@ -41,6 +44,7 @@ class SummaryRequest:
     folded: list[Message]  # the raw history being folded, for summarisers that read it directly
     cap: int  # max completion tokens
     tools: Sequence[Any] = field(default_factory=tuple)  # fork mode sends the agent's tools, to share its prefix
+    steps: tuple[int, int] = (0, 0)  # the steps being folded, first and last
 
 
 class Summariser(Protocol):
@@ -139,7 +143,7 @@ def instruction(previous: WorkingMemory, steps: tuple[int, int], in_prompt: bool
     where = "in the conversation above" if in_prompt else "below"
     return (
         f"Fold steps {steps[0]}-{steps[1]} ({where}) into the working memory. Do not call tools.\n"
-        f"Previous memory:\n{json.dumps(previous.model_dump(mode='json'), sort_keys=True)}\n"
+        f"Previous memory:\n{json.dumps(current_json(previous), sort_keys=True)}\n"
         f"{RULES}\nReply with one JSON object matching this schema:\n{json.dumps(MEMORY_SCHEMA, sort_keys=True)}"
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import AbstractContextManager, closing, nullcontext
 
 from agent.models.base import ModelClient
 from agent.models.spec import ModelString, parse_model
@@ -37,7 +38,9 @@ def _session_headers(m: ModelString, return_within_s: float | None) -> dict[str,
 
 
 def load_model(spec: str, return_within_s: float | None = None) -> ModelClient:
-    """`return_within_s`: the run's tool timeout, which local and compatible servers' prefix caches are told."""
+    """A client of `spec`; the caller closes it. Inside `shared_engines()` (agent/models/shared.py), the local
+    engine is the one the block shares, else the client loads an engine of its own. `return_within_s`: the
+    run's tool timeout, which a compatible server's or the local engine's prefix cache is told."""
     m: ModelString = parse_model(spec)
     if m.kind == "scripted":
         from agent.models.scripted import ScriptedModel
@@ -61,8 +64,15 @@ def load_model(spec: str, return_within_s: float | None = None) -> ModelClient:
             base_url=m.url,
             headers=_session_headers(m, return_within_s),
         )
-    from agent.models.local import LocalModel
+    from agent.models.local import LocalModel, load_engine
+    from agent.models.shared import SHARED
 
-    return LocalModel(
-        path=m.path, weights="int4" if m.kind == "local-int4" else "float32", return_within_s=return_within_s
-    )
+    weights = "int4" if m.kind == "local-int4" else "float32"
+    shared = SHARED.get(spec, lambda: load_engine(m.path, weights, spec))  # None outside a batch's block
+    return LocalModel(path=m.path, engine=shared, weights=weights, return_within_s=return_within_s)
+
+
+def client_for(model: str | ModelClient, return_within_s: float | None = None) -> AbstractContextManager[ModelClient]:
+    """`model`'s client for the length of a block: one loaded from a model string is closed when the block
+    ends, however it ends; a client passed in stays open (whoever made it closes it)."""
+    return closing(load_model(model, return_within_s)) if isinstance(model, str) else nullcontext(model)

@@ -57,6 +57,9 @@ class AnthropicModel:
             kwargs["extra_body"] = {"temperature": params.temperature}
         return kwargs
 
+    def close(self) -> None:
+        self.client.close()
+
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, anthropic.Timeout), max_retries=params.sdk_retries)

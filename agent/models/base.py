@@ -18,6 +18,11 @@ class ModelClient(Protocol):
         (ContextOverflowError when the prompt is longer than the model's window)."""
         ...
 
+    def close(self) -> None:
+        """Free what the client holds (an HTTP client's connections, a local engine it loaded); whoever
+        made the client calls it once the client's runs are over."""
+        ...
+
 
 # A client that knows its model's context window also has `context_window(params) -> int | None`
 # (agent.models.windows asks it); it is no part of the protocol, since scripted clients have none.

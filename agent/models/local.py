@@ -3,7 +3,7 @@
     LocalModel()                      # `local`: the embedded SmolLM2-135M-Instruct
     LocalModel(path="model.gguf")     # `local:PATH`
     LocalModel(weights="int4")        # `local-int4`: the file's 4-bit weights, bfloat16 activations
-    LocalModel(engine=an_engine)      # share an engine that is already loaded
+    LocalModel(engine=an_engine)      # share an engine that is already loaded (its owner shuts it down)
 
 With `return_within_s` (the run's tool timeout) every request carries a `ReturnHint` under this
 client's own session key, so the engine's prefix cache keeps the run's prefix while its tools run.
@@ -27,6 +27,16 @@ from tools.base import Tool, openai_schema
 FINISH: dict[str, FinishReason] = {"stop": "stop", "tool_calls": "tool_calls", "length": "length"}
 
 
+def load_engine(path: str | None, weights: str, name: str):
+    """The engine of the model at `path` (None: the embedded one), its loading failure said as a HarnessError."""
+    from engine import Engine, EngineConfig, EngineError
+
+    try:
+        return Engine(path, EngineConfig(weights=weights))
+    except EngineError as e:
+        raise HarnessError(f"Cannot load the local model {name}: {e}") from None
+
+
 class LocalModel:
     def __init__(
         self,
@@ -36,17 +46,19 @@ class LocalModel:
         weights: str = "float32",
         return_within_s: float | None = None,
     ):
-        from engine import Engine, EngineConfig, EngineError, ReturnHint
+        from engine import ReturnHint
 
         kind = "local" if weights == "float32" else f"local-{weights}"
         self.name = name or (kind if path is None else f"{kind}:{path}")
-        if engine is None:
-            try:
-                engine = Engine(path, EngineConfig(weights=weights))
-            except EngineError as e:
-                raise HarnessError(f"Cannot load the local model {self.name}: {e}") from None
-        self.engine = engine
+        self.owns_engine = engine is None
+        self.engine = load_engine(path, weights, self.name) if engine is None else engine
         self.hint = ReturnHint(uuid.uuid4().hex, return_within_s) if return_within_s is not None else None
+
+    def close(self) -> None:
+        """Shut down the engine this client loaded: its thread stops, and its weights and KV cache go. An
+        engine it was given is its owner's to shut down."""
+        if self.owns_engine:
+            self.engine.shutdown()
 
     def context_window(self, params: ModelParams) -> int:
         return self.engine.context_window

@@ -72,6 +72,9 @@ class OpenAIModel:
             }
         return kwargs
 
+    def close(self) -> None:
+        self.client.close()
+
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=params.sdk_retries)

@@ -71,6 +71,9 @@ class ScriptedModel:
                 ) from None
         return cls(replies, name=f"scripted:{path}")
 
+    def close(self) -> None:
+        """Nothing to free: the replies are in memory."""
+
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         if self.calls >= len(self.replies):
             raise PermanentModelError(

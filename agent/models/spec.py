@@ -12,6 +12,7 @@ local-int4 | local-int4:PATH                    the same, with 4-bit weights
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.errors import HarnessError
 
@@ -36,6 +37,13 @@ class ModelString:
     def is_local(self) -> bool:
         """The in-process engine: the harness knows its tokenizer and the policy that suits it."""
         return self.kind in ("local", "local-int4")
+
+
+def model_name(spec: str) -> str:
+    """The name a client of `spec` goes by (run.json's `model`, the price table's key), known without making
+    the client: the model string itself, with a scripted file's path as the file system writes it."""
+    m = parse_model(spec)
+    return f"scripted:{Path(m.path or '')}" if m.kind == "scripted" else spec
 
 
 def is_local(spec: str) -> bool:

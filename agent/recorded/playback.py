@@ -41,6 +41,9 @@ class PlaybackModel:
         """The window the run recorded, so the replay checks prompts and sizes "80%" budgets as the run did."""
         return self.window
 
+    def close(self) -> None:
+        """Nothing to free: the replies are the journal's, in memory."""
+
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         if not self.replies:
             raise PermanentModelError(

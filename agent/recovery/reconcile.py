@@ -17,7 +17,7 @@ from agent.approval import Decision
 from core.events import Event, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall
-from tools.base import Registry, Tool, ToolContext, ToolResult
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
 UNKNOWN = (
     "The run was interrupted while {tool} was running (call {id}), so whether it took effect is unknown. "
@@ -35,6 +35,7 @@ class Recovered:
     interrupted: dict[str, ToolIntent] = field(default_factory=dict)  # write calls with an intent and no result
     rerun: dict[str, Decision] = field(default_factory=dict)  # decisions on re-running them, given after the crash
     nudged: bool = False  # the no-tool-call nudge of this step is already journaled
+    asked: dict[str, list[str]] = field(default_factory=dict)  # call id -> ids of the questions its tool asked
 
 
 def needs_decision(call: ToolCall, tool: Tool, policy: CheckpointPolicy, recovered: Recovered) -> bool:
@@ -51,6 +52,8 @@ def settle(
     call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, policy: CheckpointPolicy, recovered: Recovered
 ) -> ToolResult | Observation | None:
     """For an interrupted write: the result it already had, a final observation, or None to run it again."""
+    if call.id in recovered.asked:  # its server was told the question was dismissed, so it did not act: ask again
+        return None
     if tool.already_done is not None:
         try:
             return tool.already_done(args, ctx)  # None: not in place, so running it cannot apply it twice
@@ -84,6 +87,8 @@ def reapply_writes(events: Sequence[Event], after_step: int, tools: Registry, ct
         tool = tools.get(e.tool)
         if tool is None:  # the run's tool set no longer has it
             failed.append(f"{e.call_id} ({e.tool})")
+            continue
+        if tool.effect is Effect.NOTE:  # its effect is in the harness's own store, which no sandbox loses
             continue
         try:
             result = tool.run(tool.args.model_validate(e.arguments), replace(ctx, idempotency_key=e.idempotency_key))

@@ -127,7 +127,10 @@ def _open(step: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> Op
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
     compacted = any(c.seq > replied.seq for c in done.compactions)  # an overflow's fold came before the reply
-    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes)), compacted)
+    asked: dict[str, list[str]] = {}
+    for question in done.asked:
+        asked.setdefault(question.call_id, []).append(question.input_id)
+    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes), asked), compacted)
 
 
 def _noted(restored: Restored, note: str) -> Restored:

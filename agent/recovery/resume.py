@@ -18,7 +18,7 @@ from agent.journal.snapshot import Snapshot, load_snapshot
 from agent.journal.store import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
-from agent.models import load_model
+from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
 from agent.recovery.reconcile import reapply_writes
@@ -96,29 +96,32 @@ def _resume(
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    client = continue_model(model or info.model, fold(events).model_replies, policy.dispatch.tool_timeout_s)
-    if any(not isinstance(e, SandboxOpened) for e in events):
-        snap, why = load_snapshot(run_dir)
-        notes += [why] if why is not None else []
-        restored = restore(task, events, snap)
-        notes += restored.notes + describe_open_step(restored)
-        box, note, since = reconnect(info, run_dir, task, policy, sandbox, events, snap, journal)
-        notes += [note] if note is not None else []
-    else:  # it died before its first step, perhaps while its sandbox was being prepared: begin again
-        restored, since = None, None
-        box = begin_again(info, run_dir, sandbox, journal)
-        notes.append("The run had not begun when it stopped; it starts from the beginning.")
-    with reopen_run(info, journal, client, box, tools, stop_rules) as session:
-        if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
-            ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
-            failed = reapply_writes(events, since, session.tools, ctx)
-            if failed:
-                notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
-        if restored is None:
-            prepare(task, box, policy.dispatch.tool_timeout_s)
-        else:
-            journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-        summary = run(session, approvals=restored.approvals if restored else None, resumed=restored)
+    with client_for(
+        model or info.model, policy.dispatch.tool_timeout_s
+    ) as client:  # one loaded from a model string is closed here
+        continue_model(client, fold(events).model_replies)
+        if any(not isinstance(e, SandboxOpened) for e in events):
+            snap, why = load_snapshot(run_dir)
+            notes += [why] if why is not None else []
+            restored = restore(task, events, snap)
+            notes += restored.notes + describe_open_step(restored)
+            box, note, since = reconnect(info, run_dir, task, policy, sandbox, events, snap, journal)
+            notes += [note] if note is not None else []
+        else:  # it died before its first step, perhaps while its sandbox was being prepared: begin again
+            restored, since = None, None
+            box = begin_again(info, run_dir, sandbox, journal)
+            notes.append("The run had not begun when it stopped; it starts from the beginning.")
+        with reopen_run(info, journal, client, box, tools, stop_rules) as session:
+            if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
+                ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
+                failed = reapply_writes(events, since, session.tools, ctx)
+                if failed:
+                    notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
+            if restored is None:
+                prepare(task, box, policy.dispatch.tool_timeout_s)
+            else:
+                journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
+            summary = run(session, approvals=restored.approvals if restored else None, resumed=restored)
     return Resumed(summary, notes)
 
 
@@ -142,11 +145,9 @@ def clear_finished_run(run_dir: Path) -> list[str]:
     return [f"Removed what its process left behind: {', '.join(removed)}."] if removed else []
 
 
-def continue_model(model: str | ModelClient, replies: int, return_within_s: float) -> ModelClient:
-    client = load_model(model, return_within_s) if isinstance(model, str) else model
+def continue_model(client: ModelClient, replies: int) -> None:
     if isinstance(client, ScriptedModel):
         client.calls = replies  # its next reply is the first the journal does not hold
-    return client
 
 
 def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sandbox:

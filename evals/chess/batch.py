@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from evals.ab.stats import mean_interval, poisson_rate, wilson
 from evals.chess.elo import Rating
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
+from evals.chess.players import ModelMaker
 from evals.chess.runner import GameRecord, GameRun, play_game
 from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
 
@@ -38,8 +40,9 @@ COLORS = ("white", "black", "alternate", "random")
 @dataclass(frozen=True)
 class ChessBatchSpec:
     """Everything that decides a batch. Game i gets seed `seed + i` (for the model's sampling, the opponent
-    and the player) and a fresh model from `make_model`. Games run where `executor` says: one after another
-    here by default, in threads, or as Ray tasks (then `make_model` must pickle). `resume` names an earlier
+    and the player) and a fresh client from `make_model` (a ModelMaker for a model string), closed when the
+    game ends. Games run where `executor` says: one after another here by default, in threads, or as Ray
+    tasks (then `make_model` must pickle); the games of one process share a local engine. `resume` names an earlier
     batch folder of the same settings: its finished games are kept and the others played; else the batch
     gets a new folder under `out`. Each call is priced from `prices` (default: agent/prices.toml); with
     `max_cost_usd`, no game starts once the batch's games (kept ones included) cost that much, counting
@@ -66,7 +69,16 @@ class ChessBatchSpec:
             raise HarnessError(f"--color must be one of {', '.join(COLORS)}, not {self.color!r}.")
         check_spec(self.opponent)
         if self.max_cost_usd is not None:  # a budget it cannot count is refused before any folder exists
-            price_for(self.make_model(self.seed).name, self.prices, self.max_cost_usd, "--max-cost-usd")
+            price_for(maker_name(self.make_model, self.seed), self.prices, self.max_cost_usd, "--max-cost-usd")
+
+
+def maker_name(make: Callable[[int], ModelClient], seed: int) -> str:
+    """The name of the model `make` makes: a ModelMaker says it without loading one; another maker's client
+    is made to be asked, and closed."""
+    if isinstance(make, ModelMaker):
+        return make.name
+    with closing(make(seed)) as model:
+        return model.name
 
 
 class Estimate(BaseModel):
@@ -197,18 +209,19 @@ def play_one(
     """A batch job: one game with a fresh model seeded `seed`, into a run directory under `out_dir`."""
     policy = spec.policy
     game_policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
-    return play_game(
-        spec.make_model(seed),
-        spec.opponent,
-        color,
-        game_policy,
-        out_dir,
-        seed,
-        spec.rules,
-        spec.analysis_depth,
-        listeners=listeners,
-        prices=spec.prices,
-    )
+    with closing(spec.make_model(seed)) as model:
+        return play_game(
+            model,
+            spec.opponent,
+            color,
+            game_policy,
+            out_dir,
+            seed,
+            spec.rules,
+            spec.analysis_depth,
+            listeners=listeners,
+            prices=spec.prices,
+        )
 
 
 def play_batch(

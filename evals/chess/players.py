@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import random
-import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import chess
 
+from agent.models import load_model
+from agent.models.base import ModelClient
+from agent.models.spec import model_name
 from core.errors import HarnessError
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall, Usage
@@ -47,6 +50,9 @@ class RandomPlayer:
         self.thought_rng = random.Random(seed)  # apart, so the moves do not depend on how much it thinks
         self.reasoning_chars = reasoning_chars
         self.calls = 0
+
+    def close(self) -> None:
+        """Nothing to free; a player that runs an engine stops it here."""
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         self.calls += 1
@@ -84,7 +90,7 @@ class RandomPlayer:
 
 class EnginePlayer(RandomPlayer):
     """get_board, then the move an opponent engine (e.g. `stockfish:elo=1800`) plays in that position, through
-    make_move like any agent. The engine starts at the first move and stops when the player is collected."""
+    make_move like any agent. The engine starts at the first move and stops when the player is closed."""
 
     def __init__(self, engine: str, seed: int | None = 0, name: str = "player:stockfish"):
         super().__init__(seed, name=name)
@@ -99,8 +105,12 @@ class EnginePlayer(RandomPlayer):
             return [call("get_board")]
         if self.engine is None:
             self.engine = open_opponent(self.engine_spec, self.engine_seed)
-            weakref.finalize(self, self.engine.close)
         return [call("make_move", move=self.engine.choose(board).uci())]
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
 
 
 class PlannedPlayer(RandomPlayer):
@@ -159,6 +169,23 @@ def usage(prompt: Sequence[Message], reply: Message) -> Usage:
 def tokens(chars: int) -> int:
     """Four characters a token, as agent.models.base.estimate_tokens counts."""
     return (chars + 3) // 4
+
+
+@dataclass(frozen=True)
+class ModelMaker:
+    """A batch's model from its string: a scripted player (`player:...`) or a model string, a fresh client for
+    each game (the local engine's is a view of the engine the batch shares: agent/models/shared.py). It pickles,
+    so Ray tasks make their own."""
+
+    spec: str
+
+    @property
+    def name(self) -> str:
+        """The model's name, without loading it."""
+        return load_player(self.spec, 0).name if self.spec.startswith("player:") else model_name(self.spec)
+
+    def __call__(self, seed: int) -> ModelClient:
+        return load_player(self.spec, seed) if self.spec.startswith("player:") else load_model(self.spec)
 
 
 def load_player(spec: str, seed: int | None) -> RandomPlayer:

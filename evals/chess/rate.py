@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.journal.store import make_folder, new_run_id, write_json_atomic
+from agent.models.shared import shared_engines
 from core.errors import HarnessError
 from core.events import Event
 from evals.chess import calibrate
@@ -91,29 +92,30 @@ def play_rated(
         write_json_atomic(folder / "batch.json", batch.model_dump(mode="json"))
         return batch
 
-    for i in range(spec.max_games):
-        if rating.width <= spec.target_width:
-            break
-        opponent = next_opponent(rating, [q for q, _ in results], ladder, spec.start)
-        color = "white" if i % 2 == 0 else "black"
-        played = play_one(replace(base, opponent=opponent, games=1), color, base.seed + i, listeners, folder)
-        record = played.record
-        score = {"win": 1.0, "draw": 0.5}.get(record.player_result, 0.0)  # an unfinished game is a loss
-        results.append((elo_of[opponent], score))
-        rating = rate(results)
-        summary = played.summary
-        budget.count((summary.cost_usd, summary.unpriced_calls))
-        rows.append(
-            GameRow(
-                game=i + 1,
-                run_dir=played.run_dir.name,
-                record=record,
-                cost_usd=summary.cost_usd,
-                unpriced_calls=summary.unpriced_calls,
-                opponent_elo=elo_of[opponent],
+    with shared_engines():  # the schedule's games share one local engine
+        for i in range(spec.max_games):
+            if rating.width <= spec.target_width:
+                break
+            opponent = next_opponent(rating, [q for q, _ in results], ladder, spec.start)
+            color = "white" if i % 2 == 0 else "black"
+            played = play_one(replace(base, opponent=opponent, games=1), color, base.seed + i, listeners, folder)
+            record = played.record
+            score = {"win": 1.0, "draw": 0.5}.get(record.player_result, 0.0)  # an unfinished game is a loss
+            results.append((elo_of[opponent], score))
+            rating = rate(results)
+            summary = played.summary
+            budget.count((summary.cost_usd, summary.unpriced_calls))
+            rows.append(
+                GameRow(
+                    game=i + 1,
+                    run_dir=played.run_dir.name,
+                    record=record,
+                    cost_usd=summary.cost_usd,
+                    unpriced_calls=summary.unpriced_calls,
+                    opponent_elo=elo_of[opponent],
+                )
             )
-        )
-        save()
-        if on_game is not None:
-            on_game(i, played, rating)
+            save()
+            if on_game is not None:
+                on_game(i, played, rating)
     return save(), folder

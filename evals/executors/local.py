@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from agent.models.shared import shared_engines
 from evals.executors.budget import Budget
 from evals.executors.jobs import Done, ExecutorOptions, Job, call, this_node
 from evals.executors.tally import Tally
@@ -32,25 +33,28 @@ def run_locally(
     finished: list[Done] = []
     pending = deque(jobs)
     running: set[Future[Done]] = set()
-    pool = ThreadPoolExecutor(max_workers=slots)
-    try:
-        # Jobs are handed to the pool one free slot at a time, so the budget decides each start.
-        while pending or running:
-            start, skipped = budget.admit(pending, slots - len(running))
-            for job in skipped:
-                tally.not_started(job.key)
-            running.update(pool.submit(run, job) for job in start)
-            if not running:
-                continue
-            ready, running = wait(running, return_when=FIRST_COMPLETED)
-            for future in ready:
-                done = future.result()
-                budget.finished(done)
-                tally.finished(done)
-                finished.append(done)
-                on_done(done)
-    except BaseException:  # Ctrl-C: start nothing new; items already running finish and keep their run directories
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+    # The jobs share one engine of a local model, loaded by the first that asks and shut down once the last
+    # has ended (on Ctrl-C too: the jobs still running then end at their next model call).
+    with shared_engines():
+        pool = ThreadPoolExecutor(max_workers=slots)
+        try:
+            # Jobs are handed to the pool one free slot at a time, so the budget decides each start.
+            while pending or running:
+                start, skipped = budget.admit(pending, slots - len(running))
+                for job in skipped:
+                    tally.not_started(job.key)
+                running.update(pool.submit(run, job) for job in start)
+                if not running:
+                    continue
+                ready, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in ready:
+                    done = future.result()
+                    budget.finished(done)
+                    tally.finished(done)
+                    finished.append(done)
+                    on_done(done)
+        except BaseException:  # Ctrl-C: start nothing new; items already running finish and keep their run directories
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     return finished

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
+from agent.models.shared import shared_engines
 from core.errors import HarnessError
 from evals.executors.budget import Budget
 from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
@@ -60,7 +61,9 @@ def harness_job(job: Job):
     yield node_name(), os.getpid()
     root = scratch_root()
     sweep(root)
-    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as tmp:
+    # A local model is loaded for the task and shut down when it ends: a worker process kept between tasks
+    # (and between batches, on a cluster that outlives this one) holds no weights while idle.
+    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as tmp, shared_engines():
         result, error, wall_s = call(job, Path(tmp))
         blob = pack(Path(tmp))
     # Yielded after the folder is gone: once the driver has the last item, nothing is left to clean up.

@@ -48,7 +48,7 @@ def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str)
         seed=record.seed,
         policy=record.policy,
         run_dir=str(run_dir.relative_to(study_dir)),
-        success=record.success,
+        success=bool(record.success),  # a study's runs are ours: never an ungraded import
         stop_reason=stop_reason,
         steps=record.steps,
         prompt_tokens=record.prompt_tokens,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,15 +74,17 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
     policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": cell.seed})})
     if spec.max_steps is not None:
         policy = policy.model_copy(update={"stop": policy.stop.model_copy(update={"max_steps": spec.max_steps})})
-    client = target.client()
-    if cell.task == CHESS:
-        color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
-        rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
-        return play_game(client, spec.opponent, color, policy, out_dir, cell.seed, rules, analysis_depth=None).run_dir
-    task = study_task(cell.task)
-    assert task is not None
-    _, run_dir = start(RunSpec(task, client, policy, out_dir, sandbox=SandboxSpec.parse(spec.sandbox), seed=cell.seed))
-    return run_dir
+    with closing(target.client()) as client:
+        if cell.task == CHESS:
+            color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
+            rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
+            game = play_game(client, spec.opponent, color, policy, out_dir, cell.seed, rules, analysis_depth=None)
+            return game.run_dir
+        task = study_task(cell.task)
+        assert task is not None
+        sandbox = SandboxSpec.parse(spec.sandbox)
+        _, run_dir = start(RunSpec(task, client, policy, out_dir, sandbox=sandbox, seed=cell.seed))
+        return run_dir
 
 
 def run_policy(

@@ -67,6 +67,7 @@ class Target:
         self.model, self.engine, self.metrics_url = model, engine, metrics_url
 
     def client(self) -> ModelClient:
+        """A client for one run, which the run's maker closes (a view of this target's engine leaves it running)."""
         if self.engine is None:
             return load_model(self.model)
         from agent.models.local import LocalModel

@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -24,8 +25,10 @@ from pydantic import BaseModel
 
 from agent.journal.store import make_folder, write_json_atomic
 from agent.loop import run
-from agent.models import load_model
+from agent.memory_dir import MemoryDir, load
+from agent.memory_store import MemorySource, refuse_own_instances
 from agent.models.base import ModelClient
+from agent.models.spec import model_name
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
 from agent.task import Task
 from core.errors import HarnessError
@@ -93,10 +96,11 @@ class SweBatchSpec(Generic[Item]):
     prices: Path | None = None
     infra_retries: int = INFRA_RETRIES
     test_timeout_s: int = TEST_TIMEOUT_S
+    memory: MemoryDir | None = None  # the agent's memory kept across the batch's runs (its key per instance)
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
-            name = self.model if is_reference(self.model) else load_model(self.model).name
+            name = self.model if is_reference(self.model) else model_name(self.model)
             price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
 
 
@@ -122,8 +126,9 @@ class InstanceResult(BaseModel):
     infra_failure: InfraFailure | None = None  # the run failed for the machine's reason (build, start, daemon)
 
 
-def model_for(spec: str, inst: SweInstance) -> ModelClient:
-    return reference_agent(spec, inst) if is_reference(spec) else load_model(spec)
+def model_for(spec: str, inst: SweInstance) -> str | ModelClient:
+    """A reference agent, or the model string itself: the run loads that model, and closes it when it ends."""
+    return reference_agent(spec, inst) if is_reference(spec) else spec
 
 
 def run_instance(
@@ -134,6 +139,7 @@ def run_instance(
     client: docker.DockerClient,
     log: Callable[[str], None] = lambda s: None,
     prices: Path | None = None,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     infra = None
     try:
@@ -153,6 +159,7 @@ def run_instance(
         toolset="repository",
         run_id=inst.instance_id,
         prices=prices,
+        memory=instance_memory(memory, inst),
     )
     try:
         with open_run(spec) as session:
@@ -226,16 +233,38 @@ def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
 
 
 def run_one(
-    inst: SweInstance, model_spec: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path
+    inst: SweInstance,
+    model_spec: str,
+    policy: HarnessPolicy,
+    prices: Path | None,
+    out_dir: Path,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     """A batch job: one instance into `out_dir`, with a Docker client of the process that runs it."""
-    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300), prices=prices)
+    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300), prices=prices, memory=memory)
+
+
+def instance_memory(kept: MemoryDir | None, instance: object) -> MemorySource | None:
+    """A batch's memory for one of its runs: the kept store of the instance's key, which the run refuses when it
+    holds entries written while working on that same instance (a benchmark's run must not read its own)."""
+    return MemorySource(kept=kept.for_instance(instance), benchmark=True) if kept is not None else None
+
+
+def refuse_contaminated(kept: MemoryDir, instances: Sequence[Any]) -> None:
+    """Before a batch starts: a store that holds entries written while working on any instance it will run is
+    refused, naming them (agent.memory_store.refuse_own_instances)."""
+    by_key: dict[MemoryDir, list[str]] = {}
+    for inst in instances:
+        by_key.setdefault(kept.for_instance(inst), []).append(inst.instance_id)
+    for store, ids in by_key.items():
+        if store.folder.exists():
+            refuse_own_instances(store, load(store), ids)
 
 
 def run_batch(
     spec: SweBatchSpec[Any],
     on_done: Callable[[InstanceResult], None] = lambda r: None,
-    work: Callable[[Any, str, HarnessPolicy, Path | None, Path], InstanceResult] = run_one,
+    work: Callable[..., InstanceResult] = run_one,  # (item, model, policy, prices, out dir, memory=...)
     reuse: Callable[[Path, str], InstanceResult | None] = finished,
     tally: Tally | None = None,
     predictions: bool = True,
@@ -245,6 +274,8 @@ def run_batch(
     predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
     make_folder(batch_dir, "batch folder", exist_ok=True)
+    if spec.memory is not None:
+        work = partial(work, memory=spec.memory)
     tally = tally or Tally(total=len(instances))
     budget = Budget(spec.max_cost_usd, lambda r: (r.cost_usd, r.unpriced_calls))
     results: dict[str, InstanceResult] = {}
@@ -271,6 +302,8 @@ def run_batch(
         results[done.key] = result
         on_done(result)
 
+    if spec.memory is not None:
+        refuse_contaminated(spec.memory, todo)
     jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy, spec.prices), docker=True) for inst in todo]
     try:
         run_jobs(jobs, batch_dir, spec.executor, arrived, tally, budget)

@@ -30,6 +30,7 @@ RUN_JSON_FIELDS = {
     "price",
     "imported",  # None for a run made here; `harness import` fills it
     "imported_gaps",
+    "memory",  # None for a run without the memory tool
 }
 SUMMARY_FIELDS = {
     "run_id",

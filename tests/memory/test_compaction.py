@@ -149,7 +149,7 @@ def test_the_extractive_summariser_is_cut_off_at_its_cap_like_a_model_and_compac
         cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9, summary_max_tokens=cap)
         return compact(h, [], cfg, render(h, [cfg]), COUNTER, ExtractiveSummariser(COUNTER), "every_steps")
 
-    recovered = fold(700)  # the memory needs more than 700 tokens and fewer than 1400
+    recovered = fold(1400)  # the memory needs more than 1400 tokens and fewer than 2800
     assert recovered.ok and recovered.cut_off and [a.finish_reason for a in recovered.attempts] == ["length", "stop"]
     assert len(recovered.fold.memory.failed_approaches) == 11 and "cut off by its token cap 1 time" in recovered.message
     hopeless = fold(40)

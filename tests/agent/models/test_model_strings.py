@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import closing
+from pathlib import Path
+
 import pytest
 
 from agent.models import load_model
 from agent.models.anthropic import AnthropicModel
 from agent.models.openai import OpenAIModel
+from agent.models.spec import model_name
 from core.errors import HarnessError
 
 
@@ -61,4 +65,32 @@ def test_local_int4_loads_the_engine_with_4_bit_weights():
     try:
         assert model.name == "local-int4" and model.engine.config.weights == "int4"
     finally:
-        model.engine.shutdown()
+        model.close()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "openai:gpt-5",
+        "anthropic:claude-sonnet-4-5",
+        "openai-compatible:http://127.0.0.1:8000/v1#smollm2",
+        "anthropic-compatible:http://127.0.0.1:8000#smollm2",
+        "scripted:./examples/demo_script.yaml",
+    ],
+)
+def test_a_models_name_is_known_without_making_its_client(monkeypatch, spec):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ant-test")
+    monkeypatch.chdir(Path(__file__).resolve().parents[3])
+    with closing(load_model(spec)) as client:
+        assert model_name(spec) == client.name
+
+
+def test_closing_a_provider_client_closes_its_http_connections(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ant-test")
+    for spec in ("openai:gpt-5", "anthropic:claude-sonnet-4-5"):
+        client = load_model(spec)
+        assert not client.client.is_closed()  # type: ignore[attr-defined]
+        client.close()
+        assert client.client.is_closed()  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 
 import pytest
 
@@ -11,6 +12,7 @@ from evals.chess import calibrate
 from evals.chess.batch import ChessBatchSpec
 from evals.chess.elo import Rating
 from evals.chess.game import GameRules
+from evals.chess.opponents import StockfishOpponent
 from evals.chess.players import EnginePlayer, load_player
 from evals.chess.rate import STEP, RateSpec, next_opponent, play_rated
 from evals.chess.runner import play_game
@@ -40,14 +42,13 @@ def test_player_stockfish_names_an_engine_and_gets_the_ladder_nodes():
 
 
 def test_player_stockfish_plays_through_the_chess_tools(tmp_path):
-    played = play_game(
-        load_player("player:stockfish:elo=1350,nodes=500", 1),
-        "random",
-        "white",
-        out=tmp_path,
-        analysis_depth=None,
-        rules=GameRules(max_plies=12),
-    )
+    player = load_player("player:stockfish:elo=1350,nodes=500", 1)
+    assert isinstance(player, EnginePlayer)
+    with closing(player):
+        played = play_game(player, "random", "white", out=tmp_path, analysis_depth=None, rules=GameRules(max_plies=12))
+        stockfish = player.engine
+        assert isinstance(stockfish, StockfishOpponent) and stockfish.engine.transport.get_returncode() is None
+    assert stockfish.engine.transport.get_returncode() is not None  # closing the player stopped its engine
     r = played.record
     assert r.tool_calls["get_board"] >= r.moves == 6 and r.tool_calls["make_move"] == 6
     assert r.wrong_moves == 0 and r.termination in ("max_plies", "checkmate")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.chess import model_maker
 from core.errors import HarnessError
 from evals.chess.batch import ChessBatchSpec, play_batch
+from evals.chess.players import ModelMaker
 from evals.executors import Budget, Done, ExecutorOptions, Job
 from tests.evals.executors.priced import dollar_a_game
 
@@ -20,7 +20,7 @@ def batch_spec(folder: Path, budget: float | None, prices: bool = True, **more) 
     model, table = dollar_a_game(folder)
     settings = dict(games=5, opponent="random", color="white", analysis_depth=None, out=folder / "runs")
     return ChessBatchSpec(
-        make_model=model_maker(model), max_cost_usd=budget, prices=table if prices else None, **settings | more
+        make_model=ModelMaker(model), max_cost_usd=budget, prices=table if prices else None, **settings | more
     )
 
 

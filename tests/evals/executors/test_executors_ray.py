@@ -12,11 +12,11 @@ import sys
 
 from typer.testing import CliRunner
 
-from cli.chess import model_maker
 from cli.main import app
 from core.policy import HarnessPolicy
 from evals.chess.batch import ChessBatchSpec, play_batch
 from evals.chess.game import GameRules
+from evals.chess.players import ModelMaker
 from evals.executors import ExecutorOptions
 from evals.swe.batch import run_and_grade
 from evals.swe.runner import SweBatchSpec
@@ -57,7 +57,7 @@ def test_a_swe_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_
 def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path):
     settings = dict(
         games=3,
-        make_model=model_maker("player:random"),
+        make_model=ModelMaker("player:random"),
         opponent="stockfish:depth=1",
         color="alternate",
         seed=5,

@@ -68,9 +68,15 @@ def markers(text: str) -> list[str]:
 def said(text: str, server: str = "hostile") -> str:
     """The words of an untrusted server in an observation: the inside of the one fence that names it, which
     closes once, at the very end, and holds no marker."""
+    assert f'The result from MCP server "{server}" (untrusted).' in text.partition("<mcp-untrusted")[0], text[:300]
+    return fenced(text, server)
+
+
+def fenced(text: str, server: str) -> str:
+    """The inside of the one fence naming `server` in `text`, which closes once, at the very end, and holds no marker."""
     before, opening, inside = text.partition(f'<mcp-untrusted server="{server}">\n')
-    assert opening and f'The result from MCP server "{server}" (untrusted).' in before, text[:300]
-    assert inside.endswith("\n</mcp-untrusted>"), text[-300:]
+    assert opening and "(untrusted)" in before, text[:300]
+    assert inside.endswith("\n</mcp-untrusted>") and inside.count("</mcp-untrusted>") == 1, text[-300:]
     inside = inside.removesuffix("\n</mcp-untrusted>")
     assert not markers(inside), markers(inside)
     return inside
