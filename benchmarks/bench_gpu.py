@@ -1,6 +1,7 @@
 """The engine on a CUDA GPU: decode against the bandwidth roofline, batching, prefill
-against the matmul peak, transformers `generate` on the same weights, and the
-prefix cache's effect on time to first token over recorded agent traces.
+against the matmul peak, vLLM on the same shapes (vllm_peer.py, in a process of its own, after
+--part model and moe; --skip-vllm), transformers `generate`, and the prefix cache's effect on
+time to first token over recorded agent traces.
 
     python benchmarks/bench_gpu.py --part model     # Llama-3-8B shape: roofline, batching, prefill, transformers
     python benchmarks/bench_gpu.py --part model --shape llama3.2-1b --batches 1 --skip-prefill --skip-transformers
