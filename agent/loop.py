@@ -10,24 +10,24 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 
-from agent.approval import Decision, answers_for
-from agent.dispatch import dispatch, needs_approval
+from agent.dispatch import Dispatcher, dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.mcp_context import follow_resources
 from agent.memory_store import MemoryStore
+from agent.models.pricing import cost_usd
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
-from agent.pricing import cost_usd
 from agent.prompt_digest import PromptDigest
+from agent.recovery.approval import Decision, answers_for
 from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
-from agent.state import RunState, advance, spend
-from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
+from agent.run.state import RunState, advance, spend
+from agent.run.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
+from agent.run.task import DEFAULT_SYSTEM, Task
 from agent.summariser_calls import JournaledSummariser
-from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
@@ -54,7 +54,7 @@ def run(
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
 ) -> Summary:
-    """Run to a stop. `resumed`: continue from the journal (agent.recovery.resume); `summariser`: who compaction asks
+    """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
     (default: the run's own model), its calls journaled."""
     loop = begin(session, approvals or {}, resumed, summariser)
     stop: Stop | None = None
@@ -114,27 +114,16 @@ def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
 def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compacted: bool = False) -> Stop | None:
     """Carry out one journaled reply: approval, dispatch, advance, stop rules, compaction, snapshot.
     `recovered`: what a crashed process had already done of this step; `compacted`: its compaction is journaled."""
-    session, state = loop.session, loop.state
-    stop = awaiting_approval(reply, loop.tools, session.policy, loop.approvals, recovered)
+    session, state, tools = loop.session, loop.state, loop.dispatcher.tools
+    stop = awaiting_approval(reply, tools, session.policy, loop.approvals, recovered)
     if stop is not None:
         return stop
-    done = dispatch(
-        reply.message.tool_calls,
-        state.step,
-        loop.tools,
-        loop.ctx,
-        session.policy,
-        session.journal,
-        approve=lambda call, tool: loop.approvals.get(call.id, False),
-        recovered=recovered,
-        cap=loop.cap,
-        answers=lambda call_id: answers_for(loop.approvals, call_id),
-    )
+    done = dispatch(loop.dispatcher, reply.message.tool_calls, state.step, recovered)
     if done.awaiting:
         return Stop("awaiting_approval", ASKED.format(ids=", ".join(done.awaiting)), {"pending": done.awaiting})
     advance(state, reply, done)
     if not done.observations:
-        add_message(state, session.journal, nudge(loop.tools), journaled=recovered is not None and recovered.nudged)
+        add_message(state, session.journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
     stop = after_step(state, done, session.policy, session.sandbox, session.stop_rules)
     if stop is None and not compacted:
         compact_if_due(loop)
@@ -158,23 +147,29 @@ def begin(
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(session.model), tools_text(shown))
     loop = Loop(
-        session,
-        state,
-        tools,
-        shown,
-        ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
-        Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),  # own caches
-        accounting,
-        JournaledSummariser(
+        session=session,
+        state=state,
+        dispatcher=Dispatcher(
+            tools=tools,
+            ctx=ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
+            policy=policy,
+            journal=journal,
+            approve=lambda call, tool: approvals.get(call.id, False),
+            cap=observation_cap(accounting.counter, session.context_window, policy),
+            answers=lambda call_id: answers_for(approvals, call_id),
+        ),
+        shown=shown,
+        approvals=approvals,
+        renderer=Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),
+        accounting=accounting,
+        summariser=JournaledSummariser(
             summariser or ModelSummariser(session.model, policy.model),
             journal,
             state,
             session.price if summariser is None else None,  # another summariser's price is not known here
             resumed.summaries if resumed is not None else (),
         ),
-        PromptDigest(),
-        approvals,
-        observation_cap(accounting.counter, session.context_window, policy),
+        digest=PromptDigest(),
     )
     opening = initial_messages(session.task, policy, session.context, session.memory)
     if state.step == 0 and len(state.history) < len(opening):
@@ -220,6 +215,7 @@ def initial_messages(
     that holds notes, the memory."""
     system = task.system or policy.system_prompt or DEFAULT_SYSTEM
     prompt = f"{context}\n\n{task.prompt}" if context else task.prompt
+    prompt = f"{prompt}\n\n{task.repo_map}" if task.repo_map else prompt
     opening = [Message(role="system", text=system), Message(role="user", text=prompt)]
     note = opening_note(memory.start, policy.memory.superseded_shown) if memory is not None else None
     return opening + ([Message(role="user", text=note)] if note is not None else [])

@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent.task import Task
+from agent.run.task import Task
 from core.errors import HarnessError
 from core.events import ResourceUpdated
 from core.types import Message
@@ -59,7 +59,7 @@ def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
 
 def follow_resources(loop: Loop) -> None:
     """Append the new content of every placed resource that changed since the last step."""
-    mcp = mcp_of(loop.tools)
+    mcp = mcp_of(loop.dispatcher.tools)
     if mcp is None:
         return
     from tools.mcp.resources import rendered

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from agent.dispatch import Cap
 from agent.parts import Loop
-from agent.stopping import Stop
+from agent.run.stopping import Stop
 from core.context_policy import Compact
 from core.events import ContextOverflowed, Cut
 from core.policy import HarnessPolicy

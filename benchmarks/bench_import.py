@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.pricing import load_prices  # noqa: E402
+from agent.models.pricing import load_prices  # noqa: E402
 from evals.interop.imports.batch import files_in, import_batch  # noqa: E402
 
 MIRROR = Path("/work/.mirror/gruckion+mini-swe-agent/repo")

@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.dispatch import dispatch  # noqa: E402
+from agent.dispatch import Dispatcher, dispatch  # noqa: E402
 from agent.journal.store import Journal, RunInfo  # noqa: E402
 from agent.models.convert import to_anthropic, to_openai  # noqa: E402
 from core.mcp_settings import MAX_TOOLS, McpServer  # noqa: E402
@@ -97,9 +97,13 @@ def caller(registry: Registry) -> Iterator[Callable[..., tuple[Observation, floa
         def call(tool: str, within_s: float = CALL_TIMEOUT_S, **arguments: Any) -> tuple[Observation, float]:
             request = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
             start = time.perf_counter()
-            [obs] = dispatch(
-                [request], 1, registry, ToolContext(sandbox=None, timeout_s=within_s), HarnessPolicy(), journal
-            ).observations
+            on = Dispatcher(
+                tools=registry,
+                ctx=ToolContext(sandbox=None, timeout_s=within_s),
+                policy=HarnessPolicy(),
+                journal=journal,
+            )
+            [obs] = dispatch(on, [request], 1).observations
             return obs, round(time.perf_counter() - start, 2)
 
         try:

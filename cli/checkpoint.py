@@ -7,10 +7,11 @@ from pathlib import Path
 
 import typer
 
-from agent.approval import pending_calls, record_decision
 from agent.recorded.replay import replay
-from agent.recovery.resume import resume
-from agent.stopping import FAILED
+from agent.recovery.approval import pending_calls, record_decision
+from agent.resume import resume
+from agent.run.stopping import FAILED
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text, warn
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
@@ -28,6 +29,7 @@ def resume_command(
             "(the cut part is kept as events.jsonl.damaged-N) and resume from there."
         ),
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Continue a run that crashed (even under kill -9), was interrupted, or stopped awaiting approval.
 
@@ -43,6 +45,7 @@ def resume_command(
     (`harness approve`) are applied. A finished run is left as it is. Exits 1 when the run
     stops on a model or sandbox failure, 2 on a usage error (such as a run still in use).
     """
+    use_otel(otel_endpoint)
     with following_run(console) as state:
         done = resume(run_dir, model=model, listeners=(state,), repair=repair)
     for note in done.notes:
@@ -79,6 +82,7 @@ def replay_command(
             "(the world changed); without it the recorded outputs are played back and nothing runs."
         ),
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Re-drive a recorded run with its recorded model replies and check the harness against it.
 
@@ -93,6 +97,7 @@ def replay_command(
     changes, with a diff, and do not fail the replay. A recording whose journal ends in a torn line or has a
     damaged one is not replayed: the error names the line and what to do. Exits 2 on a usage error.
     """
+    use_otel(otel_endpoint)
     report = replay(run_dir, out=out, execute=execute)
     for note in report.notes:
         warn(str(run_dir), note)

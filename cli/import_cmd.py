@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from cli.output import console, exits_on_error, stderr, text, warn
 from cli.progress import following_files
 from core.errors import HarnessError

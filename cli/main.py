@@ -12,24 +12,28 @@ from rich.text import Text
 
 from agent.mcp_context import task_vars
 from agent.memory_store import MemorySource
+from agent.run.stopping import FAILED
+from agent.run.task import Task, load_task
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
-from agent.stopping import FAILED
-from agent.task import Task, load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
-from cli.swe import swe_app, swe_grade_command
+from cli.swe import swe_app
+from cli.swe_grade import swe_grade_command
 from cli.tasks import tasks_app
+from cli.view import view_command
 from core.errors import HarnessError
 from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -74,8 +78,10 @@ def run_command(
     ),
     memory: str = MEMORY,
     memory_key: str = MEMORY_KEY,
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
+    use_otel(otel_endpoint)
     if task is None and mcp_prompt is None:
         raise HarnessError("Give the task: --task TEXT_OR_FILE, or --mcp-prompt SERVER:NAME to build it from a prompt.")
     if arg and mcp_prompt is None:
@@ -137,6 +143,7 @@ def demo_command(
         Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."
     ),
     max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.
 
@@ -160,6 +167,7 @@ def demo_command(
         "--no-resign",
         "--out",
         str(out),
+        *(["--otel-endpoint", otel_endpoint] if otel_endpoint else []),
     ]
     code = typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
     if code:  # not standalone, click hands the chess command's exit code back instead of exiting with it
@@ -245,12 +253,14 @@ app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.add_typer(tasks_app, name="tasks")
 app.command("report")(report_command)
+app.command("localize")(localize_command)
 app.command("ab")(ab_command)
 app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
 app.command("export")(export_command)
+app.command("view")(view_command)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.summary import Summary
-from agent.pricing import format_total
+from agent.models.pricing import format_total
 from cli.output import text
 from core.errors import HarnessError
 from core.events import Event, ModelFailed, ModelReplied, ToolObserved

@@ -8,17 +8,19 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
-from evals.study.grid import bundled_policies
+from evals.study.grid import bundled_policies, expand_tasks
 from evals.study.report import cached_share_pair, num, seconds, share
 
 Tasks = Annotated[
     list[str],
     typer.Option(
         help="A task, repeated: `chess` (a game against --opponent), a bundled coding "
-        "task (ledger, inventory) or a task file."
+        "task (ledger, inventory; the loop-shaped rename, todos, slowest), `captures` (score the captures, play "
+        "the best), `loops` (the loop-shaped suite: rename, todos, slowest, captures) or a task file."
     ),
 ]
 Policies = Annotated[
@@ -44,7 +46,8 @@ def study_command(
     model: str = typer.Option(
         "local",
         help="The engine: `local` (in-process, embedded model), local:PATH, or a server, "
-        "e.g. openai-compatible:http://127.0.0.1:8000/v1#smollm2 (`harness serve`).",
+        "e.g. openai-compatible:http://127.0.0.1:8000/v1#smollm2 (`harness serve`); any model string, where "
+        "`{task}` stands for each run's task (scripted:evals/loops/solutions/{task}.yaml).",
     ),
     seeds: str = typer.Option("0,1", help="Seeds, comma-separated: each task runs once per seed under every policy."),
     concurrency: str = typer.Option("4", help="Runs in flight at once; several (1,4,16) sweep it."),
@@ -78,11 +81,13 @@ def study_command(
         None, min=16, help="The in-process engines' tokens per step (default 512); raise it on a GPU."
     ),
     out: Path = typer.Option(Path("runs"), help="Folder that receives the study folder."),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
+    use_otel(otel_endpoint)
     spec = StudySpec(
         model=model,
-        tasks=task,
+        tasks=expand_tasks(task),
         policies=policy,
         seeds=_ints(seeds, "--seeds"),
         concurrency=_ints(concurrency, "--concurrency"),

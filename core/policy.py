@@ -14,7 +14,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.context_policy import Compact, ContextStep, DiscloseTools, MaskObservations, StripReasoning, TruncationPolicy
+from core.context_policy import (
+    Compact,
+    ContextStep,
+    DiscloseTools,
+    MaskObservations,
+    RepoMap,
+    StripReasoning,
+    TruncationPolicy,
+)
 from core.errors import HarnessError, describe_validation_error
 from core.mcp_settings import MAX_TOOLS, McpServer
 from core.text_files import read_text_file
@@ -24,7 +32,31 @@ class _Knobs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class CodeLimits(_Knobs):
+    timeout_s: float = Field(
+        120.0, gt=0, description="seconds a run_code program may run, its tool calls included, before it is stopped"
+    )
+    max_calls: int = Field(200, ge=1, description="tool calls one run_code program may make; the next one ends it")
+    max_output_chars: int = Field(
+        200_000,
+        ge=1,
+        description="characters a run_code program may print; past them it is stopped (the model sees head and "
+        "tail of what it printed, as of any output)",
+    )
+    direct_only: list[str] = Field(
+        default_factory=list,
+        description="tools a run_code program may not call, offered to the model as direct calls only (a write to "
+        "keep in sight); tools that always wait for approval are direct-only too",
+    )
+
+
 class DispatchPolicy(_Knobs):
+    mode: Literal["calls", "code", "both"] = Field(
+        "calls",
+        description="how the model acts: calls: one tool call at a time; code: it writes run_code programs that "
+        "call the tools as functions (direct-only tools stay direct calls); both: either",
+    )
+    code: CodeLimits = Field(CodeLimits(), description="limits of one run_code program")
     parallel: Literal["first_write_wins", "all", "one_call_only"] = Field(
         "first_write_wins",
         description="which tool calls of one reply run: first_write_wins runs the reads and the first "
@@ -46,7 +78,7 @@ class StopPolicy(_Knobs):
         None,
         gt=0,
         description="stop once the run's model calls (summaries and failed calls included) have cost this many "
-        "US dollars at the model's price (agent/prices.toml or `--prices FILE`; with no price for the model the run "
+        "US dollars at the model's price (agent/models/prices.toml or `--prices FILE`; with no price for the model the run "
         "does not start); the step that reaches it is the last, so a run overshoots by at most one step; "
         "none: no limit",
     )
@@ -194,6 +226,11 @@ class HarnessPolicy(_Knobs):
         description="context steps applied in order to the history "
         "to make each prompt; empty: every message is resent verbatim",
     )
+    code_tools: list[Literal["search_code", "find_symbol", "repo_map"]] = Field(
+        default_factory=list,
+        description="code tools offered beside the tool set (tools/code): search_code ranks files and functions "
+        "for a query, find_symbol gives a name's definitions and references, repo_map a map of the repository",
+    )
     memory: MemoryPolicy = Field(MemoryPolicy(), description="the notes the agent keeps itself (the memory tool)")
     mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
     mcp_resources: list[str] = Field(
@@ -279,6 +316,10 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
     (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
+    ),
+    (
+        "search_code, find_symbol and repo_map beside the tool set, and a 1,024-token repository map after the task",
+        HarnessPolicy(name="code_search", code_tools=["search_code", "find_symbol", "repo_map"], context=[RepoMap()]),
     ),
     # A small local model wanders in free text; a grammar that admits only a schema-valid tool call,
     # and a short cap per reply, keep it acting and every step bounded.

@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
+from core.context_policy import Compact, DiscloseTools, MaskObservations, RepoMap, StripReasoning
 from core.memory_types import Fold
 from core.types import Message, Reasoning
 from memory.folds import memory_note, note, notes_at, render_folds
@@ -158,8 +158,9 @@ class WithoutMemory:
         return out, kept[changed]
 
 
-def keep(step: DiscloseTools) -> Stage:
-    """Tool disclosure changes the tool list (tools.disclosure), not the messages."""
+def keep(step: DiscloseTools | RepoMap) -> Stage:
+    """Tool disclosure changes the tool list (tools.disclosure) and a repository map the opening prompt
+    (made when the run starts), not the messages."""
     return lambda messages, changed, folds: (messages, changed)
 
 
@@ -169,6 +170,7 @@ STAGES: dict[type, Callable[[Any], Stage]] = {
     MaskObservations: MaskStage,
     Compact: FoldStage,
     DiscloseTools: keep,
+    RepoMap: keep,
 }
 
 

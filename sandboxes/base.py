@@ -40,6 +40,22 @@ class SandboxDead(RuntimeError):
     """The sandbox can no longer run anything (its process or container is gone)."""
 
 
+class Attached(Protocol):
+    """A process started in the sandbox whose stdin and stdout are a byte channel to the harness (what a
+    `run_code` program calls the run's tools through). Closing it kills the process if it still runs."""
+
+    def send(self, data: bytes) -> None:
+        """Write to the process's stdin; BrokenPipeError once it has gone."""
+        ...
+
+    def receive(self, timeout: float) -> bytes:
+        """What the process wrote to stdout (and stderr) within `timeout` seconds: b"" when nothing
+        came; EOFError once the stream has ended and everything before was handed out."""
+        ...
+
+    def close(self) -> None: ...
+
+
 @runtime_checkable
 class Sandbox(Protocol):
     workdir: str  # where relative paths resolve and commands start
@@ -59,6 +75,12 @@ class Sandbox(Protocol):
     def write_file(self, path: str, data: bytes, timeout: float = FILE_TIMEOUT_S) -> None:
         """Create or replace a file (parents created) with the shell's permissions; an existing
         file keeps its mode. Fails as read_file does; errno ENOSPC when the sandbox's disk is full."""
+        ...
+
+    def attach(self, argv: list[str]) -> Attached:
+        """Start `argv` in the workdir as the shell's user, its stdin and stdout attached to the caller, with
+        no network where the sandbox can take it away (a container's own network; a local sandbox's user
+        namespace, where the kernel allows one). SandboxDead when the sandbox cannot run anything."""
         ...
 
     def alive(self) -> bool:

@@ -27,6 +27,7 @@ from docker.errors import DockerException, NotFound
 
 from sandboxes import docker_files
 from sandboxes.base import FILE_TIMEOUT_S, ExecResult, SandboxDead, shell_replaced
+from sandboxes.docker_attached import DockerAttached
 from sandboxes.docker_container import (
     IDLE_UID,
     chown_workdir,
@@ -221,6 +222,25 @@ class DockerSandbox:
             output_capped=framed.capped,
             duration_s=time.monotonic() - start,
         )
+
+    def attach(self, argv: list[str]) -> DockerAttached:
+        """`argv` on an exec of its own in the workdir, on the container's network (none by default)."""
+        with self._lock:
+            if self._closed:
+                raise SandboxDead(f"sandbox {self.name} was closed")
+            self.raise_if_dead(f"starting {argv[0]}")
+        return DockerAttached(self.api, self.container.id, argv, self.options.user, self.workdir, self._end_attached)
+
+    def _end_attached(self, pid: int) -> None:
+        """Kill an attached process and whatever it started, unless the container is already gone."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self.shells.kill_pid(pid)
+                self.shells.kill_session(pid)
+            except (ShellExited, DockerException, OSError):
+                self.shells.forget_control()
 
     # -- files ------------------------------------------------------------------
 

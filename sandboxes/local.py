@@ -18,8 +18,10 @@ pipe or a device that never ends is killed at its timeout like any command.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import posixpath
+import select
 import selectors
 import signal
 import subprocess
@@ -239,6 +241,23 @@ class LocalSandbox:
             self._forget(proc.pid)
         return _Ran(b"".join(chunks), None if timed_out else code, timed_out, capped, time.monotonic() - start)
 
+    def attach(self, argv: list[str]) -> LocalAttached:
+        """`argv` in a process group of its own (recorded, as a command's), in a network namespace of its own
+        where the kernel allows an unprivileged one: then it has no network at all."""
+        if self.closed:
+            raise SandboxDead("the local sandbox was closed")
+        proc = subprocess.Popen(
+            [*no_network_prefix(), *argv],
+            cwd=self.workdir,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._record(proc.pid)
+        return LocalAttached(proc, lambda: self._forget(proc.pid))
+
     def alive(self) -> bool:
         return not self.closed and os.path.isdir(self.workdir)
 
@@ -264,6 +283,50 @@ class LocalSandbox:
             _write_groups(
                 self.groups_file, [r for r in _read_groups(self.groups_file) if (r[1], r[2]) != (pgid, self.token)]
             )
+
+
+class LocalAttached:
+    """An attached process of the local sandbox (sandboxes.base.Attached)."""
+
+    def __init__(self, proc: subprocess.Popen, forget):
+        self.proc = proc
+        self._forget = forget
+        assert proc.stdin is not None and proc.stdout is not None  # both PIPE
+        self._in, self._out = proc.stdin, proc.stdout
+
+    def send(self, data: bytes) -> None:
+        self._in.write(data)
+        self._in.flush()
+
+    def receive(self, timeout: float) -> bytes:
+        ready, _, _ = select.select([self._out], [], [], max(timeout, 0))
+        if not ready:
+            return b""
+        data = os.read(self._out.fileno(), 65536)
+        if not data:
+            raise EOFError("the process's output ended")
+        return data
+
+    def close(self) -> None:
+        _kill_group(self.proc)
+        for pipe in (self._in, self._out):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        self.proc.wait()
+        self._forget()
+
+
+@functools.cache
+def no_network_prefix() -> tuple[str, ...]:
+    """`unshare -rn` where this kernel lets an unprivileged process have a user and a network namespace of
+    its own (the process then sees no interface but a loopback that is down); else nothing."""
+    try:
+        ok = subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ("unshare", "-rn") if ok else ()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -301,14 +301,19 @@ class ShellSession:
         return self._payloads()
 
     def _payloads(self) -> bytes:
-        out = bytearray()
-        buf = self._buf
-        pos = 0
-        while len(buf) - pos >= 8:
-            size = struct.unpack_from(">I", buf, pos + 4)[0]
-            if len(buf) - pos - 8 < size:
-                break
-            out += buf[pos + 8 : pos + 8 + size]
-            pos += 8 + size
-        del buf[:pos]
-        return bytes(out)
+        return payloads(self._buf)
+
+
+def payloads(buf: bytearray) -> bytes:
+    """The payload bytes of the whole frames at the start of `buf` (stdout and stderr alike), removed from it;
+    a frame not yet complete stays."""
+    out = bytearray()
+    pos = 0
+    while len(buf) - pos >= 8:
+        size = struct.unpack_from(">I", buf, pos + 4)[0]
+        if len(buf) - pos - 8 < size:
+            break
+        out += buf[pos + 8 : pos + 8 + size]
+        pos += 8 + size
+    del buf[:pos]
+    return bytes(out)

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.pricing import Price
+from agent.models.pricing import Price
 from core.errors import HarnessError, describe_validation_error
 from core.events import EVENT, Event
 from core.memory_entries import MemoryStart

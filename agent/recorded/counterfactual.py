@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.memory_store import recorded_memory
-from agent.pricing import Price, PriceTable, cost_usd, find_price
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price
 from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
 from agent.session import recorded_tools
@@ -188,7 +188,7 @@ def run_price(info: RunInfo, events: Sequence[Event], prices: PriceTable, price_
         price = find_price(price_model, prices)
         if price is None:
             raise HarnessError(
-                f"The price table has no {price_model!r}. Name a model it lists (agent/prices.toml), "
+                f"The price table has no {price_model!r}. Name a model it lists (agent/models/prices.toml), "
                 "or pass --prices FILE with that model in it."
             )
         return price

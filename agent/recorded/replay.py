@@ -22,14 +22,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.approval import decisions
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
 from agent.journal.store import RunInfo, read_events, read_run_info
 from agent.loop import run
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
 from agent.recorded.playback import PlaybackModel, playback, world_stops
+from agent.recovery.approval import decisions
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
-from agent.task import Task
 from core.errors import HarnessError
 from core.events import (
     Compacted,

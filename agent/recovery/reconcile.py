@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent.approval import Decision
+from agent.recovery.approval import Decision
 from core.events import Event, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall

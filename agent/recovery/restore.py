@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent.approval import Decision, decisions
-from agent.dispatch import Dispatched
 from agent.journal.fold import Step, fold
 from agent.journal.snapshot import Snapshot, state_from
+from agent.recovery.approval import Decision, decisions
 from agent.recovery.reconcile import Recovered
-from agent.state import RunState, spend, tally
-from agent.task import Task
+from agent.run.state import Dispatched, RunState, spend, tally
+from agent.run.task import Task
 from core.events import ApprovalGiven, Event, ModelReplied, SummaryReplied
 from core.types import Message, ModelReply
 

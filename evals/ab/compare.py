@@ -16,7 +16,7 @@ from core.errors import HarnessError
 from evals.ab.pairing import Pair, pair_runs
 from evals.ab.passk import difference, parse_metric, tallies
 from evals.ab.records import RunRecord
-from evals.ab.stats import holm, mean_interval, paired_amounts, paired_outcomes, wilson
+from evals.stats import holm, mean_interval, paired_amounts, paired_outcomes, wilson
 
 
 @dataclass(frozen=True)

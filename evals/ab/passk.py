@@ -24,7 +24,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from evals.ab.records import RunRecord
-from evals.ab.stats import bootstrap_means, percentile_interval
+from evals.stats import bootstrap_means, percentile_interval
 
 NAME = re.compile(r"^pass([@^])([1-9][0-9]*)$")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from agent.journal.fold import fold
 from agent.journal.integrity import check_run
 from agent.journal.store import read_run_info
-from agent.pricing import PriceTable, cost_usd, find_price
+from agent.models.pricing import PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in

@@ -17,9 +17,9 @@ from pathlib import Path
 from agent.journal.store import read_events
 from agent.loop import run
 from agent.models.scripted import ScriptedModel
+from agent.run.state import RunState
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, open_run, open_sandbox
-from agent.state import RunState
-from agent.task import Task
 from agent.tokens import counter_for
 from core.context_policy import Compact
 from core.events import Compacted

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from evals.reports.chess import batch_rating
 from evals.reports.detectors import DETECTORS, prompt_tokens
 from evals.reports.drift_summary import drift_rows

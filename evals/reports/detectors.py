@@ -9,6 +9,7 @@ are among them; DRIFT names the ones a run's drift summary counts.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 
 from agent.models.base import estimate_tokens
 from core.events import Compacted
@@ -58,10 +59,11 @@ def no_tool_call(steps: list[Step]) -> list[Finding]:
 
 def repeated_action(steps: list[Step]) -> list[Finding]:
     seen: dict[tuple, int] = {}  # (call, result) -> first step
+    sent = Counter(call_key(call) for _, call, _ in calls_with_results(steps))
     out = []
     for s, call, obs in calls_with_results(steps):
-        if obs is None or obs.error_kind in PERMANENT_KINDS:
-            continue  # permanent failures have their own detector
+        if obs is None or obs.error_kind in PERMANENT_KINDS or sent[call_key(call)] < 2:
+            continue  # permanent failures have their own detector; a call made once repeats nothing
         key = (call_key(call), obs.status, normalise(obs.text))
         if key in seen and seen[key] != s.n:
             out.append(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agent.journal.fold import Step
 from agent.models.base import estimate_tokens
@@ -34,11 +35,16 @@ class Detector:
 
 def call_key(call: ToolCall) -> tuple[str, str]:
     """Tool name and arguments, with JSON key order, spacing and volatile parts made irrelevant."""
+    return _key(call.name, call.arguments)
+
+
+@lru_cache(maxsize=4096)  # several detectors ask for each call's key
+def _key(name: str, arguments: str) -> tuple[str, str]:
     try:
-        args = json.dumps(json.loads(call.arguments), sort_keys=True)
+        args = json.dumps(json.loads(arguments), sort_keys=True)
     except (ValueError, RecursionError):
-        args = call.arguments.strip()
-    return call.name, normalise(args)
+        args = arguments.strip()
+    return name, normalise(args)
 
 
 def short(text: str, limit: int = 80) -> str:

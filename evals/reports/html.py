@@ -14,7 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from agent.journal.store import HARNESS_VERSION
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from evals.reports.breakdown import METHOD, PART_LABELS, breakdowns
 from evals.reports.charts import PART_COLORS, run_charts
 from evals.reports.chess import chess_view

@@ -9,7 +9,7 @@ from agent.journal.fold import Step, fold
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
-from agent.pricing import Price, PriceTable, cost_usd, find_price
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Message
 from evals.reports.detectors import detect

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agent.pricing import format_total, format_usd
+from agent.models.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
 from evals.reports.load import RunData

@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from core.events import Compacted
 from evals.reports.breakdown import Breakdown
 from evals.reports.detectors import cut_off_note, prompt_tokens, reasoning_tokens

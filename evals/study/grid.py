@@ -8,16 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.models.spec import parse_model
+from agent.run.task import Task, load_task
 from agent.session import SandboxSpec
-from agent.task import Task, load_task
 from core.errors import HarnessError
 from core.policy import PRESETS, HarnessPolicy, load_policy
 from evals.chess.opponents import check_spec
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
+LOOP_TASKS = HERE.parent / "loops" / "tasks"  # the loop-shaped suite (evals/loops), bundled too
 POLICIES = HERE / "policies"
 CHESS = "chess"
+CAPTURES = "captures"  # the loop-shaped suite's chess task (evals.loops.captures)
+SUITES = {"loops": ["rename", "todos", "slowest", CAPTURES]}  # a suite's name stands for its tasks
 DEFAULT_ROUTER = "prefix"  # as `harness serve --router`'s
 
 
@@ -130,17 +133,24 @@ def study_policy(name: str) -> HarnessPolicy:
 
 
 def study_task(name: str) -> Task | None:
-    """The coding task a name stands for; None for a chess game."""
-    if name == CHESS:
+    """The coding task a name stands for; None for a chess task (a game, or the captures to score)."""
+    if name in (CHESS, CAPTURES):
         return None
-    if (TASKS / f"{name}.yaml").exists():
-        return load_task(str(TASKS / f"{name}.yaml"))
+    for folder in (TASKS, LOOP_TASKS):
+        if (folder / f"{name}.yaml").exists():
+            return load_task(str(folder / f"{name}.yaml"))
     if Path(name).suffix in (".yaml", ".yml", ".json") and Path(name).exists():
         return load_task(name)
-    bundled = ", ".join(sorted(p.stem for p in TASKS.glob("*.yaml")))
+    bundled = ", ".join(sorted(p.stem for folder in (TASKS, LOOP_TASKS) for p in folder.glob("*.yaml")))
     raise HarnessError(
-        f"Unknown study task {name!r}: name `chess`, a bundled task ({bundled}) or a task file (.yaml/.json)."
+        f"Unknown study task {name!r}: name `chess`, `{CAPTURES}`, a bundled task ({bundled}), a suite "
+        f"({', '.join(SUITES)}) or a task file (.yaml/.json)."
     )
+
+
+def expand_tasks(names: list[str]) -> list[str]:
+    """The tasks named, each suite replaced by its tasks."""
+    return [task for name in names for task in SUITES.get(name, [name])]
 
 
 def bundled_policies() -> list[str]:

@@ -15,7 +15,7 @@ from core.events import ModelReplied
 from evals.ab.compare import compare
 from evals.ab.html import to_json
 from evals.ab.records import RunRecord
-from evals.ab.stats import paired_amounts, wilson
+from evals.stats import paired_amounts, wilson
 from evals.study.target import EngineCounters
 
 PRIMARY = "prompt_tokens"  # what a context policy is for: the comparison's one uncorrected metric

@@ -29,8 +29,8 @@ from agent.memory_dir import MemoryDir, load
 from agent.memory_store import MemorySource, refuse_own_instances
 from agent.models.base import ModelClient
 from agent.models.spec import model_name
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
-from agent.task import Task
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
@@ -82,7 +82,7 @@ Item = TypeVar("Item", bound=BatchItem)
 class SweBatchSpec(Generic[Item]):
     """Everything that decides a batch: the instances, the model (a model string or a reference agent), the
     policy, the batch folder (a batch run again into the same folder skips its finished instances), where
-    the instances run, the price table each call is priced from (default: agent/prices.toml), the
+    the instances run, the price table each call is priced from (default: agent/models/prices.toml), the
     batch's budget: with `max_cost_usd`, no instance starts once the batch's runs (earlier ones in the
     folder included) cost that much, counting each run still going at the mean cost of the finished ones,
     how often an infra failure (evals/swe/infra.py) is tried again, and the eval script's timeout."""

@@ -24,8 +24,8 @@ from agent.journal.store import write_json_atomic
 from agent.loop import run
 from agent.memory_dir import MemoryDir
 from agent.models.base import ModelClient
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
-from agent.task import Task
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.swe.infra import InfraFailure, daemon_failure, infra_cause

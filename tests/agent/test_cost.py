@@ -9,11 +9,11 @@ import pytest
 
 from agent.journal.store import read_events, read_run_info
 from agent.journal.summary import summarize
+from agent.models.pricing import cost_usd, find_price, format_usd, load_prices
 from agent.models.scripted import ScriptedModel
-from agent.pricing import cost_usd, find_price, format_usd, load_prices
 from agent.recovery.restore import restore
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.errors import HarnessError
 from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from core.types import Usage

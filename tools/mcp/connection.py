@@ -19,17 +19,13 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-import httpx2
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourceUpdated, SubscriptionLost, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import (
     CreateMessageResult,
     ElicitResult,
     ErrorData,
-    Implementation,
     ResourceUpdatedNotification,
     TextContent,
     ToolListChangedNotification,
@@ -39,17 +35,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.mcp_settings import McpServer
 from tools.base import ToolResult
-from tools.mcp.auth import WAIT_FOR_PERSON_S, oauth_for
-from tools.mcp.config import expand_headers, host_env
 from tools.mcp.elicitation import CallInputs, Rule, answer, question
-from tools.mcp.lines import TOO_LONG, use_line_stream
+from tools.mcp.lines import TOO_LONG
 from tools.mcp.render import render
-from tools.mcp.text import cap, clean, defuse
+from tools.mcp.text import clean, defuse, describe, said
+from tools.mcp.transport import needs_auth, new_client, open_within
 
 MAX_PAGES = 1000  # a server whose cursor never ends cannot hang discovery
 STOP_WAIT_S = 10.0  # the SDK's own stdio shutdown is bounded at about 5 s
 STDERR_TAIL_CHARS = 600
-CLIENT_INFO = Implementation(name="harness", version="0")
 
 Listed = Callable[[McpServer, list[Any]], None]  # (server, every mcp.types.Tool it lists now)
 Report = Callable[[str], None]  # a problem worth telling the user that does not stop the server
@@ -107,25 +101,7 @@ class Connection:
         except Exception as e:
             stderr = self._stderr()
             await self.close()
-            raise RuntimeError(f"{describe(e)}{stderr}{await self._needs_auth()}") from None
-
-    async def _needs_auth(self) -> str:
-        """Where an HTTP server without auth settings failed to start: whether it wants authorisation."""
-        if self.server.url is None or self.server.oauth is not None:
-            return ""
-        try:
-            async with httpx2.AsyncClient(headers=expand_headers(self.server), timeout=5.0) as http:
-                answer = await http.post(
-                    self.server.url, json={}, headers={"Accept": "application/json, text/event-stream"}
-                )
-        except (httpx2.HTTPError, ValueError):
-            return ""
-        if answer.status_code != 401:
-            return ""
-        return (
-            "; it answered 401 Unauthorized: it needs authorisation, so give it `oauth` settings "
-            "(or a token in `headers`)"
-        )
+            raise RuntimeError(f"{describe(e)}{stderr}{await needs_auth(self.server)}") from None
 
     async def close(self) -> None:
         owner, self._owner = self._owner, None
@@ -147,7 +123,17 @@ class Connection:
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         try:
             async with AsyncExitStack() as stack:
-                client = await stack.enter_async_context(await self._client(stack))
+                client = await stack.enter_async_context(
+                    await new_client(
+                        self.server,
+                        stack,
+                        self._errlog,
+                        self.report,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_question,
+                        sampling_callback=self._on_sampling,
+                    )
+                )
                 await self._list(client)
                 tasks = await stack.enter_async_context(anyio.create_task_group())
                 self._tasks = tasks
@@ -167,29 +153,6 @@ class Connection:
                 self.lost = True
         finally:
             self.client = None
-
-    async def _client(self, stack: AsyncExitStack) -> Client:
-        s = self.server
-        if s.command is not None:
-            params = StdioServerParameters(command=s.command, args=s.args, cwd=s.cwd, env=host_env(s))
-            use_line_stream()  # a huge answer must not stall every server's calls for a minute
-            transport = stdio_client(params, errlog=self._errlog)
-        else:
-            assert s.url is not None  # McpServer holds exactly one of command and url
-            timeout = httpx2.Timeout(s.connect_timeout_s, read=None)  # per-call timeouts come from the session
-            http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=expand_headers(s), timeout=timeout, auth=oauth_for(s, self.report))
-            )
-            transport = streamable_http_client(s.url, http_client=http)
-        return Client(
-            transport,
-            read_timeout_seconds=s.connect_timeout_s,
-            mode=s.protocol,
-            message_handler=self._on_message,
-            client_info=CLIENT_INFO,
-            elicitation_callback=self._on_question,
-            sampling_callback=self._on_sampling,
-        )
 
     # -- the server's requests ------------------------------------------------------------
 
@@ -295,7 +258,7 @@ class Connection:
         except TimeoutError:
             raise RuntimeError(f"MCP server {self.server.name} gave no answer within {timeout_s:g} s") from None
         except MCPError as e:
-            raise RuntimeError(f"MCP server {self.server.name} refused (error {e.code}): {_said(e.message)}") from None
+            raise RuntimeError(f"MCP server {self.server.name} refused (error {e.code}): {said(e.message)}") from None
         except Exception as e:
             raise RuntimeError(f"MCP server {self.server.name}: {describe(e)}") from None
 
@@ -358,9 +321,9 @@ class Connection:
                     f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.", ok=False
                 )
             if e.code == TOO_LONG:
-                return ToolResult(f"{note}{name} on MCP server {self.server.name}: {_said(e.message)}", ok=False)
+                return ToolResult(f"{note}{name} on MCP server {self.server.name}: {said(e.message)}", ok=False)
             return ToolResult(
-                f"{note}MCP server {self.server.name} refused the call (error {e.code}): {_said(e.message)}", ok=False
+                f"{note}MCP server {self.server.name} refused the call (error {e.code}): {said(e.message)}", ok=False
             )
         except Exception as e:  # a malformed answer, a transport fault: still one observation
             return ToolResult(
@@ -388,7 +351,7 @@ class Connection:
                     await self.open()
                 except Exception as e:
                     self.gone = (
-                        f"{crashed} It could not be {again}: {_said(str(e))}. Its tools cannot be used in this run."
+                        f"{crashed} It could not be {again}: {said(str(e))}. Its tools cannot be used in this run."
                     )
             told = self.gone or f"{crashed} It was {again} and its tools were listed again."
             self.report(told)
@@ -407,14 +370,6 @@ class Connection:
         return f"; its last words on stderr: {tail!r}" if tail else ""
 
 
-def open_within(server: McpServer) -> float:
-    """Seconds a server may take to start, shake hands and list its tools; more where a person must authorise."""
-    person = (
-        server.oauth is not None and server.oauth.grant == "authorization_code" and server.oauth.authorize == "browser"
-    )
-    return server.connect_timeout_s + (WAIT_FOR_PERSON_S if person else 0.0)
-
-
 def timed_out(name: str, server: str, seconds: float) -> ToolResult:
     """A call given up on. The server was asked to cancel it, but nothing makes it stop."""
     return ToolResult(
@@ -429,15 +384,3 @@ def timed_out(name: str, server: str, seconds: float) -> ToolResult:
 def _announces_changes(client: Client) -> bool:
     tools = client.server_capabilities.tools
     return tools is not None and bool(tools.list_changed)
-
-
-def _said(text: str) -> str:
-    """What a server said, cleaned, capped and defused: it is untrusted text inside our own message."""
-    return cap(defuse(clean(text, keep_newlines=False)), 500)
-
-
-def describe(e: BaseException) -> str:
-    """The innermost real error of an exception group, as `Type: message`."""
-    while isinstance(e, BaseExceptionGroup) and e.exceptions:
-        e = e.exceptions[0]
-    return f"{type(e).__name__}: {_said(str(e))}" if str(e) else type(e).__name__

@@ -22,9 +22,10 @@ from core.errors import HarnessError
 from core.mcp_settings import McpServer
 from tools.base import Tool, ToolResult
 from tools.mcp.adapter import adapt
-from tools.mcp.connection import STOP_WAIT_S, Connection, Sampler, open_within, timed_out
+from tools.mcp.connection import STOP_WAIT_S, Connection, Sampler, timed_out
 from tools.mcp.elicitation import CallInputs, Rule
 from tools.mcp.text import one_line
+from tools.mcp.transport import open_within
 
 log = logging.getLogger("harness.mcp")
 

@@ -172,3 +172,15 @@ def clean_schema(schema: Any, depth: int = 0) -> Any:
     if isinstance(schema, list):
         return [clean_schema(item, depth + 1) for item in schema]
     return schema
+
+
+def said(text: str) -> str:
+    """What a server said, cleaned, capped and defused: it is untrusted text inside our own message."""
+    return cap(defuse(clean(text, keep_newlines=False)), 500)
+
+
+def describe(e: BaseException) -> str:
+    """The innermost real error of an exception group, as `Type: message`."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {said(str(e))}" if str(e) else type(e).__name__

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.journal.store import make_folder, write_json_atomic
-from agent.pricing import PriceTable
+from agent.models.pricing import PriceTable
 from evals.executors import BatchCost, Budget, Done, Tally
 from evals.interop.imports.detect import open_source, trajectories
 from evals.interop.imports.form import BadTrajectory, NotTrajectory

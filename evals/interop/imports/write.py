@@ -21,9 +21,9 @@ from pathlib import Path
 
 from agent.journal.store import Journal, RunInfo, make_folder
 from agent.journal.summary import summarize
+from agent.models.pricing import PriceTable, find_price
 from agent.models.windows import known_window
-from agent.pricing import PriceTable, find_price
-from agent.task import Task
+from agent.run.task import Task
 from agent.tokens import counter_for
 from core.context_policy import StripReasoning
 from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, ToolObserved

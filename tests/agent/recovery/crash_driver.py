@@ -57,10 +57,10 @@ from agent.journal.store import read_events
 from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import compare_harness, memory_as_compared
-from agent.recovery.resume import resume
+from agent.resume import resume
+from agent.run.stopping import RESUMABLE
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from agent.stopping import RESUMABLE
-from agent.task import Task
 from core.context_policy import Compact, TruncationPolicy
 from core.events import (
     Compacted,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from agent.journal.fold import fold
 from agent.journal.store import read_events, read_run_info
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from cli.main import app
 
 runner = CliRunner()

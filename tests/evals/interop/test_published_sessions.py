@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from agent.journal.fold import fold
 from agent.journal.store import read_events, read_run_info
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from cli.main import app
 from core.events import Compacted
 from evals.reports.load import load_run

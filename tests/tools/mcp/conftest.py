@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.dispatch import dispatch
+from agent.dispatch import Dispatcher, dispatch
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
 from core.types import Observation, ToolCall
@@ -41,9 +41,10 @@ def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **a
     journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
     call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
     try:
-        done = dispatch(
-            [call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True
+        approved = Dispatcher(
+            tools=registry, ctx=context(within_s), policy=HarnessPolicy(), journal=journal, approve=lambda c, t: True
         )
+        done = dispatch(approved, [call], 1)
         [obs] = done.observations
     finally:
         journal.close()

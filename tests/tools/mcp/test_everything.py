@@ -14,11 +14,11 @@ import subprocess
 
 import pytest
 
-from agent.approval import pending_calls, record_decision
 from agent.models.scripted import ScriptedModel
-from agent.recovery.resume import resume
+from agent.recovery.approval import pending_calls, record_decision
+from agent.resume import resume
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.mcp_settings import McpServer
 from core.policy import ApprovalPolicy, HarnessPolicy
 from tests.agent.helpers import call, events

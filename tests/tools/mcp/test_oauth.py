@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.mcp_settings import McpOAuth, McpServer
 from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events

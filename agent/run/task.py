@@ -31,6 +31,11 @@ class Task(BaseModel):
         "template filled from `task_id` and `vars`",
     )
     vars: dict[str, str] = Field(default_factory=dict, description="values MCP resource templates may name")
+    repo_map: str | None = Field(
+        None,
+        description="a map of the repository, made when the run started (a repo_map context step) and placed after "
+        "the prompt; kept here so that a resume and a replay open with the same bytes",
+    )
 
 
 def load_task(text_or_path: str) -> Task:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
+from agent.models.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
 from core.errors import HarnessError
 from core.types import Usage
 

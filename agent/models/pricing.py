@@ -1,4 +1,4 @@
-"""Token prices as data (agent/prices.toml, or a table of the same shape) and the cost of one call's usage.
+"""Token prices as data (agent/models/prices.toml, or a table of the same shape) and the cost of one call's usage.
 
 The loop prices every model call as it journals it (and `stop.max_cost_usd` stops on the running
 total); reports and A/B tables price runs again from a table. Costs are computed from the table,
