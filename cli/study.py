@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from agent.models import check_model
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
@@ -84,6 +85,7 @@ def study_command(
     otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
+    check_model(model)  # before the study folder
     use_otel(otel_endpoint)
     spec = StudySpec(
         model=model,

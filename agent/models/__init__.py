@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from contextlib import AbstractContextManager, closing, nullcontext
+from pathlib import Path
 
 from agent.models.base import ModelClient
 from agent.models.spec import ModelString, parse_model
@@ -35,6 +36,23 @@ def _session_headers(m: ModelString, return_within_s: float | None) -> dict[str,
     if return_within_s is not None:
         headers[RETURN_HEADER] = f"{return_within_s:g}"
     return headers
+
+
+def check_model(spec: str) -> None:
+    """Everything about a model string that can be known before a run, or a batch of them, creates anything:
+    its form, a scripted model's file, the API key a provider needs, a local model's file. The model itself
+    is loaded by each run (a local engine's weights are too heavy to load only to check them)."""
+    m = parse_model(spec)
+    if m.kind == "scripted":
+        from agent.models.scripted import ScriptedModel
+
+        ScriptedModel.from_file(m.path or "")
+    elif m.kind in ("openai", "anthropic"):
+        _key("OPENAI_API_KEY" if m.kind == "openai" else "ANTHROPIC_API_KEY", spec)
+    elif m.is_local and m.path is not None and not Path(m.path).exists():
+        raise HarnessError(
+            f"The local model {spec!r} names {m.path}, which does not exist: give a GGUF file or a model folder."
+        )
 
 
 def load_model(spec: str, return_within_s: float | None = None) -> ModelClient:

@@ -227,6 +227,7 @@ def counterfactual(
         recorded_folds=True,
         window=info.context_window,
         keep_prompts=engine is not None,
+        disclose_over=info.policy.get("mcp_disclose_over_tokens", HarnessPolicy().mcp_disclose_over_tokens),
     )
     found = fit(own.steps)
     scale = found.scale if scale_to_recorded and found is not None else None
@@ -271,6 +272,7 @@ def counterfactual(
             keep_prompts=engine is not None,
             memory=recorded_memory(run_dir, record, events, other.memory.superseded_shown) if record else None,
             show_memory=record is not None,
+            disclose_over=other.mcp_disclose_over_tokens,
         )
         out.policies.append(figures(other.name, r, price, scale or 1.0, engine=measured(r)))
     return out
