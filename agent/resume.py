@@ -103,7 +103,9 @@ def _resume(
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    with client_for(model or info.model) as client:  # one loaded from a model string is closed here
+    with client_for(
+        model or info.model, policy.dispatch.tool_timeout_s
+    ) as client:  # one loaded from a model string is closed here
         continue_model(client, fold(events).model_replies)
         if any(not isinstance(e, SandboxOpened) for e in events):
             snap, why = load_snapshot(run_dir)

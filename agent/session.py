@@ -138,7 +138,7 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
     the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
-    with client_for(spec.model) as client, _opened(spec, client) as session:
+    with client_for(spec.model, spec.policy.dispatch.tool_timeout_s) as client, _opened(spec, client) as session:
         yield session
 
 
