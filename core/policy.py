@@ -44,9 +44,9 @@ class CodeLimits(_Knobs):
         "tail of what it printed, as of any output)",
     )
     direct_only: list[str] = Field(
-        default_factory=list,
+        default_factory=lambda: ["submit"],
         description="tools a run_code program may not call, offered to the model as direct calls only (a write to "
-        "keep in sight); tools that always wait for approval are direct-only too",
+        "keep in sight; the answer that ends the run); tools that wait for approval are direct-only too",
     )
 
 

@@ -13,8 +13,8 @@ from agent.memory_dir import on_disk
 from agent.memory_store import MemoryStore
 from agent.models import load_model
 from agent.recorded.replay import replay
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.events import MemoryWritten, ModelReplied, ToolObserved
 from core.policy import HarnessPolicy, MemoryPolicy, ModelParams, StopPolicy
 from tests.agent.helpers import new_journal
