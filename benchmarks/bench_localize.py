@@ -138,13 +138,23 @@ def table(rows: dict[str, dict], first: str) -> str:
 
 
 def shard(args: argparse.Namespace) -> None:
-    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones) and keep every outcome."""
+    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones; every `--every`th of them)
+    and keep every outcome, written as each issue is done so that a stopped shard keeps what it ranked."""
     with tempfile.TemporaryDirectory() as tmp:
         records = read_issues(issues_file(args.issues, Path(tmp)))[: args.limit]
     records = [r for r in records if (not args.repo or r.repo in args.repo) and r.repo not in (args.not_repo or ())]
+    records = sorted(records, key=lambda r: r.instance_id)[:: args.every]
     started = time.monotonic()
+    args.shard.mkdir(parents=True, exist_ok=True)
+    outcomes, builds = (args.shard / "outcomes.jsonl").open("w"), (args.shard / "builds.jsonl").open("w")
+    written = 0
 
-    def progress(done: int, issue) -> None:
+    def progress(done: int, issue, result: batch.BatchResult) -> None:
+        nonlocal written
+        outcomes.writelines(json.dumps(o.__dict__) + "\n" for o in result.outcomes[written:])
+        builds.write(json.dumps(result.builds[-1].__dict__) + "\n")
+        outcomes.flush(), builds.flush()
+        written = len(result.outcomes)
         if done % 10 == 0 or done == len(records):
             print(f"[{done}/{len(records)}] {issue.instance_id} {time.monotonic() - started:.0f} s", file=sys.stderr)
 
@@ -152,13 +162,10 @@ def shard(args: argparse.Namespace) -> None:
     if args.dense:
         variants["dense only (wordllama, file skeletons)"] = replace(_BARE, content=0.0, dense=1.0)
         variants["code + dense 0.5"] = replace(DEFAULT, dense=0.5)
-    result = batch.run(records, args.repos, batch.METHODS, variants, progress)
-    args.shard.mkdir(parents=True, exist_ok=True)
-    with (args.shard / "outcomes.jsonl").open("w") as f:
-        f.writelines(json.dumps(o.__dict__) + "\n" for o in result.outcomes)
+    with outcomes, builds:
+        batch.run(records, args.repos, batch.METHODS, variants, progress)
     meta = {
         "issues": len(records),
-        "builds": [b.__dict__ for b in result.builds],
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "wall_s": time.monotonic() - started,
         "load_average_end": Path("/proc/loadavg").read_text().split()[:3],
@@ -174,19 +181,26 @@ def merge(args: argparse.Namespace) -> None:
         for line in (d / "outcomes.jsonl").read_text().splitlines()
         if line
     ]
-    metas = [json.loads((d / "meta.json").read_text()) for d in args.merge]
-    result = batch.BatchResult(outcomes, [batch.Build(**b) for m in metas for b in m["builds"]])
+    # A shard stopped early has no meta.json: its figures are those of the issues it finished.
+    metas = [
+        json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {"finished": False}
+        for d in args.merge
+    ]
+    builds = [
+        batch.Build(**json.loads(line)) for d in args.merge for line in (d / "builds.jsonl").read_text().splitlines()
+    ]
+    result = batch.BatchResult(outcomes, builds)
     methods = list(dict.fromkeys(o.method for o in outcomes))
     overall = {m: summary([o for o in outcomes if o.method == m]) for m in methods}
     per_repo = {m: by_repository([o for o in outcomes if o.method == m]) for m in batch.METHODS}
     django = django_build(args.repos, args.issues)
     report = {
-        "issues": sum(m["issues"] for m in metas),
+        "issues": len({o.instance_id for o in outcomes}),
         "overall": overall,
         "by_repository": per_repo,
         "builds": batch.build_figures(result),
         "django_cold_build": django,
-        "shards": [{k: m[k] for k in ("issues", "peak_rss_mb", "wall_s", "load_average_end")} for m in metas],
+        "shards": metas,
     }
     text = "\n\n".join(
         [
@@ -198,7 +212,7 @@ def merge(args: argparse.Namespace) -> None:
             + f" (load average {' '.join(django['load_average'])})",
             "django queries ({queries}): wall p50 {wall_ms_p50:.1f} ms, p95 {wall_ms_p95:.1f} ms; CPU p50 "
             "{cpu_ms_p50:.1f} ms, p95 {cpu_ms_p95:.1f} ms".format(**django["queries"]),
-            f"batch peak memory {max(m['peak_rss_mb'] for m in metas):.0f} MB",
+            "batch peak memory " + ", ".join(f"{m['peak_rss_mb']:.0f} MB" for m in metas if "peak_rss_mb" in m),
         ]
     )
     print(text)
@@ -218,6 +232,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="the first N issues only")
     ap.add_argument("--repo", action="append", help="only this repository's issues (repeatable), e.g. django/django")
     ap.add_argument("--not-repo", action="append", help="all but this repository's issues (repeatable)")
+    ap.add_argument("--every", type=int, default=1, help="every Nth issue (by instance id) only, a sample")
     ap.add_argument("--shard", type=Path, help="rank, and keep every outcome in this folder")
     ap.add_argument("--prior", action="store_true", help="also rank with the file graph's PageRank as a prior")
     ap.add_argument(
