@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evals.localize import batch  # noqa: E402
-from evals.localize.dataset import read_issues  # noqa: E402
+from evals.localize.dataset import changed_lines, read_issues  # noqa: E402
 from evals.localize.metrics import FILE_KS, Outcome, by_repository, percentile, summary  # noqa: E402
 from evals.localize.repos import git_dir  # noqa: E402
 from tools.code.rank import DEFAULT  # noqa: E402
@@ -223,6 +223,14 @@ def merge(args: argparse.Namespace) -> None:
         for o in outcomes:
             if o.method in batch.METHODS:
                 f.write(json.dumps({**o.__dict__, "files": o.files[:KEPT], "functions": o.functions[:KEPT]}) + "\n")
+        # The issues a sample left out: their gold files only, so that a report of runs on every issue
+        # (harness report --rankings) finds each run's gold files, and a ranking where there is one.
+        ranked = {o.instance_id for o in outcomes}
+        with tempfile.TemporaryDirectory() as tmp:
+            for issue in read_issues(issues_file(args.issues, Path(tmp))):
+                if issue.instance_id not in ranked:
+                    gold = list(changed_lines(issue.patch))
+                    f.write(json.dumps({"instance_id": issue.instance_id, "method": "gold", "gold_files": gold}) + "\n")
 
 
 def main() -> None:
