@@ -12,6 +12,8 @@ as benchmarks/README.md says). Nothing fetched is written into the repository.
     .venv/bin/python benchmarks/bench_localize.py --repos DIR --repo django/django --shard A &
     .venv/bin/python benchmarks/bench_localize.py --repos DIR --not-repo django/django --shard B
     .venv/bin/python benchmarks/bench_localize.py --repos DIR --merge A B --out DIR
+    # a sample: --every N [--offset I] in each shard; django's timings apart: --django --out DIR, then
+    # --merge ... --django-from DIR/django.json
 """
 
 from __future__ import annotations
@@ -138,12 +140,13 @@ def table(rows: dict[str, dict], first: str) -> str:
 
 
 def shard(args: argparse.Namespace) -> None:
-    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones; every `--every`th of them)
+    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones; every `--every`th of them
+    from the `--offset`th)
     and keep every outcome, written as each issue is done so that a stopped shard keeps what it ranked."""
     with tempfile.TemporaryDirectory() as tmp:
         records = read_issues(issues_file(args.issues, Path(tmp)))[: args.limit]
     records = [r for r in records if (not args.repo or r.repo in args.repo) and r.repo not in (args.not_repo or ())]
-    records = sorted(records, key=lambda r: r.instance_id)[:: args.every]
+    records = sorted(records, key=lambda r: r.instance_id)[args.offset :: args.every]
     started = time.monotonic()
     args.shard.mkdir(parents=True, exist_ok=True)
     outcomes, builds = (args.shard / "outcomes.jsonl").open("w"), (args.shard / "builds.jsonl").open("w")
@@ -193,7 +196,7 @@ def merge(args: argparse.Namespace) -> None:
     methods = list(dict.fromkeys(o.method for o in outcomes))
     overall = {m: summary([o for o in outcomes if o.method == m]) for m in methods}
     per_repo = {m: by_repository([o for o in outcomes if o.method == m]) for m in batch.METHODS}
-    django = django_build(args.repos, args.issues)
+    django = json.loads(args.django_from.read_text()) if args.django_from else django_build(args.repos, args.issues)
     report = {
         "issues": len({o.instance_id for o in outcomes}),
         "overall": overall,
@@ -241,17 +244,25 @@ def main() -> None:
     ap.add_argument("--repo", action="append", help="only this repository's issues (repeatable), e.g. django/django")
     ap.add_argument("--not-repo", action="append", help="all but this repository's issues (repeatable)")
     ap.add_argument("--every", type=int, default=1, help="every Nth issue (by instance id) only, a sample")
+    ap.add_argument("--offset", type=int, default=0, help="with --every: start the sample at this issue")
     ap.add_argument("--shard", type=Path, help="rank, and keep every outcome in this folder")
     ap.add_argument("--prior", action="store_true", help="also rank with the file graph's PageRank as a prior")
     ap.add_argument(
         "--dense", action="store_true", help="also rank with the dense half (wordllama's static embeddings)"
     )
     ap.add_argument("--merge", type=Path, nargs="+", help="shard folders to put together (with --out)")
+    ap.add_argument(
+        "--django", action="store_true", help="only django's cold builds and queries, into --out/django.json"
+    )
+    ap.add_argument("--django-from", type=Path, help="with --merge: django's figures from a --django run's file")
     ap.add_argument("--out", type=Path, help="with --merge: write summary.json, summary.md and outcomes.jsonl here")
     args = ap.parse_args()
-    if args.merge:
-        if args.out is None:
-            sys.exit("--merge needs --out")
+    if (args.merge or args.django) and args.out is None:
+        sys.exit("--merge and --django need --out")
+    if args.django:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "django.json").write_text(json.dumps(django_build(args.repos, args.issues), indent=1) + "\n")
+    elif args.merge:
         merge(args)
     elif args.shard:
         shard(args)
