@@ -31,7 +31,7 @@ def replies(run_dir: Path) -> int:
     return sum(isinstance(e, ModelReplied) for e in read_events(run_dir))
 
 
-@pytest.mark.parametrize("task", ["rename", "todos", "slowest"])
+@pytest.mark.parametrize("task", ["rename", "todos", pytest.param("slowest", marks=pytest.mark.slow)])
 def test_both_ways_reach_the_goal(tmp_path, task):
     calls, calls_dir = solve(task, "calls", tmp_path / "calls")
     code, code_dir = solve(task, "code", tmp_path / "code")
@@ -40,7 +40,8 @@ def test_both_ways_reach_the_goal(tmp_path, task):
     assert [e.observation.tool for e in read_events(code_dir) if isinstance(e, ToolObserved)] == ["run_code"]
 
 
-@pytest.mark.parametrize("task", ["rename", "todos", "slowest", captures.NAME])
+# slowest times every test of its task, each run: a long check, left out of the quick tier.
+@pytest.mark.parametrize("task", ["rename", "todos", pytest.param("slowest", marks=pytest.mark.slow), captures.NAME])
 def test_a_replay_of_a_code_mode_run_has_no_harness_divergence(tmp_path, task):
     if task == captures.NAME:
         model = ScriptedModel.from_file(LOOPS / "solutions" / "captures.yaml")
