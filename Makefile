@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # Harbor's ATIF models need Python >= 3.12: a venv of their own, for the ATIF export tests.
 INTEROP := .venv-interop312
 
-.PHONY: demo test check setup system bench clean
+.PHONY: demo test quick check setup system bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -36,6 +36,11 @@ check: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# Before a commit: the static checks and the tests that need no Docker, Ray or model weights (a few minutes).
+# tests/tiers.py marks the others; one that reaches Docker, Ray or the model unmarked fails here.
+quick: setup check
+	$(VENV)/bin/pytest -q tests --quick
 
 test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should. The tests that start

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -229,8 +230,9 @@ def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
 def run_one(
     inst: SweInstance, model_spec: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path
 ) -> InstanceResult:
-    """A batch job: one instance into `out_dir`, with a Docker client of the process that runs it."""
-    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300), prices=prices)
+    """A batch job: one instance into `out_dir`, with a Docker client of its own, closed when it ends."""
+    with closing(docker.from_env(timeout=300)) as client:
+        return run_instance(inst, model_spec, policy, out_dir, client, prices=prices)
 
 
 def run_batch(

@@ -1,5 +1,7 @@
-"""Shared, session-scoped fixtures: the real embedded GGUF model is loaded once, and
-the transformers reference only by the tests that compare against it."""
+"""Shared fixtures: the real embedded GGUF model is loaded once for the session, and the transformers
+reference only for the module that compares against it."""
+
+import gc
 
 import pytest
 import torch
@@ -29,12 +31,15 @@ def make_engine(checkpoint, **config) -> Engine:
     return Engine(checkpoint, EngineConfig(**config))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def reference():
-    """transformers loading the same GGUF file: the ground truth for logits and greedy decoding."""
+    """transformers loading the same GGUF file: the ground truth for logits and greedy decoding, for the one
+    module that compares against it, and freed after it."""
     from transformers import AutoModelForCausalLM
 
     path = default_model_path()
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     model.eval()
-    return model
+    yield model
+    del model
+    gc.collect()
