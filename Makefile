@@ -6,6 +6,8 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 # Harbor's ATIF models need Python >= 3.12: a venv of their own, for the ATIF export tests.
 INTEROP := .venv-interop312
+# Arize Phoenix, the OTLP backend the telemetry tests send spans to: a venv of its own.
+PHOENIX := .venv-phoenix
 
 .PHONY: demo test quick check setup system bench clean
 
@@ -22,7 +24,10 @@ $(STAMP): pyproject.toml
 $(INTEROP)/.installed: scripts/setup_interop312.sh
 	bash scripts/setup_interop312.sh $(INTEROP)
 
-setup: $(STAMP) $(INTEROP)/.installed
+$(PHOENIX)/.installed: scripts/setup_phoenix.sh
+	bash scripts/setup_phoenix.sh $(PHOENIX)
+
+setup: $(STAMP) $(INTEROP)/.installed $(PHOENIX)/.installed
 
 system:
 	bash scripts/setup_system.sh
@@ -30,9 +35,11 @@ system:
 demo: setup system
 	$(VENV)/bin/harness demo
 
-# The static checks: the layers of ARCHITECTURE.md (import-linter), lint and format (ruff), types (mypy).
+# The static checks: the layers of ARCHITECTURE.md (import-linter), no import cycle between modules or between
+# the folders of a package (tests/test_import_graph.py), lint and format (ruff), types (mypy).
 check: setup
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/pytest -q tests/test_import_graph.py
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -57,4 +64,4 @@ bench: setup system
 	  echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(INTEROP) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(INTEROP) $(PHOENIX) .pytest_cache .hypothesis

@@ -19,40 +19,41 @@ from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
-from agent.approval import Decision, refusal_text
 from agent.journal.store import Journal
+from agent.recovery.approval import Decision, input_id, refusal_text
 from agent.recovery.reconcile import Recovered, settle
-from core.events import ToolIntent, ToolObserved
+from agent.run.state import Dispatched
+from core.events import InputRequested, ToolIntent, ToolObserved
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
-Approver = Callable[[ToolCall, Tool], bool | Decision]
+Approver = Callable[[ToolCall, Tool], bool | Decision]  # a Decision carries the person's note to the refusal
 # (observation, where its full text is kept: called only when it is cut) -> the observation the model sees
-Cap = Callable[[Observation, Callable[[], str]], Observation]  # a Decision carries the person's note to the refusal
+Cap = Callable[[Observation, Callable[[], str]], Observation]
 
 
-@dataclass(frozen=True)
-class Dispatched:
-    observations: list[Observation]
-    submission: str | None = None  # set when a tool ended the run with an answer
+@dataclass(frozen=True, kw_only=True)
+class Dispatcher:
+    """What the dispatcher needs from the run, the same at every step: the tools it validates calls against, how
+    they run (`ctx`), the policy, the journal, who approves a gated call (None: nobody, so it is refused),
+    `cap`, which cuts an observation too long for the model's window (agent.overflow.observation_cap), and
+    `answers`, a person's answers to the questions a call's tool asked before (agent.recovery.approval.answers_for)."""
+
+    tools: Registry
+    ctx: ToolContext
+    policy: HarnessPolicy
+    journal: Journal
+    approve: Approver | None = None
+    cap: Cap | None = None
+    answers: Callable[[str], tuple[dict, ...]] | None = None  # a person's answers to a call's tool's questions
 
 
-def dispatch(
-    calls: Sequence[ToolCall],
-    step: int,
-    tools: Registry,
-    ctx: ToolContext,
-    policy: HarnessPolicy,
-    journal: Journal,
-    approve: Approver | None = None,
-    recovered: Recovered | None = None,
-    cap: Cap | None = None,
-) -> Dispatched:
-    """`recovered` is set when a resumed run finishes a step its crashed process began; `cap` cuts an observation
-    too long for the model's window (agent.overflow.observation_cap)."""
+def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Recovered | None = None) -> Dispatched:
+    """One reply's calls at `step`; `recovered` is set when a resumed run finishes a step its crashed process
+    began."""
     observations: list[Observation] = []
     submission: str | None = None
     closed: str | None = None  # once set, every later call is rejected with this reason
@@ -66,13 +67,16 @@ def dispatch(
                 None,
                 ToolResult(prior.observation.text, submission=prior.submission, rejects_later=prior.rejects_later),
             )
-            closed = _closes_reply(call, obs, result, tools, policy)
+            closed = _closes_reply(d, call, obs, result)
         else:
-            obs, tb, result = _run_call(call, step, tools, ctx, policy, journal, approve, recovered)
-            closed = _closes_reply(call, obs, result, tools, policy)
+            given = d.answers(call.id) if d.answers is not None else ()
+            obs, tb, result = _run_call(d, call, step, recovered, given)
+            if result is not None and result.awaiting_input:
+                return Dispatched(observations, submission, _asked(d, call, step, given, result))
+            closed = _closes_reply(d, call, obs, result)
         if prior is None:
-            obs = _truncate(obs, step, policy, journal, cap)
-            journal.append(
+            obs = _truncate(d, obs, step)
+            d.journal.append(
                 ToolObserved(
                     step=step,
                     observation=obs,
@@ -89,13 +93,20 @@ def dispatch(
     return Dispatched(observations, submission)
 
 
-def _closes_reply(
-    call: ToolCall, obs: Observation, result: ToolResult | None, tools: Registry, policy: HarnessPolicy
-) -> str | None:
-    mode = policy.dispatch.parallel
+def _asked(d: Dispatcher, call: ToolCall, step: int, given: tuple, result: ToolResult) -> list[str]:
+    """Journal the questions of a call that only a person can answer; their ids."""
+    ids = []
+    for n, question in enumerate(result.awaiting_input, len(given) + 1):
+        ids.append(input_id(call.id, n))
+        d.journal.append(InputRequested(step=step, call_id=call.id, input_id=ids[-1], question=question))
+    return ids
+
+
+def _closes_reply(d: Dispatcher, call: ToolCall, obs: Observation, result: ToolResult | None) -> str | None:
+    mode = d.policy.dispatch.parallel
     if mode == "one_call_only":
         return "Not run: only one tool call per reply is allowed, and this reply's first call was taken. Send one call per reply."
-    tool = tools.get(call.name)
+    tool = d.tools.get(call.name)
     if mode == "first_write_wins" and obs.executed and tool is not None and tool.effect is Effect.WRITE:
         if result is not None and result.rejects_later is not None:
             return result.rejects_later  # the tool knows best what changed (a game: the opponent replied)
@@ -107,18 +118,11 @@ def _closes_reply(
 
 
 def _run_call(
-    call: ToolCall,
-    step: int,
-    tools: Registry,
-    ctx: ToolContext,
-    policy: HarnessPolicy,
-    journal: Journal,
-    approve: Approver | None,
-    recovered: Recovered | None = None,
+    d: Dispatcher, call: ToolCall, step: int, recovered: Recovered | None, given: tuple[dict, ...]
 ) -> tuple[Observation, str | None, ToolResult | None]:
-    tool = tools.get(call.name)
+    tool = d.tools.get(call.name)
     if tool is None:
-        names = ", ".join(tools.names()) or "(none)"
+        names = ", ".join(d.tools.names()) or "(none)"
         return (
             _observation(call, "error", f"Unknown tool {call.name!r}. Available tools: {names}.", "unknown_tool"),
             None,
@@ -127,21 +131,21 @@ def _run_call(
     args, problem, kind = _parse_arguments(call, tool)
     if problem is not None:
         return _observation(call, "error", problem, kind), None, None
-    if needs_approval(tool, policy.approval):
-        decision = approve(call, tool) if approve is not None else False
+    if needs_approval(tool, d.policy.approval):
+        decision = d.approve(call, tool) if d.approve is not None else False
         if not decision:
             return _observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
-    ctx = replace(ctx, call_id=call.id, step=step)
+    ctx = replace(d.ctx, inputs=given, call_id=call.id, step=step)
     if tool.effect is not Effect.READ:
         ctx = replace(ctx, idempotency_key=idempotency_key(call))
     if recovered is not None and call.id in recovered.interrupted:
-        settled = settle(call, tool, args, ctx, policy.checkpoint, recovered)
+        settled = settle(call, tool, args, ctx, d.policy.checkpoint, recovered)
         if isinstance(settled, Observation):
             return settled, None, None
         if settled is not None:  # its effect was already in place: report what the run reported
             return _from_result(call, settled, time.monotonic()), None, settled
     if tool.effect is not Effect.READ:
-        journal.append(
+        d.journal.append(
             ToolIntent(
                 step=step,
                 call_id=call.id,
@@ -161,7 +165,7 @@ def _run_call(
         # The traceback names the harness's files and the host's paths: it is for whoever fixes the
         # bug (the journal and artifacts/), not for the model, which learns only that it was not its fault.
         tb = traceback.format_exc()
-        journal.store_artifact(f"step{step:05d}-{call.id}-traceback.txt", tb)
+        d.journal.store_artifact(f"step{step:05d}-{call.id}-traceback.txt", tb)
         text = (
             f"{call.name} failed with {type(e).__name__}: a fault of the harness, not of your call; "
             "the harness kept the details. Try again, or reach the same end another way."
@@ -226,26 +230,26 @@ def _observation(
     )
 
 
-def _truncate(obs: Observation, step: int, policy: HarnessPolicy, journal: Journal, cap: Cap | None) -> Observation:
+def _truncate(d: Dispatcher, obs: Observation, step: int) -> Observation:
     """Head+tail by the policy's characters, then, where it is still too long for the window, by tokens."""
-    limits = policy.truncation.for_tool(obs.tool)
+    limits = d.policy.truncation.for_tool(obs.tool)
     name = f"step{step:05d}-{obs.call_id}.txt"
     if len(obs.text) > limits.head_chars + limits.tail_chars:
-        artifact = journal.store_artifact(name, obs.text)
+        artifact = d.journal.store_artifact(name, obs.text)
         shown, _ = head_tail(obs.text, limits, artifact)
         cut = Truncation(
             original_chars=len(obs.text), kept_chars=limits.head_chars + limits.tail_chars, artifact=artifact
         )
         obs = obs.model_copy(update={"text": shown, "truncation": cut})
-    if cap is None:
+    if d.cap is None:
         return obs
     kept = obs.truncation.artifact if obs.truncation is not None else None  # the full text, already stored
     text = obs.text
 
     def keep_full() -> str:
-        return kept or journal.store_artifact(name, text)
+        return kept or d.journal.store_artifact(name, text)
 
-    return cap(obs, keep_full)
+    return d.cap(obs, keep_full)
 
 
 def needs_approval(tool: Tool, approval: ApprovalPolicy) -> bool:

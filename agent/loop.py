@@ -8,30 +8,33 @@ its crashed process began with the same `act`, then enters the same loop.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from agent.approval import Decision
-from agent.dispatch import dispatch, needs_approval
+from agent.dispatch import Dispatcher, dispatch, needs_approval
 from agent.journal.snapshot import write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
+from agent.mcp_context import follow_resources
+from agent.memory_store import MemoryStore
+from agent.models.pricing import cost_usd
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
-from agent.pricing import cost_usd
 from agent.prompt_digest import PromptDigest
+from agent.recovery.approval import Decision, answers_for
 from agent.recovery.reconcile import Recovered, needs_decision
 from agent.recovery.restore import Restored
 from agent.retry import with_retries
-from agent.state import RunState, advance, spend
-from agent.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
+from agent.run.state import RunState, advance, spend
+from agent.run.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
+from agent.run.task import DEFAULT_SYSTEM, Task
 from agent.summariser_calls import JournaledSummariser
-from agent.task import DEFAULT_SYSTEM, Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
+from memory.notes import opening_note
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
 from memory.tokens import PromptAccounting
@@ -39,6 +42,10 @@ from tools.base import Registry, ToolContext
 from tools.disclosure import request_tools, tools_text, with_describe_tool
 
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
+ASKED = (
+    "A tool asked questions only a person can answer ({ids}); its call waits for them. Answer each with "
+    "`harness approve RUN_DIR --call ID --yes --answer JSON` (or --no to decline), then `harness resume`."
+)
 
 
 def run(
@@ -47,7 +54,7 @@ def run(
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
 ) -> Summary:
-    """Run to a stop. `resumed`: continue from the journal (agent.recovery.resume); `summariser`: who compaction asks
+    """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
     (default: the run's own model), its calls journaled."""
     loop = begin(session, approvals or {}, resumed, summariser)
     stop: Stop | None = None
@@ -71,6 +78,7 @@ def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
     model and journal its reply. `tried`: the step's recoveries a crashed process journaled; it goes on after them."""
     state, journal = loop.state, loop.session.journal
     state.step += 1
+    follow_resources(loop)
     recoveries = list(RECOVERIES[loop.session.policy.overflow.on_overflow][len(tried) :])
     while True:
         prompt = loop.renderer.render(state.history, state.folds, state.cuts)
@@ -106,24 +114,16 @@ def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
 def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compacted: bool = False) -> Stop | None:
     """Carry out one journaled reply: approval, dispatch, advance, stop rules, compaction, snapshot.
     `recovered`: what a crashed process had already done of this step; `compacted`: its compaction is journaled."""
-    session, state = loop.session, loop.state
-    stop = awaiting_approval(reply, loop.tools, session.policy, loop.approvals, recovered)
+    session, state, tools = loop.session, loop.state, loop.dispatcher.tools
+    stop = awaiting_approval(reply, tools, session.policy, loop.approvals, recovered)
     if stop is not None:
         return stop
-    done = dispatch(
-        reply.message.tool_calls,
-        state.step,
-        loop.tools,
-        loop.ctx,
-        session.policy,
-        session.journal,
-        approve=lambda call, tool: loop.approvals.get(call.id, False),
-        recovered=recovered,
-        cap=loop.cap,
-    )
+    done = dispatch(loop.dispatcher, reply.message.tool_calls, state.step, recovered)
+    if done.awaiting:
+        return Stop("awaiting_approval", ASKED.format(ids=", ".join(done.awaiting)), {"pending": done.awaiting})
     advance(state, reply, done)
     if not done.observations:
-        add_message(state, session.journal, nudge(loop.tools), journaled=recovered is not None and recovered.nudged)
+        add_message(state, session.journal, nudge(tools), journaled=recovered is not None and recovered.nudged)
     stop = after_step(state, done, session.policy, session.sandbox, session.stop_rules)
     if stop is None and not compacted:
         compact_if_due(loop)
@@ -147,25 +147,31 @@ def begin(
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
     accounting = PromptAccounting(counter_for(session.model), tools_text(shown))
     loop = Loop(
-        session,
-        state,
-        tools,
-        shown,
-        ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
-        Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),  # own caches
-        accounting,
-        JournaledSummariser(
+        session=session,
+        state=state,
+        dispatcher=Dispatcher(
+            tools=tools,
+            ctx=ToolContext(sandbox=session.sandbox, timeout_s=policy.dispatch.tool_timeout_s),
+            policy=policy,
+            journal=journal,
+            approve=lambda call, tool: approvals.get(call.id, False),
+            cap=observation_cap(accounting.counter, session.context_window, policy),
+            answers=lambda call_id: answers_for(approvals, call_id),
+        ),
+        shown=shown,
+        approvals=approvals,
+        renderer=Renderer(policy.context, accounting.counter, accounting.tools_text, session.context_window),
+        accounting=accounting,
+        summariser=JournaledSummariser(
             summariser or ModelSummariser(session.model, policy.model),
             journal,
             state,
             session.price if summariser is None else None,  # another summariser's price is not known here
             resumed.summaries if resumed is not None else (),
         ),
-        PromptDigest(),
-        approvals,
-        observation_cap(accounting.counter, session.context_window, policy),
+        digest=PromptDigest(),
     )
-    opening = initial_messages(session.task, policy)
+    opening = initial_messages(session.task, policy, session.context, session.memory)
     if state.step == 0 and len(state.history) < len(opening):
         for message in opening[len(state.history) :]:
             add_message(state, journal, message)
@@ -201,9 +207,24 @@ def finish(loop: Loop, stop: Stop) -> Summary:
     return summary
 
 
-def initial_messages(task: Task, policy: HarnessPolicy) -> list[Message]:
+def initial_messages(
+    task: Task, policy: HarnessPolicy, context: str = "", memory: MemoryStore | None = None
+) -> list[Message]:
+    """The system prompt, then one user message: what the host placed (MCP resources), then the task. Placed
+    first, the same resources give the same prefix whatever the task. Then, when the run starts from a memory
+    that holds notes, the memory."""
     system = task.system or policy.system_prompt or DEFAULT_SYSTEM
-    return [Message(role="system", text=system), Message(role="user", text=task.prompt)]
+    prompt = f"{context}\n\n{task.prompt}" if context else task.prompt
+    prompt = f"{prompt}\n\n{task.repo_map}" if task.repo_map else prompt
+    opening = [Message(role="system", text=system), Message(role="user", text=prompt)]
+    note = opening_note(memory.start, policy.memory.superseded_shown) if memory is not None else None
+    return opening + ([Message(role="user", text=note)] if note is not None else [])
+
+
+def memory_now(loop: Loop) -> Callable[[], str | None] | None:
+    """The agent's memory as of the current step, for a fold made now to keep."""
+    store, shown = loop.session.memory, loop.session.policy.memory.superseded_shown
+    return (lambda: store.as_of(loop.state.step, shown)) if store is not None else None
 
 
 def add_message(state: RunState, journal: Journal, message: Message, journaled: bool = False) -> None:
@@ -255,7 +276,7 @@ def compact_if_due(loop: Loop) -> None:
     """Fold old steps into the working memory when the next prompt would pass the policy's threshold."""
     state, journal = loop.state, loop.session.journal
     result = loop.renderer.compact_if_due(
-        state.history, state.folds, state.step, loop.summariser, loop.shown, state.cuts
+        state.history, state.folds, state.step, loop.summariser, loop.shown, state.cuts, memory_now(loop)
     )
     if result is None:
         return
@@ -295,7 +316,9 @@ def awaiting_approval(
         tool = tools.get(c.name)
         if tool is None or (recovered is not None and c.id in recovered.observed):
             continue
-        if needs_approval(tool, policy.approval) and c.id not in approvals:
+        if recovered is not None and c.id in recovered.asked:
+            gated += [i for i in recovered.asked[c.id] if i not in approvals]  # its tool's unanswered questions
+        elif needs_approval(tool, policy.approval) and c.id not in approvals:
             gated.append(c.id)
         elif recovered is not None and needs_decision(c, tool, policy.checkpoint, recovered):
             again.append(c.id)

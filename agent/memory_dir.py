@@ -24,6 +24,7 @@ from core.errors import HarnessError
 from core.memory_entries import ROOT, MemoryEntry, files_of, ledger_lines
 
 BY_HAND = "by-hand"
+PER_REPOSITORY = "{repo}"  # a batch's key: each instance's repository
 TMP = ".harness-tmp-"  # a file being written: never taken for a memory file
 
 
@@ -36,6 +37,12 @@ class MemoryDir:
     @property
     def folder(self) -> Path:
         return self.root / (re.sub(r"[^A-Za-z0-9_.-]+", "__", self.key).strip(".") or "default")
+
+    def for_instance(self, instance: object) -> MemoryDir:
+        """A batch's store for one instance: its repository's under the key `{repo}` (else 'default')."""
+        if self.key != PER_REPOSITORY:
+            return self
+        return MemoryDir(self.root, str(getattr(instance, "repo", None) or "default"), self.writable)
 
     def describe(self) -> str:
         return f"{self.folder} (key {self.key!r}, {'read-write' if self.writable else 'read-only'})"

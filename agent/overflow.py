@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from agent.dispatch import Cap
 from agent.parts import Loop
-from agent.stopping import Stop
+from agent.run.stopping import Stop
 from core.context_policy import Compact
 from core.events import ContextOverflowed, Cut
 from core.policy import HarnessPolicy
@@ -102,8 +102,19 @@ def compact_now(loop: Loop, prompt: list[Message]) -> dict:
     else:
         summariser = FittingSummariser(loop.summariser, extractive, counter, room)
     history = loop.renderer.with_cuts(state.history, state.cuts)
+    store = loop.session.memory
+    memory = store.as_of(state.step, loop.session.policy.memory.superseded_shown) if store is not None else None
     result = compact(
-        history, state.folds, cfg, prompt, counter, summariser, "overflow", loop.shown, loop.session.context_window
+        history,
+        state.folds,
+        cfg,
+        prompt,
+        counter,
+        summariser,
+        "overflow",
+        loop.shown,
+        loop.session.context_window,
+        memory,
     )
     state.usage = state.usage + result.usage  # a summary is spending too, as a scheduled compaction's is
     if result.fold is not None:

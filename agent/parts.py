@@ -6,24 +6,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.approval import Decision
-from agent.dispatch import Cap
+from agent.dispatch import Dispatcher
 from agent.journal.store import Journal
+from agent.memory_store import MemoryStore
 from agent.models.base import ModelClient
-from agent.pricing import Price
+from agent.models.pricing import Price
 from agent.prompt_digest import PromptDigest
-from agent.state import RunState
-from agent.stopping import StopRule
-from agent.task import Task
+from agent.recovery.approval import Decision
+from agent.run.state import RunState
+from agent.run.stopping import StopRule
+from agent.run.task import Task
 from core.policy import HarnessPolicy
 from memory.render import Renderer
 from memory.summariser import Summariser
 from memory.tokens import PromptAccounting
 from sandboxes.base import Sandbox
-from tools.base import Registry, Tool, ToolContext
+from tools.base import Registry, Tool
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Session:
     """An open run (agent.session builds it): its journal, sandbox, model and the tools it offers."""
 
@@ -36,21 +37,22 @@ class Session:
     stop_rules: Sequence[StopRule] = ()
     price: Price | None = None  # the model's price, recorded in run.json: every call is priced as it is journaled
     context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
+    context: str = ""  # what the host placed before the task in the opening prompt (MCP resources, agent.mcp_context)
+    memory: MemoryStore | None = None  # the notes the agent keeps (the memory tool's store); None: it keeps none
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Loop:
-    """What one run's loop works with between steps, beside its state: the tools as the dispatcher sees them
-    and as the model is shown them, and the renderer, accounting and summariser that keep their caches."""
+    """What one run's loop works with between steps, beside its state: the dispatcher (with the tools it
+    validates calls against), the tools as the model is shown them, the approvals given, and the renderer,
+    accounting and summariser that keep their caches."""
 
     session: Session
     state: RunState
-    tools: Registry
+    dispatcher: Dispatcher
     shown: Sequence[Tool]
-    ctx: ToolContext
+    approvals: Mapping[str, bool | Decision]
     renderer: Renderer
     accounting: PromptAccounting
     summariser: Summariser
     digest: PromptDigest
-    approvals: Mapping[str, bool | Decision]
-    cap: Cap | None  # cuts an observation too long for the model's window as it is made

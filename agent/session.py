@@ -26,22 +26,26 @@ from pydantic import BaseModel, ConfigDict
 from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
 from agent.journal.summary import Summary, summarize
 from agent.loop import run
+from agent.mcp_context import placed, prompt_task
+from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
+from agent.models.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.models.spec import is_local
 from agent.models.windows import context_window
 from agent.parts import Session
-from agent.pricing import DEFAULT_TABLE, Price, find_price, load_prices
-from agent.stopping import StopRule
-from agent.task import Task
-from core.context_policy import check_window
+from agent.run.stopping import StopRule
+from agent.run.task import Task
+from agent.telemetry import live_spans
+from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
-from core.events import Event, RunStopped, SandboxOpened
+from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
 from core.mcp_settings import McpServer
 from core.policy import PRESETS, HarnessPolicy, load_policy
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolRecord, record
 from tools.builtin import toolset
+from tools.builtin.memory import with_memory
 from tools.mcp import with_mcp
 
 SANDBOXES = ("local", "docker", "docker:IMAGE")
@@ -110,11 +114,15 @@ class RunSpec:
     toolset: str = "standard"
     tools: Registry | None = None
     mcp: Sequence[McpServer] = ()  # servers named on the command line, beside the policy's own
+    prompt: tuple[str, dict[str, str]] | None = (
+        None  # SERVER:NAME of an MCP prompt the task is built from, its arguments
+    )
     run_id: str | None = None
     seed: int | None = None  # default: the policy's model seed
     listeners: Sequence[Callable[[Event], None]] = ()
     stop_rules: Sequence[StopRule] = ()
-    prices: Path | None = None  # the price table the model's price comes from; default: agent/prices.toml
+    prices: Path | None = None  # the price table the model's price comes from; default: agent/models/prices.toml
+    memory: MemorySource | None = None  # the agent's memory: given, or the policy's `memory.tool`, turns it on
 
 
 @contextmanager
@@ -137,6 +145,10 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
+    source = spec.memory if spec.memory is not None else MemorySource() if policy.memory.tool else None
+    if source is not None and not policy.memory.tool:
+        policy = policy.model_copy(update={"memory": policy.memory.model_copy(update={"tool": True})})
+    start, memory = starting_ledger(source, spec.task.id) if source is not None else ([], None)
     sandbox = spec.sandbox if isinstance(spec.sandbox, SandboxSpec) else None
     info = RunInfo(
         run_id=spec.run_id or new_run_id(spec.task.id),
@@ -153,30 +165,80 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
         context_window=window,
         started_at=datetime.now(UTC).isoformat(),
         price=price,
+        memory=memory,
     )
     journal = Journal.create(spec.out, info)
+    if source is not None:
+        keep_start(journal, start)  # first of all: a resume and a replay start from this very ledger
     journal.listeners.extend(spec.listeners)
+    spans = live_spans(info)  # OpenTelemetry spans as the run goes, where an OTLP endpoint is set
+    if spans is not None:
+        journal.listeners.append(spans)
     opened = time.monotonic()
     running = False  # from here on an exception is the run's own, not its environment's
+    store = None
     try:
         box = _start_sandbox(spec.sandbox, journal)
         try:
             prepare(spec.task, box, policy.dispatch.tool_timeout_s)
-            base = spec.tools if spec.tools is not None else toolset(spec.toolset)
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools) as registry:  # MCP servers live as long as the run
+            base = code_tools(spec.tools if spec.tools is not None else toolset(spec.toolset), policy.code_tools)
+            if source is not None:
+                store = MemoryStore(start, info.run_id, spec.task.id, journal, source.clock, kept=source.kept)
+                base = with_memory(base, store, policy.memory)
+            # MCP servers live as long as the run
+            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+                task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
+                task = with_repo_map(task, policy, box)
+                context = placed(registry, [*policy.mcp_resources, *task.resources], task)
+                info = info.model_copy(update={"task": task.model_dump(mode="json")})
                 record_tools(journal, info, registry)
                 running = True
                 yield Session(
-                    spec.task, policy, client, journal, box, registry, spec.stop_rules, price, info.context_window
+                    task=task,
+                    policy=policy,
+                    model=client,
+                    journal=journal,
+                    sandbox=box,
+                    tools=registry,
+                    stop_rules=spec.stop_rules,
+                    price=price,
+                    context_window=info.context_window,
+                    context=context,
+                    memory=store,
                 )
         finally:
             box.close()
+            if store is not None:
+                store.save()  # what the run wrote joins the kept store, each time the run stops
     except Exception as e:
         if not running:
             _environment_failed(journal, e, time.monotonic() - opened)
         raise
     finally:
         journal.close()
+        if spans is not None:
+            spans.close()
+
+
+def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
+    """The task with the repository map the policy's repo_map step asks for, made now that the sandbox holds the
+    task's files; a task that already carries one (a replay's) keeps its own."""
+    maps = [s for s in policy.context if isinstance(s, RepoMap)]
+    if not maps or task.repo_map is not None:
+        return task
+    from tools.code.tools import opening_map  # the code index's libraries load only for runs that use it
+
+    made = [opening_map(step, sandbox, task.prompt, policy.dispatch.tool_timeout_s) for step in maps]
+    return task.model_copy(update={"repo_map": "\n\n".join(made)})
+
+
+def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
+    """The tool set with the policy's code tools (tools/code) added."""
+    if not names:
+        return tools
+    from tools.code.tools import with_code_tools
+
+    return with_code_tools(tools, names)
 
 
 def price_for(model: str, prices: Path | None, budget: float | None, knob: str = "stop.max_cost_usd") -> Price | None:
@@ -272,25 +334,37 @@ def reopen_run(
     """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
     The sandbox is the caller's (reconnected or recreated); it is closed here."""
     policy = HarnessPolicy.model_validate(info.policy)
+    task = Task.model_validate(info.task)
+    store = None
     try:
         window = context_window(model, policy.model)  # the model may not be the one run.json names
         check_window(policy.context, window)
-        with with_mcp(
-            policy.mcp, tools if tools is not None else toolset(info.toolset), policy.mcp_max_tools
-        ) as registry:
+        base = code_tools(tools if tools is not None else toolset(info.toolset), policy.code_tools)
+        if info.memory is not None:  # the store as the journal left it
+            written = [e for e in read_events(journal.dir) if isinstance(e, MemoryWritten)]
+            start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
+            store = MemoryStore(start, info.run_id, task.id, journal, written=written, kept=kept)
+            base = with_memory(base, store, policy.memory)
+        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            placed(
+                registry, [*policy.mcp_resources, *task.resources], task
+            )  # follow them again; the opening is journaled
             yield Session(
-                Task.model_validate(info.task),
-                policy,
-                model,
-                journal,
-                sandbox,
-                registry,
-                stop_rules,
-                info.price,
-                window,
+                task=task,
+                policy=policy,
+                model=model,
+                journal=journal,
+                sandbox=sandbox,
+                tools=registry,
+                stop_rules=stop_rules,
+                price=info.price,
+                context_window=window,
+                memory=store,
             )
     finally:
         sandbox.close()
+        if store is not None:
+            store.save()
 
 
 def start(spec: RunSpec) -> tuple[Summary, Path]:

@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Iterable
 
 from agent.journal.store import Journal
-from agent.pricing import Price, cost_usd
-from agent.state import RunState, spend
+from agent.models.pricing import Price, cost_usd
+from agent.run.state import RunState, spend
 from core.errors import TransientModelError
 from core.events import SummaryReplied
 from core.types import ModelReply

@@ -7,7 +7,9 @@ mini-swe-agent writes them (trajs/<id>/<id>.traj.json). `--folder` imports a fol
 
 The files are imported in process, as `harness import` does, into a temporary batch folder; the script
 prints files per second and the process's resident memory (VmRSS) as the import goes, and its peak
-(VmHWM), then imports the same folder again (every run already there: the idempotent pass).
+(VmHWM), then imports the same folder again (every run already there: the idempotent pass). Last, it runs
+`harness import` on the folder as a user does, a process of its own, and gives that process's peak resident
+memory beside the peak of `harness --help` (what the CLI holds before it reads a file).
 
     .venv/bin/python benchmarks/bench_import.py [--files 500] [--mirror DIR | --folder DIR]
 """
@@ -15,6 +17,7 @@ prints files per second and the process's resident memory (VmRSS) as the import 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.pricing import load_prices  # noqa: E402
+from agent.models.pricing import load_prices  # noqa: E402
 from evals.interop.imports.batch import files_in, import_batch  # noqa: E402
 
 MIRROR = Path("/work/.mirror/gruckion+mini-swe-agent/repo")
@@ -70,7 +73,7 @@ def timed_import(files: list[Path], batch: Path, label: str) -> None:
     done = 0
     began = time.perf_counter()
 
-    def progress(path: Path, error: str | None) -> None:
+    def progress(path: Path, error: str | None, failed: bool) -> None:
         nonlocal done
         done += 1
         if error is not None:
@@ -88,6 +91,19 @@ def timed_import(files: list[Path], batch: Path, label: str) -> None:
     )
 
 
+def peak_mb(*args: str) -> tuple[float, float]:
+    """(peak resident MB, seconds) of `harness ARGS` run as a process of its own."""
+    began = time.perf_counter()
+    child = subprocess.Popen(
+        [str(Path(sys.executable).with_name("harness")), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode not in (0, 1):
+        sys.exit(f"harness {args[0]} failed ({child.returncode})")
+    return usage.ru_maxrss / 1024, time.perf_counter() - began
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=500, help="how many trajectories to import")
@@ -95,10 +111,11 @@ def main() -> None:
     ap.add_argument("--folder", type=Path, help="import this folder's trajectories instead of the mirror's")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        folder = args.folder if args.folder is not None else Path(tmp) / "trajs"
         if args.folder is not None:
             files = files_in([args.folder])[: args.files]
         else:
-            files = extract(args.mirror, Path(tmp) / "trajs", args.files)
+            files = extract(args.mirror, folder, args.files)
         total = sum(f.stat().st_size for f in files)
         largest = max(files, key=lambda f: f.stat().st_size)
         print(
@@ -108,6 +125,12 @@ def main() -> None:
         batch = Path(tmp) / "runs" / "import-trajs"
         timed_import(files, batch, "import")
         timed_import(files, batch, "again (all kept)")
+        start, _ = peak_mb("--help")
+        peak, seconds = peak_mb("import", str(folder), "--out", f"{tmp}/cli")
+        print(
+            f"harness import (the command, a process of its own): {seconds:.1f} s, peak RSS {peak:.1f} MB, of which "
+            f"the CLI before reading a file (harness --help) {start:.1f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pydantic import BaseModel  # noqa: E402
 from agent.journal.store import Journal, RunInfo  # noqa: E402
 from agent.loop import run  # noqa: E402
 from agent.parts import Session  # noqa: E402
-from agent.task import Task  # noqa: E402
+from agent.run.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402
 from core.events import ModelReplied  # noqa: E402
 from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
@@ -103,7 +103,14 @@ def measure(policy: HarnessPolicy, where: str | None) -> dict[str, dict[int, flo
         journal.listeners.append(listen)
         box = LocalSandbox(journal.dir / "workspace")
         try:
-            session = Session(Task(prompt="bench"), policy, model, journal, box, Registry.of([NOOP]))
+            session = Session(
+                task=Task(prompt="bench"),
+                policy=policy,
+                model=model,
+                journal=journal,
+                sandbox=box,
+                tools=Registry.of([NOOP]),
+            )
             run(session, summariser=ExtractiveSummariser(counter_for(model)))
         finally:
             box.close()

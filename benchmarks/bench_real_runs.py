@@ -9,6 +9,7 @@ ideal cached share, the peak context and the counterfactual cost, as means acros
 beside what the provider recorded; the fit line says how our token counts track the recorded ones.
 
     .venv/bin/python benchmarks/bench_real_runs.py [--files 500] [--mirror DIR | --folder DIR] [--json OUT]
+                                                   [--scale-to-recorded]
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ def main() -> None:
     ap.add_argument("--mirror", type=Path, default=MIRROR, help="a bare git mirror of gruckion/mini-swe-agent")
     ap.add_argument("--folder", type=Path, help="import this folder's trajectories instead of the mirror's")
     ap.add_argument("--json", type=Path, help="write rerender's JSON here")
+    ap.add_argument(
+        "--scale-to-recorded",
+        action="store_true",
+        help="count our tokens in the source model's (each run's fit scale), so every cost is in one tokenizer",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.folder is not None:
@@ -87,7 +93,8 @@ def main() -> None:
         harness("import", str(folder), "--out", f"{tmp}/runs")
         batch = next(Path(tmp, "runs").iterdir())
         policies = [a for p in POLICIES for a in ("--policy", p)]
-        result = json.loads(harness("rerender", str(batch), *policies, "--json"))
+        scaled = ["--scale-to-recorded"] if args.scale_to_recorded else []
+        result = json.loads(harness("rerender", str(batch), *policies, "--json", *scaled))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))

@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent.models.pricing import load_prices  # noqa: E402
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from agent.pricing import load_prices  # noqa: E402
+from agent.run.task import Task  # noqa: E402
 from agent.session import RunSpec  # noqa: E402
-from agent.task import Task  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 from core.types import Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from typer.testing import CliRunner  # noqa: E402
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
+from agent.run.task import Task  # noqa: E402
 from agent.session import RunSpec, start  # noqa: E402
-from agent.task import Task  # noqa: E402
 from cli.main import app  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 

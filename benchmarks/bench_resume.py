@@ -22,13 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.approval import record_decision  # noqa: E402
 from agent.journal.snapshot import load_snapshot  # noqa: E402
 from agent.journal.store import read_events, read_run_info  # noqa: E402
 from agent.models.scripted import ScriptedModel  # noqa: E402
+from agent.recovery.approval import record_decision  # noqa: E402
 from agent.recovery.restore import restore  # noqa: E402
-from agent.recovery.resume import resume  # noqa: E402
-from agent.task import Task  # noqa: E402
+from agent.resume import resume  # noqa: E402
+from agent.run.task import Task  # noqa: E402
 from core.events import ModelReplied  # noqa: E402
 from tests.agent import long_run  # noqa: E402
 

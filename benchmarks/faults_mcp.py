@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agent.dispatch import dispatch  # noqa: E402
+from agent.dispatch import Dispatcher, dispatch  # noqa: E402
 from agent.journal.store import Journal, RunInfo  # noqa: E402
 from agent.models.convert import to_anthropic, to_openai  # noqa: E402
 from core.mcp_settings import MAX_TOOLS, McpServer  # noqa: E402
@@ -97,9 +97,13 @@ def caller(registry: Registry) -> Iterator[Callable[..., tuple[Observation, floa
         def call(tool: str, within_s: float = CALL_TIMEOUT_S, **arguments: Any) -> tuple[Observation, float]:
             request = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
             start = time.perf_counter()
-            [obs] = dispatch(
-                [request], 1, registry, ToolContext(sandbox=None, timeout_s=within_s), HarnessPolicy(), journal
-            ).observations
+            on = Dispatcher(
+                tools=registry,
+                ctx=ToolContext(sandbox=None, timeout_s=within_s),
+                policy=HarnessPolicy(),
+                journal=journal,
+            )
+            [obs] = dispatch(on, [request], 1).observations
             return obs, round(time.perf_counter() - start, 2)
 
         try:
@@ -336,6 +340,75 @@ def results(registry: Registry) -> list[Row]:
     ]
 
 
+def placed(registry: Registry) -> list[Row]:
+    """Resources and prompts, which the host reads into the prompt without the model choosing: fences, template
+    markers and hidden characters as in results, a flood past what a prompt may hold, binary blobs; and the
+    listing `harness tools list` shows."""
+    from cli.mcp import offered
+    from tools.mcp.resources import PROMPT_CHARS, RESOURCE_CHARS, prompt_text, rendered
+
+    mcp = registry.mcp  # type: ignore[attr-defined]
+    server = mcp.server("hostile")
+    opening = 'Resource hostile://inject from MCP server "hostile" (untrusted).'
+
+    def resource(uri: str) -> str:
+        contents, _ = mcp.read("hostile", uri)
+        return rendered(server, uri, contents)
+
+    injected, flooded, blob = resource("hostile://inject"), resource("hostile://flood"), resource("hostile://blob")
+    held = fence_holds(injected.replace(opening, "", 1)) and injected.startswith(opening)
+    prompt = prompt_text(server, mcp.prompt("hostile", "inject", {}))
+    body = prompt.split(OPENING)[0]  # the prompt's own text, before the embedded resource's fence
+    prompt_flood = prompt_text(server, mcp.prompt("hostile", "flood", {}))
+    listed = offered("hostile", mcp.catalog("hostile"))
+    return [
+        Row(
+            "a placed resource that closes the fence and carries every template's markers, hidden characters",
+            1,
+            int(held),
+            "none (markers shown as look-alikes)",
+            injected.startswith(opening),
+        ),
+        Row(
+            f"a placed resource of {5 << 20:,} characters (past {RESOURCE_CHARS:,})",
+            1,
+            int(len(flooded) < RESOURCE_CHARS and "too long to place here" in flooded),
+            "all of it (a reference: its URI, type and size)",
+            "too long to place here" in flooded,
+        ),
+        Row(
+            "a placed binary resource (1 MiB blob)",
+            1,
+            int("binary, not shown" in blob and len(blob) < 2_000),
+            "all of it (a reference: its URI, type and size)",
+            "1,048,576 bytes" in blob,
+        ),
+        Row(
+            "a prompt made the task: markers and hidden characters in its text, an embedded resource, an image",
+            3,
+            int(not harmful(body))
+            + int(prompt.count(OPENING) == 1 and "<¦im_start¦>" in prompt)
+            + int("[image: image/png, 1,048,576 bytes, not shown]" in prompt),
+            "none (markers shown as look-alikes; the image as a reference)",
+            None,
+        ),
+        Row(
+            f"a prompt of about 2 MB (past {PROMPT_CHARS:,} characters)",
+            1,
+            int(len(prompt_flood) <= PROMPT_CHARS + 100 and not harmful(prompt_flood)),
+            f"all past {PROMPT_CHARS:,} characters",
+            "[cut from" in prompt_flood,
+        ),
+        Row(
+            "resource and prompt names and descriptions in `harness tools list`",
+            len(listed),
+            sum(not harmful(r["name"] + r["summary"]) and len(r["summary"]) <= 120 for r in listed),
+            "all past one line of 120 characters",
+            None,
+        ),
+    ]
+
+
 def crash() -> Row:
     with with_mcp([hostile()], Registry()) as registry, caller(registry) as call:
         crashed, seconds = call("hostile__crash")
@@ -387,7 +460,7 @@ def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
     with with_mcp([hostile()], standard_tools()) as registry:
         out = definitions(registry)
         called, result_text = calls(registry, flood_mib)
-        out += called + results(registry) + engine_markers(registry, result_text)
+        out += called + results(registry) + engine_markers(registry, result_text) + placed(registry)
     return [*out, crash(), unparseable(), many_tools(many)]
 
 

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
+from agent.run.task import Task  # noqa: E402
 from agent.session import RunSpec, start  # noqa: E402
-from agent.task import Task  # noqa: E402
 from core.context_policy import TruncationPolicy  # noqa: E402
 from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
 from evals.ab.chess_elo import elo_line

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
-from agent.approval import pending_calls, record_decision
 from agent.recorded.replay import replay
-from agent.recovery.resume import resume
-from agent.stopping import FAILED
+from agent.recovery.approval import pending_calls, record_decision
+from agent.resume import resume
+from agent.run.stopping import FAILED
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text, warn
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
@@ -27,6 +29,7 @@ def resume_command(
             "(the cut part is kept as events.jsonl.damaged-N) and resume from there."
         ),
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Continue a run that crashed (even under kill -9), was interrupted, or stopped awaiting approval.
 
@@ -42,6 +45,7 @@ def resume_command(
     (`harness approve`) are applied. A finished run is left as it is. Exits 1 when the run
     stops on a model or sandbox failure, 2 on a usage error (such as a run still in use).
     """
+    use_otel(otel_endpoint)
     with following_run(console) as state:
         done = resume(run_dir, model=model, listeners=(state,), repair=repair)
     for note in done.notes:
@@ -78,6 +82,7 @@ def replay_command(
             "(the world changed); without it the recorded outputs are played back and nothing runs."
         ),
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Re-drive a recorded run with its recorded model replies and check the harness against it.
 
@@ -92,6 +97,7 @@ def replay_command(
     changes, with a diff, and do not fail the replay. A recording whose journal ends in a torn line or has a
     damaged one is not replayed: the error names the line and what to do. Exits 2 on a usage error.
     """
+    use_otel(otel_endpoint)
     report = replay(run_dir, out=out, execute=execute)
     for note in report.notes:
         warn(str(run_dir), note)
@@ -117,6 +123,18 @@ def replay_command(
         raise typer.Exit(1)
 
 
+def parsed_answer(answer: str | None) -> dict | None:
+    if answer is None:
+        return None
+    try:
+        value = json.loads(answer)
+    except json.JSONDecodeError as e:
+        raise HarnessError(f"--answer is not valid JSON ({e}); give a JSON object of the form's fields.") from None
+    if not isinstance(value, dict):
+        raise HarnessError(f"--answer must be a JSON object of the form's fields, not {type(value).__name__}.")
+    return value
+
+
 @exits_on_error
 def approve_command(
     run_dir: Path = typer.Argument(..., help="The run directory that stopped awaiting approval."),
@@ -125,16 +143,23 @@ def approve_command(
     ),
     yes: bool = typer.Option(None, "--yes/--no", help="Approve the call (--yes) or refuse it (--no). One is required."),
     note: str = typer.Option("", help="A note for the model; with --no it is shown in the refusal the model sees."),
+    answer: str = typer.Option(
+        None,
+        help="For a tool's question (an id CALL.inputN): the answer, a JSON object of the form's fields; fields "
+        "left out take the form's defaults.",
+    ),
 ) -> None:
     """Record a decision on a call that waits for approval; `harness resume RUN_DIR` then acts on it.
 
     A refused call becomes a `denied` observation that the model sees, with the note. For a
     write that was cut short by a crash (policy checkpoint.interrupted_writes = ask), --yes
-    runs it again and --no tells the model its outcome is unknown.
+    runs it again and --no tells the model its outcome is unknown. For a question an MCP
+    server asked during a call (CALL.inputN), --yes --answer JSON answers it and --no declines
+    it; the resumed run calls the tool again and gives the server that answer.
     """
     if yes is None:
         raise HarnessError("Say --yes to approve the call or --no to refuse it.")
-    record_decision(run_dir, call, yes, note)
+    record_decision(run_dir, call, yes, note, parsed_answer(answer))
     left = pending_calls(run_dir)
     console.print(
         text(

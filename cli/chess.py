@@ -26,6 +26,7 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import RunState, heartbeat, progress_bar
 from core.errors import HarnessError
@@ -109,10 +110,12 @@ def chess_command(
     calibration_table: Path = typer.Option(
         calibration.TABLE, "--calibration", help="With --rate: the ladder's calibration table."
     ),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Play games against an engine; each game is a run directory, and batch.json holds every game and the totals."""
     if ctx.invoked_subcommand is not None:
         return
+    use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
     spec = ChessBatchSpec(

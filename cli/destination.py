@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 from cli.output import warn
@@ -31,3 +32,8 @@ def usual_or_temp(usual: Path, needs: list[Path], prefix: str, what: str) -> Pat
         label="note",
     )
     return elsewhere
+
+
+def stamp() -> str:
+    """The time part of a new folder's name, so each run of a command gets its own folder under --out."""
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")

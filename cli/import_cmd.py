@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from enum import Enum
 from itertools import islice
 from pathlib import Path
 
 import typer
 
-from agent.pricing import load_prices
-from cli.output import console, exits_on_error, text, warn
+from agent.models.pricing import load_prices
+from cli.output import console, exits_on_error, stderr, text, warn
 from cli.progress import following_files
 from core.errors import HarnessError
 from evals.interop.imports.batch import files_in, import_batch
@@ -26,12 +27,14 @@ class Format(str, Enum):
     swe_agent = "swe-agent"
     atif = "atif"
     inspect = "inspect"
+    claude_code = "claude-code"
+    openhands = "openhands"
 
 
 @exits_on_error
 def import_command(
     paths: list[Path] = typer.Argument(
-        ..., help="Trajectory files, or folders to search for them (.json, .traj, .eval)."
+        ..., help="Trajectory files, or folders to search for them (.json, .jsonl, .traj, .eval)."
     ),
     format: Format = typer.Option(
         Format.auto, "--format", "-f", help="The files' format; auto reads it from each file's content."
@@ -49,9 +52,10 @@ def import_command(
         "grade.json, so reports and ab judge it on resolved.",
     ),
 ) -> None:
-    """Import mini-swe-agent, SWE-agent, ATIF (Harbor) or Inspect AI trajectories as run directories, so
-    `harness report`, `rerender` and `ab` work on them. run.json says where each came from and what its format
-    does not carry (`imported_gaps`)."""
+    """Import mini-swe-agent, SWE-agent, ATIF (Harbor), Inspect AI, Claude Code or OpenHands trajectories as run
+    directories, so `harness report`, `rerender` and `ab` work on them. run.json says where each came from and what
+    its format does not carry (`imported_gaps`). In a folder, a file that is no trajectory is passed over (said on
+    stderr); one that cannot be read is skipped, and the command then exits 1."""
     table = load_prices(prices)
     graded = read_grades(grades) if grades is not None else None  # a bad grades file stops before anything is written
     missing = [p for p in paths if not p.exists()]
@@ -68,21 +72,34 @@ def import_command(
                 iid = runs[0].instance_id
                 verdict = grade_run(run_dir, iid, graded)
                 if verdict is None:
-                    _warn_each([f"{run_dir.name}: {graded.source} has no grade for {iid}; it is judged on submission"])
+                    _warn_each([f"{run_dir.name}: {graded.source} has no grade for {iid}; its outcome stays unknown"])
                 else:
                     console.print(text(f"graded by {graded.source}: {'resolved' if verdict else 'not resolved'}"))
             return
     files = files_in(paths)
     if not files:
-        raise HarnessError(f"{paths[0]} holds no trajectory files (.json, .traj, .eval).")
+        raise HarnessError(f"{paths[0]} holds no trajectory files (.json, .jsonl, .traj, .eval).")
     folder = out / f"import-{_name(paths)}"
-    with following_files(console, len(files), "importing", "imported", "files", "skipped") as done:
-        outcome = import_batch(files, folder, format.value, table, done, graded)
+    new = not folder.exists()
+    with following_files(stderr, len(files), "importing", "imported", "files", "skipped") as done:
+        outcome = import_batch(
+            files,
+            folder,
+            format.value,
+            table,
+            lambda path, why, failed: done(path, why, None if failed else "passed over (not a trajectory)"),
+            graded,
+        )
+    if not outcome.runs and not outcome.failed:
+        if new:
+            shutil.rmtree(folder)
+        raise HarnessError(f"None of the {len(files)} files under {paths[0]} is a trajectory `harness import` reads.")
     kept = outcome.runs - outcome.written
+    over = f", {len(outcome.passed_over)} passed over (not trajectories)" if outcome.passed_over else ""
     console.print(
         text(
             f"{len(files)} files: {outcome.runs} runs ({outcome.written} imported, {kept} already there), "
-            f"{len(outcome.failed)} files skipped\nbatch folder: {folder}"
+            f"{len(outcome.failed)} files skipped{over}\nbatch folder: {folder}"
         ),
         soft_wrap=True,
     )
@@ -93,7 +110,7 @@ def import_command(
         )
         _warn_each(
             [
-                f"{run}: {graded.source} has no grade for {iid}; it is judged on submission"
+                f"{run}: {graded.source} has no grade for {iid}; its outcome stays unknown"
                 for run, iid in outcome.ungraded
             ]
         )
@@ -117,4 +134,4 @@ def _name(paths: list[Path]) -> str:
     """The batch folder's name: the folder (or file) imported, or the folder that holds the files."""
     first = paths[0].resolve()
     name = first.name if len(paths) == 1 else first.parent.name
-    return name.removesuffix(".eval").removesuffix(".json") or "trajectories"
+    return name.removesuffix(".eval").removesuffix(".jsonl").removesuffix(".json") or "trajectories"

@@ -10,23 +10,30 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from agent.mcp_context import task_vars
+from agent.memory_store import MemorySource
+from agent.run.stopping import FAILED
+from agent.run.task import Task, load_task
 from agent.session import SANDBOXES, RunSpec, SandboxSpec, policy_for, start
-from agent.stopping import FAILED
-from agent.task import load_task
 from cli import mcp as mcp_cli
 from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
 from cli.import_cmd import import_command
+from cli.localize import localize_command
+from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
 from cli.sandbox import app as sandbox_app
 from cli.study import study_command
-from cli.swe import swe_app, swe_grade_command
+from cli.swe import swe_app
+from cli.swe_grade import swe_grade_command
 from cli.tasks import tasks_app
+from cli.view import view_command
 from core.errors import HarnessError
 from core.knobs import knobs
 from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
@@ -43,7 +50,9 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 @app.command("run")
 @exits_on_error
 def run_command(
-    task: str = typer.Option(..., help="The task: its text, or a .yaml/.json/.txt/.md task file."),
+    task: str = typer.Option(
+        None, help="The task: its text, or a .yaml/.json/.txt/.md task file (or build it with --mcp-prompt)."
+    ),
     model: str = typer.Option(..., help="Model string, e.g. scripted:FILE."),
     sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
     policy: str = typer.Option(
@@ -57,18 +66,43 @@ def run_command(
     mcp: mcp_cli.McpCommands = None,
     mcp_url: mcp_cli.McpUrls = None,
     config: mcp_cli.McpConfigs = None,
+    mcp_resource: mcp_cli.McpResources = None,
+    mcp_prompt: str = typer.Option(
+        None, help="SERVER:NAME: build the task from this MCP server's prompt (its arguments: --arg)."
+    ),
+    arg: list[str] = typer.Option(None, "--arg", help="KEY=VALUE: an argument of --mcp-prompt; repeat for more."),
     prices: Path = typer.Option(
         None,
         help="A price table (TOML) instead of the one shipped with the harness: each call is priced from it "
         "(and stop.max_cost_usd counts in it).",
     ),
+    memory: str = MEMORY,
+    memory_key: str = MEMORY_KEY,
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run one task with one model and print a summary. The run directory holds the full record."""
-    the_task, the_policy = load_task(task), policy_for(policy, model)
-    the_policy = mcp_cli.with_servers(the_policy, mcp, mcp_url, config)
+    use_otel(otel_endpoint)
+    if task is None and mcp_prompt is None:
+        raise HarnessError("Give the task: --task TEXT_OR_FILE, or --mcp-prompt SERVER:NAME to build it from a prompt.")
+    if arg and mcp_prompt is None:
+        raise HarnessError("--arg fills the arguments of --mcp-prompt; give --mcp-prompt SERVER:NAME as well.")
+    the_task = load_task(task) if task is not None else Task(prompt="(built from an MCP prompt)")
+    the_policy = mcp_cli.with_servers(policy_for(policy, model), mcp, mcp_url, config, mcp_resource)
+    prompt = (mcp_prompt, task_vars(arg or [])) if mcp_prompt is not None else None
+    kept = memory_dir(memory, memory_key)
     with following_run(console) as state:
         summary, run_dir = start(
-            RunSpec(the_task, model, the_policy, out, SandboxSpec.parse(sandbox), listeners=(state,), prices=prices)
+            RunSpec(
+                the_task,
+                model,
+                the_policy,
+                out,
+                SandboxSpec.parse(sandbox),
+                listeners=(state,),
+                prices=prices,
+                prompt=prompt,
+                memory=MemorySource(kept=kept) if kept is not None else None,
+            )
         )
     console.print(summary_table(summary))
     console.print(text(f"run directory: {run_dir}"), soft_wrap=True)
@@ -109,6 +143,7 @@ def demo_command(
         Path("runs"), help="Parent folder: the new batch folder is created inside it, and its path printed."
     ),
     max_plies: int = typer.Option(30, min=1, help="The game is drawn after this many plies, to keep the demo short."),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """The main job: the embedded local model plays one game against the weakest Stockfish, through tools.
 
@@ -132,6 +167,7 @@ def demo_command(
         "--no-resign",
         "--out",
         str(out),
+        *(["--otel-endpoint", otel_endpoint] if otel_endpoint else []),
     ]
     code = typer.main.get_command(app).main(args, prog_name="harness", standalone_mode=False)
     if code:  # not standalone, click hands the chess command's exit code back instead of exiting with it
@@ -217,12 +253,14 @@ app.add_typer(swe_app, name="swe")
 app.command("swe-grade")(swe_grade_command)
 app.add_typer(tasks_app, name="tasks")
 app.command("report")(report_command)
+app.command("localize")(localize_command)
 app.command("ab")(ab_command)
 app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
 app.command("approve")(approve_command)
 app.command("export")(export_command)
+app.command("view")(view_command)
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.journal.summary import Summary
-from agent.pricing import format_total
+from agent.models.pricing import format_total
 from cli.output import text
 from core.errors import HarnessError
 from core.events import Event, ModelFailed, ModelReplied, ToolObserved
@@ -115,15 +115,15 @@ def heartbeat(console: Console, line: Callable[[], str]) -> Iterator[None]:
 @contextmanager
 def following_files(
     console: Console, total: int, doing: str, done: str, unit: str, refused: str
-) -> Iterator[Callable[[Path, str | None], None]]:
+) -> Iterator[Callable[..., None]]:
     """A bar over `total` files or folders (and a heartbeat line off a terminal); the callback advances
-    it, printing `refused: why` first for one that failed."""
+    it, printing `refused: why` first for one that failed (or `label: why`, where the caller names it)."""
     with progress_bar(console) as bar:
         task = bar.add_task(doing, total=total, note="")
 
-        def advance(path: Path, error: str | None) -> None:
+        def advance(path: Path, error: str | None, label: str | None = None) -> None:
             if error is not None:
-                console.print(text((f"{refused}:", "red"), f" {error}"), soft_wrap=True)
+                console.print(text((f"{label or refused}:", "red"), f" {error}"), soft_wrap=True)
             bar.update(task, advance=1, note=path.name)
 
         with heartbeat(console, lambda: f"{done} {int(bar.tasks[0].completed)} of {total} {unit}"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from agent.journal.store import make_folder
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
 from cli.price_options import PRICE_MODEL, PRICE_TABLE

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from agent.pricing import Price, format_usd, load_prices
+from agent.models.pricing import Price, format_usd, load_prices
 from agent.recorded.counterfactual import Counterfactual, counterfactual, to_json
 from agent.recorded.engine_cache import cache_engine
 from agent.recorded.rerender import HELD_FIXED

@@ -7,6 +7,7 @@ import typer
 # Only pydantic here: the docker SDK is imported by the commands, so `harness` itself
 # starts without the optional `sandbox` extra installed.
 from cli.output import console, exits_on_error, print_json, text
+from core.errors import HarnessError
 from sandboxes.docker_options import BASE_IMAGE
 
 app = typer.Typer(
@@ -15,6 +16,7 @@ app = typer.Typer(
 
 
 @app.command()
+@exits_on_error
 def build(
     tag: str = typer.Option(BASE_IMAGE, help="name:version of the image to build"),
     force: bool = typer.Option(False, "--force", help="rebuild even if the tag exists (redoes debootstrap)"),
@@ -26,8 +28,7 @@ def build(
     try:
         build_base_image(tag=tag, force=force, log=lambda m: console.print(text((m, "dim"))))
     except (ImageBuildError, DockerUnavailable) as e:
-        console.print(text(("error:", "red"), f" {e}"))
-        raise typer.Exit(1) from None
+        raise HarnessError(f"The base image {tag} was not built: {e}") from None
     console.print(text(("ready:", "green"), f" {tag}"))
 
 
@@ -44,6 +45,7 @@ def network_cmd() -> None:
 
 
 @app.command("prune")
+@exits_on_error
 def prune_cmd(
     all_: bool = typer.Option(
         False, "--all", help="also remove sandboxes and checkpoints whose run may still be going"
@@ -57,8 +59,7 @@ def prune_cmd(
     try:
         removed = prune(everything=all_)
     except DockerUnavailable as e:
-        console.print(text(("error:", "red"), f" {e}"))
-        raise typer.Exit(1) from None
+        raise HarnessError(f"Nothing was pruned: {e}") from None
     for name in removed:
         console.print(text("removed ", (name, "bold")))
     console.print(text((f"{len(removed)} removed", "green")))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
@@ -78,8 +79,10 @@ def study_command(
         None, min=16, help="The in-process engines' tokens per step (default 512); raise it on a GPU."
     ),
     out: Path = typer.Option(Path("runs"), help="Folder that receives the study folder."),
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
+    use_otel(otel_endpoint)
     spec = StudySpec(
         model=model,
         tasks=task,

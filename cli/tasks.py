@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.session import policy_for
+from cli.destination import stamp
 from cli.executor_options import (
     EXECUTOR,
     MAX_COST_USD,
@@ -21,9 +22,11 @@ from cli.executor_options import (
     TASK_MEMORY_MB,
     executor_options,
 )
+from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
+from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, text
 from cli.progress import heartbeat, progress_bar
-from cli.swe import INFRA_RETRIES_OPTION, infra_lines, stamp
+from cli.swe_grade import INFRA_RETRIES_OPTION, infra_lines
 from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id
@@ -74,9 +77,13 @@ def run_command(
     max_cost_usd: float = MAX_COST_USD,
     prices: Path = PRICES,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout (progress to stderr)."),
+    memory: str = MEMORY,
+    memory_key: str = BATCH_MEMORY_KEY,
+    otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Build each task's environment, run the agent on its instruction in that container with the task's
     network and limits, then run its tests/test.sh and read the reward; a task is resolved at reward 1.0."""
+    use_otel(otel_endpoint)
     if resume is not None and not resume.is_dir():
         raise HarnessError(f"--resume {resume}: no such batch folder. Name the folder an earlier run printed.")
     rewrites = parse_base_images(base_image)
@@ -89,6 +96,7 @@ def run_command(
         max_cost_usd=max_cost_usd,
         prices=prices,
         infra_retries=infra_retries,
+        memory=memory_dir(memory, memory_key),
     )
     said = stderr if as_json else console
     report = _run_following(spec, rewrites, said)

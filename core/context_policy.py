@@ -158,7 +158,24 @@ class DiscloseTools(_Step):
     always_full: list[str] = Field(default_factory=list, description="tools whose full schema is always sent")
 
 
-ContextStep = Annotated[StripReasoning | MaskObservations | Compact | DiscloseTools, Field(discriminator="kind")]
+class RepoMap(_Step):
+    """Put a map of the repository after the task in the opening prompt: the files the task is about and
+    those they lean on, each with its classes and functions (tools.code.repomap). It is made once, when
+    the run starts, and kept in the run's task, so every prompt of the run (a resume's and a replay's too)
+    starts with the same bytes. Changes the opening, not the history."""
+
+    kind: Literal["repo_map"] = Field("repo_map", description="a repository map in the opening prompt")
+    budget: int = Field(1024, ge=64, le=16384, description="the map's size in tokens (about 4 characters each)")
+    focus: Literal["task", "none"] = Field(
+        "task",
+        description="task: centre the map on the files the task's text is about; none: the repository's most "
+        "central files",
+    )
+
+
+ContextStep = Annotated[
+    StripReasoning | MaskObservations | Compact | DiscloseTools | RepoMap, Field(discriminator="kind")
+]
 
 
 class Limits(BaseModel):

@@ -80,12 +80,46 @@ class MemoryWritten(_Event):
 
 
 class ApprovalGiven(_Event):
-    """A person's decision on a call that waits for approval (`harness approve`)."""
+    """A person's decision on a call that waits for approval (`harness approve`), or their answer to a
+    tool's question (`call_id` is then the question's id, CALL.inputN)."""
 
     type: Literal["approval"] = "approval"
     call_id: str
     approved: bool
     note: str = ""
+    answer: dict[str, Any] | None = None  # an accepted question's form content
+
+
+class InputRequested(_Event):
+    """A tool asked a question only a person can answer (an MCP server's elicitation) while call `call_id`
+    ran: the call's result was set aside and the run stops awaiting the answer; a resume calls again."""
+
+    type: Literal["input_requested"] = "input_requested"
+    call_id: str
+    input_id: str  # CALL.inputN: the n-th question of the call, the id `harness approve` answers
+    question: dict[str, Any]  # server, message, schema, url: as tools.mcp.elicitation.Question holds them
+
+
+class ResourceUpdated(_Event):
+    """A resource placed in the opening prompt changed: its new content is appended to the history, so
+    every earlier prompt token stays a cached prefix; `tokens` is what the update adds to each later prompt."""
+
+    type: Literal["resource_updated"] = "resource_updated"
+    server: str
+    uri: str
+    sha256: str
+    message: Message
+    tokens: int | None = None
+
+
+class SamplingReplied(_Event):
+    """An MCP server's sampling request that its settings allow, answered by the run's model and billed to the run."""
+
+    type: Literal["sampling_replied"] = "sampling_replied"
+    server: str
+    call_id: str | None = None
+    usage: Usage = Usage()
+    cost_usd: float | None = None
 
 
 class Compacted(_Event):
@@ -191,6 +225,9 @@ Event = Annotated[
     | ToolObserved
     | MemoryWritten
     | ApprovalGiven
+    | InputRequested
+    | ResourceUpdated
+    | SamplingReplied
     | Compacted
     | ContextOverflowed
     | SummaryReplied

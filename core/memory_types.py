@@ -197,3 +197,6 @@ class Fold(BaseModel):
     # Where the folded span begins. The first fold's start is where the memory notes go: after the task
     # and the steps `keep_first_tokens` kept. None: right after the task.
     start: int | None = None
+    # The agent's memory (the `memory` tool's notes) as this fold left it (memory.notes.run_note): the newest
+    # fold's follows the working-memory notes. None: the run keeps no memory, or had changed none of it yet.
+    memory_text: str | None = None

@@ -14,7 +14,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.context_policy import Compact, ContextStep, DiscloseTools, MaskObservations, StripReasoning, TruncationPolicy
+from core.context_policy import (
+    Compact,
+    ContextStep,
+    DiscloseTools,
+    MaskObservations,
+    RepoMap,
+    StripReasoning,
+    TruncationPolicy,
+)
 from core.errors import HarnessError, describe_validation_error
 from core.mcp_settings import MAX_TOOLS, McpServer
 from core.text_files import read_text_file
@@ -46,7 +54,7 @@ class StopPolicy(_Knobs):
         None,
         gt=0,
         description="stop once the run's model calls (summaries and failed calls included) have cost this many "
-        "US dollars at the model's price (agent/prices.toml or `--prices FILE`; with no price for the model the run "
+        "US dollars at the model's price (agent/models/prices.toml or `--prices FILE`; with no price for the model the run "
         "does not start); the step that reaches it is the last, so a run overshoots by at most one step; "
         "none: no limit",
     )
@@ -78,6 +86,12 @@ class ApprovalPolicy(_Knobs):
     )
     per_tool: dict[str, Literal["never", "always"]] = Field(
         default_factory=dict, description="tool name -> never or always, overriding `approve` for that tool"
+    )
+    elicitation: Literal["ask", "defaults", "decline"] = Field(
+        "ask",
+        description="an MCP server's question during a tool call (elicitation): ask stops the run awaiting a "
+        "person's answer (`harness approve --answer`), as a write waits for approval; defaults accepts with "
+        "the form's defaults; decline declines it",
     )
 
 
@@ -188,8 +202,22 @@ class HarnessPolicy(_Knobs):
         description="context steps applied in order to the history "
         "to make each prompt; empty: every message is resent verbatim",
     )
+    code_tools: list[Literal["search_code", "find_symbol", "repo_map"]] = Field(
+        default_factory=list,
+        description="code tools offered beside the tool set (tools/code): search_code ranks files and functions "
+        "for a query, find_symbol gives a name's definitions and references, repo_map a map of the repository",
+    )
     memory: MemoryPolicy = Field(MemoryPolicy(), description="the notes the agent keeps itself (the memory tool)")
     mcp: list[McpServer] = Field(default_factory=list, description="MCP servers whose tools join the built-in ones")
+    mcp_resources: list[str] = Field(
+        default_factory=list,
+        description="MCP resources placed before the task in the opening prompt, as SERVER:URI (a URI may be a "
+        "template filled from the task's id and vars); one that changes during the run is read again and its "
+        "new content appended at the next step",
+    )
+    mcp_read_resource: bool = Field(
+        False, description="offer the model a read_resource tool, to read MCP resources it chooses itself"
+    )
     mcp_max_tools: int = Field(
         MAX_TOOLS,
         ge=0,
@@ -245,8 +273,29 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         ),
     ),
     (
+        "as `compact_cache_aware`, and the agent keeps notes with the memory tool: files in /memories that the "
+        "harness keeps outside the sandbox, dates, supersedes and shows after the working memory",
+        HarnessPolicy(
+            name="compact_memory",
+            context=[
+                Compact(
+                    trigger_tokens=12000,
+                    keep_first_tokens=7000,
+                    keep_recent_steps=0,
+                    layout="append",
+                    summariser_prompt="fork",
+                )
+            ],
+            memory=MemoryPolicy(tool=True),
+        ),
+    ),
+    (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
+    ),
+    (
+        "search_code, find_symbol and repo_map beside the tool set, and a 1,024-token repository map after the task",
+        HarnessPolicy(name="code_search", code_tools=["search_code", "find_symbol", "repo_map"], context=[RepoMap()]),
     ),
     # A small local model wanders in free text; a grammar that admits only a schema-valid tool call,
     # and a short cap per reply, keep it acting and every step bounded.

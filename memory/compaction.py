@@ -109,8 +109,10 @@ def compact(
     trigger: Literal["tokens", "every_steps", "overflow"],
     tools: Sequence = (),
     window: int | None = None,
+    memory_text: str | None = None,
 ) -> CompactionResult:
-    """`window`: the model's context window, for the budgets given as a share of it."""
+    """`window`: the model's context window, for the budgets given as a share of it; `memory_text`: the agent's
+    memory as the fold leaves it (memory.notes.run_note), which the fold keeps."""
     before = counter.prompt_tokens(prompt)
     usage, finish = Usage(), ""
     attempts: list[Attempt] = []
@@ -156,9 +158,8 @@ def compact(
         if memory is not None:
             memory = merged(previous, memory, steps[1])
             fold = _make_fold(history, folds, cfg, counter, previous, memory, end, steps, window)
-            return result(
-                fold.model_copy(update={"at_step": len(step_starts(history)), "start": start}), _warning(attempts)
-            )
+            made = {"at_step": len(step_starts(history)), "start": start, "memory_text": memory_text}
+            return result(fold.model_copy(update=made), _warning(attempts))
         if attempts and attempts[-1].finish_reason != "length":
             break  # invalid even after the repair attempt: a bigger cap will not help
     return result(None, _failure(attempts))

@@ -13,26 +13,29 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
+from core.context_policy import Compact, DiscloseTools, MaskObservations, RepoMap, StripReasoning
 from core.memory_types import Fold
 from core.types import Message, Reasoning
-from memory.folds import note, notes_at, render_folds
+from memory.folds import memory_note, note, notes_at, render_folds
+from memory.notes import AS_OF, OPENING
 
+T = TypeVar("T")
+MEMORY_NOTES = (OPENING, AS_OF)
 # (input, first position that may have changed since the last call, folds) -> (output, the same for it)
 Stage = Callable[[list[Message], int, Sequence[Fold]], tuple[list[Message], int]]
 
 
-class _Once:
+class _Once(Generic[T]):
     """`make(x)` for each object x, made once. Keyed by identity; an entry holds x alive, and lives as
     long as the run's renderer."""
 
-    def __init__(self, make: Callable[[Any], Message]):
+    def __init__(self, make: Callable[[Any], T]):
         self.make = make
-        self.made: dict[int, tuple[Any, Message]] = {}
+        self.made: dict[int, tuple[Any, T]] = {}
 
-    def __call__(self, x: Any) -> Message:
+    def __call__(self, x: Any) -> T:
         hit = self.made.get(id(x))
         if hit is None or hit[0] is not x:
             hit = self.made[id(x)] = (x, self.make(x))
@@ -119,6 +122,7 @@ class FoldStage:
 
     def __init__(self, step: Compact | None = None):
         self.notes = _Once(note)  # each fold's note made once: consecutive prompts share it by identity
+        self.memory = _Once(memory_note)
         self.folds: list[Fold] = []  # the folds of the last call
 
     def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
@@ -127,15 +131,36 @@ class FoldStage:
         if not folds:
             return messages, changed if not before else 0
         head = notes_at(messages, folds)
-        out = render_folds(messages, folds, self.notes)
+        out = render_folds(messages, folds, self.notes, self.memory)
         if not same_folds or changed < head:
             return out, min(changed, head)
         # Only the unfolded tail can have changed: from where it changed, shifted to its place in `out`.
         return out, len(out) - len(messages) + max(changed, folds[-1].upto)
 
 
-def keep(step: DiscloseTools) -> Stage:
-    """Tool disclosure changes the tool list (tools.disclosure), not the messages."""
+class WithoutMemory:
+    """The prompt as it would be without the agent's memory: its opening note and the folds' memory notes left
+    out (a re-render of a run that kept one, under a policy that keeps none)."""
+
+    def __init__(self) -> None:
+        self.out: list[Message] = []
+        self.kept: list[int] = [0]  # kept[i]: how many of the input's first i messages are kept
+
+    def __call__(self, messages: list[Message], changed: int, folds: Sequence[Fold]) -> tuple[list[Message], int]:
+        kept = self.kept
+        del kept[changed + 1 :]
+        out = self.out
+        del out[kept[-1] :]
+        for m in messages[changed:]:
+            if not (m.role == "user" and m.text.startswith(MEMORY_NOTES)):
+                out.append(m)
+            kept.append(len(out))
+        return out, kept[changed]
+
+
+def keep(step: DiscloseTools | RepoMap) -> Stage:
+    """Tool disclosure changes the tool list (tools.disclosure) and a repository map the opening prompt
+    (made when the run starts), not the messages."""
     return lambda messages, changed, folds: (messages, changed)
 
 
@@ -145,6 +170,7 @@ STAGES: dict[type, Callable[[Any], Stage]] = {
     MaskObservations: MaskStage,
     Compact: FoldStage,
     DiscloseTools: keep,
+    RepoMap: keep,
 }
 
 

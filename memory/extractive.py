@@ -61,7 +61,7 @@ def extract(previous: WorkingMemory, folded: Sequence[Message], first_step: int 
             steps.append(StepStatus(step=label, status="done" if ok else "blocked"))
             if not ok and result is not None and label not in {f.approach for f in failed}:
                 failed.append(FailedApproach(approach=label, why=_why(result.text)))
-            path = _path(call.arguments)
+            path = _path(call.arguments) if call.name != "memory" else None  # /memories is no file of the task
             if path:
                 note = "edited" if call.name in WRITES else "read"
                 artifacts = [a for a in artifacts if a.path != path] + [ArtifactRef(path=path, note=note)]

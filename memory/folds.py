@@ -33,15 +33,25 @@ def note(fold: Fold) -> Message:
     return Message(role="user", text=fold.text)
 
 
+def memory_note(fold: Fold) -> Message | None:
+    """The user message of the agent's memory as a fold left it, if it has one."""
+    return Message(role="user", text=fold.memory_text) if fold.memory_text else None
+
+
 def render_folds(
-    history: Sequence[Message], folds: Sequence[Fold], note: Callable[[Fold], Message] = note
+    history: Sequence[Message],
+    folds: Sequence[Fold],
+    note: Callable[[Fold], Message] = note,
+    memory: Callable[[Fold], Message | None] = memory_note,
 ) -> list[Message]:
-    """Head and the steps kept first, then the memory notes since the last restart (in order), then the
-    unfolded steps."""
+    """Head and the steps kept first, then the working-memory notes since the last restart (in order) and the
+    agent's memory as the newest fold left it, then the unfolded steps."""
     if not folds:
         return list(history)
     start = max(i for i, f in enumerate(folds) if f.restart or i == 0)
     notes = [note(f) for f in folds[start:]]
+    kept = memory(folds[-1])
+    notes += [kept] if kept is not None else []
     return list(history[: notes_at(history, folds)]) + notes + list(history[folds[-1].upto :])
 
 

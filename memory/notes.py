@@ -55,7 +55,7 @@ def run_note(ledger: Sequence[MemoryEntry], run_id: str, step: int, shown: int) 
 def _body(head: str, now: Sequence[MemoryEntry], old: Sequence[Version], shown: int, run_id: str | None) -> str:
     parts = [head]
     for e in now:
-        parts.append(f"{e.path} ({provenance(e, run_id)})\n{e.text}")
+        parts.append(f"{e.path} ({provenance(e, run_id)})\n{(e.text or '').rstrip()}")
     if old:
         lines = [f"- {v.entry.path}: {gist(v)}, held {held(v, run_id)}" for v in old[:shown]]
         if len(old) > shown:
@@ -68,19 +68,28 @@ def when(e: MemoryEntry, run_id: str | None) -> str:
     return f"step {e.step}" if e.run_id == run_id else f"step {e.step} of run {e.run_id}"
 
 
+def name(entry_id: str, run_id: str | None) -> str:
+    """An entry's id as the prompt shows it: `#n` for this run's own, the whole id for an earlier run's."""
+    run, _, n = entry_id.rpartition("/")
+    return f"#{n}" if run == run_id else entry_id
+
+
 def provenance(e: MemoryEntry, run_id: str | None) -> str:
     source = f" from {e.source}" if e.source else ""
-    replaced = f"; supersedes {e.supersedes}" if e.supersedes else ""
-    return f"{e.id}, {e.kind}{source}, written at {when(e, run_id)}{replaced}"
+    replaced = f"; supersedes {name(e.supersedes, run_id)}" if e.supersedes else ""
+    return f"{name(e.id, run_id)}, {e.kind}{source}, written at {when(e, run_id)}{replaced}"
 
 
 def held(v: Version, run_id: str | None) -> str:
     assert v.until is not None
     if v.until.text is not None:
-        ended = f"superseded by {v.until.id}"
+        ended = f"superseded by {name(v.until.id, run_id)}"
     else:
         ended = f"moved to {v.until.moved_to}" if v.until.moved_to else "deleted"
-    return f"from {when(v.entry, run_id)} until {when(v.until, run_id)} ({v.entry.id}, {v.entry.kind}; {ended})"
+    return (
+        f"from {when(v.entry, run_id)} until {when(v.until, run_id)} ({name(v.entry.id, run_id)}, "
+        f"{v.entry.kind}; {ended})"
+    )
 
 
 def gist(v: Version) -> str:

@@ -8,20 +8,21 @@ alike. `render` is the same pipeline from scratch, for a one-off prompt.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from core.context_policy import Compact, ContextStep
 from core.memory_types import Fold
 from core.types import Message
 from memory.compaction import CompactionResult, compact, due
-from memory.context import STAGES, FoldStage
+from memory.context import STAGES, FoldStage, WithoutMemory
 from memory.summariser import Summariser
 from memory.tokens import TokenCounter, shared_prefix
 
 
 class Renderer:
     """`counter` and `tools_text` (the tool schemas sent with every prompt) are needed to compact; `window`
-    (the model's context window, None: unknown) for compaction budgets given as a share of it ("80%")."""
+    (the model's context window, None: unknown) for compaction budgets given as a share of it ("80%");
+    `memory`: False leaves the agent's memory notes out of every prompt."""
 
     def __init__(
         self,
@@ -29,11 +30,14 @@ class Renderer:
         counter: TokenCounter | None = None,
         tools_text: str = "",
         window: int | None = None,
+        memory: bool = True,
     ):
         self.stages = [STAGES[type(step)](step) for step in steps]
         self.compact = compact_step(steps)
         if self.compact is None:  # an overflow recovery may fold steps under any policy
             self.stages.insert(0, FoldStage())
+        if not memory:  # the agent's memory notes left out (a re-render of a run that kept some)
+            self.stages.append(WithoutMemory())
         self.counter, self.tools_text, self.window = counter, tools_text, window
         self.seen: list[Message] = []  # the history of the last render
         self.cut: dict[int, Message] = {}  # history index -> its message as cut (one object: renders compare fast)
@@ -95,9 +99,11 @@ class Renderer:
         summariser: Summariser,
         tools: Sequence = (),
         cuts: Mapping[int, str] | None = None,
+        memory: Callable[[], str | None] | None = None,
     ) -> CompactionResult | None:
         """After `step`: fold old steps into the working memory when the next prompt reaches the policy's
-        threshold (or `every_steps` passed since the last fold). None when not due; the caller keeps the fold."""
+        threshold (or `every_steps` passed since the last fold). None when not due; the caller keeps the fold.
+        `memory`: the agent's memory as of now, which a fold made now keeps (memory.notes.run_note)."""
         if self.compact is None:
             return None
         history = self.with_cuts(history, cuts)
@@ -107,7 +113,8 @@ class Renderer:
         if trigger is None:
             return None
         counter = self._counter()
-        return compact(history, folds, self.compact, prompt, counter, summariser, trigger, tools, self.window)
+        note = memory() if memory is not None else None
+        return compact(history, folds, self.compact, prompt, counter, summariser, trigger, tools, self.window, note)
 
     def _counter(self) -> TokenCounter:
         if self.counter is None:

@@ -28,6 +28,7 @@ from pathlib import Path
 import docker
 from docker.errors import BuildError, ImageNotFound
 
+from core.cache import cache_dir
 from sandboxes.docker_container import docker_client
 from sandboxes.docker_options import BASE_IMAGE
 from sandboxes.host_network import (
@@ -56,10 +57,6 @@ IMPORT_CHANGES = [
 
 class ImageBuildError(RuntimeError):
     """Building an image failed; the message says which step and why."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("HARNESS_CACHE") or Path.home() / ".cache" / "harness")
 
 
 def image_exists(client: docker.DockerClient, tag: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -38,6 +38,9 @@ class ToolContext:
     idempotency_key: str = ""
     call_id: str = ""  # the call being run, and the step of its reply: what a tool that dates its effects records
     step: int = 0
+    # A person's recorded answers to the questions this call's tool asked before (an MCP server's
+    # elicitation), in the order asked: a resumed or replayed call is answered from them.
+    inputs: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class ToolResult:
     # Under first_write_wins, the text every later call of the same reply gets once
     # this write ran; None gives the dispatcher's generic explanation.
     rejects_later: str | None = None
+    # Questions the tool asked that only a person can answer (an MCP server's elicitation): the
+    # result is set aside, the run stops awaiting approval, and a resume calls again with the answers.
+    awaiting_input: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

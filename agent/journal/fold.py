@@ -17,9 +17,12 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    InputRequested,
+    MemoryWritten,
     MessageAdded,
     ModelFailed,
     ModelReplied,
+    ResourceUpdated,
     RunResumed,
     RunStopped,
     SummaryReplied,
@@ -42,6 +45,8 @@ class Step:
     overflows: list[ContextOverflowed] = field(default_factory=list)  # recoveries before this step's model call
     summaries: list[SummaryReplied] = field(default_factory=list)  # the summariser's calls of this step's compaction
     notes: list[Message] = field(default_factory=list)  # harness messages added in this step (the no-tool nudge)
+    asked: list[InputRequested] = field(default_factory=list)  # questions a tool asked that waited for a person
+    updates: list[ResourceUpdated] = field(default_factory=list)  # placed resources that changed before this step
     first_ts: float | None = None
     last_ts: float | None = None
     last_seq: int = 0  # of this step's newest event (a person's decisions and resumes left out)
@@ -179,6 +184,11 @@ def fold(events: Iterable[Event]) -> Folded:
             add(e.observation.to_message(), e.seq)
         elif isinstance(e, ToolIntent):
             at(e).intents.append(e)
+        elif isinstance(e, InputRequested):
+            at(e).asked.append(e)
+        elif isinstance(e, ResourceUpdated):
+            at(e).updates.append(e)
+            add(e.message, e.seq)
         elif isinstance(e, ModelFailed):
             at(e).failures.append(e)
         elif isinstance(e, SummaryReplied):
@@ -190,6 +200,8 @@ def fold(events: Iterable[Event]) -> Folded:
         elif isinstance(e, ContextOverflowed):
             at(e).overflows.append(e)
             out.pending_summaries = []
+        elif isinstance(e, MemoryWritten):
+            at(e)
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from agent.journal.store import Journal, write_json_atomic
-from agent.state import RunState
-from agent.stopping import RESUMABLE, Stop
+from agent.run.state import RunState
+from agent.run.stopping import RESUMABLE, Stop
 from core.types import Message
 
 SNAPSHOT = "snapshot.json"

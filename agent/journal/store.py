@@ -25,9 +25,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent.pricing import Price
+from agent.models.pricing import Price
 from core.errors import HarnessError, describe_validation_error
 from core.events import EVENT, Event
+from core.memory_entries import MemoryStart
 from core.text_files import read_text_file
 
 HARNESS_VERSION = "0.1.0"
@@ -54,6 +55,7 @@ class RunInfo(BaseModel):
     # model, tools) and what that format does not carry, so no reader takes a missing figure for a measured one.
     imported: dict[str, Any] | None = None
     imported_gaps: list[str] = Field(default_factory=list)
+    memory: MemoryStart | None = None  # the memory the run started from; None: it kept none (no memory tool)
 
 
 def new_run_id(label: str) -> str:

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from agent.journal.fold import fold
 from agent.journal.store import RunInfo
-from agent.pricing import total
+from agent.models.pricing import total
 from core.events import Event, RunStopped
 from core.types import Usage
 

@@ -24,7 +24,8 @@ from pydantic import TypeAdapter
 
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
-from agent.pricing import Price, PriceTable, cost_usd, find_price
+from agent.memory_store import recorded_memory
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price
 from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
 from agent.session import recorded_tools
@@ -187,7 +188,7 @@ def run_price(info: RunInfo, events: Sequence[Event], prices: PriceTable, price_
         price = find_price(price_model, prices)
         if price is None:
             raise HarnessError(
-                f"The price table has no {price_model!r}. Name a model it lists (agent/prices.toml), "
+                f"The price table has no {price_model!r}. Name a model it lists (agent/models/prices.toml), "
                 "or pass --prices FILE with that model in it."
             )
         return price
@@ -260,6 +261,7 @@ def counterfactual(
     name = f"{info.policy.get('name', 'recorded')} (recorded)"
     out.policies.append(figures(name, own, price, scale or 1.0, True, measured(own)))
     for other in others:
+        record = info.memory if other.memory.tool else None
         r = rerender(
             events,
             other.context,
@@ -267,6 +269,8 @@ def counterfactual(
             tools,
             window=window or other.model.context_window or info.context_window,
             keep_prompts=engine is not None,
+            memory=recorded_memory(run_dir, record, events, other.memory.superseded_shown) if record else None,
+            show_memory=record is not None,
         )
         out.policies.append(figures(other.name, r, price, scale or 1.0, engine=measured(r)))
     return out

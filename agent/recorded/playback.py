@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.journal.store import RunInfo
-from agent.state import RunState
-from agent.stopping import Stop, StopRule
+from agent.run.state import RunState
+from agent.run.stopping import Stop, StopRule
 from core.context_policy import Limits
 from core.errors import PermanentModelError
 from core.events import Event, ModelReplied, RunStopped, ToolObserved

@@ -22,18 +22,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.approval import decisions
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
 from agent.journal.store import RunInfo, read_events, read_run_info
 from agent.loop import run
+from agent.memory_store import MemorySource, recorded_clock, recorded_start
 from agent.recorded.playback import PlaybackModel, playback, world_stops
+from agent.recovery.approval import decisions
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
-from agent.task import Task
 from core.errors import HarnessError
 from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    MemoryWritten,
     MessageAdded,
     ModelReplied,
     RunStopped,
@@ -88,6 +90,13 @@ def replay(
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="harness-replay-"))
     model = PlaybackModel(recorded, info)
+    # The memory tool runs again (it acts on the harness's own store, not the world), from the recorded run's
+    # starting ledger and dating its entries at the recorded times: its store must come out byte for byte.
+    memory = (
+        MemorySource(start=recorded_start(run_dir, info.memory), clock=recorded_clock(recorded))
+        if info.memory is not None
+        else None
+    )
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -100,6 +109,7 @@ def replay(
             tools=tools,
             run_id=_replay_id(info),
             seed=info.seed,
+            memory=memory,
         )
     else:  # no tool runs: the local sandbox only answers the loop's liveness probe
         offered = recorded_tools(run_dir)
@@ -116,6 +126,7 @@ def replay(
             run_id=_replay_id(info),
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
+            memory=memory,
         )
     with open_run(spec) as session:
         summary = run(
@@ -197,11 +208,22 @@ def _overflow(e: ContextOverflowed) -> dict:
     return e.model_dump(mode="json", exclude={"seq", "ts", "summariser_usage", "attempts", "message"})
 
 
+def memory_as_compared(e: MemoryWritten) -> dict:
+    # An entry's id names the run that wrote it, and the replay is a run of its own: ids are compared without it.
+    written = e.model_dump(mode="json", exclude={"seq", "ts"})
+    for entry in written["entries"]:
+        own = entry.pop("run_id") + "/"
+        entry["id"] = entry["id"].removeprefix(own)
+        entry["supersedes"] = entry["supersedes"] and entry["supersedes"].removeprefix(own)
+    return written
+
+
 HARNESS_RECORDS: dict[type, Callable[[Any], dict]] = {
     ModelReplied: _prompt,
     ToolIntent: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
     ToolObserved: _observation,
     MessageAdded: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
+    MemoryWritten: memory_as_compared,
     Compacted: _compaction,
     ContextOverflowed: _overflow,
 }

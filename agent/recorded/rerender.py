@@ -9,8 +9,9 @@ Compaction, which needs a summariser, uses the extractive one (no model).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from agent.journal.fold import fold
 from core.context_policy import Compact, ContextStep, DiscloseTools, check_window
@@ -88,10 +89,14 @@ def rerender(
     keep_prompts: bool = False,
     recorded_folds: bool = False,
     window: int | None = None,
+    memory: Callable[[int], str | None] | None = None,
+    show_memory: bool = True,
 ) -> Rerendered:
     """`recorded_folds`: use the compactions the run journaled (re-rendering its own policy)
     instead of folding again with the extractive summariser. `window`: the model's context window
-    (the run's, or one given), for compaction budgets given as a share of it."""
+    (the run's, or one given), for compaction budgets given as a share of it. `memory`: the agent's memory as of
+    a step (agent.memory_store.recorded_memory), which a fold made again keeps; `show_memory`: False leaves the
+    memory's notes out of every prompt, as a policy without the memory tool would."""
     check_window(context, window)
     disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
@@ -101,7 +106,7 @@ def rerender(
     every = RadixTree() if not recorded_folds and any(isinstance(s, Compact) for s in context) else None
     summariser = _Recording(ExtractiveSummariser(counter), requests if keep_prompts else None, every)
     out = Rerendered(tools_tokens=len(counter.text_ids(text)) if text else 0, requests=requests)
-    renderer = Renderer(context, counter, text, window)  # the loop's pipeline: the same rendering and compaction
+    renderer = Renderer(context, counter, text, window, show_memory)  # the loop's pipeline, rendering and compaction
     reuse = PrefixReuse()
     previous_step = 0
     for step, history, reply, journaled, cuts in replay_history(events):
@@ -109,7 +114,8 @@ def rerender(
             out.folds = list(journaled)
         elif previous_step:
             summariser.step = step
-            result = renderer.compact_if_due(history, out.folds, previous_step, summariser, shown)
+            kept = partial(memory, previous_step) if memory is not None and show_memory else None
+            result = renderer.compact_if_due(history, out.folds, previous_step, summariser, shown, None, kept)
             if result is not None:
                 out.summariser = out.summariser + result.usage
                 out.summariser_reused = summariser.reused

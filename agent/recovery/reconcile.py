@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent.approval import Decision
+from agent.recovery.approval import Decision
 from core.events import Event, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall
@@ -35,6 +35,7 @@ class Recovered:
     interrupted: dict[str, ToolIntent] = field(default_factory=dict)  # write calls with an intent and no result
     rerun: dict[str, Decision] = field(default_factory=dict)  # decisions on re-running them, given after the crash
     nudged: bool = False  # the no-tool-call nudge of this step is already journaled
+    asked: dict[str, list[str]] = field(default_factory=dict)  # call id -> ids of the questions its tool asked
 
 
 def needs_decision(call: ToolCall, tool: Tool, policy: CheckpointPolicy, recovered: Recovered) -> bool:
@@ -51,6 +52,8 @@ def settle(
     call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, policy: CheckpointPolicy, recovered: Recovered
 ) -> ToolResult | Observation | None:
     """For an interrupted write: the result it already had, a final observation, or None to run it again."""
+    if call.id in recovered.asked:  # its server was told the question was dismissed, so it did not act: ask again
+        return None
     if tool.already_done is not None:
         try:
             return tool.already_done(args, ctx)  # None: not in place, so running it cannot apply it twice

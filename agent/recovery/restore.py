@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent.approval import Decision, decisions
-from agent.dispatch import Dispatched
 from agent.journal.fold import Step, fold
 from agent.journal.snapshot import Snapshot, state_from
+from agent.recovery.approval import Decision, decisions
 from agent.recovery.reconcile import Recovered
-from agent.state import RunState, spend, tally
-from agent.task import Task
+from agent.run.state import Dispatched, RunState, spend, tally
+from agent.run.task import Task
 from core.events import ApprovalGiven, Event, ModelReplied, SummaryReplied
 from core.types import Message, ModelReply
 
@@ -127,7 +126,10 @@ def _open(step: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> Op
         if isinstance(e, ApprovalGiven) and e.call_id in interrupted and e.seq > interrupted[e.call_id].seq
     }
     compacted = any(c.seq > replied.seq for c in done.compactions)  # an overflow's fold came before the reply
-    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes)), compacted)
+    asked: dict[str, list[str]] = {}
+    for question in done.asked:
+        asked.setdefault(question.call_id, []).append(question.input_id)
+    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes), asked), compacted)
 
 
 def _noted(restored: Restored, note: str) -> Restored:

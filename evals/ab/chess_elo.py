@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from evals.reports.chess import cost_per_game, game_scores, rated_batch
 
 

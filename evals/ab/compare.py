@@ -16,7 +16,7 @@ from core.errors import HarnessError
 from evals.ab.pairing import Pair, pair_runs
 from evals.ab.passk import difference, parse_metric, tallies
 from evals.ab.records import RunRecord
-from evals.ab.stats import holm, mean_interval, paired_amounts, paired_outcomes, wilson
+from evals.stats import holm, mean_interval, paired_amounts, paired_outcomes, wilson
 
 
 @dataclass(frozen=True)
@@ -146,6 +146,13 @@ def usable_metrics(pairs: list[Pair], notes: list[str]) -> list[Metric]:
             )
             out.append(m)
             continue
+        if m.name == "success" and any(x is None or y is None for x, y in values):
+            unknown = sum((x is None) + (y is None) for x, y in values)
+            notes.append(
+                f"success is left out: {unknown} runs were imported without grades, so whether they succeeded is "
+                "unknown (`harness import --grades FILE` grades them); submitted is compared instead."
+            )
+            continue
         if any(x is None or y is None for x, y in values):
             notes.append(
                 f"{m.label} is left out: some runs have no value for it (a model missing from the price table)."
@@ -177,6 +184,9 @@ def compare(
     pairs, lone_a, lone_b = pair_runs(a, b)
     notes = [f"{r.run_id}: {note}" for r in [*a, *b] for note in r.journal_notes]
     metrics = usable_metrics(pairs, notes) if pairs else []
+    usable = {m.name for m in metrics}
+    if primary == DEFAULT_PRIMARY and pairs and primary not in usable and "submitted" in usable:
+        primary = "submitted"  # the default asked for; ungraded imports have only this
     if pairs and passk is None and primary not in {m.name for m in metrics}:
         raise HarnessError(
             f"the primary metric {primary!r} has no value for some runs (no price for the model?); "
@@ -215,7 +225,7 @@ def compare(
     if pairs:
         n = len(pairs)
         for side, runs in (("a", [p.a for p in pairs]), ("b", [p.b for p in pairs])):
-            wins = sum(r.success for r in runs)
+            wins = sum(bool(r.success) if "success" in usable else r.submitted for r in runs)
             setattr(comparison, f"success_{side}", (wins / n, *wilson(wins, n, level)))
             mean, low, high = mean_interval([_number(spend, r) for r in runs], level)
             setattr(comparison, f"spend_{side}", (mean, max(0.0, low), high))  # tokens and dollars are never below zero

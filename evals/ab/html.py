@@ -46,11 +46,12 @@ def chart(c: Comparison) -> str:
         Point("A", c.spend_a[0], c.success_a[0], A_COLOR, c.spend_a[1:], c.success_a[1:], note=note),
         Point("B", c.spend_b[0], c.success_b[0], B_COLOR, c.spend_b[1:], c.success_b[1:], note=note),
     ]
+    rate = "success rate" if any(m.name == "success" for m in c.metrics) else "submitted rate"  # ungraded imports
     return scatter(
         points,
-        f"Success rate against mean {c.spend_label} per task",
+        f"{rate.capitalize()} against mean {c.spend_label} per task",
         f"mean {c.spend_label} per task",
-        "success rate",
+        rate,
         x_fmt=usd if is_usd else compact,
         y_fmt=percent,
         y_range=(0.0, 1.0),

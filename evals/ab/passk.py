@@ -24,7 +24,7 @@ import numpy as np
 
 from core.errors import HarnessError
 from evals.ab.records import RunRecord
-from evals.ab.stats import bootstrap_means, percentile_interval
+from evals.stats import bootstrap_means, percentile_interval
 
 NAME = re.compile(r"^pass([@^])([1-9][0-9]*)$")
 
@@ -58,9 +58,11 @@ def parse_metric(name: str) -> tuple[str, int] | None:
 
 
 def tallies(records: list[RunRecord]) -> dict[str, tuple[int, int]]:
-    """(runs, successes) per task id."""
+    """(runs, successes) per task id, over the runs with a verdict (an ungraded import has none)."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in records:
+        if r.success is None:
+            continue
         counts[r.task_id][0] += 1
         counts[r.task_id][1] += bool(r.success)
     return {task: (n, c) for task, (n, c) in sorted(counts.items())}

@@ -8,7 +8,7 @@ from pathlib import Path
 from agent.journal.fold import fold
 from agent.journal.integrity import check_run
 from agent.journal.store import read_run_info
-from agent.pricing import PriceTable, cost_usd, find_price
+from agent.models.pricing import PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in
@@ -22,7 +22,7 @@ class RunRecord:
     seed: int | None
     run_id: str
     policy: str
-    success: bool  # resolved / win / goal verified, else submitted (see evals.reports.outcome)
+    success: bool | None  # resolved / win / goal verified, else submitted; None: an import no grader judged
     submitted: bool
     steps: int
     prompt_tokens: int
@@ -52,7 +52,7 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
         seed=info.seed,
         run_id=info.run_id,
         policy=summary.policy,
-        success=success(summary),
+        success=success(summary, bool(info.imported)),
         submitted=submitted(summary),
         steps=summary.steps,
         prompt_tokens=t.prompt,

@@ -26,13 +26,13 @@ from agent.session import price_for
 from core.errors import HarnessError
 from core.events import Event
 from core.policy import HarnessPolicy
-from evals.ab.stats import mean_interval, poisson_rate, wilson
 from evals.chess.elo import Rating
 from evals.chess.game import GameRules
 from evals.chess.opponents import check_spec
 from evals.chess.players import ModelMaker
 from evals.chess.runner import GameRecord, GameRun, play_game
 from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
+from evals.stats import mean_interval, poisson_rate, wilson
 
 COLORS = ("white", "black", "alternate", "random")
 
@@ -44,7 +44,7 @@ class ChessBatchSpec:
     game ends. Games run where `executor` says: one after another here by default, in threads, or as Ray
     tasks (then `make_model` must pickle); the games of one process share a local engine. `resume` names an earlier
     batch folder of the same settings: its finished games are kept and the others played; else the batch
-    gets a new folder under `out`. Each call is priced from `prices` (default: agent/prices.toml); with
+    gets a new folder under `out`. Each call is priced from `prices` (default: agent/models/prices.toml); with
     `max_cost_usd`, no game starts once the batch's games (kept ones included) cost that much, counting
     each game still being played at the mean cost of the finished ones."""
 

@@ -16,15 +16,14 @@ from typing import Any
 import chess
 from pydantic import BaseModel
 
-from agent.dispatch import Dispatched
 from agent.journal.store import read_events
 from agent.journal.summary import Summary
 from agent.loop import run
 from agent.models.base import ModelClient
+from agent.run.state import Dispatched, RunState
+from agent.run.stopping import Stop
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, open_run
-from agent.state import RunState
-from agent.stopping import Stop
-from agent.task import Task
 from core.events import Event
 from core.policy import HarnessPolicy
 from evals.chess.analysis import MoveQuality, analyse_game
@@ -143,7 +142,7 @@ def play_game(
     prices: Path | None = None,
 ) -> GameRun:
     """Play one game to its end; `analysis_depth` None or 0 skips the Stockfish move-quality pass. Its calls
-    are priced from `prices` (default: agent/prices.toml)."""
+    are priced from `prices` (default: agent/models/prices.toml)."""
     if color not in ("white", "black"):
         raise ValueError(f"color must be white or black, not {color!r}")
     the_policy = chess_policy(policy or HarnessPolicy(), rules)

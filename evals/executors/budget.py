@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.pricing import format_total, format_usd, total
+from agent.models.pricing import format_total, format_usd, total
 from evals.executors.jobs import Done, Job
 
 Cost = tuple[float | None, int]  # a run's cost_usd (None: unknown) and its calls without a known cost

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from evals.reports.chess import batch_rating
 from evals.reports.detectors import DETECTORS, prompt_tokens
+from evals.reports.drift_summary import drift_rows
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData
-from evals.reports.outcome import outcome_label, success
+from evals.reports.outcome import rate_text
 from evals.reports.recorded import recorded_cost_text
 from evals.reports.svg import compact, usd
 from evals.reports.svg_bars import hbars
@@ -31,21 +32,21 @@ class RunRow:
     run: RunData
     link: str
     outcome: str
-    ok: bool
+    ok: bool | None  # None: an imported run no grader judged
     cost: str
     recorded_cost: str  # "" for a run of ours: the column shows only where some run was imported
     findings: int
 
 
 def batch_cards(runs: list[RunData]) -> list[Card]:
-    ok = sum(success(r.summary) for r in runs)
+    rate, counted = rate_text([r.verdict for r in runs])
     total, source = batch_cost(runs), source_totals(runs)
     prompt = sum(r.summary.tokens.prompt for r in runs)
     cached = sum(r.summary.tokens.cached for r in runs)
     steps = [r.summary.steps for r in runs]
     return [
         Card("runs", f"{len(runs)}", f"{len({r.summary.task_id for r in runs})} tasks"),
-        Card("succeeded", f"{ok / len(runs):.0%}" if runs else "—", f"{ok} of {len(runs)}"),
+        Card("succeeded", rate, counted),
         Card("steps", f"{sum(steps) / len(steps):.1f}" if steps else "—", "mean per run"),
         Card("prompt tokens", compact(prompt), f"{prompt:,} in total" + (f", {_by(source, runs)}" if source else "")),
         Card(
@@ -94,16 +95,22 @@ def cost_scatter(runs: list[RunData]) -> str:
     """Each run's steps against its cost (its prompt tokens where some run has no cost known); a cost the source
     recorded stands in for an unpriced one, and the axis says so."""
     priced = all(run_cost(r) is not None for r in runs)
-    good = Cloud("#16a34a", [(r.summary.steps, _height(r, priced)) for r in runs if success(r.summary)])
-    bad = Cloud("#dc2626", [(r.summary.steps, _height(r, priced)) for r in runs if not success(r.summary)])
+    clouds = {
+        label: Cloud(color, [(r.summary.steps, _height(r, priced)) for r in runs if r.verdict is verdict])
+        for label, color, verdict in (
+            ("succeeded", "#16a34a", True),
+            ("failed", "#dc2626", False),
+            ("unknown", "#94a3b8", None),
+        )
+    }
     points = [
         Point(
-            f"{'succeeded' if c is good else 'failed'} ({len(c.points)})",
+            f"{label} ({len(c.points)})",
             sum(x for x, _ in c.points) / len(c.points),
             sum(y for _, y in c.points) / len(c.points),
             c.color,
         )
-        for c in (good, bad)
+        for label, c in clouds.items()
         if c.points
     ]
     total = batch_cost(runs)
@@ -120,7 +127,7 @@ def cost_scatter(runs: list[RunData]) -> str:
         )
         if priced
         else "prompt tokens",
-        clouds=[good, bad],
+        clouds=[c for c in clouds.values() if c.points],
         y_fmt=usd if priced else compact,
     )
 
@@ -145,8 +152,8 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
             RunRow(
                 r,
                 Path(os.path.relpath(report, path.parent)).as_posix(),
-                outcome_label(r.summary),
-                success(r.summary),
+                r.outcome,
+                r.verdict,
                 format_usd(r.cost),
                 recorded_cost_text(r.recorded)[0] if r.recorded else "",
                 len(r.findings),
@@ -173,6 +180,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
         "detectors": [
             (d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS
         ],
+        "drift": drift_rows([(r.findings, r.verdict) for r in runs]),
         "cost_title": cost_title(runs),
         "charts": {
             "prompt": Markup(prompt_lines(runs)),

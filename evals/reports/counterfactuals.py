@@ -1,5 +1,5 @@
 """A batch's counterfactual table: each policy's figures (agent/recorded/counterfactual.py) over every run of
-a batch folder, as totals and as means across runs with 95% intervals (Student's t, evals/ab/stats.py), beside
+a batch folder, as totals and as means across runs with 95% intervals (Student's t, evals/stats.py), beside
 what the runs recorded.
 
 Runs are read one at a time and only a few numbers of each are kept, so memory stays that of the largest run.
@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.pricing import PriceTable
+from agent.models.pricing import PriceTable
 from agent.recorded.counterfactual import Counterfactual, Figures, counterfactual
 from agent.recorded.engine_cache import CacheEngine
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
-from evals.ab.stats import mean_interval
+from evals.stats import mean_interval
 
 MIXED_RECORDED = "recorded (each run's own policy)"
 

@@ -2,25 +2,22 @@
 
 Every detector reads only the journal (folded into `Step`s) and flags the steps where a
 trajectory wasted effort or where the harness hurt the model. Thresholds are module
-constants so a report can say exactly what it counted.
+constants so a report can say exactly what it counted. The drift detectors (evals.reports.drift)
+are among them; DRIFT names the ones a run's drift summary counts.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import Counter
 
 from agent.models.base import estimate_tokens
 from core.events import Compacted
-from core.types import ToolCall
 from core.volatile import normalise
+from evals.reports.drift import PERMANENT_KINDS, calls_with_results, re_reads, retried_failed_approaches
+from evals.reports.finding import Detector, Finding, call_key, call_tokens, describe, short, step_tokens
 from evals.reports.steps import CUT_REASONS, Step, cut_off
 
-# Errors that the same call cannot escape by being sent again: the arguments or the tool
-# name are wrong, or the user refused. (A non-zero exit can change once files change.)
-PERMANENT_KINDS = {"bad_json", "unknown_tool", "invalid_args", "denied"}
 # A prompt that changes by at least this share of the previous one, and by this many tokens.
 JUMP_SHARE = 0.5
 JUMP_MIN_TOKENS = 2000
@@ -33,30 +30,6 @@ CACHE_EXPECTED_SHARE = 0.5
 REASONING_TIMES_MEDIAN = 3.0
 REASONING_MIN = 1000
 REASONING_ALWAYS = 8000
-
-
-@dataclass(frozen=True)
-class Finding:
-    detector: str
-    step: int
-    detail: str
-
-
-@dataclass(frozen=True)
-class Detector:
-    name: str
-    title: str
-    explanation: str
-    find: Callable[[list[Step]], list[Finding]]
-
-
-def call_key(call: ToolCall) -> tuple[str, str]:
-    """Tool name and arguments, with JSON key order, spacing and volatile parts made irrelevant."""
-    try:
-        args = json.dumps(json.loads(call.arguments), sort_keys=True)
-    except (ValueError, RecursionError):
-        args = call.arguments.strip()
-    return call.name, normalise(args)
 
 
 def prompt_tokens(step: Step) -> int:
@@ -73,72 +46,61 @@ def reasoning_tokens(step: Step) -> int:
     return step.usage.reasoning_tokens or (estimate_tokens(reasoning.text) if reasoning and reasoning.text else 0)
 
 
-def _short(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _describe(call: ToolCall) -> str:
-    return f"{call.name}({_short(call.arguments, 60)})"
-
-
 def no_tool_call(steps: list[Step]) -> list[Finding]:
     out = []
     for s in steps:
         if s.reply is None or s.calls:
             continue
         cut = " — the reply was cut off at the token limit" if s.reply.finish_reason == "length" else ""
-        text = _short(s.reply.message.text) or "(empty reply)"
-        out.append(Finding("no_tool_call", s.n, f"The reply had no tool call{cut}: {text}"))
+        text = short(s.reply.message.text) or "(empty reply)"
+        out.append(Finding("no_tool_call", s.n, f"The reply had no tool call{cut}: {text}", step_tokens(s)))
     return out
-
-
-def _calls_with_results(steps: list[Step]):
-    for s in steps:
-        results = {o.call_id: o for o in s.observations}
-        for call in s.calls:
-            yield s.n, call, results.get(call.id)
 
 
 def repeated_action(steps: list[Step]) -> list[Finding]:
     seen: dict[tuple, int] = {}  # (call, result) -> first step
+    sent = Counter(call_key(call) for _, call, _ in calls_with_results(steps))
     out = []
-    for n, call, obs in _calls_with_results(steps):
-        if obs is None or obs.error_kind in PERMANENT_KINDS:
-            continue  # permanent failures have their own detector
+    for s, call, obs in calls_with_results(steps):
+        if obs is None or obs.error_kind in PERMANENT_KINDS or sent[call_key(call)] < 2:
+            continue  # permanent failures have their own detector; a call made once repeats nothing
         key = (call_key(call), obs.status, normalise(obs.text))
-        if key in seen and seen[key] != n:
+        if key in seen and seen[key] != s.n:
             out.append(
                 Finding(
-                    "repeated_action", n, f"{_describe(call)} repeats step {seen[key]}'s call and got the same result."
+                    "repeated_action",
+                    s.n,
+                    f"{describe(call)} repeats step {seen[key]}'s call and got the same result.",
+                    call_tokens(s, obs),
                 )
             )
-        seen.setdefault(key, n)
+        seen.setdefault(key, s.n)
     return out
 
 
 def retry_after_permanent_failure(steps: list[Step]) -> list[Finding]:
     failed: dict[tuple[str, str], tuple[int, str]] = {}  # call -> (step, error kind)
     out = []
-    for n, call, obs in _calls_with_results(steps):
+    for s, call, obs in calls_with_results(steps):
         key = call_key(call)
-        if key in failed and failed[key][0] != n:
+        if key in failed and failed[key][0] != s.n:
             first, kind = failed[key]
             out.append(
                 Finding(
                     "retry_after_permanent_failure",
-                    n,
-                    f"{_describe(call)} was sent again after it failed with {kind} at step {first}; the same call cannot succeed.",
+                    s.n,
+                    f"{describe(call)} was sent again after it failed with {kind} at step {first}; the same call cannot succeed.",
+                    call_tokens(s, obs),
                 )
             )
         if obs is not None and obs.error_kind in PERMANENT_KINDS:
-            failed.setdefault(key, (n, obs.error_kind))
+            failed.setdefault(key, (s.n, obs.error_kind))
     return out
 
 
 def rejected_or_denied(steps: list[Step]) -> list[Finding]:
     return [
-        Finding("rejected_or_denied", s.n, f"{o.tool} call {o.call_id} was {o.status}: {_short(o.text)}")
+        Finding("rejected_or_denied", s.n, f"{o.tool} call {o.call_id} was {o.status}: {short(o.text)}")
         for s in steps
         for o in s.observations
         if o.status in ("rejected", "denied")
@@ -150,10 +112,10 @@ def timeouts(steps: list[Step]) -> list[Finding]:
     for s in steps:
         for o in s.observations:
             if o.status == "timeout" or o.error_kind == "timeout":
-                out.append(Finding("timeout", s.n, f"{o.tool} timed out after {o.duration_s:.1f} s: {_short(o.text)}"))
+                out.append(Finding("timeout", s.n, f"{o.tool} timed out after {o.duration_s:.1f} s: {short(o.text)}"))
         for f in s.failures:
             if "timeout" in f.message.lower() or "timed out" in f.message.lower():
-                out.append(Finding("timeout", s.n, f"The model call timed out: {_short(f.message)}"))
+                out.append(Finding("timeout", s.n, f"The model call timed out: {short(f.message)}"))
     return out
 
 
@@ -272,6 +234,20 @@ DETECTORS: tuple[Detector, ...] = (
         no_tool_call,
     ),
     Detector(
+        "re_read",
+        "Re-reads of unchanged content",
+        "A read whose every line an earlier read of the same file had already shown; some follow a compaction that "
+        "dropped the first read.",
+        re_reads,
+    ),
+    Detector(
+        "retry_failed_approach",
+        "Retries of a recorded failed approach",
+        "A call that failed before and was sent again with nothing written in between, or one the working memory "
+        "lists as a failed approach.",
+        retried_failed_approaches,
+    ),
+    Detector(
         "repeated_action",
         "Repeated identical actions",
         "A call with the same tool and arguments as an earlier one got the same result: nothing new was learned.",
@@ -317,6 +293,8 @@ DETECTORS: tuple[Detector, ...] = (
     ),
 )
 BY_NAME = {d.name: d for d in DETECTORS}
+# Drift: work that went nowhere. A run's and a batch's drift summary count these, and the tokens spent on them.
+DRIFT = ("re_read", "retry_failed_approach", "repeated_action", "no_tool_call", "retry_after_permanent_failure")
 
 
 def detect(steps: list[Step]) -> list[Finding]:

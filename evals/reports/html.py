@@ -14,13 +14,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from agent.journal.store import HARNESS_VERSION
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from evals.reports.breakdown import METHOD, PART_LABELS, breakdowns
 from evals.reports.charts import PART_COLORS, run_charts
 from evals.reports.chess import chess_view
-from evals.reports.detectors import DETECTORS
+from evals.reports.detectors import DETECTORS, DRIFT
+from evals.reports.drift_summary import drift_line
 from evals.reports.load import RunData
-from evals.reports.outcome import outcome_label, success
+from evals.reports.memory import memory_lines
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.svg import compact
 from evals.reports.timeline import Clipper, step_views
@@ -150,7 +151,7 @@ def _ideal(summary) -> str:
 def outcome_class(run: RunData) -> str:
     if run.summary.stop_reason == "unfinished":
         return "neutral"
-    return "ok" if success(run.summary) else "bad"
+    return {True: "ok", False: "bad", None: "neutral"}[run.verdict]
 
 
 def render_run(run: RunData, out: Path | None = None) -> Path:
@@ -165,15 +166,18 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         **common(),
         "info": run.info,
         "summary": run.summary,
-        "outcome": outcome_label(run.summary),
+        "outcome": run.outcome,
         "outcome_class": outcome_class(run),
         "chess": chess_view(run.dir, run.summary.outcome, path.parent),
         "cards": cards(run),
         "cost_note": cost_note(run),
         "journal_notes": run.journal_notes,
+        "memory": memory_lines(run.memory) if run.memory is not None else [],
         "warnings": list(getattr(run.summary, "warnings", None) or []),
         "findings": run.findings,
         "detectors": [(d, found[d.name]) for d in DETECTORS],
+        "drift": DRIFT,
+        "drift_line": drift_line(run),
         "charts": charts,
         "estimated": any(s.reply is not None and not s.usage.prompt_tokens for s in run.steps),
         "breakdown_method": METHOD,

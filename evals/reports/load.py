@@ -9,11 +9,13 @@ from agent.journal.fold import Step, fold
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
-from agent.pricing import Price, PriceTable, cost_usd, find_price
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price
 from core.errors import HarnessError
 from core.types import Message
-from evals.reports.detectors import Finding, detect
-from evals.reports.outcome import graded
+from evals.reports.detectors import detect
+from evals.reports.finding import Finding
+from evals.reports.memory import MemoryUse, memory_use
+from evals.reports.outcome import graded, outcome_label, success
 from evals.reports.recorded import Recorded, priceable, recorded
 
 
@@ -31,6 +33,7 @@ class RunData:
         str
     ]  # what is wrong with the journal or summary.json, one sentence each (agent.journal.integrity)
     recorded: Recorded | None = None  # an imported run: the source's own figures (evals.reports.recorded)
+    memory: MemoryUse | None = None  # what the run read and wrote of the agent's memory (evals.reports.memory)
 
     @property
     def cost(self) -> float | None:
@@ -39,6 +42,15 @@ class RunData:
         if self.price is None or any(c is None for c in self.step_costs):
             return None
         return sum(c or 0.0 for c in self.step_costs)
+
+    @property
+    def verdict(self) -> bool | None:
+        """Whether it succeeded; None for an imported run no grader judged."""
+        return success(self.summary, bool(self.info.imported))
+
+    @property
+    def outcome(self) -> str:
+        return outcome_label(self.summary, bool(self.info.imported))
 
     @property
     def counted_tokens(self) -> int:
@@ -104,4 +116,5 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
         step_costs=costs,
         journal_notes=check.notes,
         recorded=recorded(info, summary, steps),
+        memory=memory_use(run_dir, info),
     )

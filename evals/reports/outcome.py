@@ -2,8 +2,9 @@
 
 Graders leave their verdict in two places: the stop event's outcome (a task check:
 `goal_verified`; chess: `player_result` win/draw/loss) or a `grade.json` beside the run
-(SWE: `{instance_id: {"resolved": ...}}`). A run with neither counts as a success when it
-submitted an answer or met its check.
+(SWE: `{instance_id: {"resolved": ...}}`). A run of ours with neither counts as a success when it
+submitted an answer or met its check. A run imported from another harness with neither has an unknown
+outcome (None): that it submitted says nothing of whether it solved the task, until grades say so.
 """
 
 from __future__ import annotations
@@ -34,25 +35,36 @@ def graded(run_dir: Path, summary: Summary) -> Summary:
     return summary.model_copy(update={"outcome": {"resolved": report["resolved"], **(summary.outcome or {})}})
 
 
-def success(summary: Summary) -> bool:
+def success(summary: Summary, imported: bool = False) -> bool | None:
+    """True or False; None for an imported run no grader judged (`imported`: run.json's `imported` is set)."""
     outcome = summary.outcome or {}
     for key in VERDICT_KEYS:
         if isinstance(outcome.get(key), bool):
             return outcome[key]
     if isinstance(outcome.get("player_result"), str):
         return outcome["player_result"] == "win"
-    return summary.stop_reason in GOOD_STOPS
+    return None if imported else summary.stop_reason in GOOD_STOPS
 
 
 def submitted(summary: Summary) -> bool:
     return summary.stop_reason == "submitted"
 
 
-def outcome_label(summary: Summary) -> str:
+def outcome_label(summary: Summary, imported: bool = False) -> str:
     outcome = summary.outcome or {}
     for key in VERDICT_KEYS:
         if isinstance(outcome.get(key), bool):
             return key if outcome[key] else f"not {key}"
     if isinstance(outcome.get("player_result"), str):
         return outcome["player_result"]
-    return summary.stop_reason
+    return f"unknown ({summary.stop_reason}, not graded)" if imported else summary.stop_reason
+
+
+def rate_text(verdicts: list[bool | None]) -> tuple[str, str]:
+    """A batch's success rate over the runs with a verdict, and what it counts ("3 of 4", "2 unknown")."""
+    known = [v for v in verdicts if v is not None]
+    unknown = len(verdicts) - len(known)
+    if not known:
+        return ("unknown" if verdicts else "—"), (f"{unknown} runs not graded" if unknown else "no runs")
+    ok = sum(known)
+    return f"{ok / len(known):.0%}", f"{ok} of {len(known)}" + (f"; {unknown} unknown (not graded)" if unknown else "")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from agent.journal.fold import Step
 from agent.journal.store import RunInfo
 from agent.journal.summary import Summary
-from agent.pricing import Price, format_usd
+from agent.models.pricing import Price, format_usd
 
 # Formats another tool writes from a harness's run (Harbor converts mini-swe-agent's and SWE-agent's runs to ATIF):
 # their figures are named as the harness's, read through that format.

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from agent.pricing import format_total, format_usd
-from evals.reports.detectors import DETECTORS
+from agent.models.pricing import format_total, format_usd
+from evals.reports.detectors import DETECTORS, DRIFT
+from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
 from evals.reports.load import RunData
-from evals.reports.outcome import outcome_label, success
+from evals.reports.memory import batch_memory_lines, memory_lines
+from evals.reports.outcome import rate_text
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.steps import lost
 from evals.reports.totals import batch_cost, ideal_reuse, percent, source_totals
@@ -64,20 +66,28 @@ def run_markdown(run: RunData) -> str:
         *(f"> **warning:** {note}" for note in run.journal_notes),
         *([""] if run.journal_notes else []),
         f"- **task** {s.task_id} · **model** {s.model} · **policy** {s.policy or '—'}",
-        f"- **outcome** {outcome_label(s)} (stop: {s.stop_reason}) — {s.message}",
+        f"- **outcome** {run.outcome} (stop: {s.stop_reason}) — {s.message}",
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
         *(source_lines(run, run.recorded) if run.recorded else own_lines(run)),
         *overflow_lines(run),
+        *(memory_lines(run.memory) if run.memory is not None else []),
         "",
         "## Findings",
         "",
     ]
     counts = Counter(f.detector for f in run.findings)
-    lines += ["| detector | findings | steps |", "|---|---:|---|"]
+    lines += [
+        f"**Drift**: {drift_line(run)}",
+        "",
+        "| detector | findings | steps | tokens spent |",
+        "|---|---:|---|---:|",
+    ]
     for d in DETECTORS:
-        steps = sorted({f.step for f in run.findings if f.detector == d.name})
+        found = [f for f in run.findings if f.detector == d.name]
+        steps = sorted({f.step for f in found})
         shown = ", ".join(map(str, steps[:15])) + (" …" if len(steps) > 15 else "")
-        lines.append(f"| {d.title} | {counts[d.name]} | {shown or '—'} |")
+        spent = f"{sum(f.tokens for f in found):,}" if d.name in DRIFT else ""
+        lines.append(f"| {d.title} | {counts[d.name]} | {shown or '—'} | {spent} |")
     if run.findings:
         lines += ["", "## Details", ""]
         lines += [f"- step {f.step} · **{f.detector}** · {f.detail}" for f in run.findings[:MAX_FINDINGS]]
@@ -87,12 +97,12 @@ def run_markdown(run: RunData) -> str:
 
 
 def batch_markdown(runs: list[RunData], title: str) -> str:
-    ok = sum(success(r.summary) for r in runs)
+    rate, counted = rate_text([r.verdict for r in runs])
     total, source = batch_cost(runs), source_totals(runs)
     lines = [
         f"# Batch {title}",
         "",
-        f"- **runs** {len(runs)} · **succeeded** {ok} ({ok / len(runs):.0%})" if runs else "- no runs",
+        f"- **runs** {len(runs)} · **succeeded** {rate} ({counted})" if runs else "- no runs",
         f"- **cost** {format_usd(total.usd)} ({total.label})",
         *(
             [
@@ -115,13 +125,15 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
         s = r.summary
         recorded_cell = f" {recorded_cost_text(r.recorded)[0] if r.recorded else '—'} |" if source else ""
         lines.append(
-            f"| {s.run_id} | {s.task_id} | {outcome_label(s)} | {s.steps} | {s.tokens.prompt:,} | "
+            f"| {s.run_id} | {s.task_id} | {r.outcome} | {s.steps} | {s.tokens.prompt:,} | "
             f"{percent(s.cache_hit_rate)} | {percent(s.prefix_reuse_rate)} | {format_usd(r.cost)} |{recorded_cell} "
             f"{len(r.findings)} |"
         )
+    lines += batch_memory_lines(runs)
     counts = Counter(f.detector for r in runs for f in r.findings)
     lines += ["", "| detector | findings | runs |", "|---|---:|---:|"]
     for d in DETECTORS:
         hit_runs = sum(any(f.detector == d.name for f in r.findings) for r in runs)
         lines.append(f"| {d.title} | {counts[d.name]} | {hit_runs} |")
+    lines += ["", "## Drift", "", *drift_markdown(drift_rows([(r.findings, r.verdict) for r in runs]))]
     return "\n".join(lines) + "\n"

@@ -16,10 +16,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from core.events import Compacted
 from evals.reports.breakdown import Breakdown
-from evals.reports.detectors import Finding, cut_off_note, prompt_tokens, reasoning_tokens
+from evals.reports.detectors import cut_off_note, prompt_tokens, reasoning_tokens
+from evals.reports.finding import Finding
 from evals.reports.steps import Step, cut_off, lost, memory_text
 
 INLINE_CHARS = 1500  # shown head + tail of any one text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from evals.reports.load import RunData
 from evals.reports.recorded import CostTotal, cost_total
 

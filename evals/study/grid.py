@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.models.spec import parse_model
+from agent.run.task import Task, load_task
 from agent.session import SandboxSpec
-from agent.task import Task, load_task
 from core.errors import HarnessError
 from core.policy import PRESETS, HarnessPolicy, load_policy
 from evals.chess.opponents import check_spec

@@ -15,7 +15,7 @@ from core.events import ModelReplied
 from evals.ab.compare import compare
 from evals.ab.html import to_json
 from evals.ab.records import RunRecord
-from evals.ab.stats import paired_amounts, wilson
+from evals.stats import paired_amounts, wilson
 from evals.study.target import EngineCounters
 
 PRIMARY = "prompt_tokens"  # what a context policy is for: the comparison's one uncorrected metric
@@ -48,7 +48,7 @@ def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str)
         seed=record.seed,
         policy=record.policy,
         run_dir=str(run_dir.relative_to(study_dir)),
-        success=record.success,
+        success=bool(record.success),  # a study's runs are ours: never an ungraded import
         stop_reason=stop_reason,
         steps=record.steps,
         prompt_tokens=record.prompt_tokens,

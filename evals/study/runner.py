@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agent.journal.integrity import check_run
 from agent.journal.store import make_folder, new_run_id, read_run_info, write_json_atomic
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from agent.session import RunSpec, SandboxSpec, start
 from core.errors import HarnessError
 from core.policy import HarnessPolicy

@@ -11,6 +11,7 @@ from pathlib import Path
 import docker
 
 from agent.journal.store import make_folder, write_json_atomic
+from agent.memory_dir import MemoryDir
 from core.policy import HarnessPolicy
 from core.text_files import read_text_file
 from evals.executors import Tally
@@ -75,12 +76,13 @@ def run_and_grade_one(
     run_id: str = "run",
     infra_retries: int = INFRA_RETRIES,
     timeout_s: int = TEST_TIMEOUT_S,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     """A batch job: run one instance (again, up to `infra_retries` times, while its image does not build, its
     container does not start or no engine answers; the failed runs are kept as .<id>.incomplete-*), grade its patch in a fresh container, leave grade.json in its
     run directory and the grading files under logs/<run_id>/<instance_id>/ (a Ray job's folder carries both)."""
     for attempt in range(1, infra_retries + 2):
-        result = _run(inst, model, policy, prices, out_dir)
+        result = _run(inst, model, policy, prices, out_dir, memory)
         if result.infra_failure is None:
             break
         result.infra_failure.attempts = attempt
@@ -93,7 +95,14 @@ def run_and_grade_one(
     return result.model_copy(update={"grade": report})
 
 
-def _run(inst: SweInstance, model: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path) -> InstanceResult:
+def _run(
+    inst: SweInstance,
+    model: str,
+    policy: HarnessPolicy,
+    prices: Path | None,
+    out_dir: Path,
+    memory: MemoryDir | None,
+) -> InstanceResult:
     try:
         client = docker.from_env(timeout=300)
     except docker.errors.DockerException as e:  # no engine: an infra failure, tried again like the others
@@ -107,7 +116,7 @@ def _run(inst: SweInstance, model: str, policy: HarnessPolicy, prices: Path | No
             infra_failure=InfraFailure(cause="daemon", message=message),
         )
     with closing(client):
-        return run_instance(inst, model, policy, out_dir, client, prices=prices)
+        return run_instance(inst, model, policy, out_dir, client, prices=prices, memory=memory)
 
 
 def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | None:

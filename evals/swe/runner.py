@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -25,10 +26,12 @@ from pydantic import BaseModel
 
 from agent.journal.store import make_folder, write_json_atomic
 from agent.loop import run
+from agent.memory_dir import MemoryDir, load
+from agent.memory_store import MemorySource, refuse_own_instances
 from agent.models.base import ModelClient
 from agent.models.spec import model_name
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
-from agent.task import Task
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs
@@ -80,7 +83,7 @@ Item = TypeVar("Item", bound=BatchItem)
 class SweBatchSpec(Generic[Item]):
     """Everything that decides a batch: the instances, the model (a model string or a reference agent), the
     policy, the batch folder (a batch run again into the same folder skips its finished instances), where
-    the instances run, the price table each call is priced from (default: agent/prices.toml), the
+    the instances run, the price table each call is priced from (default: agent/models/prices.toml), the
     batch's budget: with `max_cost_usd`, no instance starts once the batch's runs (earlier ones in the
     folder included) cost that much, counting each run still going at the mean cost of the finished ones,
     how often an infra failure (evals/swe/infra.py) is tried again, and the eval script's timeout."""
@@ -94,6 +97,7 @@ class SweBatchSpec(Generic[Item]):
     prices: Path | None = None
     infra_retries: int = INFRA_RETRIES
     test_timeout_s: int = TEST_TIMEOUT_S
+    memory: MemoryDir | None = None  # the agent's memory kept across the batch's runs (its key per instance)
 
     def __post_init__(self) -> None:
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
@@ -136,6 +140,7 @@ def run_instance(
     client: docker.DockerClient,
     log: Callable[[str], None] = lambda s: None,
     prices: Path | None = None,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     infra = None
     try:
@@ -155,6 +160,7 @@ def run_instance(
         toolset="repository",
         run_id=inst.instance_id,
         prices=prices,
+        memory=instance_memory(memory, inst),
     )
     try:
         with open_run(spec) as session:
@@ -228,17 +234,39 @@ def clear_incomplete(batch_dir: Path, instance_id: str) -> None:
 
 
 def run_one(
-    inst: SweInstance, model_spec: str, policy: HarnessPolicy, prices: Path | None, out_dir: Path
+    inst: SweInstance,
+    model_spec: str,
+    policy: HarnessPolicy,
+    prices: Path | None,
+    out_dir: Path,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     """A batch job: one instance into `out_dir`, with a Docker client of its own, closed when it ends."""
     with closing(docker.from_env(timeout=300)) as client:
-        return run_instance(inst, model_spec, policy, out_dir, client, prices=prices)
+        return run_instance(inst, model_spec, policy, out_dir, client, prices=prices, memory=memory)
+
+
+def instance_memory(kept: MemoryDir | None, instance: object) -> MemorySource | None:
+    """A batch's memory for one of its runs: the kept store of the instance's key, which the run refuses when it
+    holds entries written while working on that same instance (a benchmark's run must not read its own)."""
+    return MemorySource(kept=kept.for_instance(instance), benchmark=True) if kept is not None else None
+
+
+def refuse_contaminated(kept: MemoryDir, instances: Sequence[Any]) -> None:
+    """Before a batch starts: a store that holds entries written while working on any instance it will run is
+    refused, naming them (agent.memory_store.refuse_own_instances)."""
+    by_key: dict[MemoryDir, list[str]] = {}
+    for inst in instances:
+        by_key.setdefault(kept.for_instance(inst), []).append(inst.instance_id)
+    for store, ids in by_key.items():
+        if store.folder.exists():
+            refuse_own_instances(store, load(store), ids)
 
 
 def run_batch(
     spec: SweBatchSpec[Any],
     on_done: Callable[[InstanceResult], None] = lambda r: None,
-    work: Callable[[Any, str, HarnessPolicy, Path | None, Path], InstanceResult] = run_one,
+    work: Callable[..., InstanceResult] = run_one,  # (item, model, policy, prices, out dir, memory=...)
     reuse: Callable[[Path, str], InstanceResult | None] = finished,
     tally: Tally | None = None,
     predictions: bool = True,
@@ -248,6 +276,8 @@ def run_batch(
     predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
     make_folder(batch_dir, "batch folder", exist_ok=True)
+    if spec.memory is not None:
+        work = partial(work, memory=spec.memory)
     tally = tally or Tally(total=len(instances))
     budget = Budget(spec.max_cost_usd, lambda r: (r.cost_usd, r.unpriced_calls))
     results: dict[str, InstanceResult] = {}
@@ -274,6 +304,8 @@ def run_batch(
         results[done.key] = result
         on_done(result)
 
+    if spec.memory is not None:
+        refuse_contaminated(spec.memory, todo)
     jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy, spec.prices), docker=True) for inst in todo]
     try:
         run_jobs(jobs, batch_dir, spec.executor, arrived, tally, budget)

@@ -91,7 +91,7 @@ def read_records(path: str | Path) -> list[SweInstance]:
     path = Path(path)
     raw = read_text_file(path, "task file")
     instances, seen = [], set()
-    for where, record in _records(raw, path):
+    for where, record in parse_records(raw, path):
         try:
             inst = SweInstance.model_validate(record)
         except ValidationError as e:
@@ -111,7 +111,8 @@ def read_records(path: str | Path) -> list[SweInstance]:
     return instances
 
 
-def _records(raw: str, path: Path) -> list[tuple[str, object]]:
+def parse_records(raw: str, path: Path) -> list[tuple[str, object]]:
+    """A JSON list or JSONL text as (where in the file, record) pairs; bad JSON is a HarnessError naming the place."""
     if raw.lstrip().startswith("["):
         try:
             return [(f"record {i + 1}", r) for i, r in enumerate(json.loads(raw))]

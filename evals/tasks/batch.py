@@ -18,6 +18,7 @@ from pathlib import Path
 import docker
 
 from agent.journal.store import write_json_atomic
+from agent.memory_dir import MemoryDir
 from core.policy import HarnessPolicy
 from evals.executors import Tally
 from evals.swe.infra import INFRA_RETRIES
@@ -37,13 +38,14 @@ def run_one(
     out_dir: Path,
     rewrites: Mapping[str, str] | None = None,
     infra_retries: int = INFRA_RETRIES,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     """A batch job: one task into `out_dir`, with a Docker client of the process that runs it; run again, up to
     `infra_retries` times, while the machine fails it (its image does not build, its container does not
     start, the engine stops answering), the failed runs kept as .<id>.incomplete-*."""
     for attempt in range(1, infra_retries + 2):
         with closing(docker.from_env(timeout=300)) as client:
-            result = run_task(task, model, policy, out_dir, client, rewrites, prices=prices)
+            result = run_task(task, model, policy, out_dir, client, rewrites, prices=prices, memory=memory)
         verdict = read_grade(Path(result.run_dir), task.instance_id)
         if verdict is None or verdict.infra_failure is None:
             return result

@@ -22,13 +22,14 @@ import docker
 
 from agent.journal.store import write_json_atomic
 from agent.loop import run
+from agent.memory_dir import MemoryDir
 from agent.models.base import ModelClient
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
-from agent.task import Task
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.swe.infra import InfraFailure, daemon_failure, infra_cause
-from evals.swe.runner import STARTING, InstanceResult, summarized
+from evals.swe.runner import STARTING, InstanceResult, instance_memory, summarized
 from evals.tasks.agents import SOLUTION_DIR, is_reference, reference_agent
 from evals.tasks.image import task_image
 from evals.tasks.network import enter_phase
@@ -71,6 +72,7 @@ def run_task(
     rewrites: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda s: None,
     prices: Path | None = None,
+    memory: MemoryDir | None = None,
 ) -> InstanceResult:
     sandbox: SandboxSpec | SandboxFactory
     infra = None
@@ -89,6 +91,7 @@ def run_task(
         sandbox=sandbox,
         run_id=task.instance_id,
         prices=prices,
+        memory=instance_memory(memory, task),
     )
     run_dir = batch_dir / task.instance_id
     workdir = (sandbox.workdir if isinstance(sandbox, SandboxSpec) else None) or "/"  # no sandbox: never used

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from agent.task import Task
+from agent.run.task import Task
 from core.context_policy import TruncationPolicy
 from core.memory_types import WorkingMemory
 from core.policy import HarnessPolicy, ModelParams, OverflowPolicy, StopPolicy

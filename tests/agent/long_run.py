@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from agent.journal.summary import Summary
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.context_policy import MaskObservations
 from core.events import Event
 from core.policy import ApprovalPolicy, CheckpointPolicy, HarnessPolicy, StopPolicy

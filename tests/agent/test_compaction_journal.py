@@ -16,9 +16,9 @@ import pytest
 from agent.journal.store import decode, encode, read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import replay
-from agent.recovery.resume import resume
+from agent.resume import resume
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.context_policy import Compact
 from core.events import Compacted, ModelReplied, RunResumed, SummaryReplied, ToolIntent
 from core.policy import CheckpointPolicy, HarnessPolicy, StopPolicy

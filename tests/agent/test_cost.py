@@ -9,11 +9,11 @@ import pytest
 
 from agent.journal.store import read_events, read_run_info
 from agent.journal.summary import summarize
+from agent.models.pricing import cost_usd, find_price, format_usd, load_prices
 from agent.models.scripted import ScriptedModel
-from agent.pricing import cost_usd, find_price, load_prices
 from agent.recovery.restore import restore
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.errors import HarnessError
 from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from core.types import Usage
@@ -111,3 +111,24 @@ def test_a_resumed_run_goes_on_from_the_cost_its_journal_holds(tmp_path):
     )
     state = restore(Task(prompt="spend"), read_events(run_dir), None).state
     assert state.cost_usd == pytest.approx(3.0) and state.unpriced_calls == 0
+
+
+def test_a_run_of_the_embedded_model_costs_zero_in_the_summary_and_the_report(tmp_path):
+    """The engine in process (a scripted stand-in named as `--model local:PATH` names it) bills nothing per token:
+    $0 with the shipped table, never unknown; a table with the user's rate counts its compute."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    model = "local:/models/SmolLM2-135M-Instruct.gguf"
+    replies = [*a_dollar_a_reply(2), call("submit", answer="done")]
+    summary, run_dir = start(
+        RunSpec(Task(prompt="think"), ScriptedModel(replies, name=model), HarnessPolicy(), tmp_path / "runs")
+    )
+    assert summary.cost_usd == 0.0 and summary.unpriced_calls == 0
+    md = CliRunner().invoke(app, ["report", str(run_dir), "--format", "md"]).output
+    assert "unknown" not in md.split("## Findings")[0] and "$0.0000" in md
+    rate = tmp_path / "rate.toml"
+    rate.write_text('[local."*"]\ninput = 500.0\noutput = 0.0\n')  # $500 a million prompt tokens
+    md = CliRunner().invoke(app, ["report", str(run_dir), "--format", "md", "--prices", str(rate)]).output
+    assert f"**cost** {format_usd(summary.tokens.prompt * 500 / 1e6)}" in md, md

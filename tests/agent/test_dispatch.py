@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agent.dispatch import dispatch
+from agent.dispatch import Dispatcher, dispatch
 from agent.journal.store import read_events
 from core.context_policy import TruncationPolicy
 from core.events import ToolIntent, ToolObserved
@@ -30,7 +30,9 @@ def env(tmp_path):
 
 def run(env, calls, policy=HarnessPolicy(), approve=None):
     journal, ctx = env
-    return dispatch(calls, 1, standard_tools(), ctx, policy, journal, approve=approve)
+    return dispatch(
+        Dispatcher(tools=standard_tools(), ctx=ctx, policy=policy, journal=journal, approve=approve), calls, 1
+    )
 
 
 def c(i, tool, **args):
@@ -104,7 +106,9 @@ def test_a_tool_that_raises_is_a_harness_fault_whose_traceback_goes_to_the_journ
         return {}["/home/someone/harness/tools/secret.py"]  # a bug, with a host path in its message
 
     tools = Registry.of([Tool("buggy", "a buggy tool", "a buggy tool", FreeArgs, Effect.READ, buggy)])
-    [obs] = dispatch([c(1, "buggy")], 3, tools, ctx, HarnessPolicy(), journal).observations
+    [obs] = dispatch(
+        Dispatcher(tools=tools, ctx=ctx, policy=HarnessPolicy(), journal=journal), [c(1, "buggy")], 3
+    ).observations
     assert (obs.status, obs.error_kind) == ("error", "tool_raised")
     assert obs.text == (
         "buggy failed with KeyError: a fault of the harness, not of your call; the harness kept the details. "

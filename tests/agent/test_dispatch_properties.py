@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from agent.dispatch import dispatch
+from agent.dispatch import Dispatcher, dispatch
 from core.policy import DispatchPolicy, HarnessPolicy
 from core.types import ToolCall
 from sandboxes.base import SandboxDead
@@ -79,7 +79,7 @@ def test_dispatcher_is_total(specs, raw_calls, mode):
     with tempfile.TemporaryDirectory() as tmp:
         journal = new_journal(Path(tmp))
         ctx = ToolContext(sandbox=LocalSandbox(Path(tmp) / "w"), timeout_s=1)
-        done = dispatch(calls, 1, registry, ctx, policy, journal)
+        done = dispatch(Dispatcher(tools=registry, ctx=ctx, policy=policy, journal=journal), calls, 1)
         journal.close()
 
     assert [o.call_id for o in done.observations] == [c.id for c in calls]

@@ -10,9 +10,9 @@ import pytest
 
 import agent.session
 from agent.models.scripted import ScriptedModel
-from agent.recovery.resume import resume
+from agent.resume import resume
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, open_run, start
-from agent.task import Task
 from core.policy import HarnessPolicy
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import call

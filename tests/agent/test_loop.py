@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import ErrorPolicy, HarnessPolicy, StopPolicy
 from core.types import ModelReply
 from tests.agent.helpers import call, calls, events
@@ -30,6 +30,7 @@ RUN_JSON_FIELDS = {
     "price",
     "imported",  # None for a run made here; `harness import` fills it
     "imported_gaps",
+    "memory",  # None for a run without the memory tool
 }
 SUMMARY_FIELDS = {
     "run_id",

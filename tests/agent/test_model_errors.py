@@ -7,8 +7,8 @@ real providers over real HTTP are tested with the provider clients.
 from __future__ import annotations
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.errors import PermanentModelError, TransientModelError
 from core.policy import ErrorPolicy, HarnessPolicy
 from tests.agent.helpers import call, events

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from agent.models.pricing import load_prices
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.pricing import load_prices
 from agent.recorded.replay import replay
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.context_policy import Compact
 from core.memory_types import WorkingMemory
 from core.policy import HarnessPolicy, ModelParams, OverflowPolicy, TruncationPolicy

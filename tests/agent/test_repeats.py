@@ -4,8 +4,8 @@ message moves from line to line is still a loop (real loop, local sandbox)."""
 from __future__ import annotations
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
 

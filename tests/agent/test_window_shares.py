@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.loop import run
+from agent.models.pricing import load_prices
 from agent.models.scripted import ScriptedModel
-from agent.pricing import load_prices
 from agent.recorded.counterfactual import counterfactual
 from agent.recorded.replay import replay
+from agent.run.task import Task
 from agent.session import RunSpec, open_run, start
-from agent.task import Task
 from agent.tokens import counter_for
 from cli.main import app
 from core.context_policy import Compact

@@ -15,8 +15,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from cli.main import app
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
@@ -24,7 +24,7 @@ from core.types import Usage
 from evals.ab.compare import compare
 from evals.ab.pairing import pair_runs
 from evals.ab.records import RunRecord
-from evals.ab.stats import (
+from evals.stats import (
     bootstrap_means,
     holm,
     mcnemar_exact,

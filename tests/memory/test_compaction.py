@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from agent.models.scripted import ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.context_policy import Compact
 from core.memory_types import FailedApproach, WorkingMemory
 from core.policy import HarnessPolicy, ModelParams

@@ -70,7 +70,7 @@ op = st.one_of(
     st.tuples(st.just("assistant"), st.booleans(), st.none() | st.text(max_size=8), st.booleans()),
     st.tuples(st.just("tool"), st.text(max_size=12), st.sampled_from(["ok", "error", "timeout"])),
     st.tuples(st.just("user"), st.text(max_size=8)),
-    st.tuples(st.just("fold"), st.booleans()),
+    st.tuples(st.just("fold"), st.booleans(), st.booleans()),  # restart, with the agent's memory
     st.tuples(st.just("render"), st.none() | st.floats(0, 1)),
 )
 other_steps = st.lists(
@@ -110,7 +110,7 @@ def message(kind, args, n: int) -> Message:
 # Folds made, then an earlier prompt without them (as a resume renders the last prompt sent).
 @example(
     [Compact(), MaskObservations(keep_last=1)],
-    [("step", None, False, "x")] * 6 + [("fold", False), ("render", None), ("render", 0.2)],
+    [("step", None, False, "x")] * 6 + [("fold", False, True), ("render", None), ("render", 0.2)],
 )
 def test_the_incremental_renderer_renders_what_the_steps_define(steps, ops):
     renderer = Renderer(steps)
@@ -131,6 +131,7 @@ def test_the_incremental_renderer_renders_what_the_steps_define(steps, ops):
                         memory=WorkingMemory(),
                         text=f"memory v{len(folds) + 1}",
                         restart=args[0],
+                        memory_text=f"[Memory as of step {n}]" if args[1] else None,
                     )
                 )
         elif kind == "render":

@@ -37,9 +37,9 @@ def test_the_run_note_shows_the_latest_value_as_current_and_the_older_one_supers
     assert note is not None and note.startswith(f"{AS_OF} 12:")
     body, old = note.split(SUPERSEDED)
     assert "timeout = 60" in body and "timeout = 30" not in body
-    assert "r/2, observation from call_9, written at step 9; supersedes r/1" in body
+    assert "#2, observation from call_9, written at step 9; supersedes #1" in body
     assert old.strip() == (
-        '- /memories/config.md: "timeout = 30", held from step 3 until step 9 (r/1, observation; superseded by r/2)'
+        '- /memories/config.md: "timeout = 30", held from step 3 until step 9 (#1, observation; superseded by #2)'
     )
     # As of an earlier step the older value was the current one.
     earlier = run_note(ledger, "r", 5, shown=8)

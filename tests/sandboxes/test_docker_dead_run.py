@@ -3,8 +3,8 @@
 import json
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy
 from sandboxes.docker import DockerSandbox
 

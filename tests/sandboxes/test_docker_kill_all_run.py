@@ -3,8 +3,8 @@
 import json
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import DispatchPolicy, HarnessPolicy
 from sandboxes.docker import factory
 from tests.agent.helpers import call, events

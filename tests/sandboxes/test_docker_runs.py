@@ -196,8 +196,8 @@ def test_run_alive_follows_the_journals_own_lock(tmp_path):
 
 def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready, tmp_path):
     from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from agent.run.task import Task
     from agent.session import RunSpec, start
-    from agent.task import Task
     from core.policy import HarnessPolicy
     from sandboxes.docker import factory
 

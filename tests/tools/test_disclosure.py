@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from agent.tokens import counter_for
 from core.context_policy import DiscloseTools
 from core.policy import HarnessPolicy

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.memory_entries import ROOT, MemoryChange, Provenance
 from core.policy import MemoryPolicy
-from tools.base import Effect, Tool, ToolContext, ToolResult
+from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
 LINE_NUMBER_WIDTH = 6
 HIDDEN = "node_modules"
@@ -339,3 +339,12 @@ def memory_tool(store: MemoryBackend, limits: MemoryPolicy) -> Tool:
         run=run,
         already_done=already_done,
     )
+
+
+def with_memory(tools: Registry, store: MemoryBackend, limits: MemoryPolicy) -> Registry:
+    """`tools` with the memory tool on `store`: in the place of a `memory` tool they hold (a recording's), else
+    last."""
+    tool = memory_tool(store, limits)
+    if tools.get(tool.name) is None:
+        return Registry.of([*tools, tool])
+    return Registry.of(tool if t.name == tool.name else t for t in tools)

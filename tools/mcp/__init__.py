@@ -26,6 +26,14 @@ cleaned, capped, defused and fenced as its descriptions are; a trusted server's
 results are only cleaned of control characters, as the user vouched for it. Tools left out, and why, are reported:
 `harness tools list` prints them, and a run logs them on the `harness.mcp` logger.
 
+Beside tools (agent/mcp_context.py, tools/mcp/resources.py): resources the host
+places before the task (policy `mcp_resources`, task `resources`, `--mcp-resource
+SERVER:URI`), followed when they change; a task built from a server's prompt
+(`--mcp-prompt SERVER:NAME --arg K=V`). A server's questions during a call
+(elicitation) go through the approval gate (policy `approval.elicitation`,
+tools/mcp/elicitation.py); its sampling requests are refused unless the server
+sets `sampling = true`. A remote server may need OAuth 2.1 (`oauth`, tools/mcp/auth.py).
+
 On the command line (`harness run` and `harness tools list`):
 `--mcp "[NAME=]COMMAND ARGS"`, `--mcp-url [NAME=]URL` (both untrusted) and
 `--config FILE` (a file with an `mcp` list, such as a policy file).
@@ -35,23 +43,32 @@ Importing this package is cheap; the SDK loads only when a server is configured.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, Literal
 
 from core.mcp_settings import MAX_TOOLS, McpServer
 from tools.base import Registry
 
 
 @contextmanager
-def with_mcp(servers: Sequence[McpServer], base: Registry, max_tools: int = MAX_TOOLS) -> Iterator[Registry]:
-    """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block."""
+def with_mcp(
+    servers: Sequence[McpServer],
+    base: Registry,
+    max_tools: int = MAX_TOOLS,
+    elicitation: Literal["ask", "defaults", "decline"] = "ask",
+    sampler: Callable[[McpServer, Any], tuple[str, str]] | None = None,
+) -> Iterator[Registry]:
+    """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block.
+    `elicitation`: how a server's questions are answered when no recorded answer covers them;
+    `sampler`: who answers the sampling requests of servers that allow them (tools.mcp.manager)."""
     if not servers:
         yield base
         return
     from tools.mcp.manager import McpTools
     from tools.mcp.registry import LiveRegistry
 
-    with McpTools(servers) as mcp:
+    with McpTools(servers, elicitation, sampler) as mcp:
         yield LiveRegistry.over(base, mcp, max_tools)
 
 

@@ -3,14 +3,16 @@
 Annotations are hints from the server; a tool is `read` only when its server
 is marked trusted *and* it declares `readOnlyHint`. Everything else is `write`,
 which journals an intent before each call and, from an untrusted server, asks
-for approval unless the server's `approve` setting says otherwise.
+for approval unless the server's `approve` setting says otherwise; a write that
+declares `destructiveHint: true` asks even from a trusted server, unless `approve`
+is set. Hints can only tighten the rules.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.mcp_settings import McpServer
@@ -24,7 +26,8 @@ NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
 SCHEMA_CHARS = 16_000
 SEPARATOR = "__"
 
-Call = Callable[[str, dict[str, Any], float], ToolResult]  # (name on the server, arguments, timeout_s)
+# (name on the server, arguments, timeout_s, recorded answers to its questions)
+Call = Callable[[str, dict[str, Any], float, Sequence[Mapping[str, Any]]], ToolResult]
 
 
 def tool_name(server: str, name: str) -> str:
@@ -37,7 +40,12 @@ def effect_of(server: McpServer, annotations: Any) -> Effect:
     return Effect.READ if server.trusted and read_only else Effect.WRITE
 
 
-def asks_approval(server: McpServer, effect: Effect) -> bool:
+def asks_approval(server: McpServer, effect: Effect, annotations: Any = None) -> bool:
+    """The server's `approve` setting; a write that declares `destructiveHint: true` asks where only the
+    default (a trusted server's "never") would let it through: a hint may tighten the rules, never loosen them."""
+    destructive = annotations is not None and getattr(annotations, "destructive_hint", None) is True
+    if server.approve is None and effect is Effect.WRITE and destructive:
+        return True
     return server.approval == "always" or (server.approval == "writes" and effect is Effect.WRITE)
 
 
@@ -61,7 +69,7 @@ def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
     remote = spec.name
 
     def run(args: FreeArgs, ctx: ToolContext) -> ToolResult:
-        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s)
+        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s, ctx.inputs)
 
     summary = one_line(title or spec.description, SUMMARY_CHARS) or one_line(remote, SUMMARY_CHARS)
     return Tool(
@@ -72,5 +80,5 @@ def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
         effect=effect,
         run=run,
         input_schema=input_schema(server, spec),
-        asks_approval=asks_approval(server, effect),
+        asks_approval=asks_approval(server, effect, spec.annotations),
     )

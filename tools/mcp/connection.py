@@ -13,41 +13,63 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-import httpx2
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import SubscriptionLost, ToolsListChanged
-from mcp.types import Implementation, ToolListChangedNotification
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp import Client, MCPError
+from mcp.client.subscriptions import ResourceUpdated, SubscriptionLost, ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.types import (
+    CreateMessageResult,
+    ElicitResult,
+    ErrorData,
+    ResourceUpdatedNotification,
+    TextContent,
+    ToolListChangedNotification,
+)
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.mcp_settings import McpServer
 from tools.base import ToolResult
-from tools.mcp.config import expand_headers, host_env
-from tools.mcp.lines import TOO_LONG, use_line_stream
+from tools.mcp.elicitation import CallInputs, Rule, answer, question
+from tools.mcp.lines import TOO_LONG
 from tools.mcp.render import render
-from tools.mcp.text import cap, clean, defuse
+from tools.mcp.text import clean, defuse, describe, said
+from tools.mcp.transport import needs_auth, new_client, open_within
 
 MAX_PAGES = 1000  # a server whose cursor never ends cannot hang discovery
 STOP_WAIT_S = 10.0  # the SDK's own stdio shutdown is bounded at about 5 s
 STDERR_TAIL_CHARS = 600
-CLIENT_INFO = Implementation(name="harness", version="0")
 
 Listed = Callable[[McpServer, list[Any]], None]  # (server, every mcp.types.Tool it lists now)
 Report = Callable[[str], None]  # a problem worth telling the user that does not stop the server
+Updated = Callable[[McpServer, str], None]  # (server, the URI of a subscribed resource that changed)
+# (server, the sampling request's params) -> (reply text, model name); runs on the caller's thread, in a call
+Sampler = Callable[[McpServer, Any], tuple[str, str]]
 
 
 class Connection:
-    def __init__(self, server: McpServer, listed: Listed, report: Report):
+    def __init__(
+        self,
+        server: McpServer,
+        listed: Listed,
+        report: Report,
+        updated: Updated | None = None,
+        rule: Rule = "ask",
+        sampler: Sampler | None = None,
+    ):
         self.server = server
         self.listed = listed
         self.report = report
+        self.updated = updated
+        self.rule = rule  # how a question no recorded answer covers is answered
+        self.sampler = sampler
+        self.inputs: CallInputs | None = None  # the questions of the call running now (calls run one at a time)
+        self.on_caller: Callable[[Callable[[], Any]], Any] | None = None  # runs a job on the waiting caller's thread
         self.client: Client | None = None
         self.gone: str | None = None  # why this server cannot be used any more
         self.lost = False  # the connection dropped; restart before the next call
@@ -59,6 +81,7 @@ class Connection:
         self._errlog: Any = None
         self._changed = asyncio.Event()
         self._restarting = asyncio.Lock()
+        self._tasks: Any = None  # the owner's task group, for subscriptions opened later
 
     # -- opening and closing ------------------------------------------------------------
 
@@ -68,18 +91,17 @@ class Connection:
         self._stop = asyncio.Event()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") if self.server.command else None
         self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp:{self.server.name}")
+        within = open_within(self.server)
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.server.connect_timeout_s)
+            await asyncio.wait_for(asyncio.shield(ready), within)
         except TimeoutError:
             await self.close()
             unreadable = f"; {self.unreadable}" if self.unreadable else ""
-            raise RuntimeError(
-                f"no answer within {self.server.connect_timeout_s:g} s{unreadable}{self._stderr()}"
-            ) from None
+            raise RuntimeError(f"no answer within {within:g} s{unreadable}{self._stderr()}") from None
         except Exception as e:
             stderr = self._stderr()
             await self.close()
-            raise RuntimeError(f"{describe(e)}{stderr}") from None
+            raise RuntimeError(f"{describe(e)}{stderr}{await needs_auth(self.server)}") from None
 
     async def close(self) -> None:
         owner, self._owner = self._owner, None
@@ -101,9 +123,20 @@ class Connection:
     async def _own(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         try:
             async with AsyncExitStack() as stack:
-                client = await stack.enter_async_context(await self._client(stack))
+                client = await stack.enter_async_context(
+                    await new_client(
+                        self.server,
+                        stack,
+                        self._errlog,
+                        self.report,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_question,
+                        sampling_callback=self._on_sampling,
+                    )
+                )
                 await self._list(client)
                 tasks = await stack.enter_async_context(anyio.create_task_group())
+                self._tasks = tasks
                 tasks.start_soon(self._refresher, client)
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS and _announces_changes(client):
                     tasks.start_soon(self._listen, client)
@@ -121,24 +154,35 @@ class Connection:
         finally:
             self.client = None
 
-    async def _client(self, stack: AsyncExitStack) -> Client:
-        s = self.server
-        if s.command is not None:
-            params = StdioServerParameters(command=s.command, args=s.args, cwd=s.cwd, env=host_env(s))
-            use_line_stream()  # a huge answer must not stall every server's calls for a minute
-            transport = stdio_client(params, errlog=self._errlog)
-        else:
-            assert s.url is not None  # McpServer holds exactly one of command and url
-            timeout = httpx2.Timeout(s.connect_timeout_s, read=None)  # per-call timeouts come from the session
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers=expand_headers(s), timeout=timeout))
-            transport = streamable_http_client(s.url, http_client=http)
-        return Client(
-            transport,
-            read_timeout_seconds=s.connect_timeout_s,
-            mode=s.protocol,
-            message_handler=self._on_message,
-            client_info=CLIENT_INFO,
-        )
+    # -- the server's requests ------------------------------------------------------------
+
+    async def _on_question(self, context: Any, params: Any) -> ElicitResult:
+        given = answer(question(self.server.name, params), self.inputs, self.rule)
+        return ElicitResult(action=given["action"], content=given["content"])
+
+    async def _on_sampling(self, context: Any, params: Any) -> CreateMessageResult | ErrorData:
+        if self.server.sampling and self.sampler is None:
+            return ErrorData(
+                code=INVALID_REQUEST,
+                message=f"The harness cannot answer sampling requests from MCP server {self.server.name} here: no "
+                "model is attached to its connections.",
+            )
+        if not self.server.sampling or self.sampler is None:
+            return ErrorData(
+                code=INVALID_REQUEST,
+                message=f"The harness refuses sampling requests from MCP server {self.server.name}: its settings do "
+                "not allow them (`sampling = true` on the server allows them, at the run's cost).",
+            )
+        if self.on_caller is None:
+            return ErrorData(
+                code=INVALID_REQUEST, message="The harness answers sampling requests only during a tool call."
+            )
+        sampler, server = self.sampler, self.server
+        try:
+            text, model = await self.on_caller(lambda: sampler(server, params))
+        except Exception as e:
+            return ErrorData(code=INVALID_REQUEST, message=f"The sampling request failed: {describe(e)}")
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=text), model=model)
 
     # -- the tool list ------------------------------------------------------------------
 
@@ -173,6 +217,8 @@ class Connection:
         # Handshake-era connections deliver change notifications here.
         elif isinstance(getattr(message, "root", message), ToolListChangedNotification):
             self._changed.set()
+        elif isinstance(getattr(message, "root", message), ResourceUpdatedNotification) and self.updated is not None:
+            self.updated(self.server, str(getattr(message, "root", message).params.uri))
 
     async def _listen(self, client: Client) -> None:
         # 2026-era connections deliver them on a subscription stream instead.
@@ -200,10 +246,62 @@ class Connection:
             except Exception as e:
                 self.report(f"MCP server {self.server.name}: listing tools again after a change failed: {describe(e)}")
 
+    # -- resources and prompts -----------------------------------------------------------
+
+    async def use(self, fn: Callable[[Client], Any], timeout_s: float) -> Any:
+        """`await fn(client)` within `timeout_s`; raises RuntimeError saying what went wrong, in the server's name."""
+        if self.client is None:
+            raise RuntimeError(self.gone or f"MCP server {self.server.name} is not connected")
+        try:
+            with anyio.fail_after(timeout_s):
+                return await fn(self.client)
+        except TimeoutError:
+            raise RuntimeError(f"MCP server {self.server.name} gave no answer within {timeout_s:g} s") from None
+        except MCPError as e:
+            raise RuntimeError(f"MCP server {self.server.name} refused (error {e.code}): {said(e.message)}") from None
+        except Exception as e:
+            raise RuntimeError(f"MCP server {self.server.name}: {describe(e)}") from None
+
+    async def follow(self, uri: str) -> bool:
+        """Subscribe to a resource's updates; False when the server does not offer subscriptions."""
+        client = self.client
+        resources = client.server_capabilities.resources if client is not None else None
+        if client is None or resources is None or not resources.subscribe:
+            return False
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._tasks.start_soon(self._listen_resource, client, uri)
+        else:
+            with warnings.catch_warnings():  # deprecated only from 2026-07-28, which takes the branch above
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await self.use(lambda c: c.session.subscribe_resource(uri), self.server.connect_timeout_s)
+        return True
+
+    async def _listen_resource(self, client: Client, uri: str) -> None:
+        try:
+            async with client.listen(resource_subscriptions=[uri]) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ResourceUpdated) and self.updated is not None:
+                        self.updated(self.server, event.uri)
+        except Exception as e:
+            self.report(f"MCP server {self.server.name}: stopped following {uri}: {describe(e)}")
+
     # -- calls --------------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
-        """Never raises: every failure is a result the model can read."""
+    async def call(
+        self, name: str, arguments: dict[str, Any], timeout_s: float, inputs: CallInputs | None = None
+    ) -> ToolResult:
+        """Never raises: every failure is a result the model can read. `inputs`: recorded answers to the
+        questions the server may ask during the call; the ones nobody answered come back in the result."""
+        self.inputs = inputs
+        try:
+            result = await self._call(name, arguments, timeout_s)
+        finally:
+            self.inputs = None
+        if inputs is not None and inputs.unanswered:
+            return ToolResult(result.text, ok=False, awaiting_input=tuple(q.as_dict() for q in inputs.unanswered))
+        return result
+
+    async def _call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
         note = ""
         if self.lost and self.gone is None:
             note = await self._restart("its connection closed since the last call")
@@ -223,9 +321,9 @@ class Connection:
                     f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.", ok=False
                 )
             if e.code == TOO_LONG:
-                return ToolResult(f"{note}{name} on MCP server {self.server.name}: {_said(e.message)}", ok=False)
+                return ToolResult(f"{note}{name} on MCP server {self.server.name}: {said(e.message)}", ok=False)
             return ToolResult(
-                f"{note}MCP server {self.server.name} refused the call (error {e.code}): {_said(e.message)}", ok=False
+                f"{note}MCP server {self.server.name} refused the call (error {e.code}): {said(e.message)}", ok=False
             )
         except Exception as e:  # a malformed answer, a transport fault: still one observation
             return ToolResult(
@@ -253,7 +351,7 @@ class Connection:
                     await self.open()
                 except Exception as e:
                     self.gone = (
-                        f"{crashed} It could not be {again}: {_said(str(e))}. Its tools cannot be used in this run."
+                        f"{crashed} It could not be {again}: {said(str(e))}. Its tools cannot be used in this run."
                     )
             told = self.gone or f"{crashed} It was {again} and its tools were listed again."
             self.report(told)
@@ -286,15 +384,3 @@ def timed_out(name: str, server: str, seconds: float) -> ToolResult:
 def _announces_changes(client: Client) -> bool:
     tools = client.server_capabilities.tools
     return tools is not None and bool(tools.list_changed)
-
-
-def _said(text: str) -> str:
-    """What a server said, cleaned, capped and defused: it is untrusted text inside our own message."""
-    return cap(defuse(clean(text, keep_newlines=False)), 500)
-
-
-def describe(e: BaseException) -> str:
-    """The innermost real error of an exception group, as `Type: message`."""
-    while isinstance(e, BaseExceptionGroup) and e.exceptions:
-        e = e.exceptions[0]
-    return f"{type(e).__name__}: {_said(str(e))}" if str(e) else type(e).__name__

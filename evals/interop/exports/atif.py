@@ -31,7 +31,7 @@ def trajectory(rec: Recorded) -> dict[str, Any]:
         add(_source(m), m.text)
     for step in rec.run.steps:
         if step.replied is not None:
-            add("agent", step.replied.reply.message.text, **_agent_step(step))
+            add("agent", step.replied.reply.message.text, **_agent_step(step, rec.timed))
         for note in step.notes:
             add(_source(note), note.text, extra={"step": step.n})
     if not steps:  # stopped before its opening was journaled (the sandbox did not start); ATIF needs a step
@@ -42,9 +42,9 @@ def trajectory(rec: Recorded) -> dict[str, Any]:
             "session_id": rec.info.run_id,
             "agent": _present(
                 {
-                    "name": "harness",
-                    "version": rec.info.harness_version,
-                    "model_name": rec.info.model,
+                    "name": rec.agent[0],
+                    "version": rec.agent[1],
+                    "model_name": str((rec.info.imported or {}).get("model") or rec.info.model),
                     "tool_definitions": tool_definitions(rec.tools) or None,
                     "extra": {"policy": rec.info.policy.get("name"), "toolset": rec.info.toolset},
                 }
@@ -61,13 +61,13 @@ def _source(m: Message) -> str:
     return "system" if m.role == "system" else "user"
 
 
-def _agent_step(step: Step) -> dict[str, Any]:
+def _agent_step(step: Step, timed: bool) -> dict[str, Any]:
     assert step.replied is not None
     reply = step.replied.reply
     reasoning = reply.message.reasoning
     results = [_result(o) for o in step.observations]
     return {
-        "timestamp": iso(step.replied.ts),
+        "timestamp": iso(step.replied.ts) if timed else None,
         "model_name": reply.model or None,
         "reasoning_content": reasoning.text if reasoning is not None and reasoning.text else None,
         "tool_calls": [_call(c) for c in reply.message.tool_calls] or None,

@@ -45,7 +45,7 @@ def eval_log(task: str, runs: Mapping[str, Recorded]) -> dict[str, Any]:
     samples = [sample(sample_id, rec) for sample_id, rec in runs.items()]
     recs = list(runs.values())
     models = sorted({rec.info.model for rec in recs})
-    started = min(rec.info.started_at for rec in recs)
+    started = min(rec.started for rec in recs)
     policies = [rec.info.policy for rec in recs]
     names = sorted({str(p.get("name")) for p in policies})
     same = all(p == policies[0] for p in policies)  # else each sample's metadata names its policy
@@ -95,27 +95,32 @@ def sample(sample_id: str, rec: Recorded) -> dict[str, Any]:
     run, s = rec.run, rec.summary
     messages = _messages(rec)
     name, value = rec.verdict
-    last = run.replies[-1].reply if run.replies else None
+    last = run.replies[-1].replied if run.replies else None
     out = {
         "id": sample_id,
         "epoch": 1,
         "input": rec.task_prompt,
         "target": "",
         "messages": messages,
-        "output": _output(last, rec) if last is not None else {"model": rec.info.model, "choices": []},
-        "scores": {
+        "output": _output(last.reply, rec, last.cost_usd)
+        if last is not None
+        else {"model": rec.info.model, "choices": []},
+        "scores": {  # none for an imported run no grader judged: Inspect counts it unscored, not incorrect
             name: {
                 "value": "C" if value else "I",
                 "answer": rec.submission,
                 "explanation": s.message,
                 "metadata": {"stop_reason": s.stop_reason, "outcome": s.outcome},
             }
-        },
+        }
+        if value is not None
+        else None,
         "metadata": {
             "run_id": rec.info.run_id,
             "task_id": s.task_id,
             "policy": s.policy,
             "stop_reason": s.stop_reason,
+            "stop_message": s.message,
             "steps": s.steps,
             "cost_usd": s.cost_usd,
             "unpriced_calls": s.unpriced_calls,
@@ -126,8 +131,8 @@ def sample(sample_id: str, rec: Recorded) -> dict[str, Any]:
         # The pool the model events' `input_refs` index into: the conversation, message for message.
         "events_data": {"messages": messages, "calls": []},
         "model_usage": _usage_by_model([rec]),
-        "started_at": iso(run.started_ts),
-        "completed_at": iso(run.worked_ts),
+        "started_at": iso(run.started_ts) if rec.timed else None,
+        "completed_at": iso(run.worked_ts) if rec.timed else None,
         "total_time": s.wall_s,
         "working_time": s.wall_s,
         "uuid": rec.info.run_id,
@@ -205,7 +210,7 @@ def _events(rec: Recorded) -> list[dict[str, Any]]:
                     "event": "model",
                     **asked,
                     "input_refs": [[0, step.history_at]] if step.history_at else [],
-                    "output": _output(step.replied.reply, rec),
+                    "output": _output(step.replied.reply, rec, step.replied.cost_usd),
                     "completed": iso(step.replied.ts),
                     "working_time": step.replied.reply.latency_s,
                     "metadata": {k: v for k, v in metadata.items() if v is not None},
@@ -258,7 +263,7 @@ def _reshaped(e: Compacted | ContextOverflowed, when: dict[str, Any]) -> dict[st
     }
 
 
-def _output(reply: ModelReply, rec: Recorded) -> dict[str, Any]:
+def _output(reply: ModelReply, rec: Recorded, cost: float | None) -> dict[str, Any]:
     model = reply.model or rec.info.model
     text = reply.message.text
     message: dict[str, Any] = {"role": "assistant", "content": text, "source": "generate", "model": model}
@@ -268,7 +273,7 @@ def _output(reply: ModelReply, rec: Recorded) -> dict[str, Any]:
         "model": model,
         "choices": [{"message": message, "stop_reason": STOP_REASONS.get(reply.finish_reason, "unknown")}],
         "completion": text,
-        "usage": _usage(reply.usage),
+        "usage": _usage(reply.usage, cost),
         "time": reply.latency_s,
     }
 
@@ -301,16 +306,21 @@ def _usage_by_model(recs: list[Recorded]) -> dict[str, dict[str, Any]]:
 
 
 def _scores(recs: list[Recorded]) -> list[dict[str, Any]]:
+    """Accuracy per verdict over the samples it judged; the unjudged (ungraded imports) are counted apart."""
     by_name: dict[str, list[bool]] = {}
+    unknown = 0
     for rec in recs:
         name, value = rec.verdict
-        by_name.setdefault(name, []).append(value)
+        if value is None:
+            unknown += 1
+        else:
+            by_name.setdefault(name, []).append(value)
     return [
         {
             "name": name,
             "scorer": name,
             "scored_samples": len(values),
-            "unscored_samples": 0,
+            "unscored_samples": unknown,
             "params": {},
             "metrics": {"accuracy": {"name": "accuracy", "value": sum(values) / len(values), "params": {}}},
         }

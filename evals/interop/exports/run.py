@@ -42,13 +42,14 @@ class Recorded:
         return user if user is not None else str(self.info.task.get("prompt", ""))
 
     @property
-    def verdict(self) -> tuple[str, bool]:
-        """The verdict's name (`resolved` for a graded SWE run, `win` for chess, `success` otherwise) and value."""
+    def verdict(self) -> tuple[str, bool | None]:
+        """The verdict's name (`resolved` for a graded SWE run, `win` for chess, `success` otherwise) and value:
+        None for an imported run no grader judged."""
         outcome = self.summary.outcome or {}
         name = next((k for k in VERDICT_KEYS if isinstance(outcome.get(k), bool)), None)
         if name is None:
             name = "win" if isinstance(outcome.get("player_result"), str) else "success"
-        return name, success(self.summary)
+        return name, success(self.summary, bool(self.info.imported))
 
     @property
     def submission(self) -> str | None:
@@ -58,6 +59,27 @@ class Recorded:
     @property
     def finished(self) -> bool:
         return self.run.stop is not None
+
+    @property
+    def started(self) -> str:
+        """When the run started, ISO: run.json's time, else its first event's (an import of a file that recorded no
+        time has the import's)."""
+        return self.info.started_at or iso(self.run.started_ts) or iso(self.run.worked_ts) or ""
+
+    @property
+    def agent(self) -> tuple[str, str]:
+        """Who recorded the run, and its version: the harness, or the one an imported run came from."""
+        imported = self.info.imported or {}
+        if imported.get("agent"):
+            return str(imported["agent"]), str(imported.get("agent_version") or "")
+        return "harness", self.info.harness_version
+
+    @property
+    def timed(self) -> bool:
+        """Whether its events carry the times things happened: an import of a file that recorded none carries the
+        import's, which an export leaves out."""
+        imported = self.info.imported or {}
+        return imported.get("timestamps", True) is not False
 
 
 def run_dirs(path: Path) -> list[Path]:

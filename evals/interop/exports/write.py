@@ -1,4 +1,5 @@
-"""`harness export`'s work: read a run or a batch and write it as ATIF trajectories or one Inspect eval log.
+"""`harness export`'s work: read a run or a batch and write it as ATIF trajectories or one Inspect eval log, or
+send it as OpenTelemetry spans.
 
 ATIF holds one run per file: `<run>.atif.json` for each run, read and written one at a time. An Inspect log
 holds a whole eval: one file for the run or the batch, one sample per run. A batch's run that cannot be
@@ -17,9 +18,10 @@ from agent.journal.store import make_folder
 from core.errors import HarnessError
 from evals.interop.exports.atif import trajectory
 from evals.interop.exports.inspect_log import eval_log, log_name
+from evals.interop.exports.otel import send
 from evals.interop.exports.run import Recorded, read_run, run_dirs
 
-Format = Literal["atif", "inspect"]
+Format = Literal["atif", "inspect", "otel"]
 
 
 @dataclass
@@ -29,14 +31,29 @@ class Exported:
     notes: list[str] = field(default_factory=list)  # what the integrity check found in the runs written
 
 
-def export(path: Path, format: Format, out: Path | None = None) -> Exported:
+def export(path: Path, format: Format, out: Path | None = None, url: str | None = None) -> Exported:
     """Raises HarnessError when PATH is neither a run nor a batch, when the one run it names cannot be read,
-    and when no run of a batch can."""
+    and when no run of a batch can. `otel` sends the runs' spans to `url` (an OTLP/HTTP traces endpoint); `written`
+    then names the runs sent."""
     path = Path(path)
     dirs = run_dirs(path)
     single = dirs == [path]
-    target = make_folder(Path(out) if out is not None else path, "export folder", exist_ok=True)
     done = Exported()
+    if format == "otel":
+        if url is None:
+            raise HarnessError("--format otel sends spans: give --otel-endpoint URL (e.g. http://localhost:6006).")
+        recs = []
+        for run_dir in dirs:
+            try:
+                recs.append(read_run(run_dir))
+            except HarnessError as e:
+                if single:
+                    raise
+                done.skipped.append(str(e))
+        send(recs, url)
+        done.written = [rec.dir for rec in recs]
+        return done
+    target = make_folder(Path(out) if out is not None else path, "export folder", exist_ok=True)
 
     def readable() -> Any:
         for run_dir in dirs:

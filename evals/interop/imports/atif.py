@@ -1,6 +1,7 @@
 """ATIF, the Agent Trajectory Interchange Format (Harbor, Terminal-Bench 2.0): `schema_version`, `agent`
 (name, version, model, tool definitions), `steps` (system, user and agent steps; an agent step's tool calls,
-the observation answering them and its metrics) and `final_metrics`.
+the observation answering them and its metrics) and `final_metrics`. ATIF has no field for how a run ended;
+this harness's export keeps its stop reason, message and outcome under the trajectory's `extra`, read back here.
 
 Harbor's converters write text-based agents (mini-swe-agent v1) as agent steps with no tool calls and an
 observation without a call id; such a step whose message holds one fenced bash block is imported as a call
@@ -49,6 +50,8 @@ def read(doc: dict[str, Any], path: Path) -> Iterator[Trajectory]:
     text_based = any(c.name == "bash" and c.id.startswith("text_") for t in turns for c in t.calls)
     stamps = [ts for ts in (iso_seconds(s.get("timestamp")) for s in steps) if ts is not None]
     final = fields(doc.get("final_metrics"))
+    kept = fields(doc.get("extra"))  # this harness's export keeps its stop and outcome there
+    stop = kept.get("stop_reason") if isinstance(kept.get("stop_reason"), str) else None
     yield Trajectory(
         format="atif",
         format_version=str(doc.get("schema_version")),
@@ -61,8 +64,9 @@ def read(doc: dict[str, Any], path: Path) -> Iterator[Trajectory]:
         tools=recorded_tools or ((BASH,) if text_based else inferred_tools(turns)),
         tools_recorded=bool(recorded_tools),
         schemas_sent=bool(recorded_tools) or not text_based,
-        stop_reason="not_recorded",
-        stop_message="ATIF does not record how the run ended.",
+        stop_reason=stop or "not_recorded",
+        stop_message=str(kept.get("message") or "") if stop else "ATIF does not record how the run ended.",
+        outcome=fields(kept.get("outcome")) if stop else {},
         started_ts=min(stamps) if stamps else None,
         wall_s=(max(stamps) - min(stamps)) if stamps else None,
         recorded={k: v for k, v in final.items() if isinstance(v, int | float) and not isinstance(v, bool)},

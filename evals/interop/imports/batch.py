@@ -7,7 +7,9 @@
     predictions.jsonl               instance_id, model_name_or_path, model_patch: for runs that submitted a patch
 
 Files are imported one at a time, each read, written and let go before the next, so memory stays that of
-the largest file. A file that cannot be imported is reported and skipped; the others import.
+the largest file. A file that is no trajectory (a predictions file, a report beside the trajectories) is passed
+over and named; one that is a trajectory but cannot be imported (cut short, damaged, an error in any reader) is
+reported and skipped. Either way the others import.
 """
 
 from __future__ import annotations
@@ -21,14 +23,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent.journal.store import make_folder, write_json_atomic
-from agent.pricing import PriceTable
+from agent.models.pricing import PriceTable
 from evals.executors import BatchCost, Budget, Done, Tally
 from evals.interop.imports.detect import open_source, trajectories
-from evals.interop.imports.form import BadTrajectory
+from evals.interop.imports.form import BadTrajectory, NotTrajectory
 from evals.interop.imports.grades import Grades, grade_run
 from evals.interop.imports.write import import_run
 
-SUFFIXES = (".json", ".traj", ".eval")  # what a folder is searched for; each file's format is read from its content
+SUFFIXES = (
+    ".json",
+    ".jsonl",
+    ".traj",
+    ".eval",
+)  # what a folder is searched for; each file's format is read from its content
 
 
 class ImportBatch(BaseModel):
@@ -46,6 +53,7 @@ class Outcome:
     runs: int = 0  # run directories the files gave, new and kept
     written: int = 0
     failed: list[tuple[Path, str]] = field(default_factory=list)
+    passed_over: list[tuple[Path, str]] = field(default_factory=list)  # files that are no trajectory at all
     resolved: int = 0  # with --grades: runs graded resolved, and unresolved
     unresolved: int = 0
     ungraded: list[tuple[str, str]] = field(default_factory=list)  # (run, instance) the grades have no grade for
@@ -68,7 +76,7 @@ def import_batch(
     folder: Path,
     fmt: str,
     prices: PriceTable,
-    on_file: Callable[[Path, str | None], None] = lambda path, error: None,
+    on_file: Callable[[Path, str | None, bool], None] = lambda path, why, failed: None,
     grades: Grades | None = None,
 ) -> Outcome:
     make_folder(folder, "batch folder", exist_ok=True)
@@ -82,7 +90,7 @@ def import_batch(
     agents: dict[str, int] = {}
     graded_ids: set[str] = set()
     for path in files:
-        error = None
+        error, failed = None, False
         try:
             source = open_source(path, fmt)
             for t in trajectories(source):
@@ -103,12 +111,18 @@ def import_batch(
                 if grades is not None:
                     graded_ids.add(t.instance_id)
                     _count(outcome, run_dir.name, t.instance_id, grade_run(run_dir, t.instance_id, grades))
-        except BadTrajectory as e:
+        except NotTrajectory as e:
             error = str(e)
+            outcome.passed_over.append((path, error))
+        except Exception as e:  # a bad file never costs the others: a reader's error is that file's, said in a line
+            error = (
+                str(e) if isinstance(e, BadTrajectory) else f"{path}: could not be imported ({type(e).__name__}: {e})"
+            )
+            failed = True
             outcome.failed.append((path, error))
             tally.finished(Done(str(path), error=error))
             order.append(str(path))
-        on_file(path, error)
+        on_file(path, error, failed)
     if grades is not None:
         outcome.unknown = sorted(set(grades.by_instance) - graded_ids)
     tally.write(folder / "executor.json", order)
@@ -122,6 +136,7 @@ def import_batch(
             "runs": outcome.runs,
             "written": outcome.written,
             "failed": [{"file": str(p), "error": e} for p, e in outcome.failed],
+            "passed_over": [{"file": str(p), "why": e} for p, e in outcome.passed_over],
             **({"grades": _grades_record(grades, outcome)} if grades is not None else {}),
         },
     )

@@ -1,8 +1,11 @@
 """Which format a file is in, from its content (never its name), and the trajectories it holds.
 
 Every way a file can fail to import is a `BadTrajectory` whose message names the file and says what is
-wrong with it in one line: unreadable, not UTF-8, cut short, JSON of some other tool, a format it does
-not read as.
+wrong with it in one line: unreadable, not UTF-8, cut short, a format it does not read as; a file that is no
+trajectory at all (JSON of some other tool, such as a predictions file beside the trajectories) is a
+`NotTrajectory`, which a batch passes over. A file of JSON lines (Claude Code's sessions, OpenHands' evaluation
+output) is read as the list of its lines' objects. Inspect's `.eval` zip may be deflated or, as current Inspect
+writes it, zstd-compressed.
 """
 
 from __future__ import annotations
@@ -16,17 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.interop.imports import atif, inspect_log, mini_swe_agent, swe_agent
-from evals.interop.imports.form import BadTrajectory, Trajectory
+import zipfile_zstd  # noqa: F401  (teaches zipfile zstd, the compression current Inspect writes .eval files with)
 
-Reader = Callable[[dict[str, Any], Path], Iterator[Trajectory]]
+from evals.interop.imports import atif, claude_code, inspect_log, mini_swe_agent, openhands, swe_agent
+from evals.interop.imports.form import BadTrajectory, NotTrajectory, Trajectory
+
+Reader = Callable[[Any, Path], Iterator[Trajectory]]
 FORMATS: dict[str, tuple[Callable[[Any], bool], Reader]] = {
     "mini-swe-agent": (mini_swe_agent.looks_like, mini_swe_agent.read),
     "swe-agent": (swe_agent.looks_like, swe_agent.read),
     "atif": (atif.looks_like, atif.read),
     "inspect": (inspect_log.looks_like, inspect_log.read),
+    "claude-code": (claude_code.looks_like, claude_code.read),
+    "openhands": (openhands.looks_like, openhands.read),
 }
-EXPECTED = "a mini-swe-agent .traj.json, a SWE-agent .traj, an ATIF trajectory or an Inspect eval log (.eval, .json)"
+EXPECTED = (
+    "a mini-swe-agent .traj.json, a SWE-agent .traj, an ATIF trajectory, an Inspect eval log (.eval, .json), "
+    "a Claude Code session (.jsonl) or an OpenHands event stream (.json, or an evaluation's output.jsonl)"
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +44,7 @@ class Source:
     path: Path
     sha256: str
     format: str
-    doc: dict[str, Any]  # the parsed file; an .eval log's samples are read from its zip as they are asked for
+    doc: Any  # the parsed file (JSON lines: a list); an .eval log's samples are read from its zip as they are asked for
 
 
 def open_source(path: Path, fmt: str = "auto") -> Source:
@@ -46,7 +56,7 @@ def open_source(path: Path, fmt: str = "auto") -> Source:
     doc = _eval_zip(path, data) if data[:4] == b"PK\x03\x04" else _json(path, data)
     found = fmt if fmt != "auto" else next((name for name, (looks, _) in FORMATS.items() if looks(doc)), None)
     if found is None:
-        raise BadTrajectory(f"{path}: {_what(doc)}, in no format `harness import` reads ({EXPECTED})")
+        raise NotTrajectory(f"{path}: {_what(doc)}, in no format `harness import` reads ({EXPECTED})")
     if not FORMATS[found][0](doc):
         raise BadTrajectory(f"{path}: does not read as {found}: {_what(doc)}")
     return Source(path, digest, found, doc)
@@ -59,7 +69,7 @@ def trajectories(source: Source) -> Iterator[Trajectory]:
         yield from read(source.doc, source.path)
     except BadTrajectory as e:
         raise BadTrajectory(f"{source.path}: {e}") from None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, zipfile.BadZipFile) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, zipfile.BadZipFile, NotImplementedError) as e:
         why = (str(e).splitlines() or [""])[0]  # a validation error's first line says what; the rest is detail
         raise BadTrajectory(f"{source.path}: not a readable {source.format} file ({type(e).__name__}: {why})") from None
 
@@ -77,7 +87,7 @@ def _json(path: Path, data: bytes) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data" and _first_line_is_json(text):
-            raise BadTrajectory(f"{path}: JSON lines (one object per line), not a trajectory ({EXPECTED})") from None
+            return _json_lines(path, text)
         cut = _open_at_end(text)
         why = (
             "it ends before the JSON does (truncated?)" if cut else f"invalid JSON at line {e.lineno}, column {e.colno}"
@@ -105,6 +115,21 @@ def _open_at_end(text: str) -> bool:
     return in_string or depth > 0
 
 
+def _json_lines(path: Path, text: str) -> list[Any]:
+    """One value per line; a session cut short mid-line (a process killed while writing) loses only that line."""
+    lines = text.splitlines()
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if n < len(lines):
+                raise BadTrajectory(f"{path}: JSON lines, but line {n} is not JSON ({e.msg})") from None
+    return out
+
+
 def _first_line_is_json(text: str) -> bool:
     try:
         json.loads(text.split("\n", 1)[0])
@@ -124,6 +149,8 @@ def _eval_zip(path: Path, data: bytes) -> dict[str, Any]:
         header = json.loads(archive.read(head))
     except (zipfile.BadZipFile, EOFError) as e:
         raise BadTrajectory(f"{path}: a damaged zip archive (truncated?): {e}") from None
+    except NotImplementedError as e:  # a compression method zipfile (even with zstd taught) cannot read
+        raise BadTrajectory(f"{path}: a zip archive whose compression cannot be read here ({e})") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise BadTrajectory(f"{path}: an Inspect eval log whose header is not valid JSON ({e})") from None
     samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_sample_order)
@@ -137,6 +164,9 @@ def _sample_order(name: str) -> tuple[str, int]:
 
 
 def _what(doc: Any) -> str:
+    if isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
+        names = list(dict.fromkeys(k for x in doc[:20] for k in x))
+        return f"{len(doc)} JSON objects with keys {', '.join(names[:6])}" + (", ..." if len(names) > 6 else "")
     if isinstance(doc, dict):
         keys = ", ".join(list(doc)[:6]) + (", ..." if len(doc) > 6 else "")
         return f"a JSON object with keys {keys}" if doc else "an empty JSON object"

@@ -20,6 +20,10 @@ class BadTrajectory(HarnessError):
     """A file that cannot be imported; the message says what is wrong with it."""
 
 
+class NotTrajectory(BadTrajectory):
+    """A file in no format the importer reads (a predictions file, a report): a batch passes over it."""
+
+
 class _Form(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -41,12 +45,20 @@ class Result(_Form):
     duration_s: float = 0.0
 
 
+class Compaction(_Form):
+    """The source harness replaced its conversation with a summary after a turn (Claude Code's compact)."""
+
+    trigger: str = ""  # as the source names it: auto, manual
+    tokens_before: int = 0  # the context's size when it compacted, as the source counted it
+
+
 class Turn(_Form):
     text: str = ""
     reasoning: str = ""
     calls: tuple[Call, ...] = ()
     results: tuple[Result, ...] = ()  # one per call, in call order
     notes: tuple[str, ...] = ()  # user messages the source added after the results, before the next reply
+    compaction: Compaction | None = None  # the source compacted its context after the results, before the notes
     usage: Usage | None = None  # None: the source recorded no usage for this reply
     cost_usd: float | None = None  # what the source recorded the reply cost
     model: str = ""

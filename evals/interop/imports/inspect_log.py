@@ -214,6 +214,9 @@ def _tools(raw: Any) -> tuple[Tool, ...]:
 
 
 def _stop(s: dict[str, Any]) -> tuple[str, str]:
+    kept = fields(s.get("metadata"))
+    if isinstance(kept.get("stop_reason"), str) and "run_id" in kept:  # this harness's export keeps its own stop
+        return kept["stop_reason"], str(kept.get("stop_message") or "")
     if isinstance(s.get("error"), dict):
         return "harness_error", f"The sample failed in Inspect: {s['error'].get('message', '')}".strip()
     limit = s.get("limit")

@@ -75,6 +75,7 @@ def read(doc: dict[str, Any], path: Path) -> Iterator[Trajectory]:
     stop = _stop(exit_status, stats, agent_config)
     fmt = str(doc.get("trajectory_format", "mini-swe-agent-1"))
     stamps = [t.ts for t in turns if t.ts is not None]
+    start = reader.first_ts if reader.first_ts is not None else min(stamps, default=None)
     yield Trajectory(
         format="mini-swe-agent",
         format_version=fmt,
@@ -90,8 +91,8 @@ def read(doc: dict[str, Any], path: Path) -> Iterator[Trajectory]:
         stop_message=f"mini-swe-agent's exit status: {exit_status or 'none recorded'}.",
         outcome={"answer": submission} if stop == "submitted" and submission else {},
         submission=submission or None,
-        started_ts=reader.first_ts,
-        wall_s=(max(stamps) - reader.first_ts) if stamps and reader.first_ts is not None else None,
+        started_ts=start,
+        wall_s=(max(stamps) - start) if stamps and start is not None else None,
         recorded={k: stats[k] for k in ("instance_cost", "api_calls") if isinstance(stats.get(k), int | float)},
         gaps=_gaps(tool_calling, turns, reader.first_ts),
     )
@@ -228,8 +229,10 @@ def _reasoning(m: dict[str, Any], choice: dict[str, Any], response: dict[str, An
 
 
 def _ts(m: dict[str, Any]) -> float | None:
+    """When the message was written (v2's `timestamp`), else, for a reply, when the provider created its response
+    (`extra.response.created`, Unix seconds, which v1's replies keep)."""
     extra = fields(m.get("extra"))
-    for value in (m.get("timestamp"), extra.get("timestamp")):
+    for value in (m.get("timestamp"), extra.get("timestamp"), fields(extra.get("response")).get("created")):
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     return None
@@ -267,8 +270,10 @@ def _gaps(tool_calling: bool, turns: list[Turn], first_ts: float | None) -> tupl
             "tool schemas: the agent is text-based and sent none; its fenced commands are imported as calls of a "
             "`bash` tool and the user messages answering them as that tool's results"
         )
-    if first_ts is None:
+    if first_ts is None and all(t.ts is None for t in turns):
         gaps.append("timestamps: this version records none, so wall time and the timeline are unknown")
+    elif first_ts is None:
+        gaps.append("when the run started: the times are the provider's for each response (to the second)")
     if any(t.usage is None for t in turns):
         gaps.append("usage of some replies: their provider response was not kept")
     if any(t.cost_usd is None for t in turns):

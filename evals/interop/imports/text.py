@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -27,13 +27,15 @@ def text_of(content: Any) -> str:
 
 
 def iso_seconds(value: Any) -> float | None:
-    """An ISO-8601 time (a trailing Z included) as Unix seconds; None when it is not one."""
+    """An ISO-8601 time (a trailing Z included) as Unix seconds, one without a zone read as UTC (as OpenHands
+    writes them), never as this machine's local time; None when it is not one."""
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()
 
 
 def fields(value: Any) -> dict[str, Any]:

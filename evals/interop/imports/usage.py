@@ -3,7 +3,7 @@
 Other harnesses keep the provider's raw `usage` object: OpenAI chat completions (`prompt_tokens`,
 `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`), the Responses API
 (`input_tokens`, `input_tokens_details`, `output_tokens_details`) or LiteLLM's Anthropic fields
-(`cache_creation_input_tokens`). OpenRouter adds the call's `cost`.
+(`cache_creation_input_tokens`); Claude Code keeps Anthropic's own. OpenRouter adds the call's `cost`.
 """
 
 from __future__ import annotations
@@ -46,3 +46,18 @@ def openrouter_cost(raw: Any) -> float | None:
     if u.get("is_byok"):
         cost = fields(u.get("cost_details")).get("upstream_inference_cost", cost)
     return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+
+
+def anthropic_usage(raw: Any) -> Usage | None:
+    """Anthropic's Messages API usage: `input_tokens` counts only what was neither read from nor written to the
+    cache, so the prompt is the three summed; None when it holds no token count."""
+    u = fields(raw)
+    if u.get("input_tokens") is None and u.get("output_tokens") is None:
+        return None
+    read, written = _int(u.get("cache_read_input_tokens")), _int(u.get("cache_creation_input_tokens"))
+    return Usage(
+        prompt_tokens=_int(u.get("input_tokens")) + read + written,
+        completion_tokens=_int(u.get("output_tokens")),
+        cached_tokens=read,
+        cache_write_tokens=written,
+    )

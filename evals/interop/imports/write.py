@@ -21,16 +21,16 @@ from pathlib import Path
 
 from agent.journal.store import Journal, RunInfo, make_folder
 from agent.journal.summary import summarize
+from agent.models.pricing import PriceTable, find_price
 from agent.models.windows import known_window
-from agent.pricing import PriceTable, find_price
-from agent.task import Task
+from agent.run.task import Task
 from agent.tokens import counter_for
 from core.context_policy import StripReasoning
-from core.events import Event, MessageAdded, ModelReplied, RunStopped, ToolObserved
+from core.events import Compacted, Event, MessageAdded, ModelReplied, RunStopped, ToolObserved
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply, Observation, Reasoning, ToolCall, Usage
 from evals.interop.imports.detect import Source
-from evals.interop.imports.form import Result, Trajectory
+from evals.interop.imports.form import Compaction, Result, Trajectory
 from memory.render import Renderer
 from memory.tokens import PromptAccounting
 from tools.base import Effect, ToolRecord, recorded_tool
@@ -105,6 +105,7 @@ def run_info(t: Trajectory, source: Source, name: str, prices: PriceTable) -> Ru
             "tools": [tool.name for tool in t.tools],
             "tool_set": "recorded" if t.tools_recorded else "inferred",
             "tool_schemas_sent": t.schemas_sent,
+            "timestamps": any(turn.ts is not None for turn in t.turns),  # else each event's time is the import's
             "recorded": t.recorded,
         },
         imported_gaps=list(t.gaps),
@@ -151,7 +152,7 @@ def journal_events(t: Trajectory, info: RunInfo, records: list[ToolRecord]) -> l
     accounting = PromptAccounting(counter, shown)
     history: list[Message] = []
     events: list[Event] = []
-    ts = t.started_ts or 0.0
+    ts = t.started_ts or next((turn.ts for turn in t.turns if turn.ts), 0.0)  # 0: the import's time
     for role, text in t.opening:
         message = Message(role="system" if role == "system" else "user", text=text)
         events.append(MessageAdded(step=0, ts=ts, message=message))
@@ -190,12 +191,32 @@ def journal_events(t: Trajectory, info: RunInfo, records: list[ToolRecord]) -> l
             observation = _observation(call.id, call.name, results.get(call.id))
             events.append(ToolObserved(step=n, ts=ts, observation=observation))
             history.append(observation.to_message())
+        if turn.compaction is not None:  # the source resent none of it after: its prompts restart from the summary
+            events.append(_compacted(n, ts, t.agent, turn.compaction))
+            history = [m for m in history[: len(t.opening)] if m.role == "system"]
         for note in turn.notes:
             note_message = Message(role="user", text=note)
             events.append(MessageAdded(step=n, ts=ts, message=note_message))
             history.append(note_message)
     events.append(RunStopped(step=len(t.turns), ts=ts, reason=t.stop_reason, message=t.stop_message, outcome=t.outcome))
     return events
+
+
+def _compacted(step: int, ts: float, agent: str, c: Compaction) -> Compacted:
+    return Compacted(
+        step=step,
+        ts=ts,
+        ok=True,
+        trigger=f"{agent}: {c.trigger}" if c.trigger else agent,
+        version=None,
+        tokens_before=c.tokens_before,
+        tokens_after=0,  # the source did not record it; the next reply's prompt tokens show it
+        fold=None,
+        summariser_usage=Usage(),
+        finish_reason="stop",
+        cut_off=False,
+        message=f"{agent} compacted its conversation into a summary ({c.trigger or 'no trigger recorded'}).",
+    )
 
 
 def _observation(call_id: str, tool: str, result: Result | None) -> Observation:

@@ -13,7 +13,7 @@ from agent.journal.integrity import check_run
 from agent.journal.store import read_run_info, scan
 from agent.journal.summary import Summary
 from agent.models.scripted import ScriptedModel
-from agent.recovery.resume import resume
+from agent.resume import resume
 from tests.agent.journal.damage import SCRIPT, cut, finished_run, flip, lines, tear
 
 

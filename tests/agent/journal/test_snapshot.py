@@ -8,8 +8,8 @@ from pathlib import Path
 
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.events import ModelReplied, RunStopped
 from core.policy import CheckpointPolicy, HarnessPolicy
 from tests.agent.helpers import call

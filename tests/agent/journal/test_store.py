@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from agent.journal.store import decode, encode, read_events, scan
 from agent.models.scripted import ScriptedModel
-from agent.recovery.resume import resume
+from agent.resume import resume
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from cli.main import app
 from core.errors import HarnessError
 from core.events import MessageAdded, ModelReplied, ToolObserved

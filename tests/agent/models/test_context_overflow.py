@@ -11,9 +11,9 @@ import pytest
 
 from agent.models import load_model
 from agent.models.local import LocalModel
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.errors import ContextOverflowError, PermanentModelError
 from core.policy import PRESETS, ModelParams, OverflowPolicy
 from core.types import Message

@@ -11,8 +11,8 @@ import pytest
 from agent.models import load_model
 from agent.models.scripted import ScriptedModel
 from agent.models.windows import context_window, known_window
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy, ModelParams, OverflowPolicy
 from tests.agent.helpers import call, events
 from tests.agent.models.provider_double import openai_completion, provider, reply

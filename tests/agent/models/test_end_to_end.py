@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agent.models import load_model
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import load_policy
 from tests.agent.models.harness_serve import HARNESS, harness_serve
 

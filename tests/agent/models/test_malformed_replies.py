@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agent.models import load_model
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.errors import TransientModelError
 from core.policy import ErrorPolicy, HarnessPolicy, ModelParams
 from tests.agent.helpers import events

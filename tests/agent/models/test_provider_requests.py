@@ -3,8 +3,8 @@ provider (a real loopback server standing in for Anthropic and OpenAI)."""
 
 from __future__ import annotations
 
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy, ModelParams
 from tests.agent.helpers import events
 from tests.agent.models.provider_double import anthropic_message, openai_completion, provider, reply

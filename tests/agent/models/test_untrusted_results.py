@@ -16,8 +16,8 @@ import sys
 
 import pytest
 
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
 from tests.agent.models.provider_double import anthropic_message, openai_completion, provider, reply

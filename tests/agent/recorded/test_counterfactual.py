@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.journal.store import read_events
-from agent.pricing import Price, load_prices
+from agent.models.pricing import Price, load_prices
 from agent.recorded.counterfactual import counterfactual, figures, fit
 from agent.recorded.rerender import Rerendered, StepCost
 from cli.main import app

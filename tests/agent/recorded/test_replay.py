@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.approval import record_decision
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import replay
-from agent.recovery.resume import resume
+from agent.recovery.approval import record_decision
+from agent.resume import resume
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from cli.main import app
 from core.context_policy import Compact
 from core.events import ModelReplied

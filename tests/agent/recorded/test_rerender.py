@@ -11,8 +11,8 @@ from agent.loop import run
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.parts import Session
 from agent.recorded.rerender import HELD_FIXED, replay_history, rerender
+from agent.run.task import Task
 from agent.session import RunSpec, prepare, start
-from agent.task import Task
 from agent.tokens import counter_for
 from cli.main import app
 from core.context_policy import Compact, MaskObservations
@@ -149,7 +149,7 @@ def test_rerender_and_the_loop_compact_through_the_same_pipeline(tmp_path):
     box = LocalSandbox(journal.dir / "workspace")
     try:
         prepare(task, box, 60)
-        session = Session(task, policy, model, journal, box, standard_tools())
+        session = Session(task=task, policy=policy, model=model, journal=journal, sandbox=box, tools=standard_tools())
         summary = run(session, summariser=ExtractiveSummariser(counter_for(model)))
     finally:
         box.close()

@@ -9,6 +9,9 @@ happen every step or two) and a kind of write:
 - `write_file`: the built-in tool writes the whole counter so far (its own check settles a cut-short write);
 - `mcp`: `put(N, N)` of the stdio MCP server tests/tools/mcp/servers/counter.py, into a JSON file
   beside the run.
+- `memory`: the memory tool inserts N as line N of /memories/counter.md (the store the harness keeps
+  outside the sandbox); kills are aimed right after a memory write is journaled, before its observation,
+  so the process dies between two memory writes. The store must come out as the uninterrupted run's.
 
 The overflowing cell (local, shell writes only) prints an output of a few thousand tokens after each
 write, in a 4,000-token window: from the third step on every step needs an emergency fold (its
@@ -51,17 +54,19 @@ from pathlib import Path
 from typing import Literal
 
 from agent.journal.store import read_events
+from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.recorded.replay import compare_harness
-from agent.recovery.resume import resume
+from agent.recorded.replay import compare_harness, memory_as_compared
+from agent.resume import resume
+from agent.run.stopping import RESUMABLE
+from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from agent.stopping import RESUMABLE
-from agent.task import Task
 from core.context_policy import Compact, TruncationPolicy
 from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    MemoryWritten,
     MessageAdded,
     ModelReplied,
     RunResumed,
@@ -71,7 +76,7 @@ from core.events import (
 )
 from core.mcp_settings import McpServer
 from core.memory_types import WorkingMemory
-from core.policy import CheckpointPolicy, HarnessPolicy, ModelParams, OverflowPolicy
+from core.policy import CheckpointPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
 from tests.agent.costly_run import SummarisingModel
 
 ROOT = (
@@ -80,17 +85,19 @@ ROOT = (
 SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "counter.py"
 COUNTER = "counter.txt"
 MCP_COUNTER = "counter.json"  # beside the run directory: the MCP server's file
+MEMORY_COUNTER = "/memories/counter.md"
 SLOW_S = 0.03  # before and after each shell or MCP write: a kill often lands inside the tool
 MEMORY = '{"goal": "write 1, 2, 3, ... to the counter", "failed_approaches": []}'
 TASK = Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit.")
 WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs does not fit
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
-AIMS = {"overflowing": ("summary_replied", "context_overflow")}  # where torture aims kills, beside random moments
+# Where torture aims kills, beside random moments, by context policy or kind of write.
+AIMS = {"overflowing": ("summary_replied", "context_overflow"), "memory": ("memory_written",)}
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
-Writes = Literal["shell", "write_file", "mcp"]
+Writes = Literal["shell", "write_file", "mcp", "memory"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,7 @@ CELLS = [
         for w in ("shell", "write_file", "mcp")
     ),
     Cell("local", "overflowing", "shell"),
+    *(Cell(s, "compacting", "memory") for s in ("local", "docker")),
 ]
 
 
@@ -143,7 +151,8 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
     )
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
-    policy = HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint)
+    memory = MemoryPolicy(tool=cell.writes == "memory")
+    policy = HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint, memory=memory)
     if cell.context != "overflowing":
         return policy
     return policy.model_copy(
@@ -173,6 +182,10 @@ def write(cell: Cell, i: int) -> dict:
         )
     if cell.writes == "write_file":
         return call("write_file", path=COUNTER, content="".join(f"{v}\n" for v in range(1, i + 1)))
+    if cell.writes == "memory":
+        if i == 1:
+            return call("memory", command="create", path=MEMORY_COUNTER, file_text="1\n")
+        return call("memory", command="insert", path=MEMORY_COUNTER, insert_line=i - 1, insert_text=str(i))
     return call("counter__put", index=i, value=i)
 
 
@@ -180,7 +193,10 @@ def script(cell: Cell, steps: int, out: Path) -> list[dict]:
     """The agent's replies, one a step, with the summariser's reply after every third step that has a
     step after it (the model answers both, in the order they are asked for); in the overflowing cell,
     wherever a run of it asks for one."""
-    read = call("counter__read") if cell.writes == "mcp" else call("shell", command=f"cat {COUNTER}")
+    read = {
+        "mcp": call("counter__read"),
+        "memory": call("memory", command="view", path=MEMORY_COUNTER),
+    }.get(cell.writes, call("shell", command=f"cat {COUNTER}"))
     agent = [write(cell, i) for i in range(1, steps + 1)] + [read, call("submit", answer="done")]
     if cell.context == "overflowing":
         return summaries_where_asked(cell, agent, out)
@@ -300,7 +316,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
     the one after of that type), then a random moment."""
     rng = random.Random(seed)
     stats = Torture()
-    turns = [*AIMS.get(cell.context, ()), None]
+    turns = [*AIMS.get(cell.context, ()), *AIMS.get(cell.writes, ()), None]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
         run_dir, clean_exits = None, 0
@@ -350,11 +366,15 @@ def last_stop(run_dir: Path) -> RunStopped | None:
 def counter(run_dir: Path) -> list[int]:
     """The counter's values as the run's last step read them back."""
     reads = [
-        e.observation.text
+        e.observation
         for e in read_events(run_dir)
-        if isinstance(e, ToolObserved) and e.observation.tool in ("shell", "counter__read")
+        if isinstance(e, ToolObserved) and e.observation.tool in ("shell", "counter__read", "memory")
     ]
-    return [int(v) for v in re.findall(r"^\d+$", reads[-1].replace(" ", "\n"), re.MULTILINE)] if reads else []
+    if not reads:
+        return []
+    if reads[-1].tool == "memory":  # a view: line numbers, a tab, the line
+        return [int(v) for v in re.findall(r"^\s*\d+\t(\d+)$", reads[-1].text, re.MULTILINE)]
+    return [int(v) for v in re.findall(r"^\d+$", reads[-1].text.replace(" ", "\n"), re.MULTILINE)]
 
 
 def duplicated(run_dir: Path) -> int:
@@ -385,6 +405,10 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
         mine, theirs = run_dir / name, reference / name
         if theirs.exists() and (not mine.exists() or mine.read_bytes() != theirs.read_bytes()):
             found.append(f"{name} differs from the uninterrupted run's")
+    if on_disk(run_dir / "memories") != on_disk(reference / "memories"):
+        found.append("the memory store's files differ from the uninterrupted run's")
+    if memory_written(run_dir) != memory_written(reference):
+        found.append("the memory entries differ from the uninterrupted run's")
     if conversation(run_dir) != conversation(reference):
         found.append("the conversation in the journal differs")
     events = read_events(run_dir)
@@ -405,6 +429,19 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
     if {p["index"] for p in logged} != set(wanted) or any(p["prompt"] != wanted[p["index"]] for p in logged):
         found.append("a prompt differs from the uninterrupted run's")
     return found
+
+
+def memory_written(run_dir: Path) -> list[dict]:
+    """The memory entries a run journaled, as a replay compares them (ids without the run's), without their
+    times: a resumed run writes its later entries later."""
+    return [
+        {
+            **memory_as_compared(e),
+            "entries": [{k: v for k, v in x.items() if k != "at"} for x in memory_as_compared(e)["entries"]],
+        }
+        for e in read_events(run_dir)
+        if isinstance(e, MemoryWritten)
+    ]
 
 
 def reshaping(run_dir: Path) -> list[Event]:

@@ -125,9 +125,9 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
 ):
     from agent.journal.store import decode, encode
     from agent.models.scripted import ScriptedModel
-    from agent.recovery.resume import resume
+    from agent.resume import resume
+    from agent.run.task import Task
     from agent.session import RunSpec, SandboxSpec, open_sandbox, start
-    from agent.task import Task
     from core.policy import HarnessPolicy
 
     task = Task(prompt="Read the file.", files={"a.txt": "from the task\n"})
@@ -163,9 +163,9 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
 
 def test_resuming_a_finished_docker_run_removes_the_container_its_killed_process_left(docker_ready, tmp_path):  # noqa: F811
     from agent.models.scripted import ScriptedModel
-    from agent.recovery.resume import resume
+    from agent.resume import resume
+    from agent.run.task import Task
     from agent.session import RunSpec, SandboxSpec, open_sandbox, start
-    from agent.task import Task
     from core.policy import HarnessPolicy
 
     _, run_dir = start(

@@ -17,7 +17,7 @@ import pytest
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
 from agent.recorded.replay import compare_harness
-from agent.recovery.resume import resume
+from agent.resume import resume
 from agent.session import RunSpec, start
 from core.events import ContextOverflowed, Event, SummaryReplied
 from tests.agent.costly_run import SummarisingModel, costly_run, policy

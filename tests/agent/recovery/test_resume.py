@@ -17,13 +17,13 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from agent.approval import record_decision
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
+from agent.recovery.approval import record_decision
 from agent.recovery.reconcile import NOT_RERUN, UNKNOWN
-from agent.recovery.resume import resume
+from agent.resume import resume
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from cli.main import app
 from core.events import ModelReplied, RunResumed, ToolObserved
 from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy

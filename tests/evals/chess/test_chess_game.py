@@ -207,7 +207,7 @@ def test_a_run_that_stops_outside_the_game_leaves_an_unfinished_game(tmp_path):
 
 
 def test_harness_resume_refuses_a_chess_game_and_says_what_to_do(tmp_path):
-    from agent.recovery.resume import resume
+    from agent.resume import resume
     from core.errors import HarnessError
 
     played = play_game(

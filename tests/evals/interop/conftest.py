@@ -15,8 +15,8 @@ import pytest
 from agent.journal.fold import Folded, fold
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.context_policy import Compact
 from core.errors import HarnessError
 from core.policy import HarnessPolicy, StopPolicy

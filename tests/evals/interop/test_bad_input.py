@@ -43,7 +43,10 @@ CASES = {
     "not UTF-8": (lambda tmp: _bytes(tmp / "latin.json", '{"a": "caf\xe9"}'.encode("latin-1")), "not UTF-8 text"),
     "empty": (lambda tmp: _bytes(tmp / "empty.json", b""), "the file is empty"),
     "our own run.json": (lambda tmp: shutil.copy(OUR_RUN / "run.json", tmp / "run.json"), "in no format"),
-    "JSON lines": (lambda tmp: shutil.copy(OUR_RUN / "events.jsonl", tmp / "events.json"), "JSON lines"),
+    "JSON lines of no trajectory": (
+        lambda tmp: shutil.copy(OUR_RUN / "events.jsonl", tmp / "events.json"),
+        "JSON objects with keys seq, ts",
+    ),
     "a JSON list": (lambda tmp: docs.write(tmp / "list.json", [1, 2]), "a JSON list, in no format"),
     "a truncated .eval": (cut_eval, "a damaged zip archive (truncated?)"),
     "a zip of another tool": (other_zip, "not an Inspect eval log"),

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from evals.interop.imports.detect import open_source, trajectories
 from evals.interop.imports.form import BadTrajectory
 from evals.interop.imports.write import import_run

@@ -4,17 +4,23 @@
 from __future__ import annotations
 
 import json
+import shutil
+import zipfile
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from agent.journal.store import read_run_info
+from agent.journal.fold import fold
+from agent.journal.store import read_events, read_run_info
 from cli.main import app
 from evals.interop.imports.write import STAGING
 from tests.evals.interop import documents as docs
+from tests.evals.interop.test_published import published
 
 runner = CliRunner()
 IDS = ("repo__repo-1", "repo__repo-2", "repo__repo-3")
+ZSTANDARD = 93  # the zip compression method current Inspect writes .eval files with
 
 
 def invoke(*args: str):
@@ -105,3 +111,53 @@ def test_report_rerender_and_ab_read_imported_batches_paired_by_instance(tmp_pat
     assert ab.exit_code == 0, ab.output
     data = json.loads((out / "ab-import-mini-vs-import-atif" / "ab.json").read_text())
     assert data["pairs"] == 3 and data["a_policies"] == ["mini-swe-agent"] and data["b_policies"] == ["terminus-2"]
+
+
+def test_a_predictions_file_beside_published_trajectories_is_passed_over_on_stderr_and_exits_0(tmp_path):
+    """The Gemini folder's own preds.json (tests/fixtures/imports/beside) lies beside its trajectories."""
+    preds = published("beside") / "preds.json"
+    trajs = tmp_path / "trajs"
+    trajs.mkdir()
+    for path in [preds, *sorted(published("mini-swe-agent").glob("*.traj.json"))]:
+        shutil.copy(path, trajs / path.name)
+    result = invoke("import", str(trajs), "--out", str(tmp_path / "runs"))
+    assert result.exit_code == 0, result.output
+    assert "passed over (not a trajectory):" in result.stderr and "preds.json" in result.stderr
+    assert "preds.json" not in result.stdout
+    assert "5 files: 4 runs (4 imported, 0 already there), 0 files skipped, 1 passed over" in result.stdout
+    record = json.loads((tmp_path / "runs" / "import-trajs" / "batch.json").read_text())["imported"]
+    assert record["failed"] == [] and record["passed_over"][0]["file"].endswith("preds.json")
+
+
+def test_a_folder_of_nothing_but_other_files_is_an_error_and_leaves_no_batch(tmp_path):
+    folder = tmp_path / "other"
+    docs.write(folder / "preds.json", {"repo__repo-1": {"model_patch": docs.PATCH}})
+    result = invoke("import", str(folder), "--out", str(tmp_path / "runs"))
+    assert result.exit_code == 2 and "None of the 1 files" in result.output
+    assert not (tmp_path / "runs" / "import-other").exists()
+
+
+def zstd_eval(tmp: Path) -> tuple[Path, Path]:
+    """A published deflated `.eval` and the same log as current Inspect writes it: zstd-compressed."""
+    inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect-ai (the interop extra) writes the zstd log")
+    deflated = published("inspect") / "log_message_deduplication.eval"
+    path = tmp / "zstd" / deflated.name
+    path.parent.mkdir(parents=True)
+    inspect_log.write_eval_log(inspect_log.read_eval_log(str(deflated)), str(path))
+    assert {i.compress_type for i in zipfile.ZipFile(path).infolist()} == {ZSTANDARD}
+    return deflated, path
+
+
+def test_a_zstd_eval_log_imports_as_its_deflated_twin_does_alone_and_in_a_folder(tmp_path):
+    deflated, zstd = zstd_eval(tmp_path)
+    alone = invoke("import", str(zstd), "--out", str(tmp_path / "alone"))
+    assert alone.exit_code == 0, alone.output
+    twin = invoke("import", str(deflated), "--out", str(tmp_path / "twin"))
+    steps = [fold(read_events(Path(r.output.split("run directory: ")[1].strip()))).steps for r in (alone, twin)]
+    assert [(s.reply, s.observations) for s in steps[0]] == [(s.reply, s.observations) for s in steps[1]]
+    shutil.copy(deflated, zstd.parent / "deflated.eval")
+    (zstd.parent / "cut.eval").write_bytes(zstd.read_bytes()[:300])  # a bad file never aborts the batch
+    folder = invoke("import", str(zstd.parent), "--out", str(tmp_path / "folder"))
+    assert folder.exit_code == 1, folder.output
+    assert "3 files: 2 runs (2 imported, 0 already there), 1 files skipped" in folder.output
+    assert (tmp_path / "folder" / "import-zstd" / "batch.json").is_file()

@@ -73,7 +73,7 @@ def test_each_grading_shape_gives_every_run_its_verdict_and_reports_judge_on_it(
     batch = tmp_path / "runs" / "import-trajs"
     assert verdicts(batch) == RESOLVED
     md = invoke("report", batch, "--format", "md").output
-    assert "**succeeded** 2 (67%)" in md  # every run submitted: success is resolved, not submission
+    assert "**succeeded** 67% (2 of 3)" in md  # every run submitted: success is resolved, not submission
     assert md.count("| not resolved |") == 1 and md.count("| resolved |") == 2
     recorded = json.loads((batch / "batch.json").read_text())["imported"]["grades"]
     assert recorded == {"source": grades.name, "resolved": 2, "unresolved": 1, "ungraded": [], "unknown": 0}
@@ -105,7 +105,7 @@ def test_importing_again_with_or_without_grades_keeps_what_is_there(tmp_path):
     trajs, out = trajectories(tmp_path / "trajs"), tmp_path / "runs"
     grades = results_summary(tmp_path / "grades.json")
     batch = out / "import-trajs"
-    assert invoke("import", trajs, "--out", out).exit_code == 0  # first without grades: judged on submission
+    assert invoke("import", trajs, "--out", out).exit_code == 0  # first without grades: outcomes unknown
     assert verdicts(batch) == {}
     events = {run.name: (run / "events.jsonl").stat().st_mtime_ns for run in batch.iterdir() if run.is_dir()}
     graded = invoke("import", trajs, "--out", out, "--grades", grades)
@@ -139,7 +139,7 @@ def test_unknown_and_ungraded_instances_get_one_warning_line_each(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert len(lines) == 3
     assert "warning: grades.json: nope-9 names no run of this import; its grade is not used" in lines
-    assert sum("has no grade for repo__repo-2; it is judged on submission" in line for line in lines) == 1
+    assert sum("has no grade for repo__repo-2; its outcome stays unknown" in line for line in lines) == 1
     one = invoke(
         "import",
         tmp_path / "trajs" / "repo__repo-3" / "repo__repo-3.traj.json",

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from agent.journal.fold import fold
 from agent.journal.store import read_events, read_run_info
-from agent.pricing import format_usd
+from agent.models.pricing import format_usd
 from cli.main import app
 
 runner = CliRunner()
@@ -24,7 +24,7 @@ PLACES = (ROOT / "tests" / "fixtures" / "imports", ROOT.parent / "shared" / "fix
 def published(fmt: str) -> Path:
     for place in PLACES:
         folder = place / fmt
-        if folder.is_dir() and any(p.suffix in (".json", ".traj", ".eval") for p in folder.iterdir()):
+        if folder.is_dir() and any(p.suffix in (".json", ".jsonl", ".traj", ".eval") for p in folder.iterdir()):
             return folder
     pytest.skip(f"no published {fmt} trajectories here; tests/fixtures/imports/README.md says where they come from")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
 from core.types import Usage
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from evals.reports.detectors import DETECTORS
 from evals.reports.html import render_run
 from evals.reports.load import load_run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import chess.pgn
 import pytest
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from evals.ab.compare import compare
 from evals.ab.html import render as render_ab
 from evals.ab.records import load_batch

@@ -6,7 +6,7 @@ import json
 import shutil
 
 from agent.journal.summary import Summary
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from evals.reports.load import load_run
 from evals.reports.outcome import outcome_label, success
 

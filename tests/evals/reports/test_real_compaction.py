@@ -9,8 +9,8 @@ import json
 import pytest
 from conftest import make_run
 
+from agent.models.pricing import cost_usd, load_prices
 from agent.models.scripted import ScriptedCall, ScriptedReply
-from agent.pricing import cost_usd, load_prices
 from core.context_policy import Compact
 from core.policy import HarnessPolicy, StopPolicy
 from evals.reports.breakdown import breakdowns

@@ -12,7 +12,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from agent.pricing import cost_usd, format_usd, load_prices
+from agent.models.pricing import cost_usd, format_usd, load_prices
 from cli.main import app
 from core.types import Usage
 from evals.reports.recorded import Recorded, cost_total

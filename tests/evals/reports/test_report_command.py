@@ -48,7 +48,7 @@ def test_batch_report_links_every_run_report(rich_run, tmp_path):
         assert f'href="{run_dir.name}/report.html"' in html
         assert (run_dir / "report.html").is_file()
     md = runner.invoke(app, ["report", str(batch), "--format", "md"]).output
-    assert "**runs** 3 · **succeeded** 3 (100%)" in md
+    assert "**runs** 3 · **succeeded** 100% (3 of 3)" in md
 
 
 def test_a_folder_without_runs_is_an_error_that_says_so(tmp_path):

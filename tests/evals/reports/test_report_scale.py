@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from evals.reports.html import render_run
 from evals.reports.load import load_run
 from evals.reports.timeline import INLINE_CHARS

@@ -6,7 +6,7 @@ import shutil
 
 from conftest import make_run, reply
 
-from agent.pricing import load_prices
+from agent.models.pricing import load_prices
 from core.policy import HarnessPolicy
 from evals.reports.html import render_run
 from evals.reports.load import load_run

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.dispatch import dispatch
+from agent.dispatch import Dispatcher, dispatch
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
 from core.types import Observation, ToolCall
@@ -41,9 +41,10 @@ def observe(registry: Registry, tmp_path, tool: str, within_s: float = 20.0, **a
     journal = new_journal(tmp_path, run_id=f"run{next(RUNS)}")
     call = ToolCall(id="c1", name=tool, arguments=json.dumps(arguments))
     try:
-        done = dispatch(
-            [call], 1, registry, context(within_s), HarnessPolicy(), journal, approve=lambda call, tool: True
+        approved = Dispatcher(
+            tools=registry, ctx=context(within_s), policy=HarnessPolicy(), journal=journal, approve=lambda c, t: True
         )
+        done = dispatch(approved, [call], 1)
         [obs] = done.observations
     finally:
         journal.close()
@@ -68,9 +69,15 @@ def markers(text: str) -> list[str]:
 def said(text: str, server: str = "hostile") -> str:
     """The words of an untrusted server in an observation: the inside of the one fence that names it, which
     closes once, at the very end, and holds no marker."""
+    assert f'The result from MCP server "{server}" (untrusted).' in text.partition("<mcp-untrusted")[0], text[:300]
+    return fenced(text, server)
+
+
+def fenced(text: str, server: str) -> str:
+    """The inside of the one fence naming `server` in `text`, which closes once, at the very end, and holds no marker."""
     before, opening, inside = text.partition(f'<mcp-untrusted server="{server}">\n')
-    assert opening and f'The result from MCP server "{server}" (untrusted).' in before, text[:300]
-    assert inside.endswith("\n</mcp-untrusted>"), text[-300:]
+    assert opening and "(untrusted)" in before, text[:300]
+    assert inside.endswith("\n</mcp-untrusted>") and inside.count("</mcp-untrusted>") == 1, text[-300:]
     inside = inside.removesuffix("\n</mcp-untrusted>")
     assert not markers(inside), markers(inside)
     return inside

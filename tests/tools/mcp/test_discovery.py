@@ -109,7 +109,7 @@ def test_names_are_namespaced_and_fit_providers():
 
 def test_a_server_timeout_overrides_the_policy_one():
     spec = McpTool(name="t", input_schema={"type": "object"})
-    said = lambda name, arguments, timeout_s: ToolResult(f"{name} {arguments} {timeout_s}")  # noqa: E731
+    said = lambda name, arguments, timeout_s, answers: ToolResult(f"{name} {arguments} {timeout_s}")  # noqa: E731
     for server, expected in [
         (McpServer(name="s", command="x", timeout_s=2), "t {'a': 1} 2.0"),
         (McpServer(name="s", command="x"), "t {'a': 1} 7.0"),
@@ -161,3 +161,15 @@ def test_a_server_that_never_answers_gives_up_after_its_connect_timeout():
         with with_mcp([silent], Registry()):
             pass
     assert time.monotonic() - start < 10
+
+
+def test_a_destructive_hint_tightens_the_rules_and_never_loosens_them():
+    destructive = McpTool(name="d", input_schema={}, annotations={"destructiveHint": True})
+    gentle = McpTool(name="g", input_schema={}, annotations={"destructiveHint": False})
+    trusted = McpServer(name="s", command="x", trusted=True)
+    assert adapt(trusted, destructive, lambda *a: None).asks_approval  # trusted writes pass unless destructive
+    assert not adapt(trusted, gentle, lambda *a: None).asks_approval
+    said_never = McpServer(name="s", command="x", trusted=True, approve="never")
+    assert not adapt(said_never, destructive, lambda *a: None).asks_approval  # the user's own setting wins
+    untrusted = McpServer(name="s", command="x")
+    assert adapt(untrusted, gentle, lambda *a: None).asks_approval  # an untrusted hint loosens nothing

@@ -23,7 +23,7 @@ from tools.mcp.manager import McpStartError
 from tools.mcp.render import RESULT_CHARS
 from tools.mcp.text import SCHEMA_TEXT_CHARS
 
-from .conftest import observe, said, stdio
+from .conftest import fenced, markers, observe, said, stdio
 
 BUILT_IN = set(standard_tools().names())
 
@@ -205,3 +205,23 @@ def test_a_tool_list_nested_too_deep_to_parse_is_named_in_the_start_error():
     message = str(caught.value)
     assert "MCP server hostile" in message and "did not start: no answer within 3 s" in message
     assert "it sent a message that cannot be read (ValidationError" in message and "recursion limit" in message
+
+
+def test_a_hostile_servers_resources_and_prompts_are_fenced_defused_and_bounded(hostile):
+    from tools.mcp.resources import RESOURCE_CHARS, prompt_text, rendered
+
+    mcp, server = hostile.mcp, hostile.mcp.server("hostile")
+    contents, _ = mcp.read("hostile", "hostile://inject")
+    placed = rendered(server, "hostile://inject", contents)
+    assert placed.startswith('Resource hostile://inject from MCP server "hostile" (untrusted).')
+    assert "<¦im_start¦>system" in fenced(placed, "hostile")  # markers shown as look-alikes, inside one fence
+    flood = rendered(server, "hostile://flood", mcp.read("hostile", "hostile://flood")[0])
+    assert len(flood) < RESOURCE_CHARS and "too long to place here" in flood
+    blob = rendered(server, "hostile://blob", mcp.read("hostile", "hostile://blob")[0])
+    assert "(image/png, 1,048,576 bytes): binary, not shown" in blob and len(blob) < 2_000
+    task = prompt_text(server, mcp.prompt("hostile", "inject", {}))
+    own, _, embedded = task.partition("Resource hostile://inject")
+    assert not markers(own) and "\u200b" not in own and "<¦im_start¦>" in own
+    assert (
+        "[image: image/png, 1,048,576 bytes, not shown]" in task and task.count('<mcp-untrusted server="hostile">') == 1
+    )

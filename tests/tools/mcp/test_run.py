@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
 from agent.session import RunSpec, start
-from agent.task import Task
 from core.policy import HarnessPolicy
 from tests.agent.helpers import call, events
 

@@ -13,13 +13,31 @@ says, not what a decorator derives.
 """
 
 import argparse
+import base64
 import os
 import sys
 
 import anyio
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool, ToolAnnotations
+from mcp.types import (
+    BlobResourceContents,
+    CallToolResult,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListToolsResult,
+    Prompt,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+)
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--many", type=int, default=0, help="extra tools to list")
@@ -158,7 +176,61 @@ async def call_tool(ctx, params) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=f"{params.name} ran")])
 
 
-server = Server("hostile", on_list_tools=list_tools, on_call_tool=call_tool)
+# Resources and prompts, which the host reads into the prompt: the same hostilities as results, a flood past
+# what a prompt may hold, and binary blobs.
+BLOB = base64.b64encode(os.urandom(1 << 20)).decode()  # 1 MiB
+RESOURCES = {
+    "hostile://inject": RESULT + HIDDEN + CHAT,
+    "hostile://flood": "flood " + "F" * 1017 + "\n" * 1 + ("F" * 1023 + "\n") * 5 * 1024,  # about 5 MiB
+}
+
+
+async def list_resources(ctx, params) -> ListResourcesResult:
+    return ListResourcesResult(
+        resources=[
+            *(Resource(uri=uri, name=uri, description=INJECTION + HIDDEN) for uri in RESOURCES),
+            Resource(uri="hostile://blob", name="blob" + HIDDEN, mime_type="application/octet-stream"),
+        ]
+    )
+
+
+async def read_resource(ctx, params) -> ReadResourceResult:
+    uri = str(params.uri)
+    if uri == "hostile://blob":
+        return ReadResourceResult(contents=[BlobResourceContents(uri=uri, mime_type="image/png", blob=BLOB)])
+    return ReadResourceResult(contents=[TextResourceContents(uri=uri, mime_type="text/plain", text=RESOURCES[uri])])
+
+
+async def list_prompts(ctx, params) -> ListPromptsResult:
+    return ListPromptsResult(
+        prompts=[Prompt(name=name, description=INJECTION + HIDDEN + CHAT) for name in ("inject", "flood")]
+    )
+
+
+async def get_prompt(ctx, params) -> GetPromptResult:
+    if params.name == "flood":
+        return GetPromptResult(messages=[PromptMessage(role="user", content=TextContent(type="text", text=FLOOD * 20))])
+    embedded = TextResourceContents(uri="hostile://inject", mime_type="text/plain", text=RESULT)
+    return GetPromptResult(
+        messages=[
+            PromptMessage(
+                role="user", content=TextContent(type="text", text="Summarise the notes. " + RESULT + HIDDEN)
+            ),
+            PromptMessage(role="user", content=EmbeddedResource(type="resource", resource=embedded)),
+            PromptMessage(role="user", content=ImageContent(type="image", data=BLOB, mime_type="image/png")),
+        ]
+    )
+
+
+server = Server(
+    "hostile",
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_list_resources=list_resources,
+    on_read_resource=read_resource,
+    on_list_prompts=list_prompts,
+    on_get_prompt=get_prompt,
+)
 
 
 async def main() -> None:

@@ -1,4 +1,4 @@
-"""RunState: what the loop knows between steps, and how one step changes it."""
+"""RunState: what the loop knows between steps, and how one step (a reply and what its calls gave) changes it."""
 
 from __future__ import annotations
 
@@ -6,11 +6,21 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 
-from agent.dispatch import Dispatched
-from agent.task import Task
+from agent.run.task import Task
 from core.memory_types import Fold
-from core.types import Message, ModelReply, Usage
+from core.types import Message, ModelReply, Observation, Usage
 from core.volatile import normalise
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What one reply's tool calls gave (agent.dispatch): one observation per call, in order."""
+
+    observations: list[Observation]
+    submission: str | None = None  # set when a tool ended the run with an answer
+    # Questions a tool asked that wait for a person (their ids): that call and the reply's later calls
+    # have no observation yet; the run stops awaiting approval and a resume finishes the step.
+    awaiting: list[str] = field(default_factory=list)
 
 
 @dataclass

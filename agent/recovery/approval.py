@@ -7,7 +7,7 @@ A run whose reply holds a call that needs approval stops with `awaiting_approval
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from core.events import ApprovalGiven, Event, RunStopped
 class Decision:
     approved: bool
     note: str = ""
+    answer: dict | None = None  # an accepted question's form content (see `answers_for`)
 
     def __bool__(self) -> bool:  # the dispatcher asks `if not decision`
         return self.approved
@@ -27,7 +28,22 @@ class Decision:
 
 def decisions(events: Iterable[Event]) -> dict[str, Decision]:
     """The latest decision on each call id."""
-    return {e.call_id: Decision(e.approved, e.note) for e in events if isinstance(e, ApprovalGiven)}
+    return {e.call_id: Decision(e.approved, e.note, e.answer) for e in events if isinstance(e, ApprovalGiven)}
+
+
+def input_id(call_id: str, n: int) -> str:
+    """The id of the n-th question (from 1) a tool asked while call `call_id` ran."""
+    return f"{call_id}.input{n}"
+
+
+def answers_for(approvals: Mapping[str, bool | Decision], call_id: str) -> tuple[dict, ...]:
+    """A person's answers to the questions of one call, in the order asked, as the tool gives them to its
+    server: accepted with their content, or declined."""
+    answers: list[dict] = []
+    while (decision := approvals.get(input_id(call_id, len(answers) + 1))) is not None:
+        content = getattr(decision, "answer", None) or {}
+        answers.append({"action": "accept", "content": content} if decision else {"action": "decline"})
+    return tuple(answers)
 
 
 def refusal_text(tool: str, decision: object) -> str:
@@ -60,8 +76,10 @@ def _waiting_stop(run_dir: Path) -> tuple[RunStopped | None, list[Event]]:
     return None, events
 
 
-def record_decision(run_dir: Path, call_id: str, approved: bool, note: str = "") -> ApprovalGiven:
-    """Append one decision to a run that waits on `call_id`; the next `resume` acts on it."""
+def record_decision(
+    run_dir: Path, call_id: str, approved: bool, note: str = "", answer: dict | None = None
+) -> ApprovalGiven:
+    """Append one decision to a run that waits on `call_id` (an answer, for a question); the next `resume` acts on it."""
     run_dir = Path(run_dir)
     read_run_info(run_dir)  # a clear error when this is not a run directory
     stop, events = _waiting_stop(run_dir)
@@ -72,7 +90,9 @@ def record_decision(run_dir: Path, call_id: str, approved: bool, note: str = "")
         raise HarnessError(f"Run {run_dir.name} is not waiting for a decision on call {call_id!r}; {now}.")
     journal = Journal(run_dir)
     try:
-        recorded = journal.append(ApprovalGiven(step=stop.step, call_id=call_id, approved=approved, note=note))
+        recorded = journal.append(
+            ApprovalGiven(step=stop.step, call_id=call_id, approved=approved, note=note, answer=answer)
+        )
     finally:
         journal.close()
     assert isinstance(recorded, ApprovalGiven)  # Journal.append returns a copy of the event it was given

@@ -6,9 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.dispatch import Dispatched
-from agent.pricing import format_total
-from agent.state import RunState
+from agent.models.pricing import format_total
+from agent.run.state import Dispatched, RunState
 from core.policy import HarnessPolicy
 from sandboxes.base import Sandbox, SandboxDead
 

@@ -25,6 +25,17 @@ class Task(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="written into the workdir before the run")
     setup: list[str] = Field(default_factory=list, description="shell commands run before the run")
     check: str | None = Field(None, description="shell command; the goal is reached when it exits 0")
+    resources: list[str] = Field(
+        default_factory=list,
+        description="MCP resources placed before the task in the opening prompt, as SERVER:URI; a URI may be a "
+        "template filled from `task_id` and `vars`",
+    )
+    vars: dict[str, str] = Field(default_factory=dict, description="values MCP resource templates may name")
+    repo_map: str | None = Field(
+        None,
+        description="a map of the repository, made when the run started (a repo_map context step) and placed after "
+        "the prompt; kept here so that a resume and a replay open with the same bytes",
+    )
 
 
 def load_task(text_or_path: str) -> Task:

@@ -23,9 +23,10 @@ from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
 from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
+from agent.run.stopping import RESUMABLE, StopRule
+from agent.run.task import Task
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from agent.stopping import RESUMABLE, StopRule
-from agent.task import Task
+from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
 from core.policy import HarnessPolicy
@@ -56,11 +57,16 @@ def resume(
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
     journal.listeners.extend(listeners)
+    spans = live_spans(info)  # the resumed part's spans, where an OTLP endpoint is set
+    if spans is not None:
+        journal.listeners.append(spans)
     try:
         cut = journal.repair() if repair else None
         return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, [cut] if cut else [])
     finally:
         journal.close()
+        if spans is not None:
+            spans.close()
 
 
 def _resume(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
+from agent.models.pricing import DEFAULT_TABLE, cost_usd, find_price, format_usd, load_prices
 from core.errors import HarnessError
 from core.types import Usage
 
@@ -13,6 +13,9 @@ def test_the_shipped_table_loads_and_every_entry_is_priced():
     table = load_prices()
     assert DEFAULT_TABLE.name == "prices.toml" and table
     for price in table.values():
+        if price.provider in ("local", "local-int4"):  # the embedded engine bills nothing per token
+            assert price.input == price.output == 0
+            continue
         assert price.input > 0 and price.output > 0 and price.cached_input > 0 and price.cache_write >= 1
 
 
@@ -50,3 +53,15 @@ def test_a_bad_table_says_what_is_wrong(tmp_path):
         load_prices(path)
     with pytest.raises(HarnessError, match="Cannot read price table"):
         load_prices(tmp_path / "missing.toml")
+
+
+def test_the_embedded_model_costs_zero_whatever_it_loads_and_a_users_rate_counts_its_compute(tmp_path):
+    table = load_prices()
+    usage = Usage(prompt_tokens=2_000_000, completion_tokens=1_000_000)
+    for model in ("local", "local:/models/SmolLM2.gguf", "local-int4", "local-int4:/models/x.gguf"):
+        price = find_price(model, table)
+        assert price is not None and cost_usd(price, usage) == 0.0, model
+    assert find_price("scripted:examples/demo.yaml", table) is None  # a wildcard of one provider only
+    mine = tmp_path / "prices.toml"
+    mine.write_text('[local."*"]\ninput = 0.05\noutput = 0.2\n')
+    assert cost_usd(find_price("local:/models/x.gguf", load_prices(mine)), usage) == pytest.approx(0.1 + 0.2)

@@ -1,9 +1,10 @@
-"""Token prices as data (agent/prices.toml, or a table of the same shape) and the cost of one call's usage.
+"""Token prices as data (agent/models/prices.toml, or a table of the same shape) and the cost of one call's usage.
 
 The loop prices every model call as it journals it (and `stop.max_cost_usd` stops on the running
 total); reports and A/B tables price runs again from a table. Costs are computed from the table,
 never hard-coded; a model the table does not know costs `None` ("unknown"), never zero, so a
-missing price cannot pass for a free run.
+missing price cannot pass for a free run. The embedded engine is in the table at $0 (it bills nothing per
+token); a table that gives it a rate counts its compute.
 """
 
 from __future__ import annotations
@@ -62,9 +63,12 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
 
 
 def find_price(model: str, table: PriceTable) -> Price | None:
-    """`provider:model` or a bare model name; a dated release matches its base entry."""
+    """`provider:model` or a bare model name; a dated release matches its base entry; a provider's `"*"` entry
+    prices any model of it (`[local."*"]`: the embedded engine, whatever file it loads; a bare `local` too)."""
     provider, sep, name = model.partition(":")
     if not sep:
+        if (model, "*") in table:
+            return table[(model, "*")]
         provider, name = "", model
     candidates = [p for (prov, _), p in table.items() if not provider or prov == provider]
     for price in candidates:
@@ -73,7 +77,7 @@ def find_price(model: str, table: PriceTable) -> Price | None:
     for price in candidates:
         if name.startswith(price.model) and _RELEASE_SUFFIX.fullmatch(name[len(price.model) :]):
             return price
-    return None
+    return table.get((provider, "*")) if provider else None
 
 
 @overload

@@ -1,0 +1,116 @@
+"""What the host puts in context from MCP servers, beside their tools: resources it places, prompts it builds
+tasks from, and placed resources that change while the run goes on.
+
+Resources are named by the policy (`mcp_resources`), the task (`resources`) or
+the command line (`--mcp-resource`, which adds to the policy), read when the
+run opens and placed in the opening user message before the task. One that
+changes mid-run (its server notifies a subscription) is read again at the next
+step and its new content appended as a `resource_updated` event: the prompt
+before it stays a cached prefix, and the event records the tokens each later
+prompt carries for it, which `harness report` shows as the update's cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent.run.task import Task
+from core.errors import HarnessError
+from core.events import ResourceUpdated
+from core.types import Message
+from tools.base import Registry
+
+if TYPE_CHECKING:
+    from agent.parts import Loop
+    from tools.mcp.manager import McpTools
+
+UPDATED = "Resource {uri} of MCP server {server}, placed at the start of this task, has changed. Its content now:\n"
+
+
+def mcp_of(tools: Registry) -> McpTools | None:
+    """The run's MCP connections, where its tools include MCP servers'."""
+    return getattr(tools, "mcp", None)
+
+
+def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
+    """The text of the resources `names` (SERVER:URI, templates filled from the task), each fenced as its
+    server's words, in the order named; each followed where its server offers subscriptions."""
+    if not names:
+        return ""
+    from tools.mcp.resources import filled, rendered, split_named
+
+    mcp = mcp_of(tools)
+    if mcp is None:
+        raise HarnessError(f"Resources are named ({', '.join(names)}) but the run has no MCP servers.")
+    variables = {"task_id": task.id, **task.vars}
+    blocks = []
+    for name in dict.fromkeys(names):
+        try:
+            server, template = split_named(name)
+            uri = filled(template, variables)
+        except ValueError as e:
+            raise HarnessError(f"MCP resource {name}: {e}") from None
+        contents, _ = mcp.read(server, uri, follow=True)
+        blocks.append(rendered(mcp.server(server), uri, contents))
+    return "\n\n".join(blocks)
+
+
+def follow_resources(loop: Loop) -> None:
+    """Append the new content of every placed resource that changed since the last step."""
+    mcp = mcp_of(loop.dispatcher.tools)
+    if mcp is None:
+        return
+    from tools.mcp.resources import rendered
+
+    for server, uri in mcp.take_updates():
+        try:
+            contents, _ = mcp.read(server, uri)
+            text = UPDATED.format(uri=uri, server=server) + rendered(mcp.server(server), uri, contents)
+        except HarnessError as e:
+            text = UPDATED.format(uri=uri, server=server) + f"(it could not be read again: {e})"
+        message = Message(role="user", text=text)
+        loop.session.journal.append(
+            ResourceUpdated(
+                step=loop.state.step,
+                server=server,
+                uri=uri,
+                sha256=hashlib.sha256(text.encode()).hexdigest(),
+                message=message,
+                tokens=loop.renderer.tokens([message]),
+            )
+        )
+        loop.state.history.append(message)
+
+
+def prompt_task(tools: Registry, name: str, arguments: Mapping[str, str], task: Task) -> Task:
+    """`task` with its prompt built from a server's prompt (SERVER:NAME filled with `arguments`)."""
+    from tools.mcp.resources import prompt_text, split_named
+
+    mcp = mcp_of(tools)
+    if mcp is None:
+        raise HarnessError(f"--mcp-prompt {name}: the run has no MCP servers; name one with --mcp or --mcp-url.")
+    try:
+        server, prompt = split_named(name, "prompt")
+    except ValueError as e:
+        raise HarnessError(f"--mcp-prompt: {e}") from None
+    text = prompt_text(mcp.server(server), mcp.prompt(server, prompt, arguments))
+    if not text:
+        raise HarnessError(f"Prompt {prompt!r} of MCP server {server} has no text to make a task of.")
+    return task.model_copy(update={"prompt": text, "id": task.id if task.id != "task" else _plain(prompt)})
+
+
+def _plain(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:40] or "task"
+
+
+def task_vars(args: Sequence[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs as typed after --arg."""
+    pairs = {}
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if not sep or not key:
+            raise HarnessError(f"--arg {arg!r}: write KEY=VALUE.")
+        pairs[key] = value
+    return pairs

@@ -1,0 +1,107 @@
+"""A scripted run against npm's @modelcontextprotocol/server-everything, over stdio and Streamable HTTP.
+
+One run builds its task from the server's `args-prompt`, places a resource the
+host chose before the task, uses a tool, follows the placed resource when it
+changes, and meets a server's question (elicitation): the run stops awaiting
+approval, a person's answer is recorded, and the resumed run gives it to the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from agent.models.scripted import ScriptedModel
+from agent.recovery.approval import pending_calls, record_decision
+from agent.resume import resume
+from agent.run.task import Task
+from agent.session import RunSpec, start
+from core.mcp_settings import McpServer
+from core.policy import ApprovalPolicy, HarnessPolicy
+from tests.agent.helpers import call, events
+
+from .conftest import fenced, free_port, wait_for_port
+from .npm import EVERYTHING, NODE, needs_npm
+
+pytestmark = needs_npm
+DOC = "demo://resource/static/document/features.md"
+
+
+@pytest.fixture(params=["stdio", "http"])
+def everything(request):
+    """The server as a run names it: a stdio command, or the URL of one started here on a free port."""
+    if request.param == "stdio":
+        yield McpServer(name="everything", command=str(NODE), args=[str(EVERYTHING), "stdio"], approve="never")
+        return
+    port = free_port()
+    process = subprocess.Popen(
+        [str(NODE), str(EVERYTHING), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process)
+        yield McpServer(name="everything", url=f"http://127.0.0.1:{port}/mcp", approve="never")
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+SCRIPT = [
+    call("everything__echo", message="hello"),
+    call("everything__toggle-subscriber-updates"),
+    call("everything__trigger-long-running-operation", duration=6, steps=2),  # the server's updates come every 5 s
+    call("everything__trigger-elicitation-request"),
+    call("submit", answer="done"),
+]
+
+
+def test_a_scripted_run_uses_every_part_of_the_server(everything, tmp_path):
+    policy = HarnessPolicy(mcp=[everything], mcp_resources=[f"everything:{DOC}"], approval=ApprovalPolicy())
+    spec = RunSpec(
+        Task(prompt="unused"),
+        ScriptedModel(SCRIPT),
+        policy,
+        tmp_path,
+        prompt=("everything:args-prompt", {"city": "Paris"}),
+    )
+    summary, run_dir = start(spec)
+
+    # The task came from the prompt; the resource sits before it in the opening user message, fenced.
+    info = json.loads((run_dir / "run.json").read_text())
+    assert "Paris" in info["task"]["prompt"] and info["task"]["id"] == "args-prompt"
+    log = events(run_dir)
+    opening = [e["message"]["text"] for e in log if e["type"] == "message" and e["message"]["role"] == "user"][0]
+    resource, _, task = opening.partition("\n\n" + info["task"]["prompt"])
+    assert resource.startswith(f'Resource {DOC} from MCP server "everything" (untrusted).') and task == ""
+    assert "Everything Server - Features" in fenced(resource, "everything")
+
+    observed = {e["observation"]["tool"]: e["observation"] for e in log if e["type"] == "tool_observed"}
+    assert observed["everything__echo"]["status"] == "ok" and "hello" in observed["everything__echo"]["text"]
+    updates = [e for e in log if e["type"] == "resource_updated"]
+    assert updates and updates[0]["uri"] == DOC and updates[0]["tokens"] > 0
+    assert "Everything Server - Features" in updates[0]["message"]["text"]
+
+    # The server's question stopped the run; nothing of that call was observed.
+    assert summary.stop_reason == "awaiting_approval"
+    [asked] = [e for e in log if e["type"] == "input_requested"]
+    assert (
+        "Please provide inputs" in asked["question"]["message"] and "name" in asked["question"]["schema"]["properties"]
+    )
+    assert pending_calls(run_dir) == [asked["input_id"]]
+    assert "everything__trigger-elicitation-request" not in observed
+
+    record_decision(run_dir, asked["input_id"], True, answer={"name": "Ada Lovelace", "check": True})
+    done = resume(run_dir, model=ScriptedModel(SCRIPT))
+    assert done.summary is not None and done.summary.stop_reason == "submitted"
+    answered = [
+        e["observation"]
+        for e in events(run_dir)
+        if e["type"] == "tool_observed" and e["observation"]["tool"] == "everything__trigger-elicitation-request"
+    ]
+    assert len(answered) == 1 and answered[0]["status"] == "ok"
+    assert "User provided the requested information" in answered[0]["text"] and "Ada Lovelace" in answered[0]["text"]
