@@ -82,4 +82,3 @@ def test_the_quick_tier_runs_only_unmarked_tests_and_fails_those_that_reach_what
 def test_without_quick_nothing_is_watched(suite):
     result = outcomes(suite, "-k", "model")
     result.assert_outcomes(passed=2)
-
