@@ -44,10 +44,11 @@ check: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# Before a commit: the static checks and the tests that need no Docker, Ray or model weights (a few minutes).
-# tests/tiers.py marks the others; one that reaches Docker, Ray or the model unmarked fails here.
+# Before a commit: the static checks, then the tests that need no Docker, Ray or model weights and are not
+# slow, on up to 4 cores. tests/tiers.py marks the others; one that reaches Docker, Ray or the model unmarked
+# fails here.
 quick: setup check
-	$(VENV)/bin/pytest -q tests --quick
+	$(VENV)/bin/pytest -q tests --quick -n auto --maxprocesses 4
 
 test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should. The tests that start

@@ -20,6 +20,15 @@ settings.register_profile("dev", max_examples=100, deadline=None, suppress_healt
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+@pytest.fixture(scope="session")
+def model_weights() -> Path:
+    """The embedded model's file. A test that loads the model (in process, or in a `harness serve` it starts)
+    uses this fixture, directly or through its own, which marks it `model` (tests/tiers.py)."""
+    from engine.weights import default_model_path
+
+    return default_model_path()
+
+
 def chattr(flag: str, *paths: Path) -> None:
     subprocess.run(["chattr", flag, *map(str, paths)], check=True, capture_output=True)
 

@@ -6,6 +6,8 @@ cannot drift out of date: under `--quick`, a test that reaches the Docker engine
 model file without its mark fails, saying which mark it lacks. The check watches this process's audit events
 (Python's `sys.addaudithook`): a connection to Docker's socket, a `docker`, `raylet` or `gcs_server`
 process started, the model file opened, a `harness serve` or a `harness` command with a local model started.
+The quick tier also leaves out the few tests marked `slow` by hand (long end-to-end checks), so that it runs
+in minutes; a test left unmarked there only makes it slower.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import pytest
 NEEDS = {
     "docker": {"docker_ready"},
     "ray": {"ray_cluster"},
-    "model": {"checkpoint", "engine", "reference"},  # tests/engine/conftest.py: the GGUF model, loaded once
+    "model": {"model_weights"},  # tests/conftest.py; the engine tests' checkpoint, engine and reference use it
 }
 MARKERS = [
+    "slow: a long end-to-end check (kill -9 torture, 150-step runs, scale); left out by `make quick`",
     "docker: needs the Docker engine (its fixture is docker_ready); left out by `make quick`",
     "ray: starts Ray; `make test` runs these in a pytest process of their own, `make quick` leaves them out",
     "model: loads the embedded model's weights (the GGUF file); left out by `make quick`",
@@ -41,10 +44,11 @@ def mark(items: list[pytest.Item]) -> None:
 
 
 def quick(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect what needs Docker, Ray or the model, and watch the rest for what they reach unmarked."""
+    """Deselect what needs Docker, Ray or the model, and what is slow; watch the rest for what they reach
+    unmarked."""
     kept, left = [], []
     for item in items:
-        (left if any(item.get_closest_marker(m) for m in NEEDS) else kept).append(item)
+        (left if any(item.get_closest_marker(m) for m in [*NEEDS, "slow"]) else kept).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept

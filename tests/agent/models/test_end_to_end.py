@@ -39,7 +39,7 @@ def policy_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(model_weights):
     with harness_serve("--kv-cache-mb", "256", "--max-model-len", "4096") as url:
         yield url
 
@@ -97,12 +97,14 @@ def test_harness_run_through_the_anthropic_client_against_the_same_server(server
     assert all(u["cache_write_tokens"] >= 0 for u in usages)
 
 
+@pytest.mark.model
 def test_harness_run_through_the_in_process_local_client(policy_file, tmp_path):
     summary, run_dir = start(RunSpec(Task(prompt=TASK), "local", load_policy(str(policy_file)), tmp_path))
     assert summary.stop_reason in ("step_budget", "submitted"), summary.message
     check_run(run_dir)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("where", ["in-process", "served"])
 def test_the_summariser_of_a_tool_constrained_local_policy_always_writes_a_memory_that_parses(where, request):
     """Under the `local` preset every agent reply is a grammar-constrained tool call; a fold's
