@@ -12,9 +12,10 @@ from agent.models.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
 from evals.ab.chess_elo import elo_line
-from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, amount, compare
+from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
+from evals.ab.results import amount
 
 
 @exits_on_error

@@ -69,6 +69,40 @@ class ToolObserved(_Event):
     rejects_later: str | None = None
 
 
+class InnerIntent(_Event):
+    """Written (and fsynced) before a write that a run_code program calls, as `tool_intent` before a direct one."""
+
+    type: Literal["inner_intent"] = "inner_intent"
+    parent: str  # the run_code call
+    call_id: str  # PARENT.N: the program's N-th call
+    tool: str
+    arguments: dict[str, Any]
+    idempotency_key: str
+
+
+class InnerObserved(_Event):
+    """What one call of a run_code program got: the observation a direct call would have had (its text cut
+    head and tail as a direct call's, the whole kept in artifacts/ as `observation.truncation.artifact`), so a
+    run killed inside the program answers this call from here when the program runs again."""
+
+    type: Literal["inner_observed"] = "inner_observed"
+    parent: str
+    arguments: str  # JSON, as the program sent them: a run after a crash checks the program asks the same
+    observation: Observation
+    traceback: str | None = None
+    end: str | None = None  # the program stopped at this call, and why
+    submission: str | None = None
+
+
+class ProgramFiles(_Event):
+    """The workspace's files as a run_code program's first run found them (path -> size and mtime, in an
+    artifact): a run after a crash compares with these, so its account says what the uninterrupted run's would."""
+
+    type: Literal["program_files"] = "program_files"
+    call_id: str
+    artifact: str  # path, relative to the run dir
+
+
 class MemoryWritten(_Event):
     """What one `memory` tool call changed, dated as entries (core.memory_entries): journaled after its intent
     and before its observation, so resume and replay rebuild the store from these events alone."""
@@ -223,6 +257,9 @@ Event = Annotated[
     | ModelFailed
     | ToolIntent
     | ToolObserved
+    | InnerIntent
+    | InnerObserved
+    | ProgramFiles
     | MemoryWritten
     | ApprovalGiven
     | InputRequested

@@ -32,7 +32,31 @@ class _Knobs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class CodeLimits(_Knobs):
+    timeout_s: float = Field(
+        120.0, gt=0, description="seconds a run_code program may run, its tool calls included, before it is stopped"
+    )
+    max_calls: int = Field(200, ge=1, description="tool calls one run_code program may make; the next one ends it")
+    max_output_chars: int = Field(
+        200_000,
+        ge=1,
+        description="characters a run_code program may print; past them it is stopped (the model sees head and "
+        "tail of what it printed, as of any output)",
+    )
+    direct_only: list[str] = Field(
+        default_factory=lambda: ["submit"],
+        description="tools a run_code program may not call, offered to the model as direct calls only (a write to "
+        "keep in sight; the answer that ends the run); tools that wait for approval are direct-only too",
+    )
+
+
 class DispatchPolicy(_Knobs):
+    mode: Literal["calls", "code", "both"] = Field(
+        "calls",
+        description="how the model acts: calls: one tool call at a time; code: it writes run_code programs that "
+        "call the tools as functions (direct-only tools stay direct calls); both: either",
+    )
+    code: CodeLimits = Field(CodeLimits(), description="limits of one run_code program")
     parallel: Literal["first_write_wins", "all", "one_call_only"] = Field(
         "first_write_wins",
         description="which tool calls of one reply run: first_write_wins runs the reads and the first "
@@ -224,6 +248,14 @@ class HarnessPolicy(_Knobs):
         description="MCP tools offered over all servers, in the order the servers are listed; "
         "the rest are left out with a notice",
     )
+    mcp_disclose_over_tokens: int | None = Field(
+        8000,
+        ge=0,
+        description="when the tools offered cost more than this many tokens in every request (their schemas, as "
+        "the model's tokenizer counts them) and the context has no disclose_tools step, the MCP tools are sent as "
+        "one-line summaries with describe_tool for the rest, as under disclose_tools (built-in tools stay whole); "
+        "none: never by itself",
+    )
 
 
 # The one preset table: name -> (what it does, the policy). Context numbers are starting points for
@@ -273,23 +305,6 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         ),
     ),
     (
-        "as `compact_cache_aware`, and the agent keeps notes with the memory tool: files in /memories that the "
-        "harness keeps outside the sandbox, dates, supersedes and shows after the working memory",
-        HarnessPolicy(
-            name="compact_memory",
-            context=[
-                Compact(
-                    trigger_tokens=12000,
-                    keep_first_tokens=7000,
-                    keep_recent_steps=0,
-                    layout="append",
-                    summariser_prompt="fork",
-                )
-            ],
-            memory=MemoryPolicy(tool=True),
-        ),
-    ),
-    (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
     ),
@@ -310,15 +325,36 @@ PRESETS: dict[str, HarnessPolicy] = {p.name: p for _, p in _PRESETS}
 PRESET_SUMMARIES: dict[str, str] = {p.name: what for what, p in _PRESETS}
 
 
+MEMORY_ON = "+memory"  # after a policy's name: the same policy with the memory tool on
+
+
+def memory_on(policy: HarnessPolicy) -> HarnessPolicy:
+    """`policy` with the agent's memory tool on, named NAME+memory."""
+    memory = policy.memory.model_copy(update={"tool": True})
+    return policy.model_copy(update={"name": policy.name + MEMORY_ON, "memory": memory})
+
+
 def load_policy(name_or_path: str) -> HarnessPolicy:
-    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset)."""
+    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset); either followed by
+    `+memory` is the same policy with the memory tool on."""
+    if name_or_path.endswith(MEMORY_ON):
+        return memory_on(load_policy(name_or_path.removesuffix(MEMORY_ON)))
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
+    if path.is_dir():
+        raise HarnessError(
+            f"Policy {name_or_path} is a folder, not a policy: name a .toml or .yaml policy file (in it, or "
+            f"anywhere), or a preset: {', '.join(sorted(PRESETS))}."
+        )
+    if path.is_file() and not path.suffix:
+        raise HarnessError(
+            f"Policy file {name_or_path} has no .toml, .yaml or .json suffix, so its format is unknown: rename it."
+        )
     if not path.suffix:
         raise HarnessError(
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "
-            "Or pass a path to a .toml or .yaml policy file."
+            "Or pass a path to a .toml or .yaml policy file; either followed by +memory turns the memory tool on."
         )
     data = _read_file(path)
     base = data.pop("extends", "default")

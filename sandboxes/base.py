@@ -29,7 +29,7 @@ _STRERRORS = sorted(((os.strerror(n), n) for n in errno.errorcode), key=lambda i
 
 @dataclass(frozen=True)
 class ExecResult:
-    output: str  # stdout and stderr interleaved, decoded as UTF-8 with replacement
+    output: str  # stdout and stderr interleaved, as text (sandboxes.text: binary lines summarised, odd bytes escaped)
     exit_code: int | None  # None when the command was killed by the timeout
     timed_out: bool = False
     output_capped: bool = False  # True when bytes past the cap were dropped
@@ -38,6 +38,22 @@ class ExecResult:
 
 class SandboxDead(RuntimeError):
     """The sandbox can no longer run anything (its process or container is gone)."""
+
+
+class Attached(Protocol):
+    """A process started in the sandbox whose stdin and stdout are a byte channel to the harness (what a
+    `run_code` program calls the run's tools through). Closing it kills the process if it still runs."""
+
+    def send(self, data: bytes) -> None:
+        """Write to the process's stdin; BrokenPipeError once it has gone."""
+        ...
+
+    def receive(self, timeout: float) -> bytes:
+        """What the process wrote to stdout (and stderr) within `timeout` seconds: b"" when nothing
+        came; EOFError once the stream has ended and everything before was handed out."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @runtime_checkable
@@ -59,6 +75,12 @@ class Sandbox(Protocol):
     def write_file(self, path: str, data: bytes, timeout: float = FILE_TIMEOUT_S) -> None:
         """Create or replace a file (parents created) with the shell's permissions; an existing
         file keeps its mode. Fails as read_file does; errno ENOSPC when the sandbox's disk is full."""
+        ...
+
+    def attach(self, argv: list[str]) -> Attached:
+        """Start `argv` in the workdir as the shell's user, its stdin and stdout attached to the caller, with
+        no network where the sandbox can take it away (a container's own network; a local sandbox's user
+        namespace, where the kernel allows one). SandboxDead when the sandbox cannot run anything."""
         ...
 
     def alive(self) -> bool:

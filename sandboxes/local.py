@@ -18,8 +18,10 @@ pipe or a device that never ends is killed at its timeout like any command.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import posixpath
+import select
 import selectors
 import signal
 import subprocess
@@ -30,6 +32,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.interrupts import Abandoned, abandoning, requested
 from sandboxes.base import (
     DEFAULT_OUTPUT_CAP,
     FILE_TIMEOUT_S,
@@ -40,6 +43,7 @@ from sandboxes.base import (
     file_timeout,
     shell_replaced,
 )
+from sandboxes.text import as_text
 
 # Only these host variables reach commands; API keys and the like stay out.
 ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ")
@@ -145,7 +149,7 @@ class LocalSandbox:
         ran = self._run(["bash", "-c", command], timeout, self.output_cap)
         note = shell_replaced("the shell was killed at the timeout, with all it started", self.workdir)
         return ExecResult(
-            output=ran.output.decode("utf-8", errors="replace") + (note if ran.timed_out else ""),
+            output=as_text(ran.output) + (note if ran.timed_out else ""),
             exit_code=ran.exit_code,
             timed_out=ran.timed_out,
             output_capped=ran.capped,
@@ -214,23 +218,31 @@ class LocalSandbox:
         self._record(proc.pid)
         assert proc.stdout is not None  # stdout=PIPE
         chunks, kept, capped, timed_out = [], 0, False, False
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            while True:
-                left = timeout - (time.monotonic() - start)
-                if left <= 0:
-                    timed_out = True
-                    break
-                if not sel.select(min(left, 0.5)):
-                    continue
-                data = os.read(proc.stdout.fileno(), 65536)
-                if not data:
-                    break
-                room = cap - kept
-                capped = capped or len(data) > room
-                if room > 0:
-                    chunks.append(data[:room])
-                    kept += len(chunks[-1])
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(proc.stdout, selectors.EVENT_READ)
+                while True:
+                    left = timeout - (time.monotonic() - start)
+                    if left <= 0:
+                        timed_out = True
+                        break
+                    if abandoning():  # a signal stopped the run: the command goes as at a timeout
+                        raise Abandoned(requested() or "signal")
+                    if not sel.select(min(left, 0.2)):
+                        continue
+                    data = os.read(proc.stdout.fileno(), 65536)
+                    if not data:
+                        break
+                    room = cap - kept
+                    capped = capped or len(data) > room
+                    if room > 0:
+                        chunks.append(data[:room])
+                        kept += len(chunks[-1])
+        except BaseException:  # nobody waits for the command any more: nothing it started may go on
+            _kill_group(proc)
+            proc.stdout.close()
+            proc.wait()
+            raise
         if timed_out:
             _kill_group(proc)
         proc.stdout.close()
@@ -238,6 +250,23 @@ class LocalSandbox:
         if not _members(proc.pid):  # nothing left in the background: forget the group
             self._forget(proc.pid)
         return _Ran(b"".join(chunks), None if timed_out else code, timed_out, capped, time.monotonic() - start)
+
+    def attach(self, argv: list[str]) -> LocalAttached:
+        """`argv` in a process group of its own (recorded, as a command's), in a network namespace of its own
+        where the kernel allows an unprivileged one: then it has no network at all."""
+        if self.closed:
+            raise SandboxDead("the local sandbox was closed")
+        proc = subprocess.Popen(
+            [*no_network_prefix(), *argv],
+            cwd=self.workdir,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._record(proc.pid)
+        return LocalAttached(proc, lambda: self._forget(proc.pid))
 
     def alive(self) -> bool:
         return not self.closed and os.path.isdir(self.workdir)
@@ -264,6 +293,50 @@ class LocalSandbox:
             _write_groups(
                 self.groups_file, [r for r in _read_groups(self.groups_file) if (r[1], r[2]) != (pgid, self.token)]
             )
+
+
+class LocalAttached:
+    """An attached process of the local sandbox (sandboxes.base.Attached)."""
+
+    def __init__(self, proc: subprocess.Popen, forget):
+        self.proc = proc
+        self._forget = forget
+        assert proc.stdin is not None and proc.stdout is not None  # both PIPE
+        self._in, self._out = proc.stdin, proc.stdout
+
+    def send(self, data: bytes) -> None:
+        self._in.write(data)
+        self._in.flush()
+
+    def receive(self, timeout: float) -> bytes:
+        ready, _, _ = select.select([self._out], [], [], max(timeout, 0))
+        if not ready:
+            return b""
+        data = os.read(self._out.fileno(), 65536)
+        if not data:
+            raise EOFError("the process's output ended")
+        return data
+
+    def close(self) -> None:
+        _kill_group(self.proc)
+        for pipe in (self._in, self._out):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        self.proc.wait()
+        self._forget()
+
+
+@functools.cache
+def no_network_prefix() -> tuple[str, ...]:
+    """`unshare -rn` where this kernel lets an unprivileged process have a user and a network namespace of
+    its own (the process then sees no interface but a loopback that is down); else nothing."""
+    try:
+        ok = subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ("unshare", "-rn") if ok else ()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandboxes.base import FILE_TIMEOUT_S, ExecResult, SandboxDead
+from sandboxes.base import FILE_TIMEOUT_S, Attached, ExecResult, SandboxDead
 
 
 class NoSandbox:
@@ -16,6 +16,9 @@ class NoSandbox:
 
     def write_file(self, path: str, data: bytes, timeout: float = FILE_TIMEOUT_S) -> None:
         raise SandboxDead("this run has no sandbox files")
+
+    def attach(self, argv: list[str]) -> Attached:
+        raise SandboxDead("this run has no sandbox to run programs in")
 
     def alive(self) -> bool:
         return True

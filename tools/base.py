@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,6 +30,33 @@ class FreeArgs(BaseModel):
 
 
 @dataclass(frozen=True)
+class InnerReply:
+    """What a program's call of a tool (run_code's) got back: what a direct call would have shown."""
+
+    ok: bool
+    text: str
+    status: str = "ok"  # the observation's status (ok, error, timeout, denied, rejected)
+    end: str | None = None  # the program stops at this call, and why (a move the opponent answered, a submission)
+    submission: str | None = None  # the call ended the run with this answer
+
+
+class ProgramHost(Protocol):
+    """What the harness gives a program that a tool runs (run_code's): the run's other tools, through the
+    dispatcher, and the record a resumed run starts the program again from."""
+
+    def call(self, tool: str, arguments: str) -> InnerReply:
+        """Call `tool` with its arguments as JSON, as a direct call would be made."""
+        ...
+
+    def files_before(self) -> str | None:
+        """The workspace's files as the program's first run found them (JSON, as `record_files` got it), so a
+        run after a crash reports the changes of the whole program; None on its first run."""
+        ...
+
+    def record_files(self, files: str) -> None: ...
+
+
+@dataclass(frozen=True)
 class ToolContext:
     sandbox: Sandbox
     timeout_s: float
@@ -41,6 +68,9 @@ class ToolContext:
     # A person's recorded answers to the questions this call's tool asked before (an MCP server's
     # elicitation), in the order asked: a resumed or replayed call is answered from them.
     inputs: tuple[Mapping[str, Any], ...] = ()
+    # How this call's program reaches the run's other tools (run_code): through the dispatcher, each call
+    # journaled under this one. None where no dispatcher runs the call.
+    program: ProgramHost | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +112,9 @@ class Tool:
     # place, or None if it is not (then it is safe to run again). Without it, the policy's
     # `checkpoint.interrupted_writes` decides.
     already_done: Callable[[Any, ToolContext], ToolResult | None] | None = None
+    # A tool that journals its own effects as they happen (run_code: each call its program makes): after a
+    # crash it runs again, and what it journaled is taken as it was instead of done twice.
+    resumes: bool = False
 
     def schema(self) -> dict[str, Any]:
         if self.input_schema is not None:
@@ -121,10 +154,13 @@ def anthropic_schema(tool: Tool, description: str | None = None) -> dict[str, An
 @dataclass
 class Registry:
     tools: dict[str, Tool] = field(default_factory=dict)
+    # The state these tools act on beyond the sandbox's files (a chess position), as text: what the account
+    # after a run_code program shows besides the files it changed.
+    world: Callable[[], str] | None = None
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> Registry:
-        reg = cls()
+    def of(cls, tools: Iterable[Tool], world: Callable[[], str] | None = None) -> Registry:
+        reg = cls(world=world)
         for tool in tools:
             reg.add(tool)
         return reg

@@ -5,6 +5,10 @@ Used by tests, demos, benchmarks and replay. A file holds a list of replies (or
 (`name` and `arguments` as an object or a raw string, optional `id`), `usage`
 and `finish_reason`. Usage not given in the file is estimated from characters,
 so demo runs show plausible token figures; a real provider reports its own.
+
+A script that solves its task both ways holds `{calls: [...], code: [...]}`: the
+model answers with `code` when the run offers run_code (dispatch.mode code or
+both), with `calls` otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from core.policy import ModelParams
 from core.text_files import read_text_file
 from core.types import FinishReason, Message, ModelReply, Reasoning, ToolCall, Usage
 from tools.base import Tool
+from tools.code_mode.tool import NAME as RUN_CODE
 
 
 class ScriptedCall(BaseModel):
@@ -42,8 +47,15 @@ class ScriptedReply(BaseModel):
 
 
 class ScriptedModel:
-    def __init__(self, replies: Sequence[ScriptedReply | ModelReply], name: str = "scripted"):
+    def __init__(
+        self,
+        replies: Sequence[ScriptedReply | ModelReply],
+        name: str = "scripted",
+        code: Sequence[ScriptedReply | ModelReply] | None = None,
+    ):
+        """`code`: the replies for a run that offers run_code, where they differ."""
         self.replies = list(replies)
+        self.code = list(code) if code is not None else None
         self.name = name
         self.calls = 0
 
@@ -55,36 +67,51 @@ class ScriptedModel:
             data = yaml.safe_load(raw)  # YAML is a superset of JSON
         except yaml.YAMLError as e:
             raise HarnessError(f"Scripted model file {path} is not valid JSON or YAML: {e}") from None
+        ways = data if isinstance(data, dict) and ("calls" in data or "code" in data) else None
+        if ways is not None:
+            if set(ways) != {"calls", "code"}:
+                raise HarnessError(
+                    f"Scripted model file {path} solves its task both ways: it needs `calls: [...]` and "
+                    f"`code: [...]` and nothing else, not {', '.join(sorted(ways))}."
+                )
+            return cls(_replies(ways["calls"], path, "calls"), f"scripted:{path}", _replies(ways["code"], path, "code"))
         if isinstance(data, dict):
             data = data.get("replies")
-        if not isinstance(data, list) or not data:
-            raise HarnessError(
-                f"Scripted model file {path} must hold a non-empty list of replies (or `replies: [...]`)."
-            )
-        replies = []
-        for i, item in enumerate(data):
-            try:
-                replies.append(ScriptedReply.model_validate(item))
-            except ValidationError as e:
-                raise HarnessError(
-                    describe_validation_error(e, f"Reply {i + 1} in scripted model file {path}")
-                ) from None
-        return cls(replies, name=f"scripted:{path}")
+        return cls(_replies(data, path, "replies"), name=f"scripted:{path}")
 
     def close(self) -> None:
         """Nothing to free: the replies are in memory."""
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        if self.calls >= len(self.replies):
+        offers_code = any(t.name == RUN_CODE for t in tools)
+        replies = self.code if self.code is not None and offers_code else self.replies
+        if self.calls >= len(replies):
             raise PermanentModelError(
-                f"The scripted model {self.name} has {len(self.replies)} replies and the run asked for reply "
+                f"The scripted model {self.name} has {len(replies)} replies and the run asked for reply "
                 f"{self.calls + 1}. Add replies to the script, or end it with a `submit` call."
             )
-        item = self.replies[self.calls]
+        item = replies[self.calls]
         self.calls += 1
         if isinstance(item, ModelReply):
             return item
         return _to_reply(item, self.calls, messages, self.name)
+
+
+def _replies(data: Any, path: Path, key: str) -> list[ScriptedReply]:
+    if not isinstance(data, list) or not data:
+        raise HarnessError(
+            f"Scripted model file {path} must hold a non-empty list of replies (or `replies: [...]`); "
+            f"its `{key}` is not one."
+        )
+    replies = []
+    for i, item in enumerate(data):
+        try:
+            replies.append(ScriptedReply.model_validate(item))
+        except ValidationError as e:
+            raise HarnessError(
+                describe_validation_error(e, f"Reply {i + 1} of `{key}` in scripted model file {path}")
+            ) from None
+    return replies
 
 
 def _to_reply(item: ScriptedReply, index: int, messages: Sequence[Message], name: str) -> ModelReply:

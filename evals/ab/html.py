@@ -10,7 +10,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from agent.journal.store import make_folder
-from evals.ab.compare import Comparison, MetricResult, amount, effect_text, p_text
+from evals.ab.compare import Comparison
+from evals.ab.results import MetricResult, amount, effect_text, p_text
 from evals.reports.html import common, environment
 from evals.reports.svg import compact, percent, usd
 from evals.reports.svg_scatter import Point, scatter

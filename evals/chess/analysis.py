@@ -86,9 +86,29 @@ def analyse_game(
     )
 
 
-def _evaluate(engine: chess.engine.SimpleEngine, board: chess.Board, pov: chess.Color, depth: int) -> int:
+def _evaluate(
+    engine: chess.engine.SimpleEngine, board: chess.Board, pov: chess.Color, depth: int, game: object = None
+) -> int:
+    """Centipawns from `pov`'s side, capped; `game`: a new object clears the engine's hash first (ucinewgame), so
+    the score does not depend on what was analysed before."""
     outcome = board.outcome()
     if outcome is not None:  # a finished game needs no engine, and engines disagree on how to score one
         return 0 if outcome.winner is None else (CP_CAP if outcome.winner == pov else -CP_CAP)
-    score = engine.analyse(board, chess.engine.Limit(depth=depth))["score"].pov(pov)
+    score = engine.analyse(board, chess.engine.Limit(depth=depth), game=game)["score"].pov(pov)
     return max(-CP_CAP, min(CP_CAP, score.score(mate_score=100 * CP_CAP)))
+
+
+class Evaluator:
+    """Stockfish at a fixed depth on one thread, each position from a cleared hash: the same position always
+    gets the same score. Whoever makes one closes it."""
+
+    def __init__(self, depth: int, engine_path: str = STOCKFISH):
+        self.depth = depth
+        self.engine = chess.engine.SimpleEngine.popen_uci(engine_path)
+        self.engine.configure({"Threads": 1})
+
+    def score(self, board: chess.Board, pov: chess.Color) -> int:
+        return _evaluate(self.engine, board, pov, self.depth, game=object())
+
+    def close(self) -> None:
+        self.engine.quit()

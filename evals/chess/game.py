@@ -25,6 +25,12 @@ class GameRules(BaseModel):
     max_failed_moves: int = Field(3, ge=1, description="illegal, invalid or ambiguous moves per turn before a forfeit")
     max_replies: int = Field(10, ge=1, description="model replies per turn before a forfeit")
     allow_resign: bool = Field(True, description="offer the resign tool")
+    evaluation_depth: int | None = Field(
+        None,
+        ge=1,
+        description="offer evaluate_move, Stockfish's score of the position after a move at this depth (an "
+        "analysis task, not a fair game); none: not offered",
+    )
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,15 @@ class Game:
         lines.append(f"FEN: {b.fen()}")
         lines.append(ascii_board(b, self.player))
         return "\n".join(lines)
+
+    def state_line(self) -> str:
+        """The position in one line: what a run_code program's account ends with."""
+        last = self.last_opponent_move()
+        over = f" The game is over: {self.ending.message}" if self.ending is not None else ""
+        return (
+            f"ply {len(self.board.move_stack) + 1}, {color_name(self.board.turn)} to move, opponent's last move "
+            f"{last or 'none yet'}; FEN {self.board.fen()}.{over}"
+        )
 
     def legal_moves_text(self) -> str:
         return ",".join(sorted(m.uci() for m in self.board.legal_moves))

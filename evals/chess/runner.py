@@ -26,7 +26,7 @@ from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, open_run
 from core.events import Event
 from core.policy import HarnessPolicy
-from evals.chess.analysis import MoveQuality, analyse_game
+from evals.chess.analysis import Evaluator, MoveQuality, analyse_game
 from evals.chess.game import Game, GameRules, color_name, material
 from evals.chess.metrics import journal_figures
 from evals.chess.opponents import open_opponent
@@ -95,15 +95,15 @@ def chess_policy(policy: HarnessPolicy, rules: GameRules) -> HarnessPolicy:
     return policy.model_copy(update={"stop": stop})
 
 
-def game_task(game: Game, opponent: str) -> Task:
+def game_task(game: Game, opponent: str, asked: str | None = None, task_id: str | None = None) -> Task:
     color = color_name(game.player)
     system = SYSTEM.format(
         color=color, replies=game.rules.max_replies, failed=game.rules.max_failed_moves, plies=game.rules.max_plies
     )
     last = game.last_opponent_move()
     opening = f" The opponent opened with {last}." if last else ""
-    prompt = f"A new game against {opponent}. You play {color}.{opening} It is your move."
-    return Task(id=f"chess-{color}-vs-{opponent}", prompt=prompt, system=system)
+    prompt = f"A new game against {opponent}. You play {color}.{opening} {asked or 'It is your move.'}"
+    return Task(id=task_id or f"chess-{color}-vs-{opponent}", prompt=prompt, system=system)
 
 
 def game_rule(game: Game) -> Callable[[RunState, Dispatched], Stop | None]:
@@ -140,25 +140,32 @@ def play_game(
     start_fen: str | None = None,
     listeners: Sequence[Callable[[Event], None]] = (),
     prices: Path | None = None,
+    sandbox: SandboxSpec = SandboxSpec(kind="none"),
+    prompt: str | None = None,
+    task_id: str | None = None,
 ) -> GameRun:
     """Play one game to its end; `analysis_depth` None or 0 skips the Stockfish move-quality pass. Its calls
-    are priced from `prices` (default: agent/models/prices.toml)."""
+    are priced from `prices` (default: agent/models/prices.toml). The game needs no sandbox; `sandbox` is where
+    run_code programs run under a policy of code mode. `prompt`: the task's words after the position (default:
+    it is your move); `task_id`: the task's name (default: the colour and opponent)."""
     if color not in ("white", "black"):
         raise ValueError(f"color must be white or black, not {color!r}")
     the_policy = chess_policy(policy or HarnessPolicy(), rules)
     engine = open_opponent(opponent, seed)
+    evaluator = None
     try:
+        evaluator = Evaluator(rules.evaluation_depth) if rules.evaluation_depth else None
         game = Game(chess.WHITE if color == "white" else chess.BLACK, engine, rules, start_fen)
         game.open()
-        task = game_task(game, opponent)
+        task = game_task(game, opponent, prompt, task_id)
         spec = RunSpec(
             task,
             model,
             the_policy,
             out,
-            sandbox=SandboxSpec(kind="none"),
+            sandbox=sandbox,
             toolset="chess",
-            tools=chess_tools(game),
+            tools=chess_tools(game, evaluator),
             seed=seed,
             listeners=listeners,
             stop_rules=[game_rule(game)],
@@ -176,6 +183,8 @@ def play_game(
             journal.write_summary(summary)
     finally:
         engine.close()
+        if evaluator is not None:
+            evaluator.close()
     return GameRun(summary, journal.dir, record)
 
 

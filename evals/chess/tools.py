@@ -1,4 +1,5 @@
-"""The four tools an agent plays chess with: get_board, get_legal_moves, make_move, resign.
+"""The four tools an agent plays chess with: get_board, get_legal_moves, make_move, resign; and, for analysis
+tasks (GameRules.evaluation_depth), evaluate_move, which scores a move with the engine without playing it.
 
 Reads are free; make_move and resign are writes, so under first_write_wins the
 first of them in a reply runs and every later call is rejected with the game's
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evals.chess.game import Game
+from evals.chess.analysis import Evaluator
+from evals.chess.game import Game, parse_move
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
 OVER = "The game is over; no more moves can be made."
@@ -24,7 +26,9 @@ class MoveArgs(BaseModel):
     move: str = Field(description="Your move in UCI (e2e4, e7e8q) or SAN (Nf3, O-O, exd5) notation.")
 
 
-def chess_tools(game: Game) -> Registry:
+def chess_tools(game: Game, evaluator: Evaluator | None = None) -> Registry:
+    """The game's tools; with an `evaluator`, evaluate_move too."""
+
     def get_board(args: NoArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(game.describe())
 
@@ -49,6 +53,20 @@ def chess_tools(game: Game) -> Registry:
             "required": ["move"],
             "additionalProperties": False,
         }
+
+    def evaluate_move(args: MoveArgs, ctx: ToolContext) -> ToolResult:
+        assert evaluator is not None
+        if game.ending is not None:
+            return ToolResult(OVER, ok=False, domain_error=True)
+        try:
+            move = parse_move(game.board, args.move)
+        except ValueError:  # python-chess's invalid, illegal and ambiguous moves
+            return ToolResult(f"{args.move!r} is not a legal move here.", ok=False, domain_error=True)
+        after = game.board.copy()
+        san = after.san(move)
+        after.push(move)
+        score = evaluator.score(after, game.player)
+        return ToolResult(f"{san} ({move.uci()}): {score:+d} centipawns for you at depth {evaluator.depth}.")
 
     def resign(args: NoArgs, ctx: ToolContext) -> ToolResult:
         if game.ending is not None:
@@ -87,4 +105,17 @@ def chess_tools(game: Game) -> Registry:
             "resign", "Resign the game.", "Give up the game; it ends at once as a loss.", NoArgs, Effect.WRITE, resign
         ),
     ]
-    return Registry.of(t for t in tools if t.name != "resign" or game.rules.allow_resign)
+    if evaluator is not None:
+        tools.append(
+            Tool(
+                "evaluate_move",
+                "Score a move with the engine.",
+                "Score one legal move without playing it: the engine's evaluation of the position after it, in "
+                "centipawns from your side (positive is good for you; a forced mate counts as 1000).",
+                MoveArgs,
+                Effect.READ,
+                evaluate_move,
+            )
+        )
+    offered = [t for t in tools if t.name != "resign" or game.rules.allow_resign]
+    return Registry.of(offered, world=game.state_line)

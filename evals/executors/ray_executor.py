@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import cast
 
 from agent.models.shared import shared_engines
+from agent.telemetry import ENDPOINT_ENV, TRACES_ENDPOINT_ENV
 from core.errors import HarnessError
 from evals.executors.budget import Budget
 from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
@@ -102,8 +103,10 @@ def connect(options: ExecutorOptions) -> bool:
     A process already connected to Ray (a notebook, a benchmark) keeps its connection and owns it."""
     if ray.is_initialized():
         return False
+    carried = {k: os.environ[k] for k in (ENDPOINT_ENV, TRACES_ENDPOINT_ENV) if k in os.environ}
+    runtime_env = {"env_vars": carried} if carried else None  # a run's spans leave from the worker that runs it
     if options.address:
-        ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING)
+        ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING, runtime_env=runtime_env)
     else:
         slots = max(1, options.workers)
         ray.init(
@@ -113,6 +116,7 @@ def connect(options: ExecutorOptions) -> bool:
             object_store_memory=LOCAL_OBJECT_STORE_BYTES,
             log_to_driver=False,
             logging_level=logging.WARNING,
+            runtime_env=runtime_env,
         )
     return True
 

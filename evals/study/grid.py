@@ -7,17 +7,21 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.models.pricing import load_prices
 from agent.models.spec import parse_model
 from agent.run.task import Task, load_task
 from agent.session import SandboxSpec
 from core.errors import HarnessError
-from core.policy import PRESETS, HarnessPolicy, load_policy
+from core.policy import MEMORY_ON, PRESETS, HarnessPolicy, load_policy, memory_on
 from evals.chess.opponents import check_spec
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
+LOOP_TASKS = HERE.parent / "loops" / "tasks"  # the loop-shaped suite (evals/loops), bundled too
 POLICIES = HERE / "policies"
 CHESS = "chess"
+CAPTURES = "captures"  # the loop-shaped suite's chess task (evals.loops.captures)
+SUITES = {"loops": ["rename", "todos", "slowest", CAPTURES]}  # a suite's name stands for its tasks
 DEFAULT_ROUTER = "prefix"  # as `harness serve --router`'s
 
 
@@ -39,6 +43,7 @@ class StudySpec:
     router_imbalance: int | None = None  # the prefix and session routers' fallback threshold; None: theirs (4)
     device: str = "cpu"  # the in-process engines': cpu, or cuda (one GPU per replica)
     max_batched_tokens: int | None = None  # the in-process engines' tokens per step; None: the engine's (512)
+    prices: str | None = None  # the price table runs are priced from; None: agent/models/prices.toml
 
     def __post_init__(self) -> None:
         for name, values in (
@@ -65,6 +70,8 @@ class StudySpec:
                 "so its cache is the server's own (e.g. `harness serve --kv-cache-mb`). Leave it out."
             )
         self._check_replicas(local)
+        if self.prices is not None:
+            load_prices(self.prices)  # a table that cannot be read is said before anything runs
         check_spec(self.opponent)
         SandboxSpec.parse(self.sandbox)
 
@@ -123,24 +130,34 @@ def settings(spec: StudySpec) -> list[Setting]:
 
 
 def study_policy(name: str) -> HarnessPolicy:
-    """A preset, a bundled study policy (by its file's stem), or a policy file."""
+    """A preset, a bundled study policy (by its file's stem), or a policy file; `+memory` after any of them:
+    the same with the agent's memory tool on."""
+    if name.endswith(MEMORY_ON):
+        return memory_on(study_policy(name.removesuffix(MEMORY_ON)))
     if name not in PRESETS and (POLICIES / f"{name}.toml").exists():
         return load_policy(str(POLICIES / f"{name}.toml"))
     return load_policy(name)
 
 
 def study_task(name: str) -> Task | None:
-    """The coding task a name stands for; None for a chess game."""
-    if name == CHESS:
+    """The coding task a name stands for; None for a chess task (a game, or the captures to score)."""
+    if name in (CHESS, CAPTURES):
         return None
-    if (TASKS / f"{name}.yaml").exists():
-        return load_task(str(TASKS / f"{name}.yaml"))
+    for folder in (TASKS, LOOP_TASKS):
+        if (folder / f"{name}.yaml").exists():
+            return load_task(str(folder / f"{name}.yaml"))
     if Path(name).suffix in (".yaml", ".yml", ".json") and Path(name).exists():
         return load_task(name)
-    bundled = ", ".join(sorted(p.stem for p in TASKS.glob("*.yaml")))
+    bundled = ", ".join(sorted(p.stem for folder in (TASKS, LOOP_TASKS) for p in folder.glob("*.yaml")))
     raise HarnessError(
-        f"Unknown study task {name!r}: name `chess`, a bundled task ({bundled}) or a task file (.yaml/.json)."
+        f"Unknown study task {name!r}: name `chess`, `{CAPTURES}`, a bundled task ({bundled}), a suite "
+        f"({', '.join(SUITES)}) or a task file (.yaml/.json)."
     )
+
+
+def expand_tasks(names: list[str]) -> list[str]:
+    """The tasks named, each suite replaced by its tasks."""
+    return [task for name in names for task in SUITES.get(name, [name])]
 
 
 def bundled_policies() -> list[str]:

@@ -66,10 +66,11 @@ class Target:
     def __init__(self, model: str, engine: Any = None, metrics_url: str | None = None):
         self.model, self.engine, self.metrics_url = model, engine, metrics_url
 
-    def client(self) -> ModelClient:
-        """A client for one run, which the run's maker closes (a view of this target's engine leaves it running)."""
+    def client(self, task: str) -> ModelClient:
+        """A client for one run of `task`, which the run's maker closes (a view of this target's engine leaves it
+        running). A model string that names `{task}` is the task's own (a scripted model per task)."""
         if self.engine is None:
-            return load_model(self.model)
+            return load_model(self.model.replace("{task}", task))
         from agent.models.local import LocalModel
 
         return LocalModel(engine=self.engine, name=self.model)

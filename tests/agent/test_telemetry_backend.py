@@ -148,3 +148,31 @@ def test_a_docker_swe_style_runs_spans_carry_its_tools_usage_and_failed_command(
     assert len(chats) == 5 and all("gen_ai.response.finish_reasons" in s["attributes"] for s in chats)
     failed = [s for s in spans if s["attributes"].get("error.type") == "nonzero_exit"]
     assert failed and failed[0]["name"] == "execute_tool shell" and failed[0]["status_code"] == "ERROR"
+
+
+@pytest.mark.ray
+def test_games_on_the_ray_executor_send_their_spans_from_the_workers(phoenix, tmp_path):
+    harness(
+        "chess",
+        "--model",
+        "player:random",
+        "--games",
+        "2",
+        "--max-plies",
+        "4",
+        "--opponent",
+        "stockfish:skill=0",
+        "--executor",
+        "ray",
+        "--workers",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--otel-endpoint",
+        phoenix,
+    )
+    run_dirs = [d for d in tmp_path.glob("*/*") if (d / "run.json").is_file()]
+    assert len(run_dirs) == 2
+    for run_dir in run_dirs:
+        names = {s["name"] for s in spans_of(phoenix, run_dir.name)}
+        assert {"invoke_agent harness", "execute_tool make_move"} <= names
