@@ -20,8 +20,6 @@ import pytest
 
 from engine.weights import default_model_path
 
-pytestmark = pytest.mark.slow
-
 
 def test_plain():
     assert True
