@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 
 from agent.dispatch import Dispatcher, dispatch, needs_approval
-from agent.journal.snapshot import write_snapshot
+from agent.journal.snapshot import keep_for_forks, write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.mcp_context import follow_resources
@@ -130,6 +130,7 @@ def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compa
     state.settled_seq = session.journal.seq  # the state now holds every journaled event: a snapshot may cover them
     if stop is None and state.step % session.policy.checkpoint.snapshot_every == 0:
         write_snapshot(state, session.journal, session.sandbox)
+    keep_for_forks(state.step, session.sandbox, session.policy.checkpoint.fork_every)
     return stop
 
 

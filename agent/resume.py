@@ -3,7 +3,9 @@
 Load the latest snapshot, rebuild the state from the journal (agent.recovery.restore),
 reconnect the sandbox (or recreate it, and say so), make the same model continue
 where it was (a scripted model skips the replies already journaled), and go on
-with the loop, which first finishes any step the dead process began.
+with the loop, which first finishes any step the dead process began. A fork that has not
+branched yet (its process died building the branch, or `harness fork` hands it over) builds its
+branch first (agent.branch).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.branch import branch
 from agent.journal.fold import fold
 from agent.journal.integrity import skipped_note
 from agent.journal.snapshot import Snapshot, load_snapshot
@@ -21,6 +24,7 @@ from agent.loop import run
 from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
+from agent.recovery.branch import branched
 from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
 from agent.run.stopping import RESUMABLE, StopRule
@@ -95,6 +99,11 @@ def _resume(
             None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."]
         )
 
+    if info.fork is not None and not branched(info.fork.inherited, events):  # a fork not branched yet
+        with client_for(model or info.model) as client:
+            continue_model(client, fold(events).model_replies)
+            summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules)
+        return Resumed(summary, notes + said)
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
         raise HarnessError(
             f"{run_dir} is a chess game: its board and opponent live in the chess runner, not in the journal, so "

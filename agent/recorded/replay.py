@@ -45,7 +45,7 @@ from core.events import (
 )
 from core.policy import HarnessPolicy
 from core.types import Observation
-from core.volatile import normalise
+from core.volatile import differences, normalise
 from memory.summariser import RecordedSummariser
 from tools.base import Registry, recorded_tool
 from tools.builtin import toolset
@@ -284,10 +284,8 @@ def compare_world(recorded: Sequence[Event], replayed: Sequence[Event], folders:
 
 
 def _text_diff(a: Observation, b: Observation, folders: Sequence[str]) -> str:
-    old = [f"[{a.status}]\n", *normalise(a.text, folders).splitlines(keepends=True)]
-    new = [f"[{b.status}]\n", *normalise(b.text, folders).splitlines(keepends=True)]
-    lines = difflib.unified_diff(old, new, fromfile=f"recorded {a.call_id}", tofile=f"replayed {b.call_id}")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    names = (f"recorded {a.call_id}", f"replayed {b.call_id}")
+    return differences(f"[{a.status}]\n{a.text}", f"[{b.status}]\n{b.text}", folders, names)
 
 
 def _count(events: Sequence[Event], kind: type) -> int:
