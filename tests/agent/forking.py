@@ -13,10 +13,11 @@ import hashlib
 import json
 from pathlib import Path
 
+from agent.journal.store import read_events, read_run_info
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recovery.branch import LEFT_BEHIND
 from agent.run.task import Task
-from core.events import Event, Forked, ModelReplied, SandboxOpened
+from core.events import Event, ModelReplied, SandboxOpened
 from core.types import Message, ModelReply, Usage
 from tests.agent.helpers import call
 
@@ -139,7 +140,8 @@ def as_inherited(events: list[Event], at_step: int) -> list[dict]:
     return [e.model_dump(mode="json", exclude={"seq"}) for e in kept]
 
 
-def inherited_part(events: list[Event]) -> list[dict]:
-    """The fork's events before its own branch (the last one), without their seq."""
-    end = max(i for i, e in enumerate(events) if isinstance(e, Forked))
-    return [e.model_dump(mode="json", exclude={"seq"}) for e in events[:end]]
+def inherited_part(run_dir: Path) -> list[dict]:
+    """The fork's inherited events (the first of its journal, as many as run.json says), without their seq."""
+    info = read_run_info(run_dir)
+    assert info.fork is not None
+    return [e.model_dump(mode="json", exclude={"seq"}) for e in read_events(run_dir)[: info.fork.inherited]]

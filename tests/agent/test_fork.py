@@ -45,7 +45,7 @@ def test_a_fork_at_step_15_of_30_has_the_parents_world_and_steps_and_goes_on_und
     assert made.summary is not None and made.summary.stop_reason == "submitted"
     assert made.summary.steps == forking.STEPS  # 15 inherited, 15 of its own
     events = read_events(made.run_dir)
-    assert forking.inherited_part(events) == forking.as_inherited(read_events(parent), 15)
+    assert forking.inherited_part(made.run_dir) == forking.as_inherited(read_events(parent), 15)
     assert forking.branch_files(made.run_dir) == world  # every file, as the parent's after step 15
     assert len(world) > 8 and "./calc.py" in world and "./.git/HEAD" in world
     branch = next(e for e in events if isinstance(e, Forked))
@@ -70,7 +70,7 @@ def test_a_fork_goes_on_from_the_parents_last_step_and_a_fork_of_a_fork_too(tmp_
     events = read_events(second.run_dir)
     branches = [e for e in events if isinstance(e, Forked)]
     assert [(b.parent, b.step) for b in branches] == [("parent", 5), (first.run_dir.name, 8)]
-    assert forking.inherited_part(events) == forking.as_inherited(read_events(first.run_dir), 8)
+    assert forking.inherited_part(second.run_dir) == forking.as_inherited(read_events(first.run_dir), 8)
     # The second fork's world after step 8 is the first fork's: the same files whatever way each came.
     redo = fork(first.run_dir, 8, model=forking.model(12), out=tmp_path / "forks3", run_id="again")
     assert forking.branch_files(redo.run_dir) == forking.branch_files(second.run_dir)
