@@ -14,14 +14,25 @@ context folded again under its policy) and its loop goes on, so a fork killed at
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent.journal.store import ForkOrigin, Journal, RunInfo, new_run_id, read_run_info, scan
+from agent.journal.store import (
+    ForkOrigin,
+    Journal,
+    RunInfo,
+    make_folder,
+    new_run_id,
+    read_run_info,
+    scan,
+    write_json_atomic,
+)
 from agent.journal.summary import Summary
 from agent.models import client_for
 from agent.models.base import ModelClient
@@ -67,7 +78,7 @@ def fork(
     step, events = branch_point(parent_dir, info, at_step)  # before a model loads: a refusal costs nothing
     with client_for(model or info.model) as client:  # one made from a model string is closed here
         run_dir = make_fork(parent_dir, info, step, events, policy, client, seed, out, run_id)
-        done = resume(run_dir, model=client, tools=tools, sandbox=sandbox, listeners=listeners, stop_rules=stop_rules)
+        done = resume(run_dir, client, tools, sandbox, listeners, stop_rules, first_branch=True)
     return Fork(run_dir, done.summary, done.notes)
 
 
@@ -151,13 +162,29 @@ def make_fork(
             "fork": origin,
         }
     )
-    journal = Journal.create(Path(out) if out is not None else parent_dir.parent, forked)
+    return place(Path(out) if out is not None else parent_dir.parent, forked, events, parent_dir)
+
+
+def place(out: Path, info: RunInfo, events: Sequence[Event], parent_dir: Path) -> Path:
+    """The fork's folder, made whole in a hidden folder beside its place and renamed into it: a process killed
+    while making it leaves no half-made run in its place (at most a hidden folder)."""
+    final = out / info.run_id
+    if final.exists():
+        raise HarnessError(f"The run directory {final} already exists; pick another --out or run id.")
+    making = Path(tempfile.mkdtemp(prefix=f".{info.run_id}.", dir=make_folder(out, "folder", exist_ok=True)))
     try:
-        journal.extend(e.model_copy(update={"seq": 0}) for e in events)
-        copy_artifacts(parent_dir, journal.dir, events)
-    finally:
-        journal.close()
-    return journal.dir
+        journal = Journal(making)
+        try:
+            journal.extend(e.model_copy(update={"seq": 0}) for e in events)
+        finally:
+            journal.close()
+        copy_artifacts(parent_dir, making, events)
+        write_json_atomic(making / "run.json", info.model_dump(mode="json"))  # last: until now, not a run
+        os.rename(making, final)
+    except BaseException:
+        shutil.rmtree(making, ignore_errors=True)
+        raise
+    return final
 
 
 def copy_artifacts(parent_dir: Path, run_dir: Path, events: Sequence[Event]) -> None:

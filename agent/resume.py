@@ -54,9 +54,12 @@ def resume(
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
     repair: bool = False,
+    first_branch: bool = False,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
-    `repair`: a journal damaged in the middle is cut after its last good event instead of refused."""
+    `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
+    `first_branch`: the fork `harness fork` just made, whose branch is built for the first time (a resume that
+    finds a fork not branched builds the branch again, and journals so)."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -66,7 +69,8 @@ def resume(
         journal.listeners.append(spans)
     try:
         cut = journal.repair() if repair else None
-        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, [cut] if cut else [])
+        notes = [cut] if cut else []
+        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch)
     finally:
         journal.close()
         if spans is not None:
@@ -82,6 +86,7 @@ def _resume(
     sandbox: SandboxFactory | None,
     stop_rules: Sequence[StopRule],
     notes: list[str],
+    first_branch: bool = False,
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -100,6 +105,9 @@ def _resume(
         )
 
     if info.fork is not None and not branched(info.fork.inherited, events):  # a fork not branched yet
+        if not first_branch:
+            notes.append("The fork's branch was not built when its process stopped: it is built again from the start.")
+            journal.append(RunResumed(step=info.fork.at_step, from_seq=0, notes=notes))
         with client_for(model or info.model) as client:
             continue_model(client, fold(events).model_replies)
             summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules)
