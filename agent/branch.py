@@ -19,7 +19,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from agent.journal.store import Journal, RunInfo, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.loop import begin, run
 from agent.models.base import ModelClient
+from agent.recovery.approval import Decision
 from agent.recovery.branch import writes_upto
 from agent.recovery.restore import Restored, restore
 from agent.run.state import RunState
@@ -40,6 +41,7 @@ from core.policy import HarnessPolicy
 from core.types import Observation
 from core.volatile import differences
 from memory.extractive import ExtractiveSummariser
+from memory.summariser import Summariser
 from sandboxes.base import Sandbox, SandboxDead
 from sandboxes.manifest import digest, manifest
 from tools.base import Effect, Registry, ToolContext, ToolResult
@@ -67,8 +69,11 @@ def branch(
     tools: Registry | None = None,
     factory: SandboxFactory | None = None,
     stop_rules: Sequence[StopRule] = (),
+    approvals: Mapping[str, bool | Decision] | None = None,
+    summariser: Summariser | None = None,
 ) -> tuple[Summary, list[str]]:
-    """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes."""
+    """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes.
+    `approvals` and `summariser` are a replay's: the recorded fork's decisions and summaries."""
     assert info.fork is not None
     origin, task = info.fork, Task.model_validate(info.task)
     policy = HarnessPolicy.model_validate(info.policy)
@@ -103,7 +108,8 @@ def branch(
         for made in folded:
             journal.append(made)
         restored = restore(task, read_events(run_dir), None)
-        return run(session, resumed=restored), notes
+        given = {**restored.approvals, **(approvals or {})}
+        return run(session, approvals=given, resumed=restored, summariser=summariser), notes
 
 
 def world_start(

@@ -22,14 +22,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.branch import branch
+from agent.fork import place
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
-from agent.journal.store import RunInfo, read_events, read_run_info
+from agent.journal.store import Journal, RunInfo, read_events, read_run_info
+from agent.journal.summary import Summary
 from agent.loop import run
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
+from agent.recovery.branch import writes_upto
 from agent.run.task import Task
-from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, open_sandbox, recorded_sandbox, recorded_tools
 from core.errors import HarnessError
 from core.events import (
     Compacted,
@@ -97,6 +101,9 @@ def replay(
         if info.memory is not None
         else None
     )
+    if info.fork is not None:
+        summary, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
+        return report(run_dir, replay_dir, recorded, summary, execute, check.notes)
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -134,12 +141,18 @@ def replay(
             approvals=decisions(recorded),
             summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
         )
-    journal = session.journal
-    replayed = read_events(journal.dir)
+    return report(run_dir, session.journal.dir, recorded, summary, execute, check.notes)
+
+
+def report(
+    run_dir: Path, replay_dir: Path, recorded: Sequence[Event], summary: Summary, execute: bool, notes: list[str]
+) -> ReplayReport:
+    """The replay's journal compared with the recording's."""
+    replayed = read_events(replay_dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
-    folders = [str(run_dir.resolve()), str(journal.dir.resolve())]
+    folders = [str(run_dir.resolve()), str(replay_dir.resolve())]
     return ReplayReport(
-        replay_dir=journal.dir,
+        replay_dir=replay_dir,
         executed=execute,
         prompts=min(_count(recorded, ModelReplied), _count(replayed, ModelReplied)),
         observations=min(_count(recorded, ToolObserved), _count(replayed, ToolObserved)),
@@ -147,8 +160,51 @@ def replay(
         world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
         replayed_stop=summary.stop_reason,
-        notes=check.notes,
+        notes=notes,
     )
+
+
+def fork_again(
+    run_dir: Path,
+    info: RunInfo,
+    recorded: Sequence[Event],
+    out: Path,
+    tools: Registry | None,
+    sandbox: SandboxFactory | None,
+    execute: bool,
+) -> tuple[Summary, Path]:
+    """A fork replays as a fork of the same inherited events: its branch built again (its world from the parent's
+    writes, played back or, with `execute`, run), then its own steps from its recorded replies."""
+    assert info.fork is not None
+    inherited, own = recorded[: info.fork.inherited], recorded[info.fork.inherited :]
+    policy = HarnessPolicy.model_validate(info.policy)
+    again = info.model_copy(update={"run_id": _replay_id(info)})
+    factory = sandbox
+    if not execute:  # the parent's writes and the fork's calls answered from the recording; nothing runs
+        again = again.model_copy(update={"task": {**info.task, "check": None}})
+        offered = recorded_tools(run_dir)
+        base = Registry.of(recorded_tool(r) for r in offered) if offered is not None else tools or toolset(info.toolset)
+        writes = [seen for _, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]
+        tools = playback(base, [*writes, *own], run_dir, policy)
+        factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
+    replay_dir = place(out, again, inherited, run_dir)
+    journal = Journal(replay_dir)
+    try:
+        summary, _ = branch(
+            replay_dir,
+            again,
+            journal,
+            PlaybackModel(own, info),
+            read_events(replay_dir),
+            tools,
+            factory,
+            () if execute else (world_stops(recorded),),
+            decisions(recorded),
+            RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
+        )
+    finally:
+        journal.close()
+    return summary, replay_dir
 
 
 def unreplayable(run_dir: Path, check: RunCheck) -> HarnessError:

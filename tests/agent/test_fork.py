@@ -179,3 +179,16 @@ def test_the_fork_command_makes_a_fork_or_a_family_that_harness_ab_pairs(tmp_pat
     assert compared.exit_code == 0, compared.output
     ab = json.loads(next(tmp_path.glob("ab-*/ab.json")).read_text())
     assert ab["pairs"] == 3
+
+
+def test_a_fork_replays_without_divergence_and_its_world_again_when_executed(tmp_path):
+    from agent.recorded.replay import replay
+
+    parent, _ = parent_run(tmp_path, steps=12, watch=3)
+    made = fork(parent, 6, policy=PRESETS["lean"], model=forking.model(12), out=tmp_path / "forks")
+    played = replay(made.run_dir, out=tmp_path / "replays")
+    assert played.harness == [] and played.replayed_stop == played.recorded_stop == "submitted"
+    assert played.prompts == 12 and played.observations == 12
+    executed = replay(made.run_dir, out=tmp_path / "replays", execute=True)
+    assert executed.world == [] and executed.replayed_stop == "submitted"
+    assert forking.branch_files(executed.replay_dir) == forking.branch_files(made.run_dir)
