@@ -19,6 +19,7 @@ from agent.memory_store import MemoryStore
 from agent.models.pricing import cost_usd
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
+from agent.program_calls import programs
 from agent.prompt_digest import PromptDigest
 from agent.recovery.approval import Decision, answers_for
 from agent.recovery.reconcile import Recovered, needs_decision
@@ -29,7 +30,6 @@ from agent.run.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, pro
 from agent.run.task import DEFAULT_SYSTEM, Task
 from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
-from core.context_policy import DiscloseTools
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from core.policy import HarnessPolicy
@@ -39,7 +39,7 @@ from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
 from memory.tokens import PromptAccounting
 from tools.base import Registry, ToolContext
-from tools.disclosure import request_tools, tools_text, with_describe_tool
+from tools.disclosure import disclosure, request_tools, tools_text, with_describe_tool
 
 NO_TOOL_NUDGE = "Your reply had no tool call, so nothing happened. Act through a tool{submit}."
 ASKED = (
@@ -143,10 +143,13 @@ def begin(
     """The loop's parts for this run; a new run (or one killed while journaling them) journals its opening."""
     state = resumed.state if resumed is not None else RunState(task=session.task)
     policy, journal = session.policy, session.journal
-    disclose = next((s for s in policy.context if isinstance(s, DiscloseTools)), None)
+    counter = counter_for(session.model)
+    disclose = disclosure(
+        policy.context, list(session.tools), policy.mcp_disclose_over_tokens, lambda t: len(counter.text_ids(t))
+    )
     tools = with_describe_tool(session.tools) if disclose is not None else session.tools
     shown = request_tools(tools, disclose)  # what the model is sent; the dispatcher validates against `tools`
-    accounting = PromptAccounting(counter_for(session.model), tools_text(shown))
+    accounting = PromptAccounting(counter, tools_text(shown))
     loop = Loop(
         session=session,
         state=state,
@@ -158,6 +161,7 @@ def begin(
             approve=lambda call, tool: approvals.get(call.id, False),
             cap=observation_cap(accounting.counter, session.context_window, policy),
             answers=lambda call_id: answers_for(approvals, call_id),
+            programs=programs(session.program_tools) if session.program_tools is not None else None,
         ),
         shown=shown,
         approvals=approvals,

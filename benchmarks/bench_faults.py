@@ -20,14 +20,18 @@ concurrent clients:
   by any JSON, the bytes cut short, the wrong content type);
 - hand-written hostile requests: the ones that broke the server before (denormal
   temperature and top_p, seeds beyond 64 bits, NaN and infinities, control-token text,
-  huge and deep bodies, lone surrogates, thousand-stop-string requests, half-sent and
+  huge and deep bodies, lone surrogates, thousand-stop-string requests, half-sent headers
+  and bodies, clients that hang up in their body, before their reply and in their stream,
   oversized bodies, grammar-hostile schemas...).
 
 Meanwhile one client keeps sending an innocent greedy request and checks each reply
 is exactly the reply it got alone. The table counts what was tried, what was contained
-(an answer below 500 and, for streams, no error event), 5xx answers, requests without
-an answer, and innocent failures; afterwards the server must still answer a valid
-request and /metrics, whose server_error count must equal the 5xx seen.
+(an answer below 500 and, for streams, no error event; a stalled connection answered 408 or
+closed within the request timeout; no error body naming the server's source files or a
+traceback), 5xx answers, requests without an answer, leaks, and innocent failures;
+afterwards the server must still answer a valid request and /metrics, whose server_error
+count must equal the 5xx seen, and its log must hold no traceback and one line per client
+that hung up.
 
 By default the engine has random weights of a tiny shape with SmolLM2's real tokenizer
 and chat template (fast enough for 10,000 requests on a laptop); --real serves the
@@ -40,15 +44,19 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import logging
 import multiprocessing
 import random
+import re
 import socket
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import hypothesis_jsonschema._from_schema as hjs
@@ -115,7 +123,8 @@ class Request:
     body: bytes
     content_type: str = "application/json"
     stream: bool = False
-    half_sent: bool = False  # send the headers and part of the body, then wait
+    cut: str = ""  # "" sends it whole; else where it stops: "headers" or "body" (then silence, until the server gives
+    # up), or where the client hangs up: "hang up in body", "hang up in reply", "hang up in stream"
 
 
 def _dumps(body) -> bytes:
@@ -227,7 +236,10 @@ def hostile_requests() -> list[Request]:
         add(path, b"")
         add(path, b"\x00" * 1000)
         add(path, b"x" * (MAX_BODY + 1))
-        add(path, _dumps(base), half_sent=True)
+        for cut in ("headers", "body"):
+            add(path, _dumps(base), cut=cut)
+        for cut in ("hang up in body", "hang up in reply", "hang up in stream"):
+            add(path, _dumps({**base, "max_tokens": 64, "stream": cut.endswith("stream")}), cut=cut)
         add(path, _dumps(base), content_type="text/plain")
         add(path, _dumps({**base, "stream": True, "max_tokens": 10**9}), stream=True)
     schema_bombs = [
@@ -274,32 +286,44 @@ class Tally:
     tried: Counter = field(default_factory=Counter)
     server_errors: Counter = field(default_factory=Counter)  # 5xx answers
     stream_errors: Counter = field(default_factory=Counter)  # an error event inside a 200 stream
-    no_answer: Counter = field(default_factory=Counter)
+    no_answer: Counter = field(default_factory=Counter)  # and stalled connections not closed within the timeout
+    leaks: Counter = field(default_factory=Counter)  # error bodies that name the server's own files or a traceback
+    hang_ups: int = 0  # requests whose client hung up: the server's log must have one line for each
     innocent_failures: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)  # (kind, what) -> one request that did it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def contained(self, key) -> int:
-        return self.tried[key] - self.server_errors[key] - self.stream_errors[key] - self.no_answer[key]
+        return (
+            self.tried[key] - self.server_errors[key] - self.stream_errors[key] - self.no_answer[key] - self.leaks[key]
+        )
 
 
-def send_half(url: str, req: Request) -> int:
-    """Headers and half the body, then silence: the server must give up on its own."""
+def send_cut(url: str, req: Request) -> int:
+    """A request cut short. Stalled ("headers", "body": part of it, then silence): the server must answer 408 or
+    close the connection within BODY_TIMEOUT_S, else this raises TimeoutError (no answer). Hung up: the status is
+    499, nginx's "client closed request" (the log must say it in one line)."""
     host, port = url.removeprefix("http://").split(":")
     head = (
         f"POST {req.path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {req.content_type}\r\n"
         f"Content-Length: {len(req.body)}\r\n\r\n"
     ).encode()
-    with socket.create_connection((host, int(port)), timeout=BODY_TIMEOUT_S + 30) as s:
-        s.sendall(head + req.body[: len(req.body) // 2])
-        return int(s.recv(4096).split(b" ", 2)[1])
+    sent = {"headers": head[: len(head) // 2], "hang up in body": head + req.body[: len(req.body) // 2]}
+    with socket.create_connection((host, int(port)), timeout=BODY_TIMEOUT_S + 1) as s:
+        s.sendall(sent.get(req.cut, head + req.body[: len(req.body) // 2] if req.cut == "body" else head + req.body))
+        if req.cut.startswith("hang up"):
+            if req.cut.endswith("stream"):
+                s.recv(64)  # the stream has begun
+            return 499
+        answer = s.recv(4096)  # b"" once the server closes the connection
+        return int(answer.split(b" ", 2)[1]) if answer else 408
 
 
-def send(client: httpx.Client, url: str, req: Request) -> tuple[int, bool]:
-    """(status, whether a 200 stream carried an error event)."""
-    if req.half_sent:
-        return send_half(url, req), False
+def send(client: httpx.Client, url: str, req: Request) -> tuple[int, bool, str]:
+    """(status, whether a 200 stream carried an error event, the body of an error answer)."""
+    if req.cut:
+        return send_cut(url, req), False, ""
     headers = {"content-type": req.content_type} if req.content_type else {}
     with client.stream("POST", req.path, content=req.body, headers=headers) as r:
         text = r.read().decode("utf-8", "replace")
@@ -308,7 +332,11 @@ def send(client: httpx.Client, url: str, req: Request) -> tuple[int, bool]:
         and text.startswith(("data:", "event:"))
         and ('"error"' in text.split("data: [DONE]")[0][-2000:] or "event: error" in text)
     )
-    return r.status_code, streamed_error
+    return r.status_code, streamed_error, text if r.status_code >= 400 or streamed_error else ""
+
+
+# What no error body may hold: the server's source files (xgrammar's C++ ones too), a traceback.
+LEAK = re.compile(r"\.(cc|cpp|hpp|py)\b|/project/|site-packages|Traceback")
 
 
 def record(
@@ -319,8 +347,9 @@ def record(
         if check is not None:
             r = client.post(req.path, content=req.body, headers={"content-type": "application/json"})
             status, streamed_error, ok = r.status_code, False, r.status_code == 200 and check(r)
+            error = r.text if status >= 400 else ""
         else:
-            (status, streamed_error), ok = send(client, url, req), True
+            (status, streamed_error, error), ok = send(client, url, req), True
     except (httpx.HTTPError, OSError, ValueError) as e:
         with tally.lock:
             tally.tried[key] += 1
@@ -329,9 +358,16 @@ def record(
             if req.kind == "innocent":
                 tally.innocent_failures[key] += 1
         return
+    leaked = error if LEAK.search(error) else None
+    if req.cut.startswith("hang up"):
+        with tally.lock:
+            tally.hang_ups += 1
     with tally.lock:
         tally.tried[key] += 1
         tally.statuses[status] += 1
+        if leaked is not None:
+            tally.leaks[key] += 1
+            tally.examples.setdefault((key, "internal path"), leaked[:300])
         if status >= 500:
             tally.server_errors[key] += 1
             tally.examples.setdefault((key, status), req.body[:300])
@@ -487,37 +523,50 @@ def run_suite(
 
 def table(tally: Tally, after: dict) -> str:
     rows = sorted(tally.tried)
-    head = f"{'api':<10} {'requests':<16} {'tried':>7} {'contained':>10} {'5xx':>5} {'stream err':>11} {'no answer':>10} {'innocent failed':>16}"
+    head = f"{'api':<10} {'requests':<16} {'tried':>7} {'contained':>10} {'5xx':>5} {'stream err':>11} {'no answer':>10} {'leaks':>6} {'innocent failed':>16}"
     lines = [head, "-" * len(head)]
     for key in rows:
         api, kind = key
         innocent = tally.innocent_failures[key] if kind == "innocent" else ""
         lines.append(
             f"{api:<10} {kind:<16} {tally.tried[key]:>7} {tally.contained(key):>10} {tally.server_errors[key]:>5} "
-            f"{tally.stream_errors[key]:>11} {tally.no_answer[key]:>10} {innocent!s:>16}"
+            f"{tally.stream_errors[key]:>11} {tally.no_answer[key]:>10} {tally.leaks[key]:>6} {innocent!s:>16}"
         )
     total = sum(tally.tried.values())
     lines.append("-" * len(head))
     lines.append(
         f"{'all':<27} {total:>7} {sum(tally.contained(k) for k in rows):>10} {sum(tally.server_errors.values()):>5} "
-        f"{sum(tally.stream_errors.values()):>11} {sum(tally.no_answer.values()):>10} {sum(tally.innocent_failures.values())!s:>16}"
+        f"{sum(tally.stream_errors.values()):>11} {sum(tally.no_answer.values()):>10} {sum(tally.leaks.values()):>6} "
+        f"{sum(tally.innocent_failures.values())!s:>16}"
     )
     lines.append(f"statuses: {dict(sorted(tally.statuses.items()))}")
     lines.append(
         f"afterwards: valid request {after['valid request']}, /metrics {after['metrics status']}, "
         f"server_error counted {after['server_error counted']:g} (5xx seen {sum(tally.server_errors.values())})"
     )
+    if "log" in after:
+        log = after["log"]
+        lines.append(
+            f"server log: {log['tracebacks']} tracebacks, {log['hang-ups said']} hang-up lines for "
+            f"{tally.hang_ups} clients that hung up"
+        )
     for what, example in list(tally.examples.items())[:10]:
         lines.append(f"example {what}: {example!r:.300}")
     return "\n".join(lines)
 
 
-def serve_child(port: int, real: bool) -> None:
-    """The server process: the engine and uvicorn on a loopback port until terminated."""
+def serve_child(port: int, real: bool, log_file: str) -> None:
+    """The server process: the engine and uvicorn on a loopback port until terminated, its log in `log_file`."""
+    logging.basicConfig(filename=log_file, level=logging.INFO, format="%(name)s %(levelname)s %(message)s")
     engine = make_engine(load_checkpoint(default_model_path()), tiny=not real)
     app = create_app(engine, [NAME], max_body_bytes=MAX_BODY, body_timeout_s=BODY_TIMEOUT_S)
-    with running(app, "127.0.0.1", port):
+    with running(app, "127.0.0.1", port, request_timeout_s=BODY_TIMEOUT_S):
         threading.Event().wait()
+
+
+def read_log(text: str) -> dict:
+    """What the server's log says: tracebacks (none may appear) and one line per client that hung up."""
+    return {"tracebacks": text.count("Traceback (most recent call last)"), "hang-ups said": text.count(" hung up ")}
 
 
 def main(
@@ -543,7 +592,9 @@ def main(
                 sum(tally.tried.values()),
                 sum(tally.contained(k) for k in keys),
                 f"{innocent_lost} innocent replies",
-                "400/404/408/413 naming the problem",
+                f"400/404/408/413 naming the problem; {sum(tally.leaks.values())} bodies naming the server's files; "
+                f"log: {after['log']['tracebacks']} tracebacks, {after['log']['hang-ups said']} lines for "
+                f"{tally.hang_ups} hang-ups",
             )
         )
     if sandbox:
@@ -606,7 +657,8 @@ def main(
 
 def server_part(requests: int, minutes: float, workers: int, real: bool, seed: int, corpus: int) -> tuple[Tally, dict]:
     port = free_port()
-    child = multiprocessing.get_context("spawn").Process(target=serve_child, args=(port, real), daemon=True)
+    log_file = tempfile.NamedTemporaryFile(prefix="bench-faults-server-", suffix=".log", delete=False).name
+    child = multiprocessing.get_context("spawn").Process(target=serve_child, args=(port, real, log_file), daemon=True)
     child.start()
     url = f"http://127.0.0.1:{port}"
     try:
@@ -622,6 +674,7 @@ def server_part(requests: int, minutes: float, workers: int, real: bool, seed: i
             time.sleep(0.5)
         t0 = time.monotonic()
         tally, after = run_suite(url, requests, minutes * 60, workers, seed, corpus)
+        after["log"] = read_log(Path(log_file).read_text())
         print(
             f"fault suite on {url} ({'SmolLM2-135M' if real else 'tiny random weights, SmolLM2 tokenizer'}), "
             f"{time.monotonic() - t0:.0f} s, {workers} concurrent clients, schema corpus {after['corpus']}"

@@ -180,6 +180,39 @@ def refused_files_in_one_line(sb: DockerSandbox) -> tuple[bool, bool, str]:
     return one_line and _works(sb), clear, results[0].text
 
 
+def closed_output(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    """A command closes the shell's stdout and stderr: the next command's output and the state a snapshot
+    reads at the stop are still whole."""
+    sb.exec("cd /tmp && export KEPT=1", timeout=10)
+    r = sb.exec("exec 1>&-; exec 2>&-; echo lost", timeout=10)
+    after = sb.exec("echo after; echo oops >&2", timeout=10).output
+    state = sb.shell_state()
+    contained = after == "after\noops\n" and (state.cwd, state.env) == ("/tmp", {"KEPT": "1"}) and _works(sb)
+    return contained, r.output == "" and r.exit_code != 0, f"{r.output!r} (exit {r.exit_code}), then {after!r}"
+
+
+def exec_another_program(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    """`exec` puts another program in the shell's place: one that ends, and one still running at the timeout."""
+    sb.exec("cd /tmp", timeout=10)
+    ended = sb.exec("exec python3 -c 'print(1)'", timeout=10)
+    start = time.monotonic()
+    hung = sb.exec("exec sleep 1000", timeout=2)
+    took = time.monotonic() - start
+    contained = took < 6 and sb.exec("pwd", timeout=10).output == "/tmp\n" and _processes(sb) <= 6 and _works(sb)
+    clear = "`exec`s, which exited with status 0" in ended.output and "`exec`s in the shell's place" in hung.output
+    return contained, clear, ended.output + hung.output
+
+
+def binary_floods(sb: DockerSandbox) -> tuple[bool, bool, str]:
+    """Endless NUL bytes and half a megabyte of random bytes: text with no raw control byte reaches the model."""
+    zeros = sb.exec("cat /dev/zero", timeout=2)
+    noise = sb.exec("head -c 500000 /dev/urandom; echo; echo end", timeout=10)
+    raw = [c for r in (zeros, noise) for c in r.output if ord(c) < 32 and c not in "\t\n\r"]
+    contained = not raw and len(zeros.output) <= sb.options.output_cap and _works(sb)
+    clear = zeros.output.startswith("[binary output: ") and noise.output.endswith("end\n")
+    return contained, clear, zeros.output[:120] + f" ... {len(noise.output):,} characters for 500 kB of noise"
+
+
 BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[bool, bool, str]]]] = [
     ("egress", "connect to 1.1.1.1:80", DockerOptions(), egress),
     ("fork bomb", ":(){ :|:& };: with pids=64", DockerOptions(pids=64), fork_bomb),
@@ -204,6 +237,14 @@ BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[boo
         DockerOptions(),
         pipes_and_devices,
     ),
+    ("closed output", "exec 1>&-; exec 2>&-, then the next command and the state", DockerOptions(), closed_output),
+    (
+        "exec another program",
+        "exec python3 -c 'print(1)'; exec sleep 1000 at a 2 s timeout",
+        DockerOptions(),
+        exec_another_program,
+    ),
+    ("binary floods", "cat /dev/zero (2 s), 500 kB of /dev/urandom", DockerOptions(), binary_floods),
     (
         "refused files",
         "write /etc/passwd, read /etc/shadow, a locked dir, missing, a dir",

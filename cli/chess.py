@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from agent.models import check_model
 from agent.models.spec import is_local
 from agent.session import policy_for
 from cli.executor_options import (
@@ -35,7 +36,7 @@ from evals.chess import calibrate as calibration
 from evals.chess.batch import COLORS, Batch, ChessBatchSpec, Estimate, play_batch
 from evals.chess.elo import Rating
 from evals.chess.game import GameRules
-from evals.chess.players import ModelMaker
+from evals.chess.players import ModelMaker, load_player
 from evals.chess.rate import RateSpec, play_rated
 from evals.chess.runner import GameRun
 from evals.executors import Tally
@@ -118,6 +119,7 @@ def chess_command(
     use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
+    load_player(model, seed) if model.startswith("player:") else check_model(model)  # before the batch folder
     spec = ChessBatchSpec(
         games=games,
         make_model=ModelMaker(model),

@@ -207,6 +207,12 @@ def serve_command(
         help="With --router prefix or session: requests in flight the preferred replica may have beyond the least "
         "busy one before a request goes to the least busy one instead; default 4.",
     ),
+    request_timeout: float = typer.Option(
+        15.0,
+        min=0.1,
+        help="Seconds a request's headers, and then its body, may take to arrive: a stalled connection is closed "
+        "(headers) or answered 408 (body).",
+    ),
 ) -> None:
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
     from engine import EngineConfig, EngineError
@@ -227,7 +233,7 @@ def serve_command(
         if replicas > 1:
             _replicas_server()(replicas, router, model, host, port, config, name, imbalance)
         else:
-            serve(model, host, port, config, name)
+            serve(model, host, port, config, name, request_timeout_s=request_timeout)
     except (EngineError, HarnessError, ValueError) as e:
         raise HarnessError(f"Cannot serve {model or 'the embedded model'}: {e}") from None
 

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.models import check_model
 from agent.models.pricing import load_prices
 from agent.session import policy_for
 from cli.destination import stamp
@@ -52,6 +53,7 @@ from core.errors import HarnessError
 from evals.ab.passk import estimate, tallies
 from evals.ab.records import load_batch
 from evals.executors import Tally
+from evals.swe.agents import is_reference
 from evals.swe.batch import batch_run_id, run_and_grade
 from evals.swe.grader import InstanceReport, RunReport, outcome
 from evals.swe.image import instance_image
@@ -145,6 +147,8 @@ def swe_command(
     use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("--model is required: a model string, or a reference agent (oracle, null, test-deleter).")
+    if not is_reference(model):
+        check_model(model)  # before anything is built or created
     if resume is not None and not resume.is_dir():
         raise HarnessError(
             f"--resume {resume}: no such batch folder. Name the folder an earlier `harness swe` printed."

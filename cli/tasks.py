@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.models import check_model
 from agent.session import policy_for
 from cli.destination import stamp
 from cli.executor_options import (
@@ -31,6 +32,7 @@ from core.errors import HarnessError
 from evals.executors import Tally
 from evals.swe.batch import batch_run_id
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
+from evals.tasks.agents import is_reference
 from evals.tasks.batch import run_tasks
 from evals.tasks.image import parse_base_images, task_image
 from evals.tasks.report import TasksReport
@@ -86,6 +88,8 @@ def run_command(
     use_otel(otel_endpoint)
     if resume is not None and not resume.is_dir():
         raise HarnessError(f"--resume {resume}: no such batch folder. Name the folder an earlier run printed.")
+    if not is_reference(model):
+        check_model(model)  # before anything is built or created
     rewrites = parse_base_images(base_image)
     spec = SweBatchSpec(
         instances=_only(find_tasks(dirs), only),

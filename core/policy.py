@@ -44,9 +44,9 @@ class CodeLimits(_Knobs):
         "tail of what it printed, as of any output)",
     )
     direct_only: list[str] = Field(
-        default_factory=list,
+        default_factory=lambda: ["submit"],
         description="tools a run_code program may not call, offered to the model as direct calls only (a write to "
-        "keep in sight); tools that always wait for approval are direct-only too",
+        "keep in sight; the answer that ends the run); tools that wait for approval are direct-only too",
     )
 
 
@@ -255,6 +255,14 @@ class HarnessPolicy(_Knobs):
         description="MCP tools offered over all servers, in the order the servers are listed; "
         "the rest are left out with a notice",
     )
+    mcp_disclose_over_tokens: int | None = Field(
+        8000,
+        ge=0,
+        description="when the tools offered cost more than this many tokens in every request (their schemas, as "
+        "the model's tokenizer counts them) and the context has no disclose_tools step, the MCP tools are sent as "
+        "one-line summaries with describe_tool for the rest, as under disclose_tools (built-in tools stay whole); "
+        "none: never by itself",
+    )
 
 
 # The one preset table: name -> (what it does, the policy). Context numbers are starting points for
@@ -346,6 +354,15 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
+    if path.is_dir():
+        raise HarnessError(
+            f"Policy {name_or_path} is a folder, not a policy: name a .toml or .yaml policy file (in it, or "
+            f"anywhere), or a preset: {', '.join(sorted(PRESETS))}."
+        )
+    if path.is_file() and not path.suffix:
+        raise HarnessError(
+            f"Policy file {name_or_path} has no .toml, .yaml or .json suffix, so its format is unknown: rename it."
+        )
     if not path.suffix:
         raise HarnessError(
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "

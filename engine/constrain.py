@@ -12,6 +12,7 @@ tokens generated so far, fills a bitmask of the allowed next tokens.
 """
 
 import json
+import re
 import threading
 from collections import OrderedDict
 
@@ -98,7 +99,7 @@ class Grammars:
         try:
             compiled = self.compiler.compile_grammar(build())
         except (RuntimeError, ValueError, TypeError) as e:
-            raise InvalidRequestError(f"cannot build a grammar from this schema: {str(e)[:300]}") from None
+            raise InvalidRequestError(f"cannot build a grammar from this schema: {schema_problem(e)}") from None
         with self._lock:
             self._cache[key] = compiled
             while len(self._cache) > self.cache_size:
@@ -126,6 +127,15 @@ class Grammars:
             "json:" + json.dumps(schema, sort_keys=True),
             lambda: xgr.Grammar.from_json_schema(schema, any_whitespace=False),
         )
+
+
+def schema_problem(error: Exception) -> str:
+    """What xgrammar found wrong, without the time and the file and line of its C++ source it prefixes."""
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return _SOURCE.sub("", first)[:300]
+
+
+_SOURCE = re.compile(r"^(\[[\d:]+\]\s*)?(\S+\.(cc|cpp|h|hpp|py):\d+:\s*)?")
 
 
 def _literal(text: str) -> xgr.Grammar:

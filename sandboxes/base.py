@@ -29,7 +29,7 @@ _STRERRORS = sorted(((os.strerror(n), n) for n in errno.errorcode), key=lambda i
 
 @dataclass(frozen=True)
 class ExecResult:
-    output: str  # stdout and stderr interleaved, decoded as UTF-8 with replacement
+    output: str  # stdout and stderr interleaved, as text (sandboxes.text: binary lines summarised, odd bytes escaped)
     exit_code: int | None  # None when the command was killed by the timeout
     timed_out: bool = False
     output_capped: bool = False  # True when bytes past the cap were dropped

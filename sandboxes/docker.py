@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 import threading
 import time
@@ -25,6 +26,7 @@ import time
 import docker
 from docker.errors import DockerException, NotFound
 
+from core.interrupts import Abandoned, abandoning, requested
 from sandboxes import docker_files
 from sandboxes.base import FILE_TIMEOUT_S, ExecResult, SandboxDead, shell_replaced
 from sandboxes.docker_attached import DockerAttached
@@ -40,6 +42,7 @@ from sandboxes.docker_diagnosis import Limits, check_running, container_state
 from sandboxes.docker_options import DockerOptions
 from sandboxes.docker_shells import Shells, ShellState, exported
 from sandboxes.shell import ShellExited, ShellSession
+from sandboxes.text import as_text
 
 log = logging.getLogger("harness.sandbox")
 
@@ -161,16 +164,22 @@ class DockerSandbox:
         shell = self.shells.ready()
         before = self.limits.before_command(shell)
         try:
-            framed = shell.run_framed(command, timeout, self.options.output_cap)
+            framed = shell.run_framed(command, timeout, self.options.output_cap, stop=abandoning)
         except ShellExited:
             return self._after_exit(shell, command, start)
+        except BaseException:  # a KeyboardInterrupt raised anywhere: the shell must not go on mid-command
+            self._lose(shell)
+            raise
+        if framed.exit_code is None and abandoning() and requested():
+            self._abandon(shell, command, start)
+            raise Abandoned(requested() or "")
         if framed.exit_code is None:
             return self._after_timeout(shell, command, start)
         self.shells.cwd = shell.cwd or self.shells.cwd
         self._seen_running = time.time()
         output, note = self.limits.after_command(shell, framed)
         return ExecResult(
-            output=output.decode("utf-8", "replace") + before + note,
+            output=as_text(output) + before + note,
             exit_code=framed.exit_code,
             output_capped=framed.capped,
             duration_s=time.monotonic() - start,
@@ -192,9 +201,11 @@ class DockerSandbox:
             code = shell.exit_code()
         framed = shell.partial()
         how = f"was killed (signal {code - 128})" if code is not None and code > 128 else f"exited with status {code}"
+        if replaces_shell(command):
+            how = f"was replaced by the program the command `exec`s, which {how.replace('was', 'was then')}"
         note = shell_replaced(f"the shell {how}", self.shells.cwd)
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace") + self.limits.after_sweep() + note,
+            output=as_text(framed.output) + self.limits.after_sweep() + note,
             exit_code=code if code is not None else -1,
             output_capped=framed.capped,
             duration_s=time.monotonic() - start,
@@ -214,14 +225,37 @@ class DockerSandbox:
             self.shells.kill_pid(shell.pid)
             self.shells.drop()
             self.raise_if_dead(f"running {command[:200]!r}")
-            note = shell_replaced("the shell itself was still busy at the timeout and was killed", self.shells.cwd)
+            busy = (
+                "the program the command `exec`s in the shell's place was still running at the timeout and was killed"
+                if replaces_shell(command)
+                else "the shell itself was still busy at the timeout and was killed"
+            )
+            note = shell_replaced(busy, self.shells.cwd)
         return ExecResult(
-            output=framed.output.decode("utf-8", "replace") + self.limits.after_sweep() + note,
+            output=as_text(framed.output) + self.limits.after_sweep() + note,
             exit_code=None,
             timed_out=True,
             output_capped=framed.capped,
             duration_s=time.monotonic() - start,
         )
+
+    def _abandon(self, shell: ShellSession, command: str, start: float) -> None:
+        """Stop a command nobody waits for any more, as a timeout does: its end marker then passes, so the
+        shell's next command (a snapshot's `env -0`) reads its own output, not this one's."""
+        try:
+            self._after_timeout(shell, command, start)
+        except BaseException:
+            self.shells.drop()
+            raise
+
+    def _lose(self, shell: ShellSession) -> None:
+        """After an exception raised in the middle of reading the shell (a KeyboardInterrupt), its stream may be
+        cut inside a frame: end what it runs, and the next command gets a new shell."""
+        try:
+            self.shells.kill_session(shell.pid)
+            self.shells.kill_pid(shell.pid)
+        finally:
+            self.shells.drop()
 
     def attach(self, argv: list[str]) -> DockerAttached:
         """`argv` on an exec of its own in the workdir, on the container's network (none by default)."""
@@ -302,6 +336,12 @@ class DockerSandbox:
             )
         if self.exec(f"test -w {shlex.quote(self.workdir)}", timeout=10).exit_code != 0:
             chown_workdir(self.client, self.container, self.options, self._uid, self._gid)
+
+
+def replaces_shell(command: str) -> bool:
+    """Whether `command` runs `exec PROGRAM`, which puts another program in the shell's place (a bare
+    `exec` with redirections only changes the command's own output: sandboxes.shell)."""
+    return re.search(r"(^|[;&|({\s])exec\s+(-[acl]+\s+)*[^\s<>&|;{0-9-]", command) is not None
 
 
 def factory(options: DockerOptions | None = None):

@@ -32,6 +32,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.interrupts import Abandoned, abandoning, requested
 from sandboxes.base import (
     DEFAULT_OUTPUT_CAP,
     FILE_TIMEOUT_S,
@@ -42,6 +43,7 @@ from sandboxes.base import (
     file_timeout,
     shell_replaced,
 )
+from sandboxes.text import as_text
 
 # Only these host variables reach commands; API keys and the like stay out.
 ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TZ")
@@ -147,7 +149,7 @@ class LocalSandbox:
         ran = self._run(["bash", "-c", command], timeout, self.output_cap)
         note = shell_replaced("the shell was killed at the timeout, with all it started", self.workdir)
         return ExecResult(
-            output=ran.output.decode("utf-8", errors="replace") + (note if ran.timed_out else ""),
+            output=as_text(ran.output) + (note if ran.timed_out else ""),
             exit_code=ran.exit_code,
             timed_out=ran.timed_out,
             output_capped=ran.capped,
@@ -216,23 +218,31 @@ class LocalSandbox:
         self._record(proc.pid)
         assert proc.stdout is not None  # stdout=PIPE
         chunks, kept, capped, timed_out = [], 0, False, False
-        with selectors.DefaultSelector() as sel:
-            sel.register(proc.stdout, selectors.EVENT_READ)
-            while True:
-                left = timeout - (time.monotonic() - start)
-                if left <= 0:
-                    timed_out = True
-                    break
-                if not sel.select(min(left, 0.5)):
-                    continue
-                data = os.read(proc.stdout.fileno(), 65536)
-                if not data:
-                    break
-                room = cap - kept
-                capped = capped or len(data) > room
-                if room > 0:
-                    chunks.append(data[:room])
-                    kept += len(chunks[-1])
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(proc.stdout, selectors.EVENT_READ)
+                while True:
+                    left = timeout - (time.monotonic() - start)
+                    if left <= 0:
+                        timed_out = True
+                        break
+                    if abandoning():  # a signal stopped the run: the command goes as at a timeout
+                        raise Abandoned(requested() or "signal")
+                    if not sel.select(min(left, 0.2)):
+                        continue
+                    data = os.read(proc.stdout.fileno(), 65536)
+                    if not data:
+                        break
+                    room = cap - kept
+                    capped = capped or len(data) > room
+                    if room > 0:
+                        chunks.append(data[:room])
+                        kept += len(chunks[-1])
+        except BaseException:  # nobody waits for the command any more: nothing it started may go on
+            _kill_group(proc)
+            proc.stdout.close()
+            proc.wait()
+            raise
         if timed_out:
             _kill_group(proc)
         proc.stdout.close()

@@ -4,14 +4,16 @@ One `docker exec` starts `bash`; every command after that is a line written to
 its stdin and answered on its stdout, so cwd and exported variables persist and
 a command costs a round trip instead of a new exec. Each command is framed:
 
-    __h_c='<command>'; eval "$__h_c" </dev/null 2>&1; __h_rc=$?; <read the cgroup counters>
+    __h_c='<command>'; eval "$__h_c" </dev/null >&$__h_fd 2>&1; __h_rc=$?; <read the cgroup counters>
     printf '<marker> %d %d %d %d %s\\n' "$__h_rc" "$__h_n" "$__h_o" "${!:-0}" "$PWD"
 
 The marker is fresh per command, so output cannot fake it; the line after it
 carries the exit status, how many forks the container's process limit has refused
 and how many processes its memory limit has killed so far (-1 when the cgroup
 cannot be read), the last background job's pid and the new cwd. All of it comes from builtins, so it still arrives under a fork bomb. The command reads /dev/null, never the
-protocol. Docker multiplexes the exec's stdout/stderr into frames with an
+protocol, and its stdin, stdout and stderr are redirections of the `eval`, which bash undoes
+after it: a command that closes or redirects them (`exec 1>&-`, `exec >log`, `exec cat`)
+changes them for itself only, and the next command's output arrives as usual. Docker multiplexes the exec's stdout/stderr into frames with an
 8-byte header (stream id, big-endian length), parsed here from the raw socket.
 """
 
@@ -23,11 +25,12 @@ import socket
 import struct
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
-# Defines nothing the user's commands could trip over except these two names.
-# fd __h_fd is a copy of the original stdout: the end marker still arrives when
-# a command redirects the shell's own stdout with `exec >file`.
+# Defines nothing the user's commands could trip over except these names.
+# fd __h_fd is a copy of the original stdout: each command's output goes there, so that the
+# shell's own stdout is restored after it (a command that closes __h_fd itself gets a new one).
 # __h_pe is the pids cgroup's event file, whose "max N" counts refused forks; __h_me the
 # memory cgroup's file with an "oom_kill N" line (cgroup v1 layout first, then v2).
 _INIT = (
@@ -92,6 +95,9 @@ __h_old_shells() {
   return 0
 }
 """
+
+
+STOP_POLL_S = 0.2  # how often a command that may be stopped early asks whether it should be
 
 
 class ShellExited(Exception):
@@ -196,28 +202,31 @@ class ShellSession:
         self.pid = int(framed.output)
         self.last_background = framed.last_background
 
-    def run_framed(self, command: str, timeout: float, cap: int) -> Framed:
-        """Send one command; return when its end marker arrives or `timeout` passes."""
+    def run_framed(self, command: str, timeout: float, cap: int, stop: Callable[[], bool] | None = None) -> Framed:
+        """Send one command; return when its end marker arrives, `timeout` passes or `stop()` says so."""
         marker = f"__HARNESS_END_{uuid.uuid4().hex}__"
         line = (
-            f'__h_c={shlex.quote(command)}; eval "$__h_c" </dev/null 2>&1; __h_rc=$?; {_COUNT}'
-            f'printf \'%s %d %d %d %d %s\\n\' {marker} "$__h_rc" "$__h_n" "$__h_o" "${{!:-0}}" "$PWD" >&$__h_fd\n'
+            # The fd check is not first in the line: after an eval's syntax error bash misreads the next
+            # line's first word when it is a reserved word ({, [[).
+            f"__h_c={shlex.quote(command)}; [[ -e /proc/$$/fd/$__h_fd ]] || exec {{__h_fd}}>&1; "
+            f'eval "$__h_c" </dev/null >&$__h_fd 2>&1; __h_rc=$?; {_COUNT}'
+            f'printf \'%s %d %d %d %d %s\\n\' {marker} "$__h_rc" "$__h_n" "$__h_o" "${{!:-0}}" "$PWD"\n'
         )
         self._send(line.encode("utf-8", "surrogateescape"))
-        return self.collect(marker, timeout, cap)
+        return self.collect(marker, timeout, cap, stop)
 
-    def collect(self, marker: str, timeout: float, cap: int) -> Framed:
+    def collect(self, marker: str, timeout: float, cap: int, stop: Callable[[], bool] | None = None) -> Framed:
         self._current = _Collector(marker.encode(), cap)
-        self.wait(self._current, time.monotonic() + timeout)
+        self.wait(self._current, time.monotonic() + timeout, stop)
         return self._finish()
 
-    def wait(self, collector: _Collector, deadline: float) -> bool:
-        """Feed `collector` until its end marker arrives (True) or `deadline` passes (False)."""
+    def wait(self, collector: _Collector, deadline: float, stop: Callable[[], bool] | None = None) -> bool:
+        """Feed `collector` until its end marker arrives (True), or `deadline` passes or `stop()` is true (False)."""
         while collector.end is None:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (stop is not None and stop()):
                 return False
-            data = self._read(left)
+            data = self._read(left if stop is None else min(left, STOP_POLL_S))
             if data:
                 collector.feed(data)
         return True

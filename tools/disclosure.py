@@ -5,13 +5,15 @@ paid for on every step. Under `DiscloseTools` each request carries only the
 name and one-line summary of each tool (with an open argument schema); the
 model calls `describe_tool` when it needs the exact arguments, and the answer
 lands in the history once, like any observation. The tool list itself never
-changes during a run, so it stays a stable prefix.
+changes during a run, so it stays a stable prefix. Without the step, it engages by itself once
+the tools' schemas pass the policy's `mcp_disclose_over_tokens` (`disclosure`): a hundred MCP
+tools would otherwise cost some 35,000 tokens in every request.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from pydantic import BaseModel, Field
@@ -54,6 +56,18 @@ def with_describe_tool(tools: Registry) -> Registry:
 
 def summarised(tool: Tool) -> Tool:
     return replace(tool, description=tool.summary, input_schema=OPEN_SCHEMA)
+
+
+def disclosure(
+    context: Iterable[object], tools: Sequence[Tool], over_tokens: int | None, count: Callable[[str], int]
+) -> DiscloseTools | None:
+    """The context's disclose_tools step; without one, one that engages by itself once the tools' schemas cost
+    more than `over_tokens` tokens in every request (`count`: the model's tokenizer), summarising the MCP tools
+    (named SERVER__tool) and keeping the built-in ones whole; None: every tool in full."""
+    step = next((s for s in context if isinstance(s, DiscloseTools)), None)
+    if step is not None or over_tokens is None or not tools or count(tools_text(tools)) <= over_tokens:
+        return step
+    return DiscloseTools(always_full=[t.name for t in tools if "__" not in t.name])
 
 
 def request_tools(tools: Iterable[Tool], step: DiscloseTools | None) -> list[Tool]:

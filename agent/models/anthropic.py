@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import anthropic
 
 from agent.models.convert import ANTHROPIC_FINISH, anthropic_usage, reasoning_payload, to_anthropic
-from agent.models.provider_errors import UNREADABLE, billed, malformed, map_error, timeouts
+from agent.models.provider_errors import UNREADABLE, NotAReply, billed, body_of, malformed, map_error, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, anthropic_schema
@@ -63,17 +63,22 @@ class AnthropicModel:
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, anthropic.Timeout), max_retries=params.sdk_retries)
-        response = None
+        raw = response = None
         try:
-            response = client.messages.create(**self.request(messages, tools, params))
+            raw = client.messages.with_raw_response.create(**self.request(messages, tools, params))
+            response = raw.parse()  # the raw response keeps the body, for the message when it is malformed
             return to_reply(response, self.name, time.perf_counter() - start)
         except anthropic.AnthropicError as e:
             raise map_error(e, self.name, self.key_env) from e
         except UNREADABLE as e:
-            raise malformed(e, self.name, billed(response, anthropic_usage)) from e
+            raise malformed(e, self.name, billed(response, anthropic_usage), body_of(raw)) from e
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:
+    if not isinstance(response, anthropic.types.Message):
+        raise NotAReply("it is not a JSON message")
+    if not isinstance(response.content, list):
+        raise NotAReply("its `content` is not a list of blocks")
     texts, calls, payload, thoughts = [], [], [], []
     for block in response.content:
         if block.type == "text":

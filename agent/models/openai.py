@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import openai
 
 from agent.models.convert import OPENAI_FINISH, openai_usage, to_openai
-from agent.models.provider_errors import UNREADABLE, billed, malformed, map_error, timeouts
+from agent.models.provider_errors import UNREADABLE, NotAReply, billed, body_of, malformed, map_error, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, openai_schema
@@ -78,14 +78,15 @@ class OpenAIModel:
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
         start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=params.sdk_retries)
-        response = None
+        raw = response = None
         try:
-            response = client.chat.completions.create(**self.request(messages, tools, params))
+            raw = client.chat.completions.with_raw_response.create(**self.request(messages, tools, params))
+            response = raw.parse()  # the raw response keeps the body, for the message when it is malformed
             return to_reply(response, self.name, time.perf_counter() - start)
         except openai.OpenAIError as e:
             raise map_error(e, self.name, self.key_env) from e
         except UNREADABLE as e:
-            raise malformed(e, self.name, billed(response, openai_usage)) from e
+            raise malformed(e, self.name, billed(response, openai_usage), body_of(raw)) from e
 
 
 def listed_window(client: openai.OpenAI, model: str, params: ModelParams) -> int | None:
@@ -104,6 +105,10 @@ def listed_window(client: openai.OpenAI, model: str, params: ModelParams) -> int
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:
+    if not isinstance(response, openai.types.chat.ChatCompletion):
+        raise NotAReply("it is not a JSON chat completion")
+    if not response.choices:
+        raise NotAReply("its `choices` list is empty or missing")
     choice = response.choices[0]
     msg = choice.message
     calls = []

@@ -12,10 +12,13 @@ server under strain, and the next attempt usually gets a real reply.
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.policy import ModelParams
@@ -85,12 +88,43 @@ def timeouts(params: ModelParams, timeout_type: Callable[..., T]) -> T:
     return timeout_type(params.read_timeout_s, connect=params.connect_timeout_s)
 
 
-def malformed(err: Exception, name: str, usage: Usage | None = None) -> TransientModelError:
-    """A reply that arrived but is not the shape the API promises; `usage`: what it still says was billed."""
-    what = str(err).splitlines()[0][:300] if str(err) else "no detail"
+def malformed(err: Exception, name: str, usage: Usage | None = None, body: str | None = None) -> TransientModelError:
+    """A reply that arrived but is not the shape the API promises; `usage`: what it still says was billed;
+    `body`: the reply as it came, of which the message quotes the start."""
+    what = problem(err)
+    seen = " ".join((body or "").split())
+    quoted = f" The reply was: {seen[:400]}{'...' if len(seen) > 400 else ''}" if seen else " The reply was empty."
     return TransientModelError(
-        f"{name}: the provider's reply could not be read as a model reply ({type(err).__name__}: {what})", usage=usage
+        f"{name}: the provider answered, but its reply is malformed: it could not be read as a model reply "
+        f"({what}).{quoted if body is not None else ''}",
+        usage=usage,
     )
+
+
+def problem(err: Exception) -> str:
+    """What is wrong with a reply, in a few words: the client's own finding, a field's, or the exception's."""
+    if isinstance(err, json.JSONDecodeError):
+        return f"it is not JSON: {err.msg} at character {err.pos}"
+    if isinstance(err, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the reply'}: {e['msg']}" for e in err.errors()[:2])
+    what = str(err).splitlines()[0][:300] if str(err) else "no detail"
+    return what if isinstance(err, NotAReply) else f"{type(err).__name__}: {what}"
+
+
+class NotAReply(ValueError):
+    """What a client finds wrong in a reply the SDK could read: said as it is, without a Python type."""
+
+
+def body_of(raw: object) -> str | None:
+    """The text of a raw SDK response (`with_raw_response`; an attribute in one SDK, a method in the other),
+    or None when there was none."""
+    if raw is None:
+        return None
+    try:
+        text = raw.text  # type: ignore[attr-defined]
+        return text() if callable(text) else text
+    except Exception:  # a body that cannot even be decoded as text
+        return None
 
 
 def billed(response: object, convert: Callable[[Any], Usage]) -> Usage | None:
@@ -115,7 +149,7 @@ def map_error(err: Exception, name: str, key_env: str | None = None) -> Exceptio
             return TransientModelError(f"{name}: the request {what}: {err}")
         return PermanentModelError(f"{name}: the provider's response could not be used: {type(err).__name__}: {err}")
     if status < 400:  # the SDK could not validate a successful reply
-        return malformed(err, name)
+        return malformed(err, name, body=body_of(response))
     message = _api_message(err)
     if status in RETRYABLE or status >= 500:
         wait = retry_after(getattr(response, "headers", None))

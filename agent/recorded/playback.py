@@ -18,11 +18,12 @@ from agent.run.state import RunState
 from agent.run.stopping import Stop, StopRule
 from core.context_policy import Limits
 from core.errors import PermanentModelError
-from core.events import Event, ModelReplied, RunStopped, ToolObserved
+from core.events import Event, InnerObserved, ModelReplied, ProgramFiles, RunStopped, ToolObserved
 from core.policy import HarnessPolicy, ModelParams
 from core.types import Message, ModelReply, Observation
 from sandboxes.base import SandboxDead
 from tools.base import Registry, Tool, ToolResult
+from tools.code_mode.tool import NAME as RUN_CODE
 
 # Stops that the world decides (a goal check, a dead sandbox): a playback replays them where they happened.
 WORLD_STOPS = ("goal_verified", "sandbox_dead")
@@ -53,14 +54,27 @@ class PlaybackModel:
 
 
 def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy) -> Registry:
-    """The same tools (names, schemas, effects), each answering with its recorded outputs in order."""
-    queues: dict[str, deque[ToolObserved]] = defaultdict(deque)
+    """The same tools (names, schemas, effects), each answering with its recorded outputs in order, whether a
+    model or a run_code program called it. run_code runs no program: it makes the recorded program's calls again
+    through the harness (so they are dispatched and journaled anew), then answers with its recorded output."""
+    queues: dict[str, deque[ToolObserved | InnerObserved]] = defaultdict(deque)
     for e in recorded:
-        if isinstance(e, ToolObserved) and e.observation.executed:
+        if isinstance(e, ToolObserved | InnerObserved) and e.observation.executed:
             queues[e.observation.tool].append(e)
+    programs: dict[str, list[InnerObserved | ProgramFiles]] = defaultdict(list)  # by the run_code call's id
+    for e in recorded:
+        if isinstance(e, InnerObserved):
+            programs[e.parent].append(e)
+        elif isinstance(e, ProgramFiles):
+            programs[e.call_id].append(e)
 
     def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
         def run_recorded(args: Any, ctx: Any) -> ToolResult:
+            for made in programs[ctx.call_id] if tool.name == RUN_CODE and ctx.program is not None else ():
+                if isinstance(made, ProgramFiles):
+                    ctx.program.record_files((run_dir / made.artifact).read_text())
+                else:
+                    ctx.program.call(made.observation.tool, made.arguments)
             if not queues[tool.name]:
                 return ToolResult(
                     f"The recording has no further result of {tool.name}: the harness ran it more often "
@@ -72,10 +86,13 @@ def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: 
 
         return run_recorded
 
-    return Registry.of(replace(t, run=recorded_run(t), already_done=None) for t in tools)
+    return Registry.of(
+        (replace(t, run=recorded_run(t), already_done=None, resumes=t.name == RUN_CODE) for t in tools),
+        world=tools.world,
+    )
 
 
-def _as_result(e: ToolObserved, text: str) -> ToolResult:
+def _as_result(e: ToolObserved | InnerObserved, text: str) -> ToolResult:
     """What the tool returned (or raised) when the recording made this observation."""
     o = e.observation
     if o.error_kind == "sandbox_dead":
@@ -91,7 +108,7 @@ def _as_result(e: ToolObserved, text: str) -> ToolResult:
         timed_out=o.status == "timeout",
         domain_error=o.error_kind == "domain",
         submission=e.submission,
-        rejects_later=e.rejects_later,
+        rejects_later=e.rejects_later if isinstance(e, ToolObserved) else e.end,
     )
 
 

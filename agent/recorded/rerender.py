@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from agent.journal.fold import fold
-from core.context_policy import Compact, ContextStep, DiscloseTools, check_window
+from core.context_policy import Compact, ContextStep, check_window
 from core.events import Event
 from core.memory_types import Fold
 from core.types import Message, Usage
@@ -23,7 +23,7 @@ from memory.prefix import PrefixReuse, RadixTree
 from memory.render import Renderer
 from memory.tokens import TokenCounter
 from tools.base import Tool
-from tools.disclosure import request_tools, tools_text, with_describe_tool
+from tools.disclosure import disclosure, request_tools, tools_text, with_describe_tool
 
 HELD_FIXED = (
     "The model's replies and the tool results are held fixed at what the journal recorded; only the prompt "
@@ -91,14 +91,16 @@ def rerender(
     window: int | None = None,
     memory: Callable[[int], str | None] | None = None,
     show_memory: bool = True,
+    disclose_over: int | None = None,
 ) -> Rerendered:
-    """`recorded_folds`: use the compactions the run journaled (re-rendering its own policy)
+    """`disclose_over`: the policy's mcp_disclose_over_tokens, past which its tools are disclosed progressively
+    without a disclose_tools step, as the loop does (tools.disclosure.disclosure). `recorded_folds`: use the compactions the run journaled (re-rendering its own policy)
     instead of folding again with the extractive summariser. `window`: the model's context window
     (the run's, or one given), for compaction budgets given as a share of it. `memory`: the agent's memory as of
     a step (agent.memory_store.recorded_memory), which a fold made again keeps; `show_memory`: False leaves the
     memory's notes out of every prompt, as a policy without the memory tool would."""
     check_window(context, window)
-    disclose = next((s for s in context if isinstance(s, DiscloseTools)), None)
+    disclose = disclosure(context, tools, disclose_over, lambda t: len(counter.text_ids(t)))
     shown = request_tools(with_describe_tool_list(tools) if disclose else tools, disclose)
     text = tools_text(shown) if shown else ""
     requests: list[Request] = []

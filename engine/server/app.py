@@ -6,20 +6,22 @@
 Request bodies are parsed by hand (pydantic, strict) rather than by FastAPI, so every
 malformed request gets a 4xx in the shape of the API it was sent to. A body is read
 with a size cap (413) and a deadline (408), so a client cannot hold a connection with a
-half-sent body. An unexpected failure becomes a counted 500 inside the handler rather
+half-sent body (run.py gives headers the same deadline); a client that hangs up is one
+line in the log. An unexpected failure becomes a counted 500 inside the handler rather
 than escaping to the ASGI server, which would drop the kept-alive connection. A
 non-streamed request is aborted when its client disconnects, like a streamed one.
 """
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from engine.chat import ChatReply
 from engine.engine import Engine
@@ -27,15 +29,23 @@ from engine.server import anthropic_api, openai_api
 from engine.server import anthropic_schemas as an
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, anthropic_body, openai_body
-from engine.server.service import Service
+from engine.server.service import Service, return_hint
 
 log = logging.getLogger("engine.server")
 T = TypeVar("T")
+# A request's headers, and then its body, must arrive within this many seconds (run.py holds the headers to it):
+# a connection that stalls before that is closed.
+REQUEST_TIMEOUT_S = 15.0
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def _is_anthropic(request: Request) -> bool:
     return request.url.path.rstrip("/").endswith("/messages")
+
+
+def internal_error(err: Exception) -> APIError:
+    """A bug's 500: its message may name the server's files, so the body names only its type."""
+    return APIError(500, f"internal error ({type(err).__name__}); the server's log has the details")
 
 
 def error_response(request: Request, err: APIError) -> JSONResponse:
@@ -59,6 +69,8 @@ async def read_body(request: Request, max_bytes: int, timeout_s: float) -> bytes
         raise APIError(
             408, f"the request body did not arrive within {timeout_s:g} s; send it whole and promptly"
         ) from None
+    except ClientDisconnect:
+        raise ClientGone("while sending its request body") from None
     return b"".join(chunks)
 
 
@@ -79,12 +91,30 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
         if not task.done():
             task.cancel()
     if not task.done() or task.cancelled():
-        raise ClientGone()
+        raise ClientGone("before its reply was ready")
     return task.result()
 
 
 class ClientGone(Exception):
-    """The client disconnected before its reply was ready."""
+    """The client disconnected before its reply was ready: `str(self)` says when."""
+
+
+def said_hang_up(request: Request, when: str) -> None:
+    """A client that hangs up is no fault of the server: one line in the log, no traceback."""
+    client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+    log.info("%s hung up %s (%s %s)", client, when, request.method, request.url.path)
+
+
+async def told_if_cut(request: Request, events: AsyncIterator[str]) -> AsyncIterator[str]:
+    """A stream's events; a stream the client leaves before its end is said in one line."""
+    ended = False
+    try:
+        async for event in events:
+            yield event
+        ended = True
+    finally:
+        if not ended:
+            said_hang_up(request, "during its stream")
 
 
 REF = "#/components/schemas/{model}"
@@ -119,7 +149,10 @@ class _App(FastAPI):
 
 
 def create_app(
-    engine: Engine, model_names: list[str], max_body_bytes: int = 8 << 20, body_timeout_s: float = 30.0
+    engine: Engine,
+    model_names: list[str],
+    max_body_bytes: int = 8 << 20,
+    body_timeout_s: float = REQUEST_TIMEOUT_S,
 ) -> FastAPI:
     service = Service(engine, model_names)
     app = _App(title="harness engine", docs_url=None, redoc_url=None, openapi_url="/openapi.json")
@@ -135,6 +168,7 @@ def create_app(
 
     @app.exception_handler(ClientGone)
     async def client_gone(request: Request, err: ClientGone):
+        said_hang_up(request, str(err))
         service.metrics.request("anthropic" if _is_anthropic(request) else "openai", 499)
         return Response(status_code=499)  # nobody reads it; the status is nginx's "client closed request"
 
@@ -145,7 +179,7 @@ def create_app(
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception):
         log.exception("unexpected error serving %s", request.url.path)
-        return error_response(request, APIError(500, f"internal error: {type(err).__name__}: {err}"))
+        return error_response(request, internal_error(err))
 
     @app.get("/health")
     async def health():
@@ -182,10 +216,13 @@ def create_app(
             body = api.parse(await read_body(request, max_body_bytes, body_timeout_s))
             service.check_model(body.model)
             chat = api.to_chat(body)
+            chat.hint = return_hint(request.headers)
             if body.stream:
                 events = await api.stream_events(service, chat, body)
                 service.metrics.request(kind, 200)
-                return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
+                return StreamingResponse(
+                    told_if_cut(request, events), media_type="text/event-stream", headers=SSE_HEADERS
+                )
             reply = await unless_disconnected(request, service.complete(chat))
             service.metrics.request(kind, 200)
             return final(reply, body.model)
@@ -193,7 +230,7 @@ def create_app(
             raise
         except Exception as err:  # a bug, not the client's fault: a counted 500, the connection kept
             log.exception("unexpected error serving %s", request.url.path)
-            raise APIError(500, f"internal error: {type(err).__name__}: {err}") from None
+            raise internal_error(err) from None
 
     @app.post("/v1/chat/completions", openapi_extra=_body(oa.ChatCompletionRequest))
     async def chat_completions(request: Request):

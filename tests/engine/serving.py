@@ -13,9 +13,13 @@ __all__ = ["free_port", "metrics", "running_server"]
 
 
 @contextlib.contextmanager
-def running_server(engine, names=("smollm2",), **limits):
-    """Yields the base URL (no /v1) of a real uvicorn server over `engine`; `limits` go to create_app."""
-    with running(create_app(engine, list(names), **limits)) as url:
+def running_server(engine, names=("smollm2",), request_timeout_s: float | None = None, **limits):
+    """Yields the base URL (no /v1) of a real uvicorn server over `engine`; `limits` go to create_app, and
+    `request_timeout_s` is the headers' and the body's deadline."""
+    if request_timeout_s is not None:
+        limits["body_timeout_s"] = request_timeout_s
+    timeouts = {} if request_timeout_s is None else {"request_timeout_s": request_timeout_s}
+    with running(create_app(engine, list(names), **limits), **timeouts) as url:
         yield url
 
 

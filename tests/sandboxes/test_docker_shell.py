@@ -109,3 +109,55 @@ def test_multi_line_commands_heredocs_and_quotes(sandbox):
     r = sandbox.exec(command, timeout=10)
     assert r.exit_code == 0
     assert r.output == "n=1\nn=2\nline one\n  $NOT_EXPANDED 'quoted' \"double\"\n"
+
+
+def test_a_command_that_closes_or_redirects_the_shells_output_changes_it_for_itself_only(sandbox):
+    sandbox.exec("cd /tmp && export KEPT=1", timeout=10)
+    assert sandbox.exec("exec 1>&-; exec 2>&-", timeout=10).exit_code == 0
+    assert sandbox.exec("echo after-close >&2", timeout=10).output == "after-close\n"
+    assert sandbox.exec("exec >/tmp/log.txt; echo hidden", timeout=10).output == ""
+    assert sandbox.exec("echo after-redirect; cat /tmp/log.txt", timeout=10).output == "after-redirect\nhidden\n"
+    assert sandbox.exec('exec {__h_fd}>&-; echo "$PWD $KEPT"', timeout=10).output == "/tmp 1\n"
+    assert sandbox.shell_state().env == {"KEPT": "1"}  # what a snapshot reads at the stop
+
+
+def test_exec_of_another_program_in_the_shells_place_is_said_and_a_new_shell_takes_over(sandbox):
+    sandbox.exec("cd /tmp", timeout=10)
+    r = sandbox.exec("exec python3 -c 'print(1)'", timeout=10)
+    assert r.output.startswith(
+        "1\n\n[sandbox: the shell was replaced by the program the command `exec`s, which exited with status 0; "
+        "the next command runs in a new shell, starting in /tmp:"
+    )
+    start = time.monotonic()
+    r = sandbox.exec("exec sleep 100", timeout=1)
+    assert r.timed_out and time.monotonic() - start < 5
+    assert "the program the command `exec`s in the shell's place was still running at the timeout" in r.output
+    assert sandbox.exec("pwd", timeout=10).output == "/tmp\n"
+
+
+def test_binary_output_reaches_the_model_as_text(sandbox):
+    r = sandbox.exec("echo start; head -c 9700 /dev/zero; echo; printf 'a\\x01b\\xff\\n'; echo end", timeout=10)
+    assert r.output == (
+        "start\n[binary output: 9,701 bytes not shown; pipe it through `xxd | head` or `strings` to look at it]\n"
+        "a\\x01b\\xff\nend\n"
+    )
+
+
+def test_a_command_abandoned_on_a_signal_is_killed_and_the_shell_stays_in_step(sandbox):
+    from core import interrupts
+
+    sandbox.exec("cd /tmp && export KEPT=1", timeout=10)
+    threading.Timer(0.5, interrupts.request, ["SIGINT"]).start()
+    start = time.monotonic()
+    try:
+        sandbox.exec("sleep 30", timeout=60)
+        raise AssertionError("the command was not abandoned")
+    except interrupts.Abandoned as e:
+        assert e.signal_name == "SIGINT"
+    finally:
+        interrupts.clear()
+    assert time.monotonic() - start < 5
+    state = sandbox.shell_state()  # the snapshot at the stop reads the shell's own state, not the old command's
+    assert (state.cwd, state.env) == ("/tmp", {"KEPT": "1"})
+    sleeping = "grep -lx sleep /proc/[0-9]*/comm | wc -l"  # the container's own idle `sleep infinity` alone
+    assert sandbox.exec(f"{sleeping}; echo $KEPT", timeout=10).output == "1\n1\n"

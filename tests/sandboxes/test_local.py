@@ -5,6 +5,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from sandboxes.local import LocalSandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,3 +98,28 @@ def test_commands_of_a_sigkilled_owner_are_ended_by_the_next_sandbox_on_its_work
     assert not (ws / "late.txt").exists()  # the rest of the old command never ran
     assert resumed.exec("echo fresh", timeout=5).output == "fresh\n"
     resumed.close()
+
+
+def test_a_command_abandoned_on_a_signal_is_killed_with_its_children(tmp_path):
+    import threading
+
+    from core import interrupts
+
+    sb = LocalSandbox(tmp_path / "w")
+    threading.Timer(0.3, interrupts.request, ["SIGTERM"]).start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(interrupts.Abandoned):
+            sb.exec("(sleep 2; echo late > late.txt) & sleep 30", timeout=60)
+    finally:
+        interrupts.clear()
+    assert time.monotonic() - start < 3
+    time.sleep(2.5)
+    assert not (tmp_path / "w" / "late.txt").exists()
+    sb.close()
+
+
+def test_binary_output_reaches_the_model_as_text(tmp_path):
+    flood = "import os, sys; sys.stdout.buffer.write(os.urandom(3000).replace(b'\\n', b''))"
+    r = LocalSandbox(tmp_path).exec(f'{sys.executable} -c "{flood}"; echo; echo end', timeout=10)
+    assert r.output.startswith("[binary output: ") and r.output.endswith(" to look at it]\nend\n")

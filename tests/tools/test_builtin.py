@@ -35,6 +35,16 @@ def test_read_file_numbers_lines_and_honours_ranges(ctx):
     assert not past.ok and "5 lines" in past.text
 
 
+def test_a_binary_file_is_neither_shown_raw_nor_corrupted_by_an_edit(ctx):
+    image = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR return 1"
+    ctx.sandbox.write_file("logo.png", image)
+    shown = READ_FILE.run(ReadArgs(path="logo.png"), ctx)
+    assert not shown.ok and shown.text.startswith("logo.png is not text (25 bytes; not UTF-8, or with NUL bytes)")
+    edit = REPLACE.run(ReplaceArgs(path="logo.png", old="return 1", new="return 2"), ctx)
+    assert not edit.ok and "`xxd logo.png | head`" in edit.text
+    assert ctx.sandbox.read_file("logo.png") == image
+
+
 def test_grep_and_find(ctx):
     assert GREP.run(GrepArgs(pattern="def [fg]", glob="*.py"), ctx).text.splitlines() == [
         "./pkg/a.py:1:def f():",

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from sandboxes.text import is_binary
 from tools.base import Effect, Tool, ToolContext, ToolResult
 
 
@@ -43,7 +44,10 @@ def refused_by_sandbox(run: Callable[[Any, ToolContext], ToolResult]) -> Callabl
 
 
 def read_file(args: ReadArgs, ctx: ToolContext) -> ToolResult:
-    lines = ctx.sandbox.read_file(args.path, ctx.timeout_s).decode("utf-8", errors="replace").splitlines()
+    data = ctx.sandbox.read_file(args.path, ctx.timeout_s)
+    if is_binary(data):
+        return ToolResult(not_text(args.path, data), ok=False)
+    lines = data.decode("utf-8").splitlines()
     end = min(args.end_line or len(lines), len(lines))
     if args.start_line > max(len(lines), 1):
         return ToolResult(
@@ -81,8 +85,18 @@ class ReplaceArgs(BaseModel):
     new: str = Field(description="Text to put in its place.")
 
 
+def not_text(path: str, data: bytes) -> str:
+    return (
+        f"{path} is not text ({len(data):,} bytes; not UTF-8, or with NUL bytes), so it is not shown or edited "
+        f"here: look at it with the shell (`file {path}`, `xxd {path} | head`)."
+    )
+
+
 def replace(args: ReplaceArgs, ctx: ToolContext) -> ToolResult:
-    text = ctx.sandbox.read_file(args.path, ctx.timeout_s).decode("utf-8", errors="replace")
+    data = ctx.sandbox.read_file(args.path, ctx.timeout_s)
+    if is_binary(data):  # decoding it with replacements and writing it back would corrupt it
+        return ToolResult(not_text(args.path, data), ok=False)
+    text = data.decode("utf-8")
     count = text.count(args.old)
     if count == 0:
         return ToolResult(f"No change: the text to replace does not occur in {args.path}.", ok=False)

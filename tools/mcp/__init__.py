@@ -21,7 +21,11 @@ server a run could reach. In a policy file (TOML; YAML takes the same fields):
 
 Every string of a tool's definition is cleaned of control and invisible characters,
 capped and defused (tools/mcp/text.py); a tool whose input schema is still too
-large, or too deeply nested, is left out. The results of an untrusted server are
+large, or too deeply nested, is left out. An untrusted server's schema keeps only the
+arguments' structure: its words (descriptions, titles, examples, `x-` fields) are shown
+inside the fence with the tool's description, one line per argument. Past the policy's
+`mcp_disclose_over_tokens` (8,000 tokens of schemas in every request) the MCP tools go as
+one-line summaries with `describe_tool` for the rest, as under `disclose_tools`. The results of an untrusted server are
 cleaned, capped, defused and fenced as its descriptions are; a trusted server's
 results are only cleaned of control characters, as the user vouched for it. Tools left out, and why, are reported:
 `harness tools list` prints them, and a run logs them on the `harness.mcp` logger.

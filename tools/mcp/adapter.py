@@ -17,7 +17,7 @@ from typing import Any
 
 from core.mcp_settings import McpServer
 from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
-from tools.mcp.text import SUMMARY_CHARS, clean_schema, fenced, one_line
+from tools.mcp.text import SUMMARY_CHARS, clean_schema, fenced, one_line, schema_prose
 
 NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
 # A larger input schema, measured after its strings are capped, leaves its tool out: it would
@@ -49,7 +49,9 @@ def asks_approval(server: McpServer, effect: Effect, annotations: Any = None) ->
     return server.approval == "always" or (server.approval == "writes" and effect is Effect.WRITE)
 
 
-def input_schema(server: McpServer, spec: Any) -> dict[str, Any]:
+def input_schema(server: McpServer, spec: Any) -> tuple[dict[str, Any], list[str]]:
+    """The tool's schema, cleaned; an untrusted server's without its words, which are returned apart (one line
+    per argument) to be shown inside the fence with the description."""
     schema = spec.input_schema if isinstance(spec.input_schema, dict) else {}
     left_out = f"MCP server {server.name}: tool {one_line(spec.name, 80)!r} is left out: its input schema"
     try:
@@ -59,7 +61,7 @@ def input_schema(server: McpServer, spec: Any) -> dict[str, Any]:
     size = len(json.dumps(schema, ensure_ascii=False))
     if size > SCHEMA_CHARS:
         raise ValueError(f"{left_out} has {size:,} characters even with each string capped (limit {SCHEMA_CHARS:,})")
-    return schema
+    return (schema, []) if server.trusted else schema_prose(schema)
 
 
 def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
@@ -72,13 +74,14 @@ def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
         return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s, ctx.inputs)
 
     summary = one_line(title or spec.description, SUMMARY_CHARS) or one_line(remote, SUMMARY_CHARS)
+    schema, arguments = input_schema(server, spec)
     return Tool(
         name=tool_name(server.name, remote),
         summary=f"(MCP {server.name}) {summary}",
-        description=fenced(server.name, server.trusted, title, spec.description),
+        description=fenced(server.name, server.trusted, title, spec.description, arguments),
         args=FreeArgs,
         effect=effect,
         run=run,
-        input_schema=input_schema(server, spec),
+        input_schema=schema,
         asks_approval=asks_approval(server, effect, spec.annotations),
     )

@@ -5,6 +5,8 @@ summary written. The policy's HTTP timeouts bound a server that accepts and neve
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agent.models import load_model
@@ -104,3 +106,23 @@ def test_sdk_retries_come_from_the_policy(api):
         with pytest.raises(TransientModelError, match="500"):
             load_model(spec(api, url)).complete([], [], ModelParams(sdk_retries=2))
     assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("api", "shape", "said"),
+    [
+        ("openai", "empty_choices", "its `choices` list is empty or missing"),
+        ("openai", "html", "it is not a JSON chat completion"),
+        ("anthropic", "content_null", "its `content` is not a list of blocks"),
+        ("anthropic", "html_labelled_json", "it is not JSON: Expecting value at character 0"),
+    ],
+)
+def test_a_malformed_reply_is_said_to_be_malformed_quoting_what_was_in_it(tmp_path, api, shape, said):
+    with provider([MALFORMED[api][shape]] * 3) as (_, url):
+        summary, run_dir = start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path))
+    stopped = events(run_dir)[-1]["message"]
+    assert "the provider answered, but its reply is malformed" in stopped and f"({said})" in stopped
+    sent = MALFORMED[api][shape][2]
+    quoted = sent.decode() if isinstance(sent, bytes) else json.dumps(sent)
+    assert f"The reply was: {quoted[:60]}" in stopped
+    assert "IndexError" not in stopped and "list index out of range" not in stopped

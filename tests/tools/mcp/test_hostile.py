@@ -60,6 +60,30 @@ def test_every_string_of_a_hostile_schema_is_cleaned_capped_and_defused(hostile)
     assert len(json.dumps(schema)) < 10_000  # from about 500 KB as the server sent it
 
 
+def test_every_word_of_an_untrusted_schema_is_inside_the_fence(hostile):
+    """Descriptions, titles, examples and x- fields of the schema are shown inside the fence, one line per
+    argument; the schema the provider gets holds the arguments' structure alone."""
+    tool = hostile.get("hostile__schema_bomb")
+
+    def words(schema: Any, in_map: bool = False) -> list[str]:
+        if isinstance(schema, list):
+            return [w for item in schema for w in words(item)]
+        if not isinstance(schema, dict):
+            return []
+        if in_map:  # property names, $defs names: not words
+            return [w for sub in schema.values() for w in words(sub)]
+        found = [k for k in schema if k in ("title", "description", "examples", "$comment") or k.startswith("x-")]
+        return found + [w for k, v in schema.items() for w in words(v, k in ("properties", "$defs"))]
+
+    assert words(tool.schema()) == []
+    inside = tool.description.split('<mcp-untrusted server="hostile">\n', 1)[1].removesuffix("\n</mcp-untrusted>")
+    assert inside.count("</mcp-untrusted>") == 0 and "\nArguments:\n- (all arguments): " in inside
+    assert "\n- path: " in inside and "Examples: [" in inside and "x-instructions: " in inside
+    assert_harmless(inside)
+    trusted_copy = hostile.get("hostile__weather").schema()
+    assert trusted_copy == {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
 def test_a_hostile_description_and_title_are_fenced_and_cannot_close_the_fence(hostile):
     for name in ("hostile__weather", "hostile__control_tokens", "hostile__shell"):
         tool = hostile.get(name)

@@ -1,0 +1,116 @@
+"""Stopping runs from outside the process: SIGINT (Ctrl-C) and SIGTERM (systemd, Kubernetes, Ray, a CI timeout).
+
+A signal never cuts a run short in the middle of a journal write. While `signals_handled` is in force, the first
+SIGINT or SIGTERM asks every run of the process to stop: each run notices at its next safe point (before a model
+call, after a reply or an observation is journaled) and stops as `interrupted`, with its snapshot and summary. What
+happens to the call in flight is the policy's `checkpoint.on_signal`: `finish` lets it run to its end and journals
+its result; `abandon` stops it at once (a command is killed as at a timeout, a model request is dropped) and leaves
+it as a crash would, for the resume to settle. A second signal abandons whatever is still in flight.
+
+Sandboxes ask `abandoning()` while a command runs; the loop asks `requested()` at its safe points; a model call runs
+inside `abandonable()`, where (in the main thread) the signal handler raises `Abandoned` itself.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+SIGNALS = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+EXIT_CODES = {"SIGINT": 128 + signal.SIGINT, "SIGTERM": 128 + signal.SIGTERM}  # what a shell reports for either
+
+
+class Abandoned(BaseException):
+    """A call stopped by a signal before it ended. A BaseException, so that no `except Exception` (the dispatcher's,
+    a tool's) turns it into an observation: nothing about the call is journaled, as after a crash."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(f"abandoned on {signal_name}")
+        self.signal_name = signal_name
+
+
+@dataclass
+class _State:
+    signal_name: str | None = None  # the first signal received
+    count: int = 0  # signals received
+    abandon_first: bool = True  # the policy's checkpoint.on_signal == "abandon"
+    installed: int = 0  # nesting depth of signals_handled in the main thread
+    raisable: int = 0  # nesting depth of abandonable() in the main thread
+
+
+_state = _State()
+_lock = threading.Lock()
+
+
+def requested() -> str | None:
+    """The signal that asked the process's runs to stop, or None."""
+    return _state.signal_name
+
+
+def abandoning() -> bool:
+    """Whether the call in flight should be stopped now rather than run to its end."""
+    return _state.count > (0 if _state.abandon_first else 1)
+
+
+def request(signal_name: str) -> None:
+    """What a signal does (and what a test or a replay does to act as one)."""
+    with _lock:
+        _state.signal_name = _state.signal_name or signal_name
+        _state.count += 1
+
+
+def clear() -> None:
+    """Forget the requests, once the runs they stopped have stopped."""
+    with _lock:
+        _state.signal_name, _state.count = None, 0
+
+
+def _handle(signum: int, frame: object) -> None:
+    name = signal.Signals(signum).name
+    request(name)
+    if _state.raisable and abandoning():
+        raise Abandoned(name)
+
+
+@contextmanager
+def signals_handled(abandon_first: bool = True) -> Iterator[None]:
+    """SIGINT and SIGTERM ask runs to stop (see the module) instead of killing the process, while in force. Only
+    the main thread can take signals: elsewhere (a batch's worker threads) this does nothing, and the main thread's
+    handler serves every run. Nested uses keep the outermost one's handlers; the previous ones come back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if _state.installed:
+        _state.installed += 1
+        try:
+            yield
+        finally:
+            _state.installed -= 1
+        return
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    _state.abandon_first, _state.installed = abandon_first, 1
+    for s in SIGNALS:
+        signal.signal(s, _handle)
+    try:
+        yield
+    finally:
+        _state.installed = 0
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextmanager
+def abandonable() -> Iterator[None]:
+    """A call (a model request) that the signal handler may end by raising `Abandoned` in the main thread; one
+    already asked to be abandoned raises at once."""
+    if abandoning() and _state.signal_name is not None:
+        raise Abandoned(_state.signal_name)
+    main = threading.current_thread() is threading.main_thread()
+    _state.raisable += main
+    try:
+        yield
+    finally:
+        _state.raisable -= main

@@ -1,0 +1,77 @@
+"""Every batch command checks its model string and its policy before it creates anything: a mistake is one
+paragraph and exit 2, and no folder is left behind (neither an empty batch folder nor a game that failed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+TASK = ROOT / "tests" / "evals" / "tasks" / "tasks" / "memory-limit"  # a Harbor task folder
+
+COMMANDS = {
+    "chess": lambda out, model, policy: ["chess", "--model", model, "--policy", policy, "--out", str(out)],
+    "swe": lambda out, model, policy: ["swe", "--model", model, "--policy", policy, "--out", str(out)],
+    "tasks": lambda out, model, policy: [
+        "tasks",
+        "run",
+        "--model",
+        model,
+        "--policy",
+        policy,
+        "--out",
+        str(out),
+        str(TASK),
+    ],
+    "study": lambda out, model, policy: [
+        "study",
+        "--model",
+        model,
+        "--task",
+        "fizzbuzz",
+        "--policy",
+        policy,
+        "--out",
+        str(out),
+    ],
+    "run": lambda out, model, policy: ["run", "--task", "x", "--model", model, "--policy", policy, "--out", str(out)],
+}
+MISTAKES = {
+    # what: (model, policy or None for a good one, the start of the message)
+    "a model string of no known form": ("gpt4:turbo", None, "error: Unknown model 'gpt4:turbo'."),
+    "a provider without its key": (
+        "anthropic:claude-x",
+        None,
+        "error: The model 'anthropic:claude-x' needs an API key",
+    ),
+    "a scripted file that is not there": (
+        "scripted:nope.yaml",
+        None,
+        "error: Cannot read scripted model file nope.yaml",
+    ),
+    "a policy that is a folder": ("scripted:SCRIPT", "FOLDER", "error: Policy FOLDER is a folder, not a policy"),
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_a_batch_command_refuses_a_bad_model_or_policy_before_creating_anything(
+    tmp_path, monkeypatch, command, mistake
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    model, policy, said = MISTAKES[mistake]
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    model = model.replace("SCRIPT", str(ROOT / "examples" / "demo_script.yaml"))
+    out = tmp_path / "out"
+    args = COMMANDS[command](out, model, str(folder) if policy else "default")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(said.replace("FOLDER", str(folder))), result.output
+    assert "Traceback" not in result.output and "Unknown policy preset" not in result.output
+    assert not out.exists()
