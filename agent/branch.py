@@ -26,7 +26,7 @@ from pathlib import Path
 from agent.journal.fold import fold
 from agent.journal.store import Journal, RunInfo, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
-from agent.loop import begin, run
+from agent.loop import begin, compacted, run
 from agent.models.base import ModelClient
 from agent.recovery.approval import Decision
 from agent.recovery.branch import writes_upto
@@ -260,19 +260,8 @@ def reshape(loop, events: Sequence[Event]) -> list[Compacted]:
         if result.fold is not None:
             folds.append(result.fold)
         made.append(
-            Compacted(
-                step=loop.state.step,
-                ok=result.ok,
-                trigger=result.trigger,
-                version=result.fold and result.fold.version,
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
-                fold=result.fold,
-                summariser_usage=result.usage,
-                finish_reason=result.finish_reason,
-                cut_off=result.cut_off,
-                attempts=[a.model_dump() for a in result.attempts],
-                message=f"made again at the branch, as after step {step.n}. {result.message}".strip(),
+            compacted(
+                loop.state.step, result, f"made again at the branch, as after step {step.n}. {result.message}".strip()
             )
         )
     return made

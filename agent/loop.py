@@ -34,6 +34,7 @@ from core.errors import ContextOverflowError, PermanentModelError, TransientMode
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
+from memory.compaction import CompactionResult
 from memory.notes import opening_note
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
@@ -290,21 +291,24 @@ def compact_if_due(loop: Loop) -> None:
         state.folds.append(result.fold)
     if not (result.ok or result.attempts):
         return  # nothing old enough to fold yet: not worth an event every step
-    journal.append(
-        Compacted(
-            step=state.step,
-            ok=result.ok,
-            trigger=result.trigger,
-            version=result.fold and result.fold.version,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
-            fold=result.fold,
-            summariser_usage=result.usage,
-            finish_reason=result.finish_reason,
-            cut_off=result.cut_off,
-            attempts=[a.model_dump() for a in result.attempts],
-            message=result.message,
-        )
+    journal.append(compacted(state.step, result, result.message))
+
+
+def compacted(step: int, result: CompactionResult, message: str) -> Compacted:
+    """The journal's record of one compaction made after `step`."""
+    return Compacted(
+        step=step,
+        ok=result.ok,
+        trigger=result.trigger,
+        version=result.fold and result.fold.version,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        fold=result.fold,
+        summariser_usage=result.usage,
+        finish_reason=result.finish_reason,
+        cut_off=result.cut_off,
+        attempts=[a.model_dump() for a in result.attempts],
+        message=message,
     )
 
 
