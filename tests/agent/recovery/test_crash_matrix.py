@@ -18,11 +18,15 @@ from tests.agent.recovery import crash_driver
 from tests.agent.recovery.crash_driver import AIMS, CELLS
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once, for the docker cells)
 
+pytestmark = pytest.mark.slow
+
 STEPS = 3
 KILLS = 2
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=[c.name for c in CELLS])
+@pytest.mark.parametrize(
+    "cell", [pytest.param(c, id=c.name, marks=[pytest.mark.docker] if c.sandbox == "docker" else []) for c in CELLS]
+)
 def test_a_few_seeded_kills_then_resume_match_the_uninterrupted_run(request, tmp_path, cell):
     if cell.sandbox == "docker":
         request.getfixturevalue("docker_ready")
