@@ -1,7 +1,7 @@
 """`harness fork`: a run branched at a step, in the local sandbox: the parent's world and steps, then its own way.
 
 Real files, the local sandbox, scripted models (tests/agent/forking.py). The Docker sandbox's forks are in
-test_fork_docker.py, a chess game's in tests/evals/chess/test_fork.py, kills during a fork in the crash matrix.
+test_fork_docker.py, kills during a fork in the crash matrix.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def parent_run(root: Path, policy: HarnessPolicy = POLICY, steps: int = forking.
     return run_dir, world.files
 
 
+@pytest.mark.slow  # a 30-step parent and its fork: end to end, about 10 s
 def test_a_fork_at_step_15_of_30_has_the_parents_world_and_steps_and_goes_on_under_another_policy(tmp_path):
     parent, world = parent_run(tmp_path)
     made = fork(parent, 15, policy=PRESETS["lean"], model=forking.model(), out=tmp_path / "forks")
@@ -60,6 +61,7 @@ def test_a_fork_at_step_15_of_30_has_the_parents_world_and_steps_and_goes_on_und
     assert json.loads((made.run_dir / "summary.json").read_text())["stop_reason"] == "submitted"
 
 
+@pytest.mark.slow
 def test_a_fork_goes_on_from_the_parents_last_step_and_a_fork_of_a_fork_too(tmp_path):
     parent, _ = parent_run(tmp_path, steps=12, watch=3)
     first = fork(parent, 5, model=forking.model(12), out=tmp_path / "forks")
@@ -77,6 +79,7 @@ def test_a_fork_goes_on_from_the_parents_last_step_and_a_fork_of_a_fork_too(tmp_
     assert world.files is None  # (the listener only watches a live run)
 
 
+@pytest.mark.slow
 def test_a_fork_under_another_context_policy_folds_its_inherited_steps_again(tmp_path):
     folding = HarnessPolicy(
         name="folding",
