@@ -42,6 +42,7 @@ from core.events import (
     ModelReplied,
     ProgramFiles,
     RunStopped,
+    SamplingReplied,
     SummaryReplied,
     ToolIntent,
     ToolObserved,
@@ -139,6 +140,7 @@ def replay(
             session,
             approvals=decisions(recorded),
             summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
+            sampled=[e for e in recorded if isinstance(e, SamplingReplied)],
         )
     journal = session.journal
     replayed = read_events(journal.dir)

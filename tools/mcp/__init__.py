@@ -47,9 +47,9 @@ Importing this package is cheap; the SDK loads only when a server is configured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Literal
 
 from core.mcp_settings import MAX_TOOLS, McpServer
 from tools.base import Registry
@@ -61,18 +61,16 @@ def with_mcp(
     base: Registry,
     max_tools: int = MAX_TOOLS,
     elicitation: Literal["ask", "defaults", "decline"] = "ask",
-    sampler: Callable[[McpServer, Any], tuple[str, str]] | None = None,
 ) -> Iterator[Registry]:
     """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block.
-    `elicitation`: how a server's questions are answered when no recorded answer covers them;
-    `sampler`: who answers the sampling requests of servers that allow them (tools.mcp.manager)."""
+    `elicitation`: how a server's questions are answered when no recorded answer covers them."""
     if not servers:
         yield base
         return
     from tools.mcp.manager import McpTools
     from tools.mcp.registry import LiveRegistry
 
-    with McpTools(servers, elicitation, sampler) as mcp:
+    with McpTools(servers, elicitation) as mcp:
         yield LiveRegistry.over(base, mcp, max_tools)
 
 
