@@ -24,7 +24,7 @@ from agent.run.state import RunState, spend
 from core.errors import PermanentModelError, TransientModelError
 from core.events import SamplingReplied
 from core.policy import HarnessPolicy
-from core.types import Message, ModelReply
+from core.types import Message, ModelReply, Usage
 from tools.base import SamplingRefused
 
 
@@ -62,6 +62,10 @@ class Sampling:
         earlier = self.recorded[call_id]
         if earlier and earlier[0].request_sha256 == digest:
             e = earlier.popleft()
+            if not self.ask:  # a recording's reply: the replay's journal keeps it too, as the run's kept it
+                self.journal.append(e.model_copy(update={"step": step}))
+                spend(self.state, e.cost_usd)
+                self.state.usage = self.state.usage + (e.reply.usage if e.reply is not None else Usage())
             if e.reply is None:
                 raise SamplingRefused(e.error or "the model call failed")
             return e.reply

@@ -35,6 +35,7 @@ class Current:
     on_caller: OnCaller | None
     timeout_s: float
     deadline: float  # time.monotonic()
+    refused: str | None = None  # why the harness refused what the server asked (it then fails the call)
 
 
 class Calls:
@@ -60,16 +61,19 @@ class Calls:
         now = self.current
         host = now.host if now is not None else None
         refusal = not_allowed(self.server, host)
-        if refusal is not None or host is None:
-            return refusal or refused("no host")
-        try:
-            messages = messages_of(params)
-            reply = await self._on_caller(lambda: host.sample(self.server.name, messages, params.max_tokens))
-        except SamplingRefused as e:
-            return refused(f"The harness refused the sampling request of MCP server {self.server.name}: {e}")
-        except Exception as e:
-            return refused(f"The sampling request of MCP server {self.server.name} failed: {describe(e)}")
-        return result_of(reply)
+        if refusal is None and host is not None:
+            try:
+                messages = messages_of(params)
+                reply = await self._on_caller(lambda: host.sample(self.server.name, messages, params.max_tokens))
+                return result_of(reply)
+            except SamplingRefused as e:
+                refusal = refused(f"The harness refused it: {e}")
+            except Exception as e:
+                refusal = refused(f"The run's model could not answer it: {describe(e)}")
+        assert refusal is not None
+        if now is not None:
+            now.refused = refusal.message
+        return refusal
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         shown = one_line(message, 200)

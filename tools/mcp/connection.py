@@ -308,6 +308,13 @@ class Connection:
                 return ToolResult(
                     f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.", ok=False
                 )
+            refused = self.calls.current.refused if self.calls.current is not None else None
+            if refused is not None:  # the SDK raises what the harness refused the server during the call
+                return ToolResult(
+                    f"{note}{name} on MCP server {self.server.name} stopped: it asked the run's model for a reply "
+                    f"(sampling). {refused}",
+                    ok=False,
+                )
             if e.code == TOO_LONG:
                 return ToolResult(f"{note}{name} on MCP server {self.server.name}: {said(e.message)}", ok=False)
             return ToolResult(
