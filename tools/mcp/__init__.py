@@ -36,7 +36,11 @@ SERVER:URI`), followed when they change; a task built from a server's prompt
 (`--mcp-prompt SERVER:NAME --arg K=V`). A server's questions during a call
 (elicitation) go through the approval gate (policy `approval.elicitation`,
 tools/mcp/elicitation.py); its sampling requests are refused unless the server
-sets `sampling = true`. A remote server may need OAuth 2.1 (`oauth`, tools/mcp/auth.py).
+sets `sampling = true`, then answered by the run's model and billed to the run
+(tools/mcp/sampling.py, agent/sampling.py). A long call the server runs as a task
+is followed by its journaled handle, even across a resume (tools/mcp/tasks.py).
+The policy's `mcp_read_resource` offers the model a `read_resource` tool
+(tools/mcp/resource_tool.py). A remote server may need OAuth 2.1 (`oauth`, tools/mcp/auth.py).
 
 On the command line (`harness run` and `harness tools list`):
 `--mcp "[NAME=]COMMAND ARGS"`, `--mcp-url [NAME=]URL` (both untrusted) and
@@ -61,9 +65,11 @@ def with_mcp(
     base: Registry,
     max_tools: int = MAX_TOOLS,
     elicitation: Literal["ask", "defaults", "decline"] = "ask",
+    read_resource: bool = False,
 ) -> Iterator[Registry]:
     """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block.
-    `elicitation`: how a server's questions are answered when no recorded answer covers them."""
+    `elicitation`: how a server's questions are answered when no recorded answer covers them; `read_resource`:
+    offer the model the read_resource tool as well (tools/mcp/resource_tool.py)."""
     if not servers:
         yield base
         return
@@ -71,7 +77,12 @@ def with_mcp(
     from tools.mcp.registry import LiveRegistry
 
     with McpTools(servers, elicitation) as mcp:
-        yield LiveRegistry.over(base, mcp, max_tools)
+        registry = LiveRegistry.over(base, mcp, max_tools)
+        if read_resource:
+            from tools.mcp.resource_tool import read_resource_tool
+
+            registry.add(read_resource_tool(mcp))
+        yield registry
 
 
 __all__ = ["McpServer", "with_mcp"]
