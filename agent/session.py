@@ -42,7 +42,7 @@ from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
 from core.mcp_settings import McpServer
-from core.policy import PRESETS, HarnessPolicy, load_policy
+from core.policy import PRESETS, HarnessPolicy, load_policy, memory_on
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
 from tools.base import Registry, ToolRecord, record
@@ -150,7 +150,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
     source = spec.memory if spec.memory is not None else MemorySource() if policy.memory.tool else None
     if source is not None and not policy.memory.tool:
-        policy = policy.model_copy(update={"memory": policy.memory.model_copy(update={"tool": True})})
+        policy = memory_on(policy)  # named NAME+memory: an A/B tells the runs with a memory from those without
     start, memory = starting_ledger(source, spec.task.id) if source is not None else ([], None)
     sandbox = spec.sandbox if isinstance(spec.sandbox, SandboxSpec) else None
     info = RunInfo(

@@ -87,11 +87,13 @@ def study_command(
     otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
-    check_model(model)  # before the study folder
+    tasks = expand_tasks(task)
+    for name in tasks if "{task}" in model else [""]:  # before the study folder; each task's own model
+        check_model(model.replace("{task}", name))
     use_otel(otel_endpoint)
     spec = StudySpec(
         model=model,
-        tasks=expand_tasks(task),
+        tasks=tasks,
         policies=policy,
         seeds=_ints(seeds, "--seeds"),
         concurrency=_ints(concurrency, "--concurrency"),

@@ -305,23 +305,6 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         ),
     ),
     (
-        "as `compact_cache_aware`, and the agent keeps notes with the memory tool: files in /memories that the "
-        "harness keeps outside the sandbox, dates, supersedes and shows after the working memory",
-        HarnessPolicy(
-            name="compact_memory",
-            context=[
-                Compact(
-                    trigger_tokens=12000,
-                    keep_first_tokens=7000,
-                    keep_recent_steps=0,
-                    layout="append",
-                    summariser_prompt="fork",
-                )
-            ],
-            memory=MemoryPolicy(tool=True),
-        ),
-    ),
-    (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
     ),
@@ -342,8 +325,20 @@ PRESETS: dict[str, HarnessPolicy] = {p.name: p for _, p in _PRESETS}
 PRESET_SUMMARIES: dict[str, str] = {p.name: what for what, p in _PRESETS}
 
 
+MEMORY_ON = "+memory"  # after a policy's name: the same policy with the memory tool on
+
+
+def memory_on(policy: HarnessPolicy) -> HarnessPolicy:
+    """`policy` with the agent's memory tool on, named NAME+memory."""
+    memory = policy.memory.model_copy(update={"tool": True})
+    return policy.model_copy(update={"name": policy.name + MEMORY_ON, "memory": memory})
+
+
 def load_policy(name_or_path: str) -> HarnessPolicy:
-    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset)."""
+    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset); either followed by
+    `+memory` is the same policy with the memory tool on."""
+    if name_or_path.endswith(MEMORY_ON):
+        return memory_on(load_policy(name_or_path.removesuffix(MEMORY_ON)))
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
@@ -359,7 +354,7 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
     if not path.suffix:
         raise HarnessError(
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "
-            "Or pass a path to a .toml or .yaml policy file."
+            "Or pass a path to a .toml or .yaml policy file; either followed by +memory turns the memory tool on."
         )
     data = _read_file(path)
     base = data.pop("extends", "default")

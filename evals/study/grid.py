@@ -12,7 +12,7 @@ from agent.models.spec import parse_model
 from agent.run.task import Task, load_task
 from agent.session import SandboxSpec
 from core.errors import HarnessError
-from core.policy import PRESETS, HarnessPolicy, load_policy
+from core.policy import MEMORY_ON, PRESETS, HarnessPolicy, load_policy, memory_on
 from evals.chess.opponents import check_spec
 
 HERE = Path(__file__).resolve().parent
@@ -130,7 +130,10 @@ def settings(spec: StudySpec) -> list[Setting]:
 
 
 def study_policy(name: str) -> HarnessPolicy:
-    """A preset, a bundled study policy (by its file's stem), or a policy file."""
+    """A preset, a bundled study policy (by its file's stem), or a policy file; `+memory` after any of them:
+    the same with the agent's memory tool on."""
+    if name.endswith(MEMORY_ON):
+        return memory_on(study_policy(name.removesuffix(MEMORY_ON)))
     if name not in PRESETS and (POLICIES / f"{name}.toml").exists():
         return load_policy(str(POLICIES / f"{name}.toml"))
     return load_policy(name)
