@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections import defaultdict, deque
 from collections.abc import Sequence
+from functools import partial
 
 from agent.journal.store import Journal
 from agent.models.base import ModelClient
@@ -71,6 +72,14 @@ class Sampling:
             return e.reply
         if not self.ask:
             raise SamplingRefused("the recording holds no reply of the model to this request")
+        replied = partial(
+            SamplingReplied,
+            step=step,
+            server=server,
+            call_id=call_id,
+            request_sha256=digest,
+            request_messages=len(messages),
+        )
         errs = self.policy.errors
         try:
             reply = with_retries(
@@ -81,29 +90,10 @@ class Sampling:
             )
         except (TransientModelError, PermanentModelError) as e:
             error = f"{type(e).__name__}: {e}"
-            self.journal.append(
-                SamplingReplied(
-                    step=step,
-                    server=server,
-                    call_id=call_id,
-                    request_sha256=digest,
-                    request_messages=len(messages),
-                    error=error,
-                )
-            )
+            self.journal.append(replied(error=error))
             raise SamplingRefused(f"the run's model could not answer: {error}") from None
         cost = cost_usd(self.price, reply.usage)
-        self.journal.append(
-            SamplingReplied(
-                step=step,
-                server=server,
-                call_id=call_id,
-                request_sha256=digest,
-                request_messages=len(messages),
-                reply=reply,
-                cost_usd=cost,
-            )
-        )
+        self.journal.append(replied(reply=reply, cost_usd=cost))
         spend(self.state, cost)
         self.state.usage = self.state.usage + reply.usage
         return reply
