@@ -117,6 +117,7 @@ def test_a_replay_answers_sampling_from_the_recording(tmp_path):
     assert again.reply is not None and again.reply.message.text == "Paris"
 
 
+@pytest.mark.model
 def test_the_embedded_model_answers_a_sampling_request(tmp_path):
     """The embedded engine (SmolLM2-135M) as the run's model client answering the server, journaled at $0."""
     from agent.models import load_model

@@ -145,6 +145,7 @@ def kill_once_waiting(proc: subprocess.Popen, runs: Path, within_s: float = 120)
     raise AssertionError("the run never got a task handle")
 
 
+@pytest.mark.slow  # a `harness run` killed and resumed
 def test_a_run_killed_while_its_task_runs_resumes_by_following_the_same_task(tmp_path, http_tasks):
     url, log = http_tasks
     replies = [call("tasks__slow", seconds=8, label="index"), call("submit", answer="indexed")]
@@ -166,6 +167,7 @@ def test_a_run_killed_while_its_task_runs_resumes_by_following_the_same_task(tmp
     assert {g["task_id"] for g in seen(log, "get")} == {task.task_id}
 
 
+@pytest.mark.slow  # a `harness run` killed and resumed
 def test_a_task_gone_when_the_run_resumes_is_one_clear_observation(tmp_path):
     """A stdio server ends with the harness that started it, and its tasks with it."""
     log = tmp_path / "server.jsonl"
