@@ -191,7 +191,9 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                 store = MemoryStore(start, info.run_id, spec.task.id, journal, source.clock, kept=source.kept)
                 base = with_memory(base, store, policy.memory)
             # MCP servers live as long as the run
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            with with_mcp(
+                policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
+            ) as registry:
                 task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
                 task = with_repo_map(task, policy, box)
                 context = placed(registry, [*policy.mcp_resources, *task.resources], task)
@@ -374,7 +376,9 @@ def reopen_run(
             start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
             store = MemoryStore(start, info.run_id, task.id, journal, written=written, kept=kept)
             base = with_memory(base, store, policy.memory)
-        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+        with with_mcp(
+            policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
+        ) as registry:
             placed(
                 registry, [*policy.mcp_resources, *task.resources], task
             )  # follow them again; the opening is journaled
