@@ -5,7 +5,8 @@ For each cell of {local, docker} × {append-only, compacting with a scripted sum
 window: emergency folds and cuts every step or two) (tests/agent/recovery/crash_driver.py): one
 uninterrupted run, then KILLS SIGKILLs at moments drawn uniformly over that run's duration (in the
 overflowing cell two kills in three are aimed instead: right after an emergency fold's summary, or
-right after a recovery, before its step's model call), each killed run resumed (`harness resume`
+right after a recovery, before its step's model call; in the fork cells, one kill in two is aimed inside the
+fork's branch, once it has run its parent's first or second write again), each killed run resumed (`harness resume`
 semantics) until it finishes. Per cell it prints the kills that landed inside a write and inside a
 fold or recovery, the runs that differ from the uninterrupted one (counter, conversation, every
 prompt byte for byte, folds and recoveries as replay compares them, stop), duplicated writes, lost
@@ -47,7 +48,7 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
         stats.kills,
         len(stats.runs),
         inside,
-        sum(crash_driver.kills_in_recoveries(r) for r in stats.runs),
+        sum(crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) for r in stats.runs),
         f"{len(bad)}",
         sum(crash_driver.duplicated(r) for r in stats.runs),
         sum(crash_driver.lost(r, reference) for r in stats.runs),
@@ -73,7 +74,7 @@ def main() -> None:
         "kills",
         "runs",
         "kills in a write",
-        "kills in a fold or recovery",
+        "kills in a fold, recovery or fork's branch",
         "runs that differ",
         "duplicated writes",
         "lost steps",

@@ -15,8 +15,12 @@ parent and seed). The model is a seeded sampler stand-in (Sampler below): every 
 the whole prompt it is shown, as a sampling model's does, so two forks of one parent draw apart from their first
 differing prompt. The closing line is the ratio of the interval widths.
 
+`refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
+and a damaged journal: its exit code, what it said, and what it made.
+
     .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
     .venv/bin/python benchmarks/bench_fork.py ab [--runs 20]
+    .venv/bin/python benchmarks/bench_fork.py refusals
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import sys
 import tempfile
 import time
@@ -160,6 +165,49 @@ def chess_world(root: Path) -> dict:
     return line
 
 
+def refusals(root: Path) -> list[dict]:
+    """`harness fork` as a user runs it, on a drifted world, a step beyond the end, a damaged journal and a run
+    still running: the exit code, the first line said, and whether the --out folder was made."""
+    import subprocess
+
+    from agent.journal.store import Journal
+    from agent.models.scripted import ScriptedModel, ScriptedReply
+
+    replies = [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": c}}]}
+        for c in ("echo fixed > a.txt", "echo $RANDOM$RANDOM > r.txt && cat r.txt", "cat a.txt")
+    ] + [{"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}]
+    script = root / "script.json"
+    script.write_text(json.dumps(replies))
+    model = ScriptedModel([ScriptedReply.model_validate(r) for r in replies])
+    policy = HarnessPolicy(name="plain")
+    _, parent = start(RunSpec(forking.TASK, model, policy, root, run_id="parent"))
+    harness = str(Path(sys.executable).parent / "harness")
+
+    def fork_cli(case: str, at: str, out: Path) -> dict:
+        args = [harness, "fork", str(parent), "--at-step", at, "--model", f"scripted:{script}", "--out", str(out)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        said = " ".join(re.sub("[\u2500-\u257f]", " ", done.stdout + done.stderr).split())  # no table borders
+        made = sorted(p.name for p in out.iterdir()) if out.exists() else []
+        line = {"case": case, "exit": done.returncode, "made": made, "said": said[:600]}
+        print(json.dumps(line), flush=True)
+        return line
+
+    lines = [fork_cli("drifted world (step 2 prints $RANDOM)", "3", root / "drift")]
+    lines.append(fork_cli("beyond the end (4 steps)", "9", root / "beyond"))
+    held = Journal(parent)  # held as a live run's process holds it
+    try:
+        lines.append(fork_cli("still running", "2", root / "running"))
+    finally:
+        held.close()
+    journal = parent / "events.jsonl"
+    rows = journal.read_bytes().splitlines(keepends=True)
+    rows[5] = rows[5].replace(b'"step":', b'"step": ')  # one byte more in the middle: its checksum fails
+    journal.write_bytes(b"".join(rows))
+    lines.append(fork_cli("damaged journal", "2", root / "damaged"))
+    return lines
+
+
 # --- the paired A/B -------------------------------------------------------------------------------------------
 
 MEMORY = '{"goal": "write the log", "failed_approaches": []}'
@@ -256,7 +304,7 @@ def ab(root: Path, runs: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=("worlds", "ab"))
+    ap.add_argument("part", choices=("worlds", "ab", "refusals"))
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--chess", action=argparse.BooleanOptionalAction, default=True)
@@ -266,6 +314,8 @@ def main() -> None:
         root = Path(tmp)
         if args.part == "ab":
             figures: object = ab(root, args.runs)
+        elif args.part == "refusals":
+            figures = refusals(root)
         else:
             figures = [local_world(root / "local")]
             if args.docker:
