@@ -11,15 +11,16 @@ begins with the parent's steps 1..15, and how the fork stopped.
 ways in one process. Independent whole runs: 20 runs under each preset, seeds 0..19 and 100..119 (Welch's
 interval on the difference of means). Paired forks: each of the 20 compact_naive runs forked at the step before
 its first compaction under both presets with its own seed, compared by `harness ab`'s pairing and interval (by
-parent and seed). The model is a seeded sampler stand-in (Sampler below): every reply follows from the seed and
-the whole prompt it is shown, as a sampling model's does, so two forks of one parent draw apart from their first
-differing prompt. The closing line is the ratio of the interval widths.
+parent and seed). The model is a seeded sampler stand-in (Sampler below), whose draws follow the seed and either
+the whole prompt (`--sampler prompt`: two forks of one run draw apart from their first differing prompt) or the
+step (`--sampler seed`: the forks' actions stay the same, only the policies' rendering differs). The closing
+line is the ratio of the interval widths.
 
 `refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
 and a damaged journal: its exit code, what it said, and what it made.
 
     .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
-    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20]
+    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler prompt|seed]
     .venv/bin/python benchmarks/bench_fork.py refusals
 """
 
@@ -216,20 +217,27 @@ A, B = PRESETS["compact_naive"], PRESETS["compact_cache_aware"]
 
 
 class Sampler:
-    """A seeded stand-in for a sampling model. Each reply is drawn from the seed and the whole prompt: a shell
-    command that appends a line to steps.txt, prints its line count (the step, whatever the context holds) and
-    a seq of a drawn length; from step 18 on it submits with chance 0.15 a step, at step 45 always."""
+    """A seeded stand-in for a sampling model. Each reply is a shell command that appends a line to steps.txt,
+    prints its line count (the step, whatever the context holds) and a seq of a drawn length; from step 18 on
+    it submits with chance 0.15 a step, at step 45 always. Its draws follow the seed and either the whole prompt
+    (`prompt`: any difference in what it is shown changes what it does next, so two forks of a run draw apart
+    from their first differing prompt) or the step (`seed`: the same seed draws the same numbers whatever the
+    prompt, as the engine's per-request generator seeded by the request's seed does, and here the prompt does
+    not move the choice: the forks' actions stay the same and only the policy's rendering differs)."""
 
-    name = "scripted:sampler"
+    def __init__(self, follows: str = "prompt"):
+        self.follows = follows
+        self.name = f"scripted:sampler-{follows}"
 
     def complete(self, messages, tools, params) -> ModelReply:
         prompt = "\n".join(m.text for m in messages)
         usage = Usage(prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages), completion_tokens=20)
         if params.reply_schema is not None:
             return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
-        rng = random.Random(hashlib.sha256(f"{params.seed}\n{prompt}".encode()).digest())
         last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
         step = int(last.split()[0]) + 1 if last[:1].isdigit() else 1
+        drawn_from = prompt if self.follows == "prompt" else str(step)
+        rng = random.Random(hashlib.sha256(f"{params.seed}\n{drawn_from}".encode()).digest())
         if step >= 45 or (step >= 18 and rng.random() < 0.15):
             call = ToolCall(id=f"c{step}", name="submit", arguments=json.dumps({"answer": "done"}))
         else:
@@ -242,9 +250,9 @@ class Sampler:
         """Nothing to free."""
 
 
-def whole(root: Path, policy: HarnessPolicy, seed: int) -> Path:
+def whole(root: Path, policy: HarnessPolicy, seed: int, follows: str) -> Path:
     seeded = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
-    spec = RunSpec(TASK, Sampler(), seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
+    spec = RunSpec(TASK, Sampler(follows), seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
     summary, run_dir = start(spec)
     assert summary.stop_reason == "submitted", (run_dir, summary.stop_reason)
     return run_dir
@@ -256,11 +264,11 @@ def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
     return sum(b) / len(b) - sum(a) / len(a), float(ci.low), float(ci.high)
 
 
-def ab(root: Path, runs: int) -> dict:
+def ab(root: Path, runs: int, follows: str) -> dict:
     began = time.monotonic()
-    parents = [whole(root / "whole" / A.name, A, s) for s in range(runs)]
+    parents = [whole(root / "whole" / A.name, A, s, follows) for s in range(runs)]
     for s in range(runs):
-        whole(root / "whole" / B.name, B, 100 + s)
+        whole(root / "whole" / B.name, B, 100 + s, follows)
     prices = load_prices()
     tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
     mean, low, high = welch(tokens[A.name], tokens[B.name])
@@ -270,7 +278,7 @@ def ab(root: Path, runs: int) -> dict:
         first = min(e.step for e in read_events(parent) if isinstance(e, Compacted) and e.fold is not None)
         branch_steps.append(first)
         for policy in (A, B):
-            made = fork(parent, BEFORE_FIRST_COMPACTION, policy, Sampler(), s, root / "forks" / policy.name)
+            made = fork(parent, BEFORE_FIRST_COMPACTION, policy, Sampler(follows), s, root / "forks" / policy.name)
             assert made.summary is not None and made.summary.stop_reason == "submitted", made.run_dir
     fa, fb = (load_batch(root / "forks" / p.name, prices) for p in (A, B))
     result = next(
@@ -283,7 +291,7 @@ def ab(root: Path, runs: int) -> dict:
     ratio = (result.ci_high - result.ci_low) / (high - low)
     figures = {
         "runs_each": runs,
-        "model": Sampler.name,
+        "model": Sampler(follows).name,
         "sandbox": "local",
         "presets": [A.name, B.name],
         "first_compaction_after_step": branch_steps,
@@ -306,6 +314,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("part", choices=("worlds", "ab", "refusals"))
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--sampler", choices=("prompt", "seed"), default="prompt", help="what the ab model's draws follow")
     ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--chess", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -313,7 +322,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
         root = Path(tmp)
         if args.part == "ab":
-            figures: object = ab(root, args.runs)
+            figures: object = ab(root, args.runs, args.sampler)
         elif args.part == "refusals":
             figures = refusals(root)
         else:
