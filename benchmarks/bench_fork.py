@@ -113,50 +113,18 @@ def docker_world(root: Path, fork_every: int | None) -> dict:
 
 def chess_world(root: Path) -> dict:
     """A game of a seeded random player against Stockfish (skill 0, seeded), forked at step 15 under lean with
-    another player seed. The parent's position after step 15 is read from its PGN (the moves its steps 1..15
-    played); the fork's is its board when its branch is journaled."""
-    import chess.pgn
+    another player seed (tests/evals/chess/forking.py). The parent's position after step 15 is read from its PGN
+    (the moves its steps 1..15 played); the fork's is its board when its branch is journaled."""
+    from tests.evals.chess import forking as chess_forking
 
-    from evals.chess.game import Game, GameRules
-    from evals.chess.opponents import open_opponent
-    from evals.chess.players import RandomPlayer
-    from evals.chess.runner import chess_policy, game_rule, play_game
-    from evals.chess.tools import chess_tools
-
-    rules, opponent = GameRules(max_plies=30), "stockfish:skill=0"
-    parent = play_game(RandomPlayer(seed=0), opponent, out=root, seed=0, rules=rules, analysis_depth=None)
-    events = read_events(parent.run_dir)
-    played = [e for e in events if e.type == "tool_observed" and e.step <= AT and e.observation.tool == "make_move"]
-    moves = sum(e.observation.status == "ok" for e in played)
-    board = chess.pgn.read_game(open(parent.run_dir / parent.record.pgn)).board()
-    for move in list(chess.pgn.read_game(open(parent.run_dir / parent.record.pgn)).mainline_moves())[: 2 * moves]:
-        board.push(move)
-    game = Game(chess.WHITE, open_opponent(opponent, 0), rules)
-    seen: dict[str, str] = {}
-
-    def at_branch(event) -> None:
-        if event.type == "forked":
-            seen["fen"] = game.board.fen()
-
-    try:
-        game.open()
-        child = fork(
-            parent.run_dir,
-            AT,
-            policy=chess_policy(PRESETS["lean"], rules),
-            model=RandomPlayer(seed=1),
-            tools=chess_tools(game),
-            stop_rules=[game_rule(game)],
-            listeners=[at_branch],
-            out=root / "forks",
-        )
-    finally:
-        game.opponent.close()
+    opponent = "stockfish:skill=0"
+    parent = chess_forking.parent_game(root, opponent)
+    child, fen = chess_forking.fork_game(parent.run_dir, root / "forks", opponent)
     line = {
         "sandbox": f"chess (none; random player vs {opponent})",
         "parent_steps": parent.summary.steps,
-        "position_equal": seen.get("fen") == board.fen(),
-        "fen_at_branch": board.fen(),
+        "position_equal": fen == chess_forking.position_after(parent, AT),
+        "fen_at_branch": fen,
         "first_15_steps_equal": same_steps(parent.run_dir, child.run_dir),
         "fork_policy": read_run_info(child.run_dir).policy["name"],
         "fork_stop": child.summary.stop_reason if child.summary else None,
