@@ -81,7 +81,7 @@ def local_world(root: Path) -> dict:
     world = forking.WorldAfter(AT, root / "parent" / "workspace")
     policy = HarnessPolicy(name="plain", stop=StopPolicy(max_steps=60))
     summary, parent = start(RunSpec(forking.TASK, forking.model(), policy, root, run_id="parent", listeners=[world]))
-    assert summary.steps == forking.STEPS
+    assert summary.steps == forking.STEPS, (summary.stop_reason, summary.message)
     child = fork(parent, AT, policy=PRESETS["lean"], model=forking.model(), out=root / "forks")
     return world_line("local", parent, child, world.files)
 
@@ -95,9 +95,9 @@ def docker_world(root: Path, fork_every: int | None) -> dict:
         name="plain", stop=StopPolicy(max_steps=60), checkpoint=CheckpointPolicy(fork_every=fork_every)
     )
     spec = RunSpec(forking.TASK, forking.model(), policy, root, SandboxSpec.parse("docker"), listeners=[world])
-    summary, parent = start(spec)
-    assert summary.steps == forking.STEPS
     try:
+        summary, parent = start(spec)
+        assert summary.steps == forking.STEPS, (summary.stop_reason, summary.message)
         child = fork(parent, AT, policy=PRESETS["lean"], model=forking.model(), out=root / "forks")
         how = "checkpoint" if fork_every else "image and setup"
         return world_line(f"docker ({how}; {len(checkpoints(parent))} checkpoints kept)", parent, child, world.files)
