@@ -55,6 +55,7 @@ from core.events import (
     ModelReplied,
     ProgramFiles,
     RunStopped,
+    SamplingReplied,
     SummaryReplied,
     ToolIntent,
     ToolObserved,
@@ -148,6 +149,7 @@ def replay(
             session,
             approvals=decisions(recorded),
             summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
+            sampled=[e for e in recorded if isinstance(e, SamplingReplied)],
         )
     return report(run_dir, session.journal.dir, recorded, summary, execute, check.notes)
 
