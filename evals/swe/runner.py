@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -240,8 +241,9 @@ def run_one(
     out_dir: Path,
     memory: MemoryDir | None = None,
 ) -> InstanceResult:
-    """A batch job: one instance into `out_dir`, with a Docker client of the process that runs it."""
-    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300), prices=prices, memory=memory)
+    """A batch job: one instance into `out_dir`, with a Docker client of its own, closed when it ends."""
+    with closing(docker.from_env(timeout=300)) as client:
+        return run_instance(inst, model_spec, policy, out_dir, client, prices=prices, memory=memory)
 
 
 def instance_memory(kept: MemoryDir | None, instance: object) -> MemorySource | None:
@@ -273,7 +275,6 @@ def run_batch(
     local executor or Ray; the instances it did not start have no result. `predictions`: write
     predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
-    make_folder(batch_dir, "batch folder", exist_ok=True)
     if spec.memory is not None:
         work = partial(work, memory=spec.memory)
     tally = tally or Tally(total=len(instances))
@@ -304,6 +305,7 @@ def run_batch(
 
     if spec.memory is not None:
         refuse_contaminated(spec.memory, todo)
+    make_folder(batch_dir, "batch folder", exist_ok=True)  # after the refusal: a refused batch leaves nothing
     jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy, spec.prices), docker=True) for inst in todo]
     try:
         run_jobs(jobs, batch_dir, spec.executor, arrived, tally, budget)
