@@ -5,7 +5,9 @@ gets exactly one observation, in the order emitted, whatever goes wrong: bad
 JSON, an unknown tool, invalid arguments, a tool that raises or times out, a
 dead sandbox, a refused approval, or a call the parallel-call policy rejects.
 Only a failure to write the journal itself escapes, because acting without a
-record would break the run's durability promise.
+record would break the run's durability promise, and a stop a signal asked for
+(core.interrupts), which leaves the call in flight as a crash would: the resumed
+run settles it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from agent.recovery.approval import Decision, input_id, refusal_text
 from agent.recovery.reconcile import Recovered, settle
 from agent.run.state import Dispatched
 from core.events import InputRequested, ToolIntent, ToolObserved
+from core.interrupts import check
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
@@ -120,6 +123,7 @@ def _closes_reply(d: Dispatcher, call: ToolCall, obs: Observation, result: ToolR
 def _run_call(
     d: Dispatcher, call: ToolCall, step: int, recovered: Recovered | None, given: tuple[dict, ...]
 ) -> tuple[Observation, str | None, ToolResult | None]:
+    check()  # a safe point: a run asked to stop starts no call (core.interrupts)
     tool = d.tools.get(call.name)
     if tool is None:
         names = ", ".join(d.tools.names()) or "(none)"
@@ -154,6 +158,7 @@ def _run_call(
                 idempotency_key=idempotency_key(call),
             )
         )
+    check()  # and again between its intent and its run: stopped here, it is left as a crash would leave it
     start = time.monotonic()
     try:
         result = tool.run(args, ctx)

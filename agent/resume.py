@@ -29,7 +29,9 @@ from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbo
 from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
+from core.interrupts import signals_handled
 from core.policy import HarnessPolicy
+from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolContext
 
@@ -50,9 +52,11 @@ def resume(
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
     repair: bool = False,
+    summariser: Summariser | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
-    `repair`: a journal damaged in the middle is cut after its last good event instead of refused."""
+    `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
+    `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -60,9 +64,12 @@ def resume(
     spans = live_spans(info)  # the resumed part's spans, where an OTLP endpoint is set
     if spans is not None:
         journal.listeners.append(spans)
+    abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
     try:
-        cut = journal.repair() if repair else None
-        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, [cut] if cut else [])
+        with signals_handled(abandon):
+            cut = journal.repair() if repair else None
+            notes = [cut] if cut else []
+            return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, summariser)
     finally:
         journal.close()
         if spans is not None:
@@ -78,6 +85,7 @@ def _resume(
     sandbox: SandboxFactory | None,
     stop_rules: Sequence[StopRule],
     notes: list[str],
+    summariser: Summariser | None,
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -125,7 +133,9 @@ def _resume(
                 prepare(task, box, policy.dispatch.tool_timeout_s)
             else:
                 journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-            summary = run(session, approvals=restored.approvals if restored else None, resumed=restored)
+            summary = run(
+                session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
+            )
     return Resumed(summary, notes)
 
 
@@ -252,7 +262,8 @@ def describe_open_step(restored: Restored) -> list[str]:
     ]
     for call_id, intent in rec.interrupted.items():
         lines.append(
-            f"Call {call_id} ({intent.tool}) was running when the process died: it is reconciled "
+            f"Call {call_id} ({intent.tool}) was running when its process stopped (killed, or a signal abandoned it): "
+            "it is reconciled "
             "(the tool's own check, else the policy's checkpoint.interrupted_writes)."
         )
     return lines

@@ -28,7 +28,7 @@ from cli.executor_options import (
     executor_options,
 )
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, print_json, stderr, text
+from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
 from cli.progress import RunState, heartbeat, progress_bar
 from core.errors import HarnessError
 from core.events import Event
@@ -46,6 +46,7 @@ app = typer.Typer(no_args_is_help=False)
 
 @app.callback(invoke_without_command=True)
 @exits_on_error
+@stops_on_signal
 def chess_command(
     ctx: typer.Context,
     games: int = typer.Option(1, min=1, help="How many games to play."),

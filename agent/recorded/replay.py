@@ -17,19 +17,22 @@ import difflib
 import json
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
-from agent.journal.store import RunInfo, read_events, read_run_info
+from agent.journal.store import Journal, RunInfo, in_use, read_events, read_run_info
+from agent.journal.summary import Summary
 from agent.loop import run
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
+from agent.recorded.lives import Life, LifeEnded, count, ender, lives
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
+from agent.resume import resume
 from agent.run.task import Task
-from agent.session import RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, recorded_sandbox, recorded_tools
 from core.errors import HarnessError
 from core.events import (
     Compacted,
@@ -43,6 +46,7 @@ from core.events import (
     ToolIntent,
     ToolObserved,
 )
+from core.interrupts import clear, received
 from core.policy import HarnessPolicy
 from core.types import Observation
 from core.volatile import normalise
@@ -83,6 +87,11 @@ def replay(
     """Re-drive the loop of `run_dir` with its recorded replies; the replay's own run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
+    if in_use(run_dir):
+        raise HarnessError(
+            f"Run {run_dir.name} is in use: a process is still writing its journal (the run itself, or a resume), "
+            "so it has no end to replay yet. Replay it once that process stops."
+        )
     check = check_run(run_dir, info)
     if check.damage is not None or check.torn is not None:
         raise unreplayable(run_dir, check)
@@ -115,39 +124,84 @@ def replay(
         offered = recorded_tools(run_dir)
         if offered is not None:  # the tools exactly as the run offered them: no MCP server needs to start
             base, policy = Registry.of(recorded_tool(r) for r in offered), policy.model_copy(update={"mcp": []})
+            checked = {r.name for r in offered if r.checks}
         else:
             base = tools if tools is not None else toolset(info.toolset)
+            checked = {t.name for t in base if t.already_done is not None}
         spec = RunSpec(
             task.model_copy(update={"check": None}),
             model,
             policy,
             out_dir,
-            tools=playback(base, recorded, run_dir, policy),
+            tools=playback(base, recorded, run_dir, policy, checked),
             run_id=_replay_id(info),
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
             memory=memory,
         )
-    with open_run(spec) as session:
-        summary = run(
-            session,
-            approvals=decisions(recorded),
-            summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
-        )
-    journal = session.journal
-    replayed = read_events(journal.dir)
+    summary, replay_dir, notes = replay_lives(recorded, spec)
+    replayed = read_events(replay_dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
-    folders = [str(run_dir.resolve()), str(journal.dir.resolve())]
+    folders = [str(run_dir.resolve()), str(replay_dir.resolve())]
     return ReplayReport(
-        replay_dir=journal.dir,
+        replay_dir=replay_dir,
         executed=execute,
         prompts=min(_count(recorded, ModelReplied), _count(replayed, ModelReplied)),
         observations=min(_count(recorded, ToolObserved), _count(replayed, ToolObserved)),
         harness=[] if execute else compare_harness(recorded, replayed),
         world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
-        replayed_stop=summary.stop_reason,
-        notes=check.notes,
+        replayed_stop=summary.stop_reason if summary is not None else "unfinished",
+        notes=check.notes + notes,
+    )
+
+
+def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | None, Path, list[str]]:
+    """Re-drive the run through the lives of its recording (agent.recorded.lives): the first opened from `spec`,
+    each later one resumed from the replay's own journal. The replay's summary (None when its last life did not
+    end), its folder, and what stopped it early (the replay out of step with the recording)."""
+    ends = lives(recorded)
+    summariser = RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied))
+    replay_dir = Path(spec.out) / str(spec.run_id)
+    first = replace(spec, listeners=[*spec.listeners, ender(ends[0], 0)]) if len(ends) > 1 else spec
+    summary: Summary | None = None
+    asked = received()
+    try:
+        with open_run(first) as session:  # one life: every decision at once, as the recorded process had them
+            summary = run(session, approvals=decisions(recorded) if len(ends) == 1 else {}, summariser=summariser)
+    except LifeEnded:
+        pass
+    for before, life in zip(ends, ends[1:], strict=False):
+        if received() > asked + (before.ended == "stopped"):  # a person's Ctrl-C: the replay stops there
+            return summary, replay_dir, ["The replay was stopped by a signal before its last life."]
+        clear()  # the stop the replay asked for, as the recorded signal did
+        written = read_events(replay_dir)
+        if count(written) != before.counted:
+            return summary, replay_dir, [out_of_step(before, count(written))]
+        asked = received()
+        if before.given:  # what `harness approve` wrote between the two processes
+            journal = Journal(replay_dir)
+            journal.extend(before.given)
+            journal.close()
+        try:
+            summary = resume(
+                replay_dir,
+                model=spec.model,
+                tools=spec.tools,
+                sandbox=None if isinstance(spec.sandbox, SandboxSpec) else spec.sandbox,  # a factory, else run.json's
+                listeners=[ender(life, count(written))] if life.ended != "last" else [],
+                stop_rules=spec.stop_rules,
+                summariser=summariser,
+            ).summary
+        except LifeEnded:
+            summary = None
+    return summary, replay_dir, []
+
+
+def out_of_step(life: Life, written: int) -> str:
+    return (
+        f"The replay did not stop where the recording's process stopped ({life.ended}, after {life.counted} "
+        f"events the replay makes again; the replay had {written}): its later lives were not replayed."
     )
 
 

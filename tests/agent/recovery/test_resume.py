@@ -157,7 +157,7 @@ def test_an_interrupted_write_with_its_own_check_is_settled_and_never_applied_tw
     assert done.summary.stop_reason == "submitted"
     assert (run_dir / "workspace" / "counter.txt").read_text() == (reference / "workspace" / "counter.txt").read_text()
     assert prompts == want and history(run_dir) == history(reference)
-    assert any("was running when the process died" in n for n in done.notes)
+    assert any("was running when its process stopped" in n for n in done.notes)
 
 
 class LineArgs(BaseModel):
