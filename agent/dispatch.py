@@ -25,15 +25,17 @@ from agent.journal.store import Journal
 from agent.recovery.approval import Decision, input_id, refusal_text
 from agent.recovery.reconcile import Recovered, settle
 from agent.run.state import Dispatched
-from core.events import InputRequested, ToolIntent, ToolObserved
+from core.events import InnerIntent, InputRequested, ToolIntent, ToolObserved
 from core.interrupts import check
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
-from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
+from tools.base import Effect, ProgramHost, Registry, Tool, ToolContext, ToolResult
 
 Approver = Callable[[ToolCall, Tool], bool | Decision]  # a Decision carries the person's note to the refusal
+# Who serves the calls of the program a tool runs (run_code's: agent.program_calls), given the call running it.
+Programs = Callable[["Dispatcher", ToolCall, int, Recovered | None], ProgramHost]
 # (observation, where its full text is kept: called only when it is cut) -> the observation the model sees
 Cap = Callable[[Observation, Callable[[], str]], Observation]
 
@@ -43,7 +45,8 @@ class Dispatcher:
     """What the dispatcher needs from the run, the same at every step: the tools it validates calls against, how
     they run (`ctx`), the policy, the journal, who approves a gated call (None: nobody, so it is refused),
     `cap`, which cuts an observation too long for the model's window (agent.overflow.observation_cap), and
-    `answers`, a person's answers to the questions a call's tool asked before (agent.recovery.approval.answers_for)."""
+    `answers`, a person's answers to the questions a call's tool asked before (agent.recovery.approval.answers_for),
+    and `programs`, who serves the calls of a run_code program (None: a program can call nothing)."""
 
     tools: Registry
     ctx: ToolContext
@@ -52,6 +55,7 @@ class Dispatcher:
     approve: Approver | None = None
     cap: Cap | None = None
     answers: Callable[[str], tuple[dict, ...]] | None = None  # a person's answers to a call's tool's questions
+    programs: Programs | None = None
 
 
 def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Recovered | None = None) -> Dispatched:
@@ -63,7 +67,7 @@ def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Rec
     for call in calls:
         prior = recovered.observed.get(call.id) if recovered is not None else None
         if closed is not None:
-            obs, tb, result = _observation(call, "rejected", closed, "rejected"), None, None
+            obs, tb, result = observation(call, "rejected", closed, "rejected"), None, None
         elif prior is not None:  # journaled before the crash: taken as it was, nothing runs again
             obs, tb, result = (
                 prior.observation,
@@ -73,7 +77,7 @@ def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Rec
             closed = _closes_reply(d, call, obs, result)
         else:
             given = d.answers(call.id) if d.answers is not None else ()
-            obs, tb, result = _run_call(d, call, step, recovered, given)
+            obs, tb, result = run_call(d, call, step, recovered, given)
             if result is not None and result.awaiting_input:
                 return Dispatched(observations, submission, _asked(d, call, step, given, result))
             closed = _closes_reply(d, call, obs, result)
@@ -120,42 +124,55 @@ def _closes_reply(d: Dispatcher, call: ToolCall, obs: Observation, result: ToolR
     return None
 
 
-def _run_call(
-    d: Dispatcher, call: ToolCall, step: int, recovered: Recovered | None, given: tuple[dict, ...]
+def run_call(
+    d: Dispatcher,
+    call: ToolCall,
+    step: int,
+    recovered: Recovered | None,
+    given: tuple[dict, ...] = (),
+    tools: Registry | None = None,
+    parent: str | None = None,
 ) -> tuple[Observation, str | None, ToolResult | None]:
+    """One call, total: its observation, the traceback of a tool that raised, and the tool's result. `tools`: those
+    the call may name (default: the dispatcher's); `parent`: the run_code call whose program made it, under which
+    its write intent is journaled."""
     check()  # a safe point: a run asked to stop starts no call (core.interrupts)
-    tool = d.tools.get(call.name)
+    tools = tools if tools is not None else d.tools
+    tool = tools.get(call.name)
     if tool is None:
-        names = ", ".join(d.tools.names()) or "(none)"
+        names = ", ".join(tools.names()) or "(none)"
         return (
-            _observation(call, "error", f"Unknown tool {call.name!r}. Available tools: {names}.", "unknown_tool"),
+            observation(call, "error", f"Unknown tool {call.name!r}. Available tools: {names}.", "unknown_tool"),
             None,
             None,
         )
     args, problem, kind = _parse_arguments(call, tool)
     if problem is not None:
-        return _observation(call, "error", problem, kind), None, None
+        return observation(call, "error", problem, kind), None, None
     if needs_approval(tool, d.policy.approval):
         decision = d.approve(call, tool) if d.approve is not None else False
         if not decision:
-            return _observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
-    ctx = replace(d.ctx, inputs=given, call_id=call.id, step=step)
+            return observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
+    program = d.programs(d, call, step, recovered) if d.programs is not None and tool.resumes else None
+    ctx = replace(d.ctx, inputs=given, call_id=call.id, step=step, program=program)
     if tool.effect is not Effect.READ:
         ctx = replace(ctx, idempotency_key=idempotency_key(call))
-    if recovered is not None and call.id in recovered.interrupted:
+    interrupted = recovered is not None and (
+        call.id in recovered.interrupted if parent is None else call.id in recovered.inner_interrupted
+    )
+    if recovered is not None and interrupted and not tool.resumes:
         settled = settle(call, tool, args, ctx, d.policy.checkpoint, recovered)
         if isinstance(settled, Observation):
             return settled, None, None
         if settled is not None:  # its effect was already in place: report what the run reported
             return _from_result(call, settled, time.monotonic()), None, settled
     if tool.effect is not Effect.READ:
+        arguments, key = args.model_dump(mode="json"), idempotency_key(call)
         d.journal.append(
-            ToolIntent(
-                step=step,
-                call_id=call.id,
-                tool=call.name,
-                arguments=args.model_dump(mode="json"),
-                idempotency_key=idempotency_key(call),
+            ToolIntent(step=step, call_id=call.id, tool=call.name, arguments=arguments, idempotency_key=key)
+            if parent is None
+            else InnerIntent(
+                step=step, parent=parent, call_id=call.id, tool=call.name, arguments=arguments, idempotency_key=key
             )
         )
     check()  # and again between its intent and its run: stopped here, it is left as a crash would leave it
@@ -163,9 +180,9 @@ def _run_call(
     try:
         result = tool.run(args, ctx)
     except SandboxDead as e:
-        return _observation(call, "error", f"The sandbox is gone: {e}", "sandbox_dead", start), None, None
+        return observation(call, "error", f"The sandbox is gone: {e}", "sandbox_dead", start), None, None
     except TimeoutError as e:
-        return _observation(call, "timeout", f"{call.name} timed out: {e.strerror or e}", "timeout", start), None, None
+        return observation(call, "timeout", f"{call.name} timed out: {e.strerror or e}", "timeout", start), None, None
     except Exception as e:  # a tool bug must not kill the run
         # The traceback names the harness's files and the host's paths: it is for whoever fixes the
         # bug (the journal and artifacts/), not for the model, which learns only that it was not its fault.
@@ -175,12 +192,12 @@ def _run_call(
             f"{call.name} failed with {type(e).__name__}: a fault of the harness, not of your call; "
             "the harness kept the details. Try again, or reach the same end another way."
         )
-        return _observation(call, "error", text, "tool_raised", start), tb, None
+        return observation(call, "error", text, "tool_raised", start), tb, None
     if isinstance(result, str):  # a plain string is an ok result; anything else is a tool bug
         result = ToolResult(result)
     if not isinstance(result, ToolResult):
         text = f"{call.name} returned {type(result).__name__} instead of a result; this is a bug in the tool."
-        return _observation(call, "error", text, "tool_error", start), None, None
+        return observation(call, "error", text, "tool_error", start), None, None
     return _from_result(call, result, start), None, result
 
 
@@ -212,10 +229,10 @@ def _from_result(call: ToolCall, result: ToolResult, start: float) -> Observatio
         kind = (
             "domain" if result.domain_error else "nonzero_exit" if result.exit_code not in (None, 0) else "tool_error"
         )
-    return _observation(call, status, str(result.text), kind, start, exit_code=result.exit_code)
+    return observation(call, status, str(result.text), kind, start, exit_code=result.exit_code)
 
 
-def _observation(
+def observation(
     call: ToolCall,
     status: Status,
     text: str,

@@ -19,6 +19,7 @@ from agent.memory_store import MemoryStore
 from agent.models.pricing import cost_usd
 from agent.overflow import RECOVERIES, exhausted, make_room, observation_cap
 from agent.parts import Loop, Session
+from agent.program_calls import programs
 from agent.prompt_digest import PromptDigest
 from agent.recovery.approval import Decision, answers_for
 from agent.recovery.reconcile import Recovered, needs_decision
@@ -172,6 +173,7 @@ def begin(
             approve=lambda call, tool: approvals.get(call.id, False),
             cap=observation_cap(accounting.counter, session.context_window, policy),
             answers=lambda call_id: answers_for(approvals, call_id),
+            programs=programs(session.program_tools) if session.program_tools is not None else None,
         ),
         shown=shown,
         approvals=approvals,

@@ -39,6 +39,7 @@ class Session:
     context_window: int | None = None  # tokens, as agent.models.windows resolved them; None: unknown, unchecked
     context: str = ""  # what the host placed before the task in the opening prompt (MCP resources, agent.mcp_context)
     memory: MemoryStore | None = None  # the notes the agent keeps (the memory tool's store); None: it keeps none
+    program_tools: Registry | None = None  # those a run_code program may call (agent.program_calls.offer); None: none
 
 
 @dataclass(kw_only=True)

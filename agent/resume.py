@@ -34,6 +34,7 @@ from core.policy import HarnessPolicy
 from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolContext
+from tools.code_mode.tool import NAME as RUN_CODE
 
 
 @dataclass
@@ -110,7 +111,9 @@ def _resume(
             "`harness chess --resume BATCH_DIR` (same settings); finished games are kept."
         )
     task, policy = Task.model_validate(info.task), HarnessPolicy.model_validate(info.policy)
-    with client_for(model or info.model) as client:  # one loaded from a model string is closed here
+    with client_for(
+        model or info.model, policy.dispatch.tool_timeout_s
+    ) as client:  # one loaded from a model string is closed here
         continue_model(client, fold(events).model_replies)
         if any(not isinstance(e, SandboxOpened) for e in events):
             snap, why = load_snapshot(run_dir)
@@ -126,7 +129,8 @@ def _resume(
         with reopen_run(info, journal, client, box, tools, stop_rules) as session:
             if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
                 ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
-                failed = reapply_writes(events, since, session.tools, ctx)
+                inner = [t for t in session.program_tools or () if session.tools.get(t.name) is None]
+                failed = reapply_writes(events, since, Registry.of([*session.tools, *inner]), ctx)
                 if failed:
                     notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
             if restored is None:
@@ -261,6 +265,16 @@ def describe_open_step(restored: Restored) -> list[str]:
         "the rest are dispatched now (the model is not asked again)."
     ]
     for call_id, intent in rec.interrupted.items():
+        made = [o for o in rec.inner.values() if o.parent == call_id]
+        if intent.tool == RUN_CODE:
+            cut = [i.call_id for i in rec.inner_interrupted.values() if i.parent == call_id]
+            lines.append(
+                f"Call {call_id} ({intent.tool}) was running when the process died: its program runs again, the "
+                f"{len(made)} calls it had made answered from the journal"
+                + (f", the write {cut[0]} it was making reconciled as a direct one" if cut else "")
+                + "."
+            )
+            continue
         lines.append(
             f"Call {call_id} ({intent.tool}) was running when its process stopped (killed, or a signal abandoned it): "
             "it is reconciled "

@@ -34,6 +34,7 @@ from agent.models.pricing import DEFAULT_TABLE, Price, find_price, load_prices
 from agent.models.spec import is_local
 from agent.models.windows import context_window
 from agent.parts import Session
+from agent.program_calls import offer
 from agent.run.stopping import StopRule
 from agent.run.task import Task
 from agent.telemetry import live_spans
@@ -42,14 +43,16 @@ from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
 from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
-from core.policy import PRESETS, HarnessPolicy, load_policy
+from core.policy import PRESETS, HarnessPolicy, load_policy, memory_on
 from sandboxes.base import Sandbox
+from sandboxes.none import NoSandbox
 from tools.base import Registry, ToolRecord, record
 from tools.builtin import toolset
 from tools.builtin.memory import with_memory
 from tools.mcp import with_mcp
 
 SANDBOXES = ("local", "docker", "docker:IMAGE")
+PROGRAM_TOOLS = "program_tools.json"  # in artifacts/: the tools a run_code program could call
 
 
 class SandboxSpec(BaseModel):
@@ -137,7 +140,11 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
     Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
     the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
     abandon = spec.policy.checkpoint.on_signal == "abandon"
-    with signals_handled(abandon), client_for(spec.model) as client, _opened(spec, client) as session:
+    with (
+        signals_handled(abandon),
+        client_for(spec.model, spec.policy.dispatch.tool_timeout_s) as client,
+        _opened(spec, client) as session,
+    ):
         yield session
 
 
@@ -149,7 +156,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
     source = spec.memory if spec.memory is not None else MemorySource() if policy.memory.tool else None
     if source is not None and not policy.memory.tool:
-        policy = policy.model_copy(update={"memory": policy.memory.model_copy(update={"tool": True})})
+        policy = memory_on(policy)  # named NAME+memory: an A/B tells the runs with a memory from those without
     start, memory = starting_ledger(source, spec.task.id) if source is not None else ([], None)
     sandbox = spec.sandbox if isinstance(spec.sandbox, SandboxSpec) else None
     info = RunInfo(
@@ -193,7 +200,8 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                 task = with_repo_map(task, policy, box)
                 context = placed(registry, [*policy.mcp_resources, *task.resources], task)
                 info = info.model_copy(update={"task": task.model_dump(mode="json")})
-                record_tools(journal, info, registry)
+                offered, program_tools = offered_tools(registry, policy, box)
+                record_tools(journal, info, offered, program_tools)
                 running = True
                 yield Session(
                     task=task,
@@ -201,12 +209,13 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                     model=client,
                     journal=journal,
                     sandbox=box,
-                    tools=registry,
+                    tools=offered,
                     stop_rules=spec.stop_rules,
                     price=price,
                     context_window=info.context_window,
                     context=context,
                     memory=store,
+                    program_tools=program_tools,
                 )
         finally:
             box.close()
@@ -232,6 +241,17 @@ def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
 
     made = [opening_map(step, sandbox, task.prompt, policy.dispatch.tool_timeout_s) for step in maps]
     return task.model_copy(update={"repo_map": "\n\n".join(made)})
+
+
+def offered_tools(tools: Registry, policy: HarnessPolicy, sandbox: Sandbox) -> tuple[Registry, Registry | None]:
+    """The tools the model is offered under `dispatch.mode`, and those a run_code program may call. A program runs
+    in the sandbox: a run without one (a chess game's, unless given one) cannot be in code mode."""
+    if policy.dispatch.mode != "calls" and isinstance(sandbox, NoSandbox):
+        raise HarnessError(
+            f"dispatch.mode = {policy.dispatch.mode!r} runs the model's run_code programs in the run's sandbox, and "
+            'this run has none. Give it one (--sandbox local or docker), or use dispatch.mode = "calls".'
+        )
+    return offer(tools, policy)
 
 
 def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
@@ -298,11 +318,15 @@ def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:
             )
 
 
-def record_tools(journal: Journal, info: RunInfo, tools: Registry) -> None:
+def record_tools(journal: Journal, info: RunInfo, tools: Registry, program_tools: Registry | None = None) -> None:
     """run.json names each tool offered (with its server, effect and schema hash); artifacts/tools.json
-    keeps the texts and schemas, which rerender and reports price."""
+    keeps the texts and schemas, which rerender and reports price; artifacts/program_tools.json, in code mode,
+    those a run_code program could call, which a replay plays back."""
     records = [record(t) for t in tools]
     journal.store_artifact("tools.json", json.dumps([r.model_dump(mode="json") for r in records], indent=1))
+    if program_tools is not None:
+        inner = [record(t).model_dump(mode="json") for t in program_tools]
+        journal.store_artifact(PROGRAM_TOOLS, json.dumps(inner, indent=1))
     offered = [
         {"name": r.name, "server": r.server, "effect": r.effect.value, "schema_sha256": r.schema_sha256}
         for r in records
@@ -310,9 +334,10 @@ def record_tools(journal: Journal, info: RunInfo, tools: Registry) -> None:
     write_json_atomic(journal.dir / "run.json", info.model_copy(update={"tools": offered}).model_dump(mode="json"))
 
 
-def recorded_tools(run_dir: Path) -> list[ToolRecord] | None:
-    """The tools a run offered, as it recorded them; None for runs recorded before tool sets were kept."""
-    path = Path(run_dir) / "artifacts" / "tools.json"
+def recorded_tools(run_dir: Path, name: str = "tools.json") -> list[ToolRecord] | None:
+    """The tools a run offered (or, `name` PROGRAM_TOOLS, those its programs could call), as it recorded them;
+    None for runs recorded before tool sets were kept, or with no programs."""
+    path = Path(run_dir) / "artifacts" / name
     if not path.exists():
         return None
     return [ToolRecord.model_validate(r) for r in json.loads(path.read_text())]
@@ -357,17 +382,19 @@ def reopen_run(
             placed(
                 registry, [*policy.mcp_resources, *task.resources], task
             )  # follow them again; the opening is journaled
+            offered, program_tools = offered_tools(registry, policy, sandbox)
             yield Session(
                 task=task,
                 policy=policy,
                 model=model,
                 journal=journal,
                 sandbox=sandbox,
-                tools=registry,
+                tools=offered,
                 stop_rules=stop_rules,
                 price=info.price,
                 context_window=window,
                 memory=store,
+                program_tools=program_tools,
             )
     finally:
         sandbox.close()

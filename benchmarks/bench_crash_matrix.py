@@ -73,7 +73,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6, help="counter writes per run (then a read and submit)")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     parser.add_argument(
-        "--only", action="append", type=Cell.parse, help="a cell such as local/compacting/mcp or docker/append-only/shell/TERM (repeatable)"
+        "--only",
+        action="append",
+        type=Cell.parse,
+        help="a cell such as local/compacting/mcp or docker/append-only/shell/TERM (repeatable)",
     )
     args = parser.parse_args()
     header = [

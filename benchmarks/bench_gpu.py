@@ -1,6 +1,7 @@
 """The engine on a CUDA GPU: decode against the bandwidth roofline, batching, prefill
-against the matmul peak, transformers `generate` on the same weights, and the
-prefix cache's effect on time to first token over recorded agent traces.
+against the matmul peak, vLLM on the same shapes (vllm_peer.py, in a process of its own, after
+--part model and moe; --skip-vllm), transformers `generate`, and the prefix cache's effect on
+time to first token over recorded agent traces.
 
     python benchmarks/bench_gpu.py --part model     # Llama-3-8B shape: roofline, batching, prefill, transformers
     python benchmarks/bench_gpu.py --part model --shape llama3.2-1b --batches 1 --skip-prefill --skip-transformers
@@ -41,6 +42,7 @@ from engine import Engine, EngineConfig, ModelConfig, SamplingParams, dummy_chec
 from engine.batch import Launched  # noqa: E402
 from engine.config import transformers_config  # noqa: E402
 from engine.cuda.gemm import cuda_time  # noqa: E402
+from engine.weights import Checkpoint, expected_shapes  # noqa: E402
 
 LLAMA3_8B = ModelConfig(
     vocab_size=128256,
@@ -119,9 +121,58 @@ def sustained_matmul(seconds: float, peak: float) -> float:
     on an H200 it read 661 TFLOP/s against 765 one at a time, and the prefill's own projections ran
     at about 697 between its memory-bound kernels (benchmarks/results/gpu-h200-skinny-2026-12-02/)."""
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn_like(a)
+    b, c = torch.randn_like(a), torch.empty_like(a)
     n = max(1, round(seconds * peak / (2 * 8192**3)))
-    return n * 2 * 8192**3 / cuda_time(lambda: [a @ b for _ in range(n)], reps=3)
+
+    def products() -> None:  # into one buffer: n products kept alive would take n x 128 MB
+        for _ in range(n):
+            torch.matmul(a, b, out=c)
+
+    return n * 2 * 8192**3 / cuda_time(products, reps=3)
+
+
+class MadeAsRead(dict):
+    """Random bf16 weights made on the GPU as the engine reads each one and not kept, so that the
+    engine's own (fused) copies are the only weights on the card: an 80 GB card then holds the 8B
+    shape with its KV cache and transformers after it, and all 48 layers of Qwen3-30B-A3B."""
+
+    def __init__(self, config: ModelConfig, seed: int = 0):
+        super().__init__()
+        self.shapes, self.seed = expected_shapes(config), seed
+
+    def __contains__(self, name) -> bool:
+        return name in self.shapes
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        import zlib
+
+        shape = self.shapes[name]
+        if name.endswith("norm.weight"):
+            return torch.ones(shape, device="cuda", dtype=torch.bfloat16)
+        g = torch.Generator("cuda").manual_seed(self.seed * 1_000_003 + zlib.crc32(name.encode()))
+        std = 0.02 if len(shape) == 2 else 0.01
+        return (torch.randn(shape, generator=g, device="cuda") * std).to(torch.bfloat16)
+
+    def materialised(self) -> dict[str, torch.Tensor]:
+        return {name: self[name] for name in self.shapes}
+
+
+def made_as_read(c: ModelConfig) -> Checkpoint:
+    return Checkpoint(c, MadeAsRead(c), None, "dummy", {})
+
+
+def weights_bytes(c: ModelConfig) -> int:
+    return 2 * sum(torch.Size(s).numel() for s in expected_shapes(c).values())
+
+
+def kv_bytes(args, c: ModelConfig) -> int:
+    """--kv-gib, or 24 GiB where the card holds it beside the weights with 12 GiB to spare (CUDA graphs,
+    activations, the allocator's slack), else what is left after them."""
+    if args.kv_gib is not None:
+        return args.kv_gib << 30
+    free_gpu()
+    free, _ = torch.cuda.mem_get_info()
+    return max(1 << 30, min(24 << 30, free - weights_bytes(c) - (12 << 30)))
 
 
 def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
@@ -226,9 +277,11 @@ def weight_bytes(model) -> tuple[int, int]:
 
 
 def layer_flops_per_token(c: ModelConfig) -> int:
-    """The layers' projections; the output projection is counted apart, for the rows that need logits."""
+    """The layers' projections (a token's chosen experts and the router where there are experts); the
+    output projection is counted apart, for the rows that need logits."""
     h, q, kv, i = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
-    return 2 * c.num_layers * (h * (q + 2 * kv) + q * h + 2 * h * i + i * h)
+    mlp = 3 * h * c.moe_intermediate_size * c.num_experts_per_tok + h * c.num_experts if c.num_experts else 3 * h * i
+    return 2 * c.num_layers * (h * (q + 2 * kv) + q * h + mlp)
 
 
 def prefill_flops(c: ModelConfig, prompts: int, length: int) -> int:
@@ -239,13 +292,34 @@ def prefill_flops(c: ModelConfig, prompts: int, length: int) -> int:
     return prompts * length * layer_flops_per_token(c) + prompts * 2 * c.hidden_size * c.vocab_size + attention
 
 
+def free_gpu() -> None:
+    """Hand what this process no longer uses back to the driver (a peer in another process sizes
+    itself from the free memory)."""
+    import gc
+
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def timed_prefill(engine: Engine, c: ModelConfig, n: int = 16, length: int = 2048) -> tuple[float, int]:
+    """Seconds to prefill n fresh prompts of `length` tokens submitted together (after a warm-up of two),
+    and their FLOPs."""
+    engine.generate([rand_prompt(length, 50_000 + i) for i in range(2)], SamplingParams(temperature=0, max_tokens=1))
+    prompts = [rand_prompt(length, 60_000 + i) for i in range(n)]
+    start = time.perf_counter()
+    outs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=1))
+    seconds = time.perf_counter() - start
+    assert all(o.usage.cached_tokens == 0 for o in outs)
+    return seconds, prefill_flops(c, n, length)
+
+
 def hf_model(ckpt, c: ModelConfig):
     import transformers
 
     cfg = transformers_config(c)
     with torch.device("meta"):
         model = transformers.LlamaForCausalLM(cfg)
-    model.load_state_dict(ckpt.tensors, strict=False, assign=True)  # share the engine's checkpoint tensors
+    model.load_state_dict(ckpt.tensors.materialised(), strict=False, assign=True)
     # Buffers are not in the state dict: rebuild the rotary table on the GPU, in float32 as HF makes it.
     with torch.device("cuda"):
         model.model.rotary_emb = type(model.model.rotary_emb)(cfg)
@@ -304,10 +378,10 @@ def part_model(args, results: dict) -> None:
     bw, peak = ceilings()
     log(f"measured ceilings: copy {bw / 1e12:.2f} TB/s (read + write), bf16 matmul 8192^3 {peak / 1e12:.0f} TFLOP/s")
     t = time.perf_counter()
-    ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
+    ckpt = made_as_read(c)
     ecfg = EngineConfig(
         device="cuda",
-        kv_cache_bytes=args.kv_gib << 30,
+        kv_cache_bytes=kv_bytes(args, c),
         max_num_seqs=max(args.batches),
         max_num_batched_tokens=8192,
         max_model_len=4096,
@@ -471,17 +545,10 @@ def part_model(args, results: dict) -> None:
 
     # Prefill: 16 fresh prompts of 2048 tokens submitted together, chunked at 8192 tokens per step.
     n_p, len_p = 16, 2048
-    prompts = [rand_prompt(len_p, 50_000 + i) for i in range(n_p)]
-    engine.generate(prompts[:2], SamplingParams(temperature=0, max_tokens=1))  # warm up the prefill kernels
-    prompts = [rand_prompt(len_p, 60_000 + i) for i in range(n_p)]
-    start = time.perf_counter()
-    outs = engine.generate(prompts, SamplingParams(temperature=0, max_tokens=1))
-    prefill_s = time.perf_counter() - start
+    prefill_s, flops = timed_prefill(engine, c, n_p, len_p)
     sustained = sustained_matmul(1.0, peak)  # right after the prefill, as warm as it left the GPU
     log(f"bf16 matmul 8192^3 back to back for about 1 s: {sustained / 1e12:.0f} TFLOP/s")
-    assert all(o.usage.cached_tokens == 0 for o in outs)
     tokens = n_p * len_p
-    flops = prefill_flops(c, n_p, len_p)
     log(
         f"prefill {n_p} x {len_p} tokens: {prefill_s:.3f} s = {tokens / prefill_s:,.0f} tok/s, "
         f"{flops / prefill_s / 1e12:.0f} TFLOP/s"
@@ -529,8 +596,10 @@ def part_gaps(args, results: dict) -> None:
     outside the captured graph (what a step costs beyond its graph replay)."""
     from torch.profiler import ProfilerActivity, profile
 
-    ckpt = dummy_checkpoint(SHAPES[args.shape], seed=0, device="cuda", dtype=torch.bfloat16)
-    cfg = EngineConfig(device="cuda", kv_cache_bytes=args.kv_gib << 30, max_num_seqs=1, max_model_len=4096)
+    ckpt = made_as_read(SHAPES[args.shape])
+    cfg = EngineConfig(
+        device="cuda", kv_cache_bytes=kv_bytes(args, SHAPES[args.shape]), max_num_seqs=1, max_model_len=4096
+    )
     engine = Engine(ckpt, cfg)
     params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
     engine.generate([rand_prompt(64, 1)], params)  # warm up
@@ -943,13 +1012,13 @@ def part_moe(args, results: dict) -> None:
     c = dataclasses.replace(QWEN3_30B_A3B, num_layers=args.moe_layers, moe_layers=tuple(range(args.moe_layers)))
     bw, _ = ceilings()
     t = time.perf_counter()
-    ckpt = dummy_checkpoint(c, seed=0, device="cuda", dtype=torch.bfloat16)
     engine = Engine(
-        ckpt,
+        made_as_read(c),
         EngineConfig(
             device="cuda",
-            kv_cache_bytes=args.kv_gib << 30,
+            kv_cache_bytes=kv_bytes(args, c),
             max_num_seqs=max(args.batches),
+            max_num_batched_tokens=8192,
             max_model_len=4096,
             cuda_kernels=args.kernels,
         ),
@@ -978,19 +1047,25 @@ def part_moe(args, results: dict) -> None:
         )
     prof = kernel_breakdown(g.graphs[1].replay)
     log("batch-1 step by kernel: " + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:8]))
-    results["moe"] = {"shape": "qwen3-30b-a3b", "decode": out, "kernels_batch1": prof[:12]}
+    prefill_s, flops = timed_prefill(engine, c)
+    log(f"moe prefill 16 x 2048: {prefill_s:.3f} s = {flops / prefill_s / 1e12:.0f} TFLOP/s")
+    results["moe"] = {
+        "shape": "qwen3-30b-a3b",
+        "layers": c.num_layers,
+        "decode": out,
+        "kernels_batch1": prof[:12],
+        "prefill_s": prefill_s,
+        "prefill_flops": flops,
+    }
     engine.shutdown()
-    del engine, ckpt, g
+    del engine, g
+    free_gpu()
     if args.skip_transformers:
         return
     # Random weights of transformers' own (speed depends on shapes, not values), made once the engine's
     # are freed: both sets would not fit beside each other with caches.
-    import gc
-
     import transformers
 
-    gc.collect()
-    torch.cuda.empty_cache()
     with torch.device("cuda"):
         model = transformers.AutoModelForCausalLM.from_config(transformers_config(c), dtype=torch.bfloat16).eval()
     log(f"transformers Qwen3-MoE, experts implementation {model.config._experts_implementation}")
@@ -998,11 +1073,72 @@ def part_moe(args, results: dict) -> None:
     results["moe"]["hf_tok_s"] = hf_peer(model, [b for b in args.batches if b <= 32], args.hf_tokens, ours, "moe")
 
 
+def peer_rows(label: str, ours: dict, peer: dict, batches: list[int]) -> list[str]:
+    """Table rows: the engine's figure, vLLM's, and their ratio, per decode batch and for prefill."""
+    rows = []
+    for b in batches:
+        if b in ours["decode"] and str(b) in peer["decode_tok_s"]:
+            mine, theirs = ours["decode"][b], peer["decode_tok_s"][str(b)]
+            rows.append(
+                f"| {label} decode, {b} sequences | {mine:,.0f} tok/s | {theirs:,.0f} tok/s | {mine / theirs:.2f}x |"
+            )
+    if ours.get("prefill_s") and peer.get("prefill_s"):
+        mine, theirs = ours["prefill_s"], peer["prefill_s"]
+        rows.append(
+            f"| {label} prefill 16 x 2,048 | {mine:.3f} s ({ours['prefill_flops'] / mine / 1e12:.0f} TFLOP/s) | "
+            f"{theirs:.3f} s ({ours['prefill_flops'] / theirs / 1e12:.0f} TFLOP/s) | {theirs / mine:.2f}x |"
+        )
+    return rows
+
+
+def part_vllm(args, results: dict) -> None:
+    """vLLM on the shapes measured above, each in a process of its own (benchmarks/vllm_peer.py), and the
+    engine's ratio to it on every row."""
+    import subprocess
+
+    free_gpu()
+    runs = []
+    if "model" in results:
+        ours = results["model"]
+        runs.append((args.shape, None, {**ours, "decode": ours["decode_tok_s"]}))
+    if "moe" in results:
+        moe = results["moe"]
+        runs.append(
+            ("qwen3-30b-a3b", args.moe_layers, {**moe, "decode": {b: r["tok_s"] for b, r in moe["decode"].items()}})
+        )
+    rows = []
+    for shape, layers, ours in runs:
+        out = Path(f"/tmp/vllm-{shape}.json")
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "vllm_peer.py"), "--shape", shape, "--json", str(out)]
+        cmd += ["--batches", *map(str, args.batches), "--tokens", str(args.tokens)]
+        cmd += ["--layers", str(layers)] if layers else []
+        t = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout)[-3000:]
+            log(f"vLLM did not run on {shape} (exit {done.returncode}, {time.perf_counter() - t:.0f} s):\n{tail}")
+            results.setdefault("vllm", {})[shape] = {"error": tail}
+            continue
+        log(done.stdout.strip())
+        peer = json.loads(out.read_text())
+        results.setdefault("vllm", {})[shape] = peer
+        label = shape if layers is None else f"{shape} ({layers} layers)"
+        rows += peer_rows(label, ours, peer, args.batches)
+    if rows:
+        version = next(v["vllm"] for v in results["vllm"].values() if "vllm" in v)
+        log("")
+        log(f"| measure | engine | vLLM {version} | engine / vLLM |")
+        log("| --- | --- | --- | --- |")
+        for row in rows:
+            log(row)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--part", choices=["model", "moe", "layout", "gemv", "gaps", "traces", "load", "all"], default="all"
     )
+    ap.add_argument("--skip-vllm", action="store_true", help="no vLLM beside --part model and moe")
     ap.add_argument(
         "--shape", choices=sorted(SHAPES), default="llama3-8b", help="model shape of --part model and --part gaps"
     )
@@ -1012,12 +1148,11 @@ def main() -> None:
     ap.add_argument("--gemv-rows", type=int, nargs="+", default=[1, 2, 4, 8], help="rows of --part gemv")
     ap.add_argument("--gemv-shapes", nargs="+", choices=sorted(GEMV_SHAPES), default=sorted(SHAPES))
     ap.add_argument(
-        "--moe-layers", type=int, default=QWEN3_30B_A3B.num_layers,
-        help="layers of the --part moe shape (24 fits an 80 GB card beside the checkpoint it is built from)",
+        "--moe-layers", type=int, default=QWEN3_30B_A3B.num_layers, help="layers of the --part moe shape"
     )  # fmt: skip
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
     ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
-    ap.add_argument("--kv-gib", type=int, default=24)
+    ap.add_argument("--kv-gib", type=int, help="KV cache of --part model, moe and gaps (default: 24, or what fits)")
     ap.add_argument("--skip-transformers", action="store_true")
     ap.add_argument("--trace-shape", choices=["llama3.2-1b", "llama3-8b"], default="llama3.2-1b")
     ap.add_argument("--trajectories", nargs="*", help="names under tests/fixtures/trajectories (default: all)")
@@ -1064,6 +1199,8 @@ def main() -> None:
         part_traces(args, results)
     if args.part in ("load", "all"):
         part_load(args, results)
+    if not args.skip_vllm and ("model" in results or "moe" in results):
+        part_vllm(args, results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
     log(f"done {time.strftime('%H:%M:%S UTC', time.gmtime())}")

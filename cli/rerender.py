@@ -194,12 +194,16 @@ def show_run(c: Counterfactual, console: Console, per_step: bool) -> None:
         )
     if per_step:
         steps = Table(
-            "step", "recorded prompt tokens", *[Column(text(f"{f.policy}: tokens / cached / cost")) for f in c.policies]
+            "step",
+            "calls (a program's in brackets)",
+            "recorded prompt tokens",
+            *[Column(text(f"{f.policy}: tokens / cached / cost")) for f in c.policies],
         )
         for row in zip(*[f.steps for f in c.policies], strict=True):
             recorded = c.recorded.per_step.get(row[0].step, 0)
             steps.add_row(
                 str(row[0].step),
+                text(c.recorded.calls.get(row[0].step, "")),
                 f"{recorded:,}",
                 *[f"{s.prompt_tokens:,} / {s.reused:,} / {format_usd(s.cost_usd)}" for s in row],
             )

@@ -11,10 +11,11 @@ from rich.table import Table
 from agent.models import check_model
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, stops_on_signal, text
+from cli.price_options import PRICE_TABLE
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
 from evals.study.grid import bundled_policies, expand_tasks
-from evals.study.report import cached_share_pair, num, seconds, share
+from evals.study.report import cached_share_pair, interval, num, seconds, share
 
 Tasks = Annotated[
     list[str],
@@ -82,15 +83,18 @@ def study_command(
     max_batched_tokens: int = typer.Option(
         None, min=16, help="The in-process engines' tokens per step (default 512); raise it on a GPU."
     ),
+    prices: Path = PRICE_TABLE,
     out: Path = typer.Option(Path("runs"), help="Folder that receives the study folder."),
     otel_endpoint: str = OTEL_ENDPOINT,
 ) -> None:
     """Run a grid of live agent runs, one batch folder per policy, and write study.json and study.html."""
-    check_model(model)  # before the study folder
+    tasks = expand_tasks(task)
+    for name in tasks if "{task}" in model else [""]:  # before the study folder; each task's own model
+        check_model(model.replace("{task}", name))
     use_otel(otel_endpoint)
     spec = StudySpec(
         model=model,
-        tasks=expand_tasks(task),
+        tasks=tasks,
         policies=policy,
         seeds=_ints(seeds, "--seeds"),
         concurrency=_ints(concurrency, "--concurrency"),
@@ -104,6 +108,7 @@ def study_command(
         router_imbalance=router_imbalance,
         device=device,
         max_batched_tokens=max_batched_tokens,
+        prices=str(prices) if prices is not None else None,
     )
     study, folder = run_study(spec, out, on_run=lambda line: console.print(text(f"  {line}")))
     for point in study.points:
@@ -130,6 +135,7 @@ def study_command(
         console.print(cache, speed)
         for pair in point.pairs:
             console.print(text(f"{pair.b} vs {pair.a}: {pair.comparison['verdict']['text']}"))
+            print_tasks(pair)
     if any(point.router for point in study.points):
         print_routers(study)
     for failure in study.failures:
@@ -137,6 +143,28 @@ def study_command(
     console.print(text(f"study folder: {folder} (study.json, study.html)"), soft_wrap=True)
     if study.failures:
         raise typer.Exit(1)
+
+
+def print_tasks(pair) -> None:
+    """A pair task by task: each metric's means, and B − A with its 95% interval over the task's seeds."""
+    if not pair.tasks:
+        return
+    rows = Table("task", "metric", "pairs", f"A ({pair.a})", f"B ({pair.b})", "B − A", "95% interval")
+    for t in pair.tasks:
+        if t["mean_a"] is None:
+            rows.add_row(text(t["task"]), t["label"], str(t["pairs"]), "unknown", "unknown", "—", "—")
+            continue
+        digits = 4 if max(abs(t["mean_a"]), abs(t["mean_b"])) < 1 else 0
+        rows.add_row(
+            text(t["task"]),
+            t["label"],
+            str(t["pairs"]),
+            num(t["mean_a"], digits),
+            num(t["mean_b"], digits),
+            num(t["diff"], digits),
+            interval(t, fmt=lambda v, d=digits: f"{v:+,.{d}f}"),
+        )
+    console.print(rows)
 
 
 def print_routers(study) -> None:

@@ -44,9 +44,9 @@ class CodeLimits(_Knobs):
         "tail of what it printed, as of any output)",
     )
     direct_only: list[str] = Field(
-        default_factory=list,
+        default_factory=lambda: ["submit"],
         description="tools a run_code program may not call, offered to the model as direct calls only (a write to "
-        "keep in sight); tools that always wait for approval are direct-only too",
+        "keep in sight; the answer that ends the run); tools that wait for approval are direct-only too",
     )
 
 
@@ -312,23 +312,6 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         ),
     ),
     (
-        "as `compact_cache_aware`, and the agent keeps notes with the memory tool: files in /memories that the "
-        "harness keeps outside the sandbox, dates, supersedes and shows after the working memory",
-        HarnessPolicy(
-            name="compact_memory",
-            context=[
-                Compact(
-                    trigger_tokens=12000,
-                    keep_first_tokens=7000,
-                    keep_recent_steps=0,
-                    layout="append",
-                    summariser_prompt="fork",
-                )
-            ],
-            memory=MemoryPolicy(tool=True),
-        ),
-    ),
-    (
         "tool summaries in every request, full schemas through describe_tool",
         HarnessPolicy(name="disclosed", context=[DiscloseTools()]),
     ),
@@ -349,8 +332,20 @@ PRESETS: dict[str, HarnessPolicy] = {p.name: p for _, p in _PRESETS}
 PRESET_SUMMARIES: dict[str, str] = {p.name: what for what, p in _PRESETS}
 
 
+MEMORY_ON = "+memory"  # after a policy's name: the same policy with the memory tool on
+
+
+def memory_on(policy: HarnessPolicy) -> HarnessPolicy:
+    """`policy` with the agent's memory tool on, named NAME+memory."""
+    memory = policy.memory.model_copy(update={"tool": True})
+    return policy.model_copy(update={"name": policy.name + MEMORY_ON, "memory": memory})
+
+
 def load_policy(name_or_path: str) -> HarnessPolicy:
-    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset)."""
+    """A preset name, or a .toml/.yaml/.yml/.json file (which may `extends` a preset); either followed by
+    `+memory` is the same policy with the memory tool on."""
+    if name_or_path.endswith(MEMORY_ON):
+        return memory_on(load_policy(name_or_path.removesuffix(MEMORY_ON)))
     if name_or_path in PRESETS:
         return PRESETS[name_or_path]
     path = Path(name_or_path)
@@ -366,7 +361,7 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
     if not path.suffix:
         raise HarnessError(
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "
-            "Or pass a path to a .toml or .yaml policy file."
+            "Or pass a path to a .toml or .yaml policy file; either followed by +memory turns the memory tool on."
         )
     data = _read_file(path)
     base = data.pop("extends", "default")

@@ -19,6 +19,7 @@ from engine.errors import (
 )
 from engine.output import RequestOutput, StreamChunk, Usage
 from engine.sampler import SamplingParams
+from engine.sequence import ReturnHint
 from engine.step import StepStats
 from engine.tool_format import ParsedReply, ToolCall, parse_tool_calls
 from engine.weights import (
@@ -40,6 +41,7 @@ __all__ = [
     "ModelLoadError",
     "ParsedReply",
     "RequestOutput",
+    "ReturnHint",
     "SamplingParams",
     "StepStats",
     "StreamChunk",

@@ -20,6 +20,7 @@ from engine.engine import Engine
 from engine.errors import InvalidRequestError
 from engine.output import RequestOutput
 from engine.sampler import SamplingParams
+from engine.sequence import ReturnHint
 from engine.tool_format import ToolCall, normalise_tool, parse_tool_calls
 
 _grammars: "weakref.WeakKeyDictionary[Engine, Grammars]" = weakref.WeakKeyDictionary()
@@ -42,6 +43,7 @@ class ChatRequest:
     top_k: int = 0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    hint: ReturnHint | None = None  # the client's session, coming back after a tool call
 
     @property
     def constrained_call(self) -> bool:

@@ -50,7 +50,7 @@ from engine.radix import RadixCache
 from engine.request import Handle, fail_all, notify, request_output, settle, stream_chunk
 from engine.sampler import SamplingParams, make_generator
 from engine.scheduler import Scheduler
-from engine.sequence import Sequence, Status
+from engine.sequence import ReturnHint, Sequence, Status
 from engine.step import Ahead, StepStats, next_work, prefill_logits, run, step_stats
 from engine.tokenizer import Tokenizer
 from engine.weights import Checkpoint, default_model_path, load_checkpoint
@@ -163,12 +163,15 @@ class Engine:
             )
         return self.tokenizer.encode_chat(messages, tools)
 
-    def _make_sequence(self, prompt: str | list[int], params: SamplingParams, request_id: str | None) -> Sequence:
+    def _make_sequence(
+        self, prompt: str | list[int], params: SamplingParams, request_id: str | None, hint: ReturnHint | None
+    ) -> Sequence:
         if self.loop.stopped:  # its KV cache is gone: say so before measuring the prompt against it
             raise EngineStoppedError("the engine is shut down; create a new Engine")
         if not isinstance(params, SamplingParams):
             raise InvalidRequestError(f"params must be SamplingParams, got {type(params).__name__}")
         params.validate()
+        check_hint(hint)
         ids = self.encode(prompt)
         if not ids:
             raise InvalidRequestError("the prompt is empty; send at least one token")
@@ -187,7 +190,7 @@ class Engine:
         rid = request_id or f"req-{next(self._ids)}"
         if rid in self._handles:
             raise InvalidRequestError(f"request id {rid!r} is already in use")
-        seq = Sequence(rid, ids, len(ids), params, 0, make_generator(params.seed))
+        seq = Sequence(rid, ids, len(ids), params, 0, make_generator(params.seed), hint=hint)
         seq.max_tokens = min(params.max_tokens, capacity - len(ids))
         if self.tokenizer is not None:
             seq.output = TextOutput(self.tokenizer, params.stop)
@@ -200,9 +203,10 @@ class Engine:
         params: SamplingParams | None = None,
         request_id: str | None = None,
         on_update: Callable[[Sequence, list[int]], None] | None = None,
+        hint: ReturnHint | None = None,
     ) -> str:
         """Queue a request; returns its id. Raises EngineError subclasses for bad input."""
-        seq = self._make_sequence(prompt, params or SamplingParams(), request_id)
+        seq = self._make_sequence(prompt, params or SamplingParams(), request_id, hint)
         handle = Handle(seq, on_update)
         self._enqueue([handle])
         return seq.request_id
@@ -248,10 +252,13 @@ class Engine:
         return result.result()
 
     def generate(
-        self, prompts: list[str | list[int]] | str, params: SamplingParams | list[SamplingParams] | None = None
+        self,
+        prompts: list[str | list[int]] | str,
+        params: SamplingParams | list[SamplingParams] | None = None,
+        hint: ReturnHint | None = None,
     ) -> list[RequestOutput]:
         """Run a batch of prompts to completion (they are batched with each other and with
-        any other traffic) and return their outputs in order."""
+        any other traffic) and return their outputs in order. A hint applies to each prompt."""
         if isinstance(prompts, str):
             prompts = [prompts]
         if params is None or isinstance(params, SamplingParams):
@@ -259,7 +266,7 @@ class Engine:
         if len(params) != len(prompts):
             raise InvalidRequestError(f"{len(prompts)} prompts but {len(params)} SamplingParams")
         # Validate every prompt before queueing any, so a bad one leaves nothing behind.
-        seqs = [self._make_sequence(p, sp, None) for p, sp in zip(prompts, params)]
+        seqs = [self._make_sequence(p, sp, None, hint) for p, sp in zip(prompts, params)]
         handles = [Handle(s) for s in seqs]
         self._enqueue(handles)
         for h in handles:
@@ -267,7 +274,11 @@ class Engine:
         return [self._pop_output(h) for h in handles]
 
     async def stream(
-        self, prompt: str | list[int], params: SamplingParams | None = None, request_id: str | None = None
+        self,
+        prompt: str | list[int],
+        params: SamplingParams | None = None,
+        request_id: str | None = None,
+        hint: ReturnHint | None = None,
     ) -> AsyncIterator[StreamChunk]:
         """Yield chunks of one request as they are generated. Cancelling the consumer aborts it."""
         loop = asyncio.get_running_loop()
@@ -280,7 +291,7 @@ class Engine:
             except RuntimeError:  # the consumer's loop has closed; the abort below is on its way
                 pass
 
-        rid = self.submit(prompt, params, request_id, on_update)
+        rid = self.submit(prompt, params, request_id, on_update, hint)
         finished = False
         try:
             while True:
@@ -351,6 +362,10 @@ class Engine:
             "block_size": self.config.block_size,
             "cached_blocks": self.radix.num_nodes if self.radix else 0,
             "evicted_blocks": self.radix.num_evicted if self.radix else 0,
+            "held_blocks": self.radix.num_held if self.radix else 0,
+            "held_sessions": len(self.radix.holds) if self.radix else 0,
+            "held_evicted_blocks": self.radix.num_held_evicted if self.radix else 0,
+            "saved_hit_blocks": self.radix.num_saved_hits if self.radix else 0,
             "preemptions": self.scheduler.total_preemptions,
             "kv_bytes_per_token": self.kv.bytes_per_token,
             "recent_steps": recent,
@@ -366,3 +381,19 @@ class Engine:
         the paged cache (no prefix cache, nothing kept). For checking the model itself."""
         logits = self._on_loop(lambda: prefill_logits(prompts, self.runner, self.scheduler))
         return list(logits.split([len(p) for p in prompts]))
+
+
+MAX_RETURN_S = 24 * 3600.0
+
+
+def check_hint(hint: ReturnHint | None) -> None:
+    if hint is None:
+        return
+    if not isinstance(hint, ReturnHint):
+        raise InvalidRequestError(f"hint must be a ReturnHint, got {type(hint).__name__}")
+    if not isinstance(hint.session, str) or not hint.session or len(hint.session) > 256:
+        raise InvalidRequestError("a return hint's session key must be a non-empty string of at most 256 characters")
+    if not isinstance(hint.within_s, int | float) or not 0 < hint.within_s <= MAX_RETURN_S:
+        raise InvalidRequestError(
+            f"a return hint's within_s must be a number of seconds in (0, {MAX_RETURN_S:.0f}], got {hint.within_s!r}"
+        )

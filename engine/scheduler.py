@@ -6,6 +6,11 @@ costs one token, a prompt still being prefilled takes what is left of the budget
 Then waiting requests are admitted, oldest first, while budget, sequence slots
 and KV blocks last. Admission first matches the request against the prefix cache.
 
+A request may carry a `ReturnHint` (sequence.py): when it finishes, the prefix cache
+holds what it computed for its session (evicted only once no unheld block is left;
+radix.py says in what order); the session's next request keeps that hold from expiring
+while it waits, and ends it when admitted.
+
 When a running sequence needs a block and none can be freed (even by evicting
 unlocked prefix-cache leaves), the newest running sequence is preempted by
 recompute: its computed blocks go to the prefix cache, the rest are freed, and it
@@ -53,6 +58,8 @@ class Scheduler:
         self.total_preemptions = 0
 
     def add(self, seq: Sequence) -> None:
+        if self.radix is not None and seq.hint is not None:
+            self.radix.arrived(seq.hint.session)
         self.waiting.append(seq)
 
     def has_work(self) -> bool:
@@ -108,6 +115,11 @@ class Scheduler:
         elif seq in self.waiting:
             self.waiting.remove(seq)
         self._release(seq)
+        if self.radix is not None and seq.hint is not None:
+            if reason in ("stop", "length"):
+                self.radix.hold(seq.hint.session, seq.token_ids[: seq.num_computed], seq.hint.within_s)
+            else:  # aborted or failed, perhaps while queued: nothing says the session is coming back
+                self.radix.release(seq.hint.session)
 
     def postprocess(self, seqs: list[Sequence], tokens: list[int], now: float) -> None:
         """Append each sequence's sampled token, extend its text, and finish the ones that are
@@ -180,6 +192,8 @@ class Scheduler:
     # ------------------------------------------------------------ one step
 
     def schedule(self) -> ScheduledBatch:
+        if self.radix is not None:
+            self.radix.expire()
         budget = self.config.max_num_batched_tokens
         batch = ScheduledBatch([])
         for seq in sorted(self.running, key=lambda s: s.arrival):
@@ -214,6 +228,10 @@ class Scheduler:
                 break
             if seq.cached_tokens is None:
                 seq.cached_tokens = seq.num_computed
+                if self.radix is not None:
+                    self.radix.count_hits(seq.prefix_nodes)
+            if self.radix is not None and seq.hint is not None:
+                self.radix.release(seq.hint.session)  # it came back: its blocks are locked now
             seq.owned_blocks += self.pool.allocate(need)
             self.waiting.popleft()
             seq.status = Status.RUNNING

@@ -10,6 +10,16 @@ from engine.radix import Node
 from engine.sampler import SamplingParams
 
 
+@dataclass(frozen=True)
+class ReturnHint:
+    """A client saying it will come back: an agent whose reply starts a tool call sends its run's
+    session key and the tool's timeout. After the request, the prefix cache keeps what the session
+    computed ahead of LRU for up to `within_s` seconds, or until its next request arrives (radix.py)."""
+
+    session: str
+    within_s: float
+
+
 class Status(enum.Enum):
     WAITING = "waiting"
     RUNNING = "running"
@@ -33,6 +43,7 @@ class Sequence:
     finish_reason: str | None = None
     error: Exception | None = None
     output: TextOutput | None = None  # the completion's text; None when the model has no tokenizer
+    hint: ReturnHint | None = None
     max_tokens: int = 0  # params.max_tokens clipped to the context window
     arrival_time: float = 0.0
     first_token_time: float | None = None

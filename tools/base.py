@@ -112,6 +112,9 @@ class Tool:
     # place, or None if it is not (then it is safe to run again). Without it, the policy's
     # `checkpoint.interrupted_writes` decides.
     already_done: Callable[[Any, ToolContext], ToolResult | None] | None = None
+    # A tool that journals its own effects as they happen (run_code: each call its program makes): after a
+    # crash it runs again, and what it journaled is taken as it was instead of done twice.
+    resumes: bool = False
 
     def schema(self) -> dict[str, Any]:
         if self.input_schema is not None:

@@ -17,11 +17,14 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    InnerIntent,
+    InnerObserved,
     InputRequested,
     MemoryWritten,
     MessageAdded,
     ModelFailed,
     ModelReplied,
+    ProgramFiles,
     ResourceUpdated,
     RunResumed,
     RunStopped,
@@ -40,6 +43,9 @@ class Step:
     history_at: int = 0  # the history this step's reply answered is `history[:history_at]`
     observed: list[ToolObserved] = field(default_factory=list)
     intents: list[ToolIntent] = field(default_factory=list)
+    inner: list[InnerObserved] = field(default_factory=list)  # the calls run_code programs made, in order
+    inner_intents: list[InnerIntent] = field(default_factory=list)
+    programs: list[ProgramFiles] = field(default_factory=list)  # the files each program's first run found
     failures: list[ModelFailed] = field(default_factory=list)
     compactions: list[Compacted] = field(default_factory=list)  # made after this step: the next prompt is compacted
     overflows: list[ContextOverflowed] = field(default_factory=list)  # recoveries before this step's model call
@@ -184,6 +190,12 @@ def fold(events: Iterable[Event]) -> Folded:
             add(e.observation.to_message(), e.seq)
         elif isinstance(e, ToolIntent):
             at(e).intents.append(e)
+        elif isinstance(e, InnerObserved):
+            at(e).inner.append(e)
+        elif isinstance(e, InnerIntent):
+            at(e).inner_intents.append(e)
+        elif isinstance(e, ProgramFiles):
+            at(e).programs.append(e)
         elif isinstance(e, InputRequested):
             at(e).asked.append(e)
         elif isinstance(e, ResourceUpdated):

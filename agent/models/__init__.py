@@ -24,10 +24,18 @@ def _key(env: str, spec: str, required: bool = True) -> str:
 # Sent with every request to a compatible server, one key per client (so per run): a router in front
 # of several engine replicas (`harness serve --replicas N --router session`) pins a run to one.
 SESSION_HEADER = "X-Harness-Session"
+# With it, the run's tool timeout: a reply that starts a tool call brings the run back within that
+# many seconds, so `harness serve` keeps the run's prefix cached ahead of LRU meanwhile.
+RETURN_HEADER = "X-Harness-Return-Within"
 
 
-def _session_headers(m: ModelString) -> dict[str, str]:
-    return {SESSION_HEADER: uuid.uuid4().hex} if m.url is not None else {}
+def _session_headers(m: ModelString, return_within_s: float | None) -> dict[str, str]:
+    if m.url is None:
+        return {}
+    headers = {SESSION_HEADER: uuid.uuid4().hex}
+    if return_within_s is not None:
+        headers[RETURN_HEADER] = f"{return_within_s:g}"
+    return headers
 
 
 def check_model(spec: str) -> None:
@@ -47,9 +55,10 @@ def check_model(spec: str) -> None:
         )
 
 
-def load_model(spec: str) -> ModelClient:
+def load_model(spec: str, return_within_s: float | None = None) -> ModelClient:
     """A client of `spec`; the caller closes it. Inside `shared_engines()` (agent/models/shared.py), the local
-    engine is the one the block shares, else the client loads an engine of its own."""
+    engine is the one the block shares, else the client loads an engine of its own. `return_within_s`: the
+    run's tool timeout, which a compatible server's or the local engine's prefix cache is told."""
     m: ModelString = parse_model(spec)
     if m.kind == "scripted":
         from agent.models.scripted import ScriptedModel
@@ -62,7 +71,7 @@ def load_model(spec: str) -> ModelClient:
             m.name,
             api_key=_key("OPENAI_API_KEY", spec, required=m.url is None),
             base_url=m.url,
-            headers=_session_headers(m),
+            headers=_session_headers(m, return_within_s),
         )
     if m.kind in ("anthropic", "anthropic-compatible"):
         from agent.models.anthropic import AnthropicModel
@@ -71,17 +80,17 @@ def load_model(spec: str) -> ModelClient:
             m.name,
             api_key=_key("ANTHROPIC_API_KEY", spec, required=m.url is None),
             base_url=m.url,
-            headers=_session_headers(m),
+            headers=_session_headers(m, return_within_s),
         )
     from agent.models.local import LocalModel, load_engine
     from agent.models.shared import SHARED
 
     weights = "int4" if m.kind == "local-int4" else "float32"
     shared = SHARED.get(spec, lambda: load_engine(m.path, weights, spec))  # None outside a batch's block
-    return LocalModel(path=m.path, engine=shared, weights=weights)
+    return LocalModel(path=m.path, engine=shared, weights=weights, return_within_s=return_within_s)
 
 
-def client_for(model: str | ModelClient) -> AbstractContextManager[ModelClient]:
+def client_for(model: str | ModelClient, return_within_s: float | None = None) -> AbstractContextManager[ModelClient]:
     """`model`'s client for the length of a block: one loaded from a model string is closed when the block
     ends, however it ends; a client passed in stays open (whoever made it closes it)."""
-    return closing(load_model(model)) if isinstance(model, str) else nullcontext(model)
+    return closing(load_model(model, return_within_s)) if isinstance(model, str) else nullcontext(model)

@@ -5,6 +5,9 @@
     LocalModel(weights="int4")        # `local-int4`: the file's 4-bit weights, bfloat16 activations
     LocalModel(engine=an_engine)      # share an engine that is already loaded (its owner shuts it down)
 
+With `return_within_s` (the run's tool timeout) every request carries a `ReturnHint` under this
+client's own session key, so the engine's prefix cache keeps the run's prefix while its tools run.
+
 With `ModelParams.tool_choice == "required"` decoding is constrained by a grammar built
 from the tools' schemas, so the reply is always one schema-valid call.
 """
@@ -35,11 +38,21 @@ def load_engine(path: str | None, weights: str, name: str):
 
 
 class LocalModel:
-    def __init__(self, path: str | None = None, engine=None, name: str | None = None, weights: str = "float32"):
+    def __init__(
+        self,
+        path: str | None = None,
+        engine=None,
+        name: str | None = None,
+        weights: str = "float32",
+        return_within_s: float | None = None,
+    ):
+        from engine import ReturnHint
+
         kind = "local" if weights == "float32" else f"local-{weights}"
         self.name = name or (kind if path is None else f"{kind}:{path}")
         self.owns_engine = engine is None
         self.engine = load_engine(path, weights, self.name) if engine is None else engine
+        self.hint = ReturnHint(uuid.uuid4().hex, return_within_s) if return_within_s is not None else None
 
     def close(self) -> None:
         """Shut down the engine this client loaded: its thread stops, and its weights and KV cache go. An
@@ -68,7 +81,7 @@ class LocalModel:
         start = time.perf_counter()
         try:
             ids, sampling = prepare(self.engine, request)
-            output = self.engine.generate([ids], sampling)[0]
+            output = self.engine.generate([ids], sampling, hint=self.hint)[0]
         except ContextLengthError as e:
             raise ContextOverflowError(f"{self.name}: {e}", e.tokens, e.limit) from None
         except EngineError as e:  # an invalid schema, say: retrying cannot help

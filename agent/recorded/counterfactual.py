@@ -16,12 +16,14 @@ in the source's tokens.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from agent.journal.fold import Step, fold
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.memory_store import recorded_memory
@@ -166,6 +168,7 @@ class Recorded:
     cost_usd: float | None
     unpriced_calls: int
     per_step: dict[int, int]  # step -> the prompt tokens its reply recorded
+    calls: dict[int, str] = field(default_factory=dict)  # step -> what its reply called (calls_text)
 
 
 @dataclass
@@ -250,6 +253,7 @@ def counterfactual(
             s.cost_usd,
             s.unpriced_calls,
             {st.step: st.recorded.prompt_tokens for st in own.steps},
+            {step.n: calls_text(step) for step in fold(events).replies},
         ),
         notes=list(check.notes),
     )
@@ -276,6 +280,16 @@ def counterfactual(
         )
         out.policies.append(figures(other.name, r, price, scale or 1.0, engine=measured(r)))
     return out
+
+
+def calls_text(step: Step) -> str:
+    """What a step's reply called, each run_code call with the calls its program made: `run_code [grep, replace ×9]`."""
+    parts = []
+    for c in step.calls:
+        made = Counter(e.observation.tool for e in step.inner if e.parent == c.id)
+        inner = ", ".join(f"{tool} ×{n}" if n > 1 else tool for tool, n in made.items())
+        parts.append(f"{c.name} [{inner}]" if inner else c.name)
+    return ", ".join(parts)
 
 
 def price_json(price: Price | None) -> dict | None:
@@ -317,7 +331,7 @@ def to_json(c: Counterfactual, per_step: bool = False) -> dict:
         "price": price_json(c.price),
         "scaled_to_recorded": c.scale,
         "fit": None if c.fit is None else vars(c.fit),
-        "recorded": {k: v for k, v in vars(c.recorded).items() if k != "per_step"},
+        "recorded": {k: v for k, v in vars(c.recorded).items() if k not in ("per_step", "calls")},
         "policies": [figures_json(f) for f in c.policies],
         "notes": c.notes,
     }
@@ -326,6 +340,7 @@ def to_json(c: Counterfactual, per_step: bool = False) -> dict:
             {
                 "step": row[0].step,
                 "recorded_prompt_tokens": c.recorded.per_step.get(row[0].step, 0),
+                "calls": c.recorded.calls.get(row[0].step, ""),
                 "policies": [
                     {
                         "policy": f.policy,

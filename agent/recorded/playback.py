@@ -18,11 +18,21 @@ from agent.run.state import RunState
 from agent.run.stopping import Stop, StopRule
 from core.context_policy import Limits
 from core.errors import PermanentModelError
-from core.events import Event, ModelReplied, RunStopped, ToolIntent, ToolObserved
+from core.events import (
+    Event,
+    InnerIntent,
+    InnerObserved,
+    ModelReplied,
+    ProgramFiles,
+    RunStopped,
+    ToolIntent,
+    ToolObserved,
+)
 from core.policy import HarnessPolicy, ModelParams
 from core.types import Message, ModelReply, Observation
 from sandboxes.base import SandboxDead
 from tools.base import Registry, Tool, ToolResult
+from tools.code_mode.tool import NAME as RUN_CODE
 
 # Stops that the world decides (a goal check, a dead sandbox): a playback replays them where they happened.
 WORLD_STOPS = ("goal_verified", "sandbox_dead")
@@ -56,14 +66,22 @@ def playback(
     tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy, checked: Collection[str] = ()
 ) -> Registry:
     """The same tools (names, schemas, effects), each call answered with the result recorded for that very call
-    (its step and id): so a resumed run that settles a call its killed process left open, or runs it again, is
-    answered as the recorded one was: for the tools that could check the world (`checked`: those with
-    `already_done` in the recorded run), that check says what the resumed recorded run did with it."""
-    results: dict[tuple[int, str], deque[ToolObserved]] = defaultdict(deque)
-    intents = Counter((e.step, e.call_id) for e in recorded if isinstance(e, ToolIntent))
+    (its step and id), whether a model or a run_code program made it: so a resumed run that settles a call its
+    killed process left open, or runs it again, is answered as the recorded one was; for the tools that could
+    check the world (`checked`: those with `already_done` in the recorded run), that check says what the resumed
+    recorded run did with it. run_code runs no program: it makes the recorded program's calls again through the
+    harness (so they are dispatched and journaled anew), then answers with its recorded output."""
+    results: dict[tuple[int, str], deque[ToolObserved | InnerObserved]] = defaultdict(deque)
+    intents = Counter((e.step, e.call_id) for e in recorded if isinstance(e, ToolIntent | InnerIntent))
     for e in recorded:
-        if isinstance(e, ToolObserved) and e.observation.executed:
+        if isinstance(e, ToolObserved | InnerObserved) and e.observation.executed:
             results[(e.step, e.observation.call_id)].append(e)
+    programs: dict[str, list[InnerObserved | ProgramFiles]] = defaultdict(list)  # by the run_code call's id
+    for e in recorded:
+        if isinstance(e, InnerObserved):
+            programs[e.parent].append(e)
+        elif isinstance(e, ProgramFiles):
+            programs[e.call_id].append(e)
 
     def answer(tool: Tool, ctx: Any) -> ToolResult | None:
         found = results.get((ctx.step, ctx.call_id))
@@ -74,6 +92,11 @@ def playback(
 
     def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
         def run_recorded(args: Any, ctx: Any) -> ToolResult:
+            for made in programs[ctx.call_id] if tool.name == RUN_CODE and ctx.program is not None else ():
+                if isinstance(made, ProgramFiles):
+                    ctx.program.record_files((run_dir / made.artifact).read_text())
+                else:
+                    ctx.program.call(made.observation.tool, made.arguments)
             result = answer(tool, ctx)
             if result is None:
                 return ToolResult(
@@ -101,11 +124,20 @@ def playback(
         return done
 
     return Registry.of(
-        replace(t, run=recorded_run(t), already_done=found_in_place(t) if t.name in checked else None) for t in tools
+        (
+            replace(
+                t,
+                run=recorded_run(t),
+                already_done=found_in_place(t) if t.name in checked else None,
+                resumes=t.name == RUN_CODE,
+            )
+            for t in tools
+        ),
+        world=tools.world,
     )
 
 
-def _as_result(e: ToolObserved, text: str) -> ToolResult:
+def _as_result(e: ToolObserved | InnerObserved, text: str) -> ToolResult:
     """What the tool returned (or raised) when the recording made this observation."""
     o = e.observation
     if o.error_kind == "sandbox_dead":
@@ -121,7 +153,7 @@ def _as_result(e: ToolObserved, text: str) -> ToolResult:
         timed_out=o.status == "timeout",
         domain_error=o.error_kind == "domain",
         submission=e.submission,
-        rejects_later=e.rejects_later,
+        rejects_later=e.rejects_later if isinstance(e, ToolObserved) else e.end,
     )
 
 

@@ -32,15 +32,26 @@ from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
 from agent.resume import resume
 from agent.run.task import Task
-from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, recorded_sandbox, recorded_tools
+from agent.session import (
+    PROGRAM_TOOLS,
+    RunSpec,
+    SandboxFactory,
+    SandboxSpec,
+    open_run,
+    recorded_sandbox,
+    recorded_tools,
+)
 from core.errors import HarnessError
 from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    InnerIntent,
+    InnerObserved,
     MemoryWritten,
     MessageAdded,
     ModelReplied,
+    ProgramFiles,
     RunStopped,
     SummaryReplied,
     ToolIntent,
@@ -123,8 +134,11 @@ def replay(
     else:  # no tool runs: the local sandbox only answers the loop's liveness probe
         offered = recorded_tools(run_dir)
         if offered is not None:  # the tools exactly as the run offered them: no MCP server needs to start
-            base, policy = Registry.of(recorded_tool(r) for r in offered), policy.model_copy(update={"mcp": []})
-            checked = {r.name for r in offered if r.checks}
+            names = {r.name for r in offered}
+            inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
+            base = Registry.of(recorded_tool(r) for r in [*offered, *inner])
+            policy = policy.model_copy(update={"mcp": []})
+            checked = {r.name for r in [*offered, *inner] if r.checks}
         else:
             base = tools if tools is not None else toolset(info.toolset)
             checked = {t.name for t in base if t.already_done is not None}
@@ -244,12 +258,16 @@ def _prompt(e: ModelReplied) -> dict:
     return figures | ({"sha256": e.prompt_sha256} if e.prompt_sha256 is not None else {})  # older journals lack it
 
 
-def _observation(e: ToolObserved) -> dict:
+def _observation(e: ToolObserved | InnerObserved) -> dict:
     o = e.observation.model_dump(mode="json", exclude={"duration_s"})
     # Only the first line: in older journals a traceback tail naming that process's files followed.
     if e.observation.error_kind == "tool_raised":
         o["text"] = e.observation.text.split("\n", 1)[0]
-    return o | {"submission": e.submission, "rejects_later": e.rejects_later}
+    return o | {"submission": e.submission, "rejects_later": e.rejects_later if isinstance(e, ToolObserved) else None}
+
+
+def _inner(e: InnerObserved) -> dict:
+    return _observation(e) | {"parent": e.parent, "arguments": e.arguments, "end": e.end}
 
 
 def _compaction(e: Compacted) -> dict:
@@ -276,6 +294,9 @@ HARNESS_RECORDS: dict[type, Callable[[Any], dict]] = {
     ModelReplied: _prompt,
     ToolIntent: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
     ToolObserved: _observation,
+    InnerIntent: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
+    InnerObserved: _inner,
+    ProgramFiles: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
     MessageAdded: lambda e: e.model_dump(mode="json", exclude={"seq", "ts"}),
     MemoryWritten: memory_as_compared,
     Compacted: _compaction,
@@ -304,9 +325,9 @@ def _compare(recorded: Sequence[Event], replayed: Sequence[Event], what: Callabl
 
 
 def _call(e: Event) -> tuple[str, str]:
-    if isinstance(e, ToolObserved):
+    if isinstance(e, ToolObserved | InnerObserved):
         return e.observation.call_id, e.observation.tool
-    if isinstance(e, ToolIntent):
+    if isinstance(e, ToolIntent | InnerIntent):
         return e.call_id, e.tool
     return "", ""
 
@@ -319,10 +340,20 @@ def _diff(a: dict, b: dict) -> str:
 
 
 def compare_world(recorded: Sequence[Event], replayed: Sequence[Event], folders: Sequence[str]) -> list[Divergence]:
-    """Tool outputs that changed, once volatile text is normalised: the world, not the harness."""
+    """Tool outputs that changed, once volatile text is normalised: the world, not the harness. A model's calls and
+    its programs' calls are compared each in their order."""
+    return _world(recorded, replayed, folders, ToolObserved) + _world(recorded, replayed, folders, InnerObserved)
+
+
+def _world(
+    recorded: Sequence[Event],
+    replayed: Sequence[Event],
+    folders: Sequence[str],
+    kind: type[ToolObserved] | type[InnerObserved],
+) -> list[Divergence]:
     out = []
-    old = [e for e in recorded if isinstance(e, ToolObserved)]
-    new = [e for e in replayed if isinstance(e, ToolObserved)]
+    old: list[ToolObserved | InnerObserved] = [e for e in recorded if isinstance(e, kind)]
+    new: list[ToolObserved | InnerObserved] = [e for e in replayed if isinstance(e, kind)]
     for x, y in zip(old, new, strict=False):  # the extras of either side are reported below
         a, b = x.observation, y.observation
         if (a.call_id, a.status) != (b.call_id, b.status) or normalise(a.text, folders) != normalise(b.text, folders):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.recovery.approval import Decision
-from core.events import Event, ToolIntent, ToolObserved
+from core.events import Event, InnerIntent, InnerObserved, ProgramFiles, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
@@ -36,12 +36,18 @@ class Recovered:
     rerun: dict[str, Decision] = field(default_factory=dict)  # decisions on re-running them, given after the crash
     nudged: bool = False  # the no-tool-call nudge of this step is already journaled
     asked: dict[str, list[str]] = field(default_factory=dict)  # call id -> ids of the questions its tool asked
+    # The calls run_code programs of this step made (by id, PARENT.N): journaled results, and writes cut short;
+    # and the files each program's first run found (by the run_code call's id).
+    inner: dict[str, InnerObserved] = field(default_factory=dict)
+    inner_interrupted: dict[str, InnerIntent] = field(default_factory=dict)
+    files: dict[str, ProgramFiles] = field(default_factory=dict)
 
 
 def needs_decision(call: ToolCall, tool: Tool, policy: CheckpointPolicy, recovered: Recovered) -> bool:
     """An interrupted write that waits for `harness approve` before it may run again."""
     return (
         call.id in recovered.interrupted
+        and not tool.resumes
         and tool.already_done is None
         and policy.interrupted_writes == "ask"
         and call.id not in recovered.rerun
@@ -76,19 +82,19 @@ def _final(call: ToolCall, status, text: str, kind) -> Observation:
 
 
 def reapply_writes(events: Sequence[Event], after_step: int, tools: Registry, ctx: ToolContext) -> list[str]:
-    """Run again every write that finished after `after_step`: a sandbox recreated from a checkpoint
-    taken at that step lacks their effects. The journaled observations stand; what a write shows now
-    is not recorded. Returns the calls that could not be applied again."""
-    done = {e.observation.call_id for e in events if isinstance(e, ToolObserved)}
+    """Run again every write that finished after `after_step`, a run_code program's own writes included: a
+    sandbox recreated from a checkpoint taken at that step lacks their effects. The journaled observations
+    stand; what a write shows now is not recorded. Returns the calls that could not be applied again."""
+    done = {e.observation.call_id for e in events if isinstance(e, ToolObserved | InnerObserved)}
     failed = []
     for e in events:
-        if not (isinstance(e, ToolIntent) and e.step > after_step and e.call_id in done):
+        if not (isinstance(e, ToolIntent | InnerIntent) and e.step > after_step and e.call_id in done):
             continue
         tool = tools.get(e.tool)
         if tool is None:  # the run's tool set no longer has it
             failed.append(f"{e.call_id} ({e.tool})")
             continue
-        if tool.effect is Effect.NOTE:  # its effect is in the harness's own store, which no sandbox loses
+        if tool.effect is Effect.NOTE or tool.resumes:  # the harness's own store, or a program's journaled calls
             continue
         try:
             result = tool.run(tool.args.model_validate(e.arguments), replace(ctx, idempotency_key=e.idempotency_key))

@@ -129,7 +129,18 @@ def _open(step: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> Op
     asked: dict[str, list[str]] = {}
     for question in done.asked:
         asked.setdefault(question.call_id, []).append(question.input_id)
-    return OpenStep(replied.reply, Recovered(observed, interrupted, rerun, bool(done.notes), asked), compacted)
+    inner = {o.observation.call_id: o for o in done.inner}
+    recovered = Recovered(
+        observed,
+        interrupted,
+        rerun,
+        bool(done.notes),
+        asked,
+        inner=inner,
+        inner_interrupted={i.call_id: i for i in done.inner_intents if i.call_id not in inner},
+        files={p.call_id: p for p in done.programs},
+    )
+    return OpenStep(replied.reply, recovered, compacted)
 
 
 def _noted(restored: Restored, note: str) -> Restored:

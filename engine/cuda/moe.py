@@ -8,6 +8,10 @@
     down      y[pair(p)] = weight(p) * (a[p] @ down[e].T)                          (pairs, hidden) float32
     combine   x[t] += the sum of y over the token's top_k pairs, in slot order
 
+A step of many pairs (a prefill chunk) whose widths are multiples of 16 takes CUTLASS's grouped GEMM
+instead (`torch._grouped_mm`, Hopper and later): the pairs gathered in expert order, gate/up and down as
+one grouped product each, the weighted rows added back per token in float32.
+
 Each run of pairs that chose one expert is cut into chunks of BLOCK_M rows. A program of the grid
 (pairs, column tiles) whose pair starts a chunk computes that chunk's tile against its expert's
 weights; every other program exits at once. So each chosen expert's weights are read once per chunk
@@ -211,6 +215,31 @@ def sort_pairs(ids: torch.Tensor, weights: torch.Tensor):
     return sorted_ids, starts, order.to(torch.int32), w.index_select(0, order)
 
 
+GROUPED_MM_MIN_PAIRS = 1024  # below it, the Triton kernels: their 16-row chunks re-read few weights
+
+
+def grouped_mm_fits(pairs: int, gate_up: torch.Tensor, down: torch.Tensor) -> bool:
+    return (
+        pairs >= GROUPED_MM_MIN_PAIRS
+        and hasattr(torch, "_grouped_mm")
+        and torch.cuda.get_device_capability(gate_up.device)[0] >= 9
+        and all(n % 16 == 0 for n in (*gate_up.shape[1:], *down.shape[1:]))
+    )
+
+
+def _experts_grouped_mm(x, h, gate_up, down, ids, weights) -> None:
+    top_k, inter = ids.shape[1], down.shape[2]
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    tokens = order // top_k
+    ends = torch.cumsum(torch.bincount(flat, minlength=gate_up.shape[0]), 0, dtype=torch.int32)
+    gu = torch._grouped_mm(h.index_select(0, tokens), gate_up.transpose(1, 2), offs=ends)
+    a = (torch.nn.functional.silu(gu[:, :inter].float()) * gu[:, inter:].float()).to(h.dtype)
+    y = torch._grouped_mm(a, down.transpose(1, 2), offs=ends).float() * weights.reshape(-1)[order, None]
+    acc = x.float().index_add_(0, tokens, y)
+    x.copy_(acc)
+
+
 def experts_add(
     x: torch.Tensor,  # (T, hidden): the residual stream the experts' output is added into
     h: torch.Tensor,  # (T, hidden): x normalised
@@ -221,6 +250,9 @@ def experts_add(
     renormalise: bool,
 ) -> None:
     ids, weights = route(h, router, top_k, renormalise)
+    if grouped_mm_fits(ids.numel(), gate_up, down):
+        _experts_grouped_mm(x, h, gate_up, down, ids, weights)
+        return
     sorted_ids, starts, order, scale = sort_pairs(ids, weights)
     t, hidden, inter = h.shape[0], down.shape[1], down.shape[2]
     pairs = t * top_k

@@ -29,7 +29,7 @@ from engine.server import anthropic_api, openai_api
 from engine.server import anthropic_schemas as an
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, anthropic_body, openai_body
-from engine.server.service import Service
+from engine.server.service import Service, return_hint
 
 log = logging.getLogger("engine.server")
 T = TypeVar("T")
@@ -216,6 +216,7 @@ def create_app(
             body = api.parse(await read_body(request, max_body_bytes, body_timeout_s))
             service.check_model(body.model)
             chat = api.to_chat(body)
+            chat.hint = return_hint(request.headers)
             if body.stream:
                 events = await api.stream_events(service, chat, body)
                 service.metrics.request(kind, 200)

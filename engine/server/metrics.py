@@ -83,6 +83,22 @@ class EngineCollector(Collector):
         yield CounterMetricFamily(
             "engine_kv_blocks_evicted", "Prefix-cache blocks evicted to make room", value=st["evicted_blocks"]
         )
+        yield GaugeMetricFamily(
+            "engine_kv_blocks_held",
+            "Prefix-cache blocks kept ahead of LRU for sessions expected back (X-Harness-Return-Within)",
+            value=st["held_blocks"],
+        )
+        yield GaugeMetricFamily("engine_sessions_held", "Sessions whose prefix is held", value=st["held_sessions"])
+        yield CounterMetricFamily(
+            "engine_kv_blocks_held_evicted",
+            "Held blocks evicted because no other block could make room",
+            value=st["held_evicted_blocks"],
+        )
+        yield CounterMetricFamily(
+            "engine_cache_hits_saved_tokens",
+            "Prompt tokens served from blocks that LRU would have evicted but a hold kept",
+            value=st["saved_hit_blocks"] * st["block_size"],
+        )
         prompt, cached = self.tokens.prompt_total(), self.tokens.cached_total()
         yield GaugeMetricFamily(
             "engine_cache_hit_rate",

@@ -11,13 +11,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from engine.chat import ChatReply, ChatRequest, finish, prepare
-from engine.engine import Engine
+from engine.engine import MAX_RETURN_S, Engine
 from engine.errors import EngineError
 from engine.output import RequestOutput
+from engine.sequence import ReturnHint
 from engine.server.errors import APIError, from_engine
+from engine.server.forward import SESSION_HEADER
 from engine.server.metrics import Metrics
 
 CALL_TAG = "<tool_call>"
+# With the session header, how many seconds the client may take to come back after this reply
+# (a harness sends its tool timeout): the session's prefix is kept ahead of LRU meanwhile.
+RETURN_HEADER = "x-harness-return-within"
 
 
 @dataclass
@@ -55,7 +60,7 @@ class Service:
         """Submit the request; return the state after its first token and the deltas from there.
         Errors in the request raise APIError here, before any byte of a response is sent."""
         ids, params = await self._prepare(chat)
-        chunks = self.engine.stream(ids, params)
+        chunks = self.engine.stream(ids, params, hint=chat.hint)
         try:
             first = await chunks.__anext__()
         except EngineError as e:
@@ -107,3 +112,21 @@ def visible_end(text: str, shown: int = 0) -> int:
         if text.endswith(CALL_TAG[:k]):
             return len(text) - k
     return len(text)
+
+
+def return_hint(headers) -> ReturnHint | None:
+    """The request's `ReturnHint`, from its session and return headers; None without both."""
+    session, within = headers.get(SESSION_HEADER), headers.get(RETURN_HEADER)
+    if not session or within is None:
+        return None
+    try:
+        seconds = float(within)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_RETURN_S:
+        raise APIError(
+            400,
+            f"The {RETURN_HEADER} header must be a number of seconds in (0, {MAX_RETURN_S:.0f}], got {within!r}.",
+            param=RETURN_HEADER,
+        )
+    return ReturnHint(session, seconds)

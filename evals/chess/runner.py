@@ -95,7 +95,7 @@ def chess_policy(policy: HarnessPolicy, rules: GameRules) -> HarnessPolicy:
     return policy.model_copy(update={"stop": stop})
 
 
-def game_task(game: Game, opponent: str, asked: str | None = None) -> Task:
+def game_task(game: Game, opponent: str, asked: str | None = None, task_id: str | None = None) -> Task:
     color = color_name(game.player)
     system = SYSTEM.format(
         color=color, replies=game.rules.max_replies, failed=game.rules.max_failed_moves, plies=game.rules.max_plies
@@ -103,7 +103,7 @@ def game_task(game: Game, opponent: str, asked: str | None = None) -> Task:
     last = game.last_opponent_move()
     opening = f" The opponent opened with {last}." if last else ""
     prompt = f"A new game against {opponent}. You play {color}.{opening} {asked or 'It is your move.'}"
-    return Task(id=f"chess-{color}-vs-{opponent}", prompt=prompt, system=system)
+    return Task(id=task_id or f"chess-{color}-vs-{opponent}", prompt=prompt, system=system)
 
 
 def game_rule(game: Game) -> Callable[[RunState, Dispatched], Stop | None]:
@@ -142,11 +142,12 @@ def play_game(
     prices: Path | None = None,
     sandbox: SandboxSpec = SandboxSpec(kind="none"),
     prompt: str | None = None,
+    task_id: str | None = None,
 ) -> GameRun:
     """Play one game to its end; `analysis_depth` None or 0 skips the Stockfish move-quality pass. Its calls
     are priced from `prices` (default: agent/models/prices.toml). The game needs no sandbox; `sandbox` is where
     run_code programs run under a policy of code mode. `prompt`: the task's words after the position (default:
-    it is your move)."""
+    it is your move); `task_id`: the task's name (default: the colour and opponent)."""
     if color not in ("white", "black"):
         raise ValueError(f"color must be white or black, not {color!r}")
     the_policy = chess_policy(policy or HarnessPolicy(), rules)
@@ -156,7 +157,7 @@ def play_game(
         evaluator = Evaluator(rules.evaluation_depth) if rules.evaluation_depth else None
         game = Game(chess.WHITE if color == "white" else chess.BLACK, engine, rules, start_fen)
         game.open()
-        task = game_task(game, opponent, prompt)
+        task = game_task(game, opponent, prompt, task_id)
         spec = RunSpec(
             task,
             model,

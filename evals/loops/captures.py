@@ -4,11 +4,13 @@ move played is the capture the engine scores best, at the same depth as the tool
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import chess
 import chess.pgn
 
+from agent.journal.store import write_json_atomic
 from agent.models.base import ModelClient
 from agent.session import SandboxSpec
 from core.policy import HarnessPolicy
@@ -32,7 +34,8 @@ def play(
     seed: int = 0,
     prices: Path | None = None,
 ) -> GameRun:
-    return play_game(
+    """One run of the task; summary.json's outcome says `goal_verified` when the best capture was played."""
+    game = play_game(
         model,
         "stockfish:skill=0",
         COLOR,
@@ -45,7 +48,12 @@ def play(
         prices=prices,
         sandbox=sandbox,
         prompt=PROMPT,
+        task_id=NAME,
     )
+    outcome = {**game.summary.outcome, "goal_verified": played(game.run_dir) == best_capture()}
+    summary = game.summary.model_copy(update={"outcome": outcome})
+    write_json_atomic(game.run_dir / "summary.json", summary.model_dump(mode="json"))
+    return replace(game, summary=summary)
 
 
 def best_capture() -> str:

@@ -226,6 +226,24 @@ def reasoning_heavy(steps: list[Step]) -> list[Finding]:
     ]
 
 
+def failed_program_call(steps: list[Step]) -> list[Finding]:
+    """Each call a run_code program made that failed: which one, in the program of which call."""
+    out = []
+    for s in steps:
+        for e in s.inner:
+            o = e.observation
+            if o.status != "ok":
+                number = o.call_id.rsplit(".", 1)[-1]
+                out.append(
+                    Finding(
+                        "failed_program_call",
+                        s.n,
+                        f"Call {number} ({o.tool}) of the program of {e.parent} failed ({o.status}): {short(o.text)}",
+                    )
+                )
+    return out
+
+
 DETECTORS: tuple[Detector, ...] = (
     Detector(
         "no_tool_call",
@@ -264,6 +282,12 @@ DETECTORS: tuple[Detector, ...] = (
         "Rejected or denied calls",
         "Calls the dispatch policy rejected or the user refused: the model planned work that never ran.",
         rejected_or_denied,
+    ),
+    Detector(
+        "failed_program_call",
+        "Failed calls inside programs",
+        "A call that a run_code program made failed: the program's observation said so, and this names the call.",
+        failed_program_call,
     ),
     Detector("timeout", "Time-outs", "Tool calls or model calls that ran out of time.", timeouts),
     Detector(

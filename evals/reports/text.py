@@ -7,6 +7,7 @@ from collections import Counter
 from agent.models.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
+from evals.reports.finding import short
 from evals.reports.load import RunData
 from evals.reports.memory import batch_memory_lines, memory_lines
 from evals.reports.outcome import rate_text
@@ -27,6 +28,25 @@ def overflow_lines(run: RunData) -> list[str]:
         f"- **context overflows** {len(recoveries)} recoveries, {dropped:,} tokens dropped:",
         *(f"  - step {n}: {lost(o)}" for n, o in recoveries),
     ]
+
+
+def program_lines(run: RunData) -> list[str]:
+    """What the run's run_code programs called, and which of those calls failed, when it had any."""
+    made = [(s.n, e) for s in run.steps for e in s.inner]
+    if not made:
+        return []
+    programs = len({e.parent for _, e in made})
+    tools = Counter(e.observation.tool for _, e in made)
+    failed = [(n, e) for n, e in made if e.observation.status != "ok"]
+    lines = [
+        f"- **programs** {programs} run_code programs made {len(made)} tool calls "
+        f"({', '.join(f'{t} ×{k}' for t, k in tools.most_common())}); {len(failed)} failed" + (":" if failed else "")
+    ]
+    lines += [
+        f"  - step {n}, call {e.observation.call_id} ({e.observation.tool}): {short(e.observation.text)}"
+        for n, e in failed[:MAX_FINDINGS]
+    ]
+    return lines
 
 
 def own_lines(run: RunData) -> list[str]:
@@ -70,6 +90,7 @@ def run_markdown(run: RunData) -> str:
         f"- **steps** {s.steps} · **tool calls** {s.tool_calls_total} · **errors** {sum(s.errors.values())} · **wall** {s.wall_s:.1f} s",
         *(source_lines(run, run.recorded) if run.recorded else own_lines(run)),
         *overflow_lines(run),
+        *program_lines(run),
         *(memory_lines(run.memory) if run.memory is not None else []),
         "",
         "## Findings",

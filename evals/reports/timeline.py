@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.models.pricing import format_usd
-from core.events import Compacted
+from core.events import Compacted, InnerObserved
 from evals.reports.breakdown import Breakdown
 from evals.reports.detectors import cut_off_note, prompt_tokens, reasoning_tokens
 from evals.reports.finding import Finding
@@ -56,6 +56,7 @@ class CallView:
     name: str
     arguments: Text
     observation: ObservationView | None  # None: the run stopped before the call ran
+    inner: list[CallView] = field(default_factory=list)  # the calls its program made (run_code), in order
 
 
 @dataclass
@@ -196,6 +197,7 @@ def step_views(
                         c.name,
                         clip(pretty_arguments(c.arguments), f"step{s.n:05d}-{c.id}-arguments"),
                         observed.pop(c.id, None),
+                        [_inner_view(e, s.n, clip) for e in s.inner if e.parent == c.id],
                     )
                     for c in s.calls
                 ],
@@ -208,6 +210,12 @@ def step_views(
             )
         )
     return views
+
+
+def _inner_view(e: InnerObserved, n: int, clip: Clipper) -> CallView:
+    o = e.observation
+    arguments = clip(pretty_arguments(e.arguments), f"step{n:05d}-{o.call_id}-arguments")
+    return CallView(o.call_id, o.tool, arguments, _observation_view(o, n, clip))
 
 
 def _observation_view(o, n: int, clip: Clipper) -> ObservationView:

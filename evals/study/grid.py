@@ -7,11 +7,12 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.models.pricing import load_prices
 from agent.models.spec import parse_model
 from agent.run.task import Task, load_task
 from agent.session import SandboxSpec
 from core.errors import HarnessError
-from core.policy import PRESETS, HarnessPolicy, load_policy
+from core.policy import MEMORY_ON, PRESETS, HarnessPolicy, load_policy, memory_on
 from evals.chess.opponents import check_spec
 
 HERE = Path(__file__).resolve().parent
@@ -42,6 +43,7 @@ class StudySpec:
     router_imbalance: int | None = None  # the prefix and session routers' fallback threshold; None: theirs (4)
     device: str = "cpu"  # the in-process engines': cpu, or cuda (one GPU per replica)
     max_batched_tokens: int | None = None  # the in-process engines' tokens per step; None: the engine's (512)
+    prices: str | None = None  # the price table runs are priced from; None: agent/models/prices.toml
 
     def __post_init__(self) -> None:
         for name, values in (
@@ -68,6 +70,8 @@ class StudySpec:
                 "so its cache is the server's own (e.g. `harness serve --kv-cache-mb`). Leave it out."
             )
         self._check_replicas(local)
+        if self.prices is not None:
+            load_prices(self.prices)  # a table that cannot be read is said before anything runs
         check_spec(self.opponent)
         SandboxSpec.parse(self.sandbox)
 
@@ -126,7 +130,10 @@ def settings(spec: StudySpec) -> list[Setting]:
 
 
 def study_policy(name: str) -> HarnessPolicy:
-    """A preset, a bundled study policy (by its file's stem), or a policy file."""
+    """A preset, a bundled study policy (by its file's stem), or a policy file; `+memory` after any of them:
+    the same with the agent's memory tool on."""
+    if name.endswith(MEMORY_ON):
+        return memory_on(study_policy(name.removesuffix(MEMORY_ON)))
     if name not in PRESETS and (POLICIES / f"{name}.toml").exists():
         return load_policy(str(POLICIES / f"{name}.toml"))
     return load_policy(name)

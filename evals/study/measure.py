@@ -39,6 +39,7 @@ class RunRow:
     latencies_s: list[float]  # each request's time, as the client measured it
     ttfts_s: list[float]  # each request's time to first token, where the engine said (ModelReply.ttft_s)
     wall_s: float
+    cost_usd: float | None = None  # at the run's price; None: unknown
 
 
 def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str) -> RunRow:
@@ -60,6 +61,7 @@ def run_row(record: RunRecord, run_dir: Path, study_dir: Path, stop_reason: str)
         latencies_s=[round(e.reply.latency_s, 4) for e in replies],
         ttfts_s=[round(e.reply.ttft_s, 4) for e in replies if e.reply.ttft_s is not None],
         wall_s=record.wall_s,
+        cost_usd=record.cost_usd,
     )
 
 
@@ -141,6 +143,40 @@ def policy_figures(policy: str, rows: list[RunRow], engine: EngineCounters, wall
     )
 
 
+# What a pair says task by task (each paired over the task's seeds): label -> the run's value (None: unknown).
+TASK_METRICS = {
+    "model calls": lambda r: float(r.steps),
+    "prompt tokens": lambda r: float(r.prompt_tokens),
+    "cached share": lambda r: r.cached_tokens / r.prompt_tokens if r.prompt_tokens else 0.0,
+    "ideal reuse": lambda r: r.prefix_reused / r.counted_tokens if r.counted_tokens else 0.0,
+    "cost (USD)": lambda r: r.cost_usd,
+}
+
+
+def task_pairs(paired: list[tuple[RunRow, RunRow]], resamples: int) -> list[dict]:
+    """Every task's runs under A and B, paired by seed: per metric, the means, B − A and its 95% interval."""
+    out = []
+    for task in sorted({a.task_id for a, _ in paired}):
+        runs = [(a, b) for a, b in paired if a.task_id == task]
+        for label, value in TASK_METRICS.items():
+            xs, ys = [value(a) for a, _ in runs], [value(b) for _, b in runs]
+            if any(v is None for v in (*xs, *ys)):
+                out.append({"task": task, "label": label, "pairs": len(runs), "mean_a": None, "mean_b": None})
+                continue
+            res = paired_amounts(xs, ys, resamples=resamples)
+            out.append(
+                {
+                    "task": task,
+                    "label": label,
+                    "pairs": len(runs),
+                    "mean_a": float(np.mean(xs)),
+                    "mean_b": float(np.mean(ys)),
+                }
+                | asdict(res)
+            )
+    return out
+
+
 @dataclass
 class PairFigures:
     """B against A, paired by task and seed: the A/B comparison, and the two study figures it lacks."""
@@ -149,6 +185,7 @@ class PairFigures:
     b: str
     comparison: dict  # evals.ab's comparison, as ab.json writes it
     extra: list[dict] = field(default_factory=list)  # cached share and peak context, paired the same way
+    tasks: list[dict] = field(default_factory=list)  # per task and metric (TASK_METRICS), paired over its seeds
 
 
 def pair_figures(
@@ -168,5 +205,5 @@ def pair_figures(
         ):
             res = paired_amounts([value(x) for x, _ in paired], [value(y) for _, y in paired], resamples=resamples)
             extra.append({"label": name, "pairs": len(paired), **asdict(res)})
-        out.append(PairFigures(a, b, to_json(c), extra))
+        out.append(PairFigures(a, b, to_json(c), extra, task_pairs(paired, resamples)))
     return out

@@ -75,22 +75,23 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
     policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": cell.seed})})
     if spec.max_steps is not None:
         policy = policy.model_copy(update={"stop": policy.stop.model_copy(update={"max_steps": spec.max_steps})})
+    prices = Path(spec.prices) if spec.prices else None
     with closing(target.client(cell.task)) as client:
         sandbox = SandboxSpec.parse(spec.sandbox)
         # A chess task needs no sandbox of its own; run_code's programs run in the study's.
         board_box = sandbox if policy.dispatch.mode != "calls" else SandboxSpec(kind="none")
         if cell.task == CAPTURES:
-            return captures.play(client, policy, out_dir, board_box, cell.seed).run_dir
+            return captures.play(client, policy, out_dir, board_box, cell.seed, prices).run_dir
         if cell.task == CHESS:
             color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
             rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
             game = play_game(
-                client, spec.opponent, color, policy, out_dir, cell.seed, rules, analysis_depth=None, sandbox=board_box
+                client, spec.opponent, color, policy, out_dir, cell.seed, rules, None, prices=prices, sandbox=board_box
             )
             return game.run_dir
         task = study_task(cell.task)
         assert task is not None
-        _, run_dir = start(RunSpec(task, client, policy, out_dir, sandbox=sandbox, seed=cell.seed))
+        _, run_dir = start(RunSpec(task, client, policy, out_dir, sandbox=sandbox, seed=cell.seed, prices=prices))
         return run_dir
 
 
@@ -121,7 +122,7 @@ def run_policy(
     run_jobs(jobs, batch, ExecutorOptions(kind="local", workers=concurrency), arrived)
     wall_s = time.perf_counter() - t0
     counters = target.counters(before)
-    prices = load_prices()
+    prices = load_prices(spec.prices)
     records, rows = [], []
     for _, run_dir in sorted(done_runs, key=lambda x: (x[0].task, x[0].seed)):
         record = load_record(run_dir, prices)

@@ -53,3 +53,12 @@ def test_unknown_preset_and_missing_file():
         load_policy("fast")
     with pytest.raises(HarnessError, match="Cannot read policy file"):
         load_policy("/no/such/policy.toml")
+
+
+def test_any_policy_followed_by_plus_memory_has_the_memory_tool_on(tmp_path):
+    lean = load_policy("lean+memory")
+    assert lean.name == "lean+memory" and lean.memory.tool and lean.context == load_policy("lean").context
+    path = tmp_path / "mine.toml"
+    path.write_text('extends = "compact_naive"\n[stop]\nmax_steps = 7\n')
+    mine = load_policy(f"{path}+memory")
+    assert (mine.name, mine.memory.tool, mine.stop.max_steps) == ("mine+memory", True, 7)

@@ -367,15 +367,17 @@ def test_decode_ahead_equals_synchronous_steps(ckpt):
     assert [len(t) for t in outs[True]] == [40, 3, 17, 33, 1, 25]
 
 
-@pytest.mark.parametrize("tokens", [1, 3, 33, 300])  # 300: more pairs than the counting sort takes
-def test_grouped_expert_kernels_match_the_expert_loop(tokens):
+# 300: more pairs than the counting sort takes; 600: more than the Triton kernels take where the widths allow
+# CUTLASS's grouped GEMM (multiples of 16), and the Triton kernels' many-pair tiles where they do not.
+@pytest.mark.parametrize(("tokens", "hidden", "width"), [(1, 200, 72), (3, 200, 72), (33, 200, 72), (300, 200, 72), (600, 200, 72), (600, 256, 128)])  # fmt: skip
+def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
     """engine/cuda/moe.py against engine/moe.py, the experts one at a time: tile edges (hidden, width and the
     expert count not multiples of a tile), experts chosen by no token, and runs longer than a chunk."""
-    from engine.cuda.moe import experts_add
+    from engine.cuda.moe import experts_add, grouped_mm_fits
     from engine.moe import mixture, route
 
     g = torch.Generator(device="cuda").manual_seed(tokens)
-    experts, top_k, hidden, width = 20, 4, 200, 72
+    experts, top_k = 20, 4
     h = torch.randn(tokens, hidden, generator=g, device="cuda").to(torch.bfloat16)
     router = torch.randn(experts, hidden, generator=g, device="cuda")
     gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g, device="cuda")).to(torch.bfloat16)
@@ -383,6 +385,7 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens):
     x = torch.randn(tokens, hidden, generator=g, device="cuda").to(torch.bfloat16)
     got = x.clone()
     experts_add(got, h, router, gate_up, down, top_k, True)
+    assert grouped_mm_fits(tokens * top_k, gate_up, down) == (hidden == 256)
     weights, ids = route(h, router, top_k, True)
 
     def expert(e: int, rows: torch.Tensor) -> torch.Tensor:

@@ -153,10 +153,15 @@ def test_a_full_quota_refuses_the_write_that_would_pass_it(tmp_path):
     )
 
 
-def test_the_schema_works_for_both_providers_and_names_each_command():
+def test_the_schema_has_one_object_per_command_with_what_it_needs():
     schema = memory_tool(None, MemoryPolicy()).schema()  # type: ignore[arg-type]
-    assert schema["type"] == "object" and schema["required"] == ["command"]
-    assert schema["properties"]["command"]["enum"] == ["view", "create", "str_replace", "insert", "delete", "rename"]
+    assert schema["type"] == "object"
+    branches = {b["properties"]["command"]["const"]: b for b in schema["anyOf"]}
+    assert list(branches) == ["view", "create", "str_replace", "insert", "delete", "rename"]
+    assert branches["create"]["required"] == ["command", "path", "file_text"]
+    assert branches["rename"]["required"] == ["command", "old_path", "new_path"]
+    assert set(branches["view"]["properties"]) == {"command", "path", "view_range"}
+    assert branches["insert"]["properties"]["path"]["pattern"] == "^/memories(/.*)?$"
     json.dumps(schema)
 
 

@@ -33,6 +33,11 @@ NEEDS = {
 }
 
 
+PATHS = ("path", "old_path", "new_path")
+OPTIONAL = {"view": ("view_range",), "create": ("source", "kind"), "str_replace": ("source", "kind")}
+OPTIONAL["insert"] = OPTIONAL["create"]
+
+
 class MemoryBackend(Protocol):
     """The store the tool works on; the harness's keeps a ledger and journals every commit."""
 
@@ -75,6 +80,35 @@ class MemoryArgs(BaseModel):
         if missing:
             raise ValueError(f"{self.command} needs {' and '.join(missing)}")
         return self
+
+
+def command_schema() -> dict:
+    """One object per command, with the fields it takes and those it needs required: what the model is shown,
+    and what a constraining engine holds its call to, so even a small model sends a command that can run."""
+    fields = MemoryArgs.model_json_schema()["properties"]
+
+    def field(name: str) -> dict:
+        schema = {k: v for k, v in fields[name].items() if k not in ("title", "default")}
+        choices = [c for c in schema.pop("anyOf", []) if c.get("type") != "null"]  # an optional field's own type
+        if name in PATHS:  # shown, not enforced: a path elsewhere gets Anthropic's own reply, not a schema error
+            schema["pattern"] = f"^{ROOT}(/.*)?$"
+        return {**choices[0], **schema} if choices else schema
+
+    return {
+        "type": "object",
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "command": {"const": command},
+                    **{name: field(name) for name in (*needs, *OPTIONAL.get(command, ()))},
+                },
+                "required": ["command", *needs],
+                "additionalProperties": False,
+            }
+            for command, needs in NEEDS.items()
+        ],
+    }
 
 
 class Refused(Exception):
@@ -335,7 +369,8 @@ def memory_tool(store: MemoryBackend, limits: MemoryPolicy) -> Tool:
             "the note: the older version is kept, marked superseded."
         ),
         args=MemoryArgs,
-        effect=Effect.WRITE,
+        input_schema=command_schema(),
+        effect=Effect.NOTE,
         run=run,
         already_done=already_done,
     )

@@ -58,6 +58,7 @@ def run_code_tool(tools: Sequence[Tool], limits: CodeLimits, world: Callable[[],
         args=CodeArgs,
         effect=Effect.WRITE,
         run=run,
+        resumes=True,
     )
 
 

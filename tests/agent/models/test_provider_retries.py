@@ -95,6 +95,9 @@ def test_a_run_sends_one_session_key_with_every_request_and_another_run_another(
     with provider(FLAKY[api] + FLAKY[api]) as (server, url):
         start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path / "a"))
         start(RunSpec(Task(prompt="finish"), spec(api, url), FAST, tmp_path / "b"))
-    keys = [{k.lower(): v for k, v in r["headers"].items()}.get("x-harness-session") for r in server.requests]
+    headers = [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
+    keys = [h.get("x-harness-session") for h in headers]
     assert len(keys) == 8 and None not in keys
     assert len(set(keys[:4])) == 1 and len(set(keys[4:])) == 1 and keys[0] != keys[4]
+    # With the run's tool timeout, which the server's prefix cache holds the run's prefix for.
+    assert {h.get("x-harness-return-within") for h in headers} == {f"{FAST.dispatch.tool_timeout_s:g}"}

@@ -22,10 +22,10 @@ def memory_notes(prompt) -> list[str]:
 
 
 def test_the_prompts_with_and_without_the_memory(tmp_path):
-    run_dir = run_probe(CONFIG_EDITED, PRESETS["compact_memory"], memory=True, out=tmp_path).run_dir
+    run_dir = run_probe(CONFIG_EDITED, PRESETS["compact_cache_aware"], memory=True, out=tmp_path).run_dir
     events, info = read_events(run_dir), read_run_info(run_dir)
     counter, tools = counter_for(info.model), [recorded_tool(r) for r in recorded_tools(run_dir) or []]
-    context = forced(PRESETS["compact_memory"], True).context
+    context = forced(PRESETS["compact_cache_aware"], True).context
 
     sent = rerender(events, context, counter, tools, keep_prompts=True, recorded_folds=True)
     recorded = [e.counted_tokens for e in events if isinstance(e, ModelReplied)]

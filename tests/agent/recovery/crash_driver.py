@@ -12,6 +12,10 @@ happen every step or two) and a kind of write:
 - `memory`: the memory tool inserts N as line N of /memories/counter.md (the store the harness keeps
   outside the sandbox); kills are aimed right after a memory write is journaled, before its observation,
   so the process dies between two memory writes. The store must come out as the uninterrupted run's.
+- `code`: in code mode, one run_code program makes every counter write as a shell call of its own (the
+  `shell` writes above), then another reads it back; kills are aimed right after a program's write intent is
+  journaled, so the process dies inside a program, between two of its writes. The program runs again on
+  resume, its journaled calls answered from the journal: each write is made once.
 
 The overflowing cell (local, shell writes only) prints an output of a few thousand tokens after each
 write, in a 4,000-token window: from the third step on every step needs an emergency fold (its
@@ -68,6 +72,7 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    InnerObserved,
     MemoryWritten,
     MessageAdded,
     ModelReplied,
@@ -79,7 +84,7 @@ from core.events import (
 from core.interrupts import EXIT_CODES, requested, signals_handled
 from core.mcp_settings import McpServer
 from core.memory_types import WorkingMemory
-from core.policy import CheckpointPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
+from core.policy import CheckpointPolicy, DispatchPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
 from tests.agent.costly_run import SummarisingModel
 
 ROOT = (
@@ -96,11 +101,15 @@ WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs do
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
 # Where torture aims kills, beside random moments, by context policy or kind of write.
-AIMS = {"overflowing": ("summary_replied", "context_overflow"), "memory": ("memory_written",)}
+AIMS = {
+    "overflowing": ("summary_replied", "context_overflow"),
+    "memory": ("memory_written",),
+    "code": ("inner_intent",),
+}
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
-Writes = Literal["shell", "write_file", "mcp", "memory"]
+Writes = Literal["shell", "write_file", "mcp", "memory", "code"]
 Stop = Literal["KILL", "TERM", "INT"]  # how a process is stopped: SIGKILL, or SIGTERM and SIGINT, which it handles
 
 
@@ -136,6 +145,7 @@ CELLS = [
     ),
     Cell("local", "overflowing", "shell"),
     *(Cell(s, "compacting", "memory") for s in ("local", "docker")),
+    *(Cell(s, "append-only", "code") for s in ("local", "docker")),
     # Stopped by a signal at random moments: each process stops at its next safe point, writing its stop and summary.
     *(
         Cell(s, c, w, stop)
@@ -168,7 +178,10 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
     memory = MemoryPolicy(tool=cell.writes == "memory")
-    policy = HarnessPolicy(name="crash", context=context, mcp=mcp, checkpoint=checkpoint, memory=memory)
+    dispatch = DispatchPolicy(mode="code" if cell.writes == "code" else "calls")
+    policy = HarnessPolicy(
+        name="crash", context=context, mcp=mcp, checkpoint=checkpoint, memory=memory, dispatch=dispatch
+    )
     if cell.context != "overflowing":
         return policy
     return policy.model_copy(
@@ -205,6 +218,13 @@ def write(cell: Cell, i: int) -> dict:
     return call("counter__put", index=i, value=i)
 
 
+def program(steps: int) -> dict:
+    """One run_code program that makes every counter write as a shell call of its own."""
+    command = f"sleep {SLOW_S}; grep -sqx {{i}} {COUNTER} || echo {{i}} >> {COUNTER}; sleep {SLOW_S}"
+    code = f"for i in range(1, {steps + 1}):\n    shell(command=f{command!r})\n    print('wrote', i)\n"
+    return call("run_code", code=code)
+
+
 def script(cell: Cell, steps: int, out: Path) -> list[dict]:
     """The agent's replies, one a step, with the summariser's reply after every third step that has a
     step after it (the model answers both, in the order they are asked for); in the overflowing cell,
@@ -212,8 +232,10 @@ def script(cell: Cell, steps: int, out: Path) -> list[dict]:
     read = {
         "mcp": call("counter__read"),
         "memory": call("memory", command="view", path=MEMORY_COUNTER),
+        "code": call("run_code", code=f"print(shell(command='cat {COUNTER}'))"),
     }.get(cell.writes, call("shell", command=f"cat {COUNTER}"))
-    agent = [write(cell, i) for i in range(1, steps + 1)] + [read, call("submit", answer="done")]
+    writes = [program(steps)] if cell.writes == "code" else [write(cell, i) for i in range(1, steps + 1)]
+    agent = [*writes, read, call("submit", answer="done")]
     if cell.context == "overflowing":
         return summaries_where_asked(cell, agent, out)
     replies = []
@@ -386,18 +408,21 @@ def counter(run_dir: Path) -> list[int]:
     reads = [
         e.observation
         for e in read_events(run_dir)
-        if isinstance(e, ToolObserved) and e.observation.tool in ("shell", "counter__read", "memory")
+        if isinstance(e, ToolObserved) and e.observation.tool in ("shell", "counter__read", "memory", "run_code")
     ]
     if not reads:
         return []
     if reads[-1].tool == "memory":  # a view: line numbers, a tab, the line
         return [int(v) for v in re.findall(r"^\s*\d+\t(\d+)$", reads[-1].text, re.MULTILINE)]
-    return [int(v) for v in re.findall(r"^\d+$", reads[-1].text.replace(" ", "\n"), re.MULTILINE)]
+    text = reads[-1].text.split("\n[calls:")[0]  # a program's printed output, without the account after it
+    return [int(v) for v in re.findall(r"^\d+$", text.replace(" ", "\n"), re.MULTILINE)]
 
 
 def duplicated(run_dir: Path) -> int:
-    """Writes applied more than once: repeated counter values, and calls observed more than once."""
-    observed = Counter(e.observation.call_id for e in read_events(run_dir) if isinstance(e, ToolObserved))
+    """Writes applied more than once: repeated counter values, and calls (a program's too) observed more than once."""
+    observed = Counter(
+        e.observation.call_id for e in read_events(run_dir) if isinstance(e, ToolObserved | InnerObserved)
+    )
     return sum(n - 1 for n in Counter(counter(run_dir)).values()) + sum(n - 1 for n in observed.values())
 
 
@@ -429,6 +454,8 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
         found.append("the memory entries differ from the uninterrupted run's")
     if conversation(run_dir) != conversation(reference):
         found.append("the conversation in the journal differs")
+    if inner_calls(run_dir) != inner_calls(reference):
+        found.append("the calls the programs made differ from the uninterrupted run's")
     events = read_events(run_dir)
     # As a replay compares them: every prompt's figures, fold and overflow recovery. (Not the write intents: a
     # write a kill cut short journals its intent again when it runs again.)
@@ -437,7 +464,7 @@ def problems(run_dir: Path, reference: Path) -> list[str]:
         found.append(f"{reshaped[0].what} at step {reshaped[0].step}, as a replay compares the journal")
     if [e.seq for e in events] != list(range(1, len(events) + 1)):
         found.append("event seqs are not 1, 2, 3, ...")
-    observed = Counter(e.observation.call_id for e in events if isinstance(e, ToolObserved))
+    observed = Counter(e.observation.call_id for e in events if isinstance(e, ToolObserved | InnerObserved))
     if any(n != 1 for n in observed.values()):
         found.append(f"calls observed more than once: {[c for c, n in observed.items() if n != 1]}")
     logged, wanted = (
@@ -479,6 +506,15 @@ def conversation(run_dir: Path) -> list:
         elif isinstance(e, ToolObserved):
             out.append((e.observation.call_id, e.observation.status, e.observation.text))
     return out
+
+
+def inner_calls(run_dir: Path) -> list[tuple]:
+    """The calls the run's programs made, in order, as the journal records them."""
+    return [
+        (e.observation.call_id, e.arguments, e.observation.status, e.observation.text)
+        for e in read_events(run_dir)
+        if isinstance(e, InnerObserved)
+    ]
 
 
 def prompt_log(out: Path) -> list[dict]:
