@@ -44,6 +44,19 @@ from evals.executors import Tally
 app = typer.Typer(no_args_is_help=False)
 
 
+def check_player(model: str, seed: int) -> None:
+    """A model string or a scripted player, checked; a player's name without its `player:` says how to write it."""
+    if model.startswith("player:"):
+        load_player(model, seed)
+        return
+    try:
+        check_model(model)
+    except HarnessError as e:
+        if model.partition(":")[0] in ("random", "reasoning", "silent", "stockfish"):
+            raise HarnessError(f"{e} A scripted player is named with player:, e.g. --model player:{model}.") from None
+        raise
+
+
 @app.callback(invoke_without_command=True)
 @exits_on_error
 @stops_on_signal
@@ -120,7 +133,7 @@ def chess_command(
     use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
-    load_player(model, seed) if model.startswith("player:") else check_model(model)  # before the batch folder
+    check_player(model, seed)  # before the batch folder
     spec = ChessBatchSpec(
         games=games,
         make_model=ModelMaker(model),
