@@ -9,7 +9,7 @@ INTEROP := .venv-interop312
 # Arize Phoenix, the OTLP backend the telemetry tests send spans to: a venv of its own.
 PHOENIX := .venv-phoenix
 
-.PHONY: demo test check setup system bench clean
+.PHONY: demo test quick check setup system bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,6 +43,12 @@ check: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# Before a commit: the static checks, then the tests that need no Docker, Ray or model weights and are not
+# slow, on up to 4 cores. tests/tiers.py marks the others; one that reaches Docker, Ray or the model unmarked
+# fails here.
+quick: setup check
+	$(VENV)/bin/pytest -q tests --quick -n auto --maxprocesses 4
 
 test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should. The tests that start

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 
 from agent.dispatch import Dispatcher, dispatch, needs_approval
-from agent.journal.snapshot import write_snapshot
+from agent.journal.snapshot import keep_for_forks, write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.mcp_context import follow_resources
@@ -35,6 +35,7 @@ from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunS
 from core.interrupts import Abandoned, abandonable, check
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
+from memory.compaction import CompactionResult
 from memory.notes import opening_note
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
@@ -143,6 +144,7 @@ def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compa
     state.settled_seq = session.journal.seq  # the state now holds every journaled event: a snapshot may cover them
     if stop is None and state.step % session.policy.checkpoint.snapshot_every == 0:
         write_snapshot(state, session.journal, session.sandbox)
+    keep_for_forks(state.step, session.sandbox, session.policy.checkpoint.fork_every)
     return stop
 
 
@@ -308,21 +310,24 @@ def compact_if_due(loop: Loop) -> None:
         state.folds.append(result.fold)
     if not (result.ok or result.attempts):
         return  # nothing old enough to fold yet: not worth an event every step
-    journal.append(
-        Compacted(
-            step=state.step,
-            ok=result.ok,
-            trigger=result.trigger,
-            version=result.fold and result.fold.version,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
-            fold=result.fold,
-            summariser_usage=result.usage,
-            finish_reason=result.finish_reason,
-            cut_off=result.cut_off,
-            attempts=[a.model_dump() for a in result.attempts],
-            message=result.message,
-        )
+    journal.append(compacted(state.step, result, result.message))
+
+
+def compacted(step: int, result: CompactionResult, message: str) -> Compacted:
+    """The journal's record of one compaction made after `step`."""
+    return Compacted(
+        step=step,
+        ok=result.ok,
+        trigger=result.trigger,
+        version=result.fold and result.fold.version,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        fold=result.fold,
+        summariser_usage=result.usage,
+        finish_reason=result.finish_reason,
+        cut_off=result.cut_off,
+        attempts=[a.model_dump() for a in result.attempts],
+        message=message,
     )
 
 

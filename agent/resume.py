@@ -3,7 +3,9 @@
 Load the latest snapshot, rebuild the state from the journal (agent.recovery.restore),
 reconnect the sandbox (or recreate it, and say so), make the same model continue
 where it was (a scripted model skips the replies already journaled), and go on
-with the loop, which first finishes any step the dead process began.
+with the loop, which first finishes any step the dead process began. A fork that has not
+branched yet (its process died building the branch, or `harness fork` hands it over) builds its
+branch first (agent.branch).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.branch import branch
 from agent.journal.fold import fold
 from agent.journal.integrity import skipped_note
 from agent.journal.snapshot import Snapshot, load_snapshot
@@ -21,6 +24,7 @@ from agent.loop import run
 from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
+from agent.recovery.branch import branched
 from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
 from agent.run.stopping import RESUMABLE, StopRule
@@ -53,10 +57,13 @@ def resume(
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
     repair: bool = False,
+    first_branch: bool = False,
     summariser: Summariser | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
+    `first_branch`: the fork `harness fork` just made, whose branch is built for the first time (a resume that
+    finds a fork not branched builds the branch again, and journals so).
     `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
@@ -70,7 +77,7 @@ def resume(
         with signals_handled(abandon):
             cut = journal.repair() if repair else None
             notes = [cut] if cut else []
-            return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, summariser)
+            return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch, summariser)
     finally:
         journal.close()
         if spans is not None:
@@ -86,6 +93,7 @@ def _resume(
     sandbox: SandboxFactory | None,
     stop_rules: Sequence[StopRule],
     notes: list[str],
+    first_branch: bool,
     summariser: Summariser | None,
 ) -> Resumed:
     found = scan(run_dir)
@@ -104,6 +112,14 @@ def _resume(
             None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."]
         )
 
+    if info.fork is not None and not branched(info.fork.inherited, events):  # a fork not branched yet
+        if not first_branch:
+            notes.append("The fork's branch was not built when its process stopped: it is built again from the start.")
+            journal.append(RunResumed(step=info.fork.at_step, from_seq=0, notes=notes))
+        with client_for(model or info.model) as client:
+            continue_model(client, fold(events).model_replies)
+            summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules)
+        return Resumed(summary, notes + said)
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
         raise HarnessError(
             f"{run_dir} is a chess game: its board and opponent live in the chess runner, not in the journal, so "

@@ -20,6 +20,7 @@ from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
+from cli.fork import fork_command
 from cli.import_cmd import import_command
 from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
@@ -265,6 +266,7 @@ app.command("ab")(ab_command)
 app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
+app.command("fork")(fork_command)
 app.command("approve")(approve_command)
 app.command("export")(export_command)
 app.command("view")(view_command)

@@ -16,6 +16,7 @@ from core.errors import HarnessError
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
 from evals.reports.load import is_run_dir, load_run, run_dirs_in
+from evals.reports.localization import read_rankings
 from evals.reports.text import batch_markdown, run_markdown
 
 
@@ -37,8 +38,15 @@ def report_command(
     ),
     prices: Path = PRICE_TABLE,
     price_model: str = PRICE_MODEL,
+    rankings: Path = typer.Option(
+        None,
+        help="SWE runs: the outcomes `harness localize --issues ... --out FILE` wrote; localization is then measured "
+        "against each instance's gold files, and whether search_code on the issue alone had one in its top 5 is "
+        "shown (without it: against each run's own final patch).",
+    ),
 ) -> None:
     """Inspect a run or a batch: detector findings, timeline, prompt breakdown, token, cache and cost charts."""
+    ranked = read_rankings(rankings) if rankings is not None else None
     table = load_prices(prices)
     runs = _load(path, table, price_model)
     for run in runs:
@@ -46,7 +54,7 @@ def report_command(
             warn(str(run.dir), note)
     batch = not is_run_dir(path)
     if format is Format.md:
-        print(batch_markdown(runs, path.name) if batch else run_markdown(runs[0]), end="")
+        print(batch_markdown(runs, path.name, ranked) if batch else run_markdown(runs[0]), end="")
         return
     if out is not None:
         folder = make_folder(out, "report folder", exist_ok=True)
@@ -54,7 +62,7 @@ def report_command(
         needs = [p for d in [path, *(r.dir for r in runs if batch)] for p in (d, d / "report.html")]
         folder = usual_or_temp(path, needs, "harness-report-", "report")
     target = folder / "report.html"
-    written = render_batch(path, runs, target) if batch else render_run(runs[0], target)
+    written = render_batch(path, runs, target, ranked) if batch else render_run(runs[0], target, ranked)
     console.print(text(f"wrote {written}"), soft_wrap=True)
 
 

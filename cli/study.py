@@ -29,7 +29,8 @@ Policies = Annotated[
     list[str],
     typer.Option(
         help="A policy, repeated (two or more; for long runs local_long against local_compact or local_lean): a preset, "
-        f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file."
+        f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file; NAME+memory: the same with the "
+        "agent's memory tool on."
     ),
 ]
 

@@ -244,6 +244,25 @@ class SandboxOpened(_Event):
     checkpoint_step: int | None = None  # with "checkpoint": the step its filesystem was saved at
 
 
+class Forked(_Event):
+    """The branch point of a fork (`harness fork`): every event before it is inherited from the parent's steps
+    up to `step`, and the world was rebuilt as the parent's after that step. Journaled once the world is
+    rebuilt and checked, so a fork without it has not branched yet (a resume builds the branch again).
+
+    `reshaped`: the fork's context policy differs from the parent's, so the folds and cuts inherited before
+    this event are left behind and the compactions journaled right after it are the branch's own, made
+    again under the fork's policy; later prompts build on those."""
+
+    type: Literal["forked"] = "forked"
+    parent: str  # the parent's run id
+    parent_dir: str  # where the parent's run directory was
+    inherited: int  # events inherited from the parent (those before this one)
+    world: str  # how the world at the branch was rebuilt, in words
+    world_sha256: str | None = None  # of the rebuilt world (every file's digest, or the game's position); None: none
+    reshaped: bool = False
+    notes: list[str] = []  # what changed at the branch: policy, model, seed, compaction state
+
+
 class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
@@ -270,6 +289,7 @@ Event = Annotated[
     | SummaryReplied
     | RunResumed
     | SandboxOpened
+    | Forked
     | RunStopped,
     Field(discriminator="type"),
 ]

@@ -134,6 +134,13 @@ class CheckpointPolicy(_Knobs):
         "the world itself: ask stops for `harness approve`; rerun runs it again; unknown tells the model the outcome "
         "is unknown and to check before acting again",
     )
+    fork_every: int | None = Field(
+        None,
+        ge=1,
+        description="for runs meant to be forked: a Docker sandbox's workspace is saved as an image every this "
+        "many steps and kept after the run ends, so `harness fork` starts from the nearest one instead of "
+        "running every write again from the task's setup; none: no such checkpoints",
+    )
 
 
 class OverflowPolicy(_Knobs):

@@ -64,6 +64,7 @@ class DockerSandbox:
         self.workdir = options.workdir
         self.name = container.name
         self._closed = False
+        self.owns_client = False  # one `start` made for it: closed with the sandbox
         self._seen_running = time.time()  # when the container was last known to run
         self.shells = Shells(self.api, container.id, options, self.raise_if_dead)
         self.limits = Limits(self.shells, options)
@@ -91,9 +92,16 @@ class DockerSandbox:
         the run's container can be found again (sandboxes.docker_runs.reattach) and is pruned
         only once no process holds that run."""
         opts = options or DockerOptions()
+        own = client is None
         client = client or docker_client()
-        container = create_container(client, opts, image or opts.image, name, run_dir)
+        try:
+            container = create_container(client, opts, image or opts.image, name, run_dir)
+        except BaseException:
+            if own:
+                client.close()
+            raise
         sandbox = cls(client, container, opts)
+        sandbox.owns_client = own
         try:
             container.start()
             if opts.disk:
@@ -316,6 +324,8 @@ class DockerSandbox:
             # The label lets `harness sandbox prune` remove the container later.
             if "already in progress" not in str(e):
                 log.warning("could not remove sandbox container %s (%s); `harness sandbox prune` will", self.name, e)
+        if self.owns_client:
+            self.client.close()
 
     def __enter__(self) -> DockerSandbox:
         return self

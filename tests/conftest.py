@@ -7,15 +7,26 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from evals.executors.run import LOOPBACK_ONLY
+from tests import tiers
 
 # Every Ray node a test starts, and its driver, on 127.0.0.1: no traffic leaves loopback. Ray reads this
 # once, at import, and a test module may import Ray at collection: so it is set here, before any of them.
 os.environ[LOOPBACK_ONLY] = "0"
 
-# CI runs the property tests at full strength; a developer can lower it locally.
+# Property tests without settings of their own run hypothesis's usual 100 examples; CI runs them at full
+# strength (.ci/run sets HYPOTHESIS_PROFILE=ci), as anyone can before a change to what they test.
 settings.register_profile("ci", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session")
+def model_weights() -> Path:
+    """The embedded model's file. A test that loads the model (in process, or in a `harness serve` it starts)
+    uses this fixture, directly or through its own, which marks it `model` (tests/tiers.py)."""
+    from engine.weights import default_model_path
+
+    return default_model_path()
 
 
 def chattr(flag: str, *paths: Path) -> None:
@@ -44,10 +55,29 @@ def immutable(tmp_path):
     chattr("-i", *made)
 
 
-def pytest_collection_modifyitems(items):
-    """A test that starts Ray is marked `ray`: `make test` runs those in a pytest process of their own,
-    since Ray's memory monitor counts the memory the rest of the suite's process has grown to and kills
-    Ray's workers near the machine's limit."""
-    for item in items:
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.ray)
+def pytest_addoption(parser):
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="only the tests that need no Docker, Ray or model weights (`make quick`); tests/tiers.py says how",
+    )
+
+
+def pytest_configure(config):
+    for marker in tiers.MARKERS:
+        config.addinivalue_line("markers", marker)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests are marked `docker`, `ray` and `model` by the fixtures they use (tests/tiers.py). `make test` runs
+    the `ray` ones in a pytest process of their own, since Ray's memory monitor counts the memory the rest of
+    the suite's process has grown to and kills Ray's workers near the machine's limit."""
+    tiers.mark(items)
+    if config.getoption("quick"):
+        tiers.quick(config, items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    tiers.Watch.judge(item, outcome.get_result())

@@ -17,6 +17,7 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    Forked,
     InnerIntent,
     InnerObserved,
     InputRequested,
@@ -109,6 +110,12 @@ class Folded:
     last_step: int = 0  # the highest step any event names: a step below it is finished
     # The summariser's calls since the last compaction: a compaction the crash cut short, when any.
     pending_summaries: list[SummaryReplied] = field(default_factory=list)
+    branches: list[Forked] = field(default_factory=list)  # a fork's branch points, oldest first (a fork of a fork: two)
+
+    @property
+    def branch(self) -> Forked | None:
+        """The newest branch point: every event before it is inherited (None: not a fork, or not branched yet)."""
+        return self.branches[-1] if self.branches else None
 
     @property
     def replies(self) -> list[Step]:
@@ -150,7 +157,16 @@ class Folded:
             events += s.compactions
         if before is not None:
             events = [e for e in events if (e.seq < end if end is not None else e.step < before.n)]
-        return sorted(events, key=lambda e: e.seq)
+        # A branch that reshaped the context leaves the inherited folds and cuts behind for every later prompt.
+        since = max((b.seq for b in self.branches if b.reshaped and _passed(b, before, end)), default=0)
+        return sorted((e for e in events if e.seq > since), key=lambda e: e.seq)
+
+
+def _passed(branch: Forked, before: Step | None, end: int | None) -> bool:
+    """Whether the prompt of `before` (None: the next one) was rendered after `branch`."""
+    if before is None:
+        return True
+    return branch.seq < end if end is not None else branch.step < before.n
 
 
 def fold(events: Iterable[Event]) -> Folded:
@@ -216,6 +232,9 @@ def fold(events: Iterable[Event]) -> Folded:
             out.pending_summaries = []
         elif isinstance(e, MemoryWritten):
             at(e)
+        elif isinstance(e, Forked):
+            out.branches.append(e)
+            out.pending_summaries = []
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:

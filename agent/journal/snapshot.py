@@ -95,6 +95,15 @@ def write_snapshot(state: RunState, journal: Journal, sandbox: object, stop: Sto
     return snap
 
 
+def keep_for_forks(step: int, sandbox: object, every: int | None) -> None:
+    """Every `every` steps (checkpoint.fork_every), a container's workspace saved as a checkpoint kept after the
+    run ends, for `harness fork` to start from."""
+    if every and step % every == 0 and _container(sandbox):
+        from sandboxes.docker_runs import checkpoint
+
+        checkpoint(sandbox, step, kept=True)  # type: ignore[arg-type]
+
+
 def load_snapshot(run_dir: Path) -> tuple[Snapshot | None, str | None]:
     """The snapshot, or None and why not (a resume then folds the journal from its start)."""
     path = Path(run_dir) / SNAPSHOT

@@ -34,6 +34,18 @@ from core.text_files import read_text_file
 HARNESS_VERSION = "0.1.0"
 
 
+class ForkOrigin(BaseModel):
+    """Where a fork (`harness fork`) branched: its parent run and the step after which it goes its own way."""
+
+    parent: str  # the parent's run id
+    parent_dir: str  # the parent's run directory, absolute
+    at_step: int  # the fork's journal begins with the parent's steps 1..at_step
+    inherited: int  # events inherited from the parent, the first of the fork's journal
+    # The fork's context policy differs from the parent's: the context at the branch is folded again under it.
+    reshape: bool = False
+    changes: list[str] = Field(default_factory=list)  # what the fork changed: policy, model, seed
+
+
 class RunInfo(BaseModel):
     run_id: str
     task: dict[str, Any]
@@ -56,6 +68,7 @@ class RunInfo(BaseModel):
     imported: dict[str, Any] | None = None
     imported_gaps: list[str] = Field(default_factory=list)
     memory: MemoryStart | None = None  # the memory the run started from; None: it kept none (no memory tool)
+    fork: ForkOrigin | None = None  # a fork: its parent and branch point; None: a run of its own
 
 
 def new_run_id(label: str) -> str:

@@ -15,9 +15,16 @@ sandbox's, nor those that other commands write.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
+from agent.journal.store import Journal, read_events
+from agent.journal.summary import Summary
+from agent.loop import run
+from agent.recovery.approval import decisions
+from agent.resume import resume
+from agent.session import RunSpec, SandboxSpec, open_run
 from core.events import (
     ApprovalGiven,
     Compacted,
@@ -33,7 +40,8 @@ from core.events import (
     ToolIntent,
     ToolObserved,
 )
-from core.interrupts import request
+from core.interrupts import clear, received, request
+from memory.summariser import RecordedSummariser
 
 # What a replay writes again, event for event.
 COUNTED = (
@@ -110,3 +118,52 @@ def ender(life: Life, already: int) -> Callable[[Event], None]:
 
 def count(events: Sequence[Event]) -> int:
     return sum(isinstance(e, COUNTED) for e in events)
+
+
+def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | None, Path, list[str]]:
+    """Re-drive the run through the lives of its recording: the first opened from `spec`, each later one resumed
+    from the replay's own journal. The replay's summary (None when its last life did not end), its folder, and
+    what stopped it early (the replay out of step with the recording)."""
+    ends = lives(recorded)
+    summariser = RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied))
+    replay_dir = Path(spec.out) / str(spec.run_id)
+    first = replace(spec, listeners=[*spec.listeners, ender(ends[0], 0)]) if len(ends) > 1 else spec
+    summary: Summary | None = None
+    asked = received()
+    try:
+        with open_run(first) as session:  # one life: every decision at once, as the recorded process had them
+            summary = run(session, approvals=decisions(recorded) if len(ends) == 1 else {}, summariser=summariser)
+    except LifeEnded:
+        pass
+    for before, life in zip(ends, ends[1:], strict=False):
+        if received() > asked + (before.ended == "stopped"):  # a person's Ctrl-C: the replay stops there
+            return summary, replay_dir, ["The replay was stopped by a signal before its last life."]
+        clear()  # the stop the replay asked for, as the recorded signal did
+        written = read_events(replay_dir)
+        if count(written) != before.counted:
+            return summary, replay_dir, [out_of_step(before, count(written))]
+        asked = received()
+        if before.given:  # what `harness approve` wrote between the two processes
+            journal = Journal(replay_dir)
+            journal.extend(before.given)
+            journal.close()
+        try:
+            summary = resume(
+                replay_dir,
+                model=spec.model,
+                tools=spec.tools,
+                sandbox=None if isinstance(spec.sandbox, SandboxSpec) else spec.sandbox,  # a factory, else run.json's
+                listeners=[ender(life, count(written))] if life.ended != "last" else [],
+                stop_rules=spec.stop_rules,
+                summariser=summariser,
+            ).summary
+        except LifeEnded:
+            summary = None
+    return summary, replay_dir, []
+
+
+def out_of_step(life: Life, written: int) -> str:
+    return (
+        f"The replay did not stop where the recording's process stopped ({life.ended}, after {life.counted} "
+        f"events the replay makes again; the replay had {written}): its later lives were not replayed."
+    )

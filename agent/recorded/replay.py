@@ -17,27 +17,28 @@ import difflib
 import json
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.branch import branch
+from agent.fork import place
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
 from agent.journal.store import Journal, RunInfo, in_use, read_events, read_run_info
 from agent.journal.summary import Summary
-from agent.loop import run
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
-from agent.recorded.lives import Life, LifeEnded, count, ender, lives
+from agent.recorded.lives import replay_lives
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
-from agent.resume import resume
+from agent.recovery.branch import writes_upto
 from agent.run.task import Task
 from agent.session import (
     PROGRAM_TOOLS,
     RunSpec,
     SandboxFactory,
     SandboxSpec,
-    open_run,
+    open_sandbox,
     recorded_sandbox,
     recorded_tools,
 )
@@ -57,10 +58,9 @@ from core.events import (
     ToolIntent,
     ToolObserved,
 )
-from core.interrupts import clear, received
 from core.policy import HarnessPolicy
 from core.types import Observation
-from core.volatile import normalise
+from core.volatile import differences, normalise
 from memory.summariser import RecordedSummariser
 from tools.base import Registry, recorded_tool
 from tools.builtin import toolset
@@ -117,6 +117,9 @@ def replay(
         if info.memory is not None
         else None
     )
+    if info.fork is not None:
+        summary, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
+        return report(run_dir, replay_dir, recorded, summary, execute, check.notes)
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -132,28 +135,54 @@ def replay(
             memory=memory,
         )
     else:  # no tool runs: the local sandbox only answers the loop's liveness probe
-        offered = recorded_tools(run_dir)
-        if offered is not None:  # the tools exactly as the run offered them: no MCP server needs to start
-            names = {r.name for r in offered}
-            inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
-            base = Registry.of(recorded_tool(r) for r in [*offered, *inner])
-            policy = policy.model_copy(update={"mcp": []})
-            checked = {r.name for r in [*offered, *inner] if r.checks}
-        else:
-            base = tools if tools is not None else toolset(info.toolset)
-            checked = {t.name for t in base if t.already_done is not None}
+        base, policy = as_offered(run_dir, info, policy, tools)
         spec = RunSpec(
             task.model_copy(update={"check": None}),
             model,
             policy,
             out_dir,
-            tools=playback(base, recorded, run_dir, policy, checked),
+            tools=playback(base, recorded, run_dir, policy, checking(run_dir, base)),
             run_id=_replay_id(info),
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
             memory=memory,
         )
     summary, replay_dir, notes = replay_lives(recorded, spec)
+    return report(run_dir, replay_dir, recorded, summary, execute, check.notes + notes)
+
+
+def as_offered(
+    run_dir: Path, info: RunInfo, policy: HarnessPolicy, tools: Registry | None
+) -> tuple[Registry, HarnessPolicy]:
+    """The tools exactly as the run offered them (and its programs could call), and the policy without its MCP
+    servers, which need not start; a run recorded before tool sets were kept gets its named tool set."""
+    offered = recorded_tools(run_dir)
+    if offered is None:
+        return (tools if tools is not None else toolset(info.toolset)), policy
+    names = {r.name for r in offered}
+    inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
+    return Registry.of(recorded_tool(r) for r in [*offered, *inner]), policy.model_copy(update={"mcp": []})
+
+
+def checking(run_dir: Path, base: Registry) -> set[str]:
+    """The tools that could look at the world after a crash (`Tool.already_done`), as the run recorded them: a
+    replay of its resumed run settles a cut-short call of theirs as that run did."""
+    offered = recorded_tools(run_dir)
+    if offered is None:
+        return {t.name for t in base if t.already_done is not None}
+    return {r.name for r in [*offered, *(recorded_tools(run_dir, PROGRAM_TOOLS) or ())] if r.checks}
+
+
+def report(
+    run_dir: Path,
+    replay_dir: Path,
+    recorded: Sequence[Event],
+    summary: Summary | None,
+    execute: bool,
+    notes: list[str],
+) -> ReplayReport:
+    """The replay's journal compared with the recording's (`summary`: None when the replay's last life did not
+    end)."""
     replayed = read_events(replay_dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
     folders = [str(run_dir.resolve()), str(replay_dir.resolve())]
@@ -166,57 +195,51 @@ def replay(
         world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
         replayed_stop=summary.stop_reason if summary is not None else "unfinished",
-        notes=check.notes + notes,
+        notes=notes,
     )
 
 
-def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | None, Path, list[str]]:
-    """Re-drive the run through the lives of its recording (agent.recorded.lives): the first opened from `spec`,
-    each later one resumed from the replay's own journal. The replay's summary (None when its last life did not
-    end), its folder, and what stopped it early (the replay out of step with the recording)."""
-    ends = lives(recorded)
-    summariser = RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied))
-    replay_dir = Path(spec.out) / str(spec.run_id)
-    first = replace(spec, listeners=[*spec.listeners, ender(ends[0], 0)]) if len(ends) > 1 else spec
-    summary: Summary | None = None
-    asked = received()
+def fork_again(
+    run_dir: Path,
+    info: RunInfo,
+    recorded: Sequence[Event],
+    out: Path,
+    tools: Registry | None,
+    sandbox: SandboxFactory | None,
+    execute: bool,
+) -> tuple[Summary, Path]:
+    """A fork replays as a fork of the same inherited events: its branch built again (its world from the parent's
+    writes, played back or, with `execute`, run), then its own steps from its recorded replies."""
+    assert info.fork is not None
+    inherited, own = recorded[: info.fork.inherited], recorded[info.fork.inherited :]
+    policy = HarnessPolicy.model_validate(info.policy)
+    again = info.model_copy(update={"run_id": _replay_id(info)})
+    factory = sandbox
+    if not execute:  # the parent's writes and the fork's calls answered from the recording; nothing runs
+        again = again.model_copy(update={"task": {**info.task, "check": None}})
+        base, policy = as_offered(run_dir, info, policy, tools)
+        again = again.model_copy(update={"policy": policy.model_dump(mode="json")})
+        writes = [seen for _, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]
+        tools = playback(base, [*writes, *own], run_dir, policy, checking(run_dir, base))
+        factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
+    replay_dir = place(out, again, inherited, run_dir)
+    journal = Journal(replay_dir)
     try:
-        with open_run(first) as session:  # one life: every decision at once, as the recorded process had them
-            summary = run(session, approvals=decisions(recorded) if len(ends) == 1 else {}, summariser=summariser)
-    except LifeEnded:
-        pass
-    for before, life in zip(ends, ends[1:], strict=False):
-        if received() > asked + (before.ended == "stopped"):  # a person's Ctrl-C: the replay stops there
-            return summary, replay_dir, ["The replay was stopped by a signal before its last life."]
-        clear()  # the stop the replay asked for, as the recorded signal did
-        written = read_events(replay_dir)
-        if count(written) != before.counted:
-            return summary, replay_dir, [out_of_step(before, count(written))]
-        asked = received()
-        if before.given:  # what `harness approve` wrote between the two processes
-            journal = Journal(replay_dir)
-            journal.extend(before.given)
-            journal.close()
-        try:
-            summary = resume(
-                replay_dir,
-                model=spec.model,
-                tools=spec.tools,
-                sandbox=None if isinstance(spec.sandbox, SandboxSpec) else spec.sandbox,  # a factory, else run.json's
-                listeners=[ender(life, count(written))] if life.ended != "last" else [],
-                stop_rules=spec.stop_rules,
-                summariser=summariser,
-            ).summary
-        except LifeEnded:
-            summary = None
-    return summary, replay_dir, []
-
-
-def out_of_step(life: Life, written: int) -> str:
-    return (
-        f"The replay did not stop where the recording's process stopped ({life.ended}, after {life.counted} "
-        f"events the replay makes again; the replay had {written}): its later lives were not replayed."
-    )
+        summary, _ = branch(
+            replay_dir,
+            again,
+            journal,
+            PlaybackModel(own, info),
+            read_events(replay_dir),
+            tools,
+            factory,
+            () if execute else (world_stops(recorded),),
+            decisions(recorded),
+            RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
+        )
+    finally:
+        journal.close()
+    return summary, replay_dir
 
 
 def unreplayable(run_dir: Path, check: RunCheck) -> HarnessError:
@@ -369,10 +392,8 @@ def _world(
 
 
 def _text_diff(a: Observation, b: Observation, folders: Sequence[str]) -> str:
-    old = [f"[{a.status}]\n", *normalise(a.text, folders).splitlines(keepends=True)]
-    new = [f"[{b.status}]\n", *normalise(b.text, folders).splitlines(keepends=True)]
-    lines = difflib.unified_diff(old, new, fromfile=f"recorded {a.call_id}", tofile=f"replayed {b.call_id}")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    names = (f"recorded {a.call_id}", f"replayed {b.call_id}")
+    return differences(f"[{a.status}]\n{a.text}", f"[{b.status}]\n{b.text}", folders, names)
 
 
 def _count(events: Sequence[Event], kind: type) -> int:

@@ -77,7 +77,9 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
     state.folds.extend(run.folds)  # folds and cuts, like the history, come from the journal, not the snapshot
     state.cuts.update(run.cuts)
     answered = [(s, s.replied) for s in run.steps if s.replied is not None]
-    opened = bool(answered) and run.last_step <= answered[-1][0].n  # no event of a later step: the newest is open
+    # No event of a later step: the newest is open, unless a fork branched after it (a branch closes its step).
+    branched = run.branch is not None and run.branch.step >= answered[-1][0].n if answered else False
+    opened = bool(answered) and run.last_step <= answered[-1][0].n and not branched
     for done, replied in answered[:-1] if opened else answered:
         if replied.seq > base:  # the snapshot holds the steps up to its last seq
             submission = next((o.submission for o in done.observed if o.submission is not None), None)
@@ -99,7 +101,7 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.started -= max(0.0, run.worked_ts - since_ts) if run.worked_ts is not None else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
-    last = answered[-1][0] if answered else None
+    last = answered[-1][0] if answered and not branched else None  # a fork's prefix reuse begins at its branch
     last_prompt = (last.history_at, len(run.folds_before(last)), run.cuts_before(last)) if last is not None else None
     unanswered = next((s for s in run.steps if s.n == run.last_step and s.replied is None), None)
     restored = Restored(

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import cast
 
@@ -125,8 +126,8 @@ def docker_here() -> bool:
     try:
         import docker
 
-        docker.from_env(timeout=10).ping()
-        return True
+        with closing(docker.from_env(timeout=10)) as client:
+            return bool(client.ping())
     except Exception:
         return False
 

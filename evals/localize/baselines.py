@@ -23,12 +23,14 @@ TERM = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
 class PlainBM25:
-    def __init__(self, paths: Sequence[str], texts: Sequence[str]):
+    """`tokens`: each file's tokens, when a batch has them already (a file unchanged since the last commit)."""
+
+    def __init__(self, paths: Sequence[str], texts: Sequence[str], tokens: Sequence[list[str]] | None = None):
         self.paths = list(paths)
         self.bm25 = bm25s.BM25()
-        tokens = bm25s.tokenize(list(texts), stopwords="en", show_progress=False)
-        self.bm25.index(tokens, show_progress=False)
-        self.vocab = tokens.vocab
+        self.tokens = list(tokens) if tokens is not None else words(texts)
+        self.bm25.index(self.tokens, show_progress=False)
+        self.vocab = self.bm25.vocab_dict
 
     def rank(self, text: str, k: int) -> list[str]:
         if not self.paths:
@@ -40,6 +42,11 @@ class PlainBM25:
         scores = self.bm25.get_scores(ids)
         order = np.argsort(-scores, kind="stable")[:k]
         return [self.paths[i] for i in order if scores[i] > 0]
+
+
+def words(texts: Sequence[str]) -> list[list[str]]:
+    """bm25s's own tokens of each text."""
+    return bm25s.tokenize(list(texts), stopwords="en", show_progress=False, return_ids=False)
 
 
 def grep_rank(paths: Sequence[str], texts: Sequence[str], issue: str, k: int) -> list[str]:

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evals.localize.baselines import PlainBM25, grep_rank
+from evals.localize.baselines import PlainBM25, grep_rank, words
 from evals.localize.dataset import Issue, changed_lines
 from evals.localize.metrics import Outcome, percentile
 from evals.localize.repos import commit_times, files_at, git_dir
 from tools.code.index import CodeIndex, build
-from tools.code.rank import DEFAULT, Weights, localize
+from tools.code.rank import Evidence, Weights, evidence, localize, ranking
 
 METHODS = ("code", "bm25", "grep")
 RANKED = 100  # how deep each ranking is kept (MRR counts 0 past it)
@@ -48,11 +48,14 @@ def run(
     issues: Sequence[Issue],
     repos: Path,
     methods: Sequence[str] = METHODS,
-    weights: Weights = DEFAULT,
+    variants: Mapping[str, Weights] | None = None,
     progress: Callable[[int, Issue], None] | None = None,
 ) -> BatchResult:
+    """`variants`: more rankings of the code index, by name, each with its own weights (an ablation); they share
+    the index and the default ranking's evidence, so they cost a few milliseconds each."""
     result = BatchResult()
     previous: dict[str, CodeIndex] = {}  # the last index of the repository at hand
+    tokens: dict[str, list[str]] = {}  # plain BM25's tokens of each file, by its sha1, for the repository at hand
     done = 0
     for issue, git in in_order(issues, repos):
         files = files_at(git, issue.base_commit)
@@ -70,12 +73,16 @@ def run(
                 sum(1 for e in index.entries if before is None or before.entry(e.path) is not e),
             )
         )
+        if before is None:
+            tokens.clear()
         previous = {issue.repo: index}
         changed = changed_lines(issue.patch)
         gold = list(changed)
         gold_functions = definitions(index, changed)
         for method in methods:
-            result.outcomes.append(_rank(method, index, issue, gold, gold_functions, weights, result.builds[-1]))
+            result.outcomes.append(_rank(method, index, issue, gold, gold_functions, result.builds[-1], tokens))
+        if variants:
+            result.outcomes += _variants(variants, index, issue, gold, gold_functions)
         done += 1
         if progress is not None:
             progress(done, issue)
@@ -131,20 +138,44 @@ def definitions(index: CodeIndex, changed: dict[str, list[int]]) -> list[str]:
     return list(out)
 
 
+def _variants(
+    variants: Mapping[str, Weights], index: CodeIndex, issue: Issue, gold: list[str], gold_functions: list[str]
+) -> list[Outcome]:
+    made: dict[tuple, Evidence] = {}  # variants that differ only in weights share their evidence
+    out = []
+    for name, w in variants.items():
+        key = (w.code_words, w.prior > 0, w.dense > 0 and w.embedder)
+        if key not in made:
+            made[key] = evidence(index, issue.problem_statement, w)
+        found = ranking(index, made[key], RANKED, w)
+        out.append(
+            Outcome(
+                issue.instance_id,
+                issue.repo,
+                name,
+                gold,
+                [path for path, _ in found.files],
+                gold_functions,
+                [f"{s.path}::{s.qualname}" for s, _ in found.functions],
+            )
+        )
+    return out
+
+
 def _rank(
     method: str,
     index: CodeIndex,
     issue: Issue,
     gold: list[str],
     gold_functions: list[str],
-    weights: Weights,
     built: Build,
+    tokens: dict[str, list[str]],
 ) -> Outcome:
     text = issue.problem_statement
     outcome = Outcome(issue.instance_id, issue.repo, method, gold, [], gold_functions, [])
     if method == "code":
         start = time.perf_counter()
-        ranking = localize(index, text, RANKED, weights)
+        ranking = localize(index, text, RANKED)
         outcome.query_s = time.perf_counter() - start
         outcome.build_s = built.wall_s
         outcome.files = [path for path, _ in ranking.files]
@@ -154,7 +185,11 @@ def _rank(
     texts = [e.text for e in index.entries]
     if method == "bm25":
         start = time.perf_counter()
-        plain = PlainBM25(paths, texts)
+        new = [e for e in index.entries if e.sha not in tokens]
+        tokens.update(zip((e.sha for e in new), words([e.text for e in new])))
+        for sha in tokens.keys() - {e.sha for e in index.entries}:
+            del tokens[sha]
+        plain = PlainBM25(paths, texts, [tokens[e.sha] for e in index.entries])
         outcome.build_s = time.perf_counter() - start
         start = time.perf_counter()
         outcome.files = plain.rank(text, RANKED)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from evals.reports.detectors import DETECTORS, prompt_tokens
 from evals.reports.drift_summary import drift_rows
 from evals.reports.html import Card, common, environment, render_run
 from evals.reports.load import RunData
+from evals.reports.localization import Ranked, localization_view
 from evals.reports.outcome import rate_text
 from evals.reports.recorded import recorded_cost_text
 from evals.reports.svg import compact, usd
@@ -138,16 +140,19 @@ def _height(run: RunData, priced: bool) -> float:
     return cost if priced and cost is not None else run.summary.tokens.prompt
 
 
-def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) -> Path:
+def render_batch(
+    batch_dir: Path, runs: list[RunData], out: Path | None = None, rankings: Mapping[str, Ranked] | None = None
+) -> Path:
     """Write the batch's report.html (at `out`, else in the batch folder) and each run's report: in its run
-    directory, or, when the batch report goes elsewhere, in a folder of the run's name beside it."""
+    directory, or, when the batch report goes elsewhere, in a folder of the run's name beside it. `rankings`:
+    each SWE instance's gold files and the code index's ranking (evals.reports.localization)."""
     path = Path(out) if out is not None else batch_dir / "report.html"
     elsewhere = path.parent.resolve() != Path(batch_dir).resolve()
     rows = []
     for r in runs:
         if elsewhere:
             (path.parent / r.dir.name).mkdir(exist_ok=True)
-        report = render_run(r, path.parent / r.dir.name / "report.html" if elsewhere else None)
+        report = render_run(r, path.parent / r.dir.name / "report.html" if elsewhere else None, rankings)
         rows.append(
             RunRow(
                 r,
@@ -181,6 +186,7 @@ def render_batch(batch_dir: Path, runs: list[RunData], out: Path | None = None) 
             (d, counts[d.name], sum(any(f.detector == d.name for f in r.findings) for r in runs)) for d in DETECTORS
         ],
         "drift": drift_rows([(r.findings, r.verdict) for r in runs]),
+        "localization": localization_view(runs, rankings),
         "cost_title": cost_title(runs),
         "charts": {
             "prompt": Markup(prompt_lines(runs)),

@@ -6,6 +6,7 @@ external assets. Long texts are clipped and linked (see timeline.py), so the fil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,8 @@ from evals.reports.chess import chess_view
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line
 from evals.reports.load import RunData
+from evals.reports.localization import Ranked, of_run
+from evals.reports.localization import cards as loc_cards
 from evals.reports.memory import memory_lines
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
 from evals.reports.svg import compact
@@ -143,6 +146,11 @@ def _source_cards(run: RunData, source: Recorded) -> list[Card]:
     ]
 
 
+def localization_cards(run: RunData, rankings: Mapping[str, Ranked] | None) -> list[Card]:
+    loc = of_run(run, rankings)
+    return [Card(*c) for c in loc_cards(loc)] if loc is not None else []
+
+
 def _ideal(summary) -> str:
     rate = getattr(summary, "prefix_reuse_rate", None)  # newer summaries: the harness's ideal prefix reuse
     return f"; ideal {rate:.0%}" if isinstance(rate, float) else ""
@@ -154,9 +162,10 @@ def outcome_class(run: RunData) -> str:
     return {True: "ok", False: "bad", None: "neutral"}[run.verdict]
 
 
-def render_run(run: RunData, out: Path | None = None) -> Path:
+def render_run(run: RunData, out: Path | None = None, rankings: Mapping[str, Ranked] | None = None) -> Path:
     """Write report.html (at `out`, else in the run directory); clipped texts go beside it, under artifacts/report/,
-    so a report written elsewhere leaves the run folder as it was."""
+    so a report written elsewhere leaves the run folder as it was. `rankings`: a SWE run's gold files and the
+    code index's ranking (evals.reports.localization), for its localization cards."""
     path = Path(out) if out is not None else run.dir / "report.html"
     clip = Clipper(run.dir, path.parent)
     parts = breakdowns(run.opening, run.steps, run.info.policy)
@@ -169,7 +178,7 @@ def render_run(run: RunData, out: Path | None = None) -> Path:
         "outcome": run.outcome,
         "outcome_class": outcome_class(run),
         "chess": chess_view(run.dir, run.summary.outcome, path.parent),
-        "cards": cards(run),
+        "cards": cards(run) + localization_cards(run, rankings),
         "cost_note": cost_note(run),
         "journal_notes": run.journal_notes,
         "memory": memory_lines(run.memory) if run.memory is not None else [],

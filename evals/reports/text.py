@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from agent.models.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
 from evals.reports.finding import short
 from evals.reports.load import RunData
+from evals.reports.localization import Ranked, of_run
+from evals.reports.localization import markdown as localization_markdown
 from evals.reports.memory import batch_memory_lines, memory_lines
 from evals.reports.outcome import rate_text
 from evals.reports.recorded import Recorded, recorded_cost_text, repriced_text
@@ -117,7 +120,7 @@ def run_markdown(run: RunData) -> str:
     return "\n".join(lines) + "\n"
 
 
-def batch_markdown(runs: list[RunData], title: str) -> str:
+def batch_markdown(runs: list[RunData], title: str, rankings: Mapping[str, Ranked] | None = None) -> str:
     rate, counted = rate_text([r.verdict for r in runs])
     total, source = batch_cost(runs), source_totals(runs)
     lines = [
@@ -157,4 +160,5 @@ def batch_markdown(runs: list[RunData], title: str) -> str:
         hit_runs = sum(any(f.detector == d.name for f in r.findings) for r in runs)
         lines.append(f"| {d.title} | {counts[d.name]} | {hit_runs} |")
     lines += ["", "## Drift", "", *drift_markdown(drift_rows([(r.findings, r.verdict) for r in runs]))]
+    lines += localization_markdown([loc for r in runs if (loc := of_run(r, rankings)) is not None])
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
@@ -114,7 +115,8 @@ def _run(
             error=message,
             infra_failure=InfraFailure(cause="daemon", message=message),
         )
-    return run_instance(inst, model, policy, out_dir, client, prices=prices, memory=memory)
+    with closing(client):
+        return run_instance(inst, model, policy, out_dir, client, prices=prices, memory=memory)
 
 
 def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | None:

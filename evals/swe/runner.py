@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -240,8 +241,9 @@ def run_one(
     out_dir: Path,
     memory: MemoryDir | None = None,
 ) -> InstanceResult:
-    """A batch job: one instance into `out_dir`, with a Docker client of the process that runs it."""
-    return run_instance(inst, model_spec, policy, out_dir, docker.from_env(timeout=300), prices=prices, memory=memory)
+    """A batch job: one instance into `out_dir`, with a Docker client of its own, closed when it ends."""
+    with closing(docker.from_env(timeout=300)) as client:
+        return run_instance(inst, model_spec, policy, out_dir, client, prices=prices, memory=memory)
 
 
 def instance_memory(kept: MemoryDir | None, instance: object) -> MemorySource | None:

@@ -14,6 +14,7 @@ command writes every flaky test to a list that grading can leave out (--exclude-
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import docker
@@ -77,9 +78,9 @@ def validate(
     on_done: Callable[[Flip], None] = lambda f: None,
     progress: Callable[[str], None] = lambda s: None,
 ) -> list[Flip]:
-    client = docker.from_env(timeout=300)
     flips = []
-    for inst in instances:
-        flips.append(validate_instance(inst, client, out / "logs" / "validate" / inst.instance_id, progress))
-        on_done(flips[-1])
+    with closing(docker.from_env(timeout=300)) as client:
+        for inst in instances:
+            flips.append(validate_instance(inst, client, out / "logs" / "validate" / inst.instance_id, progress))
+            on_done(flips[-1])
     return flips

@@ -11,6 +11,7 @@ it has the same folder, resume, executors (local threads or Ray) and cost budget
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 
@@ -43,8 +44,8 @@ def run_one(
     `infra_retries` times, while the machine fails it (its image does not build, its container does not
     start, the engine stops answering), the failed runs kept as .<id>.incomplete-*."""
     for attempt in range(1, infra_retries + 2):
-        client = docker.from_env(timeout=300)
-        result = run_task(task, model, policy, out_dir, client, rewrites, prices=prices, memory=memory)
+        with closing(docker.from_env(timeout=300)) as client:
+            result = run_task(task, model, policy, out_dir, client, rewrites, prices=prices, memory=memory)
         verdict = read_grade(Path(result.run_dir), task.instance_id)
         if verdict is None or verdict.infra_failure is None:
             return result

@@ -43,7 +43,7 @@ def loaded(monkeypatch):
     """Every model string a run loads gives a Tracked model; the list holds them in order."""
     made: list[Tracked] = []
 
-    def load(spec: str) -> Tracked:
+    def load(spec: str, return_within_s: float | None = None) -> Tracked:
         made.append(Tracked([call("submit", answer="done")]))
         return made[-1]
 

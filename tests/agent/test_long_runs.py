@@ -17,6 +17,8 @@ from agent.tokens import counter_for
 from tests.agent.costly_run import costly_run, policy
 from tests.agent.helpers import events
 
+pytestmark = pytest.mark.slow
+
 WINDOW = 32000
 STEPS = 150
 

@@ -31,6 +31,7 @@ RUN_JSON_FIELDS = {
     "imported",  # None for a run made here; `harness import` fills it
     "imported_gaps",
     "memory",  # None for a run without the memory tool
+    "fork",  # None for a run of its own; `harness fork` fills it
 }
 SUMMARY_FIELDS = {
     "run_id",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import EXAMPLES, app
@@ -14,6 +15,7 @@ def run_json(folder) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.model
 def test_harness_run_with_the_local_model_and_no_policy_finishes(tmp_path):
     result = CliRunner().invoke(
         app, ["run", "--model", "local", "--task", str(EXAMPLES / "demo_task.yaml"), "--out", str(tmp_path)]
@@ -26,6 +28,7 @@ def test_harness_run_with_the_local_model_and_no_policy_finishes(tmp_path):
     assert summary["tokens"]["completion"] <= summary["steps"] * policy["model"]["max_tokens"]
 
 
+@pytest.mark.model
 def test_harness_chess_with_the_local_model_and_no_policy_finishes(tmp_path):
     result = CliRunner().invoke(
         app,

@@ -97,6 +97,7 @@ def test_per_step_is_for_one_run(tmp_path):
     assert result.exit_code == 2 and "--per-step is for one run" in result.output
 
 
+@pytest.mark.model  # the default model's tokenizer, read from its file
 def test_engine_sends_every_request_through_the_engines_prefix_cache(tmp_path):
     """The real engine (the default model's tokenizer and cache, random one-layer weights) prefills each prompt."""
     batch = import_batch(tmp_path)

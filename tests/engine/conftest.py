@@ -1,10 +1,12 @@
-"""Shared, session-scoped fixtures: the real embedded GGUF model is loaded once, and
-the transformers reference only by the tests that compare against it."""
+"""Shared fixtures: the real embedded GGUF model is loaded once for the session, and the transformers
+reference only for the module that compares against it."""
+
+import gc
 
 import pytest
 import torch
 
-from engine import Engine, EngineConfig, default_model_path, load_checkpoint
+from engine import Engine, EngineConfig, load_checkpoint
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -13,8 +15,8 @@ def _threads():
 
 
 @pytest.fixture(scope="session")
-def checkpoint():
-    return load_checkpoint(default_model_path())
+def checkpoint(model_weights):
+    return load_checkpoint(model_weights)
 
 
 @pytest.fixture(scope="session")
@@ -29,12 +31,15 @@ def make_engine(checkpoint, **config) -> Engine:
     return Engine(checkpoint, EngineConfig(**config))
 
 
-@pytest.fixture(scope="session")
-def reference():
-    """transformers loading the same GGUF file: the ground truth for logits and greedy decoding."""
+@pytest.fixture(scope="module")
+def reference(model_weights):
+    """transformers loading the same GGUF file: the ground truth for logits and greedy decoding, for the one
+    module that compares against it, and freed after it."""
     from transformers import AutoModelForCausalLM
 
-    path = default_model_path()
+    path = model_weights
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
     model.eval()
-    return model
+    yield model
+    del model
+    gc.collect()

@@ -26,6 +26,7 @@ def bench():
     return module
 
 
+@pytest.mark.model  # the default model's tokenizer, read from its file
 def test_the_engine_serves_an_append_only_prefix_and_agrees_with_the_ideal(bench):
     engine_of = cache_engine("dummy")
     new_engine, tokenizer = engine_of.new, engine_of.tokenizer

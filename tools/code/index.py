@@ -20,14 +20,16 @@ import networkx as nx
 import numpy as np
 
 from tools.code import graph as file_graph
+from tools.code.dense import Embedder, skeleton_text
 from tools.code.entry import Entry, read
-from tools.code.languages import is_binary, wanted
+from tools.code.languages import is_binary, is_minified, wanted
 from tools.code.lexical import Lexical
 from tools.code.modules import module_names
 from tools.code.parse import Symbol
 from tools.code.words import Vocabulary
 
-VERSION = 1  # of the index's layout and words: a cached index of another version is rebuilt
+VERSION = 2  # of the index's layout and words: a cached index of another version is rebuilt
+SKELETON_DEFINITIONS = 200  # of a file's definitions, those its embedding reads
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Skipped:
 
     binary: list[str] = field(default_factory=list)
     too_large: list[str] = field(default_factory=list)
+    minified: list[str] = field(default_factory=list)
 
 
 class CodeIndex:
@@ -61,6 +64,7 @@ class CodeIndex:
         self.modules = module_names(self.by_path)
         self._graph: nx.DiGraph | None = None
         self._rank: np.ndarray | None = None
+        self._embedded: dict[str, np.ndarray] = {}
 
     @property
     def graph(self) -> nx.DiGraph:
@@ -75,6 +79,16 @@ class CodeIndex:
         if self._rank is None:
             self._rank = file_graph.pagerank(self.graph)
         return self._rank
+
+    def embeddings(self, embedder: Embedder) -> np.ndarray:
+        """Each file's skeleton embedded (tools.code.dense), made when first asked for, per embedder."""
+        if embedder.name not in self._embedded:
+            texts = [
+                skeleton_text(e.path, [f"{s.header} {s.doc}" for s in e.symbols[:SKELETON_DEFINITIONS]])
+                for e in self.entries
+            ]
+            self._embedded[embedder.name] = embedder.embed(texts) if texts else np.zeros((0, 1), np.float32)
+        return self._embedded[embedder.name]
 
     @property
     def paths(self) -> list[str]:
@@ -106,6 +120,9 @@ def build(
         if is_binary(data):
             skipped.binary.append(path)
             continue
+        if is_minified(data):
+            skipped.minified.append(path)
+            continue
         reused = old.get(path)
         if reused is not None and reused.size == len(data) and reused.sha == _sha(data):
             entries[path] = reused
@@ -124,4 +141,5 @@ def _merged(before: Skipped, now: Skipped, entries: dict[str, Entry]) -> Skipped
     return Skipped(
         binary=sorted({*before.binary, *now.binary} - entries.keys()),
         too_large=sorted({*before.too_large, *now.too_large} - entries.keys()),
+        minified=sorted({*before.minified, *now.minified} - entries.keys()),
     )

@@ -1,7 +1,9 @@
 """Which files the code index reads, and how tree-sitter finds the definitions of each language.
 
 A file is indexed when its extension is a language's or a configuration format's, it is at most
-MAX_FILE_BYTES and it holds no NUL byte in its first 8 KiB (a binary file, whatever its name). Bytes
+MAX_FILE_BYTES, it holds no NUL byte in its first 8 KiB (a binary file, whatever its name) and it is not
+minified (lines of MINIFIED_LINE characters on average: vendored jquery.min.js says nothing of a
+repository and defines a thousand one-letter names). Bytes
 that are not UTF-8 are read with replacement characters. Languages without a query below are searched
 by their words only.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import posixpath
 
 MAX_FILE_BYTES = 1 << 20  # larger "source" is generated or minified: its words drown a repository's own
+MINIFIED_LINE = 400
 
 # extension -> tree-sitter-language-pack name
 LANGUAGES = {
@@ -104,6 +107,11 @@ def wanted(path: str, size: int) -> bool:
 
 def is_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
+
+
+def is_minified(data: bytes) -> bool:
+    """Minified or generated code: lines over MINIFIED_LINE characters on average, in a file of some size."""
+    return len(data) > 8192 and len(data) > MINIFIED_LINE * (data.count(b"\n") + 1)
 
 
 def is_test(path: str) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tools.code import mentions
+from tools.code.dense import embedder
 from tools.code.index import CodeIndex
 from tools.code.parse import Symbol
 from tools.code.words import IDENTIFIER, split
@@ -31,6 +32,8 @@ class Weights:
     frames: float = 1.0  # a stack frame's file, the deepest most
     names: float = 1.0  # a definition the text names, shared among the files defining that name
     prior: float = 0.0  # PageRank in the file graph (0: the graph is not even built)
+    dense: float = 0.0  # the dense half: cosine of embeddings (tools.code.dense; 0: off, no model loaded)
+    embedder: str = "wordllama"
     tests: float = 0.3  # a test file's score is multiplied by this
     words_only: float = 0.3  # and a file of a language without definitions (configuration, scripts) by this
     code_words: float = 2.0  # a word from a code-like identifier counts this many times a prose word
@@ -74,6 +77,7 @@ class Evidence:
     frames: np.ndarray
     names: np.ndarray  # definitions the text names, shared among their files
     prior: np.ndarray
+    dense: np.ndarray  # cosine of the file's skeleton and the text, by the embedder (0 when the dense half is off)
     tests: np.ndarray  # bool: a test file
     words_only: np.ndarray  # bool: a file without definitions' grammar (configuration, scripts)
     parts: np.ndarray  # per definition: its BM25
@@ -81,9 +85,10 @@ class Evidence:
     qualified: np.ndarray  # 1 where the text names it with its class or module
 
 
-def evidence(index: CodeIndex, text: str, code_words: float = DEFAULT.code_words, prior: bool = False) -> Evidence:
+def evidence(index: CodeIndex, text: str, weights: Weights = DEFAULT) -> Evidence:
+    """The evidence `weights` can weigh: the graph's prior only when it counts, the dense half only when it is on."""
     n, m = len(index.entries), len(index.symbols)
-    words = query(index, text, code_words)
+    words = query(index, text, weights.code_words)
     parts = index.functions.scores(words) if m else np.zeros(0, np.float32)
     best_part = np.zeros(n, np.float32)
     if m:
@@ -105,7 +110,8 @@ def evidence(index: CodeIndex, text: str, code_words: float = DEFAULT.code_words
         paths=_vector(n, found.files),
         frames=_vector(n, found.frames),
         names=_vector(n, _named_files(index, found.names)),
-        prior=_scaled(np.log1p(index.rank * n)) if n and prior else np.zeros(n),
+        prior=_scaled(np.log1p(index.rank * n)) if n and weights.prior > 0 else np.zeros(n),
+        dense=_dense(index, text, weights.embedder) if n and weights.dense > 0 else np.zeros(n),
         tests=np.fromiter((e.test for e in index.entries), bool, n),
         words_only=np.fromiter((e.lang is None for e in index.entries), bool, n),
         parts=_scaled(parts),
@@ -123,6 +129,7 @@ def file_scores(ev: Evidence, w: Weights = DEFAULT) -> np.ndarray:
         + w.frames * ev.frames
         + w.names * ev.names
         + w.prior * ev.prior
+        + w.dense * ev.dense
     )
     return score * np.where(ev.tests, w.tests, 1.0) * np.where(ev.words_only, w.words_only, 1.0)
 
@@ -137,7 +144,11 @@ def function_scores(ev: Evidence, symbol_file: np.ndarray, files: np.ndarray, w:
 
 
 def localize(index: CodeIndex, text: str, k: int = 10, weights: Weights = DEFAULT) -> Ranking:
-    ev = evidence(index, text, weights.code_words, weights.prior > 0)
+    return ranking(index, evidence(index, text, weights), k, weights)
+
+
+def ranking(index: CodeIndex, ev: Evidence, k: int, weights: Weights = DEFAULT) -> Ranking:
+    """The k best files and definitions by the evidence weighed with `weights` (one evidence, several weighings)."""
     files = file_scores(ev, weights)
     funcs = function_scores(ev, index.symbol_file, files, weights)
     top_files = np.argsort(-files, kind="stable")[:k]
@@ -146,6 +157,11 @@ def localize(index: CodeIndex, text: str, k: int = 10, weights: Weights = DEFAUL
         [(index.entries[i].path, float(files[i])) for i in top_files if files[i] > 0],
         [(index.symbols[i], float(funcs[i])) for i in top_funcs if funcs[i] > 0],
     )
+
+
+def _dense(index: CodeIndex, text: str, name: str) -> np.ndarray:
+    files = index.embeddings(embedder(name))
+    return np.maximum(files @ embedder(name).embed([text])[0], 0.0)
 
 
 def _named_files(index: CodeIndex, names: dict[str, float]) -> dict[int, float]:

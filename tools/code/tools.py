@@ -82,7 +82,7 @@ def _about(ws: workspace.Workspace) -> str:
 
 def search_code(args: SearchArgs, index: CodeIndex, about: str) -> ToolResult:
     weights = Weights()
-    ev = evidence(index, args.query, weights.code_words)
+    ev = evidence(index, args.query, weights)
     files = file_scores(ev, weights)
     funcs = function_scores(ev, index.symbol_file, files, weights)
     top = [int(i) for i in np.argsort(-files, kind="stable")[: args.k] if files[i] > 0]

@@ -122,7 +122,7 @@ LONG = Task(prompt="Count the words. " + "word " * 1500)  # well over 512 tokens
 
 
 @pytest.fixture(scope="module")
-def small_server():
+def small_server(model_weights):
     with harness_serve("--kv-cache-mb", "64", "--max-model-len", "512") as url:
         yield url
 
@@ -163,6 +163,7 @@ def test_the_servers_error_carries_the_tokens_and_the_limit(small_server):
     assert err.value.limit == 512 and err.value.tokens is not None and err.value.tokens > 512
 
 
+@pytest.mark.model
 def test_the_in_process_engine_says_its_window_and_refuses_a_longer_prompt():
     from engine import Engine, EngineConfig
 
@@ -176,6 +177,7 @@ def test_the_in_process_engine_says_its_window_and_refuses_a_longer_prompt():
         model.engine.shutdown()
 
 
+@pytest.mark.model
 def test_a_tool_output_that_overflows_harness_serve_is_recovered_with_the_local_preset(tmp_path):
     """The embedded model behind `harness serve --max-model-len 4096`, the `local` preset, and one output allowed
     the whole window (overflow.observation_share = 1): the next prompt cannot fit, the harness makes room, and

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def policy_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(model_weights):
     with harness_serve("--kv-cache-mb", "256", "--max-model-len", "4096") as url:
         yield url
 
@@ -96,14 +97,14 @@ def test_harness_run_through_the_anthropic_client_against_the_same_server(server
     assert all(u["cache_write_tokens"] >= 0 for u in usages)
 
 
+@pytest.mark.model
 def test_harness_run_through_the_in_process_local_client(policy_file, tmp_path):
-    model = load_model("local")
-    summary, run_dir = start(RunSpec(Task(prompt=TASK), model, load_policy(str(policy_file)), tmp_path))
+    summary, run_dir = start(RunSpec(Task(prompt=TASK), "local", load_policy(str(policy_file)), tmp_path))
     assert summary.stop_reason in ("step_budget", "submitted"), summary.message
     check_run(run_dir)
-    model.engine.shutdown()
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("where", ["in-process", "served"])
 def test_the_summariser_of_a_tool_constrained_local_policy_always_writes_a_memory_that_parses(where, request):
     """Under the `local` preset every agent reply is a grammar-constrained tool call; a fold's
@@ -114,24 +115,20 @@ def test_the_summariser_of_a_tool_constrained_local_policy_always_writes_a_memor
     from memory.summariser import ModelSummariser, SummaryRequest, fork_request, parse_memory
     from tools.builtin import STANDARD
 
-    if where == "served":
-        model = load_model(f"openai-compatible:{request.getfixturevalue('server')}/v1#smollm2")
-    else:
-        model = load_model("local")
-    params = load_policy("local").model.model_copy(update={"temperature": 0.7})
-    assert params.tool_choice == "required"
-    prompt = [
-        Message(role="system", text="You are a coding agent."),
-        Message(role="user", text="The totals in ledger.py are off by one; fix it so its tests pass."),
-    ]
-    previous = WorkingMemory(goal="fix ledger.py")
-    for seed in range(3):
-        summariser = ModelSummariser(model, params.model_copy(update={"seed": seed}))
-        reply = summariser.summarise(
-            SummaryRequest(fork_request(prompt, previous, (1, 1)), previous, [], 256, STANDARD)
-        )
-        assert reply.finish_reason == "stop" and not reply.message.tool_calls
-        memory, problem = parse_memory(reply.message.text)
-        assert problem is None and isinstance(memory, WorkingMemory), reply.message.text
-    if where == "in-process":
-        model.engine.shutdown()
+    spec = f"openai-compatible:{request.getfixturevalue('server')}/v1#smollm2" if where == "served" else "local"
+    with closing(load_model(spec)) as model:
+        params = load_policy("local").model.model_copy(update={"temperature": 0.7})
+        assert params.tool_choice == "required"
+        prompt = [
+            Message(role="system", text="You are a coding agent."),
+            Message(role="user", text="The totals in ledger.py are off by one; fix it so its tests pass."),
+        ]
+        previous = WorkingMemory(goal="fix ledger.py")
+        for seed in range(3):
+            summariser = ModelSummariser(model, params.model_copy(update={"seed": seed}))
+            reply = summariser.summarise(
+                SummaryRequest(fork_request(prompt, previous, (1, 1)), previous, [], 256, STANDARD)
+            )
+            assert reply.finish_reason == "stop" and not reply.message.tool_calls
+            memory, problem = parse_memory(reply.message.text)
+            assert problem is None and isinstance(memory, WorkingMemory), reply.message.text

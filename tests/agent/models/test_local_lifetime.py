@@ -12,6 +12,8 @@ from agent.models.local import LocalModel
 from agent.models.shared import shared_engines
 from engine import EngineStoppedError
 
+pytestmark = pytest.mark.model
+
 
 def engine_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "engine-loop"]

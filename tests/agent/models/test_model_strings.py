@@ -60,6 +60,7 @@ def test_malformed_strings_say_what_to_write(spec):
         load_model(spec)
 
 
+@pytest.mark.model
 def test_local_int4_loads_the_engine_with_4_bit_weights():
     model = load_model("local-int4")
     try:

@@ -75,11 +75,11 @@ def test_the_anthropic_client_sends_a_hostile_result_fenced_and_defused(tmp_path
     assert_only_our_fences(body)
 
 
-def test_the_local_engines_chat_template_keeps_a_hostile_result_inside_its_tool_response(openai_body):
+def test_the_local_engines_chat_template_keeps_a_hostile_result_inside_its_tool_response(openai_body, model_weights):
     from engine.tokenizer import Tokenizer
-    from engine.weights import default_model_path, load_checkpoint
+    from engine.weights import load_checkpoint
 
-    tokenizer = Tokenizer.from_checkpoint(load_checkpoint(default_model_path()))
+    tokenizer = Tokenizer.from_checkpoint(load_checkpoint(model_weights))
     messages, tools = openai_body["messages"], openai_body["tools"]
     prompt = tokenizer.render_chat(messages, tools)
     # The tool format's blocks are plain text to this model: only the one the template wrote may be there.

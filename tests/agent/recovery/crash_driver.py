@@ -17,6 +17,11 @@ happen every step or two) and a kind of write:
   journaled, so the process dies inside a program, between two of its writes. The program runs again on
   resume, its journaled calls answered from the journal: each write is made once.
 
+A fork cell (`local/append-only/shell/fork`, and docker's) runs the cell's script once, uninterrupted, as the
+parent, then forks it at step FORK_AT (`harness fork`, the same policy and script): the kills land in the fork,
+one aimed inside its branch (the process dies once the branch has run the parent's first or second write
+again), the rest at random moments, and the fork must come out as an uninterrupted fork of the same parent.
+
 The overflowing cell (local, shell writes only) prints an output of a few thousand tokens after each
 write, in a 4,000-token window: from the third step on every step needs an emergency fold (its
 memory written by the scripted model), some a cut as well, and the longest outputs are cut at
@@ -59,6 +64,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent import branch
+from agent.fork import fork
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
@@ -100,10 +107,13 @@ TASK = Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back,
 WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs does not fit
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
+REBUILD = "rebuild"  # as a TYPE of DIE_AFTER: once a fork's branch has run N of its parent's writes again
+FORK_AT = 2  # a fork cell's branch step: the writes of steps 1 and 2 run again
 # Where torture aims kills, beside random moments, by context policy or kind of write.
 AIMS = {
     "overflowing": ("summary_replied", "context_overflow"),
     "memory": ("memory_written",),
+    "fork": (REBUILD,),  # a fork's process dies after its branch ran the parent's first or second write again
     "code": ("inner_intent",),
 }
 
@@ -118,11 +128,16 @@ class Cell:
     sandbox: Sandbox
     context: Context
     writes: Writes
+    fork: bool = False  # the run is a fork (`harness fork`) of an uninterrupted run at step FORK_AT
     stop: Stop = "KILL"
 
     @property
     def name(self) -> str:
-        return f"{self.sandbox}/{self.context}/{self.writes}" + ("" if self.stop == "KILL" else f"/{self.stop}")
+        return (
+            f"{self.sandbox}/{self.context}/{self.writes}"
+            + ("/fork" if self.fork else "")
+            + ("" if self.stop == "KILL" else f"/{self.stop}")
+        )
 
     @property
     def signal(self) -> signal.Signals:
@@ -145,10 +160,11 @@ CELLS = [
     ),
     Cell("local", "overflowing", "shell"),
     *(Cell(s, "compacting", "memory") for s in ("local", "docker")),
+    *(Cell(s, "append-only", "shell", fork=True) for s in ("local", "docker")),
     *(Cell(s, "append-only", "code") for s in ("local", "docker")),
     # Stopped by a signal at random moments: each process stops at its next safe point, writing its stop and summary.
     *(
-        Cell(s, c, w, stop)
+        Cell(s, c, w, stop=stop)
         for s in ("local", "docker")
         for c, ws in (("append-only", ("shell", "write_file", "mcp")), ("compacting", ("shell",)))
         for w in ws
@@ -278,6 +294,12 @@ def model(out: Path) -> PromptLoggingModel:
 def start_run(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "script.json").write_text(json.dumps(script(cell, steps, out)))
+    if cell.fork:  # the parent runs uninterrupted first; the kills are for the fork
+        parent = ScriptedModel.from_file(out / "script.json")
+        _, parent_dir = start(RunSpec(TASK, parent, policy(cell, out), out / "parent", SandboxSpec.parse(cell.sandbox)))
+        print("ready", flush=True)
+        fork(parent_dir, FORK_AT, model=model(out), out=out / "runs", listeners=dying(()))
+        return
     print("ready", flush=True)
     start(
         RunSpec(
@@ -311,6 +333,9 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
     if not aim:
         return ()
     kind, count = aim.split(":")
+    if kind == REBUILD:
+        _dying_in_rebuild(int(count))
+        return ()
     seen = [sum(e.type == kind for e in journaled)]
 
     def listener(event: Event) -> None:
@@ -319,6 +344,21 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return (listener,)
+
+
+def _dying_in_rebuild(count: int) -> None:
+    """SIGKILL this process once a fork's branch has run `count` of its parent's writes again (agent.branch)."""
+    done = [0]
+    again = branch.run_again
+
+    def run_again(*args, **kwargs):
+        result = again(*args, **kwargs)
+        done[0] += 1
+        if done[0] == count:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    branch.run_again = run_again
 
 
 @dataclass
@@ -354,7 +394,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
     the one after of that type), then a random moment."""
     rng = random.Random(seed)
     stats = Torture()
-    turns = [*AIMS.get(cell.context, ()), *AIMS.get(cell.writes, ()), None]
+    turns = [*AIMS.get(cell.context, ()), *AIMS.get(cell.writes, ()), *(AIMS["fork"] if cell.fork else ()), None]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
         run_dir, clean_exits = None, 0
@@ -531,6 +571,13 @@ def kills_inside_tools(run_dir: Path) -> int:
     )
 
 
+def kills_in_branches(run_dir: Path) -> int:
+    """Resumes of a fork whose process died while it built its branch (ran its parent's writes again)."""
+    return sum(
+        isinstance(e, RunResumed) and any("branch was not built" in n for n in e.notes) for e in read_events(run_dir)
+    )
+
+
 def kills_in_recoveries(run_dir: Path) -> int:
     """Resumes of a process that died right after a summariser's reply or an overflow recovery: inside a
     fold, or between a step's recovery and its model call."""
@@ -563,7 +610,8 @@ def containers_left(root: Path) -> int:
 
 def _run_dir(out: Path) -> Path | None:
     """The run's directory once it has a run.json (a start killed earlier than that left nothing to resume)."""
-    return next((d for d in (out / "runs").glob("*") if (d / "run.json").exists()), None)
+    made = (d for d in (out / "runs").glob("*") if not d.name.startswith(".") and (d / "run.json").exists())
+    return next(made, None)  # (a fork is made in a hidden folder, then renamed into place)
 
 
 if __name__ == "__main__":

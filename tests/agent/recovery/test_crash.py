@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agent.journal.store import read_events
@@ -30,6 +31,7 @@ CELL = crash_driver.Cell("local", "append-only", "shell")
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_matches_the_uninterrupted_run(tmp_path):
     reference, took = crash_driver.run_once(CELL, tmp_path / "reference", STEPS)
     assert crash_driver.counter(reference) == list(range(1, STEPS + 1))

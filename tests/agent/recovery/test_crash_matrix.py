@@ -5,7 +5,8 @@ Real subprocesses, real SIGKILL, real containers and a real stdio MCP server (se
 Every killed-and-resumed run must equal the uninterrupted one and replay with no divergence (its
 recovery replayed too), and no container of the cell's runs may be left once they finished. In the
 overflowing cell the kills are aimed: right after an emergency fold's summary, and right after a
-recovery, before its step's model call.
+recovery, before its step's model call. In the fork cells the runs are forks of an uninterrupted run,
+and one kill is aimed inside the branch, while the parent's writes run again.
 benchmarks/bench_crash_matrix.py runs many more kills.
 """
 
@@ -19,6 +20,8 @@ from tests.agent.recovery import crash_driver
 from tests.agent.recovery.crash_driver import AIMS, CELLS
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once, for the docker cells)
 
+pytestmark = pytest.mark.slow
+
 STEPS = 3
 KILLS = 2
 # Of the cells stopped by a signal, CI runs two (SIGTERM locally, SIGINT in Docker); the benchmark runs them all.
@@ -26,7 +29,9 @@ SIGNALLED = ("local/append-only/shell/TERM", "docker/append-only/shell/INT")
 IN_CI = [c for c in CELLS if c.stop == "KILL" or c.name in SIGNALLED]
 
 
-@pytest.mark.parametrize("cell", IN_CI, ids=[c.name for c in IN_CI])
+@pytest.mark.parametrize(
+    "cell", [pytest.param(c, id=c.name, marks=[pytest.mark.docker] if c.sandbox == "docker" else []) for c in IN_CI]
+)
 def test_a_few_seeded_kills_then_resume_match_the_uninterrupted_run_and_replay(request, tmp_path, cell):
     if cell.sandbox == "docker":
         request.getfixturevalue("docker_ready")
@@ -42,5 +47,7 @@ def test_a_few_seeded_kills_then_resume_match_the_uninterrupted_run_and_replay(r
         assert crash_driver.replay_divergences(run_dir, tmp_path / "replays") in (None, 0), f"seed {seed}, {run_dir}"
     if cell.context in AIMS:
         assert sum(crash_driver.kills_in_recoveries(r) for r in stats.runs) == KILLS, f"seed {seed}"
+    if cell.fork:  # one kill aimed inside the branch's rebuild of the parent's world, one at a random moment
+        assert sum(crash_driver.kills_in_branches(r) for r in stats.runs) >= 1, f"seed {seed}"
     if cell.sandbox == "docker":
         assert crash_driver.containers_left(tmp_path) == 0, f"seed {seed}"

@@ -18,6 +18,7 @@ def small_ladder():
     ]
 
 
+@pytest.mark.slow
 def test_a_calibration_places_the_free_rungs_and_records_its_provenance(tmp_path):
     table = calibrate.calibrate(small_ladder(), games_per_pair=2, seed=5, command="harness chess calibrate --test")
     assert table.stockfish == stockfish_version() and table.stockfish.startswith("Stockfish")

@@ -54,6 +54,7 @@ def test_player_stockfish_plays_through_the_chess_tools(tmp_path):
     assert r.wrong_moves == 0 and r.termination in ("max_plies", "checkmate")
 
 
+@pytest.mark.slow
 def test_rating_player_random_recovers_the_random_movers_calibrated_rating(tmp_path):
     table = calibrate.load()
     random_elo = table.elo_of("random")

@@ -6,9 +6,12 @@ import io
 import json
 
 import chess.pgn
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+
+pytestmark = pytest.mark.model
 
 
 def test_demo_plays_a_game_and_leaves_a_complete_run_directory(tmp_path):

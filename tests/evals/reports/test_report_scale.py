@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from agent.models.pricing import load_prices
 from evals.reports.html import render_run
 from evals.reports.load import load_run
@@ -13,6 +15,7 @@ from evals.reports.timeline import INLINE_CHARS
 LIMIT_BYTES = 10 * 1024 * 1024
 
 
+@pytest.mark.slow
 def test_a_thousand_step_report_is_small(long_run):
     run = load_run(long_run, load_prices(), price_model="openai:gpt-5")
     path = render_run(run)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent.journal.store import read_events
 from core.events import ModelReplied
 from tests.evals.study.conftest import scripted, study
@@ -113,6 +115,7 @@ def test_the_markdown_table_has_a_row_per_policy_at_each_point(scripted_study_js
     assert all(r.count("|") == rows[0].count("|") for r in rows)
 
 
+@pytest.mark.docker
 def test_with_a_scripted_model_the_bundled_tasks_run_in_the_docker_sandbox(tmp_path):
     code, output, folder = scripted(tmp_path, "--seeds", "0", "--concurrency", "2")
     assert code == 0, output

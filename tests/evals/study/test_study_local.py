@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.evals.study.conftest import study
+
+pytestmark = pytest.mark.model
 
 
 def test_the_embedded_model_study_reports_the_engines_own_figures(tmp_path):

@@ -119,6 +119,7 @@ def test_the_list_filters_and_searches(server, page):
     page.fill("#search", "")
 
 
+@pytest.mark.slow
 def test_a_running_chess_batch_fills_in_without_a_reload(server, page, folder):
     out = folder / "chess"
     out.mkdir()

@@ -46,3 +46,46 @@ def test_scores_are_best_first_and_k_bounds_the_lists():
 
 def test_a_text_with_nothing_of_the_repository_ranks_nothing():
     assert localize(INDEX, "zebra quokka", 5).files == []
+
+
+def test_the_dense_half_is_off_by_default_and_any_embedder_plugs_in(monkeypatch):
+    from dataclasses import replace
+
+    import numpy as np
+
+    from tools.code import dense
+    from tools.code.rank import DEFAULT
+
+    made = []
+
+    class Shipping:  # an embedder that finds shipping in every text
+        name = "shipping"
+
+        def embed(self, texts):
+            made.append(len(texts))
+            return np.array(
+                [[1.0, 0.0] if "shipping" in t.lower() else [0.0, 1.0] for t in texts] if texts else [[1.0, 0.0]]
+            )
+
+    monkeypatch.setitem(dense.EMBEDDERS, "shipping", Shipping)
+    dense.embedder.cache_clear()
+    index = build(as_files(SHOP))
+    assert localize(index, "shipping", 1).files[0][0] == "shop/shipping.py" and made == []  # off: never asked
+    only = replace(DEFAULT, content=0, skeleton=0, functions=0, paths=0, names=0, dense=1.0, embedder="shipping")
+    assert localize(index, "about shipping", 1, only).files[0][0] == "shop/shipping.py"  # the embedder alone counts
+    assert made == [len(index.entries), 1]  # the files once (then kept by the index), the text once
+
+
+def test_wordllama_loads_from_its_own_package_without_the_network():
+    import pytest
+
+    pytest.importorskip("wordllama")
+    import numpy as np
+
+    from tools.code.dense import embedder
+
+    vectors = embedder("wordllama").embed(
+        ["bulk create in batches", "def bulk_create(self, objs, batch_size)", "matrix"]
+    )
+    assert vectors.shape == (3, 256) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]

@@ -107,6 +107,7 @@ def test_symbolic_links_are_never_followed_out_of_the_workspace(tmp_path):
         box.close()
 
 
+@pytest.mark.slow
 def test_a_repository_of_twenty_thousand_files_is_indexed_whole(tmp_path):
     repo = tmp_path / "big"
     files = {f"pkg{i // 500}/mod{i}.py": f"def function_{i}(value):\n    return value + {i}\n" for i in range(20_000)}
