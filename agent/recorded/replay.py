@@ -118,8 +118,8 @@ def replay(
         else None
     )
     if info.fork is not None:
-        summary, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
-        return report(run_dir, replay_dir, recorded, summary, execute, check.notes)
+        forked, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
+        return report(run_dir, replay_dir, recorded, forked, execute, check.notes)
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -174,15 +174,9 @@ def checking(run_dir: Path, base: Registry) -> set[str]:
 
 
 def report(
-    run_dir: Path,
-    replay_dir: Path,
-    recorded: Sequence[Event],
-    summary: Summary | None,
-    execute: bool,
-    notes: list[str],
+    run_dir: Path, replay_dir: Path, recorded: Sequence[Event], summary: Summary | None, execute: bool, notes: list[str]
 ) -> ReplayReport:
-    """The replay's journal compared with the recording's (`summary`: None when the replay's last life did not
-    end)."""
+    """The replay's journal compared with the recording's (`summary`: None where the replay's last life ended early)."""
     replayed = read_events(replay_dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
     folders = [str(run_dir.resolve()), str(replay_dir.resolve())]
