@@ -28,10 +28,11 @@ from agent.retry import with_retries
 from agent.run.state import RunState, advance, spend
 from agent.run.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
 from agent.run.task import DEFAULT_SYSTEM, Task
+from agent.sampling import Sampling
 from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
-from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
+from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped, SamplingReplied
 from core.interrupts import Abandoned, abandonable, check
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
@@ -55,10 +56,12 @@ def run(
     approvals: Mapping[str, bool | Decision] | None = None,
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
+    sampled: Sequence[SamplingReplied] | None = None,
 ) -> Summary:
     """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
-    (default: the run's own model), its calls journaled."""
-    loop = begin(session, approvals or {}, resumed, summariser)
+    (default: the run's own model), its calls journaled; `sampled`: a recording's replies to MCP servers' sampling
+    requests, the only ones given (a replay; default: the run's model answers, journaled)."""
+    loop = begin(session, approvals or {}, resumed, summariser, sampled)
     stop: Stop | None = None
     try:
         if resumed is not None and resumed.open is not None:  # its reply is journaled: the model is not asked again
@@ -153,6 +156,7 @@ def begin(
     approvals: Mapping[str, bool | Decision],
     resumed: Restored | None,
     summariser: Summariser | None,
+    sampled: Sequence[SamplingReplied] | None = None,
 ) -> Loop:
     """The loop's parts for this run; a new run (or one killed while journaling them) journals its opening."""
     state = resumed.state if resumed is not None else RunState(task=session.task)
@@ -176,6 +180,15 @@ def begin(
             cap=observation_cap(accounting.counter, session.context_window, policy),
             answers=lambda call_id: answers_for(approvals, call_id),
             programs=programs(session.program_tools) if session.program_tools is not None else None,
+            sampling=Sampling(
+                session.model,
+                policy,
+                journal,
+                state,
+                session.price,
+                sampled if sampled is not None else resumed.samplings if resumed is not None else (),
+                ask=sampled is None,
+            ),
         ),
         shown=shown,
         approvals=approvals,

@@ -280,8 +280,16 @@ def describe_open_step(restored: Restored) -> list[str]:
         f"Step {restored.state.step} did not finish: {len(rec.observed)} of its {len(calls)} calls have results; "
         "the rest are dispatched now (the model is not asked again)."
     ]
+    for call_id, task in rec.tasks.items():
+        if call_id not in rec.observed:
+            lines.append(
+                f"Call {call_id} ({task.tool}) was waiting on task {task.task_id} of MCP server {task.server} when "
+                "the process stopped: it follows that task again (re-attaches) instead of calling the tool again."
+            )
     for call_id, intent in rec.interrupted.items():
         made = [o for o in rec.inner.values() if o.parent == call_id]
+        if call_id in rec.tasks:
+            continue
         if intent.tool == RUN_CODE:
             cut = [i.call_id for i in rec.inner_interrupted.values() if i.parent == call_id]
             lines.append(

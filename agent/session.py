@@ -154,6 +154,8 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
+    if isinstance(spec.sandbox, SandboxSpec):
+        check_code_sandbox(policy, has_sandbox=spec.sandbox.kind != "none")
     source = spec.memory if spec.memory is not None else MemorySource() if policy.memory.tool else None
     if source is not None and not policy.memory.tool:
         policy = memory_on(policy)  # named NAME+memory: an A/B tells the runs with a memory from those without
@@ -195,7 +197,9 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                 store = MemoryStore(start, info.run_id, spec.task.id, journal, source.clock, kept=source.kept)
                 base = with_memory(base, store, policy.memory)
             # MCP servers live as long as the run
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            with with_mcp(
+                policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
+            ) as registry:
                 task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
                 task = with_repo_map(task, policy, box)
                 context = placed(registry, [*policy.mcp_resources, *task.resources], task)
@@ -244,14 +248,20 @@ def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
 
 
 def offered_tools(tools: Registry, policy: HarnessPolicy, sandbox: Sandbox) -> tuple[Registry, Registry | None]:
-    """The tools the model is offered under `dispatch.mode`, and those a run_code program may call. A program runs
-    in the sandbox: a run without one (a chess game's, unless given one) cannot be in code mode."""
-    if policy.dispatch.mode != "calls" and isinstance(sandbox, NoSandbox):
-        raise HarnessError(
-            f"dispatch.mode = {policy.dispatch.mode!r} runs the model's run_code programs in the run's sandbox, and "
-            'this run has none. Give it one (--sandbox local or docker), or use dispatch.mode = "calls".'
-        )
+    """The tools the model is offered under `dispatch.mode`, and those a run_code program may call."""
+    check_code_sandbox(policy, has_sandbox=not isinstance(sandbox, NoSandbox))
     return offer(tools, policy)
+
+
+def check_code_sandbox(policy: HarnessPolicy, has_sandbox: bool) -> None:
+    """A run_code program runs in the run's sandbox: a run without one (a chess game's, unless given one) cannot
+    be in code mode. Checked before anything is made, and again on the sandbox opened."""
+    if policy.dispatch.mode != "calls" and not has_sandbox:
+        raise HarnessError(
+            f"The policy {policy.name!r} has dispatch.mode = {policy.dispatch.mode!r}: the model's run_code programs "
+            "run in the run's sandbox, and this run has none. Give it one (--sandbox local or docker), or use a "
+            'policy with dispatch.mode = "calls".'
+        )
 
 
 def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
@@ -378,7 +388,9 @@ def reopen_run(
             start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
             store = MemoryStore(start, info.run_id, task.id, journal, written=written, kept=kept)
             base = with_memory(base, store, policy.memory)
-        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+        with with_mcp(
+            policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
+        ) as registry:
             placed(
                 registry, [*policy.mcp_resources, *task.resources], task
             )  # follow them again; the opening is journaled

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from agent.models import check_model
 from agent.models.spec import is_local
-from agent.session import policy_for
+from agent.session import SandboxSpec, policy_for
 from cli.executor_options import (
     EXECUTOR,
     MAX_COST_USD,
@@ -93,6 +93,11 @@ def chess_command(
         "(a small model resigns at once).",
     ),
     analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
+    sandbox: str = typer.Option(
+        "none",
+        help="Where the model's run_code programs run under a policy in code mode: none, local, docker or "
+        "docker:IMAGE (the game's own tools need none).",
+    ),
     workers: int = typer.Option(
         1,
         min=1,
@@ -153,6 +158,7 @@ def chess_command(
         resume=resume,
         max_cost_usd=max_cost_usd,
         prices=prices,
+        sandbox=SandboxSpec.parse(sandbox),
     )
     if rate:
         if spec.executor.kind != "local" or spec.executor.workers != 1 or resume or max_cost_usd is not None:

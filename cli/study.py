@@ -15,7 +15,7 @@ from cli.price_options import PRICE_TABLE
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
 from evals.study.grid import bundled_policies, expand_tasks
-from evals.study.report import cached_share_pair, interval, num, seconds, share
+from evals.study.report import cached_share_pair, num, seconds, share, task_interval
 
 Tasks = Annotated[
     list[str],
@@ -163,7 +163,7 @@ def print_tasks(pair) -> None:
             num(t["mean_a"], digits),
             num(t["mean_b"], digits),
             num(t["diff"], digits),
-            interval(t, fmt=lambda v, d=digits: f"{v:+,.{d}f}"),
+            task_interval(t),
         )
     console.print(rows)
 

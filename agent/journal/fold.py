@@ -29,7 +29,9 @@ from core.events import (
     ResourceUpdated,
     RunResumed,
     RunStopped,
+    SamplingReplied,
     SummaryReplied,
+    TaskCreated,
     ToolIntent,
     ToolObserved,
 )
@@ -54,6 +56,8 @@ class Step:
     notes: list[Message] = field(default_factory=list)  # harness messages added in this step (the no-tool nudge)
     asked: list[InputRequested] = field(default_factory=list)  # questions a tool asked that waited for a person
     updates: list[ResourceUpdated] = field(default_factory=list)  # placed resources that changed before this step
+    samplings: list[SamplingReplied] = field(default_factory=list)  # the run's model answering MCP servers' requests
+    tasks: list[TaskCreated] = field(default_factory=list)  # calls whose work went on as an MCP server's task
     first_ts: float | None = None
     last_ts: float | None = None
     last_seq: int = 0  # of this step's newest event (a person's decisions, resumes and stops left out)
@@ -71,9 +75,18 @@ class Step:
         return self.replied.reply.usage if self.replied is not None else Usage()
 
     @property
-    def model_calls(self) -> list[ModelFailed | ModelReplied | SummaryReplied]:
-        """Every model call the step made, each with its `cost_usd`: failed attempts, the reply, the summariser's."""
-        return [*self.failures, *([self.replied] if self.replied is not None else []), *self.summaries]
+    def model_calls(self) -> list[ModelFailed | ModelReplied | SummaryReplied | SamplingReplied]:
+        """Every model call the step made, each with its `cost_usd`: failed attempts, the reply, the summariser's,
+        and those made for its tool calls' MCP servers (sampling)."""
+        replied = [self.replied] if self.replied is not None else []
+        return [*self.failures, *replied, *self.summaries, *self.samplings]
+
+    @property
+    def sampling_usage(self) -> Usage:
+        usage = Usage()
+        for s in self.samplings:
+            usage = usage + (s.reply.usage if s.reply is not None else Usage())
+        return usage
 
     @property
     def observations(self) -> list[Observation]:
@@ -124,10 +137,11 @@ class Folded:
 
     @property
     def model_replies(self) -> int:
-        """The replies the run's model has given: the agent's and the summariser's (a scripted model hands
-        out one list of replies to both, in the order asked, so a resumed one continues after this many).
-        A summariser call that raised gave none, though its compaction counts it as an attempt."""
-        return len(self.replies) + sum(r.reply is not None for s in self.steps for r in s.summaries)
+        """The replies the run's model has given: the agent's, the summariser's and those sampled for MCP servers
+        (a scripted model hands out one list of replies to all, in the order asked, so a resumed one continues
+        after this many). A call that raised gave none, though a compaction counts it as an attempt."""
+        others = [r.reply for s in self.steps for r in s.summaries] + [r.reply for s in self.steps for r in s.samplings]
+        return len(self.replies) + sum(reply is not None for reply in others)
 
     @property
     def folds(self) -> list[Fold]:
@@ -230,6 +244,10 @@ def fold(events: Iterable[Event]) -> Folded:
         elif isinstance(e, ContextOverflowed):
             at(e).overflows.append(e)
             out.pending_summaries = []
+        elif isinstance(e, SamplingReplied):
+            at(e).samplings.append(e)
+        elif isinstance(e, TaskCreated):
+            at(e).tasks.append(e)
         elif isinstance(e, MemoryWritten):
             at(e)
         elif isinstance(e, Forked):

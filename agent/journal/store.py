@@ -160,6 +160,12 @@ class Journal:
             listener(event)
         return event
 
+    def tell(self, event: Event) -> None:
+        """Tell the listeners of something passing (a call's progress) without writing it."""
+        event = event.model_copy(update={"seq": self.seq, "ts": time.time()})
+        for listener in self.listeners:
+            listener(event)
+
     def extend(self, events: Iterable[Event]) -> list[Event]:
         """Append many events in one write and one fsync, for a journal written whole (an imported run):
         each keeps its own `ts` (when the source recorded the step), or gets now."""

@@ -36,6 +36,7 @@ from core.events import (
     ModelReplied,
     RunResumed,
     RunStopped,
+    SamplingReplied,
     SummaryReplied,
     ToolIntent,
     ToolObserved,
@@ -132,7 +133,12 @@ def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | No
     asked = received()
     try:
         with open_run(first) as session:  # one life: every decision at once, as the recorded process had them
-            summary = run(session, approvals=decisions(recorded) if len(ends) == 1 else {}, summariser=summariser)
+            summary = run(
+                session,
+                approvals=decisions(recorded) if len(ends) == 1 else {},
+                summariser=summariser,
+                sampled=[e for e in recorded if isinstance(e, SamplingReplied)],
+            )
     except LifeEnded:
         pass
     for before, life in zip(ends, ends[1:], strict=False):

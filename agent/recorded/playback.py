@@ -34,8 +34,8 @@ from sandboxes.base import SandboxDead
 from tools.base import Registry, Tool, ToolResult
 from tools.code_mode.tool import NAME as RUN_CODE
 
-# Stops that the world decides (a goal check, a dead sandbox): a playback replays them where they happened.
-WORLD_STOPS = ("goal_verified", "sandbox_dead")
+# Stops that the world decides (a goal check, a dead sandbox, a game's end): a playback replays them where they happened.
+WORLD_STOPS = ("goal_verified", "sandbox_dead", "game_over")
 
 
 class PlaybackModel:

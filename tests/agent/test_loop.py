@@ -56,6 +56,8 @@ SUMMARY_FIELDS = {
     "prefix_reuse_rate",
     "compactions",
     "summariser_tokens",
+    "sampling_calls",
+    "sampling_tokens",
     "warnings",
     "cost_usd",
     "unpriced_calls",
