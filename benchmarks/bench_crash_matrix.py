@@ -5,8 +5,9 @@ For each cell of {local, docker} × {append-only, compacting with a scripted sum
 window: emergency folds and cuts every step or two) (tests/agent/recovery/crash_driver.py): one
 uninterrupted run, then KILLS SIGKILLs at moments drawn uniformly over that run's duration (in the
 overflowing cell two kills in three are aimed instead: right after an emergency fold's summary, or
-right after a recovery, before its step's model call), each killed run resumed (`harness resume`
-semantics) until it finishes. Per cell it prints the kills that landed inside a write and inside a
+right after a recovery, before its step's model call; in the fork cells one kill in three is aimed inside
+the fork's branch, once it has run its parent's first or second write again, and one in the fork's own
+steps), each killed run resumed (`harness resume` semantics) until it finishes. Per cell it prints the kills that landed inside a write and inside a
 fold or recovery, the runs that differ from the uninterrupted one (counter, conversation, every
 prompt byte for byte, folds and recoveries as replay compares them, stop), duplicated writes, lost
 steps, containers left behind once every run finished, and the median resume time (from the resume
@@ -47,7 +48,8 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
         stats.kills,
         len(stats.runs),
         inside,
-        sum(crash_driver.kills_in_recoveries(r) for r in stats.runs),
+        sum(crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) for r in stats.runs),
+        sum(crash_driver.kills_after_branches(r) for r in stats.runs) if cell.fork else "-",
         f"{len(bad)}",
         sum(crash_driver.duplicated(r) for r in stats.runs),
         sum(crash_driver.lost(r, reference) for r in stats.runs),
@@ -73,7 +75,8 @@ def main() -> None:
         "kills",
         "runs",
         "kills in a write",
-        "kills in a fold or recovery",
+        "kills in a fold, recovery or fork's branch",
+        "kills in a fork's own steps",
         "runs that differ",
         "duplicated writes",
         "lost steps",
@@ -92,7 +95,7 @@ def main() -> None:
         row, found = measure(cell, tmp, args.kills, args.steps, args.seed)
         print("| " + " | ".join(map(str, row)) + " |", flush=True)
         details += found
-        if any(str(row[i]) != "0" for i in (5, 6, 7, 8)):  # differ, duplicated, lost, containers left
+        if any(str(row[i]) != "0" for i in (6, 7, 8, 9)):  # differ, duplicated, lost, containers left
             missed.append(f"{cell.name} (its runs are kept in {tmp})")
         else:
             shutil.rmtree(tmp)

@@ -112,4 +112,4 @@ def test_a_batch_refuses_a_store_holding_notes_written_on_its_own_instance(docke
     said = " ".join(second.output.split())
     assert second.exit_code == 2, second.output
     assert f"holds entries written while working on instances this batch is scored on ({task.name}: 1 entries" in said
-    assert not any(Path(tmp_path / "second").rglob("events.jsonl"))  # refused before any run started
+    assert not any(Path(tmp_path / "second").rglob("*"))  # refused before any run started, leaving nothing

@@ -19,8 +19,9 @@ happen every step or two) and a kind of write:
 
 A fork cell (`local/append-only/shell/fork`, and docker's) runs the cell's script once, uninterrupted, as the
 parent, then forks it at step FORK_AT (`harness fork`, the same policy and script): the kills land in the fork,
-one aimed inside its branch (the process dies once the branch has run the parent's first or second write
-again), the rest at random moments, and the fork must come out as an uninterrupted fork of the same parent.
+in turn aimed inside its branch (the process dies once the branch has run the parent's first or second write
+again), aimed at its own steps (once one or two of them were observed) and at a random moment, and the fork must
+come out as an uninterrupted fork of the same parent.
 
 The overflowing cell (local, shell writes only) prints an output of a few thousand tokens after each
 write, in a 4,000-token window: from the third step on every step needs an emergency fold (its
@@ -110,7 +111,8 @@ FORK_AT = 2  # a fork cell's branch step: the writes of steps 1 and 2 run again
 AIMS = {
     "overflowing": ("summary_replied", "context_overflow"),
     "memory": ("memory_written",),
-    "fork": (REBUILD,),  # a fork's process dies after its branch ran the parent's first or second write again
+    # a fork's process dies after its branch ran the parent's first or second write again, or in its own steps
+    "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
 }
 
@@ -554,6 +556,13 @@ def kills_in_branches(run_dir: Path) -> int:
     return sum(
         isinstance(e, RunResumed) and any("branch was not built" in n for n in e.notes) for e in read_events(run_dir)
     )
+
+
+def kills_after_branches(run_dir: Path) -> int:
+    """Resumes of a fork whose process died in its own steps, once its branch was built."""
+    events = read_events(run_dir)
+    built = next((i for i, e in enumerate(events) if e.type == "forked"), len(events))
+    return sum(isinstance(e, RunResumed) for e in events[built:])
 
 
 def kills_in_recoveries(run_dir: Path) -> int:

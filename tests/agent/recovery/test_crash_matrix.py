@@ -4,7 +4,8 @@ Real subprocesses, real SIGKILL, real containers and a real stdio MCP server (se
 Every killed-and-resumed run must equal the uninterrupted one, and no container of the cell's
 runs may be left once they finished. In the overflowing cell the kills are aimed: right after an
 emergency fold's summary, and right after a recovery, before its step's model call. In the fork cells the
-runs are forks of an uninterrupted run, and one kill is aimed inside the branch, while the parent's writes run again.
+runs are forks of an uninterrupted run: one kill is aimed inside the branch, while the parent's writes run again,
+the other in the fork's own steps.
 benchmarks/bench_crash_matrix.py runs many more kills.
 """
 
@@ -41,7 +42,8 @@ def test_a_few_seeded_kills_then_resume_match_the_uninterrupted_run(request, tmp
         assert crash_driver.duplicated(run_dir) == crash_driver.lost(run_dir, reference) == 0, f"seed {seed}, {run_dir}"
     if cell.context in AIMS:
         assert sum(crash_driver.kills_in_recoveries(r) for r in stats.runs) == KILLS, f"seed {seed}"
-    if cell.fork:  # one kill aimed inside the branch's rebuild of the parent's world, one at a random moment
+    if cell.fork:  # one kill aimed inside the branch's rebuild of the parent's world, one in the fork's own steps
         assert sum(crash_driver.kills_in_branches(r) for r in stats.runs) >= 1, f"seed {seed}"
+        assert sum(crash_driver.kills_after_branches(r) for r in stats.runs) >= 1, f"seed {seed}"
     if cell.sandbox == "docker":
         assert crash_driver.containers_left(tmp_path) == 0, f"seed {seed}"
