@@ -5,7 +5,9 @@ gets exactly one observation, in the order emitted, whatever goes wrong: bad
 JSON, an unknown tool, invalid arguments, a tool that raises or times out, a
 dead sandbox, a refused approval, or a call the parallel-call policy rejects.
 Only a failure to write the journal itself escapes, because acting without a
-record would break the run's durability promise.
+record would break the run's durability promise, and a stop a signal asked for
+(core.interrupts), which leaves the call in flight as a crash would: the resumed
+run settles it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agent.recovery.reconcile import Recovered, settle
 from agent.run.state import Dispatched
 from agent.sampling import Sampling
 from core.events import InnerIntent, InputRequested, ToolIntent, ToolObserved
+from core.interrupts import check
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
@@ -137,6 +140,7 @@ def run_call(
     """One call, total: its observation, the traceback of a tool that raised, and the tool's result. `tools`: those
     the call may name (default: the dispatcher's); `parent`: the run_code call whose program made it, under which
     its write intent is journaled."""
+    check()  # a safe point: a run asked to stop starts no call (core.interrupts)
     tools = tools if tools is not None else d.tools
     tool = tools.get(call.name)
     if tool is None:
@@ -178,6 +182,7 @@ def run_call(
                 step=step, parent=parent, call_id=call.id, tool=call.name, arguments=arguments, idempotency_key=key
             )
         )
+    check()  # and again between its intent and its run: stopped here, it is left as a crash would leave it
     start = time.monotonic()
     try:
         result = tool.run(args, ctx)

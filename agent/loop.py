@@ -33,6 +33,7 @@ from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped, SamplingReplied
+from core.interrupts import Abandoned, abandonable, check
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
 from memory.compaction import CompactionResult
@@ -67,14 +68,26 @@ def run(
             stop = act(loop, resumed.open.reply, resumed.open.recovered, resumed.open.compacted)
         tried = resumed.recoveries if resumed is not None else []
         while stop is None:
+            check()  # a safe point: SIGINT or SIGTERM stops the run here (core.interrupts)
             reply = ask(loop, tried)
             stop = reply if isinstance(reply, Stop) else act(loop, reply)
             tried = []
-    except KeyboardInterrupt:
-        stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
+    except Abandoned as e:
+        stop = interrupted(e.signal_name)
+    except KeyboardInterrupt:  # where no signal handler was installed (a library caller's own thread setup)
+        stop = interrupted("SIGINT")
     except Exception as e:  # a bug, a full disk, a reply no client expected: the run still ends on the record
         stop = harness_error(loop, e)
     return finish(loop, stop)
+
+
+def interrupted(signal_name: str) -> Stop:
+    return Stop(
+        "interrupted",
+        f"Stopped by {signal_name}{' (Ctrl-C)' if signal_name == 'SIGINT' else ''}; everything journaled is kept, and "
+        "a call it cut short is settled when the run goes on (`harness resume`).",
+        {"signal": signal_name},
+    )
 
 
 def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
@@ -212,11 +225,16 @@ def harness_error(loop: Loop, e: Exception) -> Stop:
 
 
 def finish(loop: Loop, stop: Stop) -> Summary:
-    """Journal the stop, snapshot and summarise; a run that ended for good drops its container checkpoints."""
+    """Journal the stop, snapshot and summarise; a run that ended for good drops its container checkpoints. A
+    snapshot that cannot be taken (a sandbox gone bad) is said in artifacts/, and the summary is written all the
+    same: a resume folds the journal instead."""
     session, state = loop.session, loop.state
     journal = session.journal
     journal.append(RunStopped(step=state.step, reason=stop.reason, message=stop.message, outcome=stop.outcome))
-    write_snapshot(state, journal, session.sandbox, stop)
+    try:
+        write_snapshot(state, journal, session.sandbox, stop)
+    except Exception:
+        journal.store_artifact("snapshot_error.txt", traceback.format_exc())
     summary = summarize(read_events(journal.dir), read_run_info(journal.dir), state.wall_s())
     journal.write_summary(summary)
     if summary.stop_reason not in RESUMABLE and getattr(session.sandbox, "container_id", None) is not None:
@@ -261,7 +279,8 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
 
     def attempt() -> ModelReply:
         try:
-            return session.model.complete(prompt, list(loop.shown), session.policy.model)
+            with abandonable():  # a safe point, and a call a signal may cut short (checkpoint.on_signal)
+                return session.model.complete(prompt, list(loop.shown), session.policy.model)
         except (TransientModelError, PermanentModelError) as e:
             usage = e.usage if isinstance(e, TransientModelError) else None
             cost = cost_usd(session.price, usage)

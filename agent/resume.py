@@ -33,7 +33,9 @@ from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbo
 from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
+from core.interrupts import signals_handled
 from core.policy import HarnessPolicy
+from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolContext
 from tools.code_mode.tool import NAME as RUN_CODE
@@ -56,11 +58,13 @@ def resume(
     stop_rules: Sequence[StopRule] = (),
     repair: bool = False,
     first_branch: bool = False,
+    summariser: Summariser | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
     `first_branch`: the fork `harness fork` just made, whose branch is built for the first time (a resume that
-    finds a fork not branched builds the branch again, and journals so)."""
+    finds a fork not branched builds the branch again, and journals so).
+    `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -68,10 +72,12 @@ def resume(
     spans = live_spans(info)  # the resumed part's spans, where an OTLP endpoint is set
     if spans is not None:
         journal.listeners.append(spans)
+    abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
     try:
-        cut = journal.repair() if repair else None
-        notes = [cut] if cut else []
-        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch)
+        with signals_handled(abandon):
+            cut = journal.repair() if repair else None
+            notes = [cut] if cut else []
+            return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch, summariser)
     finally:
         journal.close()
         if spans is not None:
@@ -87,7 +93,8 @@ def _resume(
     sandbox: SandboxFactory | None,
     stop_rules: Sequence[StopRule],
     notes: list[str],
-    first_branch: bool = False,
+    first_branch: bool,
+    summariser: Summariser | None,
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -146,7 +153,9 @@ def _resume(
                 prepare(task, box, policy.dispatch.tool_timeout_s)
             else:
                 journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-            summary = run(session, approvals=restored.approvals if restored else None, resumed=restored)
+            summary = run(
+                session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
+            )
     return Resumed(summary, notes)
 
 
@@ -291,7 +300,8 @@ def describe_open_step(restored: Restored) -> list[str]:
             )
             continue
         lines.append(
-            f"Call {call_id} ({intent.tool}) was running when the process died: it is reconciled "
+            f"Call {call_id} ({intent.tool}) was running when its process stopped (killed, or a signal abandoned it): "
+            "it is reconciled "
             "(the tool's own check, else the policy's checkpoint.interrupted_writes)."
         )
     return lines

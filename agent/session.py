@@ -41,6 +41,7 @@ from agent.telemetry import live_spans
 from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
+from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
 from core.policy import PRESETS, HarnessPolicy, load_policy, memory_on
 from sandboxes.base import Sandbox
@@ -138,7 +139,12 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
     the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
-    with client_for(spec.model, spec.policy.dispatch.tool_timeout_s) as client, _opened(spec, client) as session:
+    abandon = spec.policy.checkpoint.on_signal == "abandon"
+    with (
+        signals_handled(abandon),
+        client_for(spec.model, spec.policy.dispatch.tool_timeout_s) as client,
+        _opened(spec, client) as session,
+    ):
         yield session
 
 
@@ -219,7 +225,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
             box.close()
             if store is not None:
                 store.save()  # what the run wrote joins the kept store, each time the run stops
-    except Exception as e:
+    except BaseException as e:  # BaseException: a signal's stop while the sandbox is prepared is a stop too
         if not running:
             _environment_failed(journal, e, time.monotonic() - opened)
         raise
@@ -295,12 +301,18 @@ def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> S
     return box
 
 
-def _environment_failed(journal: Journal, error: Exception, wall_s: float) -> None:
+def _environment_failed(journal: Journal, error: BaseException, wall_s: float) -> None:
     """The run stopped before its first step: journal why and write its summary. A run folder that cannot take
-    them (a full disk) must not hide the error that stopped the run, so that failure is left unsaid."""
-    message = str(error) if isinstance(error, HarnessError) else f"{type(error).__name__}: {error}"
+    them (a full disk) must not hide the error that stopped the run, so that failure is left unsaid. A signal's
+    stop (or Ctrl-C) is `interrupted`: the run begins again when resumed."""
+    if isinstance(error, Abandoned | KeyboardInterrupt):
+        name = error.signal_name if isinstance(error, Abandoned) else "SIGINT"
+        reason, message = "interrupted", f"Stopped by {name} while the run was being opened; it has not begun."
+    else:
+        reason = "environment_error"
+        message = str(error) if isinstance(error, HarnessError) else f"{type(error).__name__}: {error}"
     with suppress(HarnessError):
-        journal.append(RunStopped(reason="environment_error", message=message))
+        journal.append(RunStopped(reason=reason, message=message))
         journal.write_summary(summarize(read_events(journal.dir), read_run_info(journal.dir), wall_s))
 
 

@@ -25,7 +25,7 @@ from cli.import_cmd import import_command
 from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, print_json, text
+from cli.output import console, exits_on_error, print_json, stops_on_signal, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
@@ -50,6 +50,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 @app.command("run")
 @exits_on_error
+@stops_on_signal
 def run_command(
     task: str = typer.Option(
         None, help="The task: its text, or a .yaml/.json/.txt/.md task file (or build it with --mcp-prompt)."

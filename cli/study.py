@@ -10,7 +10,7 @@ from rich.table import Table
 
 from agent.models import check_model
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, stops_on_signal, text
 from cli.price_options import PRICE_TABLE
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
@@ -43,6 +43,7 @@ def _ints(raw: str, what: str) -> list[int]:
 
 
 @exits_on_error
+@stops_on_signal
 def study_command(
     task: Tasks,
     policy: Policies,

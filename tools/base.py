@@ -225,6 +225,9 @@ class ToolRecord(BaseModel):
     summary: str
     description: str
     input_schema: dict[str, Any]
+    # It can look at the world after a crash (`Tool.already_done`): a resume settles its interrupted calls so,
+    # and a replay of the resume must too.
+    checks: bool = False
 
     @property
     def schema_sha256(self) -> str:
@@ -240,6 +243,7 @@ def record(tool: Tool) -> ToolRecord:
         summary=tool.summary,
         description=tool.description,
         input_schema=tool.schema(),
+        checks=tool.already_done is not None,
     )
 
 

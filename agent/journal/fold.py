@@ -60,7 +60,7 @@ class Step:
     tasks: list[TaskCreated] = field(default_factory=list)  # calls whose work went on as an MCP server's task
     first_ts: float | None = None
     last_ts: float | None = None
-    last_seq: int = 0  # of this step's newest event (a person's decisions and resumes left out)
+    last_seq: int = 0  # of this step's newest event (a person's decisions, resumes and stops left out)
 
     @property
     def reply(self) -> ModelReply | None:
@@ -187,12 +187,14 @@ def fold(events: Iterable[Event]) -> Folded:
     out = Folded([], [], [], [], None, None)
     steps: dict[int, Step] = {}
 
-    def at(e: Event) -> Step:
+    def at(e: Event, work: bool = True) -> Step:
+        """`e`'s step; `work`: the step's own doing (a stop is not: a step that ended before it is not open)."""
         step = steps.setdefault(e.step, Step(e.step))
         if e.ts:
             step.first_ts = e.ts if step.first_ts is None else min(step.first_ts, e.ts)
             step.last_ts = e.ts if step.last_ts is None else max(step.last_ts, e.ts)
-        step.last_seq = max(step.last_seq, e.seq)
+        if work:
+            step.last_seq = max(step.last_seq, e.seq)
         return step
 
     def add(message: Message, seq: int) -> None:
@@ -254,6 +256,6 @@ def fold(events: Iterable[Event]) -> Folded:
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:
-                at(e)
+                at(e, work=False)
     out.steps = [steps[n] for n in sorted(steps)]
     return out

@@ -68,8 +68,12 @@ def handle(sandbox: object, live_container: bool) -> dict[str, Any]:
     """What a resume needs to find the sandbox again and give a fresh shell the old one's place."""
     out: dict[str, Any] = {"kind": type(sandbox).__name__, "workdir": str(getattr(sandbox, "workdir", ""))}
     if live_container:
-        shell = sandbox.shell_state()  # type: ignore[attr-defined]
-        out |= {"container_id": sandbox.container_id, "cwd": shell.cwd, "env": shell.env}  # type: ignore[attr-defined]
+        out["container_id"] = sandbox.container_id  # type: ignore[attr-defined]
+        try:
+            shell = sandbox.shell_state()  # type: ignore[attr-defined]
+        except Exception:  # a shell that cannot say its state: a resume starts one in the workdir
+            return out
+        out |= {"cwd": shell.cwd, "env": shell.env}
     return out
 
 

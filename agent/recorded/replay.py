@@ -25,10 +25,10 @@ from typing import Any
 from agent.branch import branch
 from agent.fork import place
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
-from agent.journal.store import Journal, RunInfo, read_events, read_run_info
+from agent.journal.store import Journal, RunInfo, in_use, read_events, read_run_info
 from agent.journal.summary import Summary
-from agent.loop import run
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
+from agent.recorded.lives import replay_lives
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
 from agent.recovery.branch import writes_upto
@@ -38,7 +38,6 @@ from agent.session import (
     RunSpec,
     SandboxFactory,
     SandboxSpec,
-    open_run,
     open_sandbox,
     recorded_sandbox,
     recorded_tools,
@@ -55,7 +54,6 @@ from core.events import (
     ModelReplied,
     ProgramFiles,
     RunStopped,
-    SamplingReplied,
     SummaryReplied,
     ToolIntent,
     ToolObserved,
@@ -100,6 +98,11 @@ def replay(
     """Re-drive the loop of `run_dir` with its recorded replies; the replay's own run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
+    if in_use(run_dir):
+        raise HarnessError(
+            f"Run {run_dir.name} is in use: a process is still writing its journal (the run itself, or a resume), "
+            "so it has no end to replay yet. Replay it once that process stops."
+        )
     check = check_run(run_dir, info)
     if check.damage is not None or check.torn is not None:
         raise unreplayable(run_dir, check)
@@ -115,8 +118,8 @@ def replay(
         else None
     )
     if info.fork is not None:
-        summary, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
-        return report(run_dir, replay_dir, recorded, summary, execute, check.notes)
+        forked, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
+        return report(run_dir, replay_dir, recorded, forked, execute, check.notes)
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -138,20 +141,14 @@ def replay(
             model,
             policy,
             out_dir,
-            tools=playback(base, recorded, run_dir, policy),
+            tools=playback(base, recorded, run_dir, policy, checking(run_dir, base)),
             run_id=_replay_id(info),
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
             memory=memory,
         )
-    with open_run(spec) as session:
-        summary = run(
-            session,
-            approvals=decisions(recorded),
-            summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
-            sampled=[e for e in recorded if isinstance(e, SamplingReplied)],
-        )
-    return report(run_dir, session.journal.dir, recorded, summary, execute, check.notes)
+    summary, replay_dir, notes = replay_lives(recorded, spec)
+    return report(run_dir, replay_dir, recorded, summary, execute, check.notes + notes)
 
 
 def as_offered(
@@ -167,10 +164,19 @@ def as_offered(
     return Registry.of(recorded_tool(r) for r in [*offered, *inner]), policy.model_copy(update={"mcp": []})
 
 
+def checking(run_dir: Path, base: Registry) -> set[str]:
+    """The tools that could look at the world after a crash (`Tool.already_done`), as the run recorded them: a
+    replay of its resumed run settles a cut-short call of theirs as that run did."""
+    offered = recorded_tools(run_dir)
+    if offered is None:
+        return {t.name for t in base if t.already_done is not None}
+    return {r.name for r in [*offered, *(recorded_tools(run_dir, PROGRAM_TOOLS) or ())] if r.checks}
+
+
 def report(
-    run_dir: Path, replay_dir: Path, recorded: Sequence[Event], summary: Summary, execute: bool, notes: list[str]
+    run_dir: Path, replay_dir: Path, recorded: Sequence[Event], summary: Summary | None, execute: bool, notes: list[str]
 ) -> ReplayReport:
-    """The replay's journal compared with the recording's."""
+    """The replay's journal compared with the recording's (`summary`: None where the replay's last life ended early)."""
     replayed = read_events(replay_dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
     folders = [str(run_dir.resolve()), str(replay_dir.resolve())]
@@ -182,7 +188,7 @@ def report(
         harness=[] if execute else compare_harness(recorded, replayed),
         world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
-        replayed_stop=summary.stop_reason,
+        replayed_stop=summary.stop_reason if summary is not None else "unfinished",
         notes=notes,
     )
 
@@ -208,7 +214,7 @@ def fork_again(
         base, policy = as_offered(run_dir, info, policy, tools)
         again = again.model_copy(update={"policy": policy.model_dump(mode="json")})
         writes = [seen for _, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]
-        tools = playback(base, [*writes, *own], run_dir, policy)
+        tools = playback(base, [*writes, *own], run_dir, policy, checking(run_dir, base))
         factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
     replay_dir = place(out, again, inherited, run_dir)
     journal = Journal(replay_dir)

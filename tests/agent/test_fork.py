@@ -1,7 +1,8 @@
 """`harness fork`: a run branched at a step, in the local sandbox: the parent's world and steps, then its own way.
 
 Real files, the local sandbox, scripted models (tests/agent/forking.py). The Docker sandbox's forks are in
-test_fork_docker.py, kills during a fork in the crash matrix.
+test_fork_docker.py, a chess game's in tests/evals/chess/test_chess_fork.py, kills during a fork in the crash
+matrix.
 """
 
 from __future__ import annotations

@@ -77,6 +77,13 @@ def test_a_batch_command_refuses_a_bad_model_or_policy_before_creating_anything(
     assert not out.exists()
 
 
+def test_chess_names_a_scripted_player_given_without_its_prefix(tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["chess", "--model", "random", "--out", str(out)])
+    assert result.exit_code == 2 and "e.g. --model player:random." in result.output, result.output
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     "args",
     [
