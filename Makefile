@@ -62,7 +62,10 @@ bench: setup system
 	@for script in benchmarks/bench_*.py; do \
 	  if [ $$script = benchmarks/bench_gpu.py ] && ! $(PY) -c 'import torch, sys; sys.exit(not torch.cuda.is_available())'; then \
 	    echo "== $$script: skipped, it needs a CUDA GPU"; continue; fi; \
-	  echo "== $$script"; $(PY) $$script || exit 1; done
+	  args=""; if [ $$script = benchmarks/bench_localize.py ]; then \
+	    if [ -z "$(LOCALIZE_REPOS)" ]; then echo "== $$script: skipped, it needs the repositories' mirrors: make bench LOCALIZE_REPOS=DIR (benchmarks/README.md, Localization)"; continue; fi; \
+	    args="--repos $(LOCALIZE_REPOS)"; fi; \
+	  echo "== $$script"; $(PY) $$script $$args || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(INTEROP) $(PHOENIX) .pytest_cache .hypothesis

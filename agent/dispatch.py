@@ -5,7 +5,9 @@ gets exactly one observation, in the order emitted, whatever goes wrong: bad
 JSON, an unknown tool, invalid arguments, a tool that raises or times out, a
 dead sandbox, a refused approval, or a call the parallel-call policy rejects.
 Only a failure to write the journal itself escapes, because acting without a
-record would break the run's durability promise.
+record would break the run's durability promise, and a stop a signal asked for
+(core.interrupts), which leaves the call in flight as a crash would: the resumed
+run settles it.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
+from agent.call_host import JournaledCall
 from agent.journal.store import Journal
 from agent.recovery.approval import Decision, input_id, refusal_text
 from agent.recovery.reconcile import Recovered, settle
 from agent.run.state import Dispatched
+from agent.sampling import Sampling
 from core.events import InnerIntent, InputRequested, ToolIntent, ToolObserved
+from core.interrupts import check
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
@@ -43,7 +48,8 @@ class Dispatcher:
     they run (`ctx`), the policy, the journal, who approves a gated call (None: nobody, so it is refused),
     `cap`, which cuts an observation too long for the model's window (agent.overflow.observation_cap), and
     `answers`, a person's answers to the questions a call's tool asked before (agent.recovery.approval.answers_for),
-    and `programs`, who serves the calls of a run_code program (None: a program can call nothing)."""
+    `programs`, who serves the calls of a run_code program (None: a program can call nothing), and `sampling`,
+    the run's model answering the sampling requests of a call's MCP server (None: refused)."""
 
     tools: Registry
     ctx: ToolContext
@@ -53,6 +59,7 @@ class Dispatcher:
     cap: Cap | None = None
     answers: Callable[[str], tuple[dict, ...]] | None = None  # a person's answers to a call's tool's questions
     programs: Programs | None = None
+    sampling: Sampling | None = None
 
 
 def dispatch(d: Dispatcher, calls: Sequence[ToolCall], step: int, recovered: Recovered | None = None) -> Dispatched:
@@ -133,6 +140,7 @@ def run_call(
     """One call, total: its observation, the traceback of a tool that raised, and the tool's result. `tools`: those
     the call may name (default: the dispatcher's); `parent`: the run_code call whose program made it, under which
     its write intent is journaled."""
+    check()  # a safe point: a run asked to stop starts no call (core.interrupts)
     tools = tools if tools is not None else d.tools
     tool = tools.get(call.name)
     if tool is None:
@@ -150,19 +158,22 @@ def run_call(
         if not decision:
             return observation(call, "denied", refusal_text(call.name, decision), "denied"), None, None
     program = d.programs(d, call, step, recovered) if d.programs is not None and tool.resumes else None
-    ctx = replace(d.ctx, inputs=given, call_id=call.id, step=step, program=program)
+    # A call whose work went on as an MCP server's task when the run stopped follows that task: not run again.
+    task = recovered.tasks.get(call.id) if recovered is not None else None
+    host = JournaledCall(d.journal, step, call.id, call.name, task, d.sampling)
+    ctx = replace(d.ctx, inputs=given, call_id=call.id, step=step, program=program, host=host)
     if tool.effect is not Effect.READ:
         ctx = replace(ctx, idempotency_key=idempotency_key(call))
     interrupted = recovered is not None and (
         call.id in recovered.interrupted if parent is None else call.id in recovered.inner_interrupted
     )
-    if recovered is not None and interrupted and not tool.resumes:
+    if recovered is not None and interrupted and not tool.resumes and task is None:
         settled = settle(call, tool, args, ctx, d.policy.checkpoint, recovered)
         if isinstance(settled, Observation):
             return settled, None, None
         if settled is not None:  # its effect was already in place: report what the run reported
             return _from_result(call, settled, time.monotonic()), None, settled
-    if tool.effect is not Effect.READ:
+    if tool.effect is not Effect.READ and task is None:
         arguments, key = args.model_dump(mode="json"), idempotency_key(call)
         d.journal.append(
             ToolIntent(step=step, call_id=call.id, tool=call.name, arguments=arguments, idempotency_key=key)
@@ -171,6 +182,7 @@ def run_call(
                 step=step, parent=parent, call_id=call.id, tool=call.name, arguments=arguments, idempotency_key=key
             )
         )
+    check()  # and again between its intent and its run: stopped here, it is left as a crash would leave it
     start = time.monotonic()
     try:
         result = tool.run(args, ctx)

@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 
 from agent.dispatch import Dispatcher, dispatch, needs_approval
-from agent.journal.snapshot import write_snapshot
+from agent.journal.snapshot import keep_for_forks, write_snapshot
 from agent.journal.store import Journal, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
 from agent.mcp_context import follow_resources
@@ -28,12 +28,15 @@ from agent.retry import with_retries
 from agent.run.state import RunState, advance, spend
 from agent.run.stopping import OVERFLOW_ADVICE, RESUMABLE, Stop, after_step, prompt_overflows
 from agent.run.task import DEFAULT_SYSTEM, Task
+from agent.sampling import Sampling
 from agent.summariser_calls import JournaledSummariser
 from agent.tokens import counter_for
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
-from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped
+from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped, SamplingReplied
+from core.interrupts import Abandoned, abandonable, check
 from core.policy import HarnessPolicy
 from core.types import Message, ModelReply
+from memory.compaction import CompactionResult
 from memory.notes import opening_note
 from memory.render import Renderer
 from memory.summariser import ModelSummariser, Summariser
@@ -53,24 +56,38 @@ def run(
     approvals: Mapping[str, bool | Decision] | None = None,
     resumed: Restored | None = None,
     summariser: Summariser | None = None,
+    sampled: Sequence[SamplingReplied] | None = None,
 ) -> Summary:
     """Run to a stop. `resumed`: continue from the journal (agent.resume); `summariser`: who compaction asks
-    (default: the run's own model), its calls journaled."""
-    loop = begin(session, approvals or {}, resumed, summariser)
+    (default: the run's own model), its calls journaled; `sampled`: a recording's replies to MCP servers' sampling
+    requests, the only ones given (a replay; default: the run's model answers, journaled)."""
+    loop = begin(session, approvals or {}, resumed, summariser, sampled)
     stop: Stop | None = None
     try:
         if resumed is not None and resumed.open is not None:  # its reply is journaled: the model is not asked again
             stop = act(loop, resumed.open.reply, resumed.open.recovered, resumed.open.compacted)
         tried = resumed.recoveries if resumed is not None else []
         while stop is None:
+            check()  # a safe point: SIGINT or SIGTERM stops the run here (core.interrupts)
             reply = ask(loop, tried)
             stop = reply if isinstance(reply, Stop) else act(loop, reply)
             tried = []
-    except KeyboardInterrupt:
-        stop = Stop("interrupted", "Interrupted by the user; everything up to the last step is in the journal.")
+    except Abandoned as e:
+        stop = interrupted(e.signal_name)
+    except KeyboardInterrupt:  # where no signal handler was installed (a library caller's own thread setup)
+        stop = interrupted("SIGINT")
     except Exception as e:  # a bug, a full disk, a reply no client expected: the run still ends on the record
         stop = harness_error(loop, e)
     return finish(loop, stop)
+
+
+def interrupted(signal_name: str) -> Stop:
+    return Stop(
+        "interrupted",
+        f"Stopped by {signal_name}{' (Ctrl-C)' if signal_name == 'SIGINT' else ''}; everything journaled is kept, and "
+        "a call it cut short is settled when the run goes on (`harness resume`).",
+        {"signal": signal_name},
+    )
 
 
 def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
@@ -130,6 +147,7 @@ def act(loop: Loop, reply: ModelReply, recovered: Recovered | None = None, compa
     state.settled_seq = session.journal.seq  # the state now holds every journaled event: a snapshot may cover them
     if stop is None and state.step % session.policy.checkpoint.snapshot_every == 0:
         write_snapshot(state, session.journal, session.sandbox)
+    keep_for_forks(state.step, session.sandbox, session.policy.checkpoint.fork_every)
     return stop
 
 
@@ -138,6 +156,7 @@ def begin(
     approvals: Mapping[str, bool | Decision],
     resumed: Restored | None,
     summariser: Summariser | None,
+    sampled: Sequence[SamplingReplied] | None = None,
 ) -> Loop:
     """The loop's parts for this run; a new run (or one killed while journaling them) journals its opening."""
     state = resumed.state if resumed is not None else RunState(task=session.task)
@@ -161,6 +180,15 @@ def begin(
             cap=observation_cap(accounting.counter, session.context_window, policy),
             answers=lambda call_id: answers_for(approvals, call_id),
             programs=programs(session.program_tools) if session.program_tools is not None else None,
+            sampling=Sampling(
+                session.model,
+                policy,
+                journal,
+                state,
+                session.price,
+                sampled if sampled is not None else resumed.samplings if resumed is not None else (),
+                ask=sampled is None,
+            ),
         ),
         shown=shown,
         approvals=approvals,
@@ -197,11 +225,16 @@ def harness_error(loop: Loop, e: Exception) -> Stop:
 
 
 def finish(loop: Loop, stop: Stop) -> Summary:
-    """Journal the stop, snapshot and summarise; a run that ended for good drops its container checkpoints."""
+    """Journal the stop, snapshot and summarise; a run that ended for good drops its container checkpoints. A
+    snapshot that cannot be taken (a sandbox gone bad) is said in artifacts/, and the summary is written all the
+    same: a resume folds the journal instead."""
     session, state = loop.session, loop.state
     journal = session.journal
     journal.append(RunStopped(step=state.step, reason=stop.reason, message=stop.message, outcome=stop.outcome))
-    write_snapshot(state, journal, session.sandbox, stop)
+    try:
+        write_snapshot(state, journal, session.sandbox, stop)
+    except Exception:
+        journal.store_artifact("snapshot_error.txt", traceback.format_exc())
     summary = summarize(read_events(journal.dir), read_run_info(journal.dir), state.wall_s())
     journal.write_summary(summary)
     if summary.stop_reason not in RESUMABLE and getattr(session.sandbox, "container_id", None) is not None:
@@ -246,7 +279,8 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
 
     def attempt() -> ModelReply:
         try:
-            return session.model.complete(prompt, list(loop.shown), session.policy.model)
+            with abandonable():  # a safe point, and a call a signal may cut short (checkpoint.on_signal)
+                return session.model.complete(prompt, list(loop.shown), session.policy.model)
         except (TransientModelError, PermanentModelError) as e:
             usage = e.usage if isinstance(e, TransientModelError) else None
             cost = cost_usd(session.price, usage)
@@ -289,21 +323,24 @@ def compact_if_due(loop: Loop) -> None:
         state.folds.append(result.fold)
     if not (result.ok or result.attempts):
         return  # nothing old enough to fold yet: not worth an event every step
-    journal.append(
-        Compacted(
-            step=state.step,
-            ok=result.ok,
-            trigger=result.trigger,
-            version=result.fold and result.fold.version,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
-            fold=result.fold,
-            summariser_usage=result.usage,
-            finish_reason=result.finish_reason,
-            cut_off=result.cut_off,
-            attempts=[a.model_dump() for a in result.attempts],
-            message=result.message,
-        )
+    journal.append(compacted(state.step, result, result.message))
+
+
+def compacted(step: int, result: CompactionResult, message: str) -> Compacted:
+    """The journal's record of one compaction made after `step`."""
+    return Compacted(
+        step=step,
+        ok=result.ok,
+        trigger=result.trigger,
+        version=result.fold and result.fold.version,
+        tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after,
+        fold=result.fold,
+        summariser_usage=result.usage,
+        finish_reason=result.finish_reason,
+        cut_off=result.cut_off,
+        attempts=[a.model_dump() for a in result.attempts],
+        message=message,
     )
 
 

@@ -3,7 +3,9 @@
 Load the latest snapshot, rebuild the state from the journal (agent.recovery.restore),
 reconnect the sandbox (or recreate it, and say so), make the same model continue
 where it was (a scripted model skips the replies already journaled), and go on
-with the loop, which first finishes any step the dead process began.
+with the loop, which first finishes any step the dead process began. A fork that has not
+branched yet (its process died building the branch, or `harness fork` hands it over) builds its
+branch first (agent.branch).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.branch import branch
 from agent.journal.fold import fold
 from agent.journal.integrity import skipped_note
 from agent.journal.snapshot import Snapshot, load_snapshot
@@ -21,6 +24,7 @@ from agent.loop import run
 from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.scripted import ScriptedModel
+from agent.recovery.branch import branched
 from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
 from agent.run.stopping import RESUMABLE, StopRule
@@ -29,7 +33,9 @@ from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbo
 from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
+from core.interrupts import signals_handled
 from core.policy import HarnessPolicy
+from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from tools.base import Registry, ToolContext
 from tools.code_mode.tool import NAME as RUN_CODE
@@ -51,9 +57,14 @@ def resume(
     listeners: Sequence[Callable[[Event], None]] = (),
     stop_rules: Sequence[StopRule] = (),
     repair: bool = False,
+    first_branch: bool = False,
+    summariser: Summariser | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
-    `repair`: a journal damaged in the middle is cut after its last good event instead of refused."""
+    `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
+    `first_branch`: the fork `harness fork` just made, whose branch is built for the first time (a resume that
+    finds a fork not branched builds the branch again, and journals so).
+    `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -61,9 +72,12 @@ def resume(
     spans = live_spans(info)  # the resumed part's spans, where an OTLP endpoint is set
     if spans is not None:
         journal.listeners.append(spans)
+    abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
     try:
-        cut = journal.repair() if repair else None
-        return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, [cut] if cut else [])
+        with signals_handled(abandon):
+            cut = journal.repair() if repair else None
+            notes = [cut] if cut else []
+            return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch, summariser)
     finally:
         journal.close()
         if spans is not None:
@@ -79,6 +93,8 @@ def _resume(
     sandbox: SandboxFactory | None,
     stop_rules: Sequence[StopRule],
     notes: list[str],
+    first_branch: bool,
+    summariser: Summariser | None,
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -96,6 +112,14 @@ def _resume(
             None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."]
         )
 
+    if info.fork is not None and not branched(info.fork.inherited, events):  # a fork not branched yet
+        if not first_branch:
+            notes.append("The fork's branch was not built when its process stopped: it is built again from the start.")
+            journal.append(RunResumed(step=info.fork.at_step, from_seq=0, notes=notes))
+        with client_for(model or info.model) as client:
+            continue_model(client, fold(events).model_replies)
+            summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules)
+        return Resumed(summary, notes + said)
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
         raise HarnessError(
             f"{run_dir} is a chess game: its board and opponent live in the chess runner, not in the journal, so "
@@ -129,7 +153,9 @@ def _resume(
                 prepare(task, box, policy.dispatch.tool_timeout_s)
             else:
                 journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
-            summary = run(session, approvals=restored.approvals if restored else None, resumed=restored)
+            summary = run(
+                session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
+            )
     return Resumed(summary, notes)
 
 
@@ -254,8 +280,16 @@ def describe_open_step(restored: Restored) -> list[str]:
         f"Step {restored.state.step} did not finish: {len(rec.observed)} of its {len(calls)} calls have results; "
         "the rest are dispatched now (the model is not asked again)."
     ]
+    for call_id, task in rec.tasks.items():
+        if call_id not in rec.observed:
+            lines.append(
+                f"Call {call_id} ({task.tool}) was waiting on task {task.task_id} of MCP server {task.server} when "
+                "the process stopped: it follows that task again (re-attaches) instead of calling the tool again."
+            )
     for call_id, intent in rec.interrupted.items():
         made = [o for o in rec.inner.values() if o.parent == call_id]
+        if call_id in rec.tasks:
+            continue
         if intent.tool == RUN_CODE:
             cut = [i.call_id for i in rec.inner_interrupted.values() if i.parent == call_id]
             lines.append(
@@ -266,7 +300,8 @@ def describe_open_step(restored: Restored) -> list[str]:
             )
             continue
         lines.append(
-            f"Call {call_id} ({intent.tool}) was running when the process died: it is reconciled "
+            f"Call {call_id} ({intent.tool}) was running when its process stopped (killed, or a signal abandoned it): "
+            "it is reconciled "
             "(the tool's own check, else the policy's checkpoint.interrupted_writes)."
         )
     return lines

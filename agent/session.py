@@ -41,6 +41,7 @@ from agent.telemetry import live_spans
 from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
+from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
 from core.policy import PRESETS, HarnessPolicy, load_policy, memory_on
 from sandboxes.base import Sandbox
@@ -138,7 +139,12 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 
     Everything opened here is closed here, on every way out (an error, Ctrl-C): the MCP servers, the sandbox,
     the journal, and the model when `spec.model` is a model string (a client passed in is its maker's)."""
-    with client_for(spec.model, spec.policy.dispatch.tool_timeout_s) as client, _opened(spec, client) as session:
+    abandon = spec.policy.checkpoint.on_signal == "abandon"
+    with (
+        signals_handled(abandon),
+        client_for(spec.model, spec.policy.dispatch.tool_timeout_s) as client,
+        _opened(spec, client) as session,
+    ):
         yield session
 
 
@@ -148,6 +154,8 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
+    if isinstance(spec.sandbox, SandboxSpec):
+        check_code_sandbox(policy, has_sandbox=spec.sandbox.kind != "none")
     source = spec.memory if spec.memory is not None else MemorySource() if policy.memory.tool else None
     if source is not None and not policy.memory.tool:
         policy = memory_on(policy)  # named NAME+memory: an A/B tells the runs with a memory from those without
@@ -189,7 +197,9 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                 store = MemoryStore(start, info.run_id, spec.task.id, journal, source.clock, kept=source.kept)
                 base = with_memory(base, store, policy.memory)
             # MCP servers live as long as the run
-            with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+            with with_mcp(
+                policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
+            ) as registry:
                 task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
                 task = with_repo_map(task, policy, box)
                 context = placed(registry, [*policy.mcp_resources, *task.resources], task)
@@ -215,7 +225,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
             box.close()
             if store is not None:
                 store.save()  # what the run wrote joins the kept store, each time the run stops
-    except Exception as e:
+    except BaseException as e:  # BaseException: a signal's stop while the sandbox is prepared is a stop too
         if not running:
             _environment_failed(journal, e, time.monotonic() - opened)
         raise
@@ -238,14 +248,20 @@ def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
 
 
 def offered_tools(tools: Registry, policy: HarnessPolicy, sandbox: Sandbox) -> tuple[Registry, Registry | None]:
-    """The tools the model is offered under `dispatch.mode`, and those a run_code program may call. A program runs
-    in the sandbox: a run without one (a chess game's, unless given one) cannot be in code mode."""
-    if policy.dispatch.mode != "calls" and isinstance(sandbox, NoSandbox):
-        raise HarnessError(
-            f"dispatch.mode = {policy.dispatch.mode!r} runs the model's run_code programs in the run's sandbox, and "
-            'this run has none. Give it one (--sandbox local or docker), or use dispatch.mode = "calls".'
-        )
+    """The tools the model is offered under `dispatch.mode`, and those a run_code program may call."""
+    check_code_sandbox(policy, has_sandbox=not isinstance(sandbox, NoSandbox))
     return offer(tools, policy)
+
+
+def check_code_sandbox(policy: HarnessPolicy, has_sandbox: bool) -> None:
+    """A run_code program runs in the run's sandbox: a run without one (a chess game's, unless given one) cannot
+    be in code mode. Checked before anything is made, and again on the sandbox opened."""
+    if policy.dispatch.mode != "calls" and not has_sandbox:
+        raise HarnessError(
+            f"The policy {policy.name!r} has dispatch.mode = {policy.dispatch.mode!r}: the model's run_code programs "
+            "run in the run's sandbox, and this run has none. Give it one (--sandbox local or docker), or use a "
+            'policy with dispatch.mode = "calls".'
+        )
 
 
 def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
@@ -285,12 +301,18 @@ def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> S
     return box
 
 
-def _environment_failed(journal: Journal, error: Exception, wall_s: float) -> None:
+def _environment_failed(journal: Journal, error: BaseException, wall_s: float) -> None:
     """The run stopped before its first step: journal why and write its summary. A run folder that cannot take
-    them (a full disk) must not hide the error that stopped the run, so that failure is left unsaid."""
-    message = str(error) if isinstance(error, HarnessError) else f"{type(error).__name__}: {error}"
+    them (a full disk) must not hide the error that stopped the run, so that failure is left unsaid. A signal's
+    stop (or Ctrl-C) is `interrupted`: the run begins again when resumed."""
+    if isinstance(error, Abandoned | KeyboardInterrupt):
+        name = error.signal_name if isinstance(error, Abandoned) else "SIGINT"
+        reason, message = "interrupted", f"Stopped by {name} while the run was being opened; it has not begun."
+    else:
+        reason = "environment_error"
+        message = str(error) if isinstance(error, HarnessError) else f"{type(error).__name__}: {error}"
     with suppress(HarnessError):
-        journal.append(RunStopped(reason="environment_error", message=message))
+        journal.append(RunStopped(reason=reason, message=message))
         journal.write_summary(summarize(read_events(journal.dir), read_run_info(journal.dir), wall_s))
 
 
@@ -366,7 +388,9 @@ def reopen_run(
             start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
             store = MemoryStore(start, info.run_id, task.id, journal, written=written, kept=kept)
             base = with_memory(base, store, policy.memory)
-        with with_mcp(policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation) as registry:
+        with with_mcp(
+            policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
+        ) as registry:
             placed(
                 registry, [*policy.mcp_resources, *task.resources], task
             )  # follow them again; the opening is journaled

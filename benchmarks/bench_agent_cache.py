@@ -9,7 +9,11 @@ the system prompt and tools that all share, so that no two agents share more tha
 Every agent draws its delays from its own seeded stream, the same in both modes.
 
 The KV cache holds `--budget` (default half) of the working set: the sum of every agent's largest prompt.
-Both modes run at once, each in its own process with its own engine and one thread, so that the load of
+Whether that forces eviction depends on the engine's speed: where the engine is the bottleneck (this
+CPU), requests queue and every agent reaches its largest prompts at about the same time; where it is
+not (a GPU between tool calls), the heavy-tailed delays spread the agents out and those in flight hold
+far less at once. Each run measures that peak live set (each agent's latest prompt from its first
+request to its last, the shared head once) and prints the budget against it. Both modes run at once, each in its own process with its own engine and one thread, so that the load of
 this shared machine falls on both alike:
 
 - `lru`: requests carry no hint; the cache evicts least recently used blocks;
@@ -21,6 +25,12 @@ its last reply, tool delays included) at p50 and p90, the model's time per agent
 latencies summed), and the cache's evictions; then the differences.
 
     .venv/bin/python benchmarks/bench_agent_cache.py [--copies 4] [--budget 0.5] [--json OUT]
+    .venv/bin/python benchmarks/bench_agent_cache.py --idle     # no model: an engine never the bottleneck
+
+`--idle` replays the same delay draws through the engine's radix cache alone, each request served as
+it arrives, at budgets from all of the working set to an eighth, in seconds: what the cache does on
+an engine that is never busy. A GPU run puts its engine under the CPU's load by shrinking the delays
+and hints (`--time-scale`) and the agents' stagger (`--stagger`).
 
 The engine runs dummy weights of SmolLM2-135M's shape cut to `--layers` layers (which blocks are cached
 depends only on token ids and timing; fewer layers let a 2-core machine replay the traces in minutes);
@@ -31,6 +41,7 @@ a folder of `.traj.json` files (`--runs`), or a JSON list written earlier by `--
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import random
 import statistics
@@ -85,7 +96,7 @@ def load_delays(args) -> list[float]:
 
 def agent_prompts(max_prompt: int, copies: int) -> dict[str, list[list[int]]]:
     """Each agent's prompts: its trajectory's append-only requests up to `max_prompt` tokens, with the
-    agent's own marker block after the head every trajectory shares."""
+    agent's own marker block after the head every trajectory shares (`shared_blocks` of them)."""
     traces = {name: [ids for _, ids in pols["append_only"]] for name, pols in load(DEFAULT_PATH).items()}
     firsts = [reqs[0] for reqs in traces.values()]
     head = min(next((i for i, (a, b) in enumerate(zip(firsts[0], f)) if a != b), len(f)) for f in firsts[1:])
@@ -97,6 +108,103 @@ def agent_prompts(max_prompt: int, copies: int) -> dict[str, list[list[int]]]:
             marker = [2 + (len(agents) * 131 + j * 17) % 40000 for j in range(BLOCK)]
             agents[f"{name}#{c}"] = [ids[:head] + marker + ids[head:] for ids in kept]
     return agents
+
+
+def shared_blocks(agents: dict[str, list[list[int]]]) -> int:
+    """Blocks at the head of every agent's prompts: the head they share, cached once for all."""
+    prompts = [p[0] for p in agents.values()]
+    n = min(len(p) for p in prompts) // BLOCK
+    return next((i for i in range(n) if len({tuple(p[i * BLOCK : (i + 1) * BLOCK]) for p in prompts}) > 1), n)
+
+
+class LiveSet:
+    """The blocks the agents in flight would have cached at once: each agent's latest prompt, from its
+    first request until its last, the shared head counted once. Its peak is the cache that would lose
+    nothing but first sight; a KV budget under it forces eviction."""
+
+    def __init__(self, shared: int):
+        self.shared, self.agents, self.peak = shared, {}, 0
+        self.lock = threading.Lock()
+
+    def update(self, name: str, tokens: int) -> None:
+        with self.lock:
+            self.agents[name] = max(0, tokens // BLOCK - self.shared)
+            self.peak = max(self.peak, self.shared + sum(self.agents.values()))
+
+
+def working_set_blocks(agents: dict[str, list[list[int]]]) -> int:
+    """The working set: every agent's largest prompt, in blocks, summed."""
+    return sum(-(-max(len(p) for p in prompts) // BLOCK) for prompts in agents.values())
+
+
+# ------------------------------------------------------------------ an idle engine, simulated
+
+
+def idle_replay(agents: dict[str, list[list[int]]], delays: list[float], blocks: int, mode: str, args) -> dict:
+    """The replay where the engine is never the bottleneck (a GPU between tool calls): each request is
+    served the moment it arrives, in the order the same delay draws give, through the engine's own radix
+    cache and block pool as the scheduler drives them; no model runs."""
+    from engine.kv_cache import BlockPool
+    from engine.radix import RadixCache
+
+    now = 0.0
+    pool = BlockPool(blocks)
+    radix = RadixCache(pool, BLOCK, clock=lambda: now)
+    live = LiveSet(shared_blocks(agents))
+    rngs = {name: random.Random(f"{args.seed}/{name}") for name in agents}
+    queue = [(i * args.stagger, i, name, 0) for i, name in enumerate(agents)]
+    prompt_tokens = cached = 0
+    fresh = iter(range(10**9, 2 * 10**9))  # generated tokens: never part of a later prompt
+    while queue:
+        now, index, name, i = heapq.heappop(queue)
+        prompt = agents[name][i]
+        live.update(name, len(prompt))
+        radix.expire()
+        path = radix.match(prompt[:-1])
+        radix.lock(path)
+        radix.count_hits(path)
+        prompt_tokens, cached = prompt_tokens + len(prompt), cached + len(path) * BLOCK
+        if mode == "held":
+            radix.release(name)
+        tokens = prompt + [next(fresh) for _ in range(args.max_tokens)]
+        computed = len(tokens) - 1  # the last sampled token is never fed back
+        need = -(-computed // BLOCK) - len(path)
+        radix.evict(need - pool.num_free)
+        table = [node.block for node in path] + pool.allocate(need)
+        full = computed // BLOCK
+        pool.free(radix.insert(tokens[: full * BLOCK], table[:full]) + table[max(full, len(path)) :])
+        radix.unlock(path)
+        if mode == "held":
+            radix.hold(name, tokens[:computed], args.tool_timeout * args.time_scale)
+        if i + 1 < len(agents[name]):
+            heapq.heappush(queue, (now + rngs[name].choice(delays) * args.time_scale, index, name, i + 1))
+        else:
+            live.update(name, 0)
+    return {
+        "cached_share": cached / prompt_tokens,
+        "evicted_blocks": radix.num_evicted,
+        "held_evicted_blocks": radix.num_held_evicted,
+        "peak_live_blocks": live.peak,
+    }
+
+
+def idle_table(args) -> str:
+    agents = agent_prompts(args.max_prompt, args.copies)
+    delays = load_delays(args)
+    working_set = working_set_blocks(agents)
+    lines = [
+        "| KV cache | of the working set | of the peak live set | LRU | held | |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
+    for budget in (1.0, 0.75, 0.5, 0.375, 0.25, 0.125):
+        blocks = int(working_set * budget)
+        lru, held = (idle_replay(agents, delays, blocks, mode, args) for mode in MODES)
+        lines.append(
+            f"| {blocks:,} blocks | {budget:.1%} | {blocks / lru['peak_live_blocks']:.0%} | "
+            f"{lru['cached_share']:.1%} | {held['cached_share']:.1%} | "
+            f"{100 * (held['cached_share'] - lru['cached_share']):+.1f} points |"
+        )
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ one mode
@@ -130,7 +238,7 @@ def replay(args, mode: str) -> dict:
         )
         checkpoint = dummy_checkpoint(shape, seed=0)
     kv_dtype_bytes = 2 if args.device.startswith("cuda") else 4
-    working_set = sum(-(-max(len(p) for p in prompts) // BLOCK) for prompts in agents.values())
+    working_set = working_set_blocks(agents)
     blocks = int(working_set * args.budget)
     config = EngineConfig(
         kv_cache_bytes=blocks * BLOCK * shape.kv_bytes_per_token(kv_dtype_bytes),
@@ -141,6 +249,7 @@ def replay(args, mode: str) -> dict:
     engine = Engine(checkpoint, config)
     params = SamplingParams(temperature=0, max_tokens=args.max_tokens, ignore_eos=True)
     results = {name: Agent(name) for name in agents}
+    live = LiveSet(shared_blocks(agents))
     start = time.perf_counter()
 
     def run(index: int, name: str) -> None:
@@ -151,6 +260,7 @@ def replay(args, mode: str) -> dict:
         for i, prompt in enumerate(agents[name]):
             if i:
                 time.sleep(rng.choice(delays) * args.time_scale)
+            live.update(name, len(prompt))
             t0 = time.perf_counter()
             out = engine.generate([prompt], params, hint=hint)[0]
             r.model_s += time.perf_counter() - t0
@@ -159,6 +269,9 @@ def replay(args, mode: str) -> dict:
             r.cached_tokens += out.usage.cached_tokens
             r.requests += 1
         r.job_s = time.perf_counter() - began
+        live.update(name, 0)  # done: what it cached is dead
+        done = sum(a.job_s > 0 for a in results.values())
+        print(f"{mode}: {name} done in {r.job_s:.1f} s ({done}/{len(results)})", file=sys.stderr, flush=True)
 
     threads = [threading.Thread(target=run, args=(i, name)) for i, name in enumerate(agents)]
     for t in threads:
@@ -173,6 +286,7 @@ def replay(args, mode: str) -> dict:
         "wall_s": time.perf_counter() - start,
         "kv_blocks": blocks,
         "working_set_blocks": working_set,
+        "peak_live_blocks": live.peak,
         "evicted_blocks": stats["evicted_blocks"],
         "held_evicted_blocks": stats["held_evicted_blocks"],
         "saved_hit_tokens": stats["saved_hit_blocks"] * BLOCK,
@@ -261,6 +375,12 @@ def main() -> None:
     ap.add_argument("--delays", type=Path, help="a JSON list of delays in seconds (--save-delays writes one)")
     ap.add_argument("--save-delays", type=Path, help="write the delays drawn from and exit")
     ap.add_argument("--json", type=Path, help="write both modes' full results here")
+    ap.add_argument(
+        "--idle",
+        action="store_true",
+        help="simulate an engine that is never the bottleneck (no model: each request served as it arrives), "
+        "both modes at budgets from 100%% to 12.5%% of the working set",
+    )
     ap.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one mode, in a child process
     args = ap.parse_args()
 
@@ -269,6 +389,9 @@ def main() -> None:
         return
     if args.mode is not None:
         print(json.dumps(replay(args, args.mode)))
+        return
+    if args.idle:
+        print(idle_table(args))
         return
     if args.delays is None:  # extract once, for both children
         saved = Path(tempfile.mkstemp(suffix=".json")[1])
@@ -286,8 +409,14 @@ def main() -> None:
     print(
         f"{len(first['agents'])} agents ({args.copies} per trajectory, prompts up to {args.max_prompt:,} tokens), "
         f"KV cache {first['kv_blocks']:,} blocks = {args.budget:.0%} of the working set "
-        f"({first['working_set_blocks']:,}); delays from {first['delays']['count']:,} reply gaps "
-        f"(median {first['delays']['median_s']:.0f} s) x {args.time_scale}; hint {args.tool_timeout:.0f} s; "
+        f"({first['working_set_blocks']:,}) = "
+        + " and ".join(
+            f"{first['kv_blocks'] / run['peak_live_blocks']:.0%} of the peak live set under {mode} "
+            f"({run['peak_live_blocks']:,})"
+            for mode, run in runs.items()
+        )
+        + f"; delays from {first['delays']['count']:,} reply gaps "
+        f"(median {first['delays']['median_s']:.0f} s) x {args.time_scale}; stagger {args.stagger} s; hint {args.tool_timeout:.0f} s; "
         + (f"SmolLM2-135M shape, {args.layers} layers" if args.shape == "smollm2-135m" else "Llama-3-8B shape")
         + f", dummy weights, {args.device}"
     )

@@ -12,6 +12,8 @@ as benchmarks/README.md says). Nothing fetched is written into the repository.
     .venv/bin/python benchmarks/bench_localize.py --repos DIR --repo django/django --shard A &
     .venv/bin/python benchmarks/bench_localize.py --repos DIR --not-repo django/django --shard B
     .venv/bin/python benchmarks/bench_localize.py --repos DIR --merge A B --out DIR
+    # a sample: --every N [--offset I] in each shard; django's timings apart: --django --out DIR, then
+    # --merge ... --django-from DIR/django.json
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evals.localize import batch  # noqa: E402
-from evals.localize.dataset import read_issues  # noqa: E402
+from evals.localize.dataset import changed_lines, read_issues  # noqa: E402
 from evals.localize.metrics import FILE_KS, Outcome, by_repository, percentile, summary  # noqa: E402
 from evals.localize.repos import git_dir  # noqa: E402
 from tools.code.rank import DEFAULT  # noqa: E402
@@ -138,13 +140,24 @@ def table(rows: dict[str, dict], first: str) -> str:
 
 
 def shard(args: argparse.Namespace) -> None:
-    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones) and keep every outcome."""
+    """Rank the issues (of `--repo` repositories only, or all but `--not-repo` ones; every `--every`th of them
+    from the `--offset`th)
+    and keep every outcome, written as each issue is done so that a stopped shard keeps what it ranked."""
     with tempfile.TemporaryDirectory() as tmp:
         records = read_issues(issues_file(args.issues, Path(tmp)))[: args.limit]
     records = [r for r in records if (not args.repo or r.repo in args.repo) and r.repo not in (args.not_repo or ())]
+    records = sorted(records, key=lambda r: r.instance_id)[args.offset :: args.every]
     started = time.monotonic()
+    args.shard.mkdir(parents=True, exist_ok=True)
+    outcomes, builds = (args.shard / "outcomes.jsonl").open("w"), (args.shard / "builds.jsonl").open("w")
+    written = 0
 
-    def progress(done: int, issue) -> None:
+    def progress(done: int, issue, result: batch.BatchResult) -> None:
+        nonlocal written
+        outcomes.writelines(json.dumps(o.__dict__) + "\n" for o in result.outcomes[written:])
+        builds.write(json.dumps(result.builds[-1].__dict__) + "\n")
+        outcomes.flush(), builds.flush()
+        written = len(result.outcomes)
         if done % 10 == 0 or done == len(records):
             print(f"[{done}/{len(records)}] {issue.instance_id} {time.monotonic() - started:.0f} s", file=sys.stderr)
 
@@ -152,13 +165,10 @@ def shard(args: argparse.Namespace) -> None:
     if args.dense:
         variants["dense only (wordllama, file skeletons)"] = replace(_BARE, content=0.0, dense=1.0)
         variants["code + dense 0.5"] = replace(DEFAULT, dense=0.5)
-    result = batch.run(records, args.repos, batch.METHODS, variants, progress)
-    args.shard.mkdir(parents=True, exist_ok=True)
-    with (args.shard / "outcomes.jsonl").open("w") as f:
-        f.writelines(json.dumps(o.__dict__) + "\n" for o in result.outcomes)
+    with outcomes, builds:
+        batch.run(records, args.repos, batch.METHODS, variants, progress)
     meta = {
         "issues": len(records),
-        "builds": [b.__dict__ for b in result.builds],
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "wall_s": time.monotonic() - started,
         "load_average_end": Path("/proc/loadavg").read_text().split()[:3],
@@ -174,19 +184,26 @@ def merge(args: argparse.Namespace) -> None:
         for line in (d / "outcomes.jsonl").read_text().splitlines()
         if line
     ]
-    metas = [json.loads((d / "meta.json").read_text()) for d in args.merge]
-    result = batch.BatchResult(outcomes, [batch.Build(**b) for m in metas for b in m["builds"]])
+    # A shard stopped early has no meta.json: its figures are those of the issues it finished.
+    metas = [
+        json.loads((d / "meta.json").read_text()) if (d / "meta.json").is_file() else {"finished": False}
+        for d in args.merge
+    ]
+    builds = [
+        batch.Build(**json.loads(line)) for d in args.merge for line in (d / "builds.jsonl").read_text().splitlines()
+    ]
+    result = batch.BatchResult(outcomes, builds)
     methods = list(dict.fromkeys(o.method for o in outcomes))
     overall = {m: summary([o for o in outcomes if o.method == m]) for m in methods}
     per_repo = {m: by_repository([o for o in outcomes if o.method == m]) for m in batch.METHODS}
-    django = django_build(args.repos, args.issues)
+    django = json.loads(args.django_from.read_text()) if args.django_from else django_build(args.repos, args.issues)
     report = {
-        "issues": sum(m["issues"] for m in metas),
+        "issues": len({o.instance_id for o in outcomes}),
         "overall": overall,
         "by_repository": per_repo,
         "builds": batch.build_figures(result),
         "django_cold_build": django,
-        "shards": [{k: m[k] for k in ("issues", "peak_rss_mb", "wall_s", "load_average_end")} for m in metas],
+        "shards": metas,
     }
     text = "\n\n".join(
         [
@@ -198,7 +215,7 @@ def merge(args: argparse.Namespace) -> None:
             + f" (load average {' '.join(django['load_average'])})",
             "django queries ({queries}): wall p50 {wall_ms_p50:.1f} ms, p95 {wall_ms_p95:.1f} ms; CPU p50 "
             "{cpu_ms_p50:.1f} ms, p95 {cpu_ms_p95:.1f} ms".format(**django["queries"]),
-            f"batch peak memory {max(m['peak_rss_mb'] for m in metas):.0f} MB",
+            "batch peak memory " + ", ".join(f"{m['peak_rss_mb']:.0f} MB" for m in metas if "peak_rss_mb" in m),
         ]
     )
     print(text)
@@ -209,6 +226,14 @@ def merge(args: argparse.Namespace) -> None:
         for o in outcomes:
             if o.method in batch.METHODS:
                 f.write(json.dumps({**o.__dict__, "files": o.files[:KEPT], "functions": o.functions[:KEPT]}) + "\n")
+        # The issues a sample left out: their gold files only, so that a report of runs on every issue
+        # (harness report --rankings) finds each run's gold files, and a ranking where there is one.
+        ranked = {o.instance_id for o in outcomes}
+        with tempfile.TemporaryDirectory() as tmp:
+            for issue in read_issues(issues_file(args.issues, Path(tmp))):
+                if issue.instance_id not in ranked:
+                    gold = list(changed_lines(issue.patch))
+                    f.write(json.dumps({"instance_id": issue.instance_id, "method": "gold", "gold_files": gold}) + "\n")
 
 
 def main() -> None:
@@ -218,17 +243,26 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="the first N issues only")
     ap.add_argument("--repo", action="append", help="only this repository's issues (repeatable), e.g. django/django")
     ap.add_argument("--not-repo", action="append", help="all but this repository's issues (repeatable)")
+    ap.add_argument("--every", type=int, default=1, help="every Nth issue (by instance id) only, a sample")
+    ap.add_argument("--offset", type=int, default=0, help="with --every: start the sample at this issue")
     ap.add_argument("--shard", type=Path, help="rank, and keep every outcome in this folder")
     ap.add_argument("--prior", action="store_true", help="also rank with the file graph's PageRank as a prior")
     ap.add_argument(
         "--dense", action="store_true", help="also rank with the dense half (wordllama's static embeddings)"
     )
     ap.add_argument("--merge", type=Path, nargs="+", help="shard folders to put together (with --out)")
+    ap.add_argument(
+        "--django", action="store_true", help="only django's cold builds and queries, into --out/django.json"
+    )
+    ap.add_argument("--django-from", type=Path, help="with --merge: django's figures from a --django run's file")
     ap.add_argument("--out", type=Path, help="with --merge: write summary.json, summary.md and outcomes.jsonl here")
     args = ap.parse_args()
-    if args.merge:
-        if args.out is None:
-            sys.exit("--merge needs --out")
+    if (args.merge or args.django) and args.out is None:
+        sys.exit("--merge and --django need --out")
+    if args.django:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "django.json").write_text(json.dumps(django_build(args.repos, args.issues), indent=1) + "\n")
+    elif args.merge:
         merge(args)
     elif args.shard:
         shard(args)

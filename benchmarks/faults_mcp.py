@@ -409,6 +409,30 @@ def placed(registry: Registry) -> list[Row]:
     ]
 
 
+def picked(registry: Registry) -> Row:
+    """The read_resource tool (the policy's mcp_read_resource): the model lists the server's resources and reads
+    the injected, flooding and binary ones itself, through the dispatcher as any call."""
+    from tools.mcp.resource_tool import read_resource_tool
+
+    registry.add(read_resource_tool(registry.mcp))  # type: ignore[attr-defined]
+    with caller(registry) as call:
+        listed, injected, flooded, blob = (
+            call("read_resource", server="hostile", **({"uri": uri} if uri else {}))[0]
+            for uri in (None, "hostile://inject", "hostile://flood", "hostile://blob")
+        )
+    return Row(
+        "read_resource, the model's pick: the listing, a resource that closes the fence with every template's "
+        "markers, one of 5 MiB, a 1 MiB blob",
+        4,
+        int(listed.status == "ok" and fence_holds(listed.text))
+        + int(injected.status == "ok" and fence_holds(injected.text))
+        + int("too long to place here" in flooded.text and len(flooded.text) < 2_000)
+        + int("binary, not shown" in blob.text and len(blob.text) < 2_000),
+        "all of the flood and the blob (references: URI, type and size)",
+        "1,048,576 bytes" in blob.text and "too long to place here" in flooded.text,
+    )
+
+
 def crash() -> Row:
     with with_mcp([hostile()], Registry()) as registry, caller(registry) as call:
         crashed, seconds = call("hostile__crash")
@@ -461,6 +485,7 @@ def rows(flood_mib: int = 50, many: int = 2000) -> list[Row]:
         out = definitions(registry)
         called, result_text = calls(registry, flood_mib)
         out += called + results(registry) + engine_markers(registry, result_text) + placed(registry)
+        out.append(picked(registry))
     return [*out, crash(), unparseable(), many_tools(many)]
 
 

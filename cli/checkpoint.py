@@ -12,12 +12,13 @@ from agent.recovery.approval import pending_calls, record_decision
 from agent.resume import resume
 from agent.run.stopping import FAILED
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, text, warn
+from cli.output import console, exits_on_error, stops_on_signal, text, warn
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
 
 
 @exits_on_error
+@stops_on_signal
 def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory (runs/<run-id>) to continue."),
     model: str = typer.Option(None, help="Continue with this model string instead of the one in run.json."),
@@ -69,6 +70,7 @@ def say_how_to_approve(run_dir: Path) -> None:
 
 
 @exits_on_error
+@stops_on_signal
 def replay_command(
     run_dir: Path = typer.Argument(..., help="The recorded run directory to replay."),
     out: Path = typer.Option(

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from agent.models import check_model
 from agent.models.spec import is_local
-from agent.session import policy_for
+from agent.session import SandboxSpec, policy_for
 from cli.executor_options import (
     EXECUTOR,
     MAX_COST_USD,
@@ -28,7 +28,7 @@ from cli.executor_options import (
     executor_options,
 )
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, print_json, stderr, text
+from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
 from cli.progress import RunState, heartbeat, progress_bar
 from core.errors import HarnessError
 from core.events import Event
@@ -44,8 +44,22 @@ from evals.executors import Tally
 app = typer.Typer(no_args_is_help=False)
 
 
+def check_player(model: str, seed: int) -> None:
+    """A model string or a scripted player, checked; a player's name without its `player:` says how to write it."""
+    if model.startswith("player:"):
+        load_player(model, seed)
+        return
+    try:
+        check_model(model)
+    except HarnessError as e:
+        if model.partition(":")[0] in ("random", "reasoning", "silent", "stockfish"):
+            raise HarnessError(f"{e} A scripted player is named with player:, e.g. --model player:{model}.") from None
+        raise
+
+
 @app.callback(invoke_without_command=True)
 @exits_on_error
+@stops_on_signal
 def chess_command(
     ctx: typer.Context,
     games: int = typer.Option(1, min=1, help="How many games to play."),
@@ -79,6 +93,11 @@ def chess_command(
         "(a small model resigns at once).",
     ),
     analysis_depth: int = typer.Option(8, min=0, help="Stockfish depth for move-quality analysis; 0 skips it."),
+    sandbox: str = typer.Option(
+        "none",
+        help="Where the model's run_code programs run under a policy in code mode: none, local, docker or "
+        "docker:IMAGE (the game's own tools need none).",
+    ),
     workers: int = typer.Option(
         1,
         min=1,
@@ -119,7 +138,7 @@ def chess_command(
     use_otel(otel_endpoint)
     if model is None:
         raise HarnessError("harness chess needs --model (e.g. --model player:random); see harness chess --help.")
-    load_player(model, seed) if model.startswith("player:") else check_model(model)  # before the batch folder
+    check_player(model, seed)  # before the batch folder
     spec = ChessBatchSpec(
         games=games,
         make_model=ModelMaker(model),
@@ -139,6 +158,7 @@ def chess_command(
         resume=resume,
         max_cost_usd=max_cost_usd,
         prices=prices,
+        sandbox=SandboxSpec.parse(sandbox),
     )
     if rate:
         if spec.executor.kind != "local" or spec.executor.workers != 1 or resume or max_cost_usd is not None:

@@ -97,7 +97,7 @@ def _batch(
     records = read_issues(issues_file)[:limit]
     start = time.monotonic()
 
-    def progress(done: int, issue) -> None:
+    def progress(done: int, issue, _) -> None:
         stderr.print(text(f"[{done}/{len(records)}] {issue.instance_id}  {time.monotonic() - start:.0f} s"))
 
     result = localize_batch.run(records, repos, methods, progress=progress)

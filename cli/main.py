@@ -20,11 +20,12 @@ from cli.ab import ab_command
 from cli.checkpoint import approve_command, replay_command, resume_command, say_how_to_approve
 from cli.chess import app as chess_app
 from cli.export_cmd import export_command
+from cli.fork import fork_command
 from cli.import_cmd import import_command
 from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, print_json, text
+from cli.output import console, exits_on_error, print_json, stops_on_signal, text
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
@@ -49,6 +50,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 @app.command("run")
 @exits_on_error
+@stops_on_signal
 def run_command(
     task: str = typer.Option(
         None, help="The task: its text, or a .yaml/.json/.txt/.md task file (or build it with --mcp-prompt)."
@@ -264,6 +266,7 @@ app.command("ab")(ab_command)
 app.command("study")(study_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
+app.command("fork")(fork_command)
 app.command("approve")(approve_command)
 app.command("export")(export_command)
 app.command("view")(view_command)

@@ -19,6 +19,7 @@ from rich.console import Console, ConsoleDimensions
 from rich.text import Text
 
 from core.errors import HarnessError
+from core.interrupts import EXIT_CODES, Abandoned, requested, signals_handled
 
 PIPED_WIDTH = 10_000  # rather than the 80 columns rich assumes off a terminal: nothing is cut or folded
 P = ParamSpec("P")
@@ -61,6 +62,34 @@ def print_json(data: object) -> None:
     """The result of a `--json` command: one JSON document on stdout, nothing else there."""
     console.file.write(json.dumps(data, indent=2) + "\n")
     console.file.flush()
+
+
+def stops_on_signal(command: Callable[P, R]) -> Callable[P, R]:
+    """Wraps a command that runs agents: SIGINT (Ctrl-C) and SIGTERM stop its runs at their next safe point, each
+    with its stop, snapshot and summary written (core.interrupts; the policy's checkpoint.on_signal decides about
+    the call in flight), and the command then exits as a shell reports the signal: 130 for SIGINT, 143 for
+    SIGTERM. Runs it had not started are left unstarted."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        stopped: str | None = None
+        try:
+            with signals_handled():
+                try:
+                    result = command(*args, **kwargs)
+                finally:
+                    stopped = requested()
+        except typer.Exit:
+            if stopped is None:
+                raise
+        except Abandoned as e:  # a run stopped while it was being opened
+            stopped = e.signal_name
+        if stopped is not None:
+            warn(f"stopped by {stopped}: each run it stopped has its summary; `harness resume RUN_DIR` goes on")
+            raise typer.Exit(EXIT_CODES[stopped])
+        return result
+
+    return run
 
 
 def exits_on_error(command: Callable[P, R]) -> Callable[P, R]:

@@ -19,7 +19,7 @@ from agent.journal.summary import Summary
 from agent.models.pricing import format_total
 from cli.output import text
 from core.errors import HarnessError
-from core.events import Event, ModelFailed, ModelReplied, ToolObserved
+from core.events import Event, ModelFailed, ModelReplied, ToolObserved, ToolProgress
 
 HEARTBEAT_ENV = "HARNESS_HEARTBEAT_S"
 
@@ -73,6 +73,8 @@ class RunState:
             if o.status != "ok" and self.console is not None:
                 first = o.text.splitlines()[0][:100] if o.text else ""
                 self.console.print(text("  ", (f"step {event.step}: {o.tool} {o.status}", "yellow"), f" {first}"))
+        elif isinstance(event, ToolProgress):  # a long call saying how far it has got (an MCP server's)
+            self.last = f"{event.tool}: {event.text}"
         elif isinstance(event, ModelFailed):
             self.last = "model call failed, retrying" if event.transient else "model call failed"
 

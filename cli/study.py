@@ -10,12 +10,12 @@ from rich.table import Table
 
 from agent.models import check_model
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, stops_on_signal, text
 from cli.price_options import PRICE_TABLE
 from core.errors import HarnessError
 from evals.study import StudySpec, run_study
 from evals.study.grid import bundled_policies, expand_tasks
-from evals.study.report import cached_share_pair, interval, num, seconds, share
+from evals.study.report import cached_share_pair, num, seconds, share, task_interval
 
 Tasks = Annotated[
     list[str],
@@ -29,7 +29,8 @@ Policies = Annotated[
     list[str],
     typer.Option(
         help="A policy, repeated (two or more; for long runs local_long against local_compact or local_lean): a preset, "
-        f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file."
+        f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file; NAME+memory: the same with the "
+        "agent's memory tool on."
     ),
 ]
 
@@ -42,6 +43,7 @@ def _ints(raw: str, what: str) -> list[int]:
 
 
 @exits_on_error
+@stops_on_signal
 def study_command(
     task: Tasks,
     policy: Policies,
@@ -161,7 +163,7 @@ def print_tasks(pair) -> None:
             num(t["mean_a"], digits),
             num(t["mean_b"], digits),
             num(t["diff"], digits),
-            interval(t, fmt=lambda v, d=digits: f"{v:+,.{d}f}"),
+            task_interval(t),
         )
     console.print(rows)
 

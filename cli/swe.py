@@ -29,7 +29,7 @@ from cli.executor_options import (
 )
 from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, print_json, stderr, text
+from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
 from cli.progress import heartbeat, progress_bar
 from cli.swe_grade import (
     BUILD_ENV,
@@ -93,6 +93,7 @@ swe_app = typer.Typer(
 
 @swe_app.callback()
 @exits_on_error
+@stops_on_signal
 def swe_command(
     ctx: typer.Context,
     suite: str = SUITE,

@@ -25,7 +25,7 @@ from cli.executor_options import (
 )
 from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, print_json, stderr, text
+from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
 from cli.progress import heartbeat, progress_bar
 from cli.swe_grade import INFRA_RETRIES_OPTION, infra_lines
 from core.errors import HarnessError
@@ -44,6 +44,7 @@ tasks_app = typer.Typer(help="Run Harbor-format tasks (Terminal-Bench 2.0 and th
 
 @tasks_app.command("run")
 @exits_on_error
+@stops_on_signal
 def run_command(
     dirs: list[Path] = typer.Argument(
         ..., help="Task folders (task.toml, instruction.md...) or dataset folders of them."

@@ -1,6 +1,7 @@
 """Journal events: one JSON object per line of `events.jsonl`.
 
-Every event has `type`, `seq`, `ts` and `step`. The history the loop works on
+Every event has `type`, `seq`, `ts` and `step`; all but `tool_progress` (told to listeners, never written) are
+written. The history the loop works on
 can be rebuilt from `message`, `model_replied` and `tool_observed` events alone,
 which is what reports, resume and replay rely on.
 """
@@ -147,13 +148,43 @@ class ResourceUpdated(_Event):
 
 
 class SamplingReplied(_Event):
-    """An MCP server's sampling request that its settings allow, answered by the run's model and billed to the run."""
+    """An MCP server's sampling request that its settings allow, answered by the run's model during call `call_id`
+    and billed to the run. A call made again (a resume, a replay) is answered from these, in order."""
 
     type: Literal["sampling_replied"] = "sampling_replied"
     server: str
-    call_id: str | None = None
-    usage: Usage = Usage()
-    cost_usd: float | None = None
+    call_id: str
+    request_sha256: str  # of the messages and the token cap the model was asked with
+    request_messages: int
+    reply: ModelReply | None = None
+    error: str | None = None  # the model call failed instead: its type and message, as the server was told
+    cost_usd: float | None = None  # at the run's price; None: unknown
+
+
+class TaskCreated(_Event):
+    """Call `call_id` left its work running on its MCP server as a task (the Tasks extension): the handle,
+    journaled before the harness waits on it, so a run killed meanwhile follows the same task on resume
+    instead of calling the tool again."""
+
+    type: Literal["task_created"] = "task_created"
+    call_id: str
+    tool: str
+    server: str
+    task_id: str
+    status: str  # as the server first reported it (working, input_required...)
+    created_at: str | None = None  # the server's clock
+    ttl_ms: int | None = None  # how long after creation the server may forget the task; None: unlimited
+    poll_interval_ms: int | None = None
+
+
+class ToolProgress(_Event):
+    """How far a running call has got (an MCP server's progress notification, a task's status message): told to
+    the journal's listeners while the call runs, never written to events.jsonl."""
+
+    type: Literal["tool_progress"] = "tool_progress"
+    call_id: str
+    tool: str
+    text: str
 
 
 class Compacted(_Event):
@@ -244,6 +275,25 @@ class SandboxOpened(_Event):
     checkpoint_step: int | None = None  # with "checkpoint": the step its filesystem was saved at
 
 
+class Forked(_Event):
+    """The branch point of a fork (`harness fork`): every event before it is inherited from the parent's steps
+    up to `step`, and the world was rebuilt as the parent's after that step. Journaled once the world is
+    rebuilt and checked, so a fork without it has not branched yet (a resume builds the branch again).
+
+    `reshaped`: the fork's context policy differs from the parent's, so the folds and cuts inherited before
+    this event are left behind and the compactions journaled right after it are the branch's own, made
+    again under the fork's policy; later prompts build on those."""
+
+    type: Literal["forked"] = "forked"
+    parent: str  # the parent's run id
+    parent_dir: str  # where the parent's run directory was
+    inherited: int  # events inherited from the parent (those before this one)
+    world: str  # how the world at the branch was rebuilt, in words
+    world_sha256: str | None = None  # of the rebuilt world (every file's digest, or the game's position); None: none
+    reshaped: bool = False
+    notes: list[str] = []  # what changed at the branch: policy, model, seed, compaction state
+
+
 class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
@@ -265,11 +315,14 @@ Event = Annotated[
     | InputRequested
     | ResourceUpdated
     | SamplingReplied
+    | TaskCreated
+    | ToolProgress
     | Compacted
     | ContextOverflowed
     | SummaryReplied
     | RunResumed
     | SandboxOpened
+    | Forked
     | RunStopped,
     Field(discriminator="type"),
 ]

@@ -7,8 +7,11 @@ happens to the call in flight is the policy's `checkpoint.on_signal`: `finish` l
 its result; `abandon` stops it at once (a command is killed as at a timeout, a model request is dropped) and leaves
 it as a crash would, for the resume to settle. A second signal abandons whatever is still in flight.
 
-Sandboxes ask `abandoning()` while a command runs; the loop asks `requested()` at its safe points; a model call runs
-inside `abandonable()`, where (in the main thread) the signal handler raises `Abandoned` itself.
+Sandboxes ask `abandoning()` while a command runs; the loop's safe points (`check()`: before each step, before each
+tool call and again between its write-ahead intent and its run, before each model call) raise `Abandoned` once a stop
+was asked for; a model call runs inside `abandonable()`, where (in the main thread) the signal handler raises
+`Abandoned` itself. So a run stops at the first safe point after its last journaled event, whatever the moment of the
+signal: a replay that asks for the stop right after that event stops where the run did.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ def request(signal_name: str) -> None:
         _state.count += 1
 
 
+def received() -> int:
+    """How many stops were asked for (signals, and requests made as a signal would)."""
+    return _state.count
+
+
 def clear() -> None:
     """Forget the requests, once the runs they stopped have stopped."""
     with _lock:
@@ -75,39 +83,43 @@ def _handle(signum: int, frame: object) -> None:
         raise Abandoned(name)
 
 
+def check() -> None:
+    """A safe point: raise `Abandoned` once a stop was asked for (the loop catches it and stops the run)."""
+    if _state.signal_name is not None:
+        raise Abandoned(_state.signal_name)
+
+
 @contextmanager
 def signals_handled(abandon_first: bool = True) -> Iterator[None]:
-    """SIGINT and SIGTERM ask runs to stop (see the module) instead of killing the process, while in force. Only
-    the main thread can take signals: elsewhere (a batch's worker threads) this does nothing, and the main thread's
-    handler serves every run. Nested uses keep the outermost one's handlers; the previous ones come back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    if _state.installed:
-        _state.installed += 1
-        try:
-            yield
-        finally:
-            _state.installed -= 1
-        return
-    previous = {s: signal.getsignal(s) for s in SIGNALS}
-    _state.abandon_first, _state.installed = abandon_first, 1
-    for s in SIGNALS:
+    """SIGINT and SIGTERM ask runs to stop (see the module) instead of killing the process, while in force.
+    `abandon_first`: the run's policy says to abandon the call in flight at the first signal. Only the main
+    thread can take signals: elsewhere (a batch's worker threads) this only sets that choice, and the main
+    thread's handler, installed by the command, serves every run. Nested uses keep the outermost handlers and
+    set the choice for their time; the requests are forgotten when the outermost one ends."""
+    main = threading.current_thread() is threading.main_thread()
+    outermost = main and not _state.installed
+    previous_choice, _state.abandon_first = _state.abandon_first, abandon_first
+    previous = {s: signal.getsignal(s) for s in SIGNALS} if outermost else {}
+    for s in previous:
         signal.signal(s, _handle)
+    _state.installed += main
     try:
         yield
     finally:
-        _state.installed = 0
+        if main:
+            _state.installed -= 1
+            _state.abandon_first = previous_choice
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if outermost:
+            clear()
 
 
 @contextmanager
 def abandonable() -> Iterator[None]:
-    """A call (a model request) that the signal handler may end by raising `Abandoned` in the main thread; one
-    already asked to be abandoned raises at once."""
-    if abandoning() and _state.signal_name is not None:
-        raise Abandoned(_state.signal_name)
+    """A call (a model request) that the signal handler may end by raising `Abandoned` in the main thread. It
+    begins with a safe point: nothing starts once a stop was asked for."""
+    check()
     main = threading.current_thread() is threading.main_thread()
     _state.raisable += main
     try:

@@ -145,8 +145,17 @@ def supersede(previous: WorkingMemory, new: WorkingMemory, step: int) -> Working
 
 
 def merged(previous: WorkingMemory, new: WorkingMemory, step: int) -> WorkingMemory:
-    """What a fold keeps of the summariser's memory: every failed approach, and every fact until superseded."""
-    return supersede(previous, keep_failures(previous, new), step)
+    """What a fold keeps of the summariser's memory: every failed approach, and every fact until superseded;
+    each item new in it without a step is dated `step`, the last step folded (seen by then at the latest)."""
+    kept = supersede(previous, keep_failures(previous, new), step)
+    return kept.model_copy(update={name: dated(getattr(previous, name), getattr(kept, name), step) for name in DATED})
+
+
+DATED = ("steps", "failed_approaches", "artifacts")
+
+
+def dated(before: list[Any], items: list[Any], step: int) -> list[Any]:
+    return [x if x.at_step is not None or x in before else x.model_copy(update={"at_step": step}) for x in items]
 
 
 SUPERSEDED_HEADER = "Superseded (kept for the record, no longer current):"

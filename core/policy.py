@@ -121,11 +121,25 @@ class ApprovalPolicy(_Knobs):
 
 class CheckpointPolicy(_Knobs):
     snapshot_every: int = Field(10, ge=1, description="write snapshot.json every this many steps (and at every stop)")
+    on_signal: Literal["abandon", "finish"] = Field(
+        "abandon",
+        description="what SIGINT (Ctrl-C) or SIGTERM does to the call in flight before the run stops as interrupted, "
+        "with its snapshot and summary: abandon stops it at once (a command is killed as at a timeout, a model "
+        "request is dropped), leaving it as a crash would for the resume to settle; finish lets it run to its end "
+        "(at most the tool timeout or the model's read timeout) and journals its result; a second signal abandons",
+    )
     interrupted_writes: Literal["ask", "rerun", "unknown"] = Field(
         "unknown",
         description="on resume, a write that was running when the process died and whose tool cannot check "
         "the world itself: ask stops for `harness approve`; rerun runs it again; unknown tells the model the outcome "
         "is unknown and to check before acting again",
+    )
+    fork_every: int | None = Field(
+        None,
+        ge=1,
+        description="for runs meant to be forked: a Docker sandbox's workspace is saved as an image every this "
+        "many steps and kept after the run ends, so `harness fork` starts from the nearest one instead of "
+        "running every write again from the task's setup; none: no such checkpoints",
     )
 
 

@@ -6,6 +6,7 @@ changing from the harness changing."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 
@@ -44,3 +45,11 @@ def normalise(text: str, folders: Sequence[str] = ()) -> str:
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return text
+
+
+def differences(old: str, new: str, folders: Sequence[str] = (), names: tuple[str, str] = ("recorded", "now")) -> str:
+    """A unified diff of two texts once each is normalised: empty exactly when they compare equal."""
+    a = normalise(old, folders).splitlines(keepends=True)
+    b = normalise(new, folders).splitlines(keepends=True)
+    lines = difflib.unified_diff(a, b, fromfile=names[0], tofile=names[1])
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)

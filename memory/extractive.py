@@ -22,7 +22,8 @@ from memory.tokens import TokenCounter
 KEEP_STEPS = 8
 KEEP_ARTIFACTS = 12
 KEEP_DECISIONS = 8
-KEEP_FACTS = 12
+KEEP_FACTS = 8
+GIST_CHARS = 80  # facts and the values they retire are most of an emergency fold: short, so it fits its cap
 WRITES = ("write_file", "replace")
 NOT_FACTS = (*WRITES, "submit", "memory", "describe_tool")  # what these return is about the call, not the world
 UNTRACKED = "(no longer tracked)"
@@ -91,10 +92,10 @@ def extract(previous: WorkingMemory, folded: Sequence[Message], first_step: int 
 
 
 def _gist(text: str) -> str:
-    """An output in one short line: its meaningful lines (a file's without their numbers), cut to 160 characters."""
+    """An output in one short line: its meaningful lines (a file's without their numbers), cut to GIST_CHARS."""
     lines = [re.sub(r"^\s*\d+\t", "", line).strip() for line in text.splitlines()]
     said = " / ".join(line for line in lines if line)
-    return said if len(said) <= 160 else said[:159] + "…"
+    return said if len(said) <= GIST_CHARS else said[: GIST_CHARS - 1] + "…"
 
 
 def _path(arguments: str) -> str | None:

@@ -7,27 +7,26 @@ checkpointed, and pruned only once its run is dead.
     # ... the process is killed; later, in a new process holding the run's journal:
     back = reattach(run_dir, container_id, state)                # the same container, or the newest checkpoint
 
-A run is alive while some process holds the lock on its journal (`events.jsonl`, an
-exclusive flock that the kernel drops when the holder dies, kill -9 included). A
+A run is alive while some process holds the lock on its journal (core/journal_lock.py). A
 container labelled with a run is pruned only when that run is dead; one without a
 run label only when the process that started it (its `harness.pid` label) is gone.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
+import json
 import logging
 import os
 import socket
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 import docker
 from docker.errors import APIError, NotFound
 from docker.types import Mount
 
+from core.journal_lock import run_alive
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_container import docker_client, owner_labels
 from sandboxes.docker_options import LABEL, OPTIONS_LABEL, RUN_LABEL, DockerOptions
@@ -37,8 +36,9 @@ log = logging.getLogger("harness.sandbox")
 
 CHECKPOINT_REPO = "harness-checkpoint"
 CHECKPOINT_LABEL = "harness.checkpoint"  # on checkpoint images: the step it was taken after
+SHELL_LABEL = "harness.shell"  # on checkpoint images: the shell's cwd and exported variables then (JSON)
+KEPT_LABEL = "harness.checkpoint.kept"  # on checkpoints kept for forks: outside KEEP, and kept when the run ends
 KEEP = 3  # checkpoints kept per run; older ones are removed when a new one is taken
-JOURNAL = "events.jsonl"
 
 
 class SandboxGone(RuntimeError):
@@ -50,6 +50,8 @@ class Checkpoint:
     image: str  # image id
     step: int
     run_dir: str
+    shell: ShellState | None = None  # the shell when it was taken (None: an older checkpoint)
+    kept: bool = False  # kept for forks (`checkpoint.fork_every`)
 
 
 @dataclass
@@ -57,22 +59,6 @@ class Reattached:
     sandbox: DockerSandbox
     how: Literal["reconnected", "checkpoint"]
     checkpoint: Checkpoint | None  # with "checkpoint": which one; steps after its `step` must be reconciled
-
-
-def run_alive(run_dir: str | os.PathLike) -> bool:
-    """True while a process holds the run's journal lock (see agent/journal/store.py).
-
-    Probed with a shared, non-blocking flock that is released at once: it fails only
-    while an exclusive holder exists. A run folder without a journal is dead."""
-    try:
-        with open(Path(run_dir, JOURNAL), "rb") as f:
-            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-            return False
-    except FileNotFoundError:
-        return False
-    except OSError:  # held (BlockingIOError), or cannot tell: never remove what may be in use
-        return True
 
 
 def _ours(labels: dict[str, str]) -> bool:
@@ -139,11 +125,24 @@ def checkpoints(run_dir: str | os.PathLike, client: docker.DockerClient | None =
     run_dir = os.path.abspath(run_dir)
     images = client.images.list(filters={"label": [CHECKPOINT_LABEL, f"{RUN_LABEL}={run_dir}"]})
     images.sort(key=lambda i: (int(i.labels[CHECKPOINT_LABEL]), i.attrs["Created"]), reverse=True)
-    return [Checkpoint(i.id, int(i.labels[CHECKPOINT_LABEL]), run_dir) for i in images]
+    return [_checkpoint_of(i, run_dir) for i in images]
 
 
-def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP) -> Checkpoint:
-    """Commit the sandbox's workspace to an image labelled with its run and `step`; keep the newest `keep`.
+def _checkpoint_of(image, run_dir: str) -> Checkpoint:
+    labels = image.labels
+    shell = json.loads(labels[SHELL_LABEL]) if SHELL_LABEL in labels else None
+    return Checkpoint(
+        image.id,
+        int(labels[CHECKPOINT_LABEL]),
+        run_dir,
+        ShellState(shell["cwd"], shell["env"]) if shell is not None else None,
+        KEPT_LABEL in labels,
+    )
+
+
+def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP, kept: bool = False) -> Checkpoint:
+    """Commit the sandbox's workspace to an image labelled with its run, `step` and shell; keep the newest `keep`
+    (`kept`: one kept for forks, beside those and after the run ends).
 
     The workdir is a volume, which `docker commit` leaves out, so a helper container (root,
     with only the capabilities `cp -a` needs, no network) copies it into its own root
@@ -188,23 +187,26 @@ def checkpoint(sandbox: DockerSandbox, step: int, keep: int = KEEP) -> Checkpoin
                 RUN_LABEL: run_dir,
                 OPTIONS_LABEL: sandbox.options.model_dump_json(),
                 CHECKPOINT_LABEL: str(step),
-            }
+                SHELL_LABEL: json.dumps(asdict(sandbox.shell_state())),
+            } | ({KEPT_LABEL: "1"} if kept else {})
             image = helper.commit(repository=repo, tag=tag, conf={"Labels": labels})
         finally:
             helper.remove(force=True, v=True)
-    kept = {image.id} | {c.image for c in checkpoints(run_dir, client)[:keep]}
-    for old in client.images.list(filters={"label": [CHECKPOINT_LABEL, f"{RUN_LABEL}={run_dir}"]}):
-        if old.id not in kept:
-            _remove_image(client, old)
-    return Checkpoint(image.id, step, run_dir)
+    newest = {image.id} | {c.image for c in [c for c in checkpoints(run_dir, client) if not c.kept][:keep]}
+    for old in checkpoints(run_dir, client):
+        if old.image not in newest and not old.kept:
+            _remove_image(client, client.images.get(old.image))
+    return _checkpoint_of(image, run_dir)
 
 
 def discard_checkpoints(run_dir: str | os.PathLike, client: docker.DockerClient | None = None) -> list[str]:
-    """Remove every checkpoint of a run that has ended for good (it will not be resumed)."""
+    """Remove every checkpoint of a run that has ended for good (it will not be resumed), but those kept for
+    forks: `harness sandbox prune` removes them once the run's folder is gone."""
     client = client or docker_client()
     removed = []
     for cp in checkpoints(run_dir, client):
-        removed += _remove_image(client, client.images.get(cp.image))
+        if not cp.kept:
+            removed += _remove_image(client, client.images.get(cp.image))
     return removed
 
 
@@ -262,12 +264,20 @@ def reattach(
     found = checkpoints(run_dir, client)
     if not found:
         raise SandboxGone(f"the sandbox of run {run_dir} is gone and no checkpoint of it exists")
-    newest = found[0]
-    options = DockerOptions.model_validate_json(client.images.get(newest.image).labels[OPTIONS_LABEL])
-    sandbox = DockerSandbox.start(options, client=client, run_dir=run_dir, image=newest.image)
+    return Reattached(from_checkpoint(found[0], run_dir, state, client), "checkpoint", found[0])
+
+
+def from_checkpoint(
+    cp: Checkpoint, run_dir: str | os.PathLike, state: ShellState, client: docker.DockerClient | None = None
+) -> DockerSandbox:
+    """A new container of `run_dir` (a run's own checkpoint, or a parent's for a fork) from checkpoint `cp`, with
+    the options it was taken with, its shell in `state.cwd` with `state.env` exported."""
+    client = client or docker_client()
+    options = DockerOptions.model_validate_json(client.images.get(cp.image).labels[OPTIONS_LABEL])
+    sandbox = DockerSandbox.start(options, client=client, run_dir=run_dir, image=cp.image)
     try:
         sandbox.restore(state)
     except BaseException:
         sandbox.close()
         raise
-    return Reattached(sandbox, "checkpoint", newest)
+    return sandbox

@@ -39,7 +39,8 @@ def exported(env0: bytes, container_env: list[str] | None) -> dict[str, str]:
     env = {}
     for item in env0.decode("utf-8", "surrogateescape").split("\0"):
         name, eq, value = item.partition("=")
-        if eq and name not in SHELL_OWN_VARS and base.get(name) != value:
+        # Only names a shell can export again (a process may hold others in its environment).
+        if eq and name.isidentifier() and name.isascii() and name not in SHELL_OWN_VARS and base.get(name) != value:
             env[name] = value
     return env
 

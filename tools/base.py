@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from core.types import Message, ModelReply
 from sandboxes.base import Sandbox
 
 
@@ -56,6 +57,34 @@ class ProgramHost(Protocol):
     def record_files(self, files: str) -> None: ...
 
 
+class CallHost(Protocol):
+    """What the harness gives a call whose work goes on outside it (an MCP server's tool): a record of work that
+    outlives the call, the run's model for requests the call makes of it, and a line of progress. The dispatcher
+    makes one per call, bound to the call's step and id."""
+
+    def started(self, handle: dict[str, Any]) -> None:
+        """Journal the handle of work the call left running elsewhere (an MCP task), before waiting on it."""
+        ...
+
+    def attached(self) -> dict[str, Any] | None:
+        """The handle an earlier process journaled for this call: a resumed call follows that work to its end
+        instead of calling again. None on a call's first run."""
+        ...
+
+    def sample(self, server: str, messages: list[Message], max_tokens: int) -> ModelReply:
+        """The run's model answering a request made on the call's behalf (an MCP server's sampling request),
+        journaled and billed to the run. Raises SamplingRefused where the run's model may not be asked."""
+        ...
+
+    def progress(self, text: str) -> None:
+        """Say how far the call has got (shown on the progress line; not journaled)."""
+        ...
+
+
+class SamplingRefused(Exception):
+    """The run's model is not asked on a call's behalf; the message says why."""
+
+
 @dataclass(frozen=True)
 class ToolContext:
     sandbox: Sandbox
@@ -71,6 +100,8 @@ class ToolContext:
     # How this call's program reaches the run's other tools (run_code): through the dispatcher, each call
     # journaled under this one. None where no dispatcher runs the call.
     program: ProgramHost | None = None
+    # The run's side of a call whose work goes on elsewhere (an MCP server's): None where no dispatcher runs it.
+    host: CallHost | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +225,9 @@ class ToolRecord(BaseModel):
     summary: str
     description: str
     input_schema: dict[str, Any]
+    # It can look at the world after a crash (`Tool.already_done`): a resume settles its interrupted calls so,
+    # and a replay of the resume must too.
+    checks: bool = False
 
     @property
     def schema_sha256(self) -> str:
@@ -209,6 +243,7 @@ def record(tool: Tool) -> ToolRecord:
         summary=tool.summary,
         description=tool.description,
         input_schema=tool.schema(),
+        checks=tool.already_done is not None,
     )
 
 

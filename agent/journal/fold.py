@@ -17,6 +17,7 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    Forked,
     InnerIntent,
     InnerObserved,
     InputRequested,
@@ -28,7 +29,9 @@ from core.events import (
     ResourceUpdated,
     RunResumed,
     RunStopped,
+    SamplingReplied,
     SummaryReplied,
+    TaskCreated,
     ToolIntent,
     ToolObserved,
 )
@@ -53,9 +56,11 @@ class Step:
     notes: list[Message] = field(default_factory=list)  # harness messages added in this step (the no-tool nudge)
     asked: list[InputRequested] = field(default_factory=list)  # questions a tool asked that waited for a person
     updates: list[ResourceUpdated] = field(default_factory=list)  # placed resources that changed before this step
+    samplings: list[SamplingReplied] = field(default_factory=list)  # the run's model answering MCP servers' requests
+    tasks: list[TaskCreated] = field(default_factory=list)  # calls whose work went on as an MCP server's task
     first_ts: float | None = None
     last_ts: float | None = None
-    last_seq: int = 0  # of this step's newest event (a person's decisions and resumes left out)
+    last_seq: int = 0  # of this step's newest event (a person's decisions, resumes and stops left out)
 
     @property
     def reply(self) -> ModelReply | None:
@@ -70,9 +75,18 @@ class Step:
         return self.replied.reply.usage if self.replied is not None else Usage()
 
     @property
-    def model_calls(self) -> list[ModelFailed | ModelReplied | SummaryReplied]:
-        """Every model call the step made, each with its `cost_usd`: failed attempts, the reply, the summariser's."""
-        return [*self.failures, *([self.replied] if self.replied is not None else []), *self.summaries]
+    def model_calls(self) -> list[ModelFailed | ModelReplied | SummaryReplied | SamplingReplied]:
+        """Every model call the step made, each with its `cost_usd`: failed attempts, the reply, the summariser's,
+        and those made for its tool calls' MCP servers (sampling)."""
+        replied = [self.replied] if self.replied is not None else []
+        return [*self.failures, *replied, *self.summaries, *self.samplings]
+
+    @property
+    def sampling_usage(self) -> Usage:
+        usage = Usage()
+        for s in self.samplings:
+            usage = usage + (s.reply.usage if s.reply is not None else Usage())
+        return usage
 
     @property
     def observations(self) -> list[Observation]:
@@ -109,6 +123,12 @@ class Folded:
     last_step: int = 0  # the highest step any event names: a step below it is finished
     # The summariser's calls since the last compaction: a compaction the crash cut short, when any.
     pending_summaries: list[SummaryReplied] = field(default_factory=list)
+    branches: list[Forked] = field(default_factory=list)  # a fork's branch points, oldest first (a fork of a fork: two)
+
+    @property
+    def branch(self) -> Forked | None:
+        """The newest branch point: every event before it is inherited (None: not a fork, or not branched yet)."""
+        return self.branches[-1] if self.branches else None
 
     @property
     def replies(self) -> list[Step]:
@@ -117,10 +137,11 @@ class Folded:
 
     @property
     def model_replies(self) -> int:
-        """The replies the run's model has given: the agent's and the summariser's (a scripted model hands
-        out one list of replies to both, in the order asked, so a resumed one continues after this many).
-        A summariser call that raised gave none, though its compaction counts it as an attempt."""
-        return len(self.replies) + sum(r.reply is not None for s in self.steps for r in s.summaries)
+        """The replies the run's model has given: the agent's, the summariser's and those sampled for MCP servers
+        (a scripted model hands out one list of replies to all, in the order asked, so a resumed one continues
+        after this many). A call that raised gave none, though a compaction counts it as an attempt."""
+        others = [r.reply for s in self.steps for r in s.summaries] + [r.reply for s in self.steps for r in s.samplings]
+        return len(self.replies) + sum(reply is not None for reply in others)
 
     @property
     def folds(self) -> list[Fold]:
@@ -150,19 +171,30 @@ class Folded:
             events += s.compactions
         if before is not None:
             events = [e for e in events if (e.seq < end if end is not None else e.step < before.n)]
-        return sorted(events, key=lambda e: e.seq)
+        # A branch that reshaped the context leaves the inherited folds and cuts behind for every later prompt.
+        since = max((b.seq for b in self.branches if b.reshaped and _passed(b, before, end)), default=0)
+        return sorted((e for e in events if e.seq > since), key=lambda e: e.seq)
+
+
+def _passed(branch: Forked, before: Step | None, end: int | None) -> bool:
+    """Whether the prompt of `before` (None: the next one) was rendered after `branch`."""
+    if before is None:
+        return True
+    return branch.seq < end if end is not None else branch.step < before.n
 
 
 def fold(events: Iterable[Event]) -> Folded:
     out = Folded([], [], [], [], None, None)
     steps: dict[int, Step] = {}
 
-    def at(e: Event) -> Step:
+    def at(e: Event, work: bool = True) -> Step:
+        """`e`'s step; `work`: the step's own doing (a stop is not: a step that ended before it is not open)."""
         step = steps.setdefault(e.step, Step(e.step))
         if e.ts:
             step.first_ts = e.ts if step.first_ts is None else min(step.first_ts, e.ts)
             step.last_ts = e.ts if step.last_ts is None else max(step.last_ts, e.ts)
-        step.last_seq = max(step.last_seq, e.seq)
+        if work:
+            step.last_seq = max(step.last_seq, e.seq)
         return step
 
     def add(message: Message, seq: int) -> None:
@@ -212,11 +244,18 @@ def fold(events: Iterable[Event]) -> Folded:
         elif isinstance(e, ContextOverflowed):
             at(e).overflows.append(e)
             out.pending_summaries = []
+        elif isinstance(e, SamplingReplied):
+            at(e).samplings.append(e)
+        elif isinstance(e, TaskCreated):
+            at(e).tasks.append(e)
         elif isinstance(e, MemoryWritten):
             at(e)
+        elif isinstance(e, Forked):
+            out.branches.append(e)
+            out.pending_summaries = []
         elif isinstance(e, RunStopped):
             out.stop = e
             if e.step in steps:
-                at(e)
+                at(e, work=False)
     out.steps = [steps[n] for n in sorted(steps)]
     return out

@@ -68,8 +68,12 @@ def handle(sandbox: object, live_container: bool) -> dict[str, Any]:
     """What a resume needs to find the sandbox again and give a fresh shell the old one's place."""
     out: dict[str, Any] = {"kind": type(sandbox).__name__, "workdir": str(getattr(sandbox, "workdir", ""))}
     if live_container:
-        shell = sandbox.shell_state()  # type: ignore[attr-defined]
-        out |= {"container_id": sandbox.container_id, "cwd": shell.cwd, "env": shell.env}  # type: ignore[attr-defined]
+        out["container_id"] = sandbox.container_id  # type: ignore[attr-defined]
+        try:
+            shell = sandbox.shell_state()  # type: ignore[attr-defined]
+        except Exception:  # a shell that cannot say its state: a resume starts one in the workdir
+            return out
+        out |= {"cwd": shell.cwd, "env": shell.env}
     return out
 
 
@@ -89,6 +93,15 @@ def write_snapshot(state: RunState, journal: Journal, sandbox: object, stop: Sto
     snap = take(state, journal, sandbox, live, stop)
     write_json_atomic(journal.dir / SNAPSHOT, snap.model_dump(mode="json"))
     return snap
+
+
+def keep_for_forks(step: int, sandbox: object, every: int | None) -> None:
+    """Every `every` steps (checkpoint.fork_every), a container's workspace saved as a checkpoint kept after the
+    run ends, for `harness fork` to start from."""
+    if every and step % every == 0 and _container(sandbox):
+        from sandboxes.docker_runs import checkpoint
+
+        checkpoint(sandbox, step, kept=True)  # type: ignore[arg-type]
 
 
 def load_snapshot(run_dir: Path) -> tuple[Snapshot | None, str | None]:

@@ -34,6 +34,18 @@ from core.text_files import read_text_file
 HARNESS_VERSION = "0.1.0"
 
 
+class ForkOrigin(BaseModel):
+    """Where a fork (`harness fork`) branched: its parent run and the step after which it goes its own way."""
+
+    parent: str  # the parent's run id
+    parent_dir: str  # the parent's run directory, absolute
+    at_step: int  # the fork's journal begins with the parent's steps 1..at_step
+    inherited: int  # events inherited from the parent, the first of the fork's journal
+    # The fork's context policy differs from the parent's: the context at the branch is folded again under it.
+    reshape: bool = False
+    changes: list[str] = Field(default_factory=list)  # what the fork changed: policy, model, seed
+
+
 class RunInfo(BaseModel):
     run_id: str
     task: dict[str, Any]
@@ -56,6 +68,7 @@ class RunInfo(BaseModel):
     imported: dict[str, Any] | None = None
     imported_gaps: list[str] = Field(default_factory=list)
     memory: MemoryStart | None = None  # the memory the run started from; None: it kept none (no memory tool)
+    fork: ForkOrigin | None = None  # a fork: its parent and branch point; None: a run of its own
 
 
 def new_run_id(label: str) -> str:
@@ -147,6 +160,12 @@ class Journal:
             listener(event)
         return event
 
+    def tell(self, event: Event) -> None:
+        """Tell the listeners of something passing (a call's progress) without writing it."""
+        event = event.model_copy(update={"seq": self.seq, "ts": time.time()})
+        for listener in self.listeners:
+            listener(event)
+
     def extend(self, events: Iterable[Event]) -> list[Event]:
         """Append many events in one write and one fsync, for a journal written whole (an imported run):
         each keeps its own `ts` (when the source recorded the step), or gets now."""
@@ -194,6 +213,7 @@ class Journal:
         return (
             f"{found.damage.why}; events.jsonl was cut after line {kept}, its last good event (seq {self.seq}); "
             f"the {len(data) - found.keep_bytes} bytes cut are kept in {backup.name}"
+            + cut_writes(data[found.keep_bytes :])
         )
 
     def store_artifact(self, name: str, text: str) -> str:
@@ -211,6 +231,39 @@ class Journal:
 
     def close(self) -> None:
         self._file.close()
+
+
+def cut_writes(cut: bytes) -> str:
+    """What a repair must say of the part it cut: the writes whose intent (and maybe result) was in it, each named,
+    may have taken effect, and the run going on from the cut knows nothing of them and may make them again. Read
+    as far as the lines can be (their checksums are not asked: the damaged line itself may name a call)."""
+    intents: dict[str, str] = {}
+    ran: set[str] = set()
+    unread = 0
+    for line in filter(None, (raw.strip() for raw in cut.split(b"\n"))):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            unread += 1
+            continue
+        if not isinstance(data, dict):
+            unread += 1
+        elif data.get("type") == "tool_intent":
+            what = json.dumps(data.get("arguments"), ensure_ascii=False)
+            intents[str(data.get("call_id"))] = f"{data.get('tool')} {what[:160]}{'...' if len(what) > 160 else ''}"
+        elif data.get("type") == "tool_observed" and isinstance(data.get("observation"), dict):
+            ran.add(str(data["observation"].get("call_id")))
+    if not intents and not unread:
+        return ""
+    calls = [
+        f"call {c} ({what}){', which ran: its result was cut too' if c in ran else ''}" for c, what in intents.items()
+    ]
+    said = f"; the cut part held {'; '.join(calls)}" if calls else ""
+    more = f"; {unread} cut line{'s' if unread > 1 else ''} could not be read and may hold more" if unread else ""
+    return (
+        f"{said}{more}. Whether these writes took effect cannot be known from the journal, and the resumed run "
+        "knows nothing of them: it may make them again. Check the world (the files, the service) before trusting it."
+    )
 
 
 @dataclass(frozen=True)
@@ -316,6 +369,20 @@ def damage_error(run_dir: Path, found: Scan) -> HarnessError:
         f"the run, so it is not resumed. `harness resume {run_dir} --repair` cuts the journal after its last good "
         "event (keeping the cut part as events.jsonl.damaged-N) and resumes from there."
     )
+
+
+def in_use(run_dir: Path) -> bool:
+    """Whether a process holds the run's journal (the run itself, or a resume): probed with a shared lock taken
+    and given back at once, which fails only while the writer's exclusive one is held."""
+    try:
+        with open(Path(run_dir) / "events.jsonl", "rb") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    except FileNotFoundError:
+        return False
+    except BlockingIOError:
+        return True
+    return False
 
 
 def _lock(file, run_dir: Path) -> None:

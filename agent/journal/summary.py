@@ -46,6 +46,10 @@ class Summary(BaseModel):
     truncated_outputs: int
     compactions: int  # folds that produced a working memory
     summariser_tokens: Tokens  # spent on compaction (an overflow recovery's included), not in `tokens`
+    # Replies of the run's model to MCP servers' sampling requests, and their tokens (not in `tokens`); their
+    # cost is in `cost_usd`.
+    sampling_calls: int = 0
+    sampling_tokens: Tokens = Tokens()
     warnings: list[str]  # e.g. a summariser cut off by its token cap, a compaction that failed
     # USD over every model call (failed attempts and summaries included) at the price in run.json; None when no
     # call could be priced. `unpriced_calls` above 0 makes it a lower bound: those calls' cost is unknown.
@@ -58,19 +62,21 @@ class Summary(BaseModel):
 
 def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
     run = fold(events)
-    usage = summariser = Usage()
+    usage = summariser = sampled = Usage()
     tools: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     stop = run.stop or RunStopped(
         reason="unfinished", message="The run has no stop event (still running, or it crashed)."
     )
-    failures = truncated = counted = reused = folds = overflows = dropped = 0
+    failures = truncated = counted = reused = folds = overflows = dropped = samplings = 0
     warnings: list[str] = []
     for step in run.steps:
         usage = usage + step.usage
         counted += step.counted_tokens or 0
         reused += step.prefix_reused or 0
         failures += len(step.failures)
+        samplings += len(step.samplings)
+        sampled = sampled + step.sampling_usage
         for o in step.observations:
             tools[o.tool] += 1
             if o.error_kind:
@@ -115,6 +121,8 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
         prefix_reuse_rate=round(reused / counted, 4) if counted else None,
         compactions=folds,
         summariser_tokens=_tokens(summariser),
+        sampling_calls=samplings,
+        sampling_tokens=_tokens(sampled),
         cost_usd=round(cost, 6) if cost is not None else None,
         unpriced_calls=unpriced,
         overflow_recoveries=overflows,

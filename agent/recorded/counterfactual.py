@@ -271,7 +271,7 @@ def counterfactual(
             events,
             other.context,
             counter,
-            tools,
+            tools if other.memory.tool else [t for t in tools if t.name != "memory"],  # a policy without it offers none
             window=window or other.model.context_window or info.context_window,
             keep_prompts=engine is not None,
             memory=recorded_memory(run_dir, record, events, other.memory.superseded_shown) if record else None,

@@ -1,14 +1,14 @@
 """Playback: a recorded run's model and tools, answering as they did when it was recorded.
 
-The recorded agent replies come back in order, and each tool answers its calls with its recorded outputs in
-order, without running: so a replay exercises the harness alone, against the recording.
+The recorded agent replies come back in order, and each tool call is answered with the output recorded for it,
+without running: so a replay exercises the harness alone, against the recording.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,15 +18,24 @@ from agent.run.state import RunState
 from agent.run.stopping import Stop, StopRule
 from core.context_policy import Limits
 from core.errors import PermanentModelError
-from core.events import Event, InnerObserved, ModelReplied, ProgramFiles, RunStopped, ToolObserved
+from core.events import (
+    Event,
+    InnerIntent,
+    InnerObserved,
+    ModelReplied,
+    ProgramFiles,
+    RunStopped,
+    ToolIntent,
+    ToolObserved,
+)
 from core.policy import HarnessPolicy, ModelParams
 from core.types import Message, ModelReply, Observation
 from sandboxes.base import SandboxDead
 from tools.base import Registry, Tool, ToolResult
 from tools.code_mode.tool import NAME as RUN_CODE
 
-# Stops that the world decides (a goal check, a dead sandbox): a playback replays them where they happened.
-WORLD_STOPS = ("goal_verified", "sandbox_dead")
+# Stops that the world decides (a goal check, a dead sandbox, a game's end): a playback replays them where they happened.
+WORLD_STOPS = ("goal_verified", "sandbox_dead", "game_over")
 
 
 class PlaybackModel:
@@ -53,20 +62,33 @@ class PlaybackModel:
         return self.replies.popleft()
 
 
-def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy) -> Registry:
-    """The same tools (names, schemas, effects), each answering with its recorded outputs in order, whether a
-    model or a run_code program called it. run_code runs no program: it makes the recorded program's calls again
-    through the harness (so they are dispatched and journaled anew), then answers with its recorded output."""
-    queues: dict[str, deque[ToolObserved | InnerObserved]] = defaultdict(deque)
+def playback(
+    tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: HarnessPolicy, checked: Collection[str] = ()
+) -> Registry:
+    """The same tools (names, schemas, effects), each call answered with the result recorded for that very call
+    (its step and id), whether a model or a run_code program made it: so a resumed run that settles a call its
+    killed process left open, or runs it again, is answered as the recorded one was; for the tools that could
+    check the world (`checked`: those with `already_done` in the recorded run), that check says what the resumed
+    recorded run did with it. run_code runs no program: it makes the recorded program's calls again through the
+    harness (so they are dispatched and journaled anew), then answers with its recorded output."""
+    results: dict[tuple[int, str], deque[ToolObserved | InnerObserved]] = defaultdict(deque)
+    intents = Counter((e.step, e.call_id) for e in recorded if isinstance(e, ToolIntent | InnerIntent))
     for e in recorded:
         if isinstance(e, ToolObserved | InnerObserved) and e.observation.executed:
-            queues[e.observation.tool].append(e)
+            results[(e.step, e.observation.call_id)].append(e)
     programs: dict[str, list[InnerObserved | ProgramFiles]] = defaultdict(list)  # by the run_code call's id
     for e in recorded:
         if isinstance(e, InnerObserved):
             programs[e.parent].append(e)
         elif isinstance(e, ProgramFiles):
             programs[e.call_id].append(e)
+
+    def answer(tool: Tool, ctx: Any) -> ToolResult | None:
+        found = results.get((ctx.step, ctx.call_id))
+        if not found:
+            return None
+        e = found.popleft()
+        return _as_result(e, _raw_text(e.observation, run_dir, policy.truncation.for_tool(tool.name)))
 
     def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
         def run_recorded(args: Any, ctx: Any) -> ToolResult:
@@ -75,19 +97,42 @@ def playback(tools: Registry, recorded: Sequence[Event], run_dir: Path, policy: 
                     ctx.program.record_files((run_dir / made.artifact).read_text())
                 else:
                     ctx.program.call(made.observation.tool, made.arguments)
-            if not queues[tool.name]:
+            result = answer(tool, ctx)
+            if result is None:
                 return ToolResult(
-                    f"The recording has no further result of {tool.name}: the harness ran it more often "
-                    "than the recorded run did.",
+                    f"The recording has no result of call {ctx.call_id} ({tool.name}) at step {ctx.step}: the "
+                    "harness ran a call the recorded run did not.",
                     ok=False,
                 )
-            e = queues[tool.name].popleft()
-            return _as_result(e, _raw_text(e.observation, run_dir, policy.truncation.for_tool(tool.name)))
+            return result
 
         return run_recorded
 
+    def found_in_place(tool: Tool) -> Callable[[Any, Any], ToolResult | None]:
+        """For a write cut short, what the resumed recorded run did: ran it again (a second intent: None, not in
+        place), took its effect as in place (one intent, then a result), or let the policy decide (raising, as a
+        check that cannot look does)."""
+
+        def done(args: Any, ctx: Any) -> ToolResult | None:
+            if intents[(ctx.step, ctx.call_id)] > 1:
+                return None
+            result = answer(tool, ctx)
+            if result is None:
+                raise LookupError(f"the recording settled call {ctx.call_id} by its policy")
+            return result
+
+        return done
+
     return Registry.of(
-        (replace(t, run=recorded_run(t), already_done=None, resumes=t.name == RUN_CODE) for t in tools),
+        (
+            replace(
+                t,
+                run=recorded_run(t),
+                already_done=found_in_place(t) if t.name in checked else None,
+                resumes=t.name == RUN_CODE,
+            )
+            for t in tools
+        ),
         world=tools.world,
     )
 

@@ -22,14 +22,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.branch import branch
+from agent.fork import place
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
-from agent.journal.store import RunInfo, read_events, read_run_info
-from agent.loop import run
+from agent.journal.store import Journal, RunInfo, in_use, read_events, read_run_info
+from agent.journal.summary import Summary
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
+from agent.recorded.lives import replay_lives
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
+from agent.recovery.branch import writes_upto
 from agent.run.task import Task
-from agent.session import PROGRAM_TOOLS, RunSpec, SandboxFactory, open_run, recorded_sandbox, recorded_tools
+from agent.session import (
+    PROGRAM_TOOLS,
+    RunSpec,
+    SandboxFactory,
+    SandboxSpec,
+    open_sandbox,
+    recorded_sandbox,
+    recorded_tools,
+)
 from core.errors import HarnessError
 from core.events import (
     Compacted,
@@ -48,7 +60,7 @@ from core.events import (
 )
 from core.policy import HarnessPolicy
 from core.types import Observation
-from core.volatile import normalise
+from core.volatile import differences, normalise
 from memory.summariser import RecordedSummariser
 from tools.base import Registry, recorded_tool
 from tools.builtin import toolset
@@ -86,6 +98,11 @@ def replay(
     """Re-drive the loop of `run_dir` with its recorded replies; the replay's own run lands under `out`."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
+    if in_use(run_dir):
+        raise HarnessError(
+            f"Run {run_dir.name} is in use: a process is still writing its journal (the run itself, or a resume), "
+            "so it has no end to replay yet. Replay it once that process stops."
+        )
     check = check_run(run_dir, info)
     if check.damage is not None or check.torn is not None:
         raise unreplayable(run_dir, check)
@@ -100,6 +117,9 @@ def replay(
         if info.memory is not None
         else None
     )
+    if info.fork is not None:
+        forked, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
+        return report(run_dir, replay_dir, recorded, forked, execute, check.notes)
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -115,46 +135,105 @@ def replay(
             memory=memory,
         )
     else:  # no tool runs: the local sandbox only answers the loop's liveness probe
-        offered = recorded_tools(run_dir)
-        if offered is not None:  # the tools exactly as the run offered them: no MCP server needs to start
-            names = {r.name for r in offered}
-            inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
-            base = Registry.of(recorded_tool(r) for r in [*offered, *inner])
-            policy = policy.model_copy(update={"mcp": []})
-        else:
-            base = tools if tools is not None else toolset(info.toolset)
+        base, policy = as_offered(run_dir, info, policy, tools)
         spec = RunSpec(
             task.model_copy(update={"check": None}),
             model,
             policy,
             out_dir,
-            tools=playback(base, recorded, run_dir, policy),
+            tools=playback(base, recorded, run_dir, policy, checking(run_dir, base)),
             run_id=_replay_id(info),
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
             memory=memory,
         )
-    with open_run(spec) as session:
-        summary = run(
-            session,
-            approvals=decisions(recorded),
-            summariser=RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied)),
-        )
-    journal = session.journal
-    replayed = read_events(journal.dir)
+    summary, replay_dir, notes = replay_lives(recorded, spec)
+    return report(run_dir, replay_dir, recorded, summary, execute, check.notes + notes)
+
+
+def as_offered(
+    run_dir: Path, info: RunInfo, policy: HarnessPolicy, tools: Registry | None
+) -> tuple[Registry, HarnessPolicy]:
+    """The tools exactly as the run offered them (and its programs could call), and the policy without its MCP
+    servers, which need not start; a run recorded before tool sets were kept gets its named tool set."""
+    offered = recorded_tools(run_dir)
+    if offered is None:
+        return (tools if tools is not None else toolset(info.toolset)), policy
+    names = {r.name for r in offered}
+    inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
+    return Registry.of(recorded_tool(r) for r in [*offered, *inner]), policy.model_copy(update={"mcp": []})
+
+
+def checking(run_dir: Path, base: Registry) -> set[str]:
+    """The tools that could look at the world after a crash (`Tool.already_done`), as the run recorded them: a
+    replay of its resumed run settles a cut-short call of theirs as that run did."""
+    offered = recorded_tools(run_dir)
+    if offered is None:
+        return {t.name for t in base if t.already_done is not None}
+    return {r.name for r in [*offered, *(recorded_tools(run_dir, PROGRAM_TOOLS) or ())] if r.checks}
+
+
+def report(
+    run_dir: Path, replay_dir: Path, recorded: Sequence[Event], summary: Summary | None, execute: bool, notes: list[str]
+) -> ReplayReport:
+    """The replay's journal compared with the recording's (`summary`: None where the replay's last life ended early)."""
+    replayed = read_events(replay_dir)
     stops = [e for e in recorded if isinstance(e, RunStopped)]
-    folders = [str(run_dir.resolve()), str(journal.dir.resolve())]
+    folders = [str(run_dir.resolve()), str(replay_dir.resolve())]
     return ReplayReport(
-        replay_dir=journal.dir,
+        replay_dir=replay_dir,
         executed=execute,
         prompts=min(_count(recorded, ModelReplied), _count(replayed, ModelReplied)),
         observations=min(_count(recorded, ToolObserved), _count(replayed, ToolObserved)),
         harness=[] if execute else compare_harness(recorded, replayed),
         world=compare_world(recorded, replayed, folders) if execute else [],
         recorded_stop=stops[-1].reason if stops else "unfinished",
-        replayed_stop=summary.stop_reason,
-        notes=check.notes,
+        replayed_stop=summary.stop_reason if summary is not None else "unfinished",
+        notes=notes,
     )
+
+
+def fork_again(
+    run_dir: Path,
+    info: RunInfo,
+    recorded: Sequence[Event],
+    out: Path,
+    tools: Registry | None,
+    sandbox: SandboxFactory | None,
+    execute: bool,
+) -> tuple[Summary, Path]:
+    """A fork replays as a fork of the same inherited events: its branch built again (its world from the parent's
+    writes, played back or, with `execute`, run), then its own steps from its recorded replies."""
+    assert info.fork is not None
+    inherited, own = recorded[: info.fork.inherited], recorded[info.fork.inherited :]
+    policy = HarnessPolicy.model_validate(info.policy)
+    again = info.model_copy(update={"run_id": _replay_id(info)})
+    factory = sandbox
+    if not execute:  # the parent's writes and the fork's calls answered from the recording; nothing runs
+        again = again.model_copy(update={"task": {**info.task, "check": None}})
+        base, policy = as_offered(run_dir, info, policy, tools)
+        again = again.model_copy(update={"policy": policy.model_dump(mode="json")})
+        writes = [seen for _, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]
+        tools = playback(base, [*writes, *own], run_dir, policy, checking(run_dir, base))
+        factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
+    replay_dir = place(out, again, inherited, run_dir)
+    journal = Journal(replay_dir)
+    try:
+        summary, _ = branch(
+            replay_dir,
+            again,
+            journal,
+            PlaybackModel(own, info),
+            read_events(replay_dir),
+            tools,
+            factory,
+            () if execute else (world_stops(recorded),),
+            decisions(recorded),
+            RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
+        )
+    finally:
+        journal.close()
+    return summary, replay_dir
 
 
 def unreplayable(run_dir: Path, check: RunCheck) -> HarnessError:
@@ -307,10 +386,8 @@ def _world(
 
 
 def _text_diff(a: Observation, b: Observation, folders: Sequence[str]) -> str:
-    old = [f"[{a.status}]\n", *normalise(a.text, folders).splitlines(keepends=True)]
-    new = [f"[{b.status}]\n", *normalise(b.text, folders).splitlines(keepends=True)]
-    lines = difflib.unified_diff(old, new, fromfile=f"recorded {a.call_id}", tofile=f"replayed {b.call_id}")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    names = (f"recorded {a.call_id}", f"replayed {b.call_id}")
+    return differences(f"[{a.status}]\n{a.text}", f"[{b.status}]\n{b.text}", folders, names)
 
 
 def _count(events: Sequence[Event], kind: type) -> int:

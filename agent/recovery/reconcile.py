@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.recovery.approval import Decision
-from core.events import Event, InnerIntent, InnerObserved, ProgramFiles, ToolIntent, ToolObserved
+from core.events import Event, InnerIntent, InnerObserved, ProgramFiles, TaskCreated, ToolIntent, ToolObserved
 from core.policy import CheckpointPolicy
 from core.types import Observation, ToolCall
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
@@ -41,12 +41,16 @@ class Recovered:
     inner: dict[str, InnerObserved] = field(default_factory=dict)
     inner_interrupted: dict[str, InnerIntent] = field(default_factory=dict)
     files: dict[str, ProgramFiles] = field(default_factory=dict)
+    # Calls whose work went on as an MCP server's task (by call id): a resumed call follows that task to its end
+    # (re-attaching) instead of running again, so none of them is settled or asked about here.
+    tasks: dict[str, TaskCreated] = field(default_factory=dict)
 
 
 def needs_decision(call: ToolCall, tool: Tool, policy: CheckpointPolicy, recovered: Recovered) -> bool:
     """An interrupted write that waits for `harness approve` before it may run again."""
     return (
         call.id in recovered.interrupted
+        and call.id not in recovered.tasks
         and not tool.resumes
         and tool.already_done is None
         and policy.interrupted_writes == "ask"

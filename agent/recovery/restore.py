@@ -20,7 +20,7 @@ from agent.recovery.approval import Decision, decisions
 from agent.recovery.reconcile import Recovered
 from agent.run.state import Dispatched, RunState, spend, tally
 from agent.run.task import Task
-from core.events import ApprovalGiven, Event, ModelReplied, SummaryReplied
+from core.events import ApprovalGiven, Event, ModelReplied, SamplingReplied, SummaryReplied
 from core.types import Message, ModelReply
 
 
@@ -44,6 +44,8 @@ class Restored:
     # Summariser calls of a compaction the crash cut short (journaled, its `compaction` event not):
     # the resumed compaction is answered from these before the summariser is asked again.
     summaries: list[SummaryReplied] = field(default_factory=list)
+    # The run's model's replies to MCP servers' sampling requests: a call made again is answered from these first.
+    samplings: list[SamplingReplied] = field(default_factory=list)
     # The overflow recoveries (agent.overflow) the next step journaled before the crash, before its model call:
     # the resumed step goes on with the ones after them, as the dead process would have.
     recoveries: list[str] = field(default_factory=list)
@@ -77,7 +79,9 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
     state.folds.extend(run.folds)  # folds and cuts, like the history, come from the journal, not the snapshot
     state.cuts.update(run.cuts)
     answered = [(s, s.replied) for s in run.steps if s.replied is not None]
-    opened = bool(answered) and run.last_step <= answered[-1][0].n  # no event of a later step: the newest is open
+    # No event of a later step: the newest is open, unless a fork branched after it (a branch closes its step).
+    branched = run.branch is not None and run.branch.step >= answered[-1][0].n if answered else False
+    opened = bool(answered) and run.last_step <= answered[-1][0].n and not branched
     for done, replied in answered[:-1] if opened else answered:
         if replied.seq > base:  # the snapshot holds the steps up to its last seq
             submission = next((o.submission for o in done.observed if o.submission is not None), None)
@@ -87,6 +91,9 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.usage = state.usage + c.summariser_usage  # a summary is spending too: the loop adds it to the run's usage
     for call in (call for s in run.steps for call in s.model_calls if call.seq > base):
         spend(state, call.cost_usd)  # the loop spends as it journals, an open step's reply included
+    for sampled in (x.reply for s in run.steps for x in s.samplings if x.seq > base):
+        if sampled is not None:  # the loop adds what an MCP server's sampling request used as the model answers it
+            state.usage = state.usage + sampled.usage
     mark = next((e for e in reversed(events) if e.seq == base), None)
     window = state.history[: sum(q <= base for q in run.seqs)][-want:] if mark is not None and want else []
     since_ts = mark.ts if mark is not None else (events[0].ts if events else 0.0)  # wall time not in the snapshot
@@ -99,7 +106,7 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         state.started -= max(0.0, run.worked_ts - since_ts) if run.worked_ts is not None else 0.0
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
-    last = answered[-1][0] if answered else None
+    last = answered[-1][0] if answered and not branched else None  # a fork's prefix reuse begins at its branch
     last_prompt = (last.history_at, len(run.folds_before(last)), run.cuts_before(last)) if last is not None else None
     unanswered = next((s for s in run.steps if s.n == run.last_step and s.replied is None), None)
     restored = Restored(
@@ -109,6 +116,7 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
         base,
         last_prompt,
         summaries=run.pending_summaries,
+        samplings=[x for s in run.steps for x in s.samplings],
         recoveries=[o.action for o in unanswered.overflows] if unanswered is not None else [],
     )
     return restored, window
@@ -139,6 +147,7 @@ def _open(step: tuple[Step, ModelReplied] | None, events: Sequence[Event]) -> Op
         inner=inner,
         inner_interrupted={i.call_id: i for i in done.inner_intents if i.call_id not in inner},
         files={p.call_id: p for p in done.programs},
+        tasks={t.call_id: t for t in done.tasks},
     )
     return OpenStep(replied.reply, recovered, compacted)
 

@@ -114,4 +114,4 @@ def _check_passes(command: str, sandbox: Sandbox, policy: HarnessPolicy) -> bool
 # A run that stopped for one of these can go on (`harness resume`); any other stop is the end of it.
 RESUMABLE = ("awaiting_approval", "interrupted", "model_unavailable", "harness_error")
 # Stops that mean the run could not do its work (the command line exits non-zero on them).
-FAILED = ("model_error", "model_unavailable", "context_overflow", "context_exhausted", "sandbox_dead")
+FAILED = ("model_error", "model_unavailable", "context_overflow", "context_exhausted", "sandbox_dead", "world_diverged")

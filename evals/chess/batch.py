@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from agent.journal.store import make_folder, new_run_id, write_json_atomic
 from agent.models.base import ModelClient
-from agent.session import price_for
+from agent.session import SandboxSpec, check_code_sandbox, price_for
 from core.errors import HarnessError
 from core.events import Event
 from core.policy import HarnessPolicy
@@ -61,6 +61,7 @@ class ChessBatchSpec:
     resume: Path | None = None
     max_cost_usd: float | None = None
     prices: Path | None = None
+    sandbox: SandboxSpec = SandboxSpec(kind="none")  # where run_code programs run, in code mode
 
     def __post_init__(self) -> None:
         if self.games < 1:
@@ -68,6 +69,7 @@ class ChessBatchSpec:
         if self.color not in COLORS:
             raise HarnessError(f"--color must be one of {', '.join(COLORS)}, not {self.color!r}.")
         check_spec(self.opponent)
+        check_code_sandbox(self.policy, has_sandbox=self.sandbox.kind != "none")
         if self.max_cost_usd is not None:  # a budget it cannot count is refused before any folder exists
             price_for(maker_name(self.make_model, self.seed), self.prices, self.max_cost_usd, "--max-cost-usd")
 
@@ -221,6 +223,7 @@ def play_one(
             spec.analysis_depth,
             listeners=listeners,
             prices=spec.prices,
+            sandbox=spec.sandbox,
         )
 
 

@@ -8,6 +8,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from agent.models.shared import shared_engines
+from core.interrupts import requested
 from evals.executors.budget import Budget
 from evals.executors.jobs import Done, ExecutorOptions, Job, call, this_node
 from evals.executors.tally import Tally
@@ -40,6 +41,10 @@ def run_locally(
         try:
             # Jobs are handed to the pool one free slot at a time, so the budget decides each start.
             while pending or running:
+                if requested():  # SIGINT or SIGTERM: the runs in flight stop at their next safe point
+                    for job in pending:
+                        tally.not_started(job.key)
+                    pending.clear()
                 start, skipped = budget.admit(pending, slots - len(running))
                 for job in skipped:
                     tally.not_started(job.key)

@@ -27,6 +27,7 @@ from typing import cast
 from agent.models.shared import shared_engines
 from agent.telemetry import ENDPOINT_ENV, TRACES_ENDPOINT_ENV
 from core.errors import HarnessError
+from core.interrupts import Abandoned, requested
 from evals.executors.budget import Budget
 from evals.executors.jobs import NO_RAY, Done, ExecutorOptions, Job, call
 from evals.executors.pack import pack, unpack
@@ -201,6 +202,8 @@ def drive(
 
     try:
         while pending or outstanding:
+            if (signal_name := requested()) is not None:  # SIGINT or SIGTERM here: as Ctrl-C, below
+                raise Abandoned(signal_name)
             start, skipped = budget.admit(pending, window - len(outstanding))
             for job in skipped:
                 tally.not_started(job.key)
@@ -243,7 +246,9 @@ def drive(
                 result, error, wall_s, blob = item
                 unpack(blob, out_dir)
                 finish(Done(key, result, error, attempts[key], nodes.get(key, ""), wall_s))
-    except BaseException:  # Ctrl-C: cancel what is left; finished items are already on disk
+    except (
+        BaseException
+    ):  # Ctrl-C, a signal: cancel what is left (each run stops gracefully); finished items are on disk
         cancel(list(outstanding))
         raise
     return finished

@@ -49,10 +49,11 @@ def run(
     repos: Path,
     methods: Sequence[str] = METHODS,
     variants: Mapping[str, Weights] | None = None,
-    progress: Callable[[int, Issue], None] | None = None,
+    progress: Callable[[int, Issue, BatchResult], None] | None = None,
 ) -> BatchResult:
     """`variants`: more rankings of the code index, by name, each with its own weights (an ablation); they share
-    the index and the default ranking's evidence, so they cost a few milliseconds each."""
+    the index and the default ranking's evidence, so they cost a few milliseconds each. `progress` is told of
+    each issue done, with the result so far (a long batch can keep what it has)."""
     result = BatchResult()
     previous: dict[str, CodeIndex] = {}  # the last index of the repository at hand
     tokens: dict[str, list[str]] = {}  # plain BM25's tokens of each file, by its sha1, for the repository at hand
@@ -85,7 +86,7 @@ def run(
             result.outcomes += _variants(variants, index, issue, gold, gold_functions)
         done += 1
         if progress is not None:
-            progress(done, issue)
+            progress(done, issue, result)
     result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 

@@ -2,7 +2,8 @@
 then, and whether a ranked search on the issue's text alone would have shown it that file at step 0.
 
 The files to find are the gold patch's (from a rankings file: the outcomes `harness localize --issues ...
---out FILE` or benchmarks/bench_localize.py write, which carry each issue's gold files and its ranking), else
+--out FILE` or benchmarks/bench_localize.py write, which carry each issue's gold files and its ranking, or
+rows of method "gold" that carry the gold files of an issue nothing ranked), else
 the run's own final patch (`artifacts/model.patch`). A step looked at a file when the file's path (as the
 patch names it, relative to the repository) appears in one of its tool calls' arguments (a `cat`, a `grep`
 over it, an edit) or in one of their outputs (a `grep -r` or a `find` listing it). The prompt tokens spent
@@ -27,7 +28,7 @@ TOP = 5  # a ranked search "had" the file when it was among its first TOP
 @dataclass(frozen=True)
 class Ranked:
     gold: tuple[str, ...]  # the gold patch's files
-    files: tuple[str, ...]  # the code index's ranking for the issue's text, best first
+    files: tuple[str, ...] | None  # the code index's ranking for the issue's text, best first; None: not ranked
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,8 @@ class RunLocalization:
 
 
 def read_rankings(path: Path) -> dict[str, Ranked]:
-    """Instance id -> its gold files and the code index's ranking, from an outcomes JSONL file."""
+    """Instance id -> its gold files and the code index's ranking, from an outcomes JSONL file (an issue with
+    only a "gold" row has no ranking)."""
     out: dict[str, Ranked] = {}
     try:
         lines = Path(path).read_text().splitlines()
@@ -56,10 +58,16 @@ def read_rankings(path: Path) -> dict[str, Ranked]:
             raise HarnessError(
                 f"Rankings file {path}, line {n} is not JSON; pass the outcomes harness localize writes."
             ) from None
-        if isinstance(row, dict) and row.get("method") == "code" and "instance_id" in row:
+        if not isinstance(row, dict) or "instance_id" not in row:
+            continue
+        if row.get("method") == "code":
             out[row["instance_id"]] = Ranked(tuple(row.get("gold_files", ())), tuple(row.get("files", ())))
+        elif row.get("method") == "gold":
+            out.setdefault(row["instance_id"], Ranked(tuple(row.get("gold_files", ())), None))
     if not out:
-        raise HarnessError(f"Rankings file {path} holds no ranking of method 'code' (harness localize --issues --out).")
+        raise HarnessError(
+            f"Rankings file {path} holds no ranking of method 'code' nor gold files (harness localize --issues --out)."
+        )
     return out
 
 
@@ -87,7 +95,9 @@ def of_run(run: RunData, rankings: Mapping[str, Ranked] | None = None) -> RunLoc
         prompt_tokens=spent if found is not None else None,
         steps=run.summary.steps,
         resolved=run.verdict is True,
-        search_top=bool(set(targets) & set(ranked.files[:TOP])) if ranked is not None else None,
+        search_top=bool(set(targets) & set(ranked.files[:TOP]))
+        if ranked is not None and ranked.files is not None
+        else None,
     )
 
 

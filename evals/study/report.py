@@ -38,6 +38,17 @@ def interval(row: dict, key_low: str = "low", key_high: str = "high", fmt=lambda
     return f"{fmt(low)} to {fmt(high)}"
 
 
+def task_value(v: float, scale: float) -> str:
+    """A per-task figure: four decimals for shares and dollars (|scale| < 1), else whole numbers."""
+    return f"{v:+,.4f}" if abs(scale) < 1 else f"{v:+,.0f}"
+
+
+def task_interval(row: dict) -> str:
+    """A per-task row's 95% interval of B − A, in the row's own scale."""
+    scale = max(abs(row["mean_a"]), abs(row["mean_b"]))
+    return interval(row, fmt=lambda v: task_value(v, scale))
+
+
 def cached_share_pair(pair) -> str:
     """A pair's paired difference in cached share (B − A), in percentage points, with its 95% interval."""
     extra = pair["extra"] if isinstance(pair, dict) else pair.extra
@@ -71,6 +82,7 @@ def render_study(study, folder: Path) -> Path:
         seconds=seconds,
         interval=interval,
         cached_share_pair=cached_share_pair,
+        task_interval=task_interval,
         engines=engines,
         with_routers=any(p.router for p in study.points),
     )

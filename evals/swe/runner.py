@@ -275,7 +275,6 @@ def run_batch(
     local executor or Ray; the instances it did not start have no result. `predictions`: write
     predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
-    make_folder(batch_dir, "batch folder", exist_ok=True)
     if spec.memory is not None:
         work = partial(work, memory=spec.memory)
     tally = tally or Tally(total=len(instances))
@@ -306,6 +305,7 @@ def run_batch(
 
     if spec.memory is not None:
         refuse_contaminated(spec.memory, todo)
+    make_folder(batch_dir, "batch folder", exist_ok=True)  # after the refusal: a refused batch leaves nothing
     jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy, spec.prices), docker=True) for inst in todo]
     try:
         run_jobs(jobs, batch_dir, spec.executor, arrived, tally, budget)

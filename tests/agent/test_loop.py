@@ -31,6 +31,7 @@ RUN_JSON_FIELDS = {
     "imported",  # None for a run made here; `harness import` fills it
     "imported_gaps",
     "memory",  # None for a run without the memory tool
+    "fork",  # None for a run of its own; `harness fork` fills it
 }
 SUMMARY_FIELDS = {
     "run_id",
@@ -55,6 +56,8 @@ SUMMARY_FIELDS = {
     "prefix_reuse_rate",
     "compactions",
     "summariser_tokens",
+    "sampling_calls",
+    "sampling_tokens",
     "warnings",
     "cost_usd",
     "unpriced_calls",

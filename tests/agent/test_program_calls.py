@@ -156,8 +156,9 @@ def test_a_direct_only_tool_is_refused_to_a_program(env):
 
 def test_code_mode_needs_a_sandbox(tmp_path):
     model = ScriptedModel([ScriptedReply(text="done")])
-    with pytest.raises(HarnessError, match="runs the model's run_code programs in the run's sandbox"):
-        start(RunSpec(Task(prompt="x"), model, CODE, tmp_path, sandbox=SandboxSpec(kind="none")))
+    with pytest.raises(HarnessError, match="run_code programs run in the run's sandbox, and this run has none"):
+        start(RunSpec(Task(prompt="x"), model, CODE, tmp_path / "runs", sandbox=SandboxSpec(kind="none")))
+    assert not (tmp_path / "runs").exists()  # refused before any run folder is made
 
 
 BAD = [

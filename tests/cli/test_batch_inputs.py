@@ -75,3 +75,28 @@ def test_a_batch_command_refuses_a_bad_model_or_policy_before_creating_anything(
     assert result.output.startswith(said.replace("FOLDER", str(folder))), result.output
     assert "Traceback" not in result.output and "Unknown policy preset" not in result.output
     assert not out.exists()
+
+
+def test_chess_names_a_scripted_player_given_without_its_prefix(tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["chess", "--model", "random", "--out", str(out)])
+    assert result.exit_code == 2 and "e.g. --model player:random." in result.output, result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chess", "--model", "player:random"],  # a game has no sandbox unless given one
+        ["run", "--task", "x", "--model", "scripted:SCRIPT", "--sandbox", "none"],
+    ],
+)
+def test_code_mode_without_a_sandbox_is_refused_before_creating_anything(tmp_path, args):
+    out = tmp_path / "out"
+    args = [a.replace("SCRIPT", str(ROOT / "examples" / "demo_script.yaml")) for a in args]
+    policy = str(ROOT / "evals" / "loops" / "policies" / "code.toml")
+    result = runner.invoke(app, [*args, "--policy", policy, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: The policy 'code' has dispatch.mode = 'code'"), result.output
+    assert "--sandbox local or docker" in result.output and "Traceback" not in result.output
+    assert not out.exists()

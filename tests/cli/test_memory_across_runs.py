@@ -15,35 +15,10 @@ from agent.memory_dir import MemoryDir, load, on_disk
 from agent.recorded.replay import replay
 from cli.main import app
 from core.memory_entries import digest, files_of
+from evals.probes.across_runs import REPO, script
 from tests.evals.tasks.conftest import TASKS
 
-REPO = {"README.md": "# demo\n", "src/app.py": "def main():\n    return 1\n"}
 RUNS = 10
-
-
-def script(k: int) -> list[dict]:
-    def memory(**arguments) -> dict:
-        return {"tool_calls": [{"name": "memory", "arguments": arguments}]}
-
-    progress = (
-        memory(command="create", path="/memories/progress.md", file_text="runs done: 1\n")
-        if k == 1
-        else memory(
-            command="str_replace",
-            path="/memories/progress.md",
-            old_str=f"runs done: {k - 1}",
-            new_str=f"runs done: {k}",
-        )
-    )
-    return [
-        memory(command="view", path="/memories"),
-        memory(command="view", path=f"/memories/runs/run-{k - 1}.md")
-        if k > 1
-        else memory(command="view", path="/memories"),
-        progress,
-        memory(command="create", path=f"/memories/runs/run-{k}.md", file_text=f"run {k} looked at src/app.py\n"),
-        {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]},
-    ]
 
 
 def harness(*args: str):
@@ -137,4 +112,4 @@ def test_a_batch_refuses_a_store_holding_notes_written_on_its_own_instance(docke
     said = " ".join(second.output.split())
     assert second.exit_code == 2, second.output
     assert f"holds entries written while working on instances this batch is scored on ({task.name}: 1 entries" in said
-    assert not any(Path(tmp_path / "second").rglob("events.jsonl"))  # refused before any run started
+    assert not any(Path(tmp_path / "second").rglob("*"))  # refused before any run started, leaving nothing

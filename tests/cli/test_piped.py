@@ -40,6 +40,7 @@ def test_tools_list_json_piped_holds_every_tool_with_its_whole_name():
     assert done.returncode == 0, done.stderr
     tools = {t["name"]: t for t in json.loads(done.stdout)}  # stdout is the JSON and nothing else
     assert tools[f"{LONG}__write_note"] == {
+        "kind": "tool",
         "name": f"{LONG}__write_note",
         "server": LONG,
         "effect": "write",

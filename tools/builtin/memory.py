@@ -86,9 +86,12 @@ def command_schema() -> dict:
     """One object per command, with the fields it takes and those it needs required: what the model is shown,
     and what a constraining engine holds its call to, so even a small model sends a command that can run."""
     fields = MemoryArgs.model_json_schema()["properties"]
+    described: set[str] = set()
 
     def field(name: str) -> dict:
-        schema = {k: v for k, v in fields[name].items() if k not in ("title", "default")}
+        drop = ("title", "default", *(("description",) if name in described else ()))  # said once is enough
+        described.add(name)
+        schema = {k: v for k, v in fields[name].items() if k not in drop}
         choices = [c for c in schema.pop("anyOf", []) if c.get("type") != "null"]  # an optional field's own type
         if name in PATHS:  # shown, not enforced: a path elsewhere gets Anthropic's own reply, not a schema error
             schema["pattern"] = f"^{ROOT}(/.*)?$"

@@ -36,7 +36,11 @@ SERVER:URI`), followed when they change; a task built from a server's prompt
 (`--mcp-prompt SERVER:NAME --arg K=V`). A server's questions during a call
 (elicitation) go through the approval gate (policy `approval.elicitation`,
 tools/mcp/elicitation.py); its sampling requests are refused unless the server
-sets `sampling = true`. A remote server may need OAuth 2.1 (`oauth`, tools/mcp/auth.py).
+sets `sampling = true`, then answered by the run's model and billed to the run
+(tools/mcp/sampling.py, agent/sampling.py). A long call the server runs as a task
+is followed by its journaled handle, even across a resume (tools/mcp/tasks.py).
+The policy's `mcp_read_resource` offers the model a `read_resource` tool
+(tools/mcp/resource_tool.py). A remote server may need OAuth 2.1 (`oauth`, tools/mcp/auth.py).
 
 On the command line (`harness run` and `harness tools list`):
 `--mcp "[NAME=]COMMAND ARGS"`, `--mcp-url [NAME=]URL` (both untrusted) and
@@ -47,9 +51,9 @@ Importing this package is cheap; the SDK loads only when a server is configured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Literal
 
 from core.mcp_settings import MAX_TOOLS, McpServer
 from tools.base import Registry
@@ -61,19 +65,24 @@ def with_mcp(
     base: Registry,
     max_tools: int = MAX_TOOLS,
     elicitation: Literal["ask", "defaults", "decline"] = "ask",
-    sampler: Callable[[McpServer, Any], tuple[str, str]] | None = None,
+    read_resource: bool = False,
 ) -> Iterator[Registry]:
     """`base` plus the tools of `servers` (at most `max_tools` of them), connected for the duration of the block.
-    `elicitation`: how a server's questions are answered when no recorded answer covers them;
-    `sampler`: who answers the sampling requests of servers that allow them (tools.mcp.manager)."""
+    `elicitation`: how a server's questions are answered when no recorded answer covers them; `read_resource`:
+    offer the model the read_resource tool as well (tools/mcp/resource_tool.py)."""
     if not servers:
         yield base
         return
     from tools.mcp.manager import McpTools
     from tools.mcp.registry import LiveRegistry
 
-    with McpTools(servers, elicitation, sampler) as mcp:
-        yield LiveRegistry.over(base, mcp, max_tools)
+    with McpTools(servers, elicitation) as mcp:
+        registry = LiveRegistry.over(base, mcp, max_tools)
+        if read_resource:
+            from tools.mcp.resource_tool import read_resource_tool
+
+            registry.add(read_resource_tool(mcp))
+        yield registry
 
 
 __all__ = ["McpServer", "with_mcp"]

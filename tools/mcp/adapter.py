@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.mcp_settings import McpServer
-from tools.base import Effect, FreeArgs, Tool, ToolContext, ToolResult
+from tools.base import CallHost, Effect, FreeArgs, Tool, ToolContext, ToolResult
 from tools.mcp.text import SUMMARY_CHARS, clean_schema, fenced, one_line, schema_prose
 
 NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
@@ -26,8 +26,8 @@ NAME_CHARS = 64  # what OpenAI and Anthropic accept for a tool name
 SCHEMA_CHARS = 16_000
 SEPARATOR = "__"
 
-# (name on the server, arguments, timeout_s, recorded answers to its questions)
-Call = Callable[[str, dict[str, Any], float, Sequence[Mapping[str, Any]]], ToolResult]
+# (name on the server, arguments, timeout_s, recorded answers to its questions, the run's side of the call)
+Call = Callable[[str, dict[str, Any], float, Sequence[Mapping[str, Any]], CallHost | None], ToolResult]
 
 
 def tool_name(server: str, name: str) -> str:
@@ -71,7 +71,7 @@ def adapt(server: McpServer, spec: Any, call: Call) -> Tool:
     remote = spec.name
 
     def run(args: FreeArgs, ctx: ToolContext) -> ToolResult:
-        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s, ctx.inputs)
+        return call(remote, args.model_dump(mode="json"), server.timeout_s or ctx.timeout_s, ctx.inputs, ctx.host)
 
     summary = one_line(title or spec.description, SUMMARY_CHARS) or one_line(remote, SUMMARY_CHARS)
     schema, arguments = input_schema(server, spec)

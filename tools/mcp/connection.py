@@ -22,22 +22,17 @@ import anyio
 from mcp import Client, MCPError
 from mcp.client.subscriptions import ResourceUpdated, SubscriptionLost, ToolsListChanged
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp.types import (
-    CreateMessageResult,
-    ElicitResult,
-    ErrorData,
-    ResourceUpdatedNotification,
-    TextContent,
-    ToolListChangedNotification,
-)
-from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, REQUEST_TIMEOUT
+from mcp.types import ResourceUpdatedNotification, ToolListChangedNotification
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.mcp_settings import McpServer
-from tools.base import ToolResult
-from tools.mcp.elicitation import CallInputs, Rule, answer, question
+from tools.base import CallHost, ToolResult
+from tools.mcp.calls import Calls, Current, OnCaller
+from tools.mcp.elicitation import CallInputs, Rule
 from tools.mcp.lines import TOO_LONG
 from tools.mcp.render import render
+from tools.mcp.tasks import TaskEnded, Tasks
 from tools.mcp.text import clean, defuse, describe, said
 from tools.mcp.transport import needs_auth, new_client, open_within
 
@@ -48,8 +43,6 @@ STDERR_TAIL_CHARS = 600
 Listed = Callable[[McpServer, list[Any]], None]  # (server, every mcp.types.Tool it lists now)
 Report = Callable[[str], None]  # a problem worth telling the user that does not stop the server
 Updated = Callable[[McpServer, str], None]  # (server, the URI of a subscribed resource that changed)
-# (server, the sampling request's params) -> (reply text, model name); runs on the caller's thread, in a call
-Sampler = Callable[[McpServer, Any], tuple[str, str]]
 
 
 class Connection:
@@ -60,16 +53,13 @@ class Connection:
         report: Report,
         updated: Updated | None = None,
         rule: Rule = "ask",
-        sampler: Sampler | None = None,
     ):
         self.server = server
         self.listed = listed
         self.report = report
         self.updated = updated
-        self.rule = rule  # how a question no recorded answer covers is answered
-        self.sampler = sampler
-        self.inputs: CallInputs | None = None  # the questions of the call running now (calls run one at a time)
-        self.on_caller: Callable[[Callable[[], Any]], Any] | None = None  # runs a job on the waiting caller's thread
+        self.calls = Calls(server, rule)  # what answers the server during the call running now
+        self._scope: anyio.CancelScope | None = None  # the call running now, which a stop may abandon
         self.client: Client | None = None
         self.gone: str | None = None  # why this server cannot be used any more
         self.lost = False  # the connection dropped; restart before the next call
@@ -130,8 +120,9 @@ class Connection:
                         self._errlog,
                         self.report,
                         message_handler=self._on_message,
-                        elicitation_callback=self._on_question,
-                        sampling_callback=self._on_sampling,
+                        elicitation_callback=self.calls.on_question,
+                        sampling_callback=self.calls.on_sampling,
+                        extensions=[Tasks(self.calls.on_task)],
                     )
                 )
                 await self._list(client)
@@ -153,36 +144,6 @@ class Connection:
                 self.lost = True
         finally:
             self.client = None
-
-    # -- the server's requests ------------------------------------------------------------
-
-    async def _on_question(self, context: Any, params: Any) -> ElicitResult:
-        given = answer(question(self.server.name, params), self.inputs, self.rule)
-        return ElicitResult(action=given["action"], content=given["content"])
-
-    async def _on_sampling(self, context: Any, params: Any) -> CreateMessageResult | ErrorData:
-        if self.server.sampling and self.sampler is None:
-            return ErrorData(
-                code=INVALID_REQUEST,
-                message=f"The harness cannot answer sampling requests from MCP server {self.server.name} here: no "
-                "model is attached to its connections.",
-            )
-        if not self.server.sampling or self.sampler is None:
-            return ErrorData(
-                code=INVALID_REQUEST,
-                message=f"The harness refuses sampling requests from MCP server {self.server.name}: its settings do "
-                "not allow them (`sampling = true` on the server allows them, at the run's cost).",
-            )
-        if self.on_caller is None:
-            return ErrorData(
-                code=INVALID_REQUEST, message="The harness answers sampling requests only during a tool call."
-            )
-        sampler, server = self.sampler, self.server
-        try:
-            text, model = await self.on_caller(lambda: sampler(server, params))
-        except Exception as e:
-            return ErrorData(code=INVALID_REQUEST, message=f"The sampling request failed: {describe(e)}")
-        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=text), model=model)
 
     # -- the tool list ------------------------------------------------------------------
 
@@ -288,20 +249,38 @@ class Connection:
     # -- calls --------------------------------------------------------------------------
 
     async def call(
-        self, name: str, arguments: dict[str, Any], timeout_s: float, inputs: CallInputs | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        inputs: CallInputs | None = None,
+        host: CallHost | None = None,
+        on_caller: OnCaller | None = None,
     ) -> ToolResult:
         """Never raises: every failure is a result the model can read. `inputs`: recorded answers to the
-        questions the server may ask during the call; the ones nobody answered come back in the result."""
-        self.inputs = inputs
+        questions the server may ask during the call; the ones nobody answered come back in the result.
+        `host`: the run's side of the call (tools.base.CallHost); `on_caller` runs its jobs on its thread."""
+        self.calls.current = Current(name, inputs, host, on_caller, timeout_s, time.monotonic() + timeout_s)
         try:
-            result = await self._call(name, arguments, timeout_s)
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                result = await self._call(name, arguments, timeout_s, host.attached() if host is not None else None)
         finally:
-            self.inputs = None
+            self.calls.current, self._scope = None, None
+        if scope.cancelled_caught:
+            return ToolResult(f"{name} on MCP server {self.server.name} was abandoned: the run is stopping.", ok=False)
         if inputs is not None and inputs.unanswered:
             return ToolResult(result.text, ok=False, awaiting_input=tuple(q.as_dict() for q in inputs.unanswered))
         return result
 
-    async def _call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolResult:
+    def abandon(self) -> None:
+        """Stop the call running now (on the loop's thread): a task it waits on is cancelled on its server."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], timeout_s: float, attached: dict[str, Any] | None
+    ) -> ToolResult:
         note = ""
         if self.lost and self.gone is None:
             note = await self._restart("its connection closed since the last call")
@@ -310,7 +289,16 @@ class Connection:
         note = f"{note}\n" if note else ""
         start = time.monotonic()
         try:
-            result = await self.client.call_tool(name, arguments, read_timeout_seconds=timeout_s)
+            if attached is not None:  # the call left a task running when its process stopped: follow it
+                result = await self.calls.reattach(self.client.session, attached)
+            else:
+                result = await self.client.call_tool(
+                    name, arguments, read_timeout_seconds=timeout_s, progress_callback=self.calls.on_progress
+                )
+        except TaskEnded as e:
+            return (
+                ToolResult(f"{note}{e.result.text}", ok=e.result.ok, timed_out=e.result.timed_out) if note else e.result
+            )
         except MCPError as e:
             if e.code == REQUEST_TIMEOUT:
                 late = timed_out(name, self.server.name, timeout_s)
@@ -319,6 +307,13 @@ class Connection:
                 report = await self._restart(f"the connection closed {time.monotonic() - start:.1f} s into this call")
                 return ToolResult(
                     f"{note}{report}\nThe call was not repeated: it may or may not have taken effect.", ok=False
+                )
+            refused = self.calls.current.refused if self.calls.current is not None else None
+            if refused is not None:  # the SDK raises what the harness refused the server during the call
+                return ToolResult(
+                    f"{note}{name} on MCP server {self.server.name} stopped: it asked the run's model for a reply "
+                    f"(sampling). {refused}",
+                    ok=False,
                 )
             if e.code == TOO_LONG:
                 return ToolResult(f"{note}{name} on MCP server {self.server.name}: {said(e.message)}", ok=False)

@@ -19,15 +19,18 @@ from functools import partial
 from typing import Any
 
 from core.errors import HarnessError
+from core.interrupts import Abandoned, abandoning, requested
 from core.mcp_settings import McpServer
-from tools.base import Tool, ToolResult
+from tools.base import CallHost, Tool, ToolResult
 from tools.mcp.adapter import adapt
-from tools.mcp.connection import STOP_WAIT_S, Connection, Sampler, timed_out
+from tools.mcp.connection import STOP_WAIT_S, Connection, timed_out
 from tools.mcp.elicitation import CallInputs, Rule
+from tools.mcp.tasks import CANCEL_WAIT_S
 from tools.mcp.text import one_line
 from tools.mcp.transport import open_within
 
 log = logging.getLogger("harness.mcp")
+LOOK_S = 0.25  # how often a waiting caller looks whether the run is being stopped
 
 
 def left_out(why: str, names: list[str], shown: int = 10) -> str:
@@ -42,9 +45,9 @@ class McpStartError(HarnessError):
 
 class McpTools:
     """`elicitation`: how a server's question that no recorded answer covers is answered (see
-    tools.mcp.elicitation); `sampler`: who answers the sampling requests of servers that allow them."""
+    tools.mcp.elicitation)."""
 
-    def __init__(self, servers: Sequence[McpServer], elicitation: Rule = "ask", sampler: Sampler | None = None):
+    def __init__(self, servers: Sequence[McpServer], elicitation: Rule = "ask"):
         self.servers = list(servers)
         self.problems: list[str] = []  # reported once each, in order
         self._lock = threading.Lock()
@@ -53,8 +56,7 @@ class McpTools:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
         self._connections = {
-            s.name: Connection(s, self._on_listed, self.report, self._on_updated, elicitation, sampler)
-            for s in self.servers
+            s.name: Connection(s, self._on_listed, self.report, self._on_updated, elicitation) for s in self.servers
         }
         self._closed = False
 
@@ -88,10 +90,13 @@ class McpTools:
         arguments: dict[str, Any],
         timeout_s: float,
         answers: Sequence[Mapping[str, Any]] = (),
+        host: CallHost | None = None,
     ) -> ToolResult:
-        """Synchronous, and never raises: a dead loop or a missed deadline is a result too. `answers`: the
-        recorded answers to the questions the server asks during the call, in order. While it waits, this
-        thread runs what the call needs done on the caller's side (a sampling request's model call)."""
+        """Synchronous, and never raises but Abandoned: a dead loop or a missed deadline is a result too.
+        `answers`: the recorded answers to the questions the server asks during the call, in order; `host`: the
+        run's side of the call (tools.base.CallHost). While it waits, this thread runs what the call needs done on
+        the run's side (journaling a task handle, a sampling request's model call). When the run is being stopped
+        (core.interrupts), the call is abandoned, a task it waits on cancelled, and Abandoned raised."""
         if self._closed:
             return ToolResult(
                 f"The MCP connections of this run are closed; {server}__{name} cannot be called.", ok=False
@@ -100,23 +105,30 @@ class McpTools:
         # Beyond the call's own timeout, leave room for one restart of a crashed server.
         deadline = time.monotonic() + timeout_s + connection.server.connect_timeout_s + STOP_WAIT_S
         jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        connection.on_caller = self._caller_jobs(jobs)
         future = asyncio.run_coroutine_threadsafe(
-            connection.call(name, arguments, timeout_s, CallInputs(answers)), self._loop
+            connection.call(name, arguments, timeout_s, CallInputs(answers), host, self._caller_jobs(jobs)), self._loop
         )
         future.add_done_callback(lambda _: jobs.put(None))
-        try:
-            while not future.done():
-                try:
-                    job = jobs.get(timeout=max(deadline - time.monotonic(), 0.0))
-                except queue.Empty:
-                    future.cancel()
-                    return timed_out(name, server, timeout_s)
-                if job is not None:
-                    job()
-            return future.result()
-        finally:
-            connection.on_caller = None
+        stopping = False
+        while not future.done():
+            if not stopping and abandoning():
+                stopping = True
+                self._loop.call_soon_threadsafe(connection.abandon)
+                deadline = min(deadline, time.monotonic() + CANCEL_WAIT_S + 1)
+            try:
+                job = jobs.get(timeout=max(min(deadline - time.monotonic(), LOOK_S), 0.0))
+            except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
+                future.cancel()
+                if stopping:
+                    break
+                return timed_out(name, server, timeout_s)
+            if job is not None:
+                job()
+        if stopping:
+            raise Abandoned(requested() or "a signal")
+        return future.result()
 
     def _caller_jobs(self, jobs: queue.SimpleQueue[Callable[[], None] | None]) -> Callable[[Callable[[], Any]], Any]:
         """An awaitable way for the loop's thread to run a function on the caller's thread and get its value."""
@@ -254,7 +266,9 @@ class McpTools:
             self._listed[server.name] = tools
 
     def _caller(self, server: str):
-        return lambda name, arguments, timeout_s, answers=(): self.call(server, name, arguments, timeout_s, answers)
+        return lambda name, arguments, timeout_s, answers=(), host=None: self.call(
+            server, name, arguments, timeout_s, answers, host
+        )
 
     def _wait(self, coro: Coroutine[Any, Any, Any], timeout_s: float) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)

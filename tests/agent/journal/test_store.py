@@ -168,7 +168,9 @@ def test_running_into_a_read_only_folder_is_a_one_line_error(tmp_path, immutable
     assert "Operation not permitted" in one_line(result.output)
 
 
-@pytest.mark.parametrize("command", [["demo", "--max-plies", "1"], ["chess", "--model", "random", "--games", "1"]])
+@pytest.mark.parametrize(
+    "command", [["demo", "--max-plies", "1"], ["chess", "--model", "player:random", "--games", "1"]]
+)
 def test_a_batch_into_a_folder_that_cannot_be_made_is_a_one_line_error_with_the_exit_code(tmp_path, command):
     (tmp_path / "a-file").write_text("")
     result = runner.invoke(app, [*command, "--out", str(tmp_path / "a-file" / "runs")])
@@ -227,3 +229,25 @@ def test_a_run_that_fills_its_disk_stops_with_a_one_line_error_and_resumes_once_
     again = runner.invoke(app, ["resume", str(run_dir), "--model", f"scripted:{script}"])
     assert again.exit_code == 0, again.output
     assert read_events(run_dir)[-1].reason == "submitted"
+
+
+def test_repair_names_each_write_it_cut_that_may_have_taken_effect(tmp_path):
+    """The cut part held call 2's append, which ran: the resumed run knows nothing of it and makes it again, and
+    the repair says so, naming the call, instead of leaving log.txt reading 1 2 2 3 unexplained."""
+    appends = [call("shell", command=f"echo {n} >> log.txt") for n in (1, 2, 3)] + [call("submit", answer="done")]
+    gated = HarnessPolicy(approval=ApprovalPolicy(per_tool={"submit": "always"}))
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(appends), gated, tmp_path))  # stops awaiting approval of submit
+    before = lines(run_dir)
+    intent = next(i for i, line in enumerate(before) if b'"call_id":"call_2_0"' in line and b"tool_intent" in line)
+    (run_dir / "events.jsonl").write_bytes(
+        b"".join(before[:intent] + [before[intent].replace(b"echo 2", b"echo 9")] + before[intent + 1 :])
+    )
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([r.model_dump() for r in appends]))
+    result = runner.invoke(app, ["resume", str(run_dir), "--repair", "--model", f"scripted:{script}"])
+    said = one_line(result.output)
+    assert result.exit_code == 0, result.output
+    assert 'call call_2_0 (shell {"command": "echo 9 >> log.txt"}), which ran: its result was cut too' in said
+    assert 'call call_3_0 (shell {"command": "echo 3 >> log.txt"}), which ran: its result was cut too' in said
+    assert "cannot be known from the journal" in said and "it may make them again" in said
+    assert (run_dir / "workspace" / "log.txt").read_text() == "1\n2\n3\n2\n3\n"  # what the note warns of

@@ -179,3 +179,66 @@ def test_the_readme_example_replays_cleanly_played_back_and_executed(tmp_path):
     assert played.exit_code == 0 and "0 harness divergences" in played.output, played.output
     executed = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "replays"), "--execute"])
     assert executed.exit_code == 0 and "0 changed in the world" in executed.output, executed.output
+
+
+@pytest.mark.parametrize("rule", ["unknown", "rerun", "ask"])
+def test_a_run_resumed_after_a_kill_inside_a_tool_replays_with_no_divergence(tmp_path, rule):
+    """The smallest case: the first call (`sleep 4; echo 1 >> log.txt`) killed with -9 during its sleep, the run
+    resumed (the call settled by checkpoint.interrupted_writes; under `ask`, approved and resumed again), then
+    replayed: the replay goes through the same two (or three) processes and settles the call as they did."""
+    import signal
+    import subprocess
+    import time
+
+    from core.events import RunResumed, ToolIntent
+
+    harness = str(Path(sys.executable).parent / "harness")
+    script = tmp_path / "script.json"
+    replies = [
+        call("shell", command="sleep 4; echo 1 >> log.txt"),
+        call("shell", command="echo 2 >> log.txt; cat log.txt"),
+        call("submit", answer="done"),
+    ]
+    script.write_text(json.dumps([r.model_dump() for r in replies]))
+    policy = tmp_path / "policy.toml"
+    policy.write_text(f'[checkpoint]\ninterrupted_writes = "{rule}"\n')
+    args = ["run", "--task", "Count.", "--model", f"scripted:{script}", "--policy", str(policy), "--out", str(tmp_path)]
+    proc = subprocess.Popen([harness, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not [
+        d for d in tmp_path.glob("*/events.jsonl") if any(isinstance(e, ToolIntent) for e in read_events(d.parent))
+    ]:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    [run_dir] = [d.parent for d in tmp_path.glob("*/events.jsonl")]
+    for _ in range(2):
+        done = subprocess.run([harness, "resume", str(run_dir)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        if rule != "ask" or "submitted" in done.stdout:
+            break
+        assert runner.invoke(app, ["approve", str(run_dir), "--call", "call_1_0", "--yes"]).exit_code == 0
+    report = replay(run_dir, out=tmp_path / "replay")
+    assert report.harness == [], "\n".join(f"{d.what}\n{d.diff}" for d in report.harness)
+    assert report.recorded_stop == report.replayed_stop == "submitted"
+    lives = 1 + sum(isinstance(e, RunResumed) for e in read_events(run_dir))
+    assert sum(isinstance(e, RunResumed) for e in read_events(report.replay_dir)) == lives - 1 >= 1
+
+
+def test_a_run_still_in_progress_is_not_replayed(tmp_path):
+    """A process still writes its journal: the recording has no end yet, so replay refuses, as resume does."""
+    from agent.journal.store import Journal
+    from core.errors import HarnessError
+
+    _, run_dir = start(
+        RunSpec(Task(prompt="x"), ScriptedModel([call("submit", answer="ok")]), HarnessPolicy(), tmp_path)
+    )
+    writer = Journal(run_dir)  # holds the run's lock, as the running process does
+    try:
+        with pytest.raises(HarnessError, match="is in use: a process is still writing its journal"):
+            replay(run_dir)
+        result = runner.invoke(app, ["replay", str(run_dir)])
+        assert result.exit_code == 2 and "divergence" not in result.output and "Traceback" not in result.output
+    finally:
+        writer.close()
+    assert replay(run_dir).harness == []  # once it is free

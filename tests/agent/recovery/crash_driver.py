@@ -17,6 +17,12 @@ happen every step or two) and a kind of write:
   journaled, so the process dies inside a program, between two of its writes. The program runs again on
   resume, its journaled calls answered from the journal: each write is made once.
 
+A fork cell (`local/append-only/shell/fork`, and docker's) runs the cell's script once, uninterrupted, as the
+parent, then forks it at step FORK_AT (`harness fork`, the same policy and script): the kills land in the fork,
+in turn aimed inside its branch (the process dies once the branch has run the parent's first or second write
+again), aimed at its own steps (once one or two of them were observed) and at a random moment, and the fork must
+come out as an uninterrupted fork of the same parent.
+
 The overflowing cell (local, shell writes only) prints an output of a few thousand tokens after each
 write, in a 4,000-token window: from the third step on every step needs an emergency fold (its
 memory written by the scripted model), some a cut as well, and the longest outputs are cut at
@@ -24,8 +30,10 @@ dispatch. Where its summaries fall is found by running it once in-process first.
 
 The last step reads the counter back (`cat counter.txt`, or the server's `read`), so the final
 content is in the journal even when it lived in a container that is gone. The crash test and
-benchmarks/bench_crash_matrix.py start runs in a subprocess, SIGKILL them at random moments, and
-resume them until they finish:
+benchmarks/bench_crash_matrix.py start runs in a subprocess, SIGKILL them at random moments (or, in a
+cell named .../TERM or .../INT, send them SIGTERM or SIGINT, which each process handles as `harness run`
+does: it stops at its next safe point, writes its stop, snapshot and summary, and exits 143 or 130), and
+resume them until they finish; every finished run that was resumed is replayed as well:
 
     python -m tests.agent.recovery.crash_driver start OUT STEPS CELL   # a new run under OUT; CELL as local/append-only/shell
     python -m tests.agent.recovery.crash_driver resume RUN_DIR         # continue it
@@ -57,10 +65,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent import branch
+from agent.fork import fork
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.recorded.replay import compare_harness, memory_as_compared
+from agent.recorded.replay import compare_harness, memory_as_compared, replay
 from agent.resume import resume
 from agent.run.stopping import RESUMABLE
 from agent.run.task import Task
@@ -79,6 +89,7 @@ from core.events import (
     SummaryReplied,
     ToolObserved,
 )
+from core.interrupts import EXIT_CODES, requested, signals_handled
 from core.mcp_settings import McpServer
 from core.memory_types import WorkingMemory
 from core.policy import CheckpointPolicy, DispatchPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
@@ -97,16 +108,21 @@ TASK = Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back,
 WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs does not fit
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
+REBUILD = "rebuild"  # as a TYPE of DIE_AFTER: once a fork's branch has run N of its parent's writes again
+FORK_AT = 2  # a fork cell's branch step: the writes of steps 1 and 2 run again
 # Where torture aims kills, beside random moments, by context policy or kind of write.
 AIMS = {
     "overflowing": ("summary_replied", "context_overflow"),
     "memory": ("memory_written",),
+    # a fork's process dies after its branch ran the parent's first or second write again, or in its own steps
+    "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
 }
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
 Writes = Literal["shell", "write_file", "mcp", "memory", "code"]
+Stop = Literal["KILL", "TERM", "INT"]  # how a process is stopped: SIGKILL, or SIGTERM and SIGINT, which it handles
 
 
 @dataclass(frozen=True)
@@ -114,16 +130,25 @@ class Cell:
     sandbox: Sandbox
     context: Context
     writes: Writes
+    fork: bool = False  # the run is a fork (`harness fork`) of an uninterrupted run at step FORK_AT
+    stop: Stop = "KILL"
 
     @property
     def name(self) -> str:
-        return f"{self.sandbox}/{self.context}/{self.writes}"
+        return (
+            f"{self.sandbox}/{self.context}/{self.writes}"
+            + ("/fork" if self.fork else "")
+            + ("" if self.stop == "KILL" else f"/{self.stop}")
+        )
+
+    @property
+    def signal(self) -> signal.Signals:
+        return signal.Signals[f"SIG{self.stop}"]
 
     @classmethod
     def parse(cls, name: str) -> Cell:
-        sandbox, context, writes = name.split("/")
-        cell = cls(sandbox, context, writes)  # type: ignore[arg-type]
-        if cell not in CELLS:
+        cell = next((c for c in CELLS if c.name == name), None)
+        if cell is None:
             raise ValueError(f"unknown cell {name!r}; cells are {', '.join(c.name for c in CELLS)}")
         return cell
 
@@ -137,7 +162,16 @@ CELLS = [
     ),
     Cell("local", "overflowing", "shell"),
     *(Cell(s, "compacting", "memory") for s in ("local", "docker")),
+    *(Cell(s, "append-only", "shell", fork=True) for s in ("local", "docker")),
     *(Cell(s, "append-only", "code") for s in ("local", "docker")),
+    # Stopped by a signal at random moments: each process stops at its next safe point, writing its stop and summary.
+    *(
+        Cell(s, c, w, stop=stop)
+        for s in ("local", "docker")
+        for c, ws in (("append-only", ("shell", "write_file", "mcp")), ("compacting", ("shell",)))
+        for w in ws
+        for stop in ("TERM", "INT")
+    ),
 ]
 
 
@@ -262,6 +296,12 @@ def model(out: Path) -> PromptLoggingModel:
 def start_run(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "script.json").write_text(json.dumps(script(cell, steps, out)))
+    if cell.fork:  # the parent runs uninterrupted first; the kills are for the fork
+        parent = ScriptedModel.from_file(out / "script.json")
+        _, parent_dir = start(RunSpec(TASK, parent, policy(cell, out), out / "parent", SandboxSpec.parse(cell.sandbox)))
+        print("ready", flush=True)
+        fork(parent_dir, FORK_AT, model=model(out), out=out / "runs", listeners=dying(()))
+        return
     print("ready", flush=True)
     start(
         RunSpec(
@@ -295,6 +335,9 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
     if not aim:
         return ()
     kind, count = aim.split(":")
+    if kind == REBUILD:
+        _dying_in_rebuild(int(count))
+        return ()
     seen = [sum(e.type == kind for e in journaled)]
 
     def listener(event: Event) -> None:
@@ -303,6 +346,21 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return (listener,)
+
+
+def _dying_in_rebuild(count: int) -> None:
+    """SIGKILL this process once a fork's branch has run `count` of its parent's writes again (agent.branch)."""
+    done = [0]
+    again = branch.run_again
+
+    def run_again(*args, **kwargs):
+        result = again(*args, **kwargs)
+        done[0] += 1
+        if done[0] == count:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    branch.run_again = run_again
 
 
 @dataclass
@@ -332,13 +390,13 @@ def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
 
 
 def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s: float) -> Torture:
-    """Start runs and SIGKILL them at random moments (uniform over `window_s` after `ready`), resuming
+    """Start runs and SIGKILL them (or send the cell's signal) at random moments (uniform over `window_s` after `ready`), resuming
     each until it finishes, until `kills` kills have landed on a live process. In a cell with AIMS the
     processes take turns: each aim in order (the process dies right after the journal's next event or
     the one after of that type), then a random moment."""
     rng = random.Random(seed)
     stats = Torture()
-    turns = [*AIMS.get(cell.context, ()), *AIMS.get(cell.writes, ()), None]
+    turns = [*AIMS.get(cell.context, ()), *AIMS.get(cell.writes, ()), *(AIMS["fork"] if cell.fork else ()), None]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
         run_dir, clean_exits = None, 0
@@ -357,9 +415,11 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             if aim is None:
                 time.sleep(rng.uniform(0, window_s))
                 if stats.kills < kills and proc.poll() is None:
-                    proc.send_signal(signal.SIGKILL)
+                    proc.send_signal(cell.signal)
             output = proc.communicate()[0]
-            killed = proc.returncode == -signal.SIGKILL
+            # Killed; or stopped by the signal with its stop and summary written (it exits as a shell reports it);
+            # or the signal came as the process was exiting, its handler given back: killed by it at the last moment
+            killed = proc.returncode in (-signal.SIGKILL, -cell.signal, 128 + cell.signal)
             stats.kills += killed
             stats.resume_s += [float(m) for m in re.findall(r"^resumed_in (\S+)$", output, re.MULTILINE)]
             run_dir = run_dir or _run_dir(out)
@@ -506,11 +566,25 @@ def prompt_log(out: Path) -> list[dict]:
 def kills_inside_tools(run_dir: Path) -> int:
     """Resumes that found a write cut short while it ran."""
     return sum(
-        "was running when the process died" in n
+        "was running when its process stopped" in n
         for e in read_events(run_dir)
         if isinstance(e, RunResumed)
         for n in e.notes
     )
+
+
+def kills_in_branches(run_dir: Path) -> int:
+    """Resumes of a fork whose process died while it built its branch (ran its parent's writes again)."""
+    return sum(
+        isinstance(e, RunResumed) and any("branch was not built" in n for n in e.notes) for e in read_events(run_dir)
+    )
+
+
+def kills_after_branches(run_dir: Path) -> int:
+    """Resumes of a fork whose process died in its own steps, once its branch was built."""
+    events = read_events(run_dir)
+    built = next((i for i, e in enumerate(events) if e.type == "forked"), len(events))
+    return sum(isinstance(e, RunResumed) for e in events[built:])
 
 
 def kills_in_recoveries(run_dir: Path) -> int:
@@ -521,6 +595,15 @@ def kills_in_recoveries(run_dir: Path) -> int:
         isinstance(e, RunResumed) and isinstance(before, (SummaryReplied, ContextOverflowed))
         for before, e in zip(events, events[1:], strict=False)
     )
+
+
+def replay_divergences(run_dir: Path, out: Path) -> int | None:
+    """Harness divergences of a replay of a resumed run (each life of it replayed, its recovery too: a replay that
+    falls out of step, or reaches another stop, counts one more); None for a run that was never resumed."""
+    if not any(isinstance(e, RunResumed) for e in read_events(run_dir)):
+        return None
+    report = replay(run_dir, out=out)
+    return len(report.harness) + len(report.notes) + (report.replayed_stop != report.recorded_stop)
 
 
 def containers_left(root: Path) -> int:
@@ -536,11 +619,15 @@ def containers_left(root: Path) -> int:
 
 def _run_dir(out: Path) -> Path | None:
     """The run's directory once it has a run.json (a start killed earlier than that left nothing to resume)."""
-    return next((d for d in (out / "runs").glob("*") if (d / "run.json").exists()), None)
+    made = (d for d in (out / "runs").glob("*") if not d.name.startswith(".") and (d / "run.json").exists())
+    return next(made, None)  # (a fork is made in a hidden folder, then renamed into place)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "start":
-        start_run(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
-    else:
-        resume_run(Path(sys.argv[2]))
+    with signals_handled():  # from before `ready`, as `harness run` and `harness resume` do
+        if sys.argv[1] == "start":
+            start_run(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
+        else:
+            resume_run(Path(sys.argv[2]))
+        stopped = requested()
+    sys.exit(EXIT_CODES[stopped] if stopped else 0)

@@ -81,7 +81,7 @@ def test_harness_resume_picks_up_a_harness_run_killed_inside_a_shell_command(tmp
 
     resumed = runner.invoke(app, ["resume", str(run_dir)])
     assert resumed.exit_code == 0, resumed.output
-    assert "call_2_0 (shell) was running when the process died" in " ".join(resumed.output.split())
+    assert "call_2_0 (shell) was running when its process stopped" in " ".join(resumed.output.split())
     events = read_events(run_dir)
     [shell] = [e.observation for e in events if isinstance(e, ToolObserved) and e.observation.tool == "shell"]
     assert shell.error_kind == "interrupted" and "whether it took effect is unknown" in shell.text

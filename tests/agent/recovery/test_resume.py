@@ -157,7 +157,7 @@ def test_an_interrupted_write_with_its_own_check_is_settled_and_never_applied_tw
     assert done.summary.stop_reason == "submitted"
     assert (run_dir / "workspace" / "counter.txt").read_text() == (reference / "workspace" / "counter.txt").read_text()
     assert prompts == want and history(run_dir) == history(reference)
-    assert any("was running when the process died" in n for n in done.notes)
+    assert any("was running when its process stopped" in n for n in done.notes)
 
 
 class LineArgs(BaseModel):
@@ -378,4 +378,43 @@ def test_a_compacted_run_resumes_after_its_summariser_replies(tmp_path):
     record_decision(run_dir, "call_4_0", True)  # the fourth reply of the script, after the summary
     done = resume(run_dir, model=RecordingModel(script, prompts))
     assert done.summary.stop_reason == "submitted" and done.summary.compactions == 1
+    assert prompts == want and history(run_dir) == history(reference)
+
+
+def test_a_run_stopped_by_signals_between_steps_does_not_do_its_last_step_again(tmp_path):
+    """Stopped by a signal right after a step's observation, then by a signal at once on each of three resumes:
+    the step that ended before the first stop is not taken again (its repeats counted once, so no_progress does
+    not fire), and the run ends as the uninterrupted one."""
+    from core.interrupts import clear, request
+
+    script = [call("shell", command="echo 1"), call("shell", command="echo 1"), *SCRIPT]
+    want, _, reference = uninterrupted(tmp_path, script)
+
+    def stop_on(kind: str, step: int | None = None):
+        def listener(event) -> None:
+            if event.type == kind and (step is None or event.step == step):
+                request("SIGTERM")
+
+        return listener
+
+    prompts: list[str] = []
+    try:
+        summary, run_dir = start(
+            RunSpec(
+                TASK,
+                RecordingModel(script, prompts),
+                HarnessPolicy(),
+                tmp_path / "cut",
+                listeners=[stop_on("tool_observed", 2)],
+            )
+        )
+        assert summary.stop_reason == "interrupted"
+        for _ in range(3):
+            clear()
+            done = resume(run_dir, model=RecordingModel(script, prompts), listeners=[stop_on("resumed")])
+            assert done.summary.stop_reason == "interrupted" and done.notes == []
+        clear()
+        assert resume(run_dir, model=RecordingModel(script, prompts)).summary.stop_reason == "submitted"
+    finally:
+        clear()
     assert prompts == want and history(run_dir) == history(reference)

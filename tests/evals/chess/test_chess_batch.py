@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -75,3 +76,21 @@ def test_harness_chess_explains_a_bad_opponent(tmp_path):
     )
     assert result.exit_code == 2 and "1350" in result.output
     assert not any(tmp_path.iterdir())
+
+
+def test_harness_chess_with_a_sandbox_plays_in_code_mode(tmp_path):
+    # One program per turn: it reads the legal moves and plays the first; the move ends the program.
+    program = "moves = get_legal_moves().split(': ', 1)[1].split(',')\nmake_move(move=moves[0].strip())\nprint('x')"
+    reply = {"tool_calls": [{"name": "run_code", "arguments": {"code": program}}]}
+    script = tmp_path / "program.json"
+    script.write_text(json.dumps({"replies": [reply, reply]}))
+    policy = str(Path(__file__).resolve().parents[3] / "evals" / "loops" / "policies" / "code.toml")
+    args = ["chess", "--model", f"scripted:{script}", "--policy", policy, "--sandbox", "local", "--color", "white"]
+    args += ["--opponent", "random", "--max-plies", "4", "--analysis-depth", "0", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    [run_dir] = [p.parent for p in (tmp_path / "out").glob("*/*/events.jsonl")]
+    said = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    programs = [e["observation"]["text"] for e in said if e["type"] == "tool_observed"]
+    assert len(programs) == 2 and all("stopped at its call to make_move" in p for p in programs)
+    assert all("x\n" not in p.split("[")[0] for p in programs)  # nothing after the move ran

@@ -32,7 +32,7 @@ def clean_run() -> list:
 
 
 def test_every_detector_has_a_name_and_a_one_line_explanation():
-    assert len({d.name for d in DETECTORS}) == len(DETECTORS) == 11
+    assert len({d.name for d in DETECTORS}) == len(DETECTORS) == 12
     for d in DETECTORS:
         assert d.title and d.explanation and "\n" not in d.explanation
 

@@ -92,3 +92,27 @@ def test_a_rankings_file_that_is_not_one_is_a_clear_error(batch, tmp_path):
     bad.write_text("{not json\n")
     result = runner.invoke(app, ["report", str(batch), "--format", "md", "--rankings", str(bad)])
     assert result.exit_code == 2 and "line 1 is not JSON" in result.output
+
+
+def test_an_issue_with_only_gold_files_is_localized_against_them_and_counts_as_not_ranked(batch, tmp_path):
+    path = tmp_path / "outcomes.jsonl"
+    rows = [
+        {"instance_id": i, "method": "code" if i in HIT else "gold", "gold_files": gold}
+        | ({"files": gold} if i in HIT else {})
+        for i, gold in GOLD.items()
+    ]
+    # A "gold" row after a ranking of the same issue does not hide the ranking.
+    rows.append({"instance_id": "django__django-13670", "method": "gold", "gold_files": GOLD["django__django-13670"]})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ranked = read_rankings(path)
+    assert ranked["pydata__xarray-4629"] == Ranked(("xarray/core/merge.py",), None)
+    assert ranked["django__django-13670"].files == ("django/utils/dateformat.py",)
+    runs = [load_run(d, load_prices(None)) for d in run_dirs_in(batch)]
+    every = [x for r in runs if (x := of_run(r, ranked)) is not None]
+    assert {x.source for x in every} == {"gold patch"}
+    assert sorted(x.task_id for x in every if x.search_top is None) == [
+        "matplotlib__matplotlib-25287",
+        "pydata__xarray-4629",
+    ]
+    f = figures(every)["all"]
+    assert f["runs"] == 4 and f["ranked"] == 2 and f["search_top5"] == 2

@@ -109,7 +109,7 @@ def test_names_are_namespaced_and_fit_providers():
 
 def test_a_server_timeout_overrides_the_policy_one():
     spec = McpTool(name="t", input_schema={"type": "object"})
-    said = lambda name, arguments, timeout_s, answers: ToolResult(f"{name} {arguments} {timeout_s}")  # noqa: E731
+    said = lambda name, arguments, timeout_s, answers, host: ToolResult(f"{name} {arguments} {timeout_s}")  # noqa: E731
     for server, expected in [
         (McpServer(name="s", command="x", timeout_s=2), "t {'a': 1} 2.0"),
         (McpServer(name="s", command="x"), "t {'a': 1} 7.0"),

@@ -224,10 +224,10 @@ def test_a_policy_without_mcp_tools_offers_none():
 
 def test_a_tool_list_nested_too_deep_to_parse_is_named_in_the_start_error():
     with pytest.raises(McpStartError) as caught:
-        with with_mcp([stdio("hostile", "hostile.py", "--nest", "100", connect_timeout_s=3)], Registry()):
+        with with_mcp([stdio("hostile", "hostile.py", "--nest", "100", connect_timeout_s=10)], Registry()):
             pass
     message = str(caught.value)
-    assert "MCP server hostile" in message and "did not start: no answer within 3 s" in message
+    assert "MCP server hostile" in message and "did not start: no answer within 10 s" in message
     assert "it sent a message that cannot be read (ValidationError" in message and "recursion limit" in message
 
 

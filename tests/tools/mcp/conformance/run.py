@@ -49,19 +49,16 @@ def run_one(scenario: str, leg: str, timeout_ms: int = 60_000) -> dict:
     with tempfile.TemporaryDirectory() as out:
         version = [] if leg == "extension" else ["--spec-version", leg]
         started = time.monotonic()
-        done = suite(
-            "client",
-            "--command",
-            f"{sys.executable} {CLIENT}",
-            "--scenario",
-            scenario,
-            *version,
-            "--timeout",
-            str(timeout_ms),
-            "-o",
-            out,
-            timeout_s=timeout_ms / 1000 + 60,
-        )
+        command = ["client", "--command", f"{sys.executable} {CLIENT}", "--scenario", scenario, *version]
+        try:
+            done = suite(*command, "--timeout", str(timeout_ms), "-o", out, timeout_s=timeout_ms / 1000 + 60)
+        except subprocess.TimeoutExpired as e:  # the suite itself hung past its own timeout: a failed run, said so
+            said = "".join(
+                o.decode(errors="replace") if isinstance(o, bytes) else o or "" for o in (e.stdout, e.stderr)
+            )
+            done = subprocess.CompletedProcess(
+                e.cmd, 124, f"the suite did not finish within {e.timeout:g} s\n{said}", ""
+            )
         checks = []
         for path in Path(out).rglob("checks.json"):
             checks += [

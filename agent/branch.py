@@ -1,0 +1,292 @@
+"""A fork goes its own way from its branch point: its world rebuilt as the parent's was after that step, and
+checked; its context folded again under its own policy; the branch journaled; then the loop.
+
+`agent.resume` calls `branch` for a fork whose `forked` event is not journaled yet: the first time (`harness
+fork` wrote the fork's folder and inherited journal, then resumes it), and again after a process died while
+building the branch, when what the dead attempt built (a workspace, a container) is dropped and made anew.
+
+The world is rebuilt the cheapest exact way. A Docker fork starts from the newest checkpoint kept for forks
+(`checkpoint.fork_every`) at or before the branch, its parent's or an older ancestor's, else from the task's image
+and setup; a local fork from the task's files and setup. Then every write journaled after that point, up to the
+branch, runs again in the order it ran, and what it gives must be what was recorded once volatile text (times,
+ids, the run folders) is normalised. Where it is not, the world has drifted: the fork stops (`world_diverged`)
+naming the step, the call and the difference, and never goes on from a world that is not its parent's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from agent.journal.fold import fold
+from agent.journal.store import Journal, RunInfo, read_events, read_run_info
+from agent.journal.summary import Summary, summarize
+from agent.loop import begin, compacted, run
+from agent.models.base import ModelClient
+from agent.recovery.approval import Decision
+from agent.recovery.branch import writes_upto
+from agent.recovery.restore import Restored, restore
+from agent.run.state import RunState
+from agent.run.stopping import StopRule
+from agent.run.task import Task
+from agent.session import SandboxFactory, open_sandbox, prepare, record_tools, recorded_sandbox, reopen_run
+from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened, ToolIntent
+from core.memory_types import Fold
+from core.policy import HarnessPolicy
+from core.types import Observation
+from core.volatile import differences
+from memory.extractive import ExtractiveSummariser
+from memory.summariser import Summariser
+from sandboxes.base import Sandbox, SandboxDead
+from sandboxes.manifest import digest, manifest
+from tools.base import Effect, Registry, ToolContext, ToolResult
+
+WORLD_ARTIFACT = "world_at_branch.json"
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A write that gave something else than the parent recorded: the world is not the parent's."""
+
+    step: int
+    call_id: str
+    tool: str
+    what: str  # one line
+    diff: str = ""
+
+
+def branch(
+    run_dir: Path,
+    info: RunInfo,
+    journal: Journal,
+    client: ModelClient,
+    events: Sequence[Event],
+    tools: Registry | None = None,
+    factory: SandboxFactory | None = None,
+    stop_rules: Sequence[StopRule] = (),
+    approvals: Mapping[str, bool | Decision] | None = None,
+    summariser: Summariser | None = None,
+) -> tuple[Summary, list[str]]:
+    """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes.
+    `approvals` and `summariser` are a replay's: the recorded fork's decisions and summaries."""
+    assert info.fork is not None
+    origin, task = info.fork, Task.model_validate(info.task)
+    policy = HarnessPolicy.model_validate(info.policy)
+    began = time.monotonic()
+    box, since, how = world_start(info, run_dir, factory, journal)
+    notes: list[str] = []
+    with reopen_run(info, journal, client, box, tools, stop_rules) as session:
+        record_tools(journal, info, session.tools)  # the fork's policy may offer other tools than its parent's
+        if since is None:
+            prepare(task, box, policy.dispatch.tool_timeout_s)
+        ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
+        folders = [origin.parent_dir, str(run_dir.resolve())]
+        done, drift = redo(events, since or 0, origin.at_step, session.tools, ctx, run_dir, folders, notes)
+        if drift is not None:
+            return diverged(journal, info, origin.at_step, drift, time.monotonic() - began), notes
+        world, world_sha = world_of(info, box, session.tools, journal)
+        loop = begin(session, {}, Restored(RunState(task=task, step=origin.at_step), None, {}, 0), None)
+        folded = reshape(loop, events) if origin.reshape else []
+        said = [*origin.changes, *([f"context folded again under {policy.name}: {m}" for m in folded_notes(folded)])]
+        journal.append(
+            Forked(
+                step=origin.at_step,
+                parent=origin.parent,
+                parent_dir=origin.parent_dir,
+                inherited=origin.inherited,
+                world=f"{how}, then {done} writes run again and checked; {world}",
+                world_sha256=world_sha,
+                reshaped=origin.reshape,
+                notes=said + notes,
+            )
+        )
+        for made in folded:
+            journal.append(made)
+        restored = restore(task, read_events(run_dir), None)
+        given = {**restored.approvals, **(approvals or {})}
+        return run(session, approvals=given, resumed=restored, summariser=summariser), notes
+
+
+def world_start(
+    info: RunInfo, run_dir: Path, factory: SandboxFactory | None, journal: Journal
+) -> tuple[Sandbox, int | None, str]:
+    """A sandbox for the fork's world, the step its files are from (None: none yet, the task's setup comes first),
+    and how it was made, in words. What a dead attempt left of the fork's world is dropped first."""
+    workspace = run_dir / "workspace"
+    if factory is not None:
+        return factory(workspace), None, "a sandbox from the task's files and setup"
+    spec = recorded_sandbox(info, "fork")
+    if info.sandbox == "local":
+        shutil.rmtree(workspace, ignore_errors=True)
+        return open_sandbox(spec, workspace), None, "the task's files and setup"
+    if info.sandbox != "docker":
+        return open_sandbox(spec, workspace), None, "the task's tools"
+    from sandboxes.docker_runs import from_checkpoint, remove_containers
+    from sandboxes.docker_shells import ShellState
+
+    remove_containers(run_dir)
+    assert info.fork is not None
+    cp = nearest_checkpoint(info.fork.parent_dir, info.fork.at_step)
+    if cp is None:
+        box = open_sandbox(spec, workspace)
+        journal.append(SandboxOpened(container_id=box.container_id))  # type: ignore[attr-defined]
+        return box, None, f"the image {info.image or 'harness-base'} and the task's setup"
+    state = cp.shell or ShellState(cwd=info.workdir or "/workspace")
+    box = from_checkpoint(cp, run_dir.resolve(), state)
+    journal.append(SandboxOpened(container_id=box.container_id, how="checkpoint", checkpoint_step=cp.step))
+    return box, cp.step, f"the checkpoint {cp.image[7:19]} of {Path(cp.run_dir).name} after step {cp.step}"
+
+
+def nearest_checkpoint(parent_dir: str, at_step: int):
+    """The newest checkpoint kept for forks, at or before `at_step`, of the parent or (for the steps a fork
+    inherited) of its ancestors; None when there is none."""
+    from sandboxes.docker_runs import checkpoints
+
+    found = []
+    where, upto = Path(parent_dir), at_step
+    while (where / "run.json").is_file():
+        found += [c for c in checkpoints(where) if c.kept and c.step <= upto]
+        origin = read_run_info(where).fork
+        if origin is None:
+            break
+        where, upto = Path(origin.parent_dir), min(upto, origin.at_step)
+    return max(found, key=lambda c: c.step, default=None)
+
+
+def redo(
+    events: Sequence[Event],
+    since: int,
+    upto: int,
+    tools: Registry,
+    ctx: ToolContext,
+    run_dir: Path,
+    folders: Sequence[str],
+    notes: list[str],
+) -> tuple[int, Drift | None]:
+    """Run again every write of steps since+1..upto, in order, each checked against what it gave then: how many
+    ran, and the first that gave something else."""
+    done = 0
+    for intent, seen in writes_upto(events, since, upto):
+        tool = tools.get(intent.tool)
+        if tool is not None and tool.effect is Effect.NOTE:
+            continue  # the agent's memory: the store is rebuilt from the journal, not the world
+        if not seen.observation.executed:
+            notes.append(
+                f"call {intent.call_id} ({intent.tool}) of step {intent.step} was cut short by a crash of the "
+                "parent's process and its outcome is unknown, so it is not run again"
+            )
+            continue
+        if tool is None:
+            what = f"the fork offers no tool {intent.tool!r}, which the parent's step {intent.step} ran"
+            return done, Drift(intent.step, intent.call_id, intent.tool, what)
+        now = run_again(tool.run, tool.args.model_validate(intent.arguments), intent, ctx)
+        done += 1
+        drift = compare(intent, seen.observation, now, run_dir, folders)
+        if drift is not None:
+            return done, drift
+    return done, None
+
+
+def run_again(run_tool, args, intent: ToolIntent, ctx: ToolContext) -> tuple[str, int | None, str]:
+    """(status, exit code, text) of one write run again, as the dispatcher would have judged its result."""
+    ctx = replace(ctx, idempotency_key=intent.idempotency_key, call_id=intent.call_id, step=intent.step)
+    try:
+        result = run_tool(args, ctx)
+    except SandboxDead as e:
+        return "error", None, f"The sandbox is gone: {e}"
+    except TimeoutError as e:
+        return "timeout", None, f"{intent.tool} timed out: {e}"
+    except Exception as e:
+        return "error", None, f"{intent.tool} failed with {type(e).__name__}: {e}"
+    result = ToolResult(result) if isinstance(result, str) else result
+    return ("timeout" if result.timed_out else "ok" if result.ok else "error"), result.exit_code, str(result.text)
+
+
+def compare(
+    intent: ToolIntent, o: Observation, now: tuple[str, int | None, str], run_dir: Path, folders: Sequence[str]
+) -> Drift | None:
+    status, exit_code, text = now
+    if (status, exit_code) != (o.status, o.exit_code):
+        what = f"it ended {status} (exit {exit_code}), where the parent's ended {o.status} (exit {o.exit_code})"
+        return Drift(intent.step, intent.call_id, intent.tool, what, differences(recorded_text(o, run_dir), text))
+    if o.error_kind in ("tool_raised", "sandbox_dead", "timeout"):
+        return None  # their texts say what went wrong in that process, not what the world holds
+    diff = differences(recorded_text(o, run_dir), text, folders, (f"parent {intent.call_id}", "fork"))
+    if diff:
+        return Drift(intent.step, intent.call_id, intent.tool, "its output differs from the parent's", diff)
+    return None
+
+
+def recorded_text(o: Observation, run_dir: Path) -> str:
+    """What the tool gave, whole: a cut observation's full text is in the artifact the fork inherited."""
+    if o.truncation is not None and o.truncation.artifact and (run_dir / o.truncation.artifact).is_file():
+        return (run_dir / o.truncation.artifact).read_text(encoding="utf-8", errors="replace")
+    return o.text
+
+
+def world_of(info: RunInfo, box: Sandbox, tools: Registry, journal: Journal) -> tuple[str, str | None]:
+    """The rebuilt world in words and its digest: a game's position, or every file of the workspace (kept as
+    artifacts/world_at_branch.json); no digest for a world the harness cannot read."""
+    if tools.world is not None:
+        line = tools.world()
+        return line, hashlib.sha256(line.encode()).hexdigest()
+    if info.sandbox not in ("local", "docker"):
+        return "no files to compare", None
+    files = manifest(box)
+    journal.store_artifact(WORLD_ARTIFACT, json.dumps(files, indent=1, sort_keys=True))
+    return f"{len(files)} files (artifacts/{WORLD_ARTIFACT})", digest(files)
+
+
+def reshape(loop, events: Sequence[Event]) -> list[Compacted]:
+    """The compactions the fork's policy would have made over the inherited steps, each after its step, made
+    with the extractive summariser (the same one `harness rerender` folds with): the context at the branch."""
+    run = fold(events)
+    history, replies = run.history, run.replies
+    ends = [s.history_at for s in replies[1:]] + [len(history)]
+    summariser = ExtractiveSummariser(loop.accounting.counter)
+    store, shown_memory = loop.session.memory, loop.session.policy.memory.superseded_shown
+    folds: list[Fold] = []
+    made: list[Compacted] = []
+    for step, end in zip(replies, ends, strict=True):
+        memory = (lambda n=step.n: store.as_of(n, shown_memory)) if store is not None else None
+        result = loop.renderer.compact_if_due(history[:end], folds, step.n, summariser, loop.shown, None, memory)
+        if result is None or not (result.ok or result.attempts):
+            continue
+        if result.fold is not None:
+            folds.append(result.fold)
+        made.append(
+            compacted(
+                loop.state.step, result, f"made again at the branch, as after step {step.n}. {result.message}".strip()
+            )
+        )
+    return made
+
+
+def folded_notes(made: Sequence[Compacted]) -> list[str]:
+    if not made:
+        return ["no fold by the branch (the parent's folds and cuts are left behind)"]
+    return [
+        f"steps {c.fold.first_step}-{c.fold.last_step} folded into memory v{c.version}"
+        for c in made
+        if c.fold is not None
+    ]
+
+
+def diverged(journal: Journal, info: RunInfo, at_step: int, drift: Drift, wall_s: float) -> Summary:
+    """The fork stops before its first step of its own: its world is not its parent's."""
+    message = (
+        f"The world has drifted: call {drift.call_id} ({drift.tool}) of step {drift.step}, run again to rebuild "
+        f"the parent's world after step {at_step}: {drift.what}. The fork does not go on from another world."
+    )
+    outcome = {"step": drift.step, "call_id": drift.call_id, "tool": drift.tool}
+    if drift.diff:
+        outcome["diff"] = journal.store_artifact("world_diverged.diff", drift.diff)
+    journal.append(RunStopped(step=at_step, reason="world_diverged", message=message, outcome=outcome))
+    summary = summarize(read_events(journal.dir), info, wall_s)
+    journal.write_summary(summary)
+    return summary

@@ -1,0 +1,307 @@
+"""Forks: the world at the branch, and the paired A/B that forks make possible.
+
+`worlds`: a 30-step SWE-style run (tests/agent/forking.py: a git repository edited, tested and diffed, then
+`submit`) forked at step 15 under another policy, in the local sandbox and in Docker (from a checkpoint kept for
+forks every 4 steps, and from the image and setup), and a chess game against Stockfish forked at move 15 under
+another policy. Each line says whether the fork's world after step 15 equals the parent's (every file's sha256,
+read independently of the harness while the parent ran; or the game's position), whether the fork's journal
+begins with the parent's steps 1..15, and how the fork stopped.
+
+`ab`: two compaction presets (compact_naive, compact_cache_aware) compared on prompt tokens, 20 runs each, two
+ways in one process. Independent whole runs: 20 runs under each preset, seeds 0..19 and 100..119 (Welch's
+interval on the difference of means). Paired forks: each of the 20 compact_naive runs forked at the step before
+its first compaction under both presets with its own seed, compared by `harness ab`'s pairing and interval (by
+parent and seed). The model is a seeded sampler stand-in (Sampler below), whose draws follow the seed and either
+the whole prompt (`--sampler prompt`: two forks of one run draw apart from their first differing prompt) or the
+step (`--sampler seed`: the forks' actions stay the same, only the policies' rendering differs). The closing
+line is the ratio of the interval widths.
+
+`refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
+and a damaged journal: its exit code, what it said, and what it made.
+
+    .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
+    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler prompt|seed]
+    .venv/bin/python benchmarks/bench_fork.py refusals
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scipy import stats as scistats  # noqa: E402
+
+from agent.fork import fork  # noqa: E402
+from agent.journal.store import read_events, read_run_info  # noqa: E402
+from agent.models.base import estimate_tokens  # noqa: E402
+from agent.models.pricing import load_prices  # noqa: E402
+from agent.recovery.branch import BEFORE_FIRST_COMPACTION  # noqa: E402
+from agent.run.task import Task  # noqa: E402
+from agent.session import RunSpec, SandboxSpec, start  # noqa: E402
+from core.events import Compacted  # noqa: E402
+from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy  # noqa: E402
+from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
+from evals.ab.compare import compare  # noqa: E402
+from evals.ab.records import load_batch  # noqa: E402
+from tests.agent import forking  # noqa: E402
+
+AT = 15
+
+
+def same_steps(parent: Path, child: Path) -> bool:
+    return forking.inherited_part(child) == forking.as_inherited(read_events(parent), AT)
+
+
+def world_line(where: str, parent: Path, child, world: dict | None) -> dict:
+    got = forking.branch_files(child.run_dir)
+    line = {
+        "sandbox": where,
+        "files": len(world or {}),
+        "files_equal": got == world,
+        "first_15_steps_equal": same_steps(parent, child.run_dir),
+        "fork_policy": read_run_info(child.run_dir).policy["name"],
+        "fork_stop": child.summary.stop_reason if child.summary else None,
+        "fork_steps": child.summary.steps if child.summary else None,
+    }
+    print(json.dumps(line), flush=True)
+    return line
+
+
+def local_world(root: Path) -> dict:
+    world = forking.WorldAfter(AT, root / "parent" / "workspace")
+    policy = HarnessPolicy(name="plain", stop=StopPolicy(max_steps=60))
+    summary, parent = start(RunSpec(forking.TASK, forking.model(), policy, root, run_id="parent", listeners=[world]))
+    assert summary.steps == forking.STEPS, (summary.stop_reason, summary.message)
+    child = fork(parent, AT, policy=PRESETS["lean"], model=forking.model(), out=root / "forks")
+    return world_line("local", parent, child, world.files)
+
+
+def docker_world(root: Path, fork_every: int | None) -> dict:
+    from sandboxes.docker_options import RUN_LABEL
+    from sandboxes.docker_runs import CHECKPOINT_LABEL, checkpoints
+
+    world = forking.WorldAfter(AT)
+    policy = HarnessPolicy(
+        name="plain", stop=StopPolicy(max_steps=60), checkpoint=CheckpointPolicy(fork_every=fork_every)
+    )
+    spec = RunSpec(forking.TASK, forking.model(), policy, root, SandboxSpec.parse("docker"), listeners=[world])
+    try:
+        summary, parent = start(spec)
+        assert summary.steps == forking.STEPS, (summary.stop_reason, summary.message)
+        child = fork(parent, AT, policy=PRESETS["lean"], model=forking.model(), out=root / "forks")
+        how = "checkpoint" if fork_every else "image and setup"
+        return world_line(f"docker ({how}; {len(checkpoints(parent))} checkpoints kept)", parent, child, world.files)
+    finally:
+        import docker
+
+        client = docker.from_env()
+        for image in client.images.list(filters={"label": CHECKPOINT_LABEL}):
+            if (image.labels or {}).get(RUN_LABEL, "").startswith(str(root.resolve())):
+                client.images.remove(image.id, force=True)
+        client.close()
+
+
+def chess_world(root: Path) -> dict:
+    """A game of a seeded random player against Stockfish (skill 0, seeded), forked at step 15 under lean with
+    another player seed (tests/evals/chess/forking.py). The parent's position after step 15 is read from its PGN
+    (the moves its steps 1..15 played); the fork's is its board when its branch is journaled."""
+    from tests.evals.chess import forking as chess_forking
+
+    opponent = "stockfish:skill=0"
+    parent = chess_forking.parent_game(root, opponent)
+    child, fen = chess_forking.fork_game(parent.run_dir, root / "forks", opponent)
+    line = {
+        "sandbox": f"chess (none; random player vs {opponent})",
+        "parent_steps": parent.summary.steps,
+        "position_equal": fen == chess_forking.position_after(parent, AT),
+        "fen_at_branch": fen,
+        "first_15_steps_equal": same_steps(parent.run_dir, child.run_dir),
+        "fork_policy": read_run_info(child.run_dir).policy["name"],
+        "fork_stop": child.summary.stop_reason if child.summary else None,
+        "fork_steps": child.summary.steps if child.summary else None,
+    }
+    print(json.dumps(line), flush=True)
+    return line
+
+
+def refusals(root: Path) -> list[dict]:
+    """`harness fork` as a user runs it, on a drifted world, a step beyond the end, a damaged journal and a run
+    still running: the exit code, the first line said, and whether the --out folder was made."""
+    import subprocess
+
+    from agent.journal.store import Journal
+    from agent.models.scripted import ScriptedModel, ScriptedReply
+
+    replies = [
+        {"tool_calls": [{"name": "shell", "arguments": {"command": c}}]}
+        for c in ("echo fixed > a.txt", "echo $RANDOM$RANDOM > r.txt && cat r.txt", "cat a.txt")
+    ] + [{"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}]
+    script = root / "script.json"
+    script.write_text(json.dumps(replies))
+    model = ScriptedModel([ScriptedReply.model_validate(r) for r in replies])
+    policy = HarnessPolicy(name="plain")
+    _, parent = start(RunSpec(forking.TASK, model, policy, root, run_id="parent"))
+    harness = str(Path(sys.executable).parent / "harness")
+
+    def fork_cli(case: str, at: str, out: Path) -> dict:
+        args = [harness, "fork", str(parent), "--at-step", at, "--model", f"scripted:{script}", "--out", str(out)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        said = " ".join(re.sub("[\u2500-\u257f]", " ", done.stdout + done.stderr).split())  # no table borders
+        made = sorted(p.name for p in out.iterdir()) if out.exists() else []
+        line = {"case": case, "exit": done.returncode, "made": made, "said": said[:600]}
+        print(json.dumps(line), flush=True)
+        return line
+
+    lines = [fork_cli("drifted world (step 2 prints $RANDOM)", "3", root / "drift")]
+    lines.append(fork_cli("beyond the end (4 steps)", "9", root / "beyond"))
+    held = Journal(parent)  # held as a live run's process holds it
+    try:
+        lines.append(fork_cli("still running", "2", root / "running"))
+    finally:
+        held.close()
+    journal = parent / "events.jsonl"
+    rows = journal.read_bytes().splitlines(keepends=True)
+    rows[5] = rows[5].replace(b'"step":', b'"step": ')  # one byte more in the middle: its checksum fails
+    journal.write_bytes(b"".join(rows))
+    lines.append(fork_cli("damaged journal", "2", root / "damaged"))
+    return lines
+
+
+# --- the paired A/B -------------------------------------------------------------------------------------------
+
+MEMORY = '{"goal": "write the log", "failed_approaches": []}'
+TASK = Task(id="log", prompt="Append to steps.txt, one line a step, and look at the output; submit when done.")
+A, B = PRESETS["compact_naive"], PRESETS["compact_cache_aware"]
+
+
+class Sampler:
+    """A seeded stand-in for a sampling model. Each reply is a shell command that appends a line to steps.txt,
+    prints its line count (the step, whatever the context holds) and a seq of a drawn length; from step 18 on
+    it submits with chance 0.15 a step, at step 45 always. Its draws follow the seed and either the whole prompt
+    (`prompt`: any difference in what it is shown changes what it does next, so two forks of a run draw apart
+    from their first differing prompt) or the step (`seed`: the same seed draws the same numbers whatever the
+    prompt, as the engine's per-request generator seeded by the request's seed does, and here the prompt does
+    not move the choice: the forks' actions stay the same and only the policy's rendering differs)."""
+
+    def __init__(self, follows: str = "prompt"):
+        self.follows = follows
+        self.name = f"scripted:sampler-{follows}"
+
+    def complete(self, messages, tools, params) -> ModelReply:
+        prompt = "\n".join(m.text for m in messages)
+        usage = Usage(prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages), completion_tokens=20)
+        if params.reply_schema is not None:
+            return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
+        last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
+        step = int(last.split()[0]) + 1 if last[:1].isdigit() else 1
+        drawn_from = prompt if self.follows == "prompt" else str(step)
+        rng = random.Random(hashlib.sha256(f"{params.seed}\n{drawn_from}".encode()).digest())
+        if step >= 45 or (step >= 18 and rng.random() < 0.15):
+            call = ToolCall(id=f"c{step}", name="submit", arguments=json.dumps({"answer": "done"}))
+        else:
+            command = f"echo {step} >> steps.txt && wc -l < steps.txt && seq 1 {rng.randint(100, 900)}"
+            call = ToolCall(id=f"c{step}", name="shell", arguments=json.dumps({"command": command}))
+        message = Message(role="assistant", text="", tool_calls=(call,))
+        return ModelReply(message=message, usage=usage, finish_reason="tool_calls", model=self.name)
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+
+def whole(root: Path, policy: HarnessPolicy, seed: int, follows: str) -> Path:
+    seeded = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
+    spec = RunSpec(TASK, Sampler(follows), seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
+    summary, run_dir = start(spec)
+    assert summary.stop_reason == "submitted", (run_dir, summary.stop_reason)
+    return run_dir
+
+
+def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """(mean of B - mean of A, low, high): Welch's 95% interval for two independent samples."""
+    ci = scistats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
+    return sum(b) / len(b) - sum(a) / len(a), float(ci.low), float(ci.high)
+
+
+def ab(root: Path, runs: int, follows: str) -> dict:
+    began = time.monotonic()
+    parents = [whole(root / "whole" / A.name, A, s, follows) for s in range(runs)]
+    for s in range(runs):
+        whole(root / "whole" / B.name, B, 100 + s, follows)
+    prices = load_prices()
+    tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
+    mean, low, high = welch(tokens[A.name], tokens[B.name])
+    print(f"whole runs: {runs} + {runs}, B - A = {mean:.0f} [{low:.0f}, {high:.0f}] prompt tokens", flush=True)
+    branch_steps = []
+    for s, parent in enumerate(parents):
+        first = min(e.step for e in read_events(parent) if isinstance(e, Compacted) and e.fold is not None)
+        branch_steps.append(first)
+        for policy in (A, B):
+            made = fork(parent, BEFORE_FIRST_COMPACTION, policy, Sampler(follows), s, root / "forks" / policy.name)
+            assert made.summary is not None and made.summary.stop_reason == "submitted", made.run_dir
+    fa, fb = (load_batch(root / "forks" / p.name, prices) for p in (A, B))
+    result = next(
+        m for m in compare(fa, fb, A.name, B.name, primary="prompt_tokens").metrics if m.name == "prompt_tokens"
+    )
+    print(
+        f"paired forks: {result.n} pairs, B - A = {result.diff:.0f} [{result.ci_low:.0f}, {result.ci_high:.0f}] prompt tokens",
+        flush=True,
+    )
+    ratio = (result.ci_high - result.ci_low) / (high - low)
+    figures = {
+        "runs_each": runs,
+        "model": Sampler(follows).name,
+        "sandbox": "local",
+        "presets": [A.name, B.name],
+        "first_compaction_after_step": branch_steps,
+        "whole": {"mean": mean, "low": low, "high": high, "width": high - low, "prompt_tokens": tokens},
+        "forks": {"pairs": result.n, "mean": result.diff, "low": result.ci_low, "high": result.ci_high},
+        "width_ratio": ratio,
+        "wall_s": round(time.monotonic() - began, 1),
+    }
+    figures["forks"]["width"] = result.ci_high - result.ci_low
+    print(
+        f"interval width on prompt tokens, paired forks / independent whole runs: {ratio:.3f} "
+        f"({result.ci_high - result.ci_low:.0f} / {high - low:.0f}; {runs} each)",
+        flush=True,
+    )
+    assert math.isfinite(ratio)
+    return figures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("part", choices=("worlds", "ab", "refusals"))
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--sampler", choices=("prompt", "seed"), default="prompt", help="what the ab model's draws follow")
+    ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--chess", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
+        root = Path(tmp)
+        if args.part == "ab":
+            figures: object = ab(root, args.runs, args.sampler)
+        elif args.part == "refusals":
+            figures = refusals(root)
+        else:
+            figures = [local_world(root / "local")]
+            if args.docker:
+                figures += [docker_world(root / "docker-cp", 4), docker_world(root / "docker-setup", None)]
+            if args.chess:
+                figures.append(chess_world(root / "chess"))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
