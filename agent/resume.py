@@ -162,6 +162,8 @@ def _resume(
             summary = run(
                 session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
             )
+    if info.sandbox == "docker" and summary.stop_reason not in RESUMABLE:  # the container is gone now: a checkpoint
+        clear_finished_run(run_dir)  # it was started from could not be removed at the stop, and can be now
     return Resumed(summary, notes)
 
 
