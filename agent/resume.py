@@ -10,6 +10,7 @@ branch first (agent.branch).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,12 +60,14 @@ def resume(
     repair: bool = False,
     first_branch: bool = False,
     summariser: Summariser | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
     `first_branch`: the fork `harness fork` just made, whose branch is built for the first time (a resume that
     finds a fork not branched builds the branch again, and journals so).
-    `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it."""
+    `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it; `clock`: what dates
+    memory entries (a replay's gives the recorded times)."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -77,7 +80,9 @@ def resume(
         with signals_handled(abandon):
             cut = journal.repair() if repair else None
             notes = [cut] if cut else []
-            return _resume(run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch, summariser)
+            return _resume(
+                run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch, summariser, clock
+            )
     finally:
         journal.close()
         if spans is not None:
@@ -95,6 +100,7 @@ def _resume(
     notes: list[str],
     first_branch: bool,
     summariser: Summariser | None,
+    clock: Callable[[], float],
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -142,7 +148,7 @@ def _resume(
             restored, since = None, None
             box = begin_again(info, run_dir, sandbox, journal)
             notes.append("The run had not begun when it stopped; it starts from the beginning.")
-        with reopen_run(info, journal, client, box, tools, stop_rules) as session:
+        with reopen_run(info, journal, client, box, tools, stop_rules, clock) as session:
             if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
                 ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
                 inner = [t for t in session.program_tools or () if session.tools.get(t.name) is None]
@@ -156,6 +162,8 @@ def _resume(
             summary = run(
                 session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
             )
+    if info.sandbox == "docker" and summary.stop_reason not in RESUMABLE:  # the container is gone now: a checkpoint
+        clear_finished_run(run_dir)  # it was started from could not be removed at the stop, and can be now
     return Resumed(summary, notes)
 
 

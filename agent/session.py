@@ -375,9 +375,10 @@ def reopen_run(
     sandbox: Sandbox,
     tools: Registry | None = None,
     stop_rules: Sequence[StopRule] = (),
+    clock: Callable[[], float] = time.time,
 ) -> Iterator[Session]:
     """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
-    The sandbox is the caller's (reconnected or recreated); it is closed here."""
+    The sandbox is the caller's (reconnected or recreated); it is closed here. `clock` dates memory entries."""
     policy = HarnessPolicy.model_validate(info.policy)
     task = Task.model_validate(info.task)
     store = None
@@ -388,7 +389,7 @@ def reopen_run(
         if info.memory is not None:  # the store as the journal left it
             written = [e for e in read_events(journal.dir) if isinstance(e, MemoryWritten)]
             start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
-            store = MemoryStore(start, info.run_id, task.id, journal, written=written, kept=kept)
+            store = MemoryStore(start, info.run_id, task.id, journal, clock, written=written, kept=kept)
             base = with_memory(base, store, policy.memory)
         with with_mcp(
             policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
+# Each test runs a small suite in a child pytest (half a minute): `make test` runs them, `make quick` does not.
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 

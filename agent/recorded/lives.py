@@ -14,6 +14,7 @@ sandbox's, nor those that other commands write.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,10 +31,13 @@ from core.events import (
     Compacted,
     ContextOverflowed,
     Event,
+    InnerIntent,
+    InnerObserved,
     InputRequested,
     MemoryWritten,
     MessageAdded,
     ModelReplied,
+    ProgramFiles,
     RunResumed,
     RunStopped,
     SamplingReplied,
@@ -50,6 +54,9 @@ COUNTED = (
     ModelReplied,
     ToolIntent,
     ToolObserved,
+    InnerIntent,
+    InnerObserved,
+    ProgramFiles,
     MemoryWritten,
     InputRequested,
     Compacted,
@@ -162,6 +169,7 @@ def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | No
                 listeners=[ender(life, count(written))] if life.ended != "last" else [],
                 stop_rules=spec.stop_rules,
                 summariser=summariser,
+                clock=spec.memory.clock if spec.memory is not None else time.time,  # the recorded times, in turn
             ).summary
         except LifeEnded:
             summary = None

@@ -93,8 +93,9 @@ def playback(
     def recorded_run(tool: Tool) -> Callable[[Any, Any], ToolResult]:
         def run_recorded(args: Any, ctx: Any) -> ToolResult:
             for made in programs[ctx.call_id] if tool.name == RUN_CODE and ctx.program is not None else ():
-                if isinstance(made, ProgramFiles):
-                    ctx.program.record_files((run_dir / made.artifact).read_text())
+                if isinstance(made, ProgramFiles):  # a first run's scan (one run again after a crash keeps it)
+                    if ctx.program.files_before() is None:
+                        ctx.program.record_files((run_dir / made.artifact).read_text())
                 else:
                     ctx.program.call(made.observation.tool, made.arguments)
             result = answer(tool, ctx)

@@ -173,7 +173,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("box", ["local", "docker"])
+@pytest.mark.parametrize("box", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_bad_programs_each_give_one_observation_and_the_run_goes_on(tmp_path, box):
     policy = HarnessPolicy(
         dispatch=DispatchPolicy(mode="code", code=CodeLimits(timeout_s=2, max_calls=3, max_output_chars=2000))

@@ -1,8 +1,12 @@
 """The in-process engine is told, like `harness serve`, that a run comes back after its tools."""
 
+import pytest
+
 from agent.models.local import LocalModel
 from core.policy import ModelParams
 from core.types import Message
+
+pytestmark = pytest.mark.model
 
 
 def test_a_local_run_holds_its_prefix_for_its_tool_timeout():

@@ -21,6 +21,8 @@ from tests.agent.helpers import new_journal
 from tests.agent.models.harness_serve import harness_serve
 from tools.base import Registry
 
+pytestmark = pytest.mark.model
+
 TASK = (
     'Use the memory tool to save a note. Call it with command "create", path "/memories/notes.md" '
     'and file_text "the tests pass".'

@@ -89,7 +89,7 @@ from core.events import (
     SummaryReplied,
     ToolObserved,
 )
-from core.interrupts import EXIT_CODES, requested, signals_handled
+from core.interrupts import EXIT_CODES, Abandoned, requested, signals_handled
 from core.mcp_settings import McpServer
 from core.memory_types import WorkingMemory
 from core.policy import CheckpointPolicy, DispatchPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
@@ -625,9 +625,12 @@ def _run_dir(out: Path) -> Path | None:
 
 if __name__ == "__main__":
     with signals_handled():  # from before `ready`, as `harness run` and `harness resume` do
-        if sys.argv[1] == "start":
-            start_run(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
-        else:
-            resume_run(Path(sys.argv[2]))
+        try:
+            if sys.argv[1] == "start":
+                start_run(Path(sys.argv[2]), int(sys.argv[3]), Cell.parse(sys.argv[4]))
+            else:
+                resume_run(Path(sys.argv[2]))
+        except Abandoned:  # stopped while its sandbox was started or found again, as `harness resume` says it
+            pass
         stopped = requested()
     sys.exit(EXIT_CODES[stopped] if stopped else 0)

@@ -115,6 +115,9 @@ def test_sigterm_stops_a_docker_run_removes_its_container_and_keeps_its_shell_fo
     observed = resumed_and_replayed(run_dir, tmp_path)
     assert observed[2]["text"] == "1 sub\n0\n"  # the shell's state came back from the snapshot
     assert containers(run_dir) == []
+    from sandboxes.docker_runs import checkpoints
+
+    assert checkpoints(run_dir) == []  # the image the resume started from is removed once the run ended
 
 
 @pytest.mark.usefixtures("docker_ready")

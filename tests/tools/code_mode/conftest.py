@@ -5,7 +5,7 @@ import pytest
 from sandboxes.local import LocalSandbox
 
 
-@pytest.fixture(scope="module", params=["local", "docker"])
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker)])
 def box(request, tmp_path_factory):
     if request.param == "local":
         sb = LocalSandbox(tmp_path_factory.mktemp("work"))
