@@ -151,6 +151,8 @@ def open_run(spec: RunSpec) -> Iterator[Session]:
 @contextmanager
 def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     policy = spec.policy.model_copy(update={"mcp": [*spec.policy.mcp, *spec.mcp]}) if spec.mcp else spec.policy
+    if spec.seed is not None:  # the seed a run records is the one its model samples with
+        policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": spec.seed})})
     price = price_for(client.name, spec.prices, policy.stop.max_cost_usd)
     window = context_window(client, policy.model)
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
@@ -172,7 +174,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
         sandbox_options=sandbox.options if sandbox else {},
         toolset=spec.toolset,
         policy=policy.model_dump(mode="json"),
-        seed=spec.seed if spec.seed is not None else policy.model.seed,
+        seed=policy.model.seed,
         context_window=window,
         started_at=datetime.now(UTC).isoformat(),
         price=price,

@@ -7,7 +7,12 @@ import sys
 
 from typer.testing import CliRunner
 
+from agent.models.scripted import ScriptedModel
+from agent.run.task import Task
+from agent.session import RunSpec, start
 from cli.main import app
+from core.policy import HarnessPolicy
+from tests.agent.helpers import call
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.mcp.conftest import SERVERS
 
@@ -125,3 +130,17 @@ def test_a_task_whose_setup_fails_gets_its_summary(tmp_path):
     summary = summary_of(tmp_path / "runs")
     assert summary["stop_reason"] == "environment_error"
     assert summary["message"].startswith("Task task: setup command `echo preparing; exit 3` failed (exit 3)")
+
+
+def test_a_runs_seed_is_the_seed_its_model_samples_with(tmp_path):
+    seen = []
+
+    class Seeded(ScriptedModel):
+        def complete(self, messages, tools, params):
+            seen.append(params.seed)
+            return super().complete(messages, tools, params)
+
+    model = Seeded([call("submit", answer="done")])
+    _, run_dir = start(RunSpec(Task(id="t", prompt="Submit."), model, HarnessPolicy(), tmp_path, seed=7))
+    info = json.loads((run_dir / "run.json").read_text())
+    assert seen == [7] and info["seed"] == 7 and info["policy"]["model"]["seed"] == 7
