@@ -35,6 +35,12 @@ PROCESSES = {"docker": "docker", "raylet": "ray", "gcs_server": "ray"}
 LOCAL = re.compile(r"^local(-int4)?(:|$)")  # a model string naming the in-process engine
 
 
+def models(argv: list[str]) -> list[str]:
+    """The model strings a command line names (`--model M` or `--model=M`); `--sandbox local` is none."""
+    pairs = zip(argv, argv[1:], strict=False)
+    return [b for a, b in pairs if a == "--model"] + [a.split("=", 1)[1] for a in argv if a.startswith("--model=")]
+
+
 def mark(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
@@ -91,7 +97,7 @@ class Watch:
             name = Path(argv[0]).name if argv else ""
             if name in PROCESSES:
                 cls.saw(PROCESSES[name], f"started {name}")
-            elif name == "harness" and any(a == "serve" or LOCAL.match(a) for a in argv[1:]):
+            elif name == "harness" and ("serve" in argv[1:] or any(LOCAL.match(a) for a in models(argv))):
                 cls.saw("model", f"started `harness {' '.join(argv[1:3])}`, which loads the model")
 
     @classmethod

@@ -20,6 +20,8 @@ from agent.recorded.replay import replay
 from core.events import RunResumed, ToolIntent, ToolObserved
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 
+pytestmark = pytest.mark.slow  # each test signals a real harness process mid-call: 20-60 s
+
 HARNESS = str(Path(sys.executable).parent / "harness")
 SLOW = "sleep 20; echo late >> log.txt"
 SCRIPT = {
