@@ -26,6 +26,7 @@ from pathlib import Path
 from agent.journal.fold import fold
 from agent.journal.store import Journal, RunInfo, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
+from agent.journal.tools import record_tools
 from agent.loop import begin, compacted, run
 from agent.models.base import ModelClient
 from agent.recovery.approval import Decision
@@ -34,7 +35,7 @@ from agent.recovery.restore import Restored, restore
 from agent.run.state import RunState
 from agent.run.stopping import StopRule
 from agent.run.task import Task
-from agent.session import SandboxFactory, open_sandbox, prepare, record_tools, recorded_sandbox, reopen_run
+from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened, ToolIntent
 from core.memory_types import Fold
 from core.policy import HarnessPolicy

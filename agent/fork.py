@@ -36,12 +36,13 @@ from agent.journal.store import (
 from agent.journal.summary import Summary
 from agent.models import client_for
 from agent.models.base import ModelClient
+from agent.models.pricing import price_for
 from agent.models.shared import shared_engines
 from agent.models.windows import context_window
 from agent.recovery.branch import check_branch_point, inherited
 from agent.resume import resume
 from agent.run.stopping import StopRule
-from agent.session import SandboxFactory, price_for
+from agent.session import SandboxFactory
 from core.errors import HarnessError
 from core.events import Event
 from core.policy import HarnessPolicy

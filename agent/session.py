@@ -12,7 +12,6 @@ or, in one call, `start(spec)`.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -23,14 +22,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info, write_json_atomic
+from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_run_info
 from agent.journal.summary import Summary, summarize
+from agent.journal.tools import record_tools
 from agent.loop import run
 from agent.mcp_context import placed, prompt_task
 from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
-from agent.models.pricing import DEFAULT_TABLE, Price, find_price, load_prices
+from agent.models.pricing import price_for
 from agent.models.spec import is_local
 from agent.models.windows import context_window
 from agent.parts import Session
@@ -46,13 +46,12 @@ from core.mcp_settings import McpServer
 from core.policy import PRESETS, HarnessPolicy, load_policy, memory_on
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
-from tools.base import Registry, ToolRecord, record
+from tools.base import Registry
 from tools.builtin import toolset
 from tools.builtin.memory import with_memory
 from tools.mcp import with_mcp
 
 SANDBOXES = ("local", "docker", "docker:IMAGE")
-PROGRAM_TOOLS = "program_tools.json"  # in artifacts/: the tools a run_code program could call
 
 
 class SandboxSpec(BaseModel):
@@ -275,22 +274,6 @@ def code_tools(tools: Registry, names: Sequence[str]) -> Registry:
     return with_code_tools(tools, names)
 
 
-def price_for(model: str, prices: Path | None, budget: float | None, knob: str = "stop.max_cost_usd") -> Price | None:
-    """The model's price from the table; a cost budget (`knob`: the policy's, or a batch's) with no price to
-    count it in cannot start."""
-    price = find_price(model, load_prices(prices))
-    if price is None and budget is not None:
-        table = prices or DEFAULT_TABLE
-        provider, sep, name = model.partition(":")
-        entry = f'[{provider}."{name}"]' if sep else f'[PROVIDER."{model}"]'
-        raise HarnessError(
-            f"The cost budget {knob} = {budget:g} is set, but the price table {table} has no price for model "
-            f"{model!r}, so the cost could not be counted. Add {entry} with `input` and `output` (USD per "
-            f"million tokens) to a price table and pass it (--prices FILE), or drop {knob}."
-        )
-    return price
-
-
 def _start_sandbox(sandbox: SandboxSpec | SandboxFactory, journal: Journal) -> Sandbox:
     workspace = journal.dir / "workspace"
     try:
@@ -328,31 +311,6 @@ def prepare(task: Task, sandbox: Sandbox, timeout_s: float) -> None:
             raise HarnessError(
                 f"Task {task.id}: setup command `{command}` failed (exit {result.exit_code}):\n{result.output[-2000:]}"
             )
-
-
-def record_tools(journal: Journal, info: RunInfo, tools: Registry, program_tools: Registry | None = None) -> None:
-    """run.json names each tool offered (with its server, effect and schema hash); artifacts/tools.json
-    keeps the texts and schemas, which rerender and reports price; artifacts/program_tools.json, in code mode,
-    those a run_code program could call, which a replay plays back."""
-    records = [record(t) for t in tools]
-    journal.store_artifact("tools.json", json.dumps([r.model_dump(mode="json") for r in records], indent=1))
-    if program_tools is not None:
-        inner = [record(t).model_dump(mode="json") for t in program_tools]
-        journal.store_artifact(PROGRAM_TOOLS, json.dumps(inner, indent=1))
-    offered = [
-        {"name": r.name, "server": r.server, "effect": r.effect.value, "schema_sha256": r.schema_sha256}
-        for r in records
-    ]
-    write_json_atomic(journal.dir / "run.json", info.model_copy(update={"tools": offered}).model_dump(mode="json"))
-
-
-def recorded_tools(run_dir: Path, name: str = "tools.json") -> list[ToolRecord] | None:
-    """The tools a run offered (or, `name` PROGRAM_TOOLS, those its programs could call), as it recorded them;
-    None for runs recorded before tool sets were kept, or with no programs."""
-    path = Path(run_dir) / "artifacts" / name
-    if not path.exists():
-        return None
-    return [ToolRecord.model_validate(r) for r in json.loads(path.read_text())]
 
 
 def recorded_sandbox(info: RunInfo, doing: str) -> SandboxSpec:

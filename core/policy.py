@@ -7,11 +7,9 @@ exactly what differed.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.context_policy import (
@@ -25,7 +23,7 @@ from core.context_policy import (
 )
 from core.errors import HarnessError, describe_validation_error
 from core.mcp_settings import MAX_TOOLS, McpServer
-from core.text_files import read_text_file
+from core.policy_file import deep_merge, read_policy_file
 
 
 class _Knobs(BaseModel):
@@ -370,40 +368,14 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
             f"Unknown policy preset {name_or_path!r}. Known presets: {', '.join(sorted(PRESETS))}. "
             "Or pass a path to a .toml or .yaml policy file; either followed by +memory turns the memory tool on."
         )
-    data = _read_file(path)
+    data = read_policy_file(path)
     base = data.pop("extends", "default")
     if base not in PRESETS:
         raise HarnessError(f"Policy file {path} extends unknown preset {base!r}; known: {', '.join(sorted(PRESETS))}.")
-    merged = _deep_merge(PRESETS[base].model_dump(), data)
+    merged = deep_merge(PRESETS[base].model_dump(), data)
     if "name" not in data:
         merged["name"] = path.stem
     try:
         return HarnessPolicy.model_validate(merged)
     except ValidationError as e:
         raise HarnessError(describe_validation_error(e, f"Policy file {path}")) from None
-
-
-def _read_file(path: Path) -> dict[str, Any]:
-    raw = read_text_file(path, "policy file", "Check the path, or use a preset name.")
-    try:
-        if path.suffix == ".toml":
-            data = tomllib.loads(raw)
-        elif path.suffix in (".yaml", ".yml", ".json"):
-            data = yaml.safe_load(raw) or {}
-        else:
-            raise HarnessError(f"Policy file {path} must end in .toml, .yaml, .yml or .json.")
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
-        raise HarnessError(f"Policy file {path} is not valid {path.suffix[1:].upper()}: {e}") from None
-    if not isinstance(data, dict):
-        raise HarnessError(f"Policy file {path} must hold a mapping of fields, not a {type(data).__name__}.")
-    return data
-
-
-def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out

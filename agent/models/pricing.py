@@ -121,3 +121,19 @@ def format_total(value: float | None, unpriced: int) -> str:
     if value is None or not unpriced:
         return format_usd(value)
     return f"at least {format_usd(value)} ({unpriced} calls unpriced)"
+
+
+def price_for(model: str, prices: Path | None, budget: float | None, knob: str = "stop.max_cost_usd") -> Price | None:
+    """The model's price from the table; a cost budget (`knob`: the policy's, or a batch's) with no price to
+    count it in cannot start."""
+    price = find_price(model, load_prices(prices))
+    if price is None and budget is not None:
+        table = prices or DEFAULT_TABLE
+        provider, sep, name = model.partition(":")
+        entry = f'[{provider}."{name}"]' if sep else f'[PROVIDER."{model}"]'
+        raise HarnessError(
+            f"The cost budget {knob} = {budget:g} is set, but the price table {table} has no price for model "
+            f"{model!r}, so the cost could not be counted. Add {entry} with `input` and `output` (USD per "
+            f"million tokens) to a price table and pass it (--prices FILE), or drop {knob}."
+        )
+    return price

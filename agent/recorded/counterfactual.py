@@ -26,11 +26,11 @@ from pydantic import TypeAdapter
 from agent.journal.fold import Step, fold
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
+from agent.journal.tools import recorded_tools
 from agent.memory_store import recorded_memory
 from agent.models.pricing import Price, PriceTable, cost_usd, find_price
 from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
-from agent.session import recorded_tools
 from agent.tokens import counter_for
 from core.context_policy import ContextStep
 from core.errors import HarnessError

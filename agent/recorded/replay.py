@@ -27,21 +27,14 @@ from agent.fork import place
 from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
 from agent.journal.store import Journal, RunInfo, in_use, read_events, read_run_info
 from agent.journal.summary import Summary
+from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
 from agent.recorded.lives import replay_lives
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
 from agent.recovery.branch import writes_upto
 from agent.run.task import Task
-from agent.session import (
-    PROGRAM_TOOLS,
-    RunSpec,
-    SandboxFactory,
-    SandboxSpec,
-    open_sandbox,
-    recorded_sandbox,
-    recorded_tools,
-)
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_sandbox, recorded_sandbox
 from core.errors import HarnessError
 from core.events import (
     Compacted,

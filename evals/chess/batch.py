@@ -22,7 +22,8 @@ from pydantic import BaseModel, Field
 
 from agent.journal.store import make_folder, new_run_id, write_json_atomic
 from agent.models.base import ModelClient
-from agent.session import SandboxSpec, check_code_sandbox, price_for
+from agent.models.pricing import price_for
+from agent.session import SandboxSpec, check_code_sandbox
 from core.errors import HarnessError
 from core.events import Event
 from core.policy import HarnessPolicy

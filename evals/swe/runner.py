@@ -29,9 +29,10 @@ from agent.loop import run
 from agent.memory_dir import MemoryDir, load
 from agent.memory_store import MemorySource, refuse_own_instances
 from agent.models.base import ModelClient
+from agent.models.pricing import price_for
 from agent.models.spec import model_name
 from agent.run.task import Task
-from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run, price_for
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
 from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from evals.executors import BatchCost, Budget, Done, ExecutorOptions, Job, Tally, run_jobs

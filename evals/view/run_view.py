@@ -11,7 +11,7 @@ from typing import Any
 
 from agent.journal.fold import Step, fold
 from agent.journal.store import read_events
-from agent.session import recorded_tools
+from agent.journal.tools import recorded_tools
 from agent.tokens import counter_for
 from core.policy import HarnessPolicy
 from evals.reports.load import RunData

@@ -15,7 +15,7 @@ from agent.journal.fold import Folded, fold
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
-from agent.session import recorded_tools
+from agent.journal.tools import recorded_tools
 from core.errors import HarnessError
 from core.types import Observation, ToolCall
 from evals.reports.load import is_run_dir, run_dirs_in

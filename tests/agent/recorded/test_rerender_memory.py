@@ -5,9 +5,9 @@ the memory as of its step."""
 from __future__ import annotations
 
 from agent.journal.store import read_events, read_run_info
+from agent.journal.tools import recorded_tools
 from agent.memory_store import recorded_memory
 from agent.recorded.rerender import rerender
-from agent.session import recorded_tools
 from agent.tokens import counter_for
 from core.events import ModelReplied
 from core.policy import PRESETS
