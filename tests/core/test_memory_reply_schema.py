@@ -31,7 +31,7 @@ def test_every_string_list_and_map_of_the_reply_schema_is_bounded():
 
 
 def test_a_reply_at_every_bound_is_a_working_memory():
-    s, many = "x" * 200, range(5)
+    s, many = "x" * 120, range(3)
     reply = {
         "goal": s,
         "plan": [s for _ in many],
@@ -47,6 +47,10 @@ def test_a_reply_at_every_bound_is_a_working_memory():
 
 
 def test_a_reply_past_a_bound_is_refused():
-    for too_long in ({"goal": "g" * 201}, {"plan": ["p"] * 6}, {"environment": {str(i): "x" for i in range(6)}}):
+    for too_long in ({"goal": "g" * 121}, {"plan": ["p"] * 4}, {"environment": {str(i): "x" for i in range(4)}}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(too_long, MEMORY_REPLY_SCHEMA)
+
+
+def test_the_reply_leaves_superseded_values_to_the_harness():
+    assert "superseded" not in MEMORY_REPLY_SCHEMA["properties"] and "Superseded" not in MEMORY_REPLY_SCHEMA["$defs"]
