@@ -140,6 +140,8 @@ def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | No
     asked = received()
     try:
         with open_run(first) as session:  # one life: every decision at once, as the recorded process had them
+            if len(ends) > 1 and ends[0].counted == 0:
+                raise LifeEnded()  # its process stopped while the run was being opened: it made nothing to replay
             summary = run(
                 session,
                 approvals=decisions(recorded) if len(ends) == 1 else {},

@@ -178,3 +178,5 @@ def test_a_signal_before_the_first_step_stops_the_run_with_its_summary(tmp_path)
     assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "interrupted"
     done = subprocess.run([HARNESS, "resume", str(run_dir)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "submitted" in done.stdout, done.stdout + done.stderr
+    report = replay(run_dir, out=tmp_path / "replay")  # its first life made nothing: the replay opens and goes on
+    assert (report.harness, report.notes, report.replayed_stop) == ([], [], "submitted"), report.notes
