@@ -209,15 +209,14 @@ def game_colors(color: str, games: int, seed: int) -> list[str]:
 def play_one(
     spec: ChessBatchSpec, color: str, seed: int, listeners: Sequence[Callable[[Event], None]], out_dir: Path
 ) -> GameRun:
-    """A batch job: one game with a fresh model seeded `seed`, into a run directory under `out_dir`."""
-    policy = spec.policy
-    game_policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
+    """A batch job: one game with a fresh model seeded `seed` (the run samples with it), into a run directory
+    under `out_dir`."""
     with closing(spec.make_model(seed)) as model:
         return play_game(
             model,
             spec.opponent,
             color,
-            game_policy,
+            spec.policy,
             out_dir,
             seed,
             spec.rules,

@@ -71,8 +71,8 @@ class Study:
 
 
 def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec, out_dir: Path) -> Path:
-    """A study job: one run of one task and seed under one policy; returns its run directory."""
-    policy = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": cell.seed})})
+    """A study job: one run of one task and seed under one policy (the run samples with the seed); returns its run
+    directory."""
     if spec.max_steps is not None:
         policy = policy.model_copy(update={"stop": policy.stop.model_copy(update={"max_steps": spec.max_steps})})
     prices = Path(spec.prices) if spec.prices else None
