@@ -598,9 +598,9 @@ def main(
             )
         )
     if sandbox:
-        from faults_sandbox import sandbox_battery  # beside this script
+        from faults_sandbox import local_battery, sandbox_battery  # beside this script
 
-        battery = sandbox_battery()
+        battery = sandbox_battery() + local_battery()
         print(f"\n{'abuse':<30}{'contained':>10}{'clear':>7}  observation")
         for r in battery:
             print(
