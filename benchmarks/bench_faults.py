@@ -289,6 +289,7 @@ class Tally:
     no_answer: Counter = field(default_factory=Counter)  # and stalled connections not closed within the timeout
     leaks: Counter = field(default_factory=Counter)  # error bodies that name the server's own files or a traceback
     hang_ups: int = 0  # requests whose client hung up: the server's log must have one line for each
+    stalled_s: list = field(default_factory=list)  # seconds until the server answered or closed a stalled connection
     innocent_failures: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)  # (kind, what) -> one request that did it
@@ -349,7 +350,11 @@ def record(
             status, streamed_error, ok = r.status_code, False, r.status_code == 200 and check(r)
             error = r.text if status >= 400 else ""
         else:
+            start = time.monotonic()
             (status, streamed_error, error), ok = send(client, url, req), True
+            if req.cut in ("headers", "body"):
+                with tally.lock:
+                    tally.stalled_s.append(time.monotonic() - start)
     except (httpx.HTTPError, OSError, ValueError) as e:
         with tally.lock:
             tally.tried[key] += 1
@@ -544,6 +549,11 @@ def table(tally: Tally, after: dict) -> str:
         f"afterwards: valid request {after['valid request']}, /metrics {after['metrics status']}, "
         f"server_error counted {after['server_error counted']:g} (5xx seen {sum(tally.server_errors.values())})"
     )
+    if tally.stalled_s:
+        lines.append(
+            f"stalled connections: {len(tally.stalled_s)}, answered or closed after {min(tally.stalled_s):.2f} to "
+            f"{max(tally.stalled_s):.2f} s (request timeout {BODY_TIMEOUT_S:g} s)"
+        )
     if "log" in after:
         log = after["log"]
         lines.append(
