@@ -359,7 +359,7 @@ def record(
         with tally.lock:
             tally.tried[key] += 1
             tally.no_answer[key] += 1
-            tally.examples.setdefault((key, "no answer"), (repr(e)[:200], req.body[:300]))
+            tally.examples.setdefault((key, "no answer"), (repr(e)[:200], req.cut, req.body[:300]))
             if req.kind == "innocent":
                 tally.innocent_failures[key] += 1
         return
