@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from statistics import NormalDist
+from statistics import NormalDist, correlation, stdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,7 +53,7 @@ from core.events import Compacted, ModelReplied  # noqa: E402
 from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy  # noqa: E402
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
-from evals.ab.records import load_batch  # noqa: E402
+from evals.ab.records import load_batch, load_record  # noqa: E402
 from tests.agent import forking  # noqa: E402
 
 AT = 15
@@ -280,6 +280,13 @@ def whole(root: Path, policy: HarnessPolicy, seed: int, model: Sampler) -> Path:
     return run_dir
 
 
+def branch_tokens(run_dir: Path, branch: int) -> int:
+    """The prompt tokens of a run's steps up to `branch`, which its forks inherit."""
+    return sum(
+        e.reply.usage.prompt_tokens for e in read_events(run_dir) if isinstance(e, ModelReplied) and e.step <= branch
+    )
+
+
 def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
     """(mean of B - mean of A, low, high): Welch's 95% interval for two independent samples."""
     ci = scistats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
@@ -295,7 +302,7 @@ def ab(root: Path, runs: int, model: Sampler) -> dict:
     tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
     mean, low, high = welch(tokens[A.name], tokens[B.name])
     print(f"whole runs: {runs} + {runs}, B - A = {mean:.0f} [{low:.0f}, {high:.0f}] prompt tokens", flush=True)
-    branch_steps, same, taken = [], 0, 0
+    branch_steps, same, taken, pairs = [], 0, 0, []
     for s, parent in enumerate(parents):
         first = min(e.step for e in read_events(parent) if isinstance(e, Compacted) and e.fold is not None)
         branch_steps.append(first)
@@ -306,7 +313,20 @@ def ab(root: Path, runs: int, model: Sampler) -> dict:
             pair.append(made.run_dir)
         agreed, both = agreement(*pair, first - 1)
         same, taken = same + agreed, taken + both
+        pairs.append([load_record(d, prices).prompt_tokens for d in pair])
     print(f"forks' own steps with the same action in both forks: {same} of {taken}", flush=True)
+    before = [branch_tokens(p, b - 1) for p, b in zip(parents, branch_steps)]
+    spread = {
+        "sd_whole_a": stdev(tokens[A.name]),
+        "sd_before_branch": stdev(before),
+        "paired_correlation": correlation(*zip(*pairs)),
+    }
+    print(
+        f"prompt tokens of {A.name}'s whole runs: SD {spread['sd_whole_a']:.0f}, of which up to the branch SD "
+        f"{spread['sd_before_branch']:.0f}; correlation between the two forks of a pair: "
+        f"{spread['paired_correlation']:.2f}",
+        flush=True,
+    )
     fa, fb = (load_batch(root / "forks" / p.name, prices) for p in (A, B))
     result = next(
         m for m in compare(fa, fb, A.name, B.name, primary="prompt_tokens").metrics if m.name == "prompt_tokens"
@@ -326,6 +346,8 @@ def ab(root: Path, runs: int, model: Sampler) -> dict:
         "forks": {"pairs": result.n, "mean": result.diff, "low": result.ci_low, "high": result.ci_high},
         "width_ratio": ratio,
         "same_action_steps": {"same": same, "of": taken},
+        "spread": spread,
+        "fork_pairs_prompt_tokens": pairs,
         "wall_s": round(time.monotonic() - began, 1),
     }
     figures["forks"]["width"] = result.ci_high - result.ci_low
