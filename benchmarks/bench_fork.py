@@ -11,16 +11,18 @@ begins with the parent's steps 1..15, and how the fork stopped.
 ways in one process. Independent whole runs: 20 runs under each preset, seeds 0..19 and 100..119 (Welch's
 interval on the difference of means). Paired forks: each of the 20 compact_naive runs forked at the step before
 its first compaction under both presets with its own seed, compared by `harness ab`'s pairing and interval (by
-parent and seed). The model is a seeded sampler stand-in (Sampler below), whose draws follow the seed and either
-the whole prompt (`--sampler prompt`: two forks of one run draw apart from their first differing prompt) or the
-step (`--sampler seed`: the forks' actions stay the same, only the policies' rendering differs). The closing
-line is the ratio of the interval widths.
+parent and seed). The model is a seeded stand-in (Sampler below): `crn` samples as a seeded model does, a
+distribution the prompt moves (by `--drift`) with common random numbers for noise; `prompt` and `seed` are the
+two extremes (every draw follows the whole prompt, or only the seed and step). The closing line is the ratio of
+the interval widths; the lines before it say on how many of the forks' own steps both forks of a pair acted
+alike, how much of the whole runs' spread was there by the branch, and how closely the two forks' prompt tokens
+correlate. `--first-seed` shifts every seed, for another draw of the same comparison.
 
 `refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
 and a damaged journal: its exit code, what it said, and what it made.
 
     .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
-    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler prompt|seed]
+    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler crn|prompt|seed] [--drift 1] [--first-seed 0]
     .venv/bin/python benchmarks/bench_fork.py refusals
 """
 
@@ -293,17 +295,18 @@ def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
     return sum(b) / len(b) - sum(a) / len(a), float(ci.low), float(ci.high)
 
 
-def ab(root: Path, runs: int, model: Sampler) -> dict:
+def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
     began = time.monotonic()
-    parents = [whole(root / "whole" / A.name, A, s, model) for s in range(runs)]
-    for s in range(runs):
+    seeds = range(first_seed, first_seed + runs)
+    parents = [whole(root / "whole" / A.name, A, s, model) for s in seeds]
+    for s in seeds:
         whole(root / "whole" / B.name, B, 100 + s, model)
     prices = load_prices()
     tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
     mean, low, high = welch(tokens[A.name], tokens[B.name])
     print(f"whole runs: {runs} + {runs}, B - A = {mean:.0f} [{low:.0f}, {high:.0f}] prompt tokens", flush=True)
     branch_steps, same, taken, pairs = [], 0, 0, []
-    for s, parent in enumerate(parents):
+    for s, parent in zip(seeds, parents):
         first = min(e.step for e in read_events(parent) if isinstance(e, Compacted) and e.fold is not None)
         branch_steps.append(first)
         pair = []
@@ -338,6 +341,7 @@ def ab(root: Path, runs: int, model: Sampler) -> dict:
     ratio = (result.ci_high - result.ci_low) / (high - low)
     figures = {
         "runs_each": runs,
+        "seeds": [first_seed, first_seed + runs - 1],
         "model": model.name,
         "sandbox": "local",
         "presets": [A.name, B.name],
@@ -367,6 +371,9 @@ def main() -> None:
     ap.add_argument(
         "--sampler", choices=("crn", "prompt", "seed"), default="crn", help="what the ab model's draws follow"
     )
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="ab: seeds FIRST.. under one preset, FIRST+100.. under the other"
+    )
     ap.add_argument("--drift", type=float, default=1.0, help="crn: how far the prompt moves each choice's logit")
     ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--chess", action=argparse.BooleanOptionalAction, default=True)
@@ -375,7 +382,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
         root = Path(tmp)
         if args.part == "ab":
-            figures: object = ab(root, args.runs, Sampler(args.sampler, args.drift))
+            figures: object = ab(root, args.runs, Sampler(args.sampler, args.drift), args.first_seed)
         elif args.part == "refusals":
             figures = refusals(root)
         else:
