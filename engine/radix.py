@@ -73,6 +73,7 @@ class RadixCache:
         self.holds: dict[str, Hold] = {}
         self.num_held = 0  # cached blocks a live hold covers
         self.num_held_evicted = 0  # held blocks evicted because nothing else was left
+        self.num_queued_evicted = 0  # of them, blocks of sessions whose next request was queued
         self.num_saved_hits = 0  # blocks matched that an eviction had spared for their hold
         self._clock = itertools.count(1)
         self._queue = itertools.count(1)  # places in the engine's queue, in arrival order
@@ -231,6 +232,7 @@ class RadixCache:
             while due and len(freed) < num_blocks:
                 *_, node = heapq.heappop(due)
                 self.num_held_evicted += 1
+                self.num_queued_evicted += node.held_until == math.inf
                 self._remove(node, freed, due, key=_due)
         self.pool.free(freed)
         return len(freed)

@@ -99,7 +99,7 @@ def test_among_queued_sessions_the_one_queued_last_loses_its_blocks_first():
     tree.arrived("last")
     assert tree.evict(2) == 2 and tree.match(away) == []  # away: back behind both
     assert tree.evict(2) == 2 and tree.match(last) == [] and len(tree.match(first)) == 2
-    assert tree.num_held == 2 and tree.num_held_evicted == 4
+    assert tree.num_held == 2 and tree.num_held_evicted == 4 and tree.num_queued_evicted == 2
 
 
 def test_sessions_sharing_a_prefix_hold_it_until_the_last_lets_go():
