@@ -184,6 +184,7 @@ def render_run(run: RunData, out: Path | None = None, rankings: Mapping[str, Ran
         "journal_notes": run.journal_notes,
         "memory": memory_lines(run.memory) if run.memory is not None else [],
         "forks": fork_lines(run.forks) if run.forks is not None else [],
+        "inherited_up_to": run.info.fork.at_step if run.info.fork is not None else 0,
         "warnings": list(getattr(run.summary, "warnings", None) or []),
         "findings": run.findings,
         "detectors": [(d, found[d.name]) for d in DETECTORS],

@@ -29,9 +29,12 @@ def test_reports_show_a_fork_tree_with_the_inherited_steps_apart(tmp_path):
     assert "steps 1–4 inherited: 4 steps" in text and f"its own steps: 4, {own_tokens:,} prompt tokens" in text
     assert "world at the branch: the task's files and setup, then 4 writes run again and checked" in text
     assert "forks of this run" not in text
+    page = render_run(child, tmp_path / "fork-report.html").read_text()
+    assert "Fork tree" in page and page.count(">inherited</span>") == 4  # the timeline marks steps 1-4, not 5-8
+    assert page.index('id="step-4"') < page.rindex(">inherited</span>") < page.index('id="step-5"')
 
     tree = load_run(parent, prices).forks
     assert tree is not None and tree.origin is None
     assert [(c.at_step, c.policy) for c in tree.children] == [(4, "lean"), (6, "append_only"), (6, "append_only")]
     page = render_run(load_run(parent, prices), tmp_path / "report.html").read_text()
-    assert "Fork tree" in page and "forks of this run 3:" in page and f"{made.run_dir.name} after step 4" in page
+    assert "Fork tree" in page and "forks of this run 3:" in page and ">inherited</span>" not in page and f"{made.run_dir.name} after step 4" in page
