@@ -37,4 +37,9 @@ def test_reports_show_a_fork_tree_with_the_inherited_steps_apart(tmp_path):
     assert tree is not None and tree.origin is None
     assert [(c.at_step, c.policy) for c in tree.children] == [(4, "lean"), (6, "append_only"), (6, "append_only")]
     page = render_run(load_run(parent, prices), tmp_path / "report.html").read_text()
-    assert "Fork tree" in page and "forks of this run 3:" in page and ">inherited</span>" not in page and f"{made.run_dir.name} after step 4" in page
+    assert (
+        "Fork tree" in page
+        and "forks of this run 3:" in page
+        and ">inherited</span>" not in page
+        and f"{made.run_dir.name} after step 4" in page
+    )
