@@ -137,14 +137,14 @@ def _resume(
         model or info.model, policy.dispatch.tool_timeout_s
     ) as client:  # one loaded from a model string is closed here
         continue_model(client, fold(events).model_replies)
-        if any(not isinstance(e, SandboxOpened) for e in events):
+        if begun(events):
             snap, why = load_snapshot(run_dir)
             notes += [why] if why is not None else []
             restored = restore(task, events, snap)
             notes += restored.notes + describe_open_step(restored)
             box, note, since = reconnect(info, run_dir, task, policy, sandbox, events, snap, journal)
             notes += [note] if note is not None else []
-        else:  # it died before its first step, perhaps while its sandbox was being prepared: begin again
+        else:  # it stopped before its first step, perhaps while its sandbox was being prepared: begin again
             restored, since = None, None
             box = begin_again(info, run_dir, sandbox, journal)
             notes.append("The run had not begun when it stopped; it starts from the beginning.")
@@ -157,14 +157,21 @@ def _resume(
                     notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
             if restored is None:
                 prepare(task, box, policy.dispatch.tool_timeout_s)
-            else:
-                journal.append(RunResumed(step=restored.state.step, from_seq=restored.from_seq, notes=notes))
+            step, since_seq = (restored.state.step, restored.from_seq) if restored is not None else (0, 0)
+            journal.append(RunResumed(step=step, from_seq=since_seq, notes=notes))
             summary = run(
                 session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
             )
     if info.sandbox == "docker" and summary.stop_reason not in RESUMABLE:  # the container is gone now: a checkpoint
         clear_finished_run(run_dir)  # it was started from could not be removed at the stop, and can be now
     return Resumed(summary, notes)
+
+
+def begun(events: Sequence[Event]) -> bool:
+    """Whether the run took its first step: a process killed, or stopped by a signal, while the run was being
+    opened (its sandbox started, the task's files and setup put in) left only its sandbox, its stop and its
+    resumes, and the run begins again, setup included."""
+    return any(not isinstance(e, SandboxOpened | RunStopped | RunResumed) for e in events)
 
 
 def finished(events: Sequence[Event]) -> RunStopped | None:

@@ -184,6 +184,7 @@ def idle_replay(agents: dict[str, list[list[int]]], delays: list[float], blocks:
         "cached_share": cached / prompt_tokens,
         "evicted_blocks": radix.num_evicted,
         "held_evicted_blocks": radix.num_held_evicted,
+        "queued_evicted_blocks": radix.num_queued_evicted,
         "peak_live_blocks": live.peak,
     }
 
@@ -289,6 +290,7 @@ def replay(args, mode: str) -> dict:
         "peak_live_blocks": live.peak,
         "evicted_blocks": stats["evicted_blocks"],
         "held_evicted_blocks": stats["held_evicted_blocks"],
+        "queued_evicted_blocks": stats["queued_evicted_blocks"],
         "saved_hit_tokens": stats["saved_hit_blocks"] * BLOCK,
         "preemptions": stats["preemptions"],
         "delays": {"count": len(delays), "median_s": statistics.median(delays)},
@@ -314,6 +316,7 @@ def summary(run: dict) -> dict:
         "ttft_p50_s": statistics.median(ttfts),
         "evicted_blocks": run["evicted_blocks"],
         "held_evicted_blocks": run["held_evicted_blocks"],
+        "queued_evicted_blocks": run.get("queued_evicted_blocks", 0),
         "saved_hit_tokens": run["saved_hit_tokens"],
         "preemptions": run["preemptions"],
         "wall_s": run["wall_s"],
@@ -331,6 +334,7 @@ def table(runs: dict[str, dict]) -> str:
         ("TTFT p50", "{:.2f} s", "ttft_p50_s"),
         ("blocks evicted", "{:,}", "evicted_blocks"),
         ("held blocks evicted", "{:,}", "held_evicted_blocks"),
+        ("of them queued sessions'", "{:,}", "queued_evicted_blocks"),
         ("hits saved by holds (tokens)", "{:,}", "saved_hit_tokens"),
         ("preemptions", "{:,}", "preemptions"),
         ("wall", "{:.0f} s", "wall_s"),

@@ -12,7 +12,8 @@ fold or recovery, the runs that differ from the uninterrupted one (counter, conv
 prompt byte for byte, folds and recoveries as replay compares them, stop), duplicated writes, lost
 steps, containers left behind once every run finished, and the median resume time (from the resume
 call to its run_resumed event: state rebuilt, sandbox reconnected, MCP servers connected). In a cell
-named .../TERM or .../INT the processes get SIGTERM or SIGINT instead of SIGKILL: each stops at its
+named .../TERM or .../INT the processes get SIGTERM or SIGINT instead of SIGKILL (every other one
+as a write's intent is journaled, so that the resume settles a call the stop cut short): each stops at its
 next safe point with its stop, snapshot and summary written (core/interrupts.py), exits 143 or 130,
 and is resumed the same way. Every finished run that was resumed is then replayed (`harness replay`:
 each of its processes' lives in turn, the recovery included) and its harness divergences counted.

@@ -289,6 +289,7 @@ class Tally:
     no_answer: Counter = field(default_factory=Counter)  # and stalled connections not closed within the timeout
     leaks: Counter = field(default_factory=Counter)  # error bodies that name the server's own files or a traceback
     hang_ups: int = 0  # requests whose client hung up: the server's log must have one line for each
+    stalled_s: list = field(default_factory=list)  # seconds until the server answered or closed a stalled connection
     innocent_failures: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)  # (kind, what) -> one request that did it
@@ -349,12 +350,16 @@ def record(
             status, streamed_error, ok = r.status_code, False, r.status_code == 200 and check(r)
             error = r.text if status >= 400 else ""
         else:
+            start = time.monotonic()
             (status, streamed_error, error), ok = send(client, url, req), True
+            if req.cut in ("headers", "body"):
+                with tally.lock:
+                    tally.stalled_s.append(time.monotonic() - start)
     except (httpx.HTTPError, OSError, ValueError) as e:
         with tally.lock:
             tally.tried[key] += 1
             tally.no_answer[key] += 1
-            tally.examples.setdefault((key, "no answer"), (repr(e)[:200], req.body[:300]))
+            tally.examples.setdefault((key, "no answer"), (repr(e)[:200], req.cut, req.body[:300]))
             if req.kind == "innocent":
                 tally.innocent_failures[key] += 1
         return
@@ -544,6 +549,11 @@ def table(tally: Tally, after: dict) -> str:
         f"afterwards: valid request {after['valid request']}, /metrics {after['metrics status']}, "
         f"server_error counted {after['server_error counted']:g} (5xx seen {sum(tally.server_errors.values())})"
     )
+    if tally.stalled_s:
+        lines.append(
+            f"stalled connections: {len(tally.stalled_s)}, answered or closed after {min(tally.stalled_s):.2f} to "
+            f"{max(tally.stalled_s):.2f} s (request timeout {BODY_TIMEOUT_S:g} s)"
+        )
     if "log" in after:
         log = after["log"]
         lines.append(
@@ -598,9 +608,9 @@ def main(
             )
         )
     if sandbox:
-        from faults_sandbox import sandbox_battery  # beside this script
+        from faults_sandbox import local_battery, sandbox_battery  # beside this script
 
-        battery = sandbox_battery()
+        battery = sandbox_battery() + local_battery()
         print(f"\n{'abuse':<30}{'contained':>10}{'clear':>7}  observation")
         for r in battery:
             print(

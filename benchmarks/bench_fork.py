@@ -11,16 +11,18 @@ begins with the parent's steps 1..15, and how the fork stopped.
 ways in one process. Independent whole runs: 20 runs under each preset, seeds 0..19 and 100..119 (Welch's
 interval on the difference of means). Paired forks: each of the 20 compact_naive runs forked at the step before
 its first compaction under both presets with its own seed, compared by `harness ab`'s pairing and interval (by
-parent and seed). The model is a seeded sampler stand-in (Sampler below), whose draws follow the seed and either
-the whole prompt (`--sampler prompt`: two forks of one run draw apart from their first differing prompt) or the
-step (`--sampler seed`: the forks' actions stay the same, only the policies' rendering differs). The closing
-line is the ratio of the interval widths.
+parent and seed). The model is a seeded stand-in (Sampler below): `crn` samples as a seeded model does, a
+distribution the prompt moves (by `--drift`) with common random numbers for noise; `prompt` and `seed` are the
+two extremes (every draw follows the whole prompt, or only the seed and step). The closing line is the ratio of
+the interval widths; the lines before it say on how many of the forks' own steps both forks of a pair acted
+alike, how much of the whole runs' spread was there by the branch, and how closely the two forks' prompt tokens
+correlate. `--first-seed` shifts every seed, for another draw of the same comparison.
 
 `refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
 and a damaged journal: its exit code, what it said, and what it made.
 
     .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
-    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler prompt|seed]
+    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler crn|prompt|seed] [--drift 1] [--first-seed 0]
     .venv/bin/python benchmarks/bench_fork.py refusals
 """
 
@@ -36,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import NormalDist, correlation, stdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -48,11 +51,11 @@ from agent.models.pricing import load_prices  # noqa: E402
 from agent.recovery.branch import BEFORE_FIRST_COMPACTION  # noqa: E402
 from agent.run.task import Task  # noqa: E402
 from agent.session import RunSpec, SandboxSpec, start  # noqa: E402
-from core.events import Compacted  # noqa: E402
+from core.events import Compacted, ModelReplied  # noqa: E402
 from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy  # noqa: E402
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
-from evals.ab.records import load_batch  # noqa: E402
+from evals.ab.records import load_batch, load_record  # noqa: E402
 from tests.agent import forking  # noqa: E402
 
 AT = 15
@@ -184,18 +187,36 @@ TASK = Task(id="log", prompt="Append to steps.txt, one line a step, and look at 
 A, B = PRESETS["compact_naive"], PRESETS["compact_cache_aware"]
 
 
+SEQS = tuple(range(100, 901, 100))  # the lengths of `seq` the stand-in chooses among
+SUBMIT_LOGIT = math.log(0.15 / 0.85 * len(SEQS))  # P(submit) = 0.15 a step where the prompt does not move it
+
+
+def uniform(*key: object) -> float:
+    """A number in (0, 1) that is a function of key alone."""
+    digest = hashlib.sha256("\n".join(map(str, key)).encode()).digest()
+    return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
+
+
 class Sampler:
     """A seeded stand-in for a sampling model. Each reply is a shell command that appends a line to steps.txt,
-    prints its line count (the step, whatever the context holds) and a seq of a drawn length; from step 18 on
-    it submits with chance 0.15 a step, at step 45 always. Its draws follow the seed and either the whole prompt
-    (`prompt`: any difference in what it is shown changes what it does next, so two forks of a run draw apart
-    from their first differing prompt) or the step (`seed`: the same seed draws the same numbers whatever the
-    prompt, as the engine's per-request generator seeded by the request's seed does, and here the prompt does
-    not move the choice: the forks' actions stay the same and only the policy's rendering differs)."""
+    prints its line count (the step, whatever the context holds) and a seq of a chosen length (100 to 900 lines);
+    from step 18 on it may submit instead, at step 45 always. What its choice follows:
 
-    def __init__(self, follows: str = "prompt"):
-        self.follows = follows
-        self.name = f"scripted:sampler-{follows}"
+    - `prompt`: a generator seeded by the seed and the whole prompt, so any difference in what it is shown
+      changes every draw: two forks of a run draw apart from their first differing prompt (independent noise).
+    - `seed`: a generator seeded by the seed and the step, and a choice the prompt does not move: the forks'
+      actions stay the same and only the policy's rendering differs.
+    - `crn`: what a seeded sampling model does. Its distribution over the ten choices follows the prompt: each
+      choice's logit is moved by `drift` times a standard normal number drawn from the whole prompt (any
+      difference in the prompt moves the whole distribution, however small the difference); the noise is
+      common random numbers, a Gumbel number per choice keyed by (seed, step), and the choice is the argmax of
+      logit + noise (Gumbel-max: an exact sample of the softmax). Two forks with one seed then take the same
+      action wherever their distributions agree closely enough for the same choice to win, and differ where
+      the prompt moved them apart; with drift 0 this is `seed`, as drift grows it nears `prompt`."""
+
+    def __init__(self, follows: str = "prompt", drift: float = 1.0):
+        self.follows, self.drift = follows, drift
+        self.name = f"scripted:sampler-{follows}" + (f"-drift{drift:g}" if follows == "crn" else "")
 
     def complete(self, messages, tools, params) -> ModelReply:
         prompt = "\n".join(m.text for m in messages)
@@ -204,26 +225,68 @@ class Sampler:
             return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
         last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
         step = int(last.split()[0]) + 1 if last[:1].isdigit() else 1
-        drawn_from = prompt if self.follows == "prompt" else str(step)
-        rng = random.Random(hashlib.sha256(f"{params.seed}\n{drawn_from}".encode()).digest())
-        if step >= 45 or (step >= 18 and rng.random() < 0.15):
+        choice = self.choose(params.seed, step, prompt)
+        if choice == "submit":
             call = ToolCall(id=f"c{step}", name="submit", arguments=json.dumps({"answer": "done"}))
         else:
-            command = f"echo {step} >> steps.txt && wc -l < steps.txt && seq 1 {rng.randint(100, 900)}"
+            command = f"echo {step} >> steps.txt && wc -l < steps.txt && seq 1 {choice}"
             call = ToolCall(id=f"c{step}", name="shell", arguments=json.dumps({"command": command}))
         message = Message(role="assistant", text="", tool_calls=(call,))
         return ModelReply(message=message, usage=usage, finish_reason="tool_calls", model=self.name)
+
+    def choose(self, seed: int | None, step: int, prompt: str) -> int | str:
+        if step >= 45:
+            return "submit"
+        if self.follows != "crn":
+            rng = random.Random(
+                hashlib.sha256(f"{seed}\n{prompt if self.follows == 'prompt' else step}".encode()).digest()
+            )
+            return "submit" if step >= 18 and rng.random() < 0.15 else rng.randint(100, 900)
+        choices: list[int | str] = [*SEQS, "submit"] if step >= 18 else list(SEQS)
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+
+        def score(c: int | str) -> float:
+            logit = (SUBMIT_LOGIT if c == "submit" else 0.0) + self.drift * NORMAL.inv_cdf(uniform(digest, c))
+            return logit - math.log(-math.log(uniform(seed, step, c)))
+
+        return max(choices, key=score)
 
     def close(self) -> None:
         """Nothing to free."""
 
 
-def whole(root: Path, policy: HarnessPolicy, seed: int, follows: str) -> Path:
+NORMAL = NormalDist()
+
+
+def actions_after(run_dir: Path, branch: int) -> dict[int, tuple]:
+    """The tool calls of each step after `branch` (names and arguments, not ids)."""
+    return {
+        e.step: tuple((c.name, c.arguments) for c in e.reply.message.tool_calls)
+        for e in read_events(run_dir)
+        if isinstance(e, ModelReplied) and e.step > branch and e.reply.message.tool_calls
+    }
+
+
+def agreement(a: Path, b: Path, branch: int) -> tuple[int, int]:
+    """(steps after the branch where both forks made the same calls, steps both forks took)."""
+    ca, cb = actions_after(a, branch), actions_after(b, branch)
+    both = ca.keys() & cb.keys()
+    return sum(ca[s] == cb[s] for s in both), len(both)
+
+
+def whole(root: Path, policy: HarnessPolicy, seed: int, model: Sampler) -> Path:
     seeded = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
-    spec = RunSpec(TASK, Sampler(follows), seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
+    spec = RunSpec(TASK, model, seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
     summary, run_dir = start(spec)
     assert summary.stop_reason == "submitted", (run_dir, summary.stop_reason)
     return run_dir
+
+
+def branch_tokens(run_dir: Path, branch: int) -> int:
+    """The prompt tokens of a run's steps up to `branch`, which its forks inherit."""
+    return sum(
+        e.reply.usage.prompt_tokens for e in read_events(run_dir) if isinstance(e, ModelReplied) and e.step <= branch
+    )
 
 
 def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
@@ -232,22 +295,41 @@ def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
     return sum(b) / len(b) - sum(a) / len(a), float(ci.low), float(ci.high)
 
 
-def ab(root: Path, runs: int, follows: str) -> dict:
+def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
     began = time.monotonic()
-    parents = [whole(root / "whole" / A.name, A, s, follows) for s in range(runs)]
-    for s in range(runs):
-        whole(root / "whole" / B.name, B, 100 + s, follows)
+    seeds = range(first_seed, first_seed + runs)
+    parents = [whole(root / "whole" / A.name, A, s, model) for s in seeds]
+    for s in seeds:
+        whole(root / "whole" / B.name, B, 100 + s, model)
     prices = load_prices()
     tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
     mean, low, high = welch(tokens[A.name], tokens[B.name])
     print(f"whole runs: {runs} + {runs}, B - A = {mean:.0f} [{low:.0f}, {high:.0f}] prompt tokens", flush=True)
-    branch_steps = []
-    for s, parent in enumerate(parents):
+    branch_steps, same, taken, pairs = [], 0, 0, []
+    for s, parent in zip(seeds, parents):
         first = min(e.step for e in read_events(parent) if isinstance(e, Compacted) and e.fold is not None)
         branch_steps.append(first)
+        pair = []
         for policy in (A, B):
-            made = fork(parent, BEFORE_FIRST_COMPACTION, policy, Sampler(follows), s, root / "forks" / policy.name)
+            made = fork(parent, BEFORE_FIRST_COMPACTION, policy, model, s, root / "forks" / policy.name)
             assert made.summary is not None and made.summary.stop_reason == "submitted", made.run_dir
+            pair.append(made.run_dir)
+        agreed, both = agreement(*pair, first - 1)
+        same, taken = same + agreed, taken + both
+        pairs.append([load_record(d, prices).prompt_tokens for d in pair])
+    print(f"forks' own steps with the same action in both forks: {same} of {taken}", flush=True)
+    before = [branch_tokens(p, b - 1) for p, b in zip(parents, branch_steps)]
+    spread = {
+        "sd_whole_a": stdev(tokens[A.name]),
+        "sd_before_branch": stdev(before),
+        "paired_correlation": correlation(*zip(*pairs)),
+    }
+    print(
+        f"prompt tokens of {A.name}'s whole runs: SD {spread['sd_whole_a']:.0f}, of which up to the branch SD "
+        f"{spread['sd_before_branch']:.0f}; correlation between the two forks of a pair: "
+        f"{spread['paired_correlation']:.2f}",
+        flush=True,
+    )
     fa, fb = (load_batch(root / "forks" / p.name, prices) for p in (A, B))
     result = next(
         m for m in compare(fa, fb, A.name, B.name, primary="prompt_tokens").metrics if m.name == "prompt_tokens"
@@ -259,13 +341,17 @@ def ab(root: Path, runs: int, follows: str) -> dict:
     ratio = (result.ci_high - result.ci_low) / (high - low)
     figures = {
         "runs_each": runs,
-        "model": Sampler(follows).name,
+        "seeds": [first_seed, first_seed + runs - 1],
+        "model": model.name,
         "sandbox": "local",
         "presets": [A.name, B.name],
         "first_compaction_after_step": branch_steps,
         "whole": {"mean": mean, "low": low, "high": high, "width": high - low, "prompt_tokens": tokens},
         "forks": {"pairs": result.n, "mean": result.diff, "low": result.ci_low, "high": result.ci_high},
         "width_ratio": ratio,
+        "same_action_steps": {"same": same, "of": taken},
+        "spread": spread,
+        "fork_pairs_prompt_tokens": pairs,
         "wall_s": round(time.monotonic() - began, 1),
     }
     figures["forks"]["width"] = result.ci_high - result.ci_low
@@ -282,7 +368,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("part", choices=("worlds", "ab", "refusals"))
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--sampler", choices=("prompt", "seed"), default="prompt", help="what the ab model's draws follow")
+    ap.add_argument(
+        "--sampler", choices=("crn", "prompt", "seed"), default="crn", help="what the ab model's draws follow"
+    )
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="ab: seeds FIRST.. under one preset, FIRST+100.. under the other"
+    )
+    ap.add_argument("--drift", type=float, default=1.0, help="crn: how far the prompt moves each choice's logit")
     ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--chess", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -290,7 +382,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
         root = Path(tmp)
         if args.part == "ab":
-            figures: object = ab(root, args.runs, args.sampler)
+            figures: object = ab(root, args.runs, Sampler(args.sampler, args.drift), args.first_seed)
         elif args.part == "refusals":
             figures = refusals(root)
         else:

@@ -233,7 +233,7 @@ def bad_file_rows(work: Path) -> list[Row]:
             "chess config (a policy file)",
             "c.toml",
             b'extends = "default"\n# ',
-            lambda f: ["chess", "--model", "random", "--policy", str(f)],
+            lambda f: ["chess", "--model", "player:random", "--policy", str(f)],
         ),
         (
             "prices file",

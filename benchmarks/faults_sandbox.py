@@ -1,7 +1,9 @@
-"""The sandbox abuse battery: each abuse tried in a fresh Docker sandbox, judged contained and clearly reported.
+"""The sandbox abuse battery: each abuse tried in a fresh Docker sandbox (those aimed at a persistent shell in a
+local one too), judged contained and clearly reported.
 
     rows = sandbox_battery()          # list[Row]; for benchmarks/bench_faults.py's table
-    .venv/bin/python benchmarks/faults_sandbox.py
+    rows = local_battery()            # the abuses aimed at a persistent shell, against the local sandbox
+    .venv/bin/python benchmarks/faults_sandbox.py   # both
 
 Contained: the harness process and the host are unharmed, the limit held, and the
 sandbox (when it should survive) runs the next command cleanly. Clear: what the model
@@ -12,7 +14,9 @@ Needs a running engine and the base image (`bash scripts/setup.d/10-docker.sh`).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +29,7 @@ from pydantic import ValidationError
 from sandboxes.docker import DockerSandbox
 from sandboxes.docker_container import docker_client
 from sandboxes.docker_options import DockerOptions
+from sandboxes.local import LocalSandbox
 from tools.base import ToolContext
 from tools.builtin.files import READ_FILE, WRITE_FILE, ReadArgs, WriteArgs
 
@@ -115,10 +120,11 @@ def kill_the_container_from_inside(sb: DockerSandbox) -> tuple[bool, bool, str]:
     )
 
 
-def _works(sb: DockerSandbox) -> bool:
+def _works(sb: DockerSandbox | LocalSandbox) -> bool:
     """The shell and the file tools both still work."""
-    sb.write_file("/workspace/probe.txt", b"ok", timeout=10)
-    return sb.exec("cat /workspace/probe.txt", timeout=10).output == "ok" and sb.read_file("probe.txt") == b"ok"
+    where = sb.workdir if isinstance(sb, LocalSandbox) else "/workspace"
+    sb.write_file(f"{where}/probe.txt", b"ok", timeout=10)
+    return sb.exec(f"cat {where}/probe.txt", timeout=10).output == "ok" and sb.read_file("probe.txt") == b"ok"
 
 
 def kill_every_process(sb: DockerSandbox) -> tuple[bool, bool, str]:
@@ -203,14 +209,36 @@ def exec_another_program(sb: DockerSandbox) -> tuple[bool, bool, str]:
     return contained, clear, ended.output + hung.output
 
 
-def binary_floods(sb: DockerSandbox) -> tuple[bool, bool, str]:
+def binary_floods(sb: DockerSandbox | LocalSandbox) -> tuple[bool, bool, str]:
     """Endless NUL bytes and half a megabyte of random bytes: text with no raw control byte reaches the model."""
     zeros = sb.exec("cat /dev/zero", timeout=2)
     noise = sb.exec("head -c 500000 /dev/urandom; echo; echo end", timeout=10)
     raw = [c for r in (zeros, noise) for c in r.output if ord(c) < 32 and c not in "\t\n\r"]
-    contained = not raw and len(zeros.output) <= sb.options.output_cap and _works(sb)
+    cap = sb.output_cap if isinstance(sb, LocalSandbox) else sb.options.output_cap
+    contained = not raw and len(zeros.output) <= cap and _works(sb)
     clear = zeros.output.startswith("[binary output: ") and noise.output.endswith("end\n")
     return contained, clear, zeros.output[:120] + f" ... {len(noise.output):,} characters for 500 kB of noise"
+
+
+def local_closed_output(sb: LocalSandbox) -> tuple[bool, bool, str]:
+    """The local sandbox runs each command in a bash of its own: what one command closes, the next never sees."""
+    r = sb.exec("exec 1>&-; exec 2>&-; echo lost", timeout=10)
+    after = sb.exec("echo after; echo oops >&2", timeout=10).output
+    contained = after == "after\noops\n" and _works(sb)
+    return contained, r.output == "" and r.exit_code != 0, f"{r.output!r} (exit {r.exit_code}), then {after!r}"
+
+
+def local_exec_another_program(sb: LocalSandbox) -> tuple[bool, bool, str]:
+    """`exec` puts another program in the command's bash: one that ends, and one still running at the timeout
+    (its odd length names its process on this shared host)."""
+    ended = sb.exec("exec python3 -c 'print(1)'", timeout=10)
+    start = time.monotonic()
+    hung = sb.exec("exec sleep 1357", timeout=2)
+    took = time.monotonic() - start
+    left = subprocess.run(["pgrep", "-f", "sleep 1357"], capture_output=True).returncode == 0
+    contained = took < 6 and not left and _works(sb)
+    clear = ended.output == "1\n" and ended.exit_code == 0 and "killed at the timeout" in hung.output
+    return contained, clear, ended.output + hung.output
 
 
 BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[bool, bool, str]]]] = [
@@ -254,6 +282,34 @@ BATTERY: list[tuple[str, str, DockerOptions, Callable[[DockerSandbox], tuple[boo
 ]
 
 
+# The abuses aimed at a persistent shell, against the local sandbox (each command a bash of its own).
+LOCAL_BATTERY: list[tuple[str, str, Callable[[LocalSandbox], tuple[bool, bool, str]]]] = [
+    ("closed output (local)", "exec 1>&-; exec 2>&-, then the next command", local_closed_output),
+    (
+        "exec another program (local)",
+        "exec python3 -c 'print(1)'; exec sleep 1357 at a 2 s timeout",
+        local_exec_another_program,
+    ),
+    ("binary floods (local)", "cat /dev/zero (2 s), 500 kB of /dev/urandom", binary_floods),
+]
+
+
+def local_battery() -> list[Row]:
+    """LOCAL_BATTERY, each abuse in a fresh local sandbox; an exception escaping it counts as not contained."""
+    rows = []
+    for abuse, tried, attempt in LOCAL_BATTERY:
+        with tempfile.TemporaryDirectory(prefix="faults-local-") as tmp:
+            sb = LocalSandbox(Path(tmp, "work"))
+            try:
+                contained, clear, observation = attempt(sb)
+            except Exception as e:  # the row records it: the battery goes on
+                contained, clear, observation = False, False, f"{type(e).__name__}: {e}"
+            finally:
+                sb.close()
+        rows.append(Row(abuse, tried, contained, clear, " ".join(observation.split())[-200:]))
+    return rows
+
+
 def sandbox_battery(client=None) -> list[Row]:
     """Run every abuse in its own sandbox; an exception escaping the sandbox counts as not contained."""
     client = client or docker_client()
@@ -277,7 +333,7 @@ def sandbox_battery(client=None) -> list[Row]:
 
 
 def main() -> None:
-    rows = sandbox_battery()
+    rows = sandbox_battery() + local_battery()
     print(f"{'abuse':<30}{'contained':>10}{'clear':>7}  observation")
     for r in rows:
         print(

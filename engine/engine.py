@@ -365,6 +365,7 @@ class Engine:
             "held_blocks": self.radix.num_held if self.radix else 0,
             "held_sessions": len(self.radix.holds) if self.radix else 0,
             "held_evicted_blocks": self.radix.num_held_evicted if self.radix else 0,
+            "queued_evicted_blocks": self.radix.num_queued_evicted if self.radix else 0,
             "saved_hit_blocks": self.radix.num_saved_hits if self.radix else 0,
             "preemptions": self.scheduler.total_preemptions,
             "kv_bytes_per_token": self.kv.bytes_per_token,

@@ -15,10 +15,13 @@ form of SGLang's radix cache. A node owns the KV block holding its tokens.
   admitted (`release`; from its arrival, `arrived`, the hold no longer expires), or
   running requests need the blocks and nothing else is left to evict.
 - `evict(n)` frees least-recently-used unlocked leaves until n blocks are free: the
-  leaves no live hold covers, in LRU order; then held ones, the earliest deadline first
-  and those of sessions whose next request is queued last. With one timeout for every
-  session that is LRU again: the time between two tool calls is heavy-tailed, so the
-  agent away longest is the one likeliest to stay away.
+  leaves no live hold covers, in LRU order; then held ones: first those of sessions away,
+  the earliest deadline first, then those of sessions whose next request is queued, the
+  one queued last first. With one timeout for every session, the first part is LRU again:
+  the time between two tool calls is heavy-tailed, so the agent away longest is the one
+  likeliest to stay away. The second part is Belady's order: the engine admits in arrival
+  order, so the session queued last needs its blocks last (and one away comes back behind
+  every queued one).
 """
 
 import heapq
@@ -41,7 +44,15 @@ class Node:
     last_access: int = 0
     held: int = 0  # sessions holding this node (their paths run through it)
     held_until: float = 0.0  # the latest deadline of those holds
+    queued: int = 0  # the earliest queue place of those sessions' next requests (0: none queued)
     spared: bool = False  # an eviction passed over it for its hold, where LRU would have taken it
+
+
+def _due(node: Node) -> tuple[float, int, int]:
+    """Held blocks' eviction order: sessions away, the earliest deadline first; then sessions whose next
+    request is queued, the one queued last first (the engine admits in arrival order, so its blocks
+    are the ones needed last); LRU among equals."""
+    return node.held_until, -node.queued, node.last_access
 
 
 @dataclass
@@ -62,8 +73,10 @@ class RadixCache:
         self.holds: dict[str, Hold] = {}
         self.num_held = 0  # cached blocks a live hold covers
         self.num_held_evicted = 0  # held blocks evicted because nothing else was left
+        self.num_queued_evicted = 0  # of them, blocks of sessions whose next request was queued
         self.num_saved_hits = 0  # blocks matched that an eviction had spared for their hold
         self._clock = itertools.count(1)
+        self._queue = itertools.count(1)  # places in the engine's queue, in arrival order
 
     @property
     def num_evictable(self) -> int:
@@ -159,9 +172,11 @@ class RadixCache:
         if hold is None:
             return
         hold.until = math.inf
+        place = next(self._queue)
         for node in hold.path:
             if node.held:
                 node.held_until = math.inf
+                node.queued = min(node.queued or place, place)
 
     def release(self, session: str) -> None:
         """End the session's hold, if it has one: its blocks go back to plain LRU."""
@@ -173,7 +188,7 @@ class RadixCache:
                 node.held -= 1
                 if node.held == 0:
                     self.num_held -= 1
-                    node.held_until = 0.0
+                    node.held_until, node.queued = 0.0, 0
 
     def expire(self) -> None:
         now = self.clock()
@@ -211,13 +226,14 @@ class RadixCache:
         for node in passed:
             self._spare(node, newest)
         if len(freed) < num_blocks and passed:
-            # Nothing unheld is left: held leaves go, the earliest deadline first.
-            due = [(n.held_until, n.last_access, id(n), n) for n in passed]
+            # Nothing unheld is left: held leaves go, in _due's order.
+            due = [(*_due(n), id(n), n) for n in passed]
             heapq.heapify(due)
             while due and len(freed) < num_blocks:
                 *_, node = heapq.heappop(due)
                 self.num_held_evicted += 1
-                self._remove(node, freed, due, key=lambda n: (n.held_until, n.last_access))
+                self.num_queued_evicted += node.held_until == math.inf
+                self._remove(node, freed, due, key=_due)
         self.pool.free(freed)
         return len(freed)
 
@@ -239,7 +255,7 @@ class RadixCache:
         del parent.children[node.key]
         self.num_nodes -= 1
         if node.held:
-            node.held = 0
+            node.held, node.queued = 0, 0
             self.num_held -= 1
         freed.append(node.block)
         if parent is not self.root and not parent.children and parent.lock_ref == 0:

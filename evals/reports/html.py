@@ -21,6 +21,7 @@ from evals.reports.charts import PART_COLORS, run_charts
 from evals.reports.chess import chess_view
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line
+from evals.reports.forks import fork_lines
 from evals.reports.load import RunData
 from evals.reports.localization import Ranked, of_run
 from evals.reports.localization import cards as loc_cards
@@ -182,6 +183,8 @@ def render_run(run: RunData, out: Path | None = None, rankings: Mapping[str, Ran
         "cost_note": cost_note(run),
         "journal_notes": run.journal_notes,
         "memory": memory_lines(run.memory) if run.memory is not None else [],
+        "forks": fork_lines(run.forks) if run.forks is not None else [],
+        "inherited_up_to": run.info.fork.at_step if run.info.fork is not None else 0,
         "warnings": list(getattr(run.summary, "warnings", None) or []),
         "findings": run.findings,
         "detectors": [(d, found[d.name]) for d in DETECTORS],

@@ -14,6 +14,7 @@ from core.errors import HarnessError
 from core.types import Message
 from evals.reports.detectors import detect
 from evals.reports.finding import Finding
+from evals.reports.forks import ForkTree, fork_tree
 from evals.reports.memory import MemoryUse, memory_use
 from evals.reports.outcome import graded, outcome_label, success
 from evals.reports.recorded import Recorded, priceable, recorded
@@ -34,6 +35,7 @@ class RunData:
     ]  # what is wrong with the journal or summary.json, one sentence each (agent.journal.integrity)
     recorded: Recorded | None = None  # an imported run: the source's own figures (evals.reports.recorded)
     memory: MemoryUse | None = None  # what the run read and wrote of the agent's memory (evals.reports.memory)
+    forks: ForkTree | None = None  # its parent and branch, and forks made of it (evals.reports.forks)
 
     @property
     def cost(self) -> float | None:
@@ -117,4 +119,5 @@ def load_run(run_dir: Path, prices: PriceTable, price_model: str | None = None) 
         journal_notes=check.notes,
         recorded=recorded(info, summary, steps),
         memory=memory_use(run_dir, info),
+        forks=fork_tree(run_dir, info, check.events, steps),
     )

@@ -9,6 +9,7 @@ from agent.models.pricing import format_total, format_usd
 from evals.reports.detectors import DETECTORS, DRIFT
 from evals.reports.drift_summary import drift_line, drift_markdown, drift_rows
 from evals.reports.finding import short
+from evals.reports.forks import fork_lines
 from evals.reports.load import RunData
 from evals.reports.localization import Ranked, of_run
 from evals.reports.localization import markdown as localization_markdown
@@ -95,6 +96,7 @@ def run_markdown(run: RunData) -> str:
         *overflow_lines(run),
         *program_lines(run),
         *(memory_lines(run.memory) if run.memory is not None else []),
+        *(fork_lines(run.forks) if run.forks is not None else []),
         "",
         "## Findings",
         "",

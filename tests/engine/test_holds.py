@@ -87,6 +87,21 @@ def test_a_session_whose_next_request_is_queued_is_held_last_and_never_expires()
     assert tree.evict(2) == 2 and tree.match(away) == [] and len(tree.match(queued)) == 2
 
 
+def test_among_queued_sessions_the_one_queued_last_loses_its_blocks_first():
+    """The engine admits in arrival order: the session queued last needs its blocks last, whatever
+    their age (LRU would take the first-queued's, cached earlier)."""
+    pool, tree, clock = _tree(num_blocks=6)
+    first, last, away = [1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]
+    for name, tokens in (("first", first), ("last", last), ("away", away)):
+        _cache(tree, pool, tokens)
+        tree.hold(name, tokens, 60.0)
+    tree.arrived("first")
+    tree.arrived("last")
+    assert tree.evict(2) == 2 and tree.match(away) == []  # away: back behind both
+    assert tree.evict(2) == 2 and tree.match(last) == [] and len(tree.match(first)) == 2
+    assert tree.num_held == 2 and tree.num_held_evicted == 4 and tree.num_queued_evicted == 2
+
+
 def test_sessions_sharing_a_prefix_hold_it_until_the_last_lets_go():
     pool, tree, clock = _tree(num_blocks=8)
     a, b = [1, 2, 3, 4], [1, 2, 5, 6]
@@ -103,7 +118,7 @@ def test_sessions_sharing_a_prefix_hold_it_until_the_last_lets_go():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(1, 6)), min_size=1, max_size=60))
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.integers(1, 6)), min_size=1, max_size=60))
 def test_random_holds_keep_blocks_owned_once_and_the_counts_true(ops):
     pool, tree, clock = _tree(num_blocks=12, block_size=1)
     for op, who, n in ops:
@@ -123,6 +138,8 @@ def test_random_holds_keep_blocks_owned_once_and_the_counts_true(ops):
         elif op == 4:
             clock.now += n
             tree.expire()
+        elif op == 5:
+            tree.arrived(f"s{who}")
         else:
             unheld = [x for x in tree._iter_nodes() if not x.children and not x.held]
             freed = tree.evict(n)
@@ -131,6 +148,7 @@ def test_random_holds_keep_blocks_owned_once_and_the_counts_true(ops):
         nodes = list(tree._iter_nodes())
         assert sorted([*pool._free, *(x.block for x in nodes)]) == list(range(12))
         assert tree.num_held == sum(1 for x in nodes if x.held)
+        assert all(x.held for x in nodes if x.queued)
         for x in nodes:  # a hold covers a path from the root
             if x.held and x.parent is not tree.root:
                 assert x.parent is not None and x.parent.held

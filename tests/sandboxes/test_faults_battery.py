@@ -1,4 +1,5 @@
-"""The sandbox abuse battery of benchmarks/faults_sandbox.py, run against the real engine: every abuse contained and reported clearly."""
+"""The sandbox abuse battery of benchmarks/faults_sandbox.py, run against the real engine and the local sandbox: every abuse
+contained and reported clearly."""
 
 import importlib.util
 import os
@@ -24,3 +25,11 @@ def test_every_sandbox_abuse_is_contained_with_a_clear_observation(docker_ready)
     failed = [r for r in rows if not (r.contained and r.clear)]
     assert not failed, "\n".join(f"{r.abuse}: contained={r.contained} clear={r.clear}: {r.observation}" for r in failed)
     assert os.environ.get("OPENAI_API_KEY") == before  # the host's environment is as it was
+
+
+def test_the_abuses_aimed_at_a_persistent_shell_are_contained_in_the_local_sandbox_too():
+    battery = _battery()
+    rows = battery.local_battery()
+    assert [r.abuse for r in rows] == [b[0] for b in battery.LOCAL_BATTERY]
+    failed = [r for r in rows if not (r.contained and r.clear)]
+    assert not failed, "\n".join(f"{r.abuse}: contained={r.contained} clear={r.clear}: {r.observation}" for r in failed)

@@ -40,7 +40,8 @@ resume them until they finish; every finished run that was resumed is replayed a
 
 Each process prints `ready` just before the run starts or resumes, so a caller can aim its kills
 at the run rather than at Python's start-up (or at an event: with CRASH_DIE_AFTER=TYPE:N in its
-environment a process SIGKILLs itself once the journal holds N events of that type), and a resume
+environment a process SIGKILLs itself once the journal holds N events of that type; with TYPE:N:TERM
+or TYPE:N:INT it sends itself that signal instead), and a resume
 prints `resumed_in SECONDS` once its run_resumed event is written (state rebuilt, sandbox
 reconnected, MCP servers connected). Every prompt the model is sent is logged (as a digest, per
 reply index) to `prompts.jsonl` beside the run directory, so a resumed run can be checked to send
@@ -117,6 +118,10 @@ AIMS = {
     # a fork's process dies after its branch ran the parent's first or second write again, or in its own steps
     "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
+    # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
+    # and left for the resume to settle as a call cut short
+    "TERM": ("tool_intent",),
+    "INT": ("tool_intent",),
 }
 
 Sandbox = Literal["local", "docker"]
@@ -330,11 +335,11 @@ def resume_run(run_dir: Path) -> None:
 
 def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
     """A journal listener that SIGKILLs this process once the journal holds the events DIE_AFTER names
-    (`journaled`: those it held when the process began), or none."""
+    (`journaled`: those it held when the process began), or sends it the signal DIE_AFTER names; or none."""
     aim = os.environ.get(DIE_AFTER)
     if not aim:
         return ()
-    kind, count = aim.split(":")
+    kind, count, *stop = aim.split(":")
     if kind == REBUILD:
         _dying_in_rebuild(int(count))
         return ()
@@ -343,7 +348,7 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
     def listener(event: Event) -> None:
         seen[0] += event.type == kind
         if seen[0] == int(count):
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.Signals[f"SIG{stop[0]}"] if stop else signal.SIGKILL)
 
     return (listener,)
 
@@ -392,11 +397,17 @@ def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
 def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s: float) -> Torture:
     """Start runs and SIGKILL them (or send the cell's signal) at random moments (uniform over `window_s` after `ready`), resuming
     each until it finishes, until `kills` kills have landed on a live process. In a cell with AIMS the
-    processes take turns: each aim in order (the process dies right after the journal's next event or
-    the one after of that type), then a random moment."""
+    processes take turns: each aim in order (the process dies, or gets the cell's signal, right after the
+    journal's next event or the one after of that type), then a random moment."""
     rng = random.Random(seed)
     stats = Torture()
-    turns = [*AIMS.get(cell.context, ()), *AIMS.get(cell.writes, ()), *(AIMS["fork"] if cell.fork else ()), None]
+    turns = [
+        *AIMS.get(cell.context, ()),
+        *AIMS.get(cell.writes, ()),
+        *(AIMS["fork"] if cell.fork else ()),
+        *AIMS.get(cell.stop, ()),
+        None,
+    ]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
         run_dir, clean_exits = None, 0
@@ -406,7 +417,9 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             env = dict(os.environ)
             if aim is not None:
                 journaled = sum(e.type == aim for e in read_events(run_dir)) if run_dir is not None else 0
-                env[DIE_AFTER] = f"{aim}:{journaled + rng.randint(1, 2)}"
+                env[DIE_AFTER] = f"{aim}:{journaled + rng.randint(1, 2)}" + (
+                    "" if cell.stop == "KILL" else f":{cell.stop}"
+                )
             proc = subprocess.Popen(
                 driver(*args), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
             )

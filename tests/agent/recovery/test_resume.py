@@ -418,3 +418,36 @@ def test_a_run_stopped_by_signals_between_steps_does_not_do_its_last_step_again(
     finally:
         clear()
     assert prompts == want and history(run_dir) == history(reference)
+
+
+def test_a_run_stopped_while_its_setup_ran_begins_again_and_its_resumed_lives_replay(tmp_path):
+    """Stopped by a signal while the task's setup ran (nothing of the run begun): the resume runs the setup again
+    and journals its `resumed`, as any resume does; stopped again after the first reply, then resumed to the end:
+    the setup's file is there, and the replay stops each life where the run did, with no divergence."""
+    from agent.recorded.replay import replay
+    from core.interrupts import Abandoned, clear, request
+
+    task = Task(prompt="Look at ready.txt, submit.", setup=["sleep 1", "echo ready > ready.txt"])
+    script = [call("shell", command="cat ready.txt"), call("submit", answer="done")]
+
+    def stop_on(kind: str):
+        return lambda event: request("SIGTERM") if event.type == kind else None
+
+    out = tmp_path / "runs"
+    request("SIGTERM")  # arrives while the setup's first command runs
+    try:
+        with pytest.raises(Abandoned):
+            start(RunSpec(task, ScriptedModel(script), HarnessPolicy(), out))
+        [run_dir] = [d for d in out.iterdir() if d.is_dir()]
+        clear()
+        done = resume(run_dir, model=ScriptedModel(script), listeners=[stop_on("model_replied")])
+        assert done.summary.stop_reason == "interrupted"
+        clear()
+        assert resume(run_dir, model=ScriptedModel(script)).summary.stop_reason == "submitted"
+    finally:
+        clear()
+    events = read_events(run_dir)
+    assert sum(isinstance(e, RunResumed) for e in events) == 2
+    assert [e.observation.text for e in events if isinstance(e, ToolObserved)][0].startswith("ready")
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert (report.harness, report.notes, report.replayed_stop) == ([], [], "submitted")
