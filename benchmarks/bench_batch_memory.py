@@ -12,7 +12,11 @@ After each game or instance it prints the process's resident memory (VmRSS), and
 the last one's against the third's (the first runs load the weights and warm the allocator).
 
     .venv/bin/python benchmarks/bench_batch_memory.py [--part chess|swe|both] [--games 40] [--instances 40]
-                                                      [--max-plies 4] [--max-steps 3]
+                                                      [--max-plies 4] [--max-steps 3] [--max-tokens 256]
+
+`--max-steps` caps the model's steps in each game or instance and `--max-tokens` each reply (the `local` preset's
+256 by default): shorter runs make a long batch finish sooner and leave what is measured, the memory between
+runs, as it is.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.policy import PRESETS  # noqa: E402
+from core.policy import PRESETS, HarnessPolicy  # noqa: E402
 from evals.chess.batch import ChessBatchSpec, play_batch  # noqa: E402
 from evals.chess.game import GameRules  # noqa: E402
 from evals.chess.players import ModelMaker  # noqa: E402
@@ -69,13 +73,19 @@ class Follow:
         )
 
 
-def chess(games: int, max_plies: int, out: Path) -> None:
+def local_policy(max_steps: int, max_tokens: int) -> HarnessPolicy:
+    local = PRESETS["local"]
+    stop = local.stop.model_copy(update={"max_steps": max_steps})
+    return local.model_copy(update={"stop": stop, "model": local.model.model_copy(update={"max_tokens": max_tokens})})
+
+
+def chess(games: int, max_plies: int, max_steps: int, max_tokens: int, out: Path) -> None:
     follow = Follow("game")
     spec = ChessBatchSpec(
         games=games,
         make_model=ModelMaker("local"),
         opponent="stockfish:skill=0",
-        policy=PRESETS["local"],
+        policy=local_policy(max_steps, max_tokens),
         out=out,
         rules=GameRules(max_plies=max_plies, allow_resign=False),
         analysis_depth=None,
@@ -85,7 +95,7 @@ def chess(games: int, max_plies: int, out: Path) -> None:
     follow.verdict()
 
 
-def swe(instances: int, max_steps: int, out: Path) -> None:
+def swe(instances: int, max_steps: int, max_tokens: int, out: Path) -> None:
     suite = load_instances(suite_path("builtin"))
     chosen = [
         suite[i % len(suite)].model_copy(
@@ -93,10 +103,8 @@ def swe(instances: int, max_steps: int, out: Path) -> None:
         )
         for i in range(instances)
     ]
-    local = PRESETS["local"]
-    policy = local.model_copy(update={"stop": local.stop.model_copy(update={"max_steps": max_steps})})
     follow = Follow("instance")
-    spec = SweBatchSpec(chosen, "local", policy, out / "swe", ExecutorOptions(workers=1))
+    spec = SweBatchSpec(chosen, "local", local_policy(max_steps, max_tokens), out / "swe", ExecutorOptions(workers=1))
     run_batch(spec, on_done=lambda r: follow(f"{r.instance_id}: {r.stop_reason}, {r.steps} steps"))
     follow.verdict()
 
@@ -108,13 +116,14 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=40)
     parser.add_argument("--max-plies", type=int, default=4)
     parser.add_argument("--max-steps", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=PRESETS["local"].model.max_tokens)
     args = parser.parse_args()
     print(f"RSS at start: {rss_mb():.0f} MB", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-batch-memory-") as tmp:
         if args.part in ("chess", "both"):
-            chess(args.games, args.max_plies, Path(tmp))
+            chess(args.games, args.max_plies, args.max_steps, args.max_tokens, Path(tmp))
         if args.part in ("swe", "both"):
-            swe(args.instances, args.max_steps, Path(tmp))
+            swe(args.instances, args.max_steps, args.max_tokens, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -35,12 +35,8 @@ import torch
 
 from engine.backend import make_runner
 from engine.config import EngineConfig
-from engine.errors import (
-    ContextLengthError,
-    EngineError,
-    EngineStoppedError,
-    InvalidRequestError,
-)
+from engine.errors import ContextLengthError, EngineError, EngineStoppedError, InvalidRequestError
+from engine.heap import give_back_heap
 from engine.kv_cache import BlockPool, allocate_kv_cache
 from engine.linear import int4_dtype
 from engine.loop import Loop
@@ -317,9 +313,9 @@ class Engine:
         fail_all(self._handles, self.scheduler, error, "error")
 
     def shutdown(self) -> None:
-        """Stop the loop thread, fail every request still queued, and free the weights and the KV cache: an
-        engine something still refers to (a client, a server's state) holds no memory of note afterwards.
-        It serves nothing more; a second call does nothing."""
+        """Stop the loop thread, fail every request still queued, free the weights and the KV cache and give
+        the heap they held back to the OS (engine/heap.py): an engine something still refers to (a client, a
+        server's state) holds no memory of note afterwards. It serves nothing more; a second call does nothing."""
         self.loop.stop()
         atexit.unregister(self._at_exit)
         with self.loop.lock:
@@ -327,6 +323,7 @@ class Engine:
             if hasattr(self, "runner"):
                 del self.runner, self.model, self.kv
                 self._ahead = None
+        give_back_heap()
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.

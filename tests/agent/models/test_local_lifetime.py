@@ -1,16 +1,21 @@
-"""The in-process engine's lifetime: a closed local client frees its engine, and a batch's runs share one."""
+"""The in-process engine's lifetime: a closed local client frees its engine and gives its memory back, and a
+batch's runs share one."""
 
 from __future__ import annotations
 
 import threading
 import weakref
+from pathlib import Path
 
 import pytest
 
 from agent.models import load_model
 from agent.models.local import LocalModel
 from agent.models.shared import shared_engines
+from core.policy import ModelParams
+from core.types import Message
 from engine import EngineStoppedError
+from engine.heap import give_back_heap
 
 pytestmark = pytest.mark.model
 
@@ -32,6 +37,22 @@ def test_a_closed_local_client_frees_its_engine():
     del client
     assert engine() is None  # nothing keeps the engine: no garbage collection needed to reclaim it
     assert engine_threads() == before
+
+
+def resident_mb() -> float:
+    return next(int(line.split()[1]) / 1024 for line in Path("/proc/self/status").open() if line.startswith("VmRSS:"))
+
+
+def test_a_closed_local_client_gives_its_memory_back():
+    """Without handing the freed heap back, a process kept about half of an engine's memory after closing it,
+    and a process that opened engines one after another (a test suite, a study) grew with each."""
+    give_back_heap()  # what earlier work in this process freed is not counted as the engine's
+    before = resident_mb()
+    client = load_model("local")
+    client.complete([Message(role="user", text="Say hi")], [], ModelParams(max_tokens=4))
+    loaded = resident_mb()
+    client.close()
+    assert resident_mb() - before < 0.3 * (loaded - before), (before, loaded, resident_mb())
 
 
 def test_a_batch_shares_one_engine_and_shuts_it_down_when_it_ends():
