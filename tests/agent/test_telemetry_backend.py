@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # starts a Phoenix server: about a minute before the first test
+
 ROOT = Path(__file__).resolve().parents[2]
 PHOENIX = ROOT / ".venv-phoenix" / "bin" / "phoenix"
 TASK = "Write fizzbuzz.py printing 1 to 15 with Fizz, Buzz and FizzBuzz, run it, then submit."

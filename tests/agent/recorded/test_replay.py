@@ -181,6 +181,7 @@ def test_the_readme_example_replays_cleanly_played_back_and_executed(tmp_path):
     assert executed.exit_code == 0 and "0 changed in the world" in executed.output, executed.output
 
 
+@pytest.mark.slow  # a subprocess killed inside a sleeping call, then resumed, for each rule
 @pytest.mark.parametrize("rule", ["unknown", "rerun", "ask"])
 def test_a_run_resumed_after_a_kill_inside_a_tool_replays_with_no_divergence(tmp_path, rule):
     """The smallest case: the first call (`sleep 4; echo 1 >> log.txt`) killed with -9 during its sleep, the run
