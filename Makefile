@@ -52,9 +52,11 @@ quick: setup check
 
 test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should. Two workers (pytest-xdist):
-	# most tests wait on Docker, subprocesses or servers, so one process left a core idle. The tests that start
-	# Ray run in a process of their own, after the rest (tests/conftest.py marks them).
-	$(VENV)/bin/pytest -q tests -m "not ray" -n 2 --durations 20
+	# most tests wait on Docker, subprocesses or servers, so one process left a core idle. Then the tests that
+	# prune every container of the host, alone (tests/tiers.py), and those that start Ray, in a process of their
+	# own (tests/conftest.py marks them).
+	$(VENV)/bin/pytest -q tests -m "not ray and not serial" -n 2 --durations 20
+	$(VENV)/bin/pytest -q tests -m "serial and not ray"
 	$(VENV)/bin/pytest -q tests -m ray
 
 # Every benchmark in turn, each with its defaults (the GPU one says so and is skipped without CUDA);

@@ -39,7 +39,7 @@ def test_a_docker_fork_at_step_15_of_30_holds_the_parents_files(tmp_path, no_lef
             forking.TASK, forking.model(), policy, tmp_path, SandboxSpec(kind="docker"), run_id="p", listeners=[world]
         )
     )
-    assert summary.stop_reason == "submitted" and summary.steps == forking.STEPS
+    assert summary.stop_reason == "submitted" and summary.steps == forking.STEPS, summary.message
     kept = sorted(c.step for c in checkpoints(parent) if c.kept)
     assert kept == ([4, 8, 12, 16, 20, 24, 28] if fork_every else [])  # kept after the run ended
 

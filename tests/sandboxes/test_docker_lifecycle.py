@@ -61,6 +61,7 @@ def test_removed_from_outside(sandbox):
         sandbox.exec("true", timeout=5)
 
 
+@pytest.mark.serial  # its prune would remove a container another test's killed run left for its resume
 def test_prune_removes_containers_of_crashed_runs_only(docker_ready):
     crash = "from sandboxes.docker import DockerSandbox; import os; print(DockerSandbox.start().name, flush=True); os._exit(1)"
     orphan = subprocess.run(

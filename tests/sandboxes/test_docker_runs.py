@@ -57,6 +57,7 @@ def _gone(client, container_id: str) -> bool:
         return True
 
 
+@pytest.mark.serial  # its prune would remove a container another test's killed run left for its resume
 def test_a_killed_owners_container_is_kept_while_its_run_is_held_and_reconnected_with_its_shell_state(
     docker_ready, tmp_path
 ):
@@ -130,6 +131,7 @@ def test_a_removed_container_is_recreated_from_the_newest_of_a_bounded_set_of_ch
         reattach(tmp_path, None, ShellState("/workspace"), client=docker_ready)
 
 
+@pytest.mark.serial  # its prune would remove a container another test's killed run left for its resume
 def test_prune_removes_dead_runs_only_and_checkpoints_of_deleted_run_folders(docker_ready, tmp_path):
     live_dir, dead_dir, deleted_dir = (tmp_path / n for n in ("live", "dead", "deleted"))
     for d in (live_dir, dead_dir, deleted_dir):
