@@ -323,7 +323,7 @@ class Engine:
             if hasattr(self, "runner"):
                 del self.runner, self.model, self.kv
                 self._ahead = None
-        give_back_heap()
+                give_back_heap()
 
     def step(self) -> StepStats | None:
         """Schedule, run the model once, sample, and update every scheduled request.
