@@ -116,8 +116,8 @@ def forward(
             experts_mlp(x, layer.mlp_norm, layer.experts, c)
             continue
         assert layer.gate_up is not None and layer.down is not None
-        act = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps, swiglu=True)
-        project(act, layer.down, gated=act.shape[1] != layer.down.shape[1], residual=x)
+        gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)
+        project(gate_up, layer.down, gated=True, residual=x)
     if logits_rows is not None:
         x = x.index_select(0, logits_rows)
     return project(x, model.lm_head, norm=model.norm, eps=eps, out_dtype=torch.float32, ids=ids)

@@ -2,8 +2,7 @@
 written in the CUTLASS DSL) for the matrices and row counts where quack measured faster.
 
 The engine chooses when it starts (`choose`, before the decode graphs are captured): for every matrix
-shape of the model, each form it is used in (plain, added into the residual stream, float32 logits,
-the gate/up projection with SiLU·up in the epilogue)
+shape of the model, each form it is used in (plain, added into the residual stream, float32 logits)
 and each class of row counts (decode steps of up to 64 and of up to 256 rows; prefill chunks), it
 times cuBLAS and a few quack tile configurations on the model's own weights, every layer's matrix in
 turn so that they come from memory as in a step. A configuration whose result strays from cuBLAS's
@@ -19,8 +18,6 @@ import time
 import torch
 import torch.nn.functional as F
 
-from engine.cuda.activation import silu_and_mul
-
 log = logging.getLogger("engine.cuda")
 
 # (most rows in the class, rows it is timed at, quack configurations tried as
@@ -29,13 +26,6 @@ CLASSES = (
     (64, 32, ((64, 32, True, 1, True), (128, 32, False, 1, True), (128, 32, False, 2, True))),
     (256, 128, ((64, 128, True, 1, True), (128, 128, True, 1, True), (128, 128, False, 1, True))),
     (None, 8192, ((256, 192, False, 2, False), (256, 128, False, 2, False), (128, 256, False, 2, False))),
-)
-# The gated GEMM (SiLU(gate)·up in the epilogue, over the [gate; up] weight as the model stores it) has no
-# swapped-operand tiles: its decode classes take 64-row tiles, the rows padded.
-SWIGLU_TILES = (
-    ((64, 128, True, 1, False), (64, 256, True, 1, False)),
-    ((128, 128, True, 1, False), (64, 256, True, 1, False)),
-    ((128, 256, False, 2, False), (256, 128, False, 2, False), (128, 192, True, 2, False)),
 )
 MIN_GAIN = 1.03  # quack replaces cuBLAS only when this much faster: below it, the timing's noise decides
 # What each shape measured, (out, in, form, class) -> (quack GemmConfig or None for cuBLAS, what was seen):
@@ -70,23 +60,6 @@ def matmul(
     # (cuda_kernels="torch") runs cuBLAS whatever another engine in the process chose.
     configs = getattr(w, "quack_configs", None)
     return _run(x, w, residual, out_dtype, configs[rows_class(x.shape[0])] if configs else None)
-
-
-def matmul_swiglu(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor | None:
-    """SiLU(gate)·up of x @ w.T, w being [gate; up] (2I, in), in one quack GEMM where `choose` chose one
-    for this many rows; None where it did not (the caller multiplies and applies it apart)."""
-    configs = getattr(w, "quack_swiglu", None)
-    config = configs[rows_class(x.shape[0])] if configs else None
-    return None if config is None else _swiglu(x, w, config)
-
-
-def _swiglu(x, w, config):
-    from quack.gemm_interface import gemm_gated
-
-    _, act = gemm_gated(
-        x, w.t(), activation="swiglu", store_preact=False, tuned=False, config=config, concat_layout=("B",)
-    )
-    return act
 
 
 def _run(x, w, residual, out_dtype, config):
@@ -129,10 +102,6 @@ def _time_one(ws: list[torch.Tensor], form: str, cls: int, rows: int) -> tuple[o
     start = torch.randn(rows, n, device=x.device, dtype=x.dtype) if form == "residual" else None
 
     def every(config):
-        if form == "swiglu":
-            for w in ws:
-                y = silu_and_mul(F.linear(x, w)) if config is None else _swiglu(x, w, config)
-            return y
         residual = None if start is None else start.clone()
         for w in ws:
             y = _run(x, w, residual, out_dtype, config)
@@ -141,7 +110,7 @@ def _time_one(ws: list[torch.Tensor], form: str, cls: int, rows: int) -> tuple[o
     ref = every(None).float()
     best, best_ms = None, cuda_time(lambda: every(None), 3)
     cublas_ms = best_ms
-    for tm, tn, pingpong, cluster_m, swap in SWIGLU_TILES[cls] if form == "swiglu" else CLASSES[cls][2]:
+    for tm, tn, pingpong, cluster_m, swap in CLASSES[cls][2]:
         config = GemmConfig(
             tile_m=tm, tile_n=tn, pingpong=pingpong, cluster_m=cluster_m, cluster_n=1, swap_ab=swap,
             is_dynamic_persistent=False,
@@ -181,7 +150,7 @@ def choose(projections: dict[tuple[int, int, str], list[torch.Tensor]], max_rows
             seen.append(f"{n}x{k} {form} {CLASS_NAMES[cls]}: {what}")
         if any(configs):
             for w in ws:
-                setattr(w, "quack_swiglu" if form == "swiglu" else "quack_configs", tuple(configs))
+                w.quack_configs = tuple(configs)  # type: ignore[attr-defined]
     text = "; ".join(seen)
     log.info("projection kernels chosen in %.1f s: %s", time.perf_counter() - t, text)
     return text

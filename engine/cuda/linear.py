@@ -27,8 +27,7 @@ The output projection can also leave each row's first maximum (its greedy token)
 program writes its own, and a one-program kernel picks the row's (_argmax_merge). That is
 the decode graph's greedy token, with no kernel after the graph.
 More rows take a GEMM (gemm.py: cuBLAS, or quack's where it measured faster) with the same
-fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the residual add; SiLU·up
-where quack's gated GEMM was chosen).
+fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the residual add).
 """
 
 from typing import NamedTuple
@@ -41,7 +40,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine import cuda
 from engine.cuda.activation import silu_and_mul
-from engine.cuda.gemm import matmul, matmul_swiglu
+from engine.cuda.gemm import matmul
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
 from engine.sampler import argmax
@@ -354,8 +353,6 @@ def project(
     residual: torch.Tensor | None = None,  # (T, out): residual += result, in place, and returned
     out_dtype: torch.dtype | None = None,
     ids: torch.Tensor | None = None,  # (T,) int64: each row's first maximum is written here too
-    swiglu: bool = False,  # w is [gate; up]: SiLU(gate)·up of the product is returned where a GEMM's
-    # epilogue makes it (gemm.py chose one for this many rows), else the product [gate | up]
 ) -> torch.Tensor:
     t = x.shape[0]
     if t <= GEMV_MAX_ROWS:
@@ -374,8 +371,6 @@ def project(
     if residual is not None:
         assert bias is None
         return matmul(x, w, residual=residual)
-    if swiglu and bias is None and (act := matmul_swiglu(x, w)) is not None:
-        return act
     if bias is None:
         y = matmul(x, w, out_dtype=out_dtype)
     else:
