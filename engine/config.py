@@ -60,8 +60,9 @@ class EngineConfig:
     # request's row wastes.
     decode_ahead: bool | None = None
     step_stats_history: int = 4096  # how many per-step records to keep for a server to expose
-    # CUDA projections of more than one row: "auto" times cuBLAS against quack's Hopper GEMMs (the
-    # cuda-kernels extra, where installed) at start and keeps the faster per shape; "torch": cuBLAS only.
+    # CUDA projections of more than one row and prefill attention: "auto" times cuBLAS against quack's
+    # Hopper GEMMs and the Triton prefill attention against FlashAttention-4 (the cuda-kernels extra, where
+    # installed) at start and keeps the faster; "torch": cuBLAS and Triton only.
     cuda_kernels: str = "auto"
 
     def __post_init__(self):

@@ -18,6 +18,7 @@ import torch
 
 from engine.config import ModelConfig
 from engine.cuda.decode_attention import decode_attention
+from engine.cuda.flash import flash_prefill
 from engine.cuda.linear import RopeStore, project, qkv_rope_store
 from engine.cuda.model import CudaExperts, CudaModel
 from engine.cuda.moe import experts_add
@@ -36,6 +37,9 @@ class CudaAttentionMetadata:
     prefill_q_len: torch.Tensor | None = None
     prefill_kv_len: torch.Tensor | None = None
     max_prefill_len: int = 0
+    # (S + 1,) int32 cumulative chunk lengths from the first chunk row: set, prefill attention runs on
+    # FlashAttention-4 (flash.py, where the runner chose it), else on the Triton kernel
+    prefill_cu_seqlens: torch.Tensor | None = None
 
 
 def attention(
@@ -52,6 +56,20 @@ def attention(
             and meta.prefill_q_len is not None
             and meta.prefill_kv_len is not None
         ), "prefill chunks come with their tables"
+        if meta.prefill_cu_seqlens is not None:
+            nd = meta.num_decode  # the chunks' rows follow the decode rows
+            flash_prefill(
+                q[nd:],
+                k_cache,
+                v_cache,
+                meta.prefill_tables,
+                meta.prefill_cu_seqlens,
+                meta.prefill_kv_len,
+                meta.max_prefill_len,
+                scale,
+                out[nd:],
+            )
+            return out
         prefill_attention(
             q,
             k_cache,

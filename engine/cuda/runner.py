@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from engine.batch import Batch, Launched
-from engine.cuda import gemm
+from engine.cuda import flash, gemm
 from engine.cuda.forward import CudaAttentionMetadata, forward
 from engine.cuda.graphs import DecodeGraphs
 from engine.cuda.model import CudaModel
@@ -52,6 +52,12 @@ class CudaRunner:
         self.model, self.kv, self.block_size = model, kv, block_size
         # Before the graphs are captured: they hold the kernels chosen.
         self.kernels = gemm.choose(model.projections(), max_rows) if kernels == "auto" else "cuBLAS (asked for)"
+        self.flash, attention = (
+            flash.choose(kv.k[0], kv.v[0], model.config.num_heads, model.scale, max_rows)
+            if kernels == "auto"
+            else (False, "Triton (asked for)")
+        )
+        self.kernels += f"; prefill attention: {attention}"
         width = -(-max_model_len // block_size)
         self.graphs = DecodeGraphs(model, kv, max_batch, width) if use_graphs else None
         # The most sequences a greedy decode step runs ahead with (engine/step.py): what a graph holds.
@@ -114,5 +120,8 @@ class CudaRunner:
                     torch.tensor(v, dtype=torch.int32).to(dev, non_blocking=True) for v in (starts, lens, kv_lens)
                 )
                 meta.max_prefill_len = max(lens)
+                if self.flash:
+                    cu = [s - nd for s in starts] + [starts[-1] + lens[-1] - nd]
+                    meta.prefill_cu_seqlens = torch.tensor(cu, dtype=torch.int32).to(dev, non_blocking=True)
             rows = None if all_logits else torch.tensor(inputs.logits_rows, dtype=torch.long).to(dev, non_blocking=True)
             return forward(self.model, host[0], host[1], meta, self.kv.k, self.kv.v, rows)

@@ -396,20 +396,51 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
     assert rel(got.float() - x.float(), want - x.float()) < BF16_TOL
 
 
-def test_quack_projections_match_cublas(ckpt, monkeypatch):
-    """Every projection of more than one row on quack's GEMMs (any tile that is correct wins) against
-    the same engine on cuBLAS only: prefill and batched decode logits. Needs the cuda-kernels extra."""
+def test_flash_prefill_matches_the_triton_kernel():
+    """FlashAttention-4's paged varlen kernel on the chunks that follow a step's decode rows: cold,
+    after a cached prefix, one block, a table padded past its length. Needs the cuda-kernels extra."""
+    pytest.importorskip("flash_attn.cute.interface")
+    from engine.cuda.flash import flash_missing, flash_prefill
+    from engine.cuda.prefill_attention import prefill_attention
+
+    assert flash_missing() is None, flash_missing()
+    torch.manual_seed(1)
+    dev, h, kvh, d, bs, nb, nd = "cuda", 32, 8, 128, 16, 600, 3
+    kc = torch.randn(nb, bs, kvh, d, device=dev, dtype=torch.bfloat16)
+    vc = torch.randn_like(kc)
+    specs = [(nd, 200, 200), (nd + 200, 77, 77 + 1000), (nd + 277, 16, 16 + 64), (nd + 293, 2048, 2048)]
+    q = torch.randn(nd + sum(s[1] for s in specs), h, d, device=dev, dtype=torch.bfloat16)
+    tables = [torch.randperm(nb, device=dev)[: -(-kl // bs)] for _, _, kl in specs]
+    tt = torch.zeros(len(specs), max(len(t) for t in tables) + 2, dtype=torch.int32, device=dev)
+    for i, t in enumerate(tables):
+        tt[i, : len(t)] = t
+    col = lambda j: torch.tensor([s[j] for s in specs], dtype=torch.int32, device=dev)  # noqa: E731
+    cu = torch.tensor([s[0] - nd for s in specs] + [q.shape[0] - nd], dtype=torch.int32, device=dev)
+    want, got = torch.zeros_like(q), torch.zeros_like(q)
+    prefill_attention(q, kc, vc, tt, col(0), col(1), col(2), 2048, d**-0.5, want)
+    flash_prefill(q[nd:], kc, vc, tt, cu, col(2), 2048, d**-0.5, got[nd:])
+    assert (got[:nd] == 0).all()  # the decode rows are not the prefill kernel's
+    for qs, ql, _ in specs:
+        assert rel(got[qs : qs + ql], want[qs : qs + ql]) < 1e-2
+
+
+def test_optional_kernels_match_the_torch_path(ckpt, monkeypatch):
+    """Every projection of more than one row on quack's GEMMs (any tile that is correct wins) and
+    prefill attention on FlashAttention-4 where installed, against the same engine on cuBLAS and
+    Triton only: prefill and batched decode logits. Needs the cuda-kernels extra."""
     pytest.importorskip("quack.gemm_interface")
     from engine.cuda import gemm
+    from engine.cuda.flash import flash_missing
 
     monkeypatch.setattr(gemm, "TIMED", {})
-    monkeypatch.setattr(gemm, "MIN_GAIN", 0.0)  # quack wherever one of its tiles is correct
+    monkeypatch.setattr(gemm, "MIN_GAIN", 0.0)  # quack and FlashAttention wherever they are correct
     prompts = [prompt(300, 40), prompt(90, 41), prompt(20, 42)]
     steps: dict[str, list[dict]] = {}
     for kernels in ("auto", "torch"):
         engine = cuda_engine(ckpt, cuda_kernels=kernels)
         if kernels == "auto":
             assert "quack" in engine.runner.kernels, engine.runner.kernels
+            assert engine.runner.flash == (flash_missing() is None), engine.runner.kernels
         else:
             assert engine.runner.kernels.startswith("cuBLAS")
         steps[kernels] = [{} for _ in prompts]
