@@ -29,7 +29,8 @@ $(PHOENIX)/.installed: scripts/setup_phoenix.sh
 
 setup: $(STAMP) $(INTEROP)/.installed $(PHOENIX)/.installed
 
-system:
+# After the venv: the sandbox image is built by its Python (scripts/setup.d/10-docker.sh).
+system: $(STAMP)
 	bash scripts/setup_system.sh
 
 demo: setup system
@@ -52,12 +53,14 @@ quick: setup check
 
 test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should. Two workers (pytest-xdist):
-	# most tests wait on Docker, subprocesses or servers, so one process left a core idle. Then the tests that
-	# prune every container of the host, alone (tests/tiers.py), and those that start Ray, in a process of their
-	# own (tests/conftest.py marks them).
-	$(VENV)/bin/pytest -q tests -m "not ray and not serial" -n 2 --durations 20
-	$(VENV)/bin/pytest -q tests -m "serial and not ray"
-	$(VENV)/bin/pytest -q tests -m ray
+	# most tests wait on Docker, subprocesses or servers, so one process left a core idle. Beside them, the tests
+	# that start Ray, in a process of their own (tests/conftest.py marks them), their output shown when both are
+	# done. Then, alone, the tests that prune every container of the host or start Ray Serve (tests/tiers.py).
+	log=$$(mktemp); $(VENV)/bin/pytest -q tests -m "ray and not serial" >$$log 2>&1 & ray=$$!; \
+	$(VENV)/bin/pytest -q tests -m "not ray and not serial" -n 2 --durations 20; spread=$$?; \
+	wait $$ray; alone=$$?; echo "== the tests that start Ray:"; cat $$log; rm -f $$log; \
+	test $$spread = 0 && test $$alone = 0
+	$(VENV)/bin/pytest -q tests -m serial
 
 # Every benchmark in turn, each with its defaults (the GPU one says so and is skipped without CUDA);
 # one benchmark: .venv/bin/python benchmarks/bench_NAME.py --help.

@@ -13,7 +13,9 @@ import time
 import httpx
 import pytest
 
-pytestmark = pytest.mark.ray  # run in a process of their own (tests/conftest.py)
+# Ray, in a process of its own (tests/conftest.py), and alone: Serve's 5 s health checks of its proxy fail on a
+# machine that other tests keep busy, and the replica set never comes up.
+pytestmark = [pytest.mark.ray, pytest.mark.serial]
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'harness[serve-replicas]')")
 openai = pytest.importorskip("openai")
 

@@ -177,9 +177,14 @@ def test_the_in_process_engine_says_its_window_and_refuses_a_longer_prompt():
         model.engine.shutdown()
 
 
+# Small, since each of the run's steps reads a prompt of nearly the whole window on the CPU: any window
+# less than the 20,000-line output overflows the same way.
+WINDOW = 2048
+
+
 @pytest.mark.model
 def test_a_tool_output_that_overflows_harness_serve_is_recovered_with_the_local_preset(tmp_path):
-    """The embedded model behind `harness serve --max-model-len 4096`, the `local` preset, and one output allowed
+    """The embedded model behind `harness serve --max-model-len 2048`, the `local` preset, and one output allowed
     the whole window (overflow.observation_share = 1): the next prompt cannot fit, the harness makes room, and
     the run goes on. Prompts are counted with the embedded tokenizer; where the server's chat template counts
     more, its refusal is recovered too."""
@@ -192,13 +197,13 @@ def test_a_tool_output_that_overflows_harness_serve_is_recovered_with_the_local_
         "them again.",
         setup=["seq 1 20000 > numbers.txt"],
     )
-    with harness_serve("--max-model-len", "4096") as url:
+    with harness_serve("--max-model-len", str(WINDOW)) as url:
         summary, run_dir = start(RunSpec(task, f"openai-compatible:{url}/v1#smollm2", policy, tmp_path))
     assert summary.stop_reason not in ("model_error", "harness_error", "context_exhausted"), summary.message
     found = [e for e in events(run_dir) if e["type"] == "context_overflow"]
     assert found and any(e["cuts"] for e in found)
     sent = [e for e in events(run_dir) if e["type"] == "model_replied"]
-    assert len(sent) >= 2 and all(e["counted_tokens"] + 256 <= 4096 for e in sent)  # the room for the reply kept
-    assert all(e["reply"]["usage"]["prompt_tokens"] <= 4096 for e in sent)  # and by the server's own count
+    assert len(sent) >= 2 and all(e["counted_tokens"] + 256 <= WINDOW for e in sent)  # the room for the reply kept
+    assert all(e["reply"]["usage"]["prompt_tokens"] <= WINDOW for e in sent)  # and by the server's own count
     text = run_markdown(load_run(run_dir, load_prices()))
     assert "context overflows" in text and "cut from" in text
