@@ -458,9 +458,17 @@ def test_optional_kernels_match_the_torch_path(ckpt, monkeypatch):
         ]
         engine.generate(prompts, sps)
         engine.shutdown()
-    # Compared where both had generated the same tokens so far (bf16 sums in another order may flip a near-tie).
+    cpu = Engine(ckpt, EngineConfig(kv_cache_bytes=256 << 20))
+    exact = cpu.prompt_logits(prompts)
+    cpu.shutdown()
+    # The prefill's last row against float32: the optional kernels no further from it than cuBLAS and Triton
+    # (on an H100 both were about 1.5% away, the optional ones a little nearer).
+    for got, want, truth in zip(steps["auto"], steps["torch"], exact, strict=True):
+        assert rel(got[()], truth[-1]) < min(BF16_TOL, 1.1 * rel(want[()], truth[-1]))
+    # Then every step where both had generated the same tokens so far (bf16 sums in another order may flip a
+    # near-tie). Two bf16 paths each ~1.5% from float32 differ from each other by up to about as much.
     for got, want in zip(steps["auto"], steps["torch"], strict=True):
         shared = got.keys() & want.keys()
         assert () in shared and len(shared) >= 2
         for generated in shared:
-            assert rel(got[generated], want[generated]) < 1e-2
+            assert rel(got[generated], want[generated]) < BF16_TOL
