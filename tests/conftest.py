@@ -12,6 +12,11 @@ from tests import tiers
 # Every Ray node a test starts, and its driver, on 127.0.0.1: no traffic leaves loopback. Ray reads this
 # once, at import, and a test module may import Ray at collection: so it is set here, before any of them.
 os.environ[LOOPBACK_ONLY] = "0"
+# Ray Serve marks its HTTP proxy unhealthy, and kills it, when three readiness checks take over 5 s each: on two
+# cores kept busy by the rest of the suite they do, and the replica set never comes up. Its processes read these
+# when they start.
+os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
 
 # Property tests without settings of their own run hypothesis's usual 100 examples; CI runs 500 (.ci/run sets
 # HYPOTHESIS_PROFILE=ci), five times the search, in a suite that must stay well under 40 minutes.

@@ -13,8 +13,8 @@ import time
 import httpx
 import pytest
 
-# Ray, in a process of its own (tests/conftest.py), and alone: Serve's 5 s health checks of its proxy fail on a
-# machine that other tests keep busy, and the replica set never comes up.
+# Ray, in a process of its own (tests/conftest.py), and alone: two replicas of the model and Serve's actors
+# want both cores, and beside the other tests they start in minutes, near Serve's health checks' limits.
 pytestmark = [pytest.mark.ray, pytest.mark.serial]
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'harness[serve-replicas]')")
 openai = pytest.importorskip("openai")
