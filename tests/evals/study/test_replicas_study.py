@@ -1,6 +1,7 @@
 """`harness study` over 2 CPU replicas of the embedded model on Ray Serve, behind two routers: the
 study starts the replica set for each point, reads each replica's /metrics, and pairs the runs of
-each policy between the routers. Kept small: 1 task, 2 seeds, 2 policies, 2 steps a run.
+each policy between the routers. Kept small: 1 task, 2 seeds, 2 policies, 2 steps a run, 64 tokens a
+reply.
 
 Ray, two engines and the front door need about 3 GB free (see tests/engine/test_replicas.py)."""
 
@@ -57,6 +58,8 @@ def replica_study(cluster, tmp_path_factory):
         "64",
         "--max-steps",
         "2",
+        "--max-tokens",
+        "64",
         "--sandbox",
         "local",
         "--replicas",
