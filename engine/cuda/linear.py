@@ -328,9 +328,12 @@ def qkv_rope_store(
     bias: torch.Tensor | None,
     rope: RopeStore,
     qk_norm: torch.Tensor | None = None,
-) -> torch.Tensor:
+    keep_kv: bool = False,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
     """The QKV projection of the normalised residual stream x, RoPE on Q and K, K and V stored
-    into the cache; returns Q (T, H, D). w holds each Q and K head's rows in RoPE pairs. With
+    into the cache; returns Q (T, H, D), and with keep_kv also the step's own rotated K and V
+    (each (T, KVH, D), views of the projection's output) where a GEMM made it (None at one row).
+    w holds each Q and K head's rows in RoPE pairs. With
     qk_norm (Qwen3), each Q and K head is RMS-normalised before RoPE: that needs whole heads, which
     the matrix-vector kernel's programs do not hold, so it runs in the RoPE kernel at every size."""
     t = x.shape[0]
@@ -338,9 +341,14 @@ def qkv_rope_store(
         q = torch.empty((t, rope.num_heads, rope.head_dim), dtype=x.dtype, device=x.device)
         if t:
             gemv(x, w, q, norm, eps, bias=bias, rope=rope)
-        return q
+        return q, None
     qkv = project(x, w, norm=norm, eps=eps, bias=bias)
-    return rope_and_store(qkv, *rope, qk_norm=qk_norm, eps=eps)
+    q = rope_and_store(qkv, *rope, qk_norm=qk_norm, eps=eps, keep_k=keep_kv)
+    if not keep_kv:
+        return q, None
+    h, kvh = rope.num_heads, rope.num_kv_heads
+    heads = qkv.view(t, h + 2 * kvh, rope.head_dim)
+    return q, (heads[:, h : h + kvh], heads[:, h + kvh :])
 
 
 def project(
