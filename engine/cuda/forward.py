@@ -18,7 +18,7 @@ import torch
 
 from engine.config import ModelConfig
 from engine.cuda.decode_attention import decode_attention
-from engine.cuda.flash import flash_prefill
+from engine.cuda.flash import flash_prefill, flash_prefill_fresh
 from engine.cuda.linear import RopeStore, project, qkv_rope_store
 from engine.cuda.model import CudaExperts, CudaModel
 from engine.cuda.moe import experts_add
@@ -40,10 +40,17 @@ class CudaAttentionMetadata:
     # (S + 1,) int32 cumulative chunk lengths from the first chunk row: set, prefill attention runs on
     # FlashAttention-4 (flash.py, where the runner chose it), else on the Triton kernel
     prefill_cu_seqlens: torch.Tensor | None = None
+    # every chunk starts at position 0: FlashAttention-4 reads the step's own keys and values, not the cache
+    prefill_fresh: bool = False
 
 
 def attention(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, meta: CudaAttentionMetadata, scale: float
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    meta: CudaAttentionMetadata,
+    scale: float,
+    kv: tuple[torch.Tensor, torch.Tensor] | None = None,  # the step's own rotated K and V, (T, KVH, D) each
 ) -> torch.Tensor:
     out = torch.empty_like(q)
     if meta.num_decode:
@@ -56,8 +63,12 @@ def attention(
             and meta.prefill_q_len is not None
             and meta.prefill_kv_len is not None
         ), "prefill chunks come with their tables"
+        nd = meta.num_decode  # the chunks' rows follow the decode rows
+        if meta.prefill_cu_seqlens is not None and kv is not None:
+            k, v = kv
+            flash_prefill_fresh(q[nd:], k[nd:], v[nd:], meta.prefill_cu_seqlens, meta.max_prefill_len, scale, out[nd:])
+            return out
         if meta.prefill_cu_seqlens is not None:
-            nd = meta.num_decode  # the chunks' rows follow the decode rows
             flash_prefill(
                 q[nd:],
                 k_cache,
@@ -109,15 +120,17 @@ def forward(
     x = model.embed.index_select(0, input_ids)  # the residual stream
     for i, layer in enumerate(layers):
         rope = RopeStore(positions, model.cos, model.sin, meta.slot_mapping, k_cache[i], v_cache[i], h, kvh, d)
-        q = qkv_rope_store(x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope, layer.qk_norm)
-        o = attention(q, k_cache[i], v_cache[i], meta, model.scale)
+        q, kv = qkv_rope_store(
+            x, layer.qkv, layer.attn_norm, eps, layer.qkv_bias, rope, layer.qk_norm, keep_kv=meta.prefill_fresh
+        )
+        o = attention(q, k_cache[i], v_cache[i], meta, model.scale, kv)
         project(o.view(t, h * d), layer.o, residual=x)
         if layer.experts is not None:
             experts_mlp(x, layer.mlp_norm, layer.experts, c)
             continue
         assert layer.gate_up is not None and layer.down is not None
-        gate_up = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps)
-        project(gate_up, layer.down, gated=True, residual=x)
+        act = project(x, layer.gate_up, norm=layer.mlp_norm, eps=eps, swiglu=True)
+        project(act, layer.down, gated=act.shape[1] != layer.down.shape[1], residual=x)
     if logits_rows is not None:
         x = x.index_select(0, logits_rows)
     return project(x, model.lm_head, norm=model.norm, eps=eps, out_dtype=torch.float32, ids=ids)

@@ -27,7 +27,8 @@ The output projection can also leave each row's first maximum (its greedy token)
 program writes its own, and a one-program kernel picks the row's (_argmax_merge). That is
 the decode graph's greedy token, with no kernel after the graph.
 More rows take a GEMM (gemm.py: cuBLAS, or quack's where it measured faster) with the same
-fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the residual add).
+fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the residual add; SiLU·up
+where quack's gated GEMM was chosen).
 """
 
 from typing import NamedTuple
@@ -40,7 +41,7 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine import cuda
 from engine.cuda.activation import silu_and_mul
-from engine.cuda.gemm import matmul
+from engine.cuda.gemm import matmul, matmul_swiglu
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
 from engine.sampler import argmax
@@ -327,9 +328,12 @@ def qkv_rope_store(
     bias: torch.Tensor | None,
     rope: RopeStore,
     qk_norm: torch.Tensor | None = None,
-) -> torch.Tensor:
+    keep_kv: bool = False,
+) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
     """The QKV projection of the normalised residual stream x, RoPE on Q and K, K and V stored
-    into the cache; returns Q (T, H, D). w holds each Q and K head's rows in RoPE pairs. With
+    into the cache; returns Q (T, H, D), and with keep_kv also the step's own rotated K and V
+    (each (T, KVH, D), views of the projection's output) where a GEMM made it (None at one row).
+    w holds each Q and K head's rows in RoPE pairs. With
     qk_norm (Qwen3), each Q and K head is RMS-normalised before RoPE: that needs whole heads, which
     the matrix-vector kernel's programs do not hold, so it runs in the RoPE kernel at every size."""
     t = x.shape[0]
@@ -337,9 +341,14 @@ def qkv_rope_store(
         q = torch.empty((t, rope.num_heads, rope.head_dim), dtype=x.dtype, device=x.device)
         if t:
             gemv(x, w, q, norm, eps, bias=bias, rope=rope)
-        return q
+        return q, None
     qkv = project(x, w, norm=norm, eps=eps, bias=bias)
-    return rope_and_store(qkv, *rope, qk_norm=qk_norm, eps=eps)
+    q = rope_and_store(qkv, *rope, qk_norm=qk_norm, eps=eps, keep_k=keep_kv)
+    if not keep_kv:
+        return q, None
+    h, kvh = rope.num_heads, rope.num_kv_heads
+    heads = qkv.view(t, h + 2 * kvh, rope.head_dim)
+    return q, (heads[:, h : h + kvh], heads[:, h + kvh :])
 
 
 def project(
@@ -353,6 +362,8 @@ def project(
     residual: torch.Tensor | None = None,  # (T, out): residual += result, in place, and returned
     out_dtype: torch.dtype | None = None,
     ids: torch.Tensor | None = None,  # (T,) int64: each row's first maximum is written here too
+    swiglu: bool = False,  # w is [gate; up]: SiLU(gate)·up of the product is returned where a GEMM's
+    # epilogue makes it (gemm.py chose one for this many rows), else the product [gate | up]
 ) -> torch.Tensor:
     t = x.shape[0]
     if t <= GEMV_MAX_ROWS:
@@ -371,6 +382,8 @@ def project(
     if residual is not None:
         assert bias is None
         return matmul(x, w, residual=residual)
+    if swiglu and bias is None and (act := matmul_swiglu(x, w)) is not None:
+        return act
     if bias is None:
         y = matmul(x, w, out_dtype=out_dtype)
     else:

@@ -119,6 +119,7 @@ class CudaModel:
             add(layer.qkv if layer.qkv_bias is None else None, "plain")
             add(layer.o, "residual")
             add(layer.gate_up, "plain")
+            add(layer.gate_up, "swiglu")  # with SiLU·up in the GEMM's epilogue
             add(layer.down, "residual")
         add(self.lm_head, "fp32")
         return out

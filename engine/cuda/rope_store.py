@@ -8,6 +8,10 @@ K heads are rotated and stored with their V head straight into the paged cache a
 the token's slot (block_id * block_size + offset), so the new K/V never exist as a
 separate tensor. A slot of -1 (a padding row of a captured CUDA graph) stores nothing.
 Rotation is rotate_half RoPE in float32 with the model's float32 cos/sin tables.
+With keep_k the rotated K heads are also written back over their place in the QKV tensor (in the
+cache's order, halves rather than pairs): prefill chunks that start at position 0 see no keys but
+their own, and FlashAttention-4 reads them there, contiguous, instead of through the block tables
+(flash.py).
 
 Qwen3's RMSNorm over each Q and K head runs in the same program, before the rotation: it holds
 the whole head already, so the norm costs no kernel of its own.
@@ -36,6 +40,7 @@ def _rope_store_kernel(
     D: tl.constexpr,
     BT: tl.constexpr,
     QK_NORM: tl.constexpr,
+    KEEP_K: tl.constexpr,
 ):
     t = (tl.program_id(0) * BT + tl.arange(0, BT)).to(tl.int64)
     h = tl.program_id(1)
@@ -68,6 +73,9 @@ def _rope_store_kernel(
         at = (slot[:, None] * KVH + kh) * D
         tl.store(k_cache_ptr + at + half[None, :], o1.to(k_cache_ptr.dtype.element_ty), mask=keep)
         tl.store(k_cache_ptr + at + D // 2 + half[None, :], o2.to(k_cache_ptr.dtype.element_ty), mask=keep)
+        if KEEP_K:
+            tl.store(row + h * D + half[None, :], o1.to(qkv_ptr.dtype.element_ty), mask=ok[:, None])
+            tl.store(row + h * D + D // 2 + half[None, :], o2.to(qkv_ptr.dtype.element_ty), mask=ok[:, None])
         v = tl.load(row + (H + KVH + kh) * D + full[None, :], mask=keep)
         tl.store(v_cache_ptr + at + full[None, :], v, mask=keep)
 
@@ -92,6 +100,7 @@ def rope_and_store(
     head_dim: int,
     qk_norm: torch.Tensor | None = None,  # (H + KVH, D) pair-ordered: RMSNorm each Q and K head first
     eps: float = 0.0,
+    keep_k: bool = False,  # the rotated K heads also written back into qkv
 ) -> torch.Tensor:
     assert qkv.is_contiguous() and k_cache.is_contiguous() and v_cache.is_contiguous()
     t = qkv.shape[0]
@@ -115,6 +124,7 @@ def rope_and_store(
             D=head_dim,
             BT=bt,
             QK_NORM=qk_norm is not None,
+            KEEP_K=keep_k,
             num_warps=1 if bt == 1 else 4,
         )
     return q

@@ -123,5 +123,6 @@ class CudaRunner:
                 if self.flash:
                     cu = [s - nd for s in starts] + [starts[-1] + lens[-1] - nd]
                     meta.prefill_cu_seqlens = torch.tensor(cu, dtype=torch.int32).to(dev, non_blocking=True)
+                    meta.prefill_fresh = lens == kv_lens  # each chunk a whole prompt from position 0
             rows = None if all_logits else torch.tensor(inputs.logits_rows, dtype=torch.long).to(dev, non_blocking=True)
             return forward(self.model, host[0], host[1], meta, self.kv.k, self.kv.v, rows)

@@ -136,6 +136,13 @@ def test_rope_and_store_match_a_float64_reference(t, qk_norm):
     untouched = torch.ones(flat_k.shape[0], dtype=torch.bool, device=dev)
     untouched[slots[kept]] = False
     assert (flat_k[untouched] == 0).all() and (flat_v[untouched] == 0).all()
+    # keep_k: the same, and every row's rotated K heads written back over their place in qkv
+    kept_qkv = qkv.clone()
+    assert torch.equal(rope_and_store(kept_qkv, pos, cos, sin, slots, kc, vc, h, kvh, d, norm, eps, keep_k=True), q)
+    heads, before = kept_qkv.view(t, h + 2 * kvh, d), qkv.view(t, h + 2 * kvh, d)
+    assert torch.equal(heads[kept, h : h + kvh], flat_k[slots[kept]])
+    assert rel(heads[:, h : h + kvh], rotated[:, h:]) < 1e-2
+    assert torch.equal(heads[:, :h], before[:, :h]) and torch.equal(heads[:, h + kvh :], before[:, h + kvh :])
 
 
 # The engine's own tiles, and one that keeps two weight tiles in flight (several tiles along k).
@@ -424,9 +431,45 @@ def test_flash_prefill_matches_the_triton_kernel():
         assert rel(got[qs : qs + ql], want[qs : qs + ql]) < 1e-2
 
 
+def test_flash_prefill_of_fresh_prompts_matches_the_triton_kernel():
+    """Chunks that start at position 0, their keys and values read from the QKV projection's output
+    (strided views) instead of the paged cache, against the Triton kernel reading the cache.
+    Needs the cuda-kernels extra."""
+    pytest.importorskip("flash_attn.cute.interface")
+    from engine.cuda.flash import flash_prefill_fresh
+    from engine.cuda.prefill_attention import prefill_attention
+
+    torch.manual_seed(2)
+    dev, h, kvh, d, bs, nd = "cuda", 32, 8, 128, 16, 2
+    lens = [200, 1, 77, 2048]
+    rows = nd + sum(lens)
+    qkv = torch.randn(rows, h + 2 * kvh, d, device=dev, dtype=torch.bfloat16)
+    q, k, v = qkv[:, :h].contiguous(), qkv[:, h : h + kvh], qkv[:, h + kvh :]
+    blocks = [-(-n // bs) for n in lens]
+    kc = torch.zeros(sum(blocks) + 4, bs, kvh, d, device=dev, dtype=torch.bfloat16)
+    vc = torch.zeros_like(kc)
+    order = torch.randperm(kc.shape[0], device=dev)
+    tt = torch.zeros(len(lens), max(blocks) + 1, dtype=torch.int32, device=dev)
+    starts, at, used = [], nd, 0
+    for i, n in enumerate(lens):
+        tt[i, : blocks[i]] = order[used : used + blocks[i]]
+        slots = (tt[i, : blocks[i]].long()[:, None] * bs + torch.arange(bs, device=dev)).flatten()[:n]
+        kc.view(-1, kvh, d)[slots], vc.view(-1, kvh, d)[slots] = k[at : at + n], v[at : at + n]
+        starts.append(at)
+        at, used = at + n, used + blocks[i]
+    col = lambda xs: torch.tensor(xs, dtype=torch.int32, device=dev)  # noqa: E731
+    want, got = torch.zeros_like(q), torch.zeros_like(q)
+    prefill_attention(q, kc, vc, tt, col(starts), col(lens), col(lens), max(lens), d**-0.5, want)
+    cu = col([s - nd for s in starts] + [rows - nd])
+    flash_prefill_fresh(q[nd:], k[nd:], v[nd:], cu, max(lens), d**-0.5, got[nd:])
+    assert (got[:nd] == 0).all()
+    for qs, ql in zip(starts, lens, strict=True):
+        assert rel(got[qs : qs + ql], want[qs : qs + ql]) < 1e-2
+
+
 def test_optional_kernels_match_the_torch_path(ckpt, monkeypatch):
-    """Every projection of more than one row on quack's GEMMs (any tile that is correct wins) and
-    prefill attention on FlashAttention-4 where installed, against the same engine on cuBLAS and
+    """Every projection of more than one row on quack's GEMMs (any tile that is correct wins, the
+    gate/up projection's SiLU·up in its epilogue among them) and prefill attention on FlashAttention-4 where installed, against the same engine on cuBLAS and
     Triton only: prefill and batched decode logits. Needs the cuda-kernels extra."""
     pytest.importorskip("quack.gemm_interface")
     from engine.cuda import gemm
@@ -440,6 +483,7 @@ def test_optional_kernels_match_the_torch_path(ckpt, monkeypatch):
         engine = cuda_engine(ckpt, cuda_kernels=kernels)
         if kernels == "auto":
             assert "quack" in engine.runner.kernels, engine.runner.kernels
+            assert any(engine.runner.model.layers[0].gate_up.quack_swiglu), engine.runner.kernels
             assert engine.runner.flash == (flash_missing() is None), engine.runner.kernels
         else:
             assert engine.runner.kernels.startswith("cuBLAS")
