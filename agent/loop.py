@@ -34,7 +34,7 @@ from agent.tokens import counter_for
 from core.errors import ContextOverflowError, PermanentModelError, TransientModelError
 from core.events import Compacted, MessageAdded, ModelFailed, ModelReplied, RunStopped, SamplingReplied
 from core.interrupts import Abandoned, abandonable, check
-from core.policy import HarnessPolicy
+from core.policy import HarnessPolicy, step_params
 from core.types import Message, ModelReply
 from memory.compaction import CompactionResult
 from memory.notes import opening_note
@@ -280,7 +280,7 @@ def call_model(loop: Loop, prompt: list[Message]) -> ModelReply | Stop:
     def attempt() -> ModelReply:
         try:
             with abandonable():  # a safe point, and a call a signal may cut short (checkpoint.on_signal)
-                return session.model.complete(prompt, list(loop.shown), session.policy.model)
+                return session.model.complete(prompt, list(loop.shown), step_params(session.policy.model, state.step))
         except (TransientModelError, PermanentModelError) as e:
             usage = e.usage if isinstance(e, TransientModelError) else None
             cost = cost_usd(session.price, usage)

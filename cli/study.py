@@ -61,9 +61,13 @@ def study_command(
         "the model's context window. Default: the engine's own (1 GiB).",
     ),
     max_steps: int = typer.Option(None, min=1, help="Steps per run, over every policy's own cap."),
+    max_tokens: int = typer.Option(
+        None, min=1, help="Tokens per model reply, over every policy's own cap: shorter runs of a small model."
+    ),
     sandbox: str = typer.Option("docker", help="Where the coding tasks' tools run: docker or local."),
     opponent: str = typer.Option("stockfish:skill=0", help="The chess opponent."),
     max_plies: int = typer.Option(8, min=1, help="Chess games are drawn after this many plies."),
+    max_replies: int = typer.Option(10, min=1, help="Model replies per chess turn before the game is forfeited."),
     replicas: str = typer.Option(
         "1",
         help="Engines of the in-process model behind one URL, on Ray Serve (needs harness[serve-replicas]); "
@@ -101,9 +105,11 @@ def study_command(
         concurrency=_ints(concurrency, "--concurrency"),
         kv_cache_mb=[*_ints(kv_cache_mb, "--kv-cache-mb")] if kv_cache_mb else [None],
         max_steps=max_steps,
+        max_tokens=max_tokens,
         sandbox=sandbox,
         opponent=opponent,
         max_plies=max_plies,
+        max_replies=max_replies,
         replicas=_ints(replicas, "--replicas"),
         routers=[r.strip() for r in router.split(",") if r.strip()],
         router_imbalance=router_imbalance,

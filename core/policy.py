@@ -7,6 +7,7 @@ exactly what differed.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Literal
 
@@ -173,7 +174,11 @@ class ModelParams(_Knobs):
         description="the model's context window in tokens (prompt and reply), overriding what the model's "
         "server says and the known windows (agent/models/windows.toml); none: those, else unknown and unchecked",
     )
-    seed: int | None = Field(0, description="sampling seed, for providers that take one; none: unseeded")
+    seed: int | None = Field(
+        0,
+        description="sampling seed, for providers that take one; each step's call is sent it mixed with the step "
+        "number (step_params); none: unseeded",
+    )
     tool_choice: Literal["auto", "required", "none"] = Field(
         "auto",
         description="required: every reply must call a tool (the local engine then constrains decoding to a "
@@ -202,6 +207,17 @@ class ModelParams(_Knobs):
         ge=0,
         description="retries inside the provider SDK per attempt; 0 leaves every retry to errors.model_attempts",
     )
+
+
+def step_params(params: ModelParams, step: int) -> ModelParams:
+    """`params` for step `step`'s model call, its seed mixed with the step. A seeded sampler draws the same random
+    numbers for the same seed (the local engine one per token position), so a run sending one seed with every
+    call would draw the same numbers at every step; mixed with the step, a run's calls draw apart, while the
+    same step of a resumed run, of a replay and of every fork of the run draws as the run did."""
+    if params.seed is None:
+        return params
+    digest = hashlib.blake2b(f"{params.seed}/{step}".encode(), digest_size=8).digest()
+    return params.model_copy(update={"seed": int.from_bytes(digest, "big") >> 1})
 
 
 class MemoryPolicy(_Knobs):

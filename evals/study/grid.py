@@ -34,9 +34,11 @@ class StudySpec:
     concurrency: list[int] = field(default_factory=lambda: [4])  # runs in flight at once; one point each
     kv_cache_mb: list[int | None] = field(default_factory=lambda: [None])  # in-process engine only; None: its default
     max_steps: int | None = None  # over every policy's own cap
+    max_tokens: int | None = None  # tokens per reply, over every policy's own cap
     sandbox: str = "docker"  # where the coding tasks' tools run
     opponent: str = "stockfish:skill=0"
     max_plies: int = 8  # chess games are drawn after this many plies
+    max_replies: int = 10  # model replies per chess turn before the game is forfeited
     # Engines of the in-process model behind one URL (Ray Serve), one point each; 1: the one engine in-process.
     replicas: list[int] = field(default_factory=lambda: [1])
     routers: list[str] = field(default_factory=lambda: [DEFAULT_ROUTER])  # each, at every replicas count above 1

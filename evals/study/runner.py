@@ -75,6 +75,8 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
     directory."""
     if spec.max_steps is not None:
         policy = policy.model_copy(update={"stop": policy.stop.model_copy(update={"max_steps": spec.max_steps})})
+    if spec.max_tokens is not None:
+        policy = policy.model_copy(update={"model": policy.model.model_copy(update={"max_tokens": spec.max_tokens})})
     prices = Path(spec.prices) if spec.prices else None
     with closing(target.client(cell.task)) as client:
         sandbox = SandboxSpec.parse(spec.sandbox)
@@ -84,7 +86,8 @@ def run_cell(target: Target, cell: Cell, policy: HarnessPolicy, spec: StudySpec,
             return captures.play(client, policy, out_dir, board_box, cell.seed, prices).run_dir
         if cell.task == CHESS:
             color = "white" if cell.seed % 2 == 0 else "black"  # the same game for every policy: paired by seed
-            rules = GameRules(max_plies=spec.max_plies, allow_resign=False)  # a small model resigns at once
+            # A small model resigns at once: no resign tool.
+            rules = GameRules(max_plies=spec.max_plies, max_replies=spec.max_replies, allow_resign=False)
             game = play_game(
                 client, spec.opponent, color, policy, out_dir, cell.seed, rules, None, prices=prices, sandbox=board_box
             )

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sys
 
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from agent.models.scripted import ScriptedModel
 from agent.run.task import Task
 from agent.session import RunSpec, start
 from cli.main import app
-from core.policy import HarnessPolicy
+from core.policy import HarnessPolicy, ModelParams, step_params
 from tests.agent.helpers import call
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.mcp.conftest import SERVERS
@@ -132,15 +134,34 @@ def test_a_task_whose_setup_fails_gets_its_summary(tmp_path):
     assert summary["message"].startswith("Task task: setup command `echo preparing; exit 3` failed (exit 3)")
 
 
-def test_a_runs_seed_is_the_seed_its_model_samples_with(tmp_path):
-    seen = []
+class Seeded(ScriptedModel):
+    def __init__(self, replies, seen: list):
+        super().__init__(replies)
+        self.seen = seen
 
-    class Seeded(ScriptedModel):
-        def complete(self, messages, tools, params):
-            seen.append(params.seed)
-            return super().complete(messages, tools, params)
+    def complete(self, messages, tools, params):
+        self.seen.append(params.seed)
+        return super().complete(messages, tools, params)
 
-    model = Seeded([call("submit", answer="done")])
-    _, run_dir = start(RunSpec(Task(id="t", prompt="Submit."), model, HarnessPolicy(), tmp_path, seed=7))
+
+def test_a_runs_seed_mixed_with_the_step_is_the_seed_each_call_samples_with(tmp_path):
+    replies = [call("shell", command="echo a"), call("shell", command="echo b"), call("submit", answer="done")]
+    seen: list = []
+    _, run_dir = start(
+        RunSpec(Task(id="t", prompt="Submit."), Seeded(replies, seen), HarnessPolicy(), tmp_path, seed=7)
+    )
     info = json.loads((run_dir / "run.json").read_text())
-    assert seen == [7] and info["seed"] == 7 and info["policy"]["model"]["seed"] == 7
+    assert info["seed"] == 7 and info["policy"]["model"]["seed"] == 7
+    assert seen == [step_params(ModelParams(seed=7), step).seed for step in (1, 2, 3)]
+    assert len(set(seen)) == 3  # one seed for every call would give every step the same random draws
+    again: list = []
+    start(RunSpec(Task(id="t", prompt="Submit."), Seeded(replies, again), HarnessPolicy(), tmp_path / "again", seed=7))
+    assert again == seen
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**64 - 1), st.integers(min_value=1, max_value=10**6))
+def test_a_step_seed_depends_on_the_seed_and_the_step_and_fits_every_sampler(seed, step):
+    mixed = step_params(ModelParams(seed=seed), step).seed
+    assert mixed == step_params(ModelParams(seed=seed), step).seed and 0 <= mixed < 2**63
+    assert mixed != step_params(ModelParams(seed=seed), step + 1).seed
+    assert step_params(ModelParams(seed=None), step).seed is None

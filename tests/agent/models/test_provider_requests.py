@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agent.run.task import Task
 from agent.session import RunSpec, start
-from core.policy import HarnessPolicy, ModelParams
+from core.policy import HarnessPolicy, ModelParams, step_params
 from tests.agent.helpers import events
 from tests.agent.models.provider_double import anthropic_message, openai_completion, provider, reply
 
@@ -68,7 +68,7 @@ def test_openai_request_carries_tools_choice_and_sampling(tmp_path):
     assert server.requests[0]["path"] == "/v1/chat/completions"
     assert (
         body["tool_choice"] == "required"
-        and body["seed"] == 5
+        and body["seed"] == step_params(policy.model, 1).seed
         and body["max_tokens"] == 33
         and body["temperature"] == 0
     )

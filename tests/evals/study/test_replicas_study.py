@@ -1,6 +1,7 @@
 """`harness study` over 2 CPU replicas of the embedded model on Ray Serve, behind two routers: the
 study starts the replica set for each point, reads each replica's /metrics, and pairs the runs of
-each policy between the routers. Kept small: 1 task, 2 seeds, 2 policies, 2 steps a run.
+each policy between the routers. Kept small: 1 task, 2 seeds, 2 policies, 2 steps a run, 64 tokens a
+reply.
 
 Ray, two engines and the front door need about 3 GB free (see tests/engine/test_replicas.py)."""
 
@@ -13,9 +14,9 @@ import tempfile
 
 import pytest
 
-# Ray, in a process of its own (tests/conftest.py), and alone: two replicas of the model and Serve's actors
-# want both cores, and beside the other tests they start in minutes, near Serve's health checks' limits.
-pytestmark = [pytest.mark.ray, pytest.mark.serial]
+# Ray Serve, in a process of its own beside the other tests (tests/tiers.py): on two busy cores its replicas
+# start in minutes, which tests/conftest.py's health-check timeouts allow for.
+pytestmark = [pytest.mark.ray, pytest.mark.serve]
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'harness[serve-replicas]')")
 
 import ray  # noqa: E402
@@ -57,6 +58,8 @@ def replica_study(cluster, tmp_path_factory):
         "64",
         "--max-steps",
         "2",
+        "--max-tokens",
+        "64",
         "--sandbox",
         "local",
         "--replicas",

@@ -1,6 +1,6 @@
 """`harness study` against `harness serve` (a real subprocess) through the OpenAI client: the
 engine's counters come from /metrics, read before and after each policy's runs, and the server's
-prefix cache is reset before each policy."""
+prefix cache is reset before each policy. One short game a policy: 2 plies, 2 replies a turn."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def test_a_served_engine_counts_each_policys_tokens_as_its_runs_do(server, tmp_p
         "--concurrency",
         "2",
         "--max-plies",
+        "2",
+        "--max-replies",
         "2",
     )
     assert code == 0, output
