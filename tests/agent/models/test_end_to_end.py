@@ -109,7 +109,9 @@ def test_harness_run_through_the_in_process_local_client(policy_file, tmp_path):
 def test_the_summariser_of_a_tool_constrained_local_policy_always_writes_a_memory_that_parses(where, request):
     """Under the `local` preset every agent reply is a grammar-constrained tool call; a fold's
     summariser reply must instead be the working memory's JSON, held to its schema, so even the
-    embedded model's memory parses (a forked request carries the agent's tools, as here)."""
+    embedded model's memory parses (a forked request carries the agent's tools, as here). Two sampled
+    replies each way: without the schema a 135M model's free text is not a memory, and with the agent's
+    tool_choice the grammar makes it a tool call, so either failure shows in one; the second samples again."""
     from core.memory_types import WorkingMemory
     from core.types import Message
     from memory.summariser import ModelSummariser, SummaryRequest, fork_request, parse_memory
@@ -124,7 +126,7 @@ def test_the_summariser_of_a_tool_constrained_local_policy_always_writes_a_memor
             Message(role="user", text="The totals in ledger.py are off by one; fix it so its tests pass."),
         ]
         previous = WorkingMemory(goal="fix ledger.py")
-        for seed in range(3):
+        for seed in range(2):
             summariser = ModelSummariser(model, params.model_copy(update={"seed": seed}))
             reply = summariser.summarise(
                 SummaryRequest(fork_request(prompt, previous, (1, 1)), previous, [], 256, STANDARD)
