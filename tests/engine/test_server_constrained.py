@@ -42,7 +42,10 @@ def oa(engine):
         yield openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=300)
 
 
-def test_fifty_seeded_sampled_trials_all_give_schema_valid_calls(oa):
+def test_two_dozen_seeded_sampled_trials_all_give_schema_valid_calls(oa):
+    """At temperature 1 the model wanders: with the arguments' schema left out of the grammar, two dozen
+    calls already hold one that breaks it."""
+
     def trial(seed: int):
         r = oa.chat.completions.create(
             model="smollm2",
@@ -55,9 +58,9 @@ def test_fifty_seeded_sampled_trials_all_give_schema_valid_calls(oa):
         )
         return r.choices[0]
 
-    first = trial(0)  # alone, so the shared prompt is in the prefix cache for the other 49
+    first = trial(0)  # alone, so the shared prompt is in the prefix cache for the other 23
     with ThreadPoolExecutor(16) as pool:
-        choices = [first, *pool.map(trial, range(1, 50))]
+        choices = [first, *pool.map(trial, range(1, 24))]
     names = set()
     for c in choices:
         assert c.finish_reason == "tool_calls" and len(c.message.tool_calls) == 1, c
