@@ -54,14 +54,11 @@ quick: setup check
 test: setup system check
 	# pytest exits 5 when it collects no test: that fails this target, as it should. Two workers (pytest-xdist):
 	# most tests wait on Docker, subprocesses or servers, so one process left a core idle. Beside them, the tests
-	# that start Ray Serve, then the other tests that start Ray, each in a process of their own (tests/tiers.py
-	# marks them), their output shown when all are done. Then, alone, the tests that prune every container of
-	# the host.
-	log=$$(mktemp); { $(VENV)/bin/pytest -q tests -m serve; served=$$?; \
-	  $(VENV)/bin/pytest -q tests -m "ray and not serve and not serial"; rest=$$?; test $$served = 0 && test $$rest = 0; } \
-	  >$$log 2>&1 & ray=$$!; \
+	# that start Ray, in a process of their own (tests/conftest.py marks them), their output shown when both are
+	# done. Then, alone, the tests that prune every container of the host or start Ray Serve (tests/tiers.py).
+	log=$$(mktemp); $(VENV)/bin/pytest -q tests -m "ray and not serial" >$$log 2>&1 & ray=$$!; \
 	$(VENV)/bin/pytest -q tests -m "not ray and not serial" -n 2 --durations 20; spread=$$?; \
-	wait $$ray; alone=$$?; echo "== the tests that start Ray Serve, then Ray:"; cat $$log; rm -f $$log; \
+	wait $$ray; alone=$$?; echo "== the tests that start Ray:"; cat $$log; rm -f $$log; \
 	test $$spread = 0 && test $$alone = 0
 	$(VENV)/bin/pytest -q tests -m serial
 

@@ -29,9 +29,8 @@ MARKERS = [
     "docker: needs the Docker engine (its fixture is docker_ready); left out by `make quick`",
     "ray: starts Ray; `make test` runs these in a pytest process of their own, `make quick` leaves them out",
     "model: loads the embedded model's weights (the GGUF file); left out by `make quick`",
-    "serve: starts Ray Serve (and is marked `ray`); `make test` runs these in a pytest process of their own, "
-    "beside the others, before the other `ray` tests",
-    "serial: acts on every container of this host (`prune`); `make test` runs these alone, after the others",
+    "serial: acts on every container of this host (`prune`), or starts Ray Serve, whose health checks fail on a "
+    "busy machine; `make test` runs these alone, after the others",
 ]
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
 PROCESSES = {"docker": "docker", "raylet": "ray", "gcs_server": "ray"}

@@ -14,9 +14,9 @@ import tempfile
 
 import pytest
 
-# Ray Serve, in a process of its own beside the other tests (tests/tiers.py): on two busy cores its replicas
-# start in minutes, which tests/conftest.py's health-check timeouts allow for.
-pytestmark = [pytest.mark.ray, pytest.mark.serve]
+# Ray, in a process of its own (tests/conftest.py), and alone: two replicas of the model and Serve's actors
+# want both cores, and beside the other tests they start in minutes, near Serve's health checks' limits.
+pytestmark = [pytest.mark.ray, pytest.mark.serial]
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'harness[serve-replicas]')")
 
 import ray  # noqa: E402
