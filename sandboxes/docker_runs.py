@@ -87,7 +87,8 @@ def prune(client: docker.DockerClient | None = None, everything: bool = False) -
     Checkpoints of a dead run whose folder remains are kept: `harness resume` may need them."""
     client = client or docker_client()
     removed = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    # Other runs remove their containers while this lists them: one gone before its inspection is skipped.
+    for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if everything or _dead(c.labels):
             try:
                 c.remove(force=True, v=True)
@@ -216,7 +217,9 @@ def discard_checkpoints(run_dir: str | os.PathLike, client: docker.DockerClient 
 def remove_containers(run_dir: str | os.PathLike, client: docker.DockerClient | None = None) -> list[str]:
     """Remove every container labelled with `run_dir`: a run that begins again keeps none of its old ones."""
     client = client or docker_client()
-    mine = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={os.path.abspath(run_dir)}"})
+    mine = client.containers.list(
+        all=True, filters={"label": f"{RUN_LABEL}={os.path.abspath(run_dir)}"}, ignore_removed=True
+    )
     for c in mine:
         c.remove(force=True, v=True)
     return [c.name for c in mine]
@@ -238,7 +241,7 @@ def reattach(
     Any other container of the run is removed. Raises SandboxGone when neither is left."""
     client = client or docker_client()
     run_dir = os.path.abspath(run_dir)
-    mine = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir}"})
+    mine = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir}"}, ignore_removed=True)
     mine.sort(key=lambda c: c.attrs["Created"], reverse=True)
     if container_id is not None:
         try:

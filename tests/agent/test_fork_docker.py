@@ -24,7 +24,7 @@ def no_leftovers(docker_ready, tmp_path):  # noqa: F811
     for image in docker_ready.images.list(filters={"label": CHECKPOINT_LABEL}):
         if (image.labels or {}).get(RUN_LABEL, "").startswith(prefix):
             docker_ready.images.remove(image.id, force=True)
-    left = docker_ready.containers.list(all=True, filters={"label": RUN_LABEL})
+    left = docker_ready.containers.list(all=True, filters={"label": RUN_LABEL}, ignore_removed=True)
     assert not [c.name for c in left if c.labels.get(RUN_LABEL, "").startswith(prefix)]
 
 

@@ -111,7 +111,9 @@ def test_an_image_workdir_larger_than_the_quota_is_refused_clearly_and_leaves_no
         match=r"in /usr/lib could not be copied into the sandbox's workspace of 1m \(.*No space left.*\); raise DockerOptions.disk",
     ):
         DockerSandbox.start(DockerOptions(workdir="/usr/lib", disk="1m"), client=docker_ready)
-    assert not docker_ready.containers.list(all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]})
+    assert not docker_ready.containers.list(
+        all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]}, ignore_removed=True
+    )
 
 
 def test_a_bomb_that_goes_off_after_its_command_returned_is_swept_before_the_next_command(docker_ready):
@@ -157,4 +159,6 @@ def test_killing_every_process_the_user_may_signal_leaves_the_container_and_its_
 def test_a_sandbox_user_with_the_idle_uid_is_refused(docker_ready):
     with pytest.raises(ValueError, match=f"uid {IDLE_UID}, the uid the container's own processes run as"):
         DockerSandbox.start(DockerOptions(user=f"{IDLE_UID}:{IDLE_UID}"), client=docker_ready)
-    assert not docker_ready.containers.list(all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]})
+    assert not docker_ready.containers.list(
+        all=True, filters={"label": [LABEL, f"harness.pid={os.getpid()}"]}, ignore_removed=True
+    )

@@ -48,4 +48,6 @@ def test_killing_the_container_after_the_first_tool_call_stops_the_run_as_sandbo
     assert second["status"] == "error"
     assert f"container {boxes[0].name}" in second["text"]
     assert "killed or stopped from outside" in second["text"]
-    assert not docker_ready.containers.list(all=True, filters={"name": boxes[0].name})  # closed by the run
+    assert not docker_ready.containers.list(
+        all=True, filters={"name": boxes[0].name}, ignore_removed=True
+    )  # closed by the run

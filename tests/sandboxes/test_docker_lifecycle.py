@@ -82,4 +82,4 @@ def test_a_container_that_fails_to_start_leaves_nothing_behind(docker_ready):
     with pytest.raises(APIError, match="invalid tmpfs option"):
         DockerSandbox.start(DockerOptions(tmpfs={"/tmp": "rw,bogus=1"}), client=docker_ready)
     mine = {"label": [LABEL, f"harness.pid={os.getpid()}"]}
-    assert not docker_ready.containers.list(all=True, filters=mine)
+    assert not docker_ready.containers.list(all=True, filters=mine, ignore_removed=True)

@@ -207,7 +207,10 @@ def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready,
 
     def look(event):
         if event.type == "tool_observed":
-            labelled = [c.labels[RUN_LABEL] for c in docker_ready.containers.list(filters={"label": RUN_LABEL})]
+            labelled = [
+                c.labels[RUN_LABEL]
+                for c in docker_ready.containers.list(filters={"label": RUN_LABEL}, ignore_removed=True)
+            ]
             seen.append([run for run in labelled if run.startswith(str(tmp_path))])
 
     replies = [
@@ -221,5 +224,5 @@ def test_a_launched_runs_container_is_labelled_with_its_run_folder(docker_ready,
     )
     assert seen[0] == [str(run_dir)]
     assert not docker_ready.containers.list(
-        all=True, filters={"label": f"{RUN_LABEL}={run_dir}"}
+        all=True, filters={"label": f"{RUN_LABEL}={run_dir}"}, ignore_removed=True
     )  # closed with the run

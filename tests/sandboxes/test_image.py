@@ -57,7 +57,7 @@ def test_an_image_without_the_workdir_and_a_named_user_still_gets_a_writable_wor
         assert sb.exec("echo edited >> owned && cat owned", timeout=10).output == "root\nedited\n"
         assert sb.exec("grep CapEff /proc/self/status", timeout=10).output.split()[1] == "0000000000000000"
     mine = {"label": ["harness.helper", f"harness.pid={os.getpid()}"]}
-    assert not docker_ready.containers.list(all=True, filters=mine)
+    assert not docker_ready.containers.list(all=True, filters=mine, ignore_removed=True)
 
 
 def test_an_image_without_bash_is_refused_clearly_and_leaves_no_container(docker_ready):
@@ -66,7 +66,7 @@ def test_an_image_without_bash_is_refused_clearly_and_leaves_no_container(docker
     )
     with pytest.raises(ShellExited, match="needs bash"):
         DockerSandbox.start(DockerOptions(image=tag), client=docker_ready)
-    assert not docker_ready.containers.list(all=True, filters={"ancestor": tag})
+    assert not docker_ready.containers.list(all=True, filters={"ancestor": tag}, ignore_removed=True)
 
 
 def test_a_rebuilt_base_gives_derived_images_a_new_tag(docker_ready):

@@ -626,7 +626,7 @@ def containers_left(root: Path) -> int:
     from sandboxes.docker_options import RUN_LABEL
 
     prefix = str(root.resolve())
-    found = docker.from_env().containers.list(all=True, filters={"label": RUN_LABEL})
+    found = docker.from_env().containers.list(all=True, filters={"label": RUN_LABEL}, ignore_removed=True)
     return sum(c.labels.get(RUN_LABEL, "").startswith(prefix) for c in found)
 
 

@@ -60,7 +60,7 @@ def kill_when(proc: subprocess.Popen, out: Path, command: str, within_s: float =
 
 
 def containers_of(client, run_dir: Path) -> list:
-    return client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.resolve()}"})
+    return client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.resolve()}"}, ignore_removed=True)
 
 
 def test_a_killed_swe_run_resumes_in_its_task_image_with_testbed_as_it_was(docker_ready, tmp_path):  # noqa: F811

@@ -75,7 +75,9 @@ def containers(run_dir: Path) -> list[str]:
 
     from sandboxes.docker_options import RUN_LABEL
 
-    found = docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.resolve()}"})
+    found = docker.from_env().containers.list(
+        all=True, filters={"label": f"{RUN_LABEL}={run_dir.resolve()}"}, ignore_removed=True
+    )
     return [c.name for c in found]
 
 

@@ -35,7 +35,7 @@ def kill_first_task(cluster, killed: list[int], stop: threading.Event) -> None:
 
 def remove_leftovers(client, pid: int) -> None:
     """What a killed worker could not clean up: its sandbox containers and its temporary folder."""
-    for c in client.containers.list(all=True, filters={"label": f"harness.pid={pid}"}):
+    for c in client.containers.list(all=True, filters={"label": f"harness.pid={pid}"}, ignore_removed=True):
         c.remove(force=True, v=True)
     for folder in (Path(tempfile.gettempdir()) / "harness-ray").glob(f"{pid}-*"):
         shutil.rmtree(folder, ignore_errors=True)
