@@ -15,6 +15,5 @@ if [ -x "$VENV/bin/phoenix" ] && "$VENV/bin/python" -c 'import phoenix' 2>/dev/n
   exit 0
 fi
 python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q "$PHOENIX"
+.venv/bin/python scripts/uv.py pip install -q --python "$VENV/bin/python" "$PHOENIX"  # the project venv's uv
 touch "$VENV/.installed"
