@@ -2,8 +2,8 @@
 # Arize Phoenix, the OTLP backend tests/agent/test_telemetry_backend.py sends runs' spans to and reads them back
 # from, in a venv of its own (VENV, default .venv-phoenix): its dependencies (SQLAlchemy, gRPC, pandas,
 # strawberry...) stay out of the project's venv. Pinned, so a new release cannot change what passes.
-# Idempotent: a venv whose `phoenix` runs is left alone. The first install resolves a large dependency tree
-# (minutes on a busy 2-core machine).
+# Idempotent: a venv whose `phoenix` runs is left alone. The first install resolves a large dependency tree, with
+# the project venv's uv (scripts/uv.py; half a minute from an empty cache, where pip took minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
