@@ -42,6 +42,7 @@ from statistics import NormalDist, correlation, stdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np  # noqa: E402
 from scipy import stats as scistats  # noqa: E402
 
 from agent.fork import fork  # noqa: E402
@@ -258,6 +259,85 @@ class Sampler:
 NORMAL = NormalDist()
 
 
+# The work task: a fixed amount of work in the workspace, done when it is done. W and P are set so that a run
+# is 20-40 steps, as a coding agent's on a small issue: W/P = 30 steps expected, SD sqrt(W(1-P))/P = 4.5, so
+# 95% of runs end within 21-39 steps, and the cap (45, as the log task's) is reached almost never. Output
+# sizes are the log task's (100-900 lines a step), which puts the first fold after step 9-14, well inside.
+W, P = 18, 0.6
+WORK = Task(
+    id="work",
+    prompt="Work through the items in `todo`, one a step; an attempt that passes moves its item to done.txt, one "
+    "that fails stays at the top. Submit when nothing is left.",
+    files={"todo": "".join(f"item {i}: make check {i} pass\n" for i in range(1, W + 1))},
+)
+ATTEMPT = (
+    'echo . >> steps.txt; if [ ! -s todo ]; then echo nothing left; elif {fix}; then echo "passed: $(head -n 1 todo)"; '
+    'head -n 1 todo >> done.txt; sed -i 1d todo; else echo "failed: $(head -n 1 todo)"; head -n 1 todo >> failed.txt; '
+    'fi; echo "step $(wc -l < steps.txt) left $(grep -c . todo)"; seq 1 {size}'
+)
+STATE = re.compile(r"^step (\d+) left (\d+)$", re.M)
+
+
+class Worker(Sampler):
+    """A seeded stand-in for an agent that stops when its work is done. Each reply attempts the next item of
+    `todo` with a shell command whose fix is right or wrong as the stand-in draws (`true` or `false` in the
+    command: the world then records the item as done or failed) and prints a `seq` of a chosen length; the
+    command prints the step and how many items are left, and the stand-in submits when the last observation it
+    sees says none are (a fold that hid the newest observation costs it one more look), at step 45 always.
+    What is left is read from the world, so two forks of a run start from the work done by the branch.
+
+    Success is drawn as a seeded sampling model draws: against P, whose logit the prompt moves (`crn`: by
+    `drift` times a standard normal number drawn from the whole prompt), with a common random number keyed by
+    the call's seed (the run's seed mixed with the step, core.policy.step_params): two forks with one seed
+    succeed on the same steps wherever their prompts leave the probability on the same side of that number.
+    The output size is drawn as Sampler draws it. `prompt`: both drawn from the seed and the whole prompt
+    (independent after the branch); `seed`: both from the seed alone (drift 0)."""
+
+    def __init__(self, follows: str = "prompt", drift: float = 1.0):
+        super().__init__(follows, 0.0 if follows == "seed" else drift)
+        self.name = self.name.replace("sampler", "worker")
+
+    def complete(self, messages, tools, params) -> ModelReply:
+        usage = Usage(prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages), completion_tokens=20)
+        if params.reply_schema is not None:
+            return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
+        last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
+        seen = STATE.search(last)
+        step, left = (int(seen[1]), int(seen[2])) if seen else (0, W)
+        if left == 0 or step + 1 >= 45:
+            call = ToolCall(id=f"c{step + 1}", name="submit", arguments=json.dumps({"answer": "done"}))
+        else:
+            fix, size = self.attempt(params.seed, "\n".join(m.text for m in messages))
+            command = ATTEMPT.format(fix="true" if fix else "false", size=size)
+            call = ToolCall(id=f"c{step + 1}", name="shell", arguments=json.dumps({"command": command}))
+        message = Message(role="assistant", text="", tool_calls=(call,))
+        return ModelReply(message=message, usage=usage, finish_reason="tool_calls", model=self.name)
+
+    def attempt(self, seed: int | None, prompt: str) -> tuple[bool, int]:
+        if self.follows == "prompt":
+            rng = random.Random(hashlib.sha256(f"{seed}\n{prompt}".encode()).digest())
+            return rng.random() < P, rng.randint(100, 900)
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+        logit = math.log(P / (1 - P)) + self.drift * NORMAL.inv_cdf(uniform(digest, "fix"))
+        passes = uniform(seed, "fix") < 1 / (1 + math.exp(-logit))
+
+        def score(c: int) -> float:
+            return self.drift * NORMAL.inv_cdf(uniform(digest, c)) - math.log(-math.log(uniform(seed, c)))
+
+        return passes, max(SEQS, key=score)
+
+
+def done_by(run_dir: Path, step: int) -> int:
+    """Items the run's steps up to `step` did (their fix was right and an item was left)."""
+    return sum(
+        1
+        for e in read_events(run_dir)
+        if isinstance(e, ModelReplied)
+        and e.step <= step
+        and any("elif true;" in c.arguments for c in e.reply.message.tool_calls)
+    )
+
+
 def actions_after(run_dir: Path, branch: int) -> dict[int, tuple]:
     """The tool calls of each step after `branch` (names and arguments, not ids)."""
     return {
@@ -276,10 +356,16 @@ def agreement(a: Path, b: Path, branch: int) -> tuple[int, int]:
 
 def whole(root: Path, policy: HarnessPolicy, seed: int, model: Sampler) -> Path:
     seeded = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
-    spec = RunSpec(TASK, model, seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
+    spec = RunSpec(
+        WORK if isinstance(model, Worker) else TASK, model, seeded, root, seed=seed, run_id=f"{policy.name}-{seed}"
+    )
     summary, run_dir = start(spec)
     assert summary.stop_reason == "submitted", (run_dir, summary.stop_reason)
     return run_dir
+
+
+def folds(run_dir: Path) -> bool:
+    return any(isinstance(e, Compacted) and e.fold is not None for e in read_events(run_dir))
 
 
 def branch_tokens(run_dir: Path, branch: int) -> int:
@@ -287,6 +373,15 @@ def branch_tokens(run_dir: Path, branch: int) -> int:
     return sum(
         e.reply.usage.prompt_tokens for e in read_events(run_dir) if isinstance(e, ModelReplied) and e.step <= branch
     )
+
+
+def fixed_share(total: list[int], before: list[int], done: list[int]) -> float:
+    """R^2 of the whole runs' prompt tokens on what their forks inherit: the tokens up to the branch and the
+    items done by it (least squares with an intercept)."""
+    x = np.column_stack([np.ones(len(total)), before, done])
+    y = np.asarray(total, dtype=float)
+    fit = np.linalg.lstsq(x, y, rcond=None)[0]
+    return float(1 - np.sum((y - x @ fit) ** 2) / np.sum((y - y.mean()) ** 2))
 
 
 def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
@@ -303,6 +398,9 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
         whole(root / "whole" / B.name, B, 100 + s, model)
     prices = load_prices()
     tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
+    folding = {p: sum(map(folds, (root / "whole" / p).iterdir())) for p in (A.name, B.name)}
+    steps = {p: [r.steps for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
+    print(f"whole runs that folded: {folding}; steps {min(min(steps.values()))}-{max(max(steps.values()))}", flush=True)
     mean, low, high = welch(tokens[A.name], tokens[B.name])
     print(f"whole runs: {runs} + {runs}, B - A = {mean:.0f} [{low:.0f}, {high:.0f}] prompt tokens", flush=True)
     branch_steps, same, taken, pairs = [], 0, 0, []
@@ -324,6 +422,16 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
         "sd_before_branch": stdev(before),
         "paired_correlation": correlation(*zip(*pairs)),
     }
+    if isinstance(model, Worker):
+        done = [min(W, done_by(p, b - 1)) for p, b in zip(parents, branch_steps)]
+        spread["items_done_at_branch"] = done
+        spread["r2_world_at_branch"] = fixed_share(tokens[A.name], before, done)
+        print(
+            f"items done by the branch: {min(done)}-{max(done)} of {W}; share of the variance of "
+            f"{A.name}'s whole runs' prompt tokens that the world at the branch fixes (R^2 on the tokens up to "
+            f"it and the items done): {spread['r2_world_at_branch']:.2f}",
+            flush=True,
+        )
     print(
         f"prompt tokens of {A.name}'s whole runs: SD {spread['sd_whole_a']:.0f}, of which up to the branch SD "
         f"{spread['sd_before_branch']:.0f}; correlation between the two forks of a pair: "
@@ -346,7 +454,15 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
         "sandbox": "local",
         "presets": [A.name, B.name],
         "first_compaction_after_step": branch_steps,
-        "whole": {"mean": mean, "low": low, "high": high, "width": high - low, "prompt_tokens": tokens},
+        "whole": {
+            "mean": mean,
+            "low": low,
+            "high": high,
+            "width": high - low,
+            "prompt_tokens": tokens,
+            "steps": steps,
+            "runs_that_folded": folding,
+        },
         "forks": {"pairs": result.n, "mean": result.diff, "low": result.ci_low, "high": result.ci_high},
         "width_ratio": ratio,
         "same_action_steps": {"same": same, "of": taken},
@@ -374,6 +490,9 @@ def main() -> None:
     ap.add_argument(
         "--first-seed", type=int, default=0, help="ab: seeds FIRST.. under one preset, FIRST+100.. under the other"
     )
+    ap.add_argument(
+        "--task", choices=("log", "work"), default="log", help="ab: the log task (Sampler) or the work task (Worker)"
+    )
     ap.add_argument("--drift", type=float, default=1.0, help="crn: how far the prompt moves each choice's logit")
     ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--chess", action=argparse.BooleanOptionalAction, default=True)
@@ -382,7 +501,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
         root = Path(tmp)
         if args.part == "ab":
-            figures: object = ab(root, args.runs, Sampler(args.sampler, args.drift), args.first_seed)
+            stand_in = Worker if args.task == "work" else Sampler
+            figures: object = ab(root, args.runs, stand_in(args.sampler, args.drift), args.first_seed)
         elif args.part == "refusals":
             figures = refusals(root)
         else:
