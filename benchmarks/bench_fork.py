@@ -16,14 +16,19 @@ distribution the prompt moves (by `--drift`) with common random numbers for nois
 two extremes (every draw follows the whole prompt, or only the seed and step). The closing line is the ratio of
 the interval widths; the lines before it say on how many of the forks' own steps both forks of a pair acted
 alike, how much of the whole runs' spread was there by the branch, and how closely the two forks' prompt tokens
-correlate. `--first-seed` shifts every seed, for another draw of the same comparison.
+correlate. `--first-seed` shifts every seed, for another draw of the same comparison. `--task work` runs the
+same A/B on a task with a fixed amount of work in the workspace (Worker below: 18 items in `todo`, each
+attempt passing or failing as the stand-in draws, a submit when none is left), where what is left after the
+branch is in the world both forks inherit; its closing lines add how many items were done by the branch and
+how much of the whole runs' variance that and the tokens up to the branch explain.
 
 `refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
 and a damaged journal: its exit code, what it said, and what it made.
 
     .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
-    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler crn|prompt|seed] [--drift 1] [--first-seed 0]
+    .venv/bin/python benchmarks/bench_fork.py ab [--task log|work] [--runs 20] [--sampler crn|prompt|seed] [--drift 1] [--first-seed 0]
     .venv/bin/python benchmarks/bench_fork.py refusals
+    .venv/bin/python benchmarks/bench_fork.py pool AB.json... (the pairs and whole runs of several `ab` runs pooled)
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy  # 
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
 from evals.ab.records import load_batch, load_record  # noqa: E402
+from evals.stats import mean_interval  # noqa: E402
 from tests.agent import forking  # noqa: E402
 
 AT = 15
@@ -480,9 +486,32 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
     return figures
 
 
+def pool(files: list[Path]) -> dict:
+    """The A/B of several benchmark runs pooled: all their pairs against all their whole runs, as `ab` compares
+    one run's (a t interval on the pairs' differences, Welch's on the whole runs)."""
+    runs = [json.loads(f.read_text()) for f in files]
+    diffs = [b - a for r in runs for a, b in r["fork_pairs_prompt_tokens"]]
+    mean, low, high = mean_interval(diffs)
+    wa, wb = ([t for r in runs for t in r["whole"]["prompt_tokens"][p]] for p in (A.name, B.name))
+    wmean, wlow, whigh = welch(wa, wb)
+    figures = {
+        "files": [f.name for f in files],
+        "forks": {"pairs": len(diffs), "mean": mean, "low": low, "high": high},
+        "whole": {"runs_each": len(wa), "mean": wmean, "low": wlow, "high": whigh},
+        "width_ratio": (high - low) / (whigh - wlow),
+    }
+    print(
+        f"pooled: {len(diffs)} pairs, B - A = {mean:.0f} [{low:.0f}, {high:.0f}]; whole runs {len(wa)} + {len(wb)}, "
+        f"{wmean:.0f} [{wlow:.0f}, {whigh:.0f}]; width ratio {figures['width_ratio']:.3f}",
+        flush=True,
+    )
+    return figures
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=("worlds", "ab", "refusals"))
+    ap.add_argument("part", choices=("worlds", "ab", "refusals", "pool"))
+    ap.add_argument("files", nargs="*", type=Path, help="pool: the JSON files of `ab` runs to pool")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument(
         "--sampler", choices=("crn", "prompt", "seed"), default="crn", help="what the ab model's draws follow"
@@ -500,9 +529,11 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
         root = Path(tmp)
-        if args.part == "ab":
+        if args.part == "pool":
+            figures: object = pool(args.files)
+        elif args.part == "ab":
             stand_in = Worker if args.task == "work" else Sampler
-            figures: object = ab(root, args.runs, stand_in(args.sampler, args.drift), args.first_seed)
+            figures = ab(root, args.runs, stand_in(args.sampler, args.drift), args.first_seed)
         elif args.part == "refusals":
             figures = refusals(root)
         else:
