@@ -1,10 +1,11 @@
 """Sampling: the run's model answering an MCP server that asks it for a reply during one of its tool calls.
 
 Only a server whose settings allow it (`sampling = true`) is answered (tools/mcp/sampling.py). The request
-goes to the run's own model client with no tools and the policy's model parameters, its reply capped at the
-smaller of the server's and the policy's max_tokens, transient errors retried as the loop's are. Each reply is
-journaled as `sampling_replied` with its cost, and counts in the run's usage, cost and budgets like any model
-call. A call made again (a resumed step) is answered from the replies journaled for it, in order, while the
+goes to the run's own model client with no tools and the policy's model parameters (the seed mixed with the
+step, the call and the request's place among the call's requests, core.policy.step_params), its reply capped
+at the smaller of the server's and the policy's max_tokens, transient errors retried as the loop's are. Each
+reply is journaled as `sampling_replied` with its cost, and counts in the run's usage, cost and budgets like
+any model call. A call made again (a resumed step) is answered from the replies journaled for it, in order, while the
 request is the same, so the model is not asked twice; a replay that runs its tools again (`--execute`) is
 answered only from the recording, so its model is never asked.
 """
@@ -24,7 +25,7 @@ from agent.retry import with_retries
 from agent.run.state import RunState, spend
 from core.errors import PermanentModelError, TransientModelError
 from core.events import SamplingReplied
-from core.policy import HarnessPolicy
+from core.policy import HarnessPolicy, step_params
 from core.types import Message, ModelReply, Usage
 from tools.base import SamplingRefused
 
@@ -50,13 +51,15 @@ class Sampling:
         self.price = price
         self.ask = ask
         self.recorded: dict[str, deque[SamplingReplied]] = defaultdict(deque)
+        self.asked: dict[str, int] = defaultdict(int)  # requests per call so far, recorded or not: mixed with the seed
         for e in recorded:
             self.recorded[e.call_id].append(e)
 
     def __call__(self, step: int, call_id: str, server: str, messages: list[Message], max_tokens: int) -> ModelReply:
-        params = self.policy.model.model_copy(
+        params = step_params(self.policy.model, step, "sampling", call_id, self.asked[call_id]).model_copy(
             update={"max_tokens": max(1, min(max_tokens, self.policy.model.max_tokens))}
         )
+        self.asked[call_id] += 1
         digest = hashlib.sha256(
             json.dumps([[m.model_dump(mode="json") for m in messages], params.max_tokens]).encode()
         ).hexdigest()

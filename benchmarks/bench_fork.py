@@ -16,14 +16,19 @@ distribution the prompt moves (by `--drift`) with common random numbers for nois
 two extremes (every draw follows the whole prompt, or only the seed and step). The closing line is the ratio of
 the interval widths; the lines before it say on how many of the forks' own steps both forks of a pair acted
 alike, how much of the whole runs' spread was there by the branch, and how closely the two forks' prompt tokens
-correlate. `--first-seed` shifts every seed, for another draw of the same comparison.
+correlate. `--first-seed` shifts every seed, for another draw of the same comparison. `--task work` runs the
+same A/B on a task with a fixed amount of work in the workspace (Worker below: 18 items in `todo`, each
+attempt passing or failing as the stand-in draws, a submit when none is left), where what is left after the
+branch is in the world both forks inherit; its closing lines add how many items were done by the branch and
+how much of the whole runs' variance that and the tokens up to the branch explain.
 
 `refusals`: `harness fork` run as a command on a drifted world, a step beyond the run's end, a run still running
 and a damaged journal: its exit code, what it said, and what it made.
 
     .venv/bin/python benchmarks/bench_fork.py worlds [--docker/--no-docker] [--chess/--no-chess]
-    .venv/bin/python benchmarks/bench_fork.py ab [--runs 20] [--sampler crn|prompt|seed] [--drift 1] [--first-seed 0]
+    .venv/bin/python benchmarks/bench_fork.py ab [--task log|work] [--runs 20] [--sampler crn|prompt|seed] [--drift 1] [--first-seed 0]
     .venv/bin/python benchmarks/bench_fork.py refusals
+    .venv/bin/python benchmarks/bench_fork.py pool AB.json... (the pairs and whole runs of several `ab` runs pooled)
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from statistics import NormalDist, correlation, stdev
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np  # noqa: E402
 from scipy import stats as scistats  # noqa: E402
 
 from agent.fork import fork  # noqa: E402
@@ -56,6 +62,7 @@ from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy  # 
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
 from evals.ab.records import load_batch, load_record  # noqa: E402
+from evals.stats import mean_interval  # noqa: E402
 from tests.agent import forking  # noqa: E402
 
 AT = 15
@@ -258,6 +265,85 @@ class Sampler:
 NORMAL = NormalDist()
 
 
+# The work task: a fixed amount of work in the workspace, done when it is done. W and P are set so that a run
+# is 20-40 steps, as a coding agent's on a small issue: W/P = 30 steps expected, SD sqrt(W(1-P))/P = 4.5, so
+# 95% of runs end within 21-39 steps, and the cap (45, as the log task's) is reached almost never. Output
+# sizes are the log task's (100-900 lines a step), which puts the first fold after step 9-14, well inside.
+W, P = 18, 0.6
+WORK = Task(
+    id="work",
+    prompt="Work through the items in `todo`, one a step; an attempt that passes moves its item to done.txt, one "
+    "that fails stays at the top. Submit when nothing is left.",
+    files={"todo": "".join(f"item {i}: make check {i} pass\n" for i in range(1, W + 1))},
+)
+ATTEMPT = (
+    'echo . >> steps.txt; if [ ! -s todo ]; then echo nothing left; elif {fix}; then echo "passed: $(head -n 1 todo)"; '
+    'head -n 1 todo >> done.txt; sed -i 1d todo; else echo "failed: $(head -n 1 todo)"; head -n 1 todo >> failed.txt; '
+    'fi; echo "step $(wc -l < steps.txt) left $(grep -c . todo)"; seq 1 {size}'
+)
+STATE = re.compile(r"^step (\d+) left (\d+)$", re.M)
+
+
+class Worker(Sampler):
+    """A seeded stand-in for an agent that stops when its work is done. Each reply attempts the next item of
+    `todo` with a shell command whose fix is right or wrong as the stand-in draws (`true` or `false` in the
+    command: the world then records the item as done or failed) and prints a `seq` of a chosen length; the
+    command prints the step and how many items are left, and the stand-in submits when the last observation it
+    sees says none are (a fold that hid the newest observation costs it one more look), at step 45 always.
+    What is left is read from the world, so two forks of a run start from the work done by the branch.
+
+    Success is drawn as a seeded sampling model draws: against P, whose logit the prompt moves (`crn`: by
+    `drift` times a standard normal number drawn from the whole prompt), with a common random number keyed by
+    the call's seed (the run's seed mixed with the step, core.policy.step_params): two forks with one seed
+    succeed on the same steps wherever their prompts leave the probability on the same side of that number.
+    The output size is drawn as Sampler draws it. `prompt`: both drawn from the seed and the whole prompt
+    (independent after the branch); `seed`: both from the seed alone (drift 0)."""
+
+    def __init__(self, follows: str = "prompt", drift: float = 1.0):
+        super().__init__(follows, 0.0 if follows == "seed" else drift)
+        self.name = self.name.replace("sampler", "worker")
+
+    def complete(self, messages, tools, params) -> ModelReply:
+        usage = Usage(prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages), completion_tokens=20)
+        if params.reply_schema is not None:
+            return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
+        last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
+        seen = STATE.search(last)
+        step, left = (int(seen[1]), int(seen[2])) if seen else (0, W)
+        if left == 0 or step + 1 >= 45:
+            call = ToolCall(id=f"c{step + 1}", name="submit", arguments=json.dumps({"answer": "done"}))
+        else:
+            fix, size = self.attempt(params.seed, "\n".join(m.text for m in messages))
+            command = ATTEMPT.format(fix="true" if fix else "false", size=size)
+            call = ToolCall(id=f"c{step + 1}", name="shell", arguments=json.dumps({"command": command}))
+        message = Message(role="assistant", text="", tool_calls=(call,))
+        return ModelReply(message=message, usage=usage, finish_reason="tool_calls", model=self.name)
+
+    def attempt(self, seed: int | None, prompt: str) -> tuple[bool, int]:
+        if self.follows == "prompt":
+            rng = random.Random(hashlib.sha256(f"{seed}\n{prompt}".encode()).digest())
+            return rng.random() < P, rng.randint(100, 900)
+        digest = hashlib.sha256(prompt.encode()).hexdigest()
+        logit = math.log(P / (1 - P)) + self.drift * NORMAL.inv_cdf(uniform(digest, "fix"))
+        passes = uniform(seed, "fix") < 1 / (1 + math.exp(-logit))
+
+        def score(c: int) -> float:
+            return self.drift * NORMAL.inv_cdf(uniform(digest, c)) - math.log(-math.log(uniform(seed, c)))
+
+        return passes, max(SEQS, key=score)
+
+
+def done_by(run_dir: Path, step: int) -> int:
+    """Items the run's steps up to `step` did (their fix was right and an item was left)."""
+    return sum(
+        1
+        for e in read_events(run_dir)
+        if isinstance(e, ModelReplied)
+        and e.step <= step
+        and any("elif true;" in c.arguments for c in e.reply.message.tool_calls)
+    )
+
+
 def actions_after(run_dir: Path, branch: int) -> dict[int, tuple]:
     """The tool calls of each step after `branch` (names and arguments, not ids)."""
     return {
@@ -276,10 +362,16 @@ def agreement(a: Path, b: Path, branch: int) -> tuple[int, int]:
 
 def whole(root: Path, policy: HarnessPolicy, seed: int, model: Sampler) -> Path:
     seeded = policy.model_copy(update={"model": policy.model.model_copy(update={"seed": seed})})
-    spec = RunSpec(TASK, model, seeded, root, seed=seed, run_id=f"{policy.name}-{seed}")
+    spec = RunSpec(
+        WORK if isinstance(model, Worker) else TASK, model, seeded, root, seed=seed, run_id=f"{policy.name}-{seed}"
+    )
     summary, run_dir = start(spec)
     assert summary.stop_reason == "submitted", (run_dir, summary.stop_reason)
     return run_dir
+
+
+def folds(run_dir: Path) -> bool:
+    return any(isinstance(e, Compacted) and e.fold is not None for e in read_events(run_dir))
 
 
 def branch_tokens(run_dir: Path, branch: int) -> int:
@@ -287,6 +379,15 @@ def branch_tokens(run_dir: Path, branch: int) -> int:
     return sum(
         e.reply.usage.prompt_tokens for e in read_events(run_dir) if isinstance(e, ModelReplied) and e.step <= branch
     )
+
+
+def fixed_share(total: list[int], before: list[int], done: list[int]) -> float:
+    """R^2 of the whole runs' prompt tokens on what their forks inherit: the tokens up to the branch and the
+    items done by it (least squares with an intercept)."""
+    x = np.column_stack([np.ones(len(total)), before, done])
+    y = np.asarray(total, dtype=float)
+    fit = np.linalg.lstsq(x, y, rcond=None)[0]
+    return float(1 - np.sum((y - x @ fit) ** 2) / np.sum((y - y.mean()) ** 2))
 
 
 def welch(a: list[float], b: list[float]) -> tuple[float, float, float]:
@@ -303,6 +404,9 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
         whole(root / "whole" / B.name, B, 100 + s, model)
     prices = load_prices()
     tokens = {p: [r.prompt_tokens for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
+    folding = {p: sum(map(folds, (root / "whole" / p).iterdir())) for p in (A.name, B.name)}
+    steps = {p: [r.steps for r in load_batch(root / "whole" / p, prices)] for p in (A.name, B.name)}
+    print(f"whole runs that folded: {folding}; steps {min(min(steps.values()))}-{max(max(steps.values()))}", flush=True)
     mean, low, high = welch(tokens[A.name], tokens[B.name])
     print(f"whole runs: {runs} + {runs}, B - A = {mean:.0f} [{low:.0f}, {high:.0f}] prompt tokens", flush=True)
     branch_steps, same, taken, pairs = [], 0, 0, []
@@ -324,6 +428,16 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
         "sd_before_branch": stdev(before),
         "paired_correlation": correlation(*zip(*pairs)),
     }
+    if isinstance(model, Worker):
+        done = [min(W, done_by(p, b - 1)) for p, b in zip(parents, branch_steps)]
+        spread["items_done_at_branch"] = done
+        spread["r2_world_at_branch"] = fixed_share(tokens[A.name], before, done)
+        print(
+            f"items done by the branch: {min(done)}-{max(done)} of {W}; share of the variance of "
+            f"{A.name}'s whole runs' prompt tokens that the world at the branch fixes (R^2 on the tokens up to "
+            f"it and the items done): {spread['r2_world_at_branch']:.2f}",
+            flush=True,
+        )
     print(
         f"prompt tokens of {A.name}'s whole runs: SD {spread['sd_whole_a']:.0f}, of which up to the branch SD "
         f"{spread['sd_before_branch']:.0f}; correlation between the two forks of a pair: "
@@ -346,7 +460,15 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
         "sandbox": "local",
         "presets": [A.name, B.name],
         "first_compaction_after_step": branch_steps,
-        "whole": {"mean": mean, "low": low, "high": high, "width": high - low, "prompt_tokens": tokens},
+        "whole": {
+            "mean": mean,
+            "low": low,
+            "high": high,
+            "width": high - low,
+            "prompt_tokens": tokens,
+            "steps": steps,
+            "runs_that_folded": folding,
+        },
         "forks": {"pairs": result.n, "mean": result.diff, "low": result.ci_low, "high": result.ci_high},
         "width_ratio": ratio,
         "same_action_steps": {"same": same, "of": taken},
@@ -364,15 +486,41 @@ def ab(root: Path, runs: int, model: Sampler, first_seed: int = 0) -> dict:
     return figures
 
 
+def pool(files: list[Path]) -> dict:
+    """The A/B of several benchmark runs pooled: all their pairs against all their whole runs, as `ab` compares
+    one run's (a t interval on the pairs' differences, Welch's on the whole runs)."""
+    runs = [json.loads(f.read_text()) for f in files]
+    diffs = [b - a for r in runs for a, b in r["fork_pairs_prompt_tokens"]]
+    mean, low, high = mean_interval(diffs)
+    wa, wb = ([t for r in runs for t in r["whole"]["prompt_tokens"][p]] for p in (A.name, B.name))
+    wmean, wlow, whigh = welch(wa, wb)
+    figures = {
+        "files": [f.name for f in files],
+        "forks": {"pairs": len(diffs), "mean": mean, "low": low, "high": high},
+        "whole": {"runs_each": len(wa), "mean": wmean, "low": wlow, "high": whigh},
+        "width_ratio": (high - low) / (whigh - wlow),
+    }
+    print(
+        f"pooled: {len(diffs)} pairs, B - A = {mean:.0f} [{low:.0f}, {high:.0f}]; whole runs {len(wa)} + {len(wb)}, "
+        f"{wmean:.0f} [{wlow:.0f}, {whigh:.0f}]; width ratio {figures['width_ratio']:.3f}",
+        flush=True,
+    )
+    return figures
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=("worlds", "ab", "refusals"))
+    ap.add_argument("part", choices=("worlds", "ab", "refusals", "pool"))
+    ap.add_argument("files", nargs="*", type=Path, help="pool: the JSON files of `ab` runs to pool")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument(
         "--sampler", choices=("crn", "prompt", "seed"), default="crn", help="what the ab model's draws follow"
     )
     ap.add_argument(
         "--first-seed", type=int, default=0, help="ab: seeds FIRST.. under one preset, FIRST+100.. under the other"
+    )
+    ap.add_argument(
+        "--task", choices=("log", "work"), default="log", help="ab: the log task (Sampler) or the work task (Worker)"
     )
     ap.add_argument("--drift", type=float, default=1.0, help="crn: how far the prompt moves each choice's logit")
     ap.add_argument("--docker", action=argparse.BooleanOptionalAction, default=True)
@@ -381,8 +529,11 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-fork-") as tmp:
         root = Path(tmp)
-        if args.part == "ab":
-            figures: object = ab(root, args.runs, Sampler(args.sampler, args.drift), args.first_seed)
+        if args.part == "pool":
+            figures: object = pool(args.files)
+        elif args.part == "ab":
+            stand_in = Worker if args.task == "work" else Sampler
+            figures = ab(root, args.runs, stand_in(args.sampler, args.drift), args.first_seed)
         elif args.part == "refusals":
             figures = refusals(root)
         else:

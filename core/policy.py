@@ -209,14 +209,17 @@ class ModelParams(_Knobs):
     )
 
 
-def step_params(params: ModelParams, step: int) -> ModelParams:
-    """`params` for step `step`'s model call, its seed mixed with the step. A seeded sampler draws the same random
+def step_params(params: ModelParams, step: int, *call: object) -> ModelParams:
+    """`params` for a model call of step `step`, its seed mixed with the step. A seeded sampler draws the same random
     numbers for the same seed (the local engine one per token position), so a run sending one seed with every
     call would draw the same numbers at every step; mixed with the step, a run's calls draw apart, while the
-    same step of a resumed run, of a replay and of every fork of the run draws as the run did."""
+    same step of a resumed run, of a replay and of every fork of the run draws as the run did. `call` tells the
+    step's other model calls apart from its agent call and from each other (a summary and its attempt, an MCP
+    server's sampling request), so a retried summary draws afresh rather than repeat the reply it replaces."""
     if params.seed is None:
         return params
-    digest = hashlib.blake2b(f"{params.seed}/{step}".encode(), digest_size=8).digest()
+    key = "/".join(map(str, (params.seed, step, *call)))
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
     return params.model_copy(update={"seed": int.from_bytes(digest, "big") >> 1})
 
 

@@ -9,6 +9,7 @@ of the steps (keeping more verbatim).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
@@ -143,22 +144,22 @@ def compact(
     plans = [(cfg.summary_max_tokens, upto), (cfg.summary_max_tokens * 2, upto)]
     if older_half < upto:
         plans.append((cfg.summary_max_tokens * 2, older_half))
+    at = len(step_starts(history))
     for cap, end in plans:
         steps = steps_of(history, start, end)
         if cfg.summariser_prompt == "fork":
             request = fork_request(prompt, previous, steps)
         else:
             request = fresh_request(previous, history[start:end], steps)
-        req = SummaryRequest(
-            request, previous, list(history[start:end]), cap, tools if cfg.summariser_prompt == "fork" else (), steps
-        )
+        fork_tools = tools if cfg.summariser_prompt == "fork" else ()
+        req = SummaryRequest(request, previous, list(history[start:end]), cap, fork_tools, steps, at, len(attempts))
         memory, used, finish, tried = _ask(summariser, req, steps)
         usage = usage + used
         attempts.extend(tried)
         if memory is not None:
             memory = merged(previous, memory, steps[1])
             fold = _make_fold(history, folds, cfg, counter, previous, memory, end, steps, window)
-            made = {"at_step": len(step_starts(history)), "start": start, "memory_text": memory_text}
+            made = {"at_step": at, "start": start, "memory_text": memory_text}
             return result(fold.model_copy(update=made), _warning(attempts))
         if attempts and attempts[-1].finish_reason != "length":
             break  # invalid even after the repair attempt: a bigger cap will not help
@@ -189,8 +190,8 @@ def _ask(summariser: Summariser, req: SummaryRequest, steps: tuple[int, int]):
     attempts.append(Attempt(cap=req.cap, steps=steps, finish_reason=reply.finish_reason, problem=problem))
     if memory is not None:
         return memory, usage, reply.finish_reason, attempts
-    fixed = SummaryRequest(
-        repair_request(req.messages, reply, problem or ""), req.previous, req.folded, req.cap, req.tools, req.steps
+    fixed = dataclasses.replace(
+        req, messages=repair_request(req.messages, reply, problem or ""), attempt=req.attempt + 1
     )
     try:
         reply = summariser.summarise(fixed)

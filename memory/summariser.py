@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from core.context_policy import Limits
 from core.events import SummaryReplied
 from core.memory_types import MEMORY_REPLY_SCHEMA, MEMORY_SCHEMA, WorkingMemory, current_json
+from core.policy import step_params
 from core.types import Message, ModelReply
 from memory.truncate import head_tail
 
@@ -45,6 +46,8 @@ class SummaryRequest:
     cap: int  # max completion tokens
     tools: Sequence[Any] = field(default_factory=tuple)  # fork mode sends the agent's tools, to share its prefix
     steps: tuple[int, int] = (0, 0)  # the steps being folded, first and last
+    at_step: int = 0  # the steps in the history when it is folded: the seed of the call is mixed with it
+    attempt: int = 0  # earlier summariser calls of this compaction (a retry, a repair): mixed with the seed too
 
 
 class Summariser(Protocol):
@@ -62,7 +65,7 @@ class ModelSummariser:
         # A summary is a working memory in JSON, not a tool call: a policy that makes every agent reply
         # a call (the local preset's grammar) must not make the summariser's one. Where the model can be
         # held to a schema, it is, so even a small model's memory always parses.
-        params = self.params.model_copy(
+        params = step_params(self.params, request.at_step, "summary", request.attempt).model_copy(
             update={
                 "max_tokens": request.cap,
                 "tool_choice": "none",

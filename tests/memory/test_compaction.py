@@ -9,7 +9,7 @@ from agent.run.task import Task
 from agent.session import RunSpec, start
 from core.context_policy import Compact
 from core.memory_types import FailedApproach, WorkingMemory
-from core.policy import HarnessPolicy, ModelParams
+from core.policy import HarnessPolicy, ModelParams, step_params
 from memory.compaction import compact
 from memory.render import render
 from memory.summariser import ModelSummariser, fresh_request
@@ -81,6 +81,33 @@ def test_invalid_output_gets_one_repair_attempt():
     assert "does not parse" in result.attempts[0].problem
     repair_prompt = model.calls  # both replies were used
     assert repair_prompt == 2
+
+
+def seeds_of(model: ScriptedModel) -> list[int | None]:
+    seen: list[int | None] = []
+    original = model.complete
+    model.complete = lambda messages, tools, params: seen.append(params.seed) or original(messages, tools, params)
+    return seen
+
+
+def test_each_summariser_call_of_a_fold_draws_its_own_seed_and_draws_it_again_when_made_again():
+    cfg = Compact(every_steps=1, keep_recent_steps=1, trigger_tokens=10**9, summary_max_tokens=32)
+    h = history(5)
+    replies = [ScriptedReply(text="{", finish_reason="length"), ScriptedReply(text="{goal: oops}"), summary()]
+    made = []
+    for _ in range(2):  # the same fold made again, as a resumed run, a replay or a fork of the run makes it
+        model = ScriptedModel(replies)
+        seen = seeds_of(model)
+        result = compact(
+            h, [], cfg, render(h, [cfg]), COUNTER, ModelSummariser(model, ModelParams(seed=7)), "every_steps"
+        )
+        assert result.ok and [a.repair for a in result.attempts] == [False, False, True]
+        made.append(seen)
+    # The step the fold is made at (5 steps in the history) and the attempt are mixed with the policy's seed: the
+    # retry at a larger cap and the repair draw apart from the reply they replace, and from the step's agent call.
+    assert made[0] == made[1] and len({*made[0], 7}) == 4
+    assert made[0] == [step_params(ModelParams(seed=7), 5, "summary", n).seed for n in range(3)]
+    assert step_params(ModelParams(seed=7), 5).seed not in made[0]
 
 
 def test_output_still_invalid_after_the_repair_leaves_the_history_as_it_was():

@@ -19,7 +19,7 @@ from agent.run.task import Task
 from agent.sampling import Sampling
 from agent.session import RunSpec, start
 from core.mcp_settings import McpServer
-from core.policy import CheckpointPolicy, HarnessPolicy
+from core.policy import CheckpointPolicy, HarnessPolicy, ModelParams, step_params
 from core.types import Message, ToolCall, Usage
 from tests.agent.helpers import call, events, new_journal
 from tools.base import Registry
@@ -115,6 +115,24 @@ def test_a_replay_answers_sampling_from_the_recording(tmp_path):
     assert not executed.world, executed.world
     [again] = [e for e in read_events(executed.replay_dir) if e.type == "sampling_replied"]
     assert again.reply is not None and again.reply.message.text == "Paris"
+
+
+def test_each_sampling_request_draws_its_own_seed_and_a_resumed_call_draws_it_again(tmp_path):
+    policy = HarnessPolicy(model=ModelParams(seed=7))
+    asked = [("c1", 3), ("c1", 3), ("c2", 3), ("c1", 4)]  # (call, step): two requests of one call, another call's
+    made = []
+    for run in ("run", "resumed"):
+        model = ScriptedModel([WORD] * 4)
+        seen: list[int | None] = []
+        model.complete = lambda messages, tools, params, seen=seen, asked=model.complete: (
+            seen.append(params.seed) or asked(messages, tools, params)
+        )
+        sampling = Sampling(model, policy, new_journal(tmp_path, run), RunState(task=Task(prompt="x")), None)
+        for call_id, step in asked:
+            sampling(step, call_id, "sampling", [Message(role="user", text="name it")], 16)
+        made.append(seen)
+    assert made[0] == made[1] and len({*made[0], step_params(policy.model, 3).seed}) == 5
+    assert made[0][1] == step_params(policy.model, 3, "sampling", "c1", 1).seed
 
 
 @pytest.mark.model
