@@ -54,14 +54,17 @@ check: setup
 
 # The harness's modules compiled to bytecode once, for the many processes the tests start (subprocesses, workers,
 # Ray's actors), whatever PYTHONDONTWRITEBYTECODE says: where it is set, each process compiled them again (about
-# 0.6 s of each `harness` command). Not the SWE suites' sources, which runs copy as they are.
+# 0.6 s of each `harness` command). Not the SWE suites' sources, which runs copy as they are. Then one collection
+# writes pytest's cache of the test modules, their asserts rewritten, which each pytest process reads even where
+# it may not write it (a collection of the suite took 18 s with it, 30 s without).
 bytecode: $(STAMP)
 	$(PY) -m compileall -q -j 0 -x suites/src core agent memory tools sandboxes evals cli engine benchmarks tests
+	set -o pipefail; env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --co -p no:cacheprovider tests | tail -1
 
 # Before a commit: the static checks, then the tests that need no Docker, Ray or model weights and are not
 # slow, on up to 4 cores. tests/tiers.py marks the others; one that reaches Docker, Ray or the model unmarked
 # fails here.
-quick: setup check bytecode
+quick: setup check
 	$(VENV)/bin/pytest -q tests --quick -n auto --maxprocesses 4
 
 test: setup
