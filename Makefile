@@ -9,7 +9,7 @@ INTEROP := .venv-interop312
 # Arize Phoenix, the OTLP backend the telemetry tests send spans to: a venv of its own.
 PHOENIX := .venv-phoenix
 
-.PHONY: demo test quick check setup system bench clean
+.PHONY: demo test quick check setup system bytecode bench clean
 
 # uv installs the three venvs, in parallel downloads (minutes faster than pip from an empty cache); scripts/uv.py
 # hands it the package sources pip would use here.
@@ -52,22 +52,37 @@ check: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The harness's modules compiled to bytecode once, for the many processes the tests start (subprocesses, workers,
+# Ray's actors), whatever PYTHONDONTWRITEBYTECODE says: where it is set, each process compiled them again (about
+# 0.6 s of each `harness` command). Not the SWE suites' sources, which runs copy as they are. Then one collection
+# writes pytest's cache of the test modules, their asserts rewritten, which each pytest process reads even where
+# it may not write it (a collection of the suite took 18 s with it, 30 s without).
+bytecode: $(STAMP)
+	$(PY) -m compileall -q -j 0 -x suites/src core agent memory tools sandboxes evals cli engine benchmarks tests
+	set -o pipefail; env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q --co -p no:cacheprovider tests | tail -1
+
 # Before a commit: the static checks, then the tests that need no Docker, Ray or model weights and are not
 # slow, on up to 4 cores. tests/tiers.py marks the others; one that reaches Docker, Ray or the model unmarked
 # fails here.
 quick: setup check
 	$(VENV)/bin/pytest -q tests --quick -n auto --maxprocesses 4
 
-test: setup system check
+test: setup
+	# The system setup (mostly waiting on npm's registry) beside the static checks (mypy keeps one core busy).
+	$(MAKE) --no-print-directory -j2 system check bytecode
 	# pytest exits 5 when it collects no test: that fails this target, as it should. Two workers (pytest-xdist):
 	# most tests wait on Docker, subprocesses or servers, so one process left a core idle. Beside them, the tests
 	# that start Ray, in a process of their own (tests/conftest.py marks them), their output shown when both are
-	# done. Then, alone, the tests that prune every container of the host or start Ray Serve (tests/tiers.py).
+	# done. Then, after them, the tests that start Ray Serve and, beside those (Serve's replicas use no Docker),
+	# the tests that prune every container of the host (tests/tiers.py).
 	log=$$(mktemp); $(VENV)/bin/pytest -q tests -m "ray and not serial" >$$log 2>&1 & ray=$$!; \
 	$(VENV)/bin/pytest -q tests -m "not ray and not serial" -n 2 --durations 20; spread=$$?; \
 	wait $$ray; alone=$$?; echo "== the tests that start Ray:"; cat $$log; rm -f $$log; \
 	test $$spread = 0 && test $$alone = 0
-	$(VENV)/bin/pytest -q tests -m serial
+	log=$$(mktemp); $(VENV)/bin/pytest -q tests -m "serial and not ray" >$$log 2>&1 & prune=$$!; \
+	$(VENV)/bin/pytest -q tests -m "serial and ray"; serve=$$?; \
+	wait $$prune; pruned=$$?; echo "== the tests that prune containers:"; cat $$log; rm -f $$log; \
+	test $$serve = 0 && test $$pruned = 0
 
 # Every benchmark in turn, each with its defaults (the GPU one says so and is skipped without CUDA);
 # one benchmark: .venv/bin/python benchmarks/bench_NAME.py --help.

@@ -30,7 +30,8 @@ MARKERS = [
     "ray: starts Ray; `make test` runs these in a pytest process of their own, `make quick` leaves them out",
     "model: loads the embedded model's weights (the GGUF file); left out by `make quick`",
     "serial: acts on every container of this host (`prune`), or starts Ray Serve, whose health checks fail on a "
-    "busy machine; `make test` runs these alone, after the others",
+    "busy machine; `make test` runs these after the others, the prune ones beside the Serve ones (which use no "
+    "Docker)",
 ]
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
 PROCESSES = {"docker": "docker", "raylet": "ray", "gcs_server": "ray"}

@@ -6,6 +6,7 @@ an error the harness retries, while Serve replaces it.
 Ray, two engines and the front door need about 3 GB free: Ray's memory monitor kills actors
 (and the test then hangs, retrying) when the machine is above 95% of its memory."""
 
+import contextlib
 import random
 import threading
 import time
@@ -85,10 +86,23 @@ def cached_share(url: str) -> tuple[float, dict[str, float]]:
     return summed, per_replica
 
 
-def test_affinity_routers_cache_more_of_an_agent_workload_than_round_robin(cluster):
+@pytest.fixture(scope="module")
+def session_replicas(cluster):
+    """The session router's replica set, started once for both tests: the affinity test reads its cache
+    counters fresh, then the other kills one of its replicas. Started when the other routers' sets are down:
+    Serve runs one replica set at a time here."""
+    with running(2, "session", config=CONFIG, port=free_port()) as url:
+        yield url
+
+
+def test_affinity_routers_cache_more_of_an_agent_workload_than_round_robin(cluster, request):
     shares = {}
     for router in ("round_robin", "least_loaded", "prefix", "session"):
-        with running(2, router, config=CONFIG, port=free_port()) as url:
+        with contextlib.ExitStack() as stack:
+            if router == "session":
+                url = request.getfixturevalue("session_replicas")
+            else:
+                url = stack.enter_context(running(2, router, config=CONFIG, port=free_port()))
             agent_workload(url)
             shares[router], per_replica = cached_share(url)
             print(f"{router}: cached share {shares[router]:.3f}; {per_replica}")
@@ -112,44 +126,43 @@ def in_flight(url: str) -> dict[str, float]:
     return out
 
 
-def test_a_killed_replica_fails_only_its_requests_and_the_harness_retries_them(cluster):
-    runs = 8
-    with running(2, "session", config=CONFIG, port=free_port()) as url:
-        models = [load_model(f"openai-compatible:{url}/v1#smollm2") for _ in range(runs)]
-        params = ModelParams(max_tokens=64, temperature=0)
-        errors: list[list[Exception]] = [[] for _ in range(runs)]
-        replies: list[str | None] = [None] * runs
+def test_a_killed_replica_fails_only_its_requests_and_the_harness_retries_them(session_replicas):
+    runs, url = 8, session_replicas
+    models = [load_model(f"openai-compatible:{url}/v1#smollm2") for _ in range(runs)]
+    params = ModelParams(max_tokens=64, temperature=0)
+    errors: list[list[Exception]] = [[] for _ in range(runs)]
+    replies: list[str | None] = [None] * runs
 
-        def one_run(i: int) -> None:
-            def call():
-                try:
-                    return models[i].complete([Message(role="user", text=f"Count from {i} to 100.")], [], params)
-                except Exception as e:
-                    errors[i].append(e)
-                    raise
+    def one_run(i: int) -> None:
+        def call():
+            try:
+                return models[i].complete([Message(role="user", text=f"Count from {i} to 100.")], [], params)
+            except Exception as e:
+                errors[i].append(e)
+                raise
 
-            replies[i] = with_retries(call, attempts=6, multiplier_s=0.5, max_wait_s=5).message.text
+        replies[i] = with_retries(call, attempts=6, multiplier_s=0.5, max_wait_s=5).message.text
 
-        threads = [threading.Thread(target=one_run, args=(i,)) for i in range(runs)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 60
-        # Every request reached an engine, and both engines have some: the moment to kill one.
-        while not ((n := in_flight(url)) and sum(n.values()) == runs and min(n.values()) >= 1):
-            assert time.monotonic() < deadline, f"the requests did not all reach the replicas: {n}"
-            time.sleep(0.2)
-        victim = replica_actors()[0]
-        on_victim = in_flight(url)[victim.split("#")[-1]]
-        ray.kill(ray.get_actor(victim, namespace="serve"), no_restart=True)
-        for t in threads:
-            t.join(timeout=300)
+    threads = [threading.Thread(target=one_run, args=(i,)) for i in range(runs)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    # Every request reached an engine, and both engines have some: the moment to kill one.
+    while not ((n := in_flight(url)) and sum(n.values()) == runs and min(n.values()) >= 1):
+        assert time.monotonic() < deadline, f"the requests did not all reach the replicas: {n}"
+        time.sleep(0.2)
+    victim = replica_actors()[0]
+    on_victim = in_flight(url)[victim.split("#")[-1]]
+    ray.kill(ray.get_actor(victim, namespace="serve"), no_restart=True)
+    for t in threads:
+        t.join(timeout=300)
 
-        failed = [i for i in range(runs) if errors[i]]
-        print(f"{on_victim:g} of {runs} requests were on the killed replica; {len(failed)} failed, then were retried")
-        assert all(r is not None for r in replies), "every run got its reply, retried where it failed"
-        assert 0 < len(failed) <= on_victim < runs, "only the requests on the killed replica failed"
-        assert all(isinstance(e, TransientModelError) and "503" in str(e) for i in failed for e in errors[i])
-        deadline = time.monotonic() + 120
-        while (len(replica_actors()) < 2 or victim in replica_actors()) and time.monotonic() < deadline:
-            time.sleep(1)
-        assert len(replica_actors()) == 2 and victim not in replica_actors(), "Serve replaced the replica"
+    failed = [i for i in range(runs) if errors[i]]
+    print(f"{on_victim:g} of {runs} requests were on the killed replica; {len(failed)} failed, then were retried")
+    assert all(r is not None for r in replies), "every run got its reply, retried where it failed"
+    assert 0 < len(failed) <= on_victim < runs, "only the requests on the killed replica failed"
+    assert all(isinstance(e, TransientModelError) and "503" in str(e) for i in failed for e in errors[i])
+    deadline = time.monotonic() + 120
+    while (len(replica_actors()) < 2 or victim in replica_actors()) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert len(replica_actors()) == 2 and victim not in replica_actors(), "Serve replaced the replica"
