@@ -42,8 +42,10 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist, correlation, stdev
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -204,6 +206,22 @@ def uniform(*key: object) -> float:
     return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
 
 
+NORMAL = NormalDist()
+C = TypeVar("C")
+
+
+def crn_choice(choices: Sequence[C], digest: str, drift: float, noise: tuple, bias=lambda c: 0.0) -> C:
+    """A seeded sampling model's pick among `choices`: each one's logit (`bias`) moved by `drift` times a standard
+    normal number drawn from the prompt's `digest`, against common random numbers, a Gumbel number per choice
+    keyed by `noise`; the argmax of logit + noise (Gumbel-max: an exact sample of the softmax)."""
+
+    def score(c: C) -> float:
+        logit = bias(c) + drift * NORMAL.inv_cdf(uniform(digest, c))
+        return logit - math.log(-math.log(uniform(*noise, c)))
+
+    return max(choices, key=score)
+
+
 class Sampler:
     """A seeded stand-in for a sampling model. Each reply is a shell command that appends a line to steps.txt,
     prints its line count (the step, whatever the context holds) and a seq of a chosen length (100 to 900 lines);
@@ -226,20 +244,21 @@ class Sampler:
         self.name = f"scripted:sampler-{follows}" + (f"-drift{drift:g}" if follows == "crn" else "")
 
     def complete(self, messages, tools, params) -> ModelReply:
-        prompt = "\n".join(m.text for m in messages)
         usage = Usage(prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages), completion_tokens=20)
         if params.reply_schema is not None:
             return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
         last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
-        step = int(last.split()[0]) + 1 if last[:1].isdigit() else 1
-        choice = self.choose(params.seed, step, prompt)
-        if choice == "submit":
-            call = ToolCall(id=f"c{step}", name="submit", arguments=json.dumps({"answer": "done"}))
-        else:
-            command = f"echo {step} >> steps.txt && wc -l < steps.txt && seq 1 {choice}"
-            call = ToolCall(id=f"c{step}", name="shell", arguments=json.dumps({"command": command}))
-        message = Message(role="assistant", text="", tool_calls=(call,))
+        message = Message(role="assistant", text="", tool_calls=(self.call(last, messages, params.seed),))
         return ModelReply(message=message, usage=usage, finish_reason="tool_calls", model=self.name)
+
+    def call(self, last: str, messages, seed: int | None) -> ToolCall:
+        """The reply's one call, given the last observation shown."""
+        step = int(last.split()[0]) + 1 if last[:1].isdigit() else 1
+        choice = self.choose(seed, step, "\n".join(m.text for m in messages))
+        if choice == "submit":
+            return ToolCall(id=f"c{step}", name="submit", arguments=json.dumps({"answer": "done"}))
+        command = f"echo {step} >> steps.txt && wc -l < steps.txt && seq 1 {choice}"
+        return ToolCall(id=f"c{step}", name="shell", arguments=json.dumps({"command": command}))
 
     def choose(self, seed: int | None, step: int, prompt: str) -> int | str:
         if step >= 45:
@@ -251,18 +270,10 @@ class Sampler:
             return "submit" if step >= 18 and rng.random() < 0.15 else rng.randint(100, 900)
         choices: list[int | str] = [*SEQS, "submit"] if step >= 18 else list(SEQS)
         digest = hashlib.sha256(prompt.encode()).hexdigest()
-
-        def score(c: int | str) -> float:
-            logit = (SUBMIT_LOGIT if c == "submit" else 0.0) + self.drift * NORMAL.inv_cdf(uniform(digest, c))
-            return logit - math.log(-math.log(uniform(seed, step, c)))
-
-        return max(choices, key=score)
+        return crn_choice(choices, digest, self.drift, (seed, step), lambda c: SUBMIT_LOGIT if c == "submit" else 0.0)
 
     def close(self) -> None:
         """Nothing to free."""
-
-
-NORMAL = NormalDist()
 
 
 # The work task: a fixed amount of work in the workspace, done when it is done. W and P are set so that a run
@@ -303,21 +314,14 @@ class Worker(Sampler):
         super().__init__(follows, 0.0 if follows == "seed" else drift)
         self.name = self.name.replace("sampler", "worker")
 
-    def complete(self, messages, tools, params) -> ModelReply:
-        usage = Usage(prompt_tokens=sum(estimate_tokens(m.text) + 4 for m in messages), completion_tokens=20)
-        if params.reply_schema is not None:
-            return ModelReply(message=Message(role="assistant", text=MEMORY), usage=usage, finish_reason="stop")
-        last = next((m.text for m in reversed(messages) if m.role == "tool"), "")
+    def call(self, last: str, messages, seed: int | None) -> ToolCall:
         seen = STATE.search(last)
         step, left = (int(seen[1]), int(seen[2])) if seen else (0, W)
         if left == 0 or step + 1 >= 45:
-            call = ToolCall(id=f"c{step + 1}", name="submit", arguments=json.dumps({"answer": "done"}))
-        else:
-            fix, size = self.attempt(params.seed, "\n".join(m.text for m in messages))
-            command = ATTEMPT.format(fix="true" if fix else "false", size=size)
-            call = ToolCall(id=f"c{step + 1}", name="shell", arguments=json.dumps({"command": command}))
-        message = Message(role="assistant", text="", tool_calls=(call,))
-        return ModelReply(message=message, usage=usage, finish_reason="tool_calls", model=self.name)
+            return ToolCall(id=f"c{step + 1}", name="submit", arguments=json.dumps({"answer": "done"}))
+        fix, size = self.attempt(seed, "\n".join(m.text for m in messages))
+        command = ATTEMPT.format(fix="true" if fix else "false", size=size)
+        return ToolCall(id=f"c{step + 1}", name="shell", arguments=json.dumps({"command": command}))
 
     def attempt(self, seed: int | None, prompt: str) -> tuple[bool, int]:
         if self.follows == "prompt":
@@ -326,11 +330,7 @@ class Worker(Sampler):
         digest = hashlib.sha256(prompt.encode()).hexdigest()
         logit = math.log(P / (1 - P)) + self.drift * NORMAL.inv_cdf(uniform(digest, "fix"))
         passes = uniform(seed, "fix") < 1 / (1 + math.exp(-logit))
-
-        def score(c: int) -> float:
-            return self.drift * NORMAL.inv_cdf(uniform(digest, c)) - math.log(-math.log(uniform(seed, c)))
-
-        return passes, max(SEQS, key=score)
+        return passes, crn_choice(SEQS, digest, self.drift, (seed,))
 
 
 def done_by(run_dir: Path, step: int) -> int:

@@ -98,11 +98,11 @@ def session_replicas(cluster):
 def test_affinity_routers_cache_more_of_an_agent_workload_than_round_robin(cluster, request):
     shares = {}
     for router in ("round_robin", "least_loaded", "prefix", "session"):
-        with contextlib.ExitStack() as stack:
-            if router == "session":
-                url = request.getfixturevalue("session_replicas")
-            else:
-                url = stack.enter_context(running(2, router, config=CONFIG, port=free_port()))
+        with (
+            contextlib.nullcontext(request.getfixturevalue("session_replicas"))
+            if router == "session"
+            else running(2, router, config=CONFIG, port=free_port())
+        ) as url:
             agent_workload(url)
             shares[router], per_replica = cached_share(url)
             print(f"{router}: cached share {shares[router]:.3f}; {per_replica}")
