@@ -31,6 +31,7 @@ fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the
 where quack's gated GEMM was chosen).
 """
 
+import os
 from typing import NamedTuple
 
 import torch
@@ -45,6 +46,24 @@ from engine.cuda.gemm import matmul, matmul_swiglu
 from engine.cuda.norm import rms_norm
 from engine.cuda.rope_store import rope_and_store
 from engine.sampler import argmax
+
+# Triton's CPU interpreter (TRITON_INTERPRET=1) runs no griddepcontrol: there the kernels skip it.
+_GDC = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
+
+
+@triton.jit
+def pdl_wait():
+    """Wait for the kernel in front (griddepcontrol.wait; a no-op unless launched as a dependent launch)."""
+    if _GDC:
+        gdc_wait()
+
+
+@triton.jit
+def pdl_launch_dependents():
+    """Let the kernel behind start once every program of this one has said so or ended."""
+    if _GDC:
+        gdc_launch_dependents()
+
 
 # Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.2-2x
 # and 1.8-3.9x the time of one on an H200, cuBLAS the same time): so only single rows take it.
@@ -102,7 +121,7 @@ def _gemv_kernel(
     BLOCK_K: tl.constexpr,
     AHEAD: tl.constexpr,
 ):
-    gdc_launch_dependents()
+    pdl_launch_dependents()
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.program_id(1).to(tl.int64)
     rmask = rows < N
@@ -116,7 +135,7 @@ def _gemv_kernel(
     ks = tl.arange(0, BLOCK_K)
     w_next = _w_tile(w_rows, ks, rmask, K)
     w_after = _w_tile(w_rows, BLOCK_K + ks, rmask, K) if AHEAD == 2 else w_next
-    gdc_wait()
+    pdl_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
     for k0 in range(0, K, BLOCK_K):
