@@ -31,39 +31,20 @@ fusions done as separate kernels (norm, SiLU·up) or in the GEMM's epilogue (the
 where quack's gated GEMM was chosen).
 """
 
-import os
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine import cuda
 from engine.cuda.activation import silu_and_mul
 from engine.cuda.gemm import matmul, matmul_swiglu
 from engine.cuda.norm import rms_norm
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
 from engine.cuda.rope_store import rope_and_store
 from engine.sampler import argmax
-
-# Triton's CPU interpreter (TRITON_INTERPRET=1) runs no griddepcontrol: there the kernels skip it.
-_GDC = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")
-
-
-@triton.jit
-def pdl_wait():
-    """Wait for the kernel in front (griddepcontrol.wait; a no-op unless launched as a dependent launch)."""
-    if _GDC:
-        gdc_wait()
-
-
-@triton.jit
-def pdl_launch_dependents():
-    """Let the kernel behind start once every program of this one has said so or ended."""
-    if _GDC:
-        gdc_launch_dependents()
-
 
 # Rows beyond the first are a grid axis whose programs read W again (2 and 4 rows took 1.2-2x
 # and 1.8-3.9x the time of one on an H200, cuBLAS the same time): so only single rows take it.

@@ -33,7 +33,8 @@ import triton
 import triton.language as tl
 
 from engine import cuda
-from engine.cuda.linear import GEMV_MAX_ROWS, gemv, pdl_launch_dependents, pdl_wait
+from engine.cuda.linear import GEMV_MAX_ROWS, gemv
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
 
 BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
 SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, in one program
