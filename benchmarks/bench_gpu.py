@@ -195,6 +195,29 @@ def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
     return sorted(rows.items(), key=lambda kv: -kv[1][1])
 
 
+def kernel_order_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
+    """kernel_breakdown with each kernel named after the one before it too ("_gemv_kernel < _decode_kernel"):
+    one kernel's launches for different matrices (the QKV, output, router projections) told apart."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type.name == "CUDA"), key=lambda e: e.time_range.start)
+    out: dict[str, list] = {}
+    before = ""
+    for e in events:
+        row = out.setdefault(f"{e.name[:40]} < {before[:40]}", [0, 0.0])
+        row[0] += 1
+        row[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+        before = e.name
+    rows = {k: (v[0] // reps, v[1] / reps) for k, v in out.items()}
+    return sorted(rows.items(), key=lambda kv: -kv[1][1])
+
+
 def sync_time(fn, reps: int = 50) -> float:
     """Median host seconds of fn() followed by a device synchronisation: what a step that waits
     for its result pays, the launch included."""
@@ -1033,15 +1056,25 @@ def moe_decode_tiles(g) -> dict:
     configs += [(f"down {t}", (tiles[0], t), router) for t in MOE_DOWN_TILES]
     configs += [(f"router {t}", tiles, t) for t in MOE_ROUTER_TILES]
     configs += [("engine again", tiles, router)]
-    out = {}
+    graphs = {}
     try:
         for name, decode, rgemv in configs:
             moe.DECODE_TILES, moe.ROUTER_GEMV = decode, rgemv
             with torch.inference_mode():
-                out[name] = graph_time(lambda: g._forward(1), reps=30)
-            log(f"    batch-1 step, {name}: {out[name] * 1e6:.1f} us")
+                g._forward(1)
+                torch.cuda.synchronize()
+                graphs[name] = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graphs[name]):
+                    g._forward(1)
     finally:
         moe.DECODE_TILES, moe.ROUTER_GEMV = tiles, router
+    times: dict[str, list[float]] = {name: [] for name in graphs}
+    for _ in range(7):  # in turns, so that the card's clocks drifting touch every tile alike
+        for name, graph in graphs.items():
+            times[name].append(cuda_time(graph.replay, 10))
+    out = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    for name, t in out.items():
+        log(f"    batch-1 step, {name}: {t * 1e6:.1f} us (median of 7 turns of 10)")
     return out
 
 
@@ -1091,6 +1124,26 @@ def part_moe(args, results: dict) -> None:
         f"batch-1 step by kernel ({sum(us for _, (_, us) in prof):.0f} us of kernels): "
         + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:16])
     )
+    import engine.cuda as engine_cuda
+
+    engine_cuda.PDL = False
+    try:
+        with torch.inference_mode():
+            g._forward(1)
+            torch.cuda.synchronize()
+            alone = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(alone):
+                g._forward(1)
+        alone_s = cuda_time(alone.replay, 30)
+        serial = kernel_order_breakdown(alone.replay)
+    finally:
+        engine_cuda.PDL = True
+    log(
+        f"batch-1 step without PDL (fresh capture, {alone_s * 1e6:.0f} us a step, "
+        f"{sum(us for _, (_, us) in serial):.0f} us of kernels, none overlapping), by kernel < the kernel before it:"
+    )
+    for name, (calls, us) in serial:
+        log(f"  {us:8.1f} us  {calls:4d} calls  {name}")
     if args.moe_tiles:
         out["tiles"] = moe_decode_tiles(g)
     prefill_s, flops = timed_prefill(engine, c)
