@@ -175,29 +175,10 @@ def kv_bytes(args, c: ModelConfig) -> int:
     return max(1 << 30, min(24 << 30, free - weights_bytes(c) - (12 << 30)))
 
 
-def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
-    """GPU time per kernel name for one call of fn, averaged over reps (CUPTI sees kernels inside graphs)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            fn()
-        torch.cuda.synchronize()
-    out: dict[str, list] = {}
-    for e in prof.events():
-        if e.device_type.name == "CUDA":
-            row = out.setdefault(e.name, [0, 0.0])
-            row[0] += 1
-            row[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
-    rows = {k: (v[0] // reps, v[1] / reps) for k, v in out.items()}
-    return sorted(rows.items(), key=lambda kv: -kv[1][1])
-
-
-def kernel_order_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
-    """kernel_breakdown with each kernel named after the one before it too ("_gemv_kernel < _decode_kernel"):
-    one kernel's launches for different matrices (the QKV, output, router projections) told apart."""
+def kernel_breakdown(fn, reps: int = 5, after: bool = False) -> list[tuple[str, tuple[int, float]]]:
+    """GPU time per kernel name for one call of fn, averaged over reps (CUPTI sees kernels inside graphs).
+    With after, each kernel is named after the one before it too ("_gemv_kernel < _decode_kernel"): one
+    kernel's launches for different matrices (the QKV, output, router projections) told apart."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -210,7 +191,7 @@ def kernel_order_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, floa
     out: dict[str, list] = {}
     before = ""
     for e in events:
-        row = out.setdefault(f"{e.name[:40]} < {before[:40]}", [0, 0.0])
+        row = out.setdefault(f"{e.name[:40]} < {before[:40]}" if after else e.name, [0, 0.0])
         row[0] += 1
         row[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
         before = e.name
@@ -1135,7 +1116,7 @@ def part_moe(args, results: dict) -> None:
             with torch.cuda.graph(alone):
                 g._forward(1)
         alone_s = cuda_time(alone.replay, 30)
-        serial = kernel_order_breakdown(alone.replay)
+        serial = kernel_breakdown(alone.replay, after=True)
     finally:
         engine_cuda.PDL = True
     log(
