@@ -34,12 +34,13 @@ from agent.journal.store import (
     write_json_atomic,
 )
 from agent.journal.summary import Summary
+from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
 from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.pricing import price_for
 from agent.models.shared import shared_engines
 from agent.models.windows import context_window
-from agent.recovery.branch import check_branch_point, inherited
+from agent.recovery.branch import check_branch_point, inherited, outside_write, refuse_outside_write
 from agent.resume import resume
 from agent.run.stopping import StopRule
 from agent.session import SandboxFactory
@@ -122,7 +123,17 @@ def branch_point(parent_dir: Path, info: RunInfo, at_step: int | str) -> tuple[i
         )
     found = scan(parent_dir)
     _, step = check_branch_point(parent_dir, found, str(at_step))
+    write = outside_write(found.events, step, mcp_servers(parent_dir, info))
+    if write is not None:
+        raise refuse_outside_write(info.run_id, step, write)
     return step, inherited(found.events, step)
+
+
+def mcp_servers(run_dir: Path, info: RunInfo) -> set[str]:
+    """The MCP servers a run's tools came from: its policy's, and those its recorded tools name."""
+    named = {str(s.get("name")) for s in info.policy.get("mcp", [])}
+    recorded = [*(recorded_tools(run_dir) or ()), *(recorded_tools(run_dir, PROGRAM_TOOLS) or ())]
+    return named | {r.server for r in recorded if r.server != "builtin"}
 
 
 def make_fork(

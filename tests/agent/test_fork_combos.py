@@ -1,0 +1,109 @@
+"""A fork of a run that used the rest of the harness: code mode, the agent's memory, MCP servers, an imported
+run, every context preset. Real parts: the local sandbox, real MCP server processes, a real imported
+trajectory; scripted models. (test_fork.py has the plain forks, test_fork_docker.py the Docker sandbox's.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from agent.fork import fork
+from agent.journal.store import read_events
+from agent.models.scripted import ScriptedModel
+from agent.recorded.replay import replay
+from agent.session import RunSpec, start
+from cli.main import app
+from core.events import Forked, InnerIntent, RunStopped
+from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
+from tests.agent import forking
+from tests.agent.helpers import call
+
+CODE = HarnessPolicy(name="code", dispatch=DispatchPolicy(mode="code"), stop=StopPolicy(max_steps=20))
+CALLS = HarnessPolicy(name="calls", stop=StopPolicy(max_steps=20))
+
+PROGRAMS = [
+    # a write through a tool, a file the program writes itself, a read
+    "write_file(path='a.txt', content='one\\n')\nopen('own.txt', 'w').write('by the program\\n')\n"
+    "print(read_file(path='a.txt'))",
+    "print(shell(command='cat a.txt own.txt && echo two >> a.txt'))",
+    "print(read_file(path='a.txt'))",
+]
+
+
+def code_replies() -> list:
+    return [*(call("run_code", code=p) for p in PROGRAMS), call("submit", answer="done")]
+
+
+def branch(run_dir: Path) -> Forked:
+    return next(e for e in read_events(run_dir) if isinstance(e, Forked))
+
+
+def test_a_fork_of_a_code_mode_run_runs_its_programs_again_checked_and_replays(tmp_path):
+    world = forking.WorldAfter(2, tmp_path / "p" / "workspace")
+    summary, parent = start(
+        RunSpec(forking.TASK, ScriptedModel(code_replies()), CODE, tmp_path, run_id="p", listeners=[world])
+    )
+    assert summary.stop_reason == "submitted"
+    assert [e.tool for e in read_events(parent) if isinstance(e, InnerIntent)] == ["write_file", "shell"]
+
+    made = fork(parent, 2, model=ScriptedModel(code_replies()), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted"
+    assert forking.branch_files(made.run_dir) == world.files  # own.txt too: the program ran again, not only its calls
+    assert "4 writes run again and checked" in branch(made.run_dir).world  # 2 programs and the 2 writes they called
+    assert (made.run_dir / "workspace" / "a.txt").read_text() == "one\ntwo\n"
+
+    # under calls mode, the parent's programs still rebuild the world (with the parent's run_code)
+    calls = fork(parent, 2, policy=CALLS, model=ScriptedModel(code_replies()), out=tmp_path / "c")
+    assert calls.summary is not None and calls.summary.stop_reason == "submitted"
+    assert forking.branch_files(calls.run_dir) == world.files
+
+    for run in (made, calls):
+        played = replay(run.run_dir, out=tmp_path / "replays")
+        assert played.harness == [] and played.replayed_stop == "submitted"
+    executed = replay(made.run_dir, out=tmp_path / "replays", execute=True)
+    assert executed.world == [] and executed.replayed_stop == "submitted"
+
+
+def test_a_program_whose_write_gives_otherwise_stops_the_fork_naming_its_call(tmp_path):
+    replies = [
+        call("run_code", code="print(shell(command='echo $RANDOM$RANDOM > r.txt && cat r.txt'))"),
+        call("run_code", code="import random\nopen('s.txt', 'w').write(str(random.random()))\nprint('ok')"),
+        call("submit", answer="done"),
+    ]
+    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(replies), CODE, tmp_path, run_id="p"))
+    assert summary.stop_reason == "submitted"
+    made = fork(parent, 2, model=ScriptedModel(replies), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "world_diverged"
+    stop = [e for e in read_events(made.run_dir) if isinstance(e, RunStopped)][-1]
+    assert (stop.outcome["step"], stop.outcome["tool"], stop.outcome["call_id"]) == (1, "shell", "call_1_0.1")
+    assert not any(isinstance(e, Forked) for e in read_events(made.run_dir))
+
+
+def test_a_fork_after_an_mcp_write_is_refused_naming_it_and_one_after_mcp_reads_rebuilds(tmp_path):
+    from tests.tools.mcp.conftest import stdio
+
+    notes = stdio("notes", "basic.py", approve="never", trusted=True)  # echo is a read, write_note a write
+    policy = CODE.model_copy(update={"name": "code+mcp", "mcp": [notes], "dispatch": DispatchPolicy(mode="both")})
+    replies = [
+        call("notes__echo", text="hello"),
+        call("write_file", path="a.txt", content="1\n"),
+        call("run_code", code="print(notes__write_note(text='buy milk'))"),
+        call("notes__write_note", text="and bread"),
+        call("submit", answer="done"),
+    ]
+    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(replies), policy, tmp_path, run_id="p"))
+    assert summary.stop_reason == "submitted"
+
+    made = fork(parent, 2, model=ScriptedModel(replies[:2] + replies[3:]), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted"  # its own write reaches the server
+    assert "1 writes run again and checked" in branch(made.run_dir).world  # the echo is a read: nothing to run
+
+    runner, forks = CliRunner(), tmp_path / "refused"
+    for at, step, how in ((3, 3, "a run_code program (call call_3_0) called"), (4, 3, "a run_code program")):
+        refused = runner.invoke(app, ["fork", str(parent), "--at-step", str(at), "--out", str(forks)])
+        assert refused.exit_code == 2 and "Traceback" not in refused.output
+        said = " ".join(refused.output.split())
+        assert f"its step {step} {how}" in said and "notes__write_note (call call_3_0.1)" in said
+        assert "--at-step 2" in said and "\n\n" not in refused.output.strip()
+    assert not forks.exists()
