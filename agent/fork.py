@@ -114,7 +114,8 @@ def branch_point(parent_dir: Path, info: RunInfo, at_step: int | str) -> tuple[i
     if info.imported is not None:
         raise HarnessError(
             f"Run {info.run_id} was imported from {info.imported.get('format', 'another harness')}: its world was "
-            "never in a sandbox of ours, so a fork of it has none to start from."
+            "never in a sandbox of ours, so a fork of it has none to start from. `harness rerender` shows its "
+            "prompts under another context policy; a fork needs a run the harness made."
         )
     if info.sandbox not in ("local", "docker", "none"):
         raise HarnessError(

@@ -107,3 +107,17 @@ def test_a_fork_after_an_mcp_write_is_refused_naming_it_and_one_after_mcp_reads_
         assert f"its step {step} {how}" in said and "notes__write_note (call call_3_0.1)" in said
         assert "--at-step 2" in said and "\n\n" not in refused.output.strip()
     assert not forks.exists()
+
+
+def test_a_fork_of_an_imported_run_is_one_clear_error_and_makes_nothing(tmp_path):
+    from tests.evals.interop.test_published import published
+
+    folder = published("mini-swe-agent")
+    runner = CliRunner()
+    done = runner.invoke(app, ["import", str(folder / "django__django-16255.traj.json"), "--out", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    run_dir = Path(done.output.split("run directory: ")[1].strip())
+    refused = runner.invoke(app, ["fork", str(run_dir), "--at-step", "2", "--out", str(tmp_path / "forks")])
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "imported from mini-swe-agent" in refused.output and "\n\n" not in refused.output.strip()
+    assert not (tmp_path / "forks").exists() and sorted(p.name for p in tmp_path.iterdir()) == [run_dir.name]
