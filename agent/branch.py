@@ -78,8 +78,8 @@ def branch(
             prepare(task, box, policy.dispatch.tool_timeout_s)
         ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
         folders = [origin.parent_dir, str(run_dir.resolve())]
-        given = programs_with or (tools.get(RUN_CODE) if tools is not None else None)
-        again = rebuild_tools(session.tools, session.program_tools, parent_code(origin.parent_dir, policy), given)
+        played = programs_with or (tools.get(RUN_CODE) if tools is not None else None)
+        again = rebuild_tools(session.tools, session.program_tools, parent_code(origin.parent_dir, policy), played)
         done, drift = redo(events, since or 0, origin.at_step, again, ctx, run_dir, folders, notes)
         if drift is not None:
             return diverged(journal, info, origin.at_step, drift, time.monotonic() - began), notes
