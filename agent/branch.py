@@ -19,7 +19,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agent.journal.fold import fold
@@ -60,17 +60,19 @@ def branch(
     approvals: Mapping[str, bool | Decision] | None = None,
     summariser: Summariser | None = None,
     programs_with: Tool | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> tuple[Summary, list[str]]:
     """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes.
-    `approvals`, `summariser` and `programs_with` are a replay's: the recorded fork's decisions and summaries, and
-    the run_code that plays the parent's programs back (where `tools` holds none)."""
+    `approvals`, `summariser`, `programs_with` and `clock` are a replay's: the recorded fork's decisions and
+    summaries, the run_code that plays the parent's programs back (where `tools` holds none), and the times its
+    memory entries were dated at."""
     assert info.fork is not None
     origin, task = info.fork, Task.model_validate(info.task)
     policy = HarnessPolicy.model_validate(info.policy)
     began = time.monotonic()
     box, since, how = world_start(info, run_dir, factory, journal)
     notes: list[str] = []
-    with reopen_run(info, journal, client, box, tools, stop_rules) as session:
+    with reopen_run(info, journal, client, box, tools, stop_rules, clock) as session:
         record_tools(
             journal, info, session.tools, session.program_tools
         )  # the fork's policy may offer other tools than its parent's

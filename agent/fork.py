@@ -173,6 +173,9 @@ def make_fork(
             "started_at": datetime.now(UTC).isoformat(),
             "tools": [],
             "fork": origin,
+            # The kept memory (`--memory DIR`) is read, never written: the parent saved its steps' notes there,
+            # and a fork's own are an experiment from a past point, kept in its own folder and journal.
+            "memory": info.memory.model_copy(update={"writable": False}) if info.memory is not None else None,
         }
     )
     return place(Path(out) if out is not None else parent_dir.parent, forked, events, parent_dir)

@@ -235,6 +235,7 @@ def fork_again(
             decisions(recorded),
             RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
             programs_with,
+            recorded_clock(own),
         )
     finally:
         journal.close()

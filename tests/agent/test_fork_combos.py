@@ -9,13 +9,18 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from agent.fork import fork
-from agent.journal.store import read_events
-from agent.models.scripted import ScriptedModel
+from agent.journal.fold import fold
+from agent.journal.store import read_events, read_run_info
+from agent.memory_dir import MemoryDir, load, on_disk
+from agent.memory_store import MemorySource
+from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import replay
 from agent.session import RunSpec, start
 from cli.main import app
-from core.events import Forked, InnerIntent, RunStopped
-from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
+from core.context_policy import Compact
+from core.events import Forked, InnerIntent, RunStopped, ToolObserved
+from core.memory_entries import files_of
+from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
 from tests.agent import forking
 from tests.agent.helpers import call
 
@@ -121,3 +126,47 @@ def test_a_fork_of_an_imported_run_is_one_clear_error_and_makes_nothing(tmp_path
     assert refused.exit_code == 2 and "Traceback" not in refused.output
     assert "imported from mini-swe-agent" in refused.output and "\n\n" not in refused.output.strip()
     assert not (tmp_path / "forks").exists() and sorted(p.name for p in tmp_path.iterdir()) == [run_dir.name]
+
+
+def test_a_fork_starts_from_the_memory_as_of_its_step_and_leaves_the_kept_store_alone(tmp_path):
+    folding = memory_on(
+        HarnessPolicy(
+            name="fold",
+            stop=StopPolicy(max_steps=20),
+            context=[Compact(every_steps=2, keep_recent_steps=1, trigger_tokens=10**9)],
+        )
+    )
+    summary = ScriptedReply(text=forking.MEMORY)  # the summariser's reply after steps 2 and 4
+    view = call("memory", command="view", path="/memories/notes.md")
+    replies = [
+        call("memory", command="create", path="/memories/notes.md", file_text="v1\n"),
+        call("shell", command="echo x > a.txt"),
+        summary,
+        call("memory", command="str_replace", path="/memories/notes.md", old_str="v1", new_str="v2"),
+        view,
+        summary,
+        call("submit", answer="done"),
+    ]
+    kept = MemoryDir(tmp_path / "kept")
+    done, parent = start(
+        RunSpec(forking.TASK, ScriptedModel(replies), folding, tmp_path, run_id="p", memory=MemorySource(kept=kept))
+    )
+    assert done.stop_reason == "submitted" and files_of(load(kept))["/memories/notes.md"] == "v2\n"
+    saved = (kept.folder / "ledger.jsonl").read_bytes()
+
+    own = [view, call("memory", command="create", path="/memories/fork.md", file_text="mine\n"), summary]
+    made = fork(parent, 2, model=ScriptedModel([*replies[:3], *own, replies[-1]]), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted"
+    events = read_events(made.run_dir)
+    [seen] = [e.observation.text for e in events if isinstance(e, ToolObserved) and e.step == 3]
+    assert "v1" in seen and "v2" not in seen  # the store as of step 2, not the parent's last
+    assert on_disk(made.run_dir / "memories") == {"/memories/notes.md": b"v1\n", "/memories/fork.md": b"mine\n"}
+    assert (kept.folder / "ledger.jsonl").read_bytes() == saved  # neither the inherited steps nor its own
+    assert read_run_info(made.run_dir).memory.writable is False  # type: ignore[union-attr]
+    # The fold after its step 4 keeps the notes its inherited step 1 wrote, as the parent's fold kept them.
+    [own_fold] = [f for f in fold(events).folds if f.last_step == 3]
+    assert own_fold.memory_text is not None and "/memories/notes.md (p/1" in own_fold.memory_text
+    assert "/memories/fork.md (#1" in own_fold.memory_text
+
+    played = replay(made.run_dir, out=tmp_path / "replays")
+    assert played.harness == [] and played.replayed_stop == "submitted"
