@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agent.fork import fork
@@ -18,9 +19,9 @@ from agent.recorded.replay import replay
 from agent.session import RunSpec, start
 from cli.main import app
 from core.context_policy import Compact
-from core.events import Forked, InnerIntent, RunStopped, ToolObserved
+from core.events import Forked, InnerIntent, ModelReplied, RunStopped, ToolObserved
 from core.memory_entries import files_of
-from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
+from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
 from tests.agent import forking
 from tests.agent.helpers import call
 
@@ -170,3 +171,46 @@ def test_a_fork_starts_from_the_memory_as_of_its_step_and_leaves_the_kept_store_
 
     played = replay(made.run_dir, out=tmp_path / "replays")
     assert played.harness == [] and played.replayed_stop == "submitted"
+
+
+# Every preset: a fork at a step inside its masking or compaction window, under the parent's own policy, goes on
+# exactly as its parent went: the same prompts (digest of messages and tools) at every one of its own steps.
+WINDOWED = 24  # steps of the parent: about 1k tokens an output, so the 12k-token compactions fold twice or more
+
+
+def windowed_script() -> list:
+    replies = []
+    for i in range(1, WINDOWED):
+        if i % 4 == 1:
+            replies.append(call("write_file", path=f"step{i}.txt", content=f"{i}\n" * 200))
+        elif i % 4 == 3:
+            replies.append(call("shell", command=f"echo {i} >> log.txt && wc -l log.txt"))
+        else:
+            replies.append(call("shell", command=f"seq {i} {i + 400}"))
+    return [*replies, call("submit", answer="done")]
+
+
+class Windowed(forking.FromStep):
+    def __init__(self, start: int = 0):
+        super().__init__(WINDOWED, start)
+        self.script = ScriptedModel(windowed_script(), name="scripted:windowed")
+        self.script.calls = start
+
+
+def prompts(run_dir: Path, after: int) -> list[tuple[int, str | None]]:
+    return [(e.step, e.prompt_sha256) for e in read_events(run_dir) if isinstance(e, ModelReplied) and e.step > after]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_a_fork_inside_a_window_under_its_parents_preset_goes_on_as_the_parent(tmp_path, preset):
+    policy = PRESETS[preset].model_copy(update={"stop": StopPolicy(max_steps=40)})
+    summary, parent = start(RunSpec(forking.TASK, Windowed(), policy, tmp_path, run_id="p"))
+    assert summary.stop_reason == "submitted", summary
+    reshaped = [e.step for e in fold(read_events(parent)).reshaping()]
+    assert bool(reshaped) == (preset.startswith("compact")), reshaped  # the compacting presets folded
+    # inside lean's and masked_batched's windows, and one step past the first fold (a compacting preset's)
+    points = [9, reshaped[0] + 1 if reshaped else 16]
+    for at in points:
+        made = fork(parent, at, model=Windowed(at), out=tmp_path / "forks", run_id=f"at{at}")
+        assert made.summary is not None and made.summary.stop_reason == "submitted", (at, made.summary)
+        assert prompts(made.run_dir, at) == prompts(parent, at), (preset, at)
