@@ -1125,8 +1125,7 @@ def part_moe(args, results: dict) -> None:
     )
     for name, (calls, us) in serial:
         log(f"  {us:8.1f} us  {calls:4d} calls  {name}")
-    if args.moe_tiles:
-        out["tiles"] = moe_decode_tiles(g)
+    tiles = moe_decode_tiles(g) if args.moe_tiles else None
     prefill_s, flops = timed_prefill(engine, c)
     log(f"moe prefill 16 x 2048: {prefill_s:.3f} s = {flops / prefill_s / 1e12:.0f} TFLOP/s")
     results["moe"] = {
@@ -1134,6 +1133,9 @@ def part_moe(args, results: dict) -> None:
         "layers": c.num_layers,
         "decode": out,
         "kernels_batch1": prof[:12],
+        "kernels_batch1_without_pdl": serial,
+        "step_without_pdl_ms": alone_s * 1e3,
+        "tiles_batch1_s": tiles,
         "prefill_s": prefill_s,
         "prefill_flops": flops,
     }
