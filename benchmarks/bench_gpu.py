@@ -1028,19 +1028,21 @@ MOE_ROUTER_TILES = [(1, 2048, 4, 1), (4, 512, 4, 1), (4, 1024, 8, 1), (2, 2048, 
 
 def moe_decode_tiles(g) -> dict:
     """The batch-1 step replayed from a graph captured anew for each tile of the three expert kernels
-    (engine/cuda/moe.py), one kernel's tile varied at a time, the engine's tiles first and last."""
+    (engine/cuda/moe.py) and each number of experts ranked at once, one varied at a time, the engine's
+    choice first and last."""
     import engine.cuda.moe as moe
 
-    tiles, router = moe.DECODE_TILES, moe.ROUTER_GEMV
-    configs = [("engine", tiles, router)]
-    configs += [(f"up {t}", (t, tiles[1]), router) for t in MOE_UP_TILES]
-    configs += [(f"down {t}", (tiles[0], t), router) for t in MOE_DOWN_TILES]
-    configs += [(f"router {t}", tiles, t) for t in MOE_ROUTER_TILES]
-    configs += [("engine again", tiles, router)]
+    tiles, router, chunk = moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK
+    configs = [("engine", tiles, router, chunk)]
+    configs += [(f"up {t}", (t, tiles[1]), router, chunk) for t in MOE_UP_TILES]
+    configs += [(f"down {t}", (tiles[0], t), router, chunk) for t in MOE_DOWN_TILES]
+    configs += [(f"router {t}", tiles, t, chunk) for t in MOE_ROUTER_TILES]
+    configs += [(f"rank chunk {c}", tiles, router, c) for c in (16, 64, 128)]
+    configs += [("engine again", tiles, router, chunk)]
     graphs = {}
     try:
-        for name, decode, rgemv in configs:
-            moe.DECODE_TILES, moe.ROUTER_GEMV = decode, rgemv
+        for name, decode, rgemv, ranked in configs:
+            moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = decode, rgemv, ranked
             with torch.inference_mode():
                 g._forward(1)
                 torch.cuda.synchronize()
@@ -1048,7 +1050,7 @@ def moe_decode_tiles(g) -> dict:
                 with torch.cuda.graph(graphs[name]):
                     g._forward(1)
     finally:
-        moe.DECODE_TILES, moe.ROUTER_GEMV = tiles, router
+        moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = tiles, router, chunk
     times: dict[str, list[float]] = {name: [] for name in graphs}
     for _ in range(7):  # in turns, so that the card's clocks drifting touch every tile alike
         for name, graph in graphs.items():
