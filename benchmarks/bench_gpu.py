@@ -1010,39 +1010,52 @@ def experts_chosen(graphs, size: int) -> list[int]:
     return seen
 
 
-# Tiles of the batch-1 expert kernels tried by --moe-tiles, each beside the engine's others:
-# (block_n, block_k, warps) of gate/up and of down, and the router's matrix-vector tiles.
-MOE_UP_TILES = [
-    (8, 256, 4),
-    (8, 512, 4),
-    (16, 512, 8),
-    (32, 128, 4),
-    (32, 256, 8),
-    (4, 512, 4),
-    (16, 128, 4),
-    (8, 1024, 8),
-]
-MOE_DOWN_TILES = [(8, 256, 4), (8, 512, 4), (16, 512, 8), (4, 256, 4), (4, 512, 4), (32, 256, 8), (16, 128, 4), (4, 1024, 4), (8, 1024, 8), (2, 1024, 4)]  # fmt: skip
-MOE_ROUTER_TILES = [(1, 2048, 4, 1), (4, 512, 4, 1), (4, 1024, 8, 1), (2, 2048, 8, 1), (2, 512, 4, 2)]
+# What --moe-tiles tries in the batch-1 step, one setting at a time beside the engine's others: the
+# (block_n, block_k, warps) of the gate/up and down expert kernels, how many experts they rank at once,
+# and the matrix-vector tiles (block_n, block_k, warps, tiles ahead) of the router, QKV, output and LM head.
+MOE_SWEEP: dict[str, list] = {
+    "up": [(8, 256, 4), (8, 512, 4), (16, 512, 8), (32, 128, 4), (32, 256, 8), (4, 512, 4), (16, 128, 4)],
+    "down": [(8, 256, 4), (8, 512, 4), (16, 512, 8), (4, 256, 4), (4, 512, 4), (32, 256, 8), (4, 1024, 4), (2, 1024, 4)],
+    "rank chunk": [16, 64, 128],
+    "router": [(1, 2048, 4, 1), (2, 2048, 8, 1), (4, 1024, 8, 1), (2, 512, 4, 2)],
+    "qkv": [(8, 512, 8, 2), (16, 256, 8, 2), (8, 1024, 8, 1), (16, 512, 8, 1)],
+    "o": [(8, 1024, 8, 2), (8, 2048, 8, 1), (4, 2048, 8, 2), (16, 512, 8, 2), (4, 4096, 8, 1)],
+    "lm head": [(16, 256, 8, 1), (16, 512, 8, 1), (32, 256, 8, 1), (8, 512, 8, 1), (16, 256, 4, 2)],
+}  # fmt: skip
 
 
-def moe_decode_tiles(g) -> dict:
-    """The batch-1 step replayed from a graph captured anew for each tile of the three expert kernels
-    (engine/cuda/moe.py) and each number of experts ranked at once, one varied at a time, the engine's
-    choice first and last."""
+def moe_decode_tiles(g, c: ModelConfig) -> dict:
+    """The batch-1 step replayed from a graph captured anew for each setting of MOE_SWEEP, the engine's
+    choice first and last, timed in turns."""
+    import engine.cuda.linear as linear
     import engine.cuda.moe as moe
 
-    tiles, router, chunk = moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK
-    configs = [("engine", tiles, router, chunk)]
-    configs += [(f"up {t}", (t, tiles[1]), router, chunk) for t in MOE_UP_TILES]
-    configs += [(f"down {t}", (tiles[0], t), router, chunk) for t in MOE_DOWN_TILES]
-    configs += [(f"router {t}", tiles, t, chunk) for t in MOE_ROUTER_TILES]
-    configs += [(f"rank chunk {c}", tiles, router, c) for c in (16, 64, 128)]
-    configs += [("engine again", tiles, router, chunk)]
+    h, q, kv = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    shapes = {"qkv": (q + 2 * kv, h), "o": (h, q), "lm head": (c.vocab_size, h)}
+    tuned = dict(linear.TUNED)
+    kept = moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK
+
+    def apply(kind: str, value) -> None:
+        moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = kept
+        linear.TUNED.clear()
+        linear.TUNED.update(tuned)
+        if kind == "up":
+            moe.DECODE_TILES = (value, kept[0][1])
+        elif kind == "down":
+            moe.DECODE_TILES = (kept[0][0], value)
+        elif kind == "rank chunk":
+            moe.RANK_CHUNK = value
+        elif kind == "router":
+            moe.ROUTER_GEMV = value
+        elif kind in shapes:
+            linear.TUNED[shapes[kind]] = value
+
+    configs = [("engine", "", None)] + [(f"{k} {v}", k, v) for k, vs in MOE_SWEEP.items() for v in vs]
+    configs.append(("engine again", "", None))
     graphs = {}
     try:
-        for name, decode, rgemv, ranked in configs:
-            moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = decode, rgemv, ranked
+        for name, kind, value in configs:
+            apply(kind, value)
             with torch.inference_mode():
                 g._forward(1)
                 torch.cuda.synchronize()
@@ -1050,9 +1063,9 @@ def moe_decode_tiles(g) -> dict:
                 with torch.cuda.graph(graphs[name]):
                     g._forward(1)
     finally:
-        moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = tiles, router, chunk
+        apply("", None)
     times: dict[str, list[float]] = {name: [] for name in graphs}
-    for _ in range(7):  # in turns, so that the card's clocks drifting touch every tile alike
+    for _ in range(7):  # in turns, so that the card's clocks drifting touch every setting alike
         for name, graph in graphs.items():
             times[name].append(cuda_time(graph.replay, 10))
     out = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
@@ -1127,7 +1140,7 @@ def part_moe(args, results: dict) -> None:
     )
     for name, (calls, us) in serial:
         log(f"  {us:8.1f} us  {calls:4d} calls  {name}")
-    tiles = moe_decode_tiles(g) if args.moe_tiles else None
+    tiles = moe_decode_tiles(g, c) if args.moe_tiles else None
     prefill_s, flops = timed_prefill(engine, c)
     log(f"moe prefill 16 x 2048: {prefill_s:.3f} s = {flops / prefill_s / 1e12:.0f} TFLOP/s")
     results["moe"] = {
@@ -1234,7 +1247,7 @@ def main() -> None:
     ap.add_argument(
         "--moe-layers", type=int, default=QWEN3_30B_A3B.num_layers, help="layers of the --part moe shape"
     )  # fmt: skip
-    ap.add_argument("--moe-tiles", action="store_true", help="--part moe: sweep the batch-1 expert kernels' tiles")
+    ap.add_argument("--moe-tiles", action="store_true", help="--part moe: sweep the batch-1 kernels' tiles (MOE_SWEEP)")
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
     ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
     ap.add_argument("--kv-gib", type=int, help="KV cache of --part model, moe and gaps (default: 24, or what fits)")
