@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent import branch
+from agent import rebuild
 from agent.fork import fork
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
@@ -354,9 +354,9 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
 
 
 def _dying_in_rebuild(count: int) -> None:
-    """SIGKILL this process once a fork's branch has run `count` of its parent's writes again (agent.branch)."""
+    """SIGKILL this process once a fork's branch has run `count` of its parent's writes again (agent.rebuild)."""
     done = [0]
-    again = branch.run_again
+    again = rebuild.run_again
 
     def run_again(*args, **kwargs):
         result = again(*args, **kwargs)
@@ -365,7 +365,7 @@ def _dying_in_rebuild(count: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
-    branch.run_again = run_again
+    rebuild.run_again = run_again
 
 
 @dataclass
