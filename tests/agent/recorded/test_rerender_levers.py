@@ -14,7 +14,7 @@ from agent.recorded.counterfactual import counterfactual
 from agent.run.task import Task
 from agent.session import RunSpec, start
 from cli.main import app
-from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, StopPolicy
+from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
 from tests.agent.helpers import call
 from tests.tools.code.repos import SHOP
 
@@ -69,3 +69,17 @@ def test_a_code_mode_run_under_a_calls_preset_offers_its_tools_directly(tmp_path
     # under code mode again, the run's own run_code (its program tools named in it) is what it offered
     again = counterfactual(coded, [CODE], load_prices())
     assert [f.tool_schema_tokens for f in again.policies] == [under["code (recorded)"][1]] * 2
+
+
+def test_a_code_mode_run_with_memory_under_presets_with_and_without_the_memory(tmp_path):
+    note = call("memory", command="create", path="/memories/a.md", file_text="pricing: shop/pricing.py\n")
+    program = call("run_code", code="print(read_file(path='shop/pricing.py'))")
+    coded = run(tmp_path, memory_on(CODE), [note, program, READ[-1]])
+    plain = run(tmp_path, PRESETS["append_only"], READ)
+    remembered = run(tmp_path, memory_on(PRESETS["append_only"]), READ)
+    c = counterfactual(coded, [PRESETS["append_only"], memory_on(PRESETS["append_only"])], load_prices())
+    tools = {f.policy: f.tool_schema_tokens for f in c.policies}
+    _, own = figures(plain, "append_only")
+    _, kept = figures(remembered, "append_only")
+    assert tools["append_only"] == own["append_only (recorded)"][1]  # neither the memory tool nor run_code
+    assert tools["append_only+memory"] == kept["append_only+memory (recorded)"][1] > tools["append_only"]
