@@ -19,8 +19,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agent.journal.fold import fold
@@ -29,36 +28,24 @@ from agent.journal.summary import Summary, summarize
 from agent.journal.tools import record_tools
 from agent.loop import begin, compacted, run
 from agent.models.base import ModelClient
+from agent.rebuild import Drift, rebuild_tools, redo
 from agent.recovery.approval import Decision
-from agent.recovery.branch import writes_upto
 from agent.recovery.restore import Restored, restore
 from agent.run.state import RunState
 from agent.run.stopping import StopRule
 from agent.run.task import Task
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened, ToolIntent
+from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened
 from core.memory_types import Fold
-from core.policy import HarnessPolicy
-from core.types import Observation
-from core.volatile import differences
+from core.policy import CodeLimits, HarnessPolicy
 from memory.extractive import ExtractiveSummariser
 from memory.summariser import Summariser
-from sandboxes.base import Sandbox, SandboxDead
+from sandboxes.base import Sandbox
 from sandboxes.manifest import digest, manifest
-from tools.base import Effect, Registry, ToolContext, ToolResult
+from tools.base import Registry, Tool, ToolContext
+from tools.code_mode.tool import NAME as RUN_CODE
 
 WORLD_ARTIFACT = "world_at_branch.json"
-
-
-@dataclass(frozen=True)
-class Drift:
-    """A write that gave something else than the parent recorded: the world is not the parent's."""
-
-    step: int
-    call_id: str
-    tool: str
-    what: str  # one line
-    diff: str = ""
 
 
 def branch(
@@ -72,22 +59,30 @@ def branch(
     stop_rules: Sequence[StopRule] = (),
     approvals: Mapping[str, bool | Decision] | None = None,
     summariser: Summariser | None = None,
+    programs_with: Tool | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> tuple[Summary, list[str]]:
     """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes.
-    `approvals` and `summariser` are a replay's: the recorded fork's decisions and summaries."""
+    `approvals`, `summariser`, `programs_with` and `clock` are a replay's: the recorded fork's decisions and
+    summaries, the run_code that plays the parent's programs back (where `tools` holds none), and the times its
+    memory entries were dated at."""
     assert info.fork is not None
     origin, task = info.fork, Task.model_validate(info.task)
     policy = HarnessPolicy.model_validate(info.policy)
     began = time.monotonic()
     box, since, how = world_start(info, run_dir, factory, journal)
     notes: list[str] = []
-    with reopen_run(info, journal, client, box, tools, stop_rules) as session:
-        record_tools(journal, info, session.tools)  # the fork's policy may offer other tools than its parent's
+    with reopen_run(info, journal, client, box, tools, stop_rules, clock) as session:
+        record_tools(
+            journal, info, session.tools, session.program_tools
+        )  # the fork's policy may offer other tools than its parent's
         if since is None:
             prepare(task, box, policy.dispatch.tool_timeout_s)
         ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
         folders = [origin.parent_dir, str(run_dir.resolve())]
-        done, drift = redo(events, since or 0, origin.at_step, session.tools, ctx, run_dir, folders, notes)
+        played = programs_with or (tools.get(RUN_CODE) if tools is not None else None)
+        again = rebuild_tools(session.tools, session.program_tools, parent_code(origin.parent_dir, policy), played)
+        done, drift = redo(events, since or 0, origin.at_step, again, ctx, run_dir, folders, notes)
         if drift is not None:
             return diverged(journal, info, origin.at_step, drift, time.monotonic() - began), notes
         world, world_sha = world_of(info, box, session.tools, journal)
@@ -159,75 +154,15 @@ def nearest_checkpoint(parent_dir: str, at_step: int):
     return max(found, key=lambda c: c.step, default=None)
 
 
-def redo(
-    events: Sequence[Event],
-    since: int,
-    upto: int,
-    tools: Registry,
-    ctx: ToolContext,
-    run_dir: Path,
-    folders: Sequence[str],
-    notes: list[str],
-) -> tuple[int, Drift | None]:
-    """Run again every write of steps since+1..upto, in order, each checked against what it gave then: how many
-    ran, and the first that gave something else."""
-    done = 0
-    for intent, seen in writes_upto(events, since, upto):
-        tool = tools.get(intent.tool)
-        if tool is not None and tool.effect is Effect.NOTE:
-            continue  # the agent's memory: the store is rebuilt from the journal, not the world
-        if not seen.observation.executed:
-            notes.append(
-                f"call {intent.call_id} ({intent.tool}) of step {intent.step} was cut short by a crash of the "
-                "parent's process and its outcome is unknown, so it is not run again"
-            )
-            continue
-        if tool is None:
-            what = f"the fork offers no tool {intent.tool!r}, which the parent's step {intent.step} ran"
-            return done, Drift(intent.step, intent.call_id, intent.tool, what)
-        now = run_again(tool.run, tool.args.model_validate(intent.arguments), intent, ctx)
-        done += 1
-        drift = compare(intent, seen.observation, now, run_dir, folders)
-        if drift is not None:
-            return done, drift
-    return done, None
-
-
-def run_again(run_tool, args, intent: ToolIntent, ctx: ToolContext) -> tuple[str, int | None, str]:
-    """(status, exit code, text) of one write run again, as the dispatcher would have judged its result."""
-    ctx = replace(ctx, idempotency_key=intent.idempotency_key, call_id=intent.call_id, step=intent.step)
-    try:
-        result = run_tool(args, ctx)
-    except SandboxDead as e:
-        return "error", None, f"The sandbox is gone: {e}"
-    except TimeoutError as e:
-        return "timeout", None, f"{intent.tool} timed out: {e}"
-    except Exception as e:
-        return "error", None, f"{intent.tool} failed with {type(e).__name__}: {e}"
-    result = ToolResult(result) if isinstance(result, str) else result
-    return ("timeout" if result.timed_out else "ok" if result.ok else "error"), result.exit_code, str(result.text)
-
-
-def compare(
-    intent: ToolIntent, o: Observation, now: tuple[str, int | None, str], run_dir: Path, folders: Sequence[str]
-) -> Drift | None:
-    status, exit_code, text = now
-    if (status, exit_code) != (o.status, o.exit_code):
-        what = f"it ended {status} (exit {exit_code}), where the parent's ended {o.status} (exit {o.exit_code})"
-        return Drift(intent.step, intent.call_id, intent.tool, what, differences(recorded_text(o, run_dir), text))
-    if o.error_kind in ("tool_raised", "sandbox_dead", "timeout"):
-        return None  # their texts say what went wrong in that process, not what the world holds
-    diff = differences(recorded_text(o, run_dir), text, folders, (f"parent {intent.call_id}", "fork"))
-    if diff:
-        return Drift(intent.step, intent.call_id, intent.tool, "its output differs from the parent's", diff)
-    return None
-
-
-def recorded_text(o: Observation, run_dir: Path) -> str:
-    """What the tool gave, whole: a cut observation's full text is in the artifact the fork inherited."""
-    if o.truncation is not None and o.truncation.artifact and (run_dir / o.truncation.artifact).is_file():
-        return (run_dir / o.truncation.artifact).read_text(encoding="utf-8", errors="replace")
-    return o.text
+def parent_code(parent_dir: str, policy: HarnessPolicy) -> CodeLimits | None:
+    """The run_code limits the parent's programs ran under (None: it ran in calls mode); the fork's own policy's
+    where the parent's folder is gone."""
+    parent = (
+        HarnessPolicy.model_validate(read_run_info(Path(parent_dir)).policy)
+        if Path(parent_dir, "run.json").is_file()
+        else policy
+    )
+    return parent.dispatch.code if parent.dispatch.mode != "calls" else None
 
 
 def world_of(info: RunInfo, box: Sandbox, tools: Registry, journal: Journal) -> tuple[str, str | None]:

@@ -34,12 +34,13 @@ from agent.journal.store import (
     write_json_atomic,
 )
 from agent.journal.summary import Summary
+from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
 from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.pricing import price_for
 from agent.models.shared import shared_engines
 from agent.models.windows import context_window
-from agent.recovery.branch import check_branch_point, inherited
+from agent.recovery.branch import check_branch_point, inherited, outside_write, refuse_outside_write
 from agent.resume import resume
 from agent.run.stopping import StopRule
 from agent.session import SandboxFactory
@@ -113,7 +114,8 @@ def branch_point(parent_dir: Path, info: RunInfo, at_step: int | str) -> tuple[i
     if info.imported is not None:
         raise HarnessError(
             f"Run {info.run_id} was imported from {info.imported.get('format', 'another harness')}: its world was "
-            "never in a sandbox of ours, so a fork of it has none to start from."
+            "never in a sandbox of ours, so a fork of it has none to start from. `harness rerender` shows its "
+            "prompts under another context policy; a fork needs a run the harness made."
         )
     if info.sandbox not in ("local", "docker", "none"):
         raise HarnessError(
@@ -122,7 +124,17 @@ def branch_point(parent_dir: Path, info: RunInfo, at_step: int | str) -> tuple[i
         )
     found = scan(parent_dir)
     _, step = check_branch_point(parent_dir, found, str(at_step))
+    write = outside_write(found.events, step, mcp_servers(parent_dir, info))
+    if write is not None:
+        raise refuse_outside_write(info.run_id, step, write)
     return step, inherited(found.events, step)
+
+
+def mcp_servers(run_dir: Path, info: RunInfo) -> set[str]:
+    """The MCP servers a run's tools came from: its policy's, and those its recorded tools name."""
+    named = {str(s.get("name")) for s in info.policy.get("mcp", [])}
+    recorded = [*(recorded_tools(run_dir) or ()), *(recorded_tools(run_dir, PROGRAM_TOOLS) or ())]
+    return named | {r.server for r in recorded if r.server != "builtin"}
 
 
 def make_fork(
@@ -161,6 +173,9 @@ def make_fork(
             "started_at": datetime.now(UTC).isoformat(),
             "tools": [],
             "fork": origin,
+            # The kept memory (`--memory DIR`) is read, never written: the parent saved its steps' notes there,
+            # and a fork's own are an experiment from a past point, kept in its own folder and journal.
+            "memory": info.memory.model_copy(update={"writable": False}) if info.memory is not None else None,
         }
     )
     return place(Path(out) if out is not None else parent_dir.parent, forked, events, parent_dir)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.journal.store import Journal
+from agent.journal.store import Journal, read_run_info
 from agent.memory_dir import MemoryDir, load, materialise, save
 from core.errors import HarnessError
 from core.events import Event, MemoryWritten
@@ -46,6 +46,8 @@ class MemoryStore:
         for w in written:
             self.ledger.extend(w.entries)
             self.replies[w.call_id] = w.reply
+        # A fork's journal begins with its parent's steps: the entries written there are this run's own steps'.
+        self.inherited = {e.run_id for e in self.ledger[len(self.start) :]} - {run_id}
         self._files = files_of(self.ledger)
         shutil.rmtree(self.folder, ignore_errors=True)  # a resumed run's folder is made again from the journal
         materialise(self.folder, self._files)
@@ -74,7 +76,7 @@ class MemoryStore:
 
     def as_of(self, step: int, shown: int) -> str | None:
         """What a fold made after `step` keeps of the memory (memory.notes.run_note)."""
-        return run_note(self.ledger, self.run_id, step, shown)
+        return run_note(self.ledger, self.run_id, step, shown, self.inherited)
 
     def save(self) -> int:
         """Into the kept store, when it is writable: the entries it lacks (none the second time)."""
@@ -173,10 +175,11 @@ def recorded_memory(
     """A recorded run's memory as of each step, as a fold made then would keep it (a re-render compacting again)."""
     start = recorded_start(run_dir, record)
     written = [w for w in events if isinstance(w, MemoryWritten)]
-    run_id = written[0].entries[0].run_id if written and written[0].entries else ""
+    run_id = read_run_info(run_dir).run_id
+    inherited = {e.run_id for w in written for e in w.entries} - {run_id}  # a fork's parent's and ancestors'
 
     def as_of(step: int) -> str | None:
         ledger = start + [e for w in written if w.step <= step for e in w.entries]
-        return run_note(ledger, run_id, step, shown)
+        return run_note(ledger, run_id, step, shown, inherited)
 
     return as_of

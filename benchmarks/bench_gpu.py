@@ -1006,6 +1006,45 @@ def experts_chosen(graphs, size: int) -> list[int]:
     return seen
 
 
+# Tiles of the batch-1 expert kernels tried by --moe-tiles, each beside the engine's others:
+# (block_n, block_k, warps) of gate/up and of down, and the router's matrix-vector tiles.
+MOE_UP_TILES = [
+    (8, 256, 4),
+    (8, 512, 4),
+    (16, 512, 8),
+    (32, 128, 4),
+    (32, 256, 8),
+    (4, 512, 4),
+    (16, 128, 4),
+    (8, 1024, 8),
+]
+MOE_DOWN_TILES = [(8, 256, 4), (8, 512, 4), (16, 512, 8), (4, 256, 4), (4, 512, 4), (32, 256, 8), (16, 128, 4), (4, 1024, 4), (8, 1024, 8), (2, 1024, 4)]  # fmt: skip
+MOE_ROUTER_TILES = [(1, 2048, 4, 1), (4, 512, 4, 1), (4, 1024, 8, 1), (2, 2048, 8, 1), (2, 512, 4, 2)]
+
+
+def moe_decode_tiles(g) -> dict:
+    """The batch-1 step replayed from a graph captured anew for each tile of the three expert kernels
+    (engine/cuda/moe.py), one kernel's tile varied at a time, the engine's tiles first and last."""
+    import engine.cuda.moe as moe
+
+    tiles, router = moe.DECODE_TILES, moe.ROUTER_GEMV
+    configs = [("engine", tiles, router)]
+    configs += [(f"up {t}", (t, tiles[1]), router) for t in MOE_UP_TILES]
+    configs += [(f"down {t}", (tiles[0], t), router) for t in MOE_DOWN_TILES]
+    configs += [(f"router {t}", tiles, t) for t in MOE_ROUTER_TILES]
+    configs += [("engine again", tiles, router)]
+    out = {}
+    try:
+        for name, decode, rgemv in configs:
+            moe.DECODE_TILES, moe.ROUTER_GEMV = decode, rgemv
+            with torch.inference_mode():
+                out[name] = graph_time(lambda: g._forward(1), reps=30)
+            log(f"    batch-1 step, {name}: {out[name] * 1e6:.1f} us")
+    finally:
+        moe.DECODE_TILES, moe.ROUTER_GEMV = tiles, router
+    return out
+
+
 def part_moe(args, results: dict) -> None:
     """Decode on the Qwen3-30B-A3B shape: the grouped expert kernels (engine/cuda/moe.py) in CUDA graphs,
     against the roofline of the bytes a step reads (attention, router, the chosen experts, the LM head)."""
@@ -1031,7 +1070,9 @@ def part_moe(args, results: dict) -> None:
     for b in args.batches:
         rate = engine_decode_rate(engine, b, args.tokens, 64, seed=1000 * b)
         step = cuda_time(g.graphs[b].replay, 30)
-        chosen = experts_chosen(g, b)
+        # One row's experts are routed inside the experts' own kernels (experts_add_decode, no route call):
+        # its top k are k distinct experts.
+        chosen = experts_chosen(g, b) if b > 1 else [c.num_experts_per_tok] * c.num_layers
         read = moe_step_bytes(engine.model, c, chosen) + int(g.buf[3, :b].sum()) * c.kv_bytes_per_token(2)
         out[b] = {
             "tok_s": rate,
@@ -1046,7 +1087,12 @@ def part_moe(args, results: dict) -> None:
             f"measured copy {bw / 1e12:.2f} TB/s); {sum(chosen) / len(chosen):.1f} experts per layer read"
         )
     prof = kernel_breakdown(g.graphs[1].replay)
-    log("batch-1 step by kernel: " + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:8]))
+    log(
+        f"batch-1 step by kernel ({sum(us for _, (_, us) in prof):.0f} us of kernels): "
+        + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:16])
+    )
+    if args.moe_tiles:
+        out["tiles"] = moe_decode_tiles(g)
     prefill_s, flops = timed_prefill(engine, c)
     log(f"moe prefill 16 x 2048: {prefill_s:.3f} s = {flops / prefill_s / 1e12:.0f} TFLOP/s")
     results["moe"] = {
@@ -1150,6 +1196,7 @@ def main() -> None:
     ap.add_argument(
         "--moe-layers", type=int, default=QWEN3_30B_A3B.num_layers, help="layers of the --part moe shape"
     )  # fmt: skip
+    ap.add_argument("--moe-tiles", action="store_true", help="--part moe: sweep the batch-1 expert kernels' tiles")
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
     ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
     ap.add_argument("--kv-gib", type=int, help="KV cache of --part model, moe and gaps (default: 24, or what fits)")

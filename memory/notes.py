@@ -10,7 +10,7 @@ changes only at a fold, where the prompt is rewritten anyway; a change between f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from core.memory_entries import MemoryEntry, latest
 from memory.ledger import Version, current, superseded
@@ -34,16 +34,20 @@ def opening_note(ledger: Sequence[MemoryEntry], shown: int) -> str | None:
     return _body(head, now, old, shown, run_id=None)
 
 
-def run_note(ledger: Sequence[MemoryEntry], run_id: str, step: int, shown: int) -> str | None:
+def run_note(
+    ledger: Sequence[MemoryEntry], run_id: str, step: int, shown: int, inherited: Collection[str] = ()
+) -> str | None:
     """What this run changed in the memory up to `step`: each path it touched as it now stands, and the versions
-    its changes superseded; None when it changed nothing yet."""
-    upto = [e for e in ledger if e.run_id != run_id or e.step <= step]
-    touched = {e.path for e in upto if e.run_id == run_id}
+    its changes superseded; None when it changed nothing yet. `inherited`: the runs whose steps a fork begins
+    with (its parent's, its ancestors'): their entries in the ledger were written in this run's own steps."""
+    own = {run_id, *inherited}
+    upto = [e for e in ledger if e.run_id not in own or e.step <= step]
+    touched = {e.path for e in upto if e.run_id in own}
     if not touched:
         return None
     now = [e for e in current(upto) if e.path in touched]
     gone = [e for p, e in latest(upto).items() if p in touched and e.text is None and e.moved_to is None]
-    old = [v for v in superseded(upto) if v.until is not None and v.until.run_id == run_id]
+    old = [v for v in superseded(upto) if v.until is not None and v.until.run_id in own]
     head = (
         f"{AS_OF} {step}: the notes this run wrote in /memories, {len(now)} file(s) as they stand"
         + (f", {len(gone)} deleted" if gone else "")

@@ -57,6 +57,7 @@ from core.volatile import differences, normalise
 from memory.summariser import RecordedSummariser
 from tools.base import Registry, recorded_tool
 from tools.builtin import toolset
+from tools.code_mode.tool import NAME as RUN_CODE
 
 
 @dataclass(frozen=True)
@@ -201,13 +202,23 @@ def fork_again(
     inherited, own = recorded[: info.fork.inherited], recorded[info.fork.inherited :]
     policy = HarnessPolicy.model_validate(info.policy)
     again = info.model_copy(update={"run_id": _replay_id(info)})
-    factory = sandbox
+    factory, programs_with = sandbox, None
     if not execute:  # the parent's writes and the fork's calls answered from the recording; nothing runs
         again = again.model_copy(update={"task": {**info.task, "check": None}})
         base, policy = as_offered(run_dir, info, policy, tools)
         again = again.model_copy(update={"policy": policy.model_dump(mode="json")})
-        writes = [seen for _, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]
-        tools = playback(base, [*writes, *own], run_dir, policy, checking(run_dir, base))
+        done = [(i, seen) for i, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]
+        programs = {i.call_id for i, _ in done if i.tool == RUN_CODE}  # each played back with its calls
+        inner = [e for e in inherited if isinstance(e, InnerObserved | ProgramFiles) and program_of(e) in programs]
+        played = playback(
+            with_parents_run_code(base, info.fork.parent_dir) if programs else base,
+            [*(seen for _, seen in done), *inner, *own],
+            run_dir,
+            policy,
+            checking(run_dir, base),
+        )
+        tools = Registry.of((t for t in played if t.name in base.tools), world=played.world)
+        programs_with = played.get(RUN_CODE)
         factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
     replay_dir = place(out, again, inherited, run_dir)
     journal = Journal(replay_dir)
@@ -223,10 +234,25 @@ def fork_again(
             () if execute else (world_stops(recorded),),
             decisions(recorded),
             RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
+            programs_with,
+            recorded_clock(own),
         )
     finally:
         journal.close()
     return summary, replay_dir
+
+
+def program_of(e: InnerObserved | ProgramFiles) -> str:
+    return e.parent if isinstance(e, InnerObserved) else e.call_id
+
+
+def with_parents_run_code(base: Registry, parent_dir: str) -> Registry:
+    """`base` with the parent's run_code as it recorded it, where the fork offers none (a fork in calls mode of a
+    run in code mode): the parent's programs are played back with it to rebuild the world, never offered."""
+    if base.get(RUN_CODE) is not None:
+        return base
+    found = [r for r in recorded_tools(Path(parent_dir)) or () if r.name == RUN_CODE]
+    return Registry.of([*base, *(recorded_tool(r) for r in found)], world=base.world)
 
 
 def unreplayable(run_dir: Path, check: RunCheck) -> HarnessError:

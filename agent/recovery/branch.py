@@ -8,7 +8,7 @@ per call are journaled. Pure functions of the parent's events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from agent.journal.fold import Folded, fold
@@ -20,6 +20,7 @@ from core.events import (
     ContextOverflowed,
     Event,
     Forked,
+    InnerIntent,
     RunResumed,
     RunStopped,
     SandboxOpened,
@@ -28,6 +29,7 @@ from core.events import (
 )
 from core.journal_lock import run_alive
 
+MCP_SEPARATOR = "__"  # an MCP tool is named SERVER__tool (tools.mcp.adapter)
 LEFT_BEHIND = (SandboxOpened, RunResumed, RunStopped, ApprovalGiven)
 
 
@@ -92,6 +94,31 @@ def writes_upto(events: Sequence[Event], after: int, upto: int) -> list[tuple[To
             last.pop(e.call_id, None)
             last[e.call_id] = e
     return [(intent, observed[intent.call_id]) for intent in last.values()]
+
+
+def outside_write(events: Sequence[Event], upto: int, servers: Collection[str]) -> ToolIntent | InnerIntent | None:
+    """The first write of steps 1..upto made through one of the MCP `servers` (a direct call, or a run_code
+    program's), whose effect lives in the server: the harness cannot run it again to rebuild a fork's world.
+    A write denied or refused before it ran journaled no intent, so it is not one."""
+    for e in events:
+        if e.step > upto:
+            break
+        if isinstance(e, ToolIntent | InnerIntent) and e.tool.partition(MCP_SEPARATOR)[0] in servers:
+            return e
+    return None
+
+
+def refuse_outside_write(run_name: str, at_step: int, write: ToolIntent | InnerIntent) -> HarnessError:
+    by = f"a run_code program (call {write.parent}) called" if isinstance(write, InnerIntent) else "called"
+    server = write.tool.partition(MCP_SEPARATOR)[0]
+    earlier = f"--at-step {write.step - 1} (before it)" if write.step > 1 else "no step: it was the first"
+    return HarnessError(
+        f"Run {run_name} cannot be forked at step {at_step}: its step {write.step} {by} the MCP tool {write.tool} "
+        f"(call {write.call_id}), a write whose effect lives in the MCP server {server!r}, outside the sandbox. "
+        "The harness rebuilds a fork's world by running the parent's writes again, and cannot run that one again "
+        f"(it would act on the server a second time) nor undo it, so a fork there would start from a world that is "
+        f"not its parent's. Fork it at {earlier}; reads through MCP servers do not stand in the way."
+    )
 
 
 def reshaped_before(events: Sequence[Event]) -> bool:

@@ -8,8 +8,10 @@ SiLU(gate)*up added into the stream. A step of a few rows does each projection i
 kernel with its norm, activation, RoPE or residual add fused in (linear.py), so a batch-1
 layer is five kernels and the step costs little more than reading the weights once.
 
-Qwen3's per-head Q/K norms run inside the RoPE kernel (rope_store.py); Qwen3-MoE's experts are two
-grouped kernels with the routing on the device (moe.py), so a decode step with experts is a graph too.
+Qwen3's per-head Q/K norms run inside the RoPE kernel (rope_store.py); Qwen3-MoE's experts route on the
+device (moe.py), so a decode step with experts is a graph too: a batch-1 layer's experts are three
+kernels after the output projection (the router's logits with the norm in them, gate/up, down into the
+stream), more rows' a norm, the router, routing, a sort, two grouped kernels and a combine.
 """
 
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from engine.cuda.decode_attention import decode_attention
 from engine.cuda.flash import flash_prefill, flash_prefill_fresh
 from engine.cuda.linear import RopeStore, project, qkv_rope_store
 from engine.cuda.model import CudaExperts, CudaModel
-from engine.cuda.moe import experts_add
+from engine.cuda.moe import experts_add, experts_add_decode
 from engine.cuda.norm import rms_norm
 from engine.cuda.prefill_attention import prefill_attention
 
@@ -97,9 +99,14 @@ def attention(
 
 
 def experts_mlp(x: torch.Tensor, norm: torch.Tensor, experts: CudaExperts, c: ModelConfig) -> None:
-    """The mixture of experts of the normalised stream, added into the stream in place."""
+    """The mixture of experts of the normalised stream, added into the stream in place: one row in three
+    kernels that normalise it themselves, more rows normalised first."""
+    args = (experts.router, experts.gate_up, experts.down, c.num_experts_per_tok, c.norm_topk_prob)
+    if x.shape[0] == 1:
+        experts_add_decode(x, norm, c.rms_norm_eps, *args)
+        return
     h = rms_norm(x, norm, c.rms_norm_eps)
-    experts_add(x, h, experts.router, experts.gate_up, experts.down, c.num_experts_per_tok, c.norm_topk_prob)
+    experts_add(x, h, *args)
 
 
 def forward(

@@ -37,12 +37,12 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine import cuda
 from engine.cuda.activation import silu_and_mul
 from engine.cuda.gemm import matmul, matmul_swiglu
 from engine.cuda.norm import rms_norm
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
 from engine.cuda.rope_store import rope_and_store
 from engine.sampler import argmax
 
@@ -102,7 +102,7 @@ def _gemv_kernel(
     BLOCK_K: tl.constexpr,
     AHEAD: tl.constexpr,
 ):
-    gdc_launch_dependents()
+    pdl_launch_dependents()
     rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.program_id(1).to(tl.int64)
     rmask = rows < N
@@ -116,7 +116,7 @@ def _gemv_kernel(
     ks = tl.arange(0, BLOCK_K)
     w_next = _w_tile(w_rows, ks, rmask, K)
     w_after = _w_tile(w_rows, BLOCK_K + ks, rmask, K) if AHEAD == 2 else w_next
-    gdc_wait()
+    pdl_wait()
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
     for k0 in range(0, K, BLOCK_K):

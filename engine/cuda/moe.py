@@ -18,6 +18,13 @@ weights; every other program exits at once. So each chosen expert's weights are 
 (once at decode, where a chunk holds every token that chose it), nothing is read for experts no token
 chose, and no host learns which were chosen: a decode step with experts is a CUDA graph.
 
+One row (a batch-1 decode step) takes three kernels instead, each a programmatic dependent launch
+(experts_add_decode): the router's float32 logits with the RMSNorm in the matrix-vector kernel; gate/up,
+a grid of (top_k slots, column tiles) whose programs each rank the experts from the logits themselves and
+normalise the row as they read it, writing SiLU(gate)·up per slot; down, a program per tile of hidden
+columns that sums the slots' products in slot order (no atomics) into the stream in place, having found
+its experts and requested its first weights before waiting for the gate/up kernel.
+
 engine/moe.py is the reference (the CPU path): the same routing, the experts one at a time.
 """
 
@@ -25,7 +32,9 @@ import torch
 import triton
 import triton.language as tl
 
+from engine import cuda
 from engine.cuda.linear import GEMV_MAX_ROWS, gemv
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
 
 BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
 SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, in one program
@@ -263,3 +272,174 @@ def experts_add(
     _grouped(a, down, y, sorted_ids, starts, order, scale, top_k, False, down_tile)
     block = 1024
     _combine_kernel[(t, triton.cdiv(hidden, block))](y, x, hidden, TOP_K=top_k, BLOCK=block, num_warps=4)
+
+
+# ---------------------------------------------------------------- one row (a batch-1 decode step): three kernels
+
+# (block_n, block_k, warps) of the gate/up kernel (grid: top_k slots x I / block_n) and of the down kernel
+# (grid: hidden / block_n).
+DECODE_TILES = ((16, 256, 4), (16, 256, 4))
+RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
+
+
+@triton.jit
+def _ranks(logits_ptr, E, BLOCK_E: tl.constexpr, CHUNK: tl.constexpr):
+    """The row's softmax p over the experts' logits and each expert's place when sorted by p, larger
+    first, the first of equal ones first: the order _route_kernel picks them in. The logits are read
+    from L2 (.cg), never from a multiprocessor's L1: the down kernel reads them before its wait (see
+    experts_add_decode)."""
+    es = tl.arange(0, BLOCK_E)
+    x = tl.load(logits_ptr + es, mask=es < E, other=-float("inf"), cache_modifier=".cg")
+    top = tl.max(x, 0)
+    total = tl.sum(tl.exp(x - top), 0)
+    p = tl.exp(x - top) / total
+    rank = tl.zeros((BLOCK_E,), dtype=tl.int32)
+    for f0 in tl.static_range(0, BLOCK_E, CHUNK):
+        fs = f0 + tl.arange(0, CHUNK)
+        pf = tl.exp(tl.load(logits_ptr + fs, mask=fs < E, other=-float("inf"), cache_modifier=".cg") - top) / total
+        ahead = (pf[None, :] > p[:, None]) | ((pf[None, :] == p[:, None]) & (fs[None, :] < es[:, None]))
+        rank += tl.sum(ahead.to(tl.int32), 1)
+    return es, p, rank
+
+
+@triton.jit
+def _decode_up_kernel(
+    x_ptr,  # (hidden,) the residual stream
+    g_ptr,  # (hidden,) the MLP's RMSNorm weight
+    logits_ptr,  # (E,) float32, the router's
+    w_ptr,  # (E, 2 * I, hidden) gate rows, then up rows
+    a_ptr,  # (top_k, I) float32: SiLU(gate) * up of each slot's expert
+    E,
+    N,  # I
+    K,  # hidden
+    eps,
+    BLOCK_E: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Program (slot, tile): the slot's expert from the logits, then its gate and up rows of the tile
+    against the normalised stream (normalised as linear.py's kernel does: x * g, then 1/rms at the end)."""
+    slot = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = cols < N
+    ks = tl.arange(0, BLOCK_K)
+    pdl_wait()
+    # After the wait: the router's logits are complete when the down kernel starts (it reads them early).
+    pdl_launch_dependents()
+    es, p, rank = _ranks(logits_ptr, E, BLOCK_E, CHUNK)
+    expert = tl.sum(tl.where(rank == slot, es, 0), 0)
+    gate_rows = w_ptr + (expert.to(tl.int64) * 2 * N + cols)[:, None] * K
+    up_rows = gate_rows + N * K
+    acc_g = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
+    acc_u = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
+    sq = tl.zeros((BLOCK_K,), tl.float32)
+    wmask = cmask[:, None] & (ks < K)[None, :]
+    g_next = tl.load(gate_rows + ks[None, :], mask=wmask, other=0.0)
+    u_next = tl.load(up_rows + ks[None, :], mask=wmask, other=0.0)
+    for k0 in range(0, K, BLOCK_K):
+        g, u = g_next, u_next
+        nks = k0 + BLOCK_K + ks
+        nmask = cmask[:, None] & (nks < K)[None, :]
+        g_next = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0)
+        u_next = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0)
+        kmask = k0 + ks < K
+        x = tl.load(x_ptr + k0 + ks, mask=kmask, other=0.0).to(tl.float32)
+        sq += x * x
+        x *= tl.load(g_ptr + k0 + ks, mask=kmask, other=0.0).to(tl.float32)
+        acc_g += g.to(tl.float32) * x[None, :]
+        acc_u += u.to(tl.float32) * x[None, :]
+    inv_rms = 1.0 / tl.sqrt(tl.sum(sq, 0) / K + eps)
+    gate = tl.sum(acc_g, 1) * inv_rms
+    up = tl.sum(acc_u, 1) * inv_rms
+    tl.store(a_ptr + slot * N + cols, gate / (1.0 + tl.exp(-gate)) * up, mask=cmask)
+
+
+@triton.jit
+def _decode_down_kernel(
+    x_ptr,  # (hidden,) the residual stream: the experts' sum is added in place
+    logits_ptr,  # (E,) float32
+    a_ptr,  # (top_k, I) float32, from the gate/up kernel
+    w_ptr,  # (E, hidden, I)
+    E,
+    N,  # hidden
+    K,  # I
+    TOP_K: tl.constexpr,
+    RENORM: tl.constexpr,
+    BLOCK_E: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """Program (tile): x[tile] += sum over the slots, in slot order, of weight_j * (a[j] @ down[e_j][tile].T).
+    The experts and weights come from the logits and the first weight tile is requested before the wait:
+    only a is the gate/up kernel's."""
+    pdl_launch_dependents()
+    rows = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rmask = rows < N
+    ks = tl.arange(0, BLOCK_K)
+    es, p, rank = _ranks(logits_ptr, E, BLOCK_E, CHUNK)
+    total = 1.0
+    if RENORM:
+        total = tl.sum(tl.where(rank < TOP_K, p, 0.0), 0)
+    row_off = rows.to(tl.int64)[:, None] * K
+    expert = tl.sum(tl.where(rank == 0, es, 0), 0)
+    w_rows = w_ptr + expert.to(tl.int64) * N * K + row_off
+    w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
+    pdl_wait()
+    acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
+    for j in tl.static_range(TOP_K):
+        weight = tl.sum(tl.where(rank == j, p, 0.0), 0) / total
+        after = tl.sum(tl.where(rank == j + 1, es, 0), 0)  # the next slot's expert (none after the last)
+        after_rows = w_ptr + after.to(tl.int64) * N * K + row_off
+        for k0 in range(0, K, BLOCK_K):
+            w = w_next
+            nk = k0 + BLOCK_K + 0 * ks  # the next tile: this slot's, else the next slot's first
+            same = nk < K
+            nks = tl.where(same, nk, 0) + ks
+            nmask = rmask[:, None] & (nks < K)[None, :]
+            if j + 1 == TOP_K:  # nothing after the last slot's last tile
+                nmask = nmask & same[None, :]
+            w_next = tl.load(tl.where(same[None, :], w_rows, after_rows) + nks[None, :], mask=nmask, other=0.0)
+            a = tl.load(a_ptr + j * K + k0 + ks, mask=k0 + ks < K, other=0.0) * weight
+            acc += w.to(tl.float32) * a[None, :]
+        w_rows = after_rows
+    y = tl.sum(acc, 1) + tl.load(x_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
+    tl.store(x_ptr + rows, y.to(x_ptr.dtype.element_ty), mask=rmask)
+
+
+def experts_add_decode(
+    x: torch.Tensor,  # (1, hidden): the residual stream, not normalised; the experts' output is added in place
+    norm: torch.Tensor,  # (hidden,) the MLP's RMSNorm weight
+    eps: float,
+    router: torch.Tensor,  # (experts, hidden) float32
+    gate_up: torch.Tensor,  # (experts, 2 * I, hidden)
+    down: torch.Tensor,  # (experts, hidden, I)
+    top_k: int,
+    renormalise: bool,
+    tiles=None,
+) -> None:
+    """One row's mixture of experts in three kernels, each a programmatic dependent launch: the router's
+    float32 logits of the normalised row (linear.py's kernel, the norm in it); gate/up, whose programs each
+    route the row themselves from the 128 logits (512 bytes) and normalise it; down, summing the slots in
+    order into the stream, no atomics. The gate/up kernel lets the down kernel start only after its own
+    wait, when the router kernel has ended: griddepcontrol.wait returns once the grids in front have
+    completed with their writes performed, so the down kernel's programs, which all start later, read
+    complete logits (from L2) and request their first weights before waiting for a."""
+    experts, hidden = router.shape
+    inter = down.shape[2]
+    (up_n, up_k, up_warps), (down_n, down_k, down_warps) = tiles or DECODE_TILES
+    logits = torch.empty((1, experts), dtype=torch.float32, device=x.device)
+    gemv(x, router, logits, norm, eps, config=ROUTER_GEMV)
+    a = torch.empty((top_k, inter), dtype=torch.float32, device=x.device)
+    block_e = triton.next_power_of_2(experts)
+    chunk = min(RANK_CHUNK, block_e)
+    _decode_up_kernel[(top_k, triton.cdiv(inter, up_n))](
+        x, norm, logits, gate_up, a, experts, inter, hidden, eps,
+        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, num_warps=up_warps, launch_pdl=cuda.PDL,
+    )  # fmt: skip
+    _decode_down_kernel[(triton.cdiv(hidden, down_n),)](
+        x, logits, a, down, experts, hidden, inter,
+        TOP_K=top_k, RENORM=renormalise, BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=down_n, BLOCK_K=down_k,
+        num_warps=down_warps, launch_pdl=cuda.PDL,
+    )  # fmt: skip

@@ -15,11 +15,18 @@ their own, and FlashAttention-4 reads them there, contiguous, instead of through
 
 Qwen3's RMSNorm over each Q and K head runs in the same program, before the rotation: it holds
 the whole head already, so the norm costs no kernel of its own.
+
+The kernel is a programmatic dependent launch (as linear.py's are): it reads the positions, slots,
+cos/sin and norm weights before waiting for the projection in front, and lets the attention kernel
+behind it start at once.
 """
 
 import torch
 import triton
 import triton.language as tl
+
+from engine import cuda
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
 
 
 @triton.jit
@@ -42,21 +49,26 @@ def _rope_store_kernel(
     QK_NORM: tl.constexpr,
     KEEP_K: tl.constexpr,
 ):
+    pdl_launch_dependents()
     t = (tl.program_id(0) * BT + tl.arange(0, BT)).to(tl.int64)
     h = tl.program_id(1)
     ok = t < T
     half = tl.arange(0, D // 2)
     full = tl.arange(0, D)
     row = qkv_ptr + t[:, None] * (H + 2 * KVH) * D
+    # Positions, slots and the tables are no kernel's output: read before waiting for the projection.
     pos = tl.load(pos_ptr + t, mask=ok, other=0).to(tl.int64)
     angle = pos[:, None] * (D // 2) + half[None, :]
     cos = tl.load(cos_ptr + angle, mask=ok[:, None])
     sin = tl.load(sin_ptr + angle, mask=ok[:, None])
+    if QK_NORM:
+        w = tl.load(norm_ptr + h * D + full).to(tl.float32)
+    slot = tl.load(slot_ptr + t, mask=ok, other=-1)
+    pdl_wait()
     x = tl.load(row + h * D + full[None, :], mask=ok[:, None], other=0.0)
     if QK_NORM:  # as transformers does it: statistics in float32, the weight applied in the model's dtype
         xf = x.to(tl.float32)
         rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / D + eps)
-        w = tl.load(norm_ptr + h * D + full).to(tl.float32)
         x = ((xf * rstd[:, None]).to(x.dtype).to(tl.float32) * w[None, :]).to(x.dtype)
     x = x.to(tl.float32)
     x1, x2 = tl.split(tl.reshape(x, (BT, D // 2, 2)))
@@ -67,7 +79,6 @@ def _rope_store_kernel(
         tl.store(q_at, o1.to(q_out_ptr.dtype.element_ty), mask=ok[:, None])
         tl.store(q_at + D // 2, o2.to(q_out_ptr.dtype.element_ty), mask=ok[:, None])
     else:
-        slot = tl.load(slot_ptr + t, mask=ok, other=-1)
         keep = (slot >= 0)[:, None]
         kh = h - H
         at = (slot[:, None] * KVH + kh) * D
@@ -126,5 +137,6 @@ def rope_and_store(
             QK_NORM=qk_norm is not None,
             KEEP_K=keep_k,
             num_warps=1 if bt == 1 else 4,
+            launch_pdl=cuda.PDL,
         )
     return q

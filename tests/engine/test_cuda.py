@@ -403,6 +403,40 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
     assert rel(got.float() - x.float(), want - x.float()) < BF16_TOL
 
 
+# The Qwen3-30B-A3B layer, then widths, hidden size and expert count that no tile divides.
+@pytest.mark.parametrize(
+    ("hidden", "width", "experts", "top_k"), [(2048, 768, 128, 8), (200, 72, 20, 4), (130, 33, 9, 3)]
+)
+@pytest.mark.parametrize("renormalise", [True, False])
+def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, top_k, renormalise):
+    """A batch-1 step's three kernels (experts_add_decode: the norm in the router's kernel, gate/up
+    routing itself, down into the stream) against engine/moe.py on the normalised row, in float32:
+    within 2^-7 of the exact sum, relatively (of 0.05 near zero), everywhere: bf16's rounding of it, so every
+    expert and weight was the same."""
+    from engine.cuda.moe import experts_add_decode
+    from engine.moe import mixture, route
+
+    g = torch.Generator(device="cuda").manual_seed(hidden + experts)
+    x = torch.randn(1, hidden, generator=g, device="cuda").to(torch.bfloat16)
+    norm = (1 + 0.3 * torch.randn(hidden, generator=g, device="cuda")).to(torch.bfloat16)
+    router = 0.5 * torch.randn(experts, hidden, generator=g, device="cuda")
+    gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g, device="cuda")).to(torch.bfloat16)
+    down = (0.1 * torch.randn(experts, hidden, width, generator=g, device="cuda")).to(torch.bfloat16)
+    got = x.clone()
+    experts_add_decode(got, norm, 1e-6, router, gate_up, down, top_k, renormalise)
+    xf = x.float()
+    h = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm.float()
+    weights, ids = route(h, router, top_k, renormalise)
+
+    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
+        gate, up = (rows @ gate_up[e].float().t()).chunk(2, dim=-1)
+        return (F.silu(gate) * up) @ down[e].float().t()
+
+    want = xf + mixture(h, weights, ids, expert)
+    assert float(((got.float() - want).abs() / (want.abs().clamp_min(0.05) * 2**-8)).max()) < 2
+    assert rel(got.float() - xf, want - xf) < BF16_TOL
+
+
 def test_flash_prefill_matches_the_triton_kernel():
     """FlashAttention-4's paged varlen kernel on the chunks that follow a step's decode rows: cold,
     after a cached prefix, one block, a table padded past its length. Needs the cuda-kernels extra."""
