@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from agent.journal.store import read_events, read_run_info
-from agent.memory_dir import MemoryDir, load
+from agent.memory_dir import MemoryDir, load, parse
 from agent.recorded.replay import replay
 from agent.session import SandboxSpec
 from core.events import ToolObserved
@@ -40,7 +40,8 @@ def observed(run_dir: Path) -> list[tuple[str, str]]:
     return [(e.observation.tool, e.observation.text) for e in read_events(run_dir) if isinstance(e, ToolObserved)]
 
 
-def test_code_tools_code_mode_and_memory_on_ray_equal_the_local_batch(docker_ready, ray_cluster, tmp_path):  # noqa: F811
+def test_code_tools_code_mode_and_memory_on_ray_equal_the_local_batch(docker_ready, ray_cluster, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.chdir(tmp_path)  # --memory m-ray as given on the command line: a path relative to the driver's folder
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump(SCRIPT))
     policy = memory_on(PRESETS["code_search"]).model_copy(update={"dispatch": DispatchPolicy(mode="both")})
@@ -49,7 +50,7 @@ def test_code_tools_code_mode_and_memory_on_ray_equal_the_local_batch(docker_rea
     ray = ExecutorOptions(kind="ray", address=ray_cluster.address)
     reports = {}
     for where, executor in (("local", ExecutorOptions()), ("ray", ray)):
-        spec = SweBatchSpec(tasks, model, policy, tmp_path / where, executor, memory=MemoryDir(tmp_path / f"m-{where}"))
+        spec = SweBatchSpec(tasks, model, policy, tmp_path / where, executor, memory=parse(f"m-{where}"))
         reports[where] = run_tasks(spec, REWRITES)
     assert reports["local"] == reports["ray"]
     kept = {w: [e.model_dump(exclude={"at"}) for e in load(MemoryDir(tmp_path / f"m-{w}"))] for w in reports}
