@@ -19,12 +19,19 @@ from agent.journal.store import read_events
 from cli.main import app
 from core.events import ToolObserved
 from tests.evals.executors.conftest import ray_cluster  # noqa: F401  (the cluster, started once)
+from tests.evals.tasks.conftest import TASKS
 from tests.tools.mcp.conftest import SERVERS
 
 # The game's first reply calls the policy's MCP tool, the second resigns; each reply is priced.
 SCRIPT = [
     {"tool_calls": [{"name": "notes__echo", "arguments": {"text": "e4"}}], "usage": {"prompt_tokens": 1000}},
     {"tool_calls": [{"name": "resign", "arguments": {}}], "usage": {"prompt_tokens": 1000}},
+]
+# A task run: the MCP tool, then the first half of the task's work (hello in one.txt), then submit.
+TASK_SCRIPT = [
+    {"tool_calls": [{"name": "notes__echo", "arguments": {"text": "hello"}}], "usage": {"prompt_tokens": 1000}},
+    {"tool_calls": [{"name": "write_file", "arguments": {"path": "one.txt", "content": "hello"}}]},
+    {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]},
 ]
 POLICY = f"""
 extends = "default"
@@ -50,14 +57,24 @@ def executors(address: str) -> dict[str, list[str]]:
     return {"local": ["--executor", "local"], "ray": ["--executor", "ray", "--ray-address", address]}
 
 
-def test_a_chess_batch_with_relative_paths_on_ray_equals_the_local_one(ray_cluster, tmp_path, monkeypatch):  # noqa: F811
+def user_folder(tmp_path: Path, monkeypatch) -> None:
+    """The folder the user runs `harness` in: the models, the policy, the MCP server and the prices, all named
+    relative to it."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "play.yaml").write_text(yaml.safe_dump(SCRIPT))
+    (tmp_path / "models" / "task.yaml").write_text(yaml.safe_dump(TASK_SCRIPT))
     (tmp_path / "servers").mkdir()
     shutil.copy(SERVERS / "basic.py", tmp_path / "servers" / "basic.py")
     (tmp_path / "policy.toml").write_text(POLICY)
-    (tmp_path / "prices.toml").write_text('[scripted."models/play.yaml"]\ninput = 500.0\noutput = 0.0\n')
+    prices = "input = 500.0\noutput = 0.0\n"
+    (tmp_path / "prices.toml").write_text(
+        f'[scripted."models/play.yaml"]\n{prices}[scripted."models/task.yaml"]\n{prices}'
+    )
+
+
+def test_a_chess_batch_on_ray_equals_the_local_one(ray_cluster, tmp_path, monkeypatch):  # noqa: F811
+    user_folder(tmp_path, monkeypatch)
     common = ["chess", "--model", "scripted:models/play.yaml", "--policy", "policy.toml", "--prices", "prices.toml"]
     common += ["--opponent", "random", "--color", "white", "--analysis-depth", "0"]
     batches = {}
@@ -80,3 +97,24 @@ def test_a_chess_batch_with_relative_paths_on_ray_equals_the_local_one(ray_clust
         assert seen == observed(batches["local"] / local)
         assert seen[0] == ("notes__echo", "e4") and seen[1][0] == "resign", seen
     assert json.loads((batches["ray"] / "executor.json").read_text())["executor"] == "ray"
+
+
+def test_a_tasks_batch_on_ray_equals_the_local_one(docker_ready, ray_cluster, tmp_path, monkeypatch):  # noqa: F811
+    user_folder(tmp_path, monkeypatch)
+    shutil.copytree(TASKS / "half-reward", tmp_path / "tasks" / "half-reward")
+    common = ["tasks", "run", "tasks", "--model", "scripted:models/task.yaml", "--policy", "policy.toml"]
+    common += ["--prices", "prices.toml", "--base-image", "python:3.13-slim-bookworm=harness-base:bookworm-1"]
+    reports = {}
+    for where, options in executors(ray_cluster.address).items():
+        result = harness(*common, *options, "--out", f"out-{where}", "--json")
+        assert result.exit_code == 0, result.output
+        shown = json.loads(result.stdout)
+        reports[where] = shown
+        folder = Path(shown["batch_folder"])
+        run_dir = next((folder / "half-reward").rglob("events.jsonl")).parent
+        reports[where]["observed"] = observed(run_dir)
+        del shown["batch_folder"]
+    assert reports["ray"] == reports["local"]
+    cost = reports["ray"]["cost"]
+    assert reports["ray"]["rewards"] == {"half-reward": 0.5} and cost["cost_usd"] > 0 and cost["unpriced_calls"] == 0
+    assert reports["ray"]["observed"][0] == ("notes__echo", "hello")
