@@ -3,7 +3,7 @@
 Each batch runs twice from the same folder, every path in it relative — the scripted model, the policy file and the
 MCP server it starts (`python basic.py`, its working folder), the price table, the tasks folder, the batch's parent
 and `--resume` — once with `--executor local`, once on the suite's two-node cluster (`--ray-address`, whose workers
-start in another folder): the outcomes, costs and the tools each run was offered are the same."""
+start in another folder): the outcomes, the costs and what each run's tools returned are the same."""
 
 from __future__ import annotations
 
