@@ -1,7 +1,8 @@
 """The code search tools, code mode and the agent's memory with MCP tools and `harness replay` (played back and
 --execute): one run that searches, calls a real MCP server directly and from a run_code program (which calls the
 code tools too) and writes its memory, then replays with no harness divergence and, executed, no change in the
-world. Real parts: the local sandbox, a real stdio MCP server (tests/tools/mcp/servers), scripted models. The
+world. Then the same levers in a Docker run, replayed executed in a new container.
+Real parts: the local and the Docker sandbox, a real stdio MCP server (tests/tools/mcp/servers), scripted models. The
 Docker, resume, Ray and rerender cells of these levers: tests/tools/code, tests/agent/recovery,
 tests/evals/executors/test_levers_ray.py, tests/agent/recorded/test_rerender_levers.py."""
 
@@ -15,15 +16,17 @@ from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel
 from agent.recorded.replay import replay
 from agent.run.task import Task
-from agent.session import RunSpec, start
+from agent.session import RunSpec, SandboxSpec, start
 from cli.main import app
 from core.events import InnerObserved, MemoryWritten, ToolObserved
 from core.policy import PRESETS, DispatchPolicy, memory_on
 from tests.agent.helpers import call
+from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.code.repos import SHOP
 from tests.tools.mcp.conftest import stdio
 
 TASK = Task(id="shop", prompt="Cart.apply_discount applies the discount rate wrongly.", files=SHOP)
+COMMIT = "git init -q && git add -A && git -c user.email=t@example.com -c user.name=t commit -qm base"
 PROGRAM = (
     "print(notes__echo(text='from a program'))\n"
     "print(find_symbol(name='clamp').splitlines()[0])\n"
@@ -74,3 +77,30 @@ def test_code_tools_code_mode_and_memory_with_an_mcp_server_replay_played_back_a
     assert on_disk(executed.replay_dir / "memories") == want
     shown = CliRunner().invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "cli"), "--execute"])
     assert shown.exit_code == 0 and "0 changed in the world" in shown.output, shown.output
+
+
+def test_the_three_levers_in_a_docker_run_replay_executed_in_a_new_container(docker_ready, tmp_path):  # noqa: F811
+    task = TASK.model_copy(update={"id": "shop-docker", "setup": [COMMIT]})
+    program = (
+        "print(find_symbol(name='clamp').splitlines()[0])\n"
+        "open('own.txt', 'w').write('by the program\\n')\n"
+        "print(shell(command='cat own.txt && git status --short'))\n"
+    )
+    replies = [
+        call("search_code", query="discount rate"),
+        call("run_code", code=program),
+        call("memory", command="create", path="/memories/shop.md", file_text="clamp: shop/util.py\n"),
+        call("submit", answer="done"),
+    ]
+    policy = memory_on(PRESETS["code_search"]).model_copy(update={"dispatch": DispatchPolicy(mode="both")})
+    summary, run_dir = start(
+        RunSpec(task, ScriptedModel(replies), policy, tmp_path / "runs", SandboxSpec(kind="docker"))
+    )
+    assert summary.stop_reason == "submitted"
+    seen = [(e.observation.tool, e.observation.text) for e in read_events(run_dir) if isinstance(e, ToolObserved)]
+    assert seen[0][1].startswith("Files for 'discount rate' in /workspace at ")
+    assert "by the program\n?? own.txt" in seen[1][1] and "[files: created own.txt]" in seen[1][1], seen[1][1]
+    executed = replay(run_dir, out=tmp_path / "executed", execute=True)
+    assert executed.harness == [] and executed.replayed_stop == "submitted"
+    assert executed.world == [], [d.diff for d in executed.world]
+    assert on_disk(executed.replay_dir / "memories") == {"/memories/shop.md": b"clamp: shop/util.py\n"}
