@@ -34,6 +34,11 @@ class MemoryDir:
     key: str = "default"
     writable: bool = True
 
+    def __post_init__(self) -> None:
+        # Absolute from the start: a process with another working folder (a batch's Ray worker, which gets the
+        # store pickled) must find the folder the command was given, not one of the same name beside it.
+        object.__setattr__(self, "root", Path(os.path.abspath(os.path.expanduser(self.root))))
+
     @property
     def folder(self) -> Path:
         return self.root / (re.sub(r"[^A-Za-z0-9_.-]+", "__", self.key).strip(".") or "default")

@@ -17,6 +17,14 @@ os.environ[LOOPBACK_ONLY] = "0"
 # when they start.
 os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
 os.environ.setdefault("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60")
+# One torch (OpenMP) thread for every engine the tests start: in this process and in every process it starts
+# (`harness serve`, `harness run --model local`, studies). `make test` runs two workers and the Ray tests at once on
+# CI's two cores, so an engine never has a core to itself, and a parallel region of two threads then waits at each
+# of its barriers for the thread the OS left off the CPU: one request to an engine beside two busy processes took
+# 160-225 s with torch's default of two threads and 26-51 s with one (benchmarks/README.md, "The test suite").
+# The CPU kernels' tests set two threads themselves, so each kernel's split between threads stays tested.
+# Set before anything here imports torch; OMP_NUM_THREADS=2 in the environment runs the old way.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Property tests without settings of their own run hypothesis's usual 100 examples; CI runs 500 (.ci/run sets
 # HYPOTHESIS_PROFILE=ci), five times the search, in a suite that must stay well under 40 minutes.

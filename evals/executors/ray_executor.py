@@ -19,8 +19,8 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from contextlib import closing
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import cast
 
@@ -59,18 +59,41 @@ def node_name() -> str:
 
 
 @ray.remote(num_returns="streaming", max_retries=0)
-def harness_job(job: Job):
-    """First yields where it runs (for the progress line), then (result, error, seconds, tar blob)."""
+def harness_job(job: Job, folder: str):
+    """First yields where it runs (for the progress line), then (result, error, seconds, tar blob).
+
+    `folder` is the driver's working folder: the job runs in it, as a local one does."""
     yield node_name(), os.getpid()
     root = scratch_root()
     sweep(root)
     # A local model is loaded for the task and shut down when it ends: a worker process kept between tasks
     # (and between batches, on a cluster that outlives this one) holds no weights while idle.
-    with tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as tmp, shared_engines():
+    with (
+        tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=root) as tmp,
+        working_in(folder),
+        shared_engines(),
+    ):
         result, error, wall_s = call(job, Path(tmp))
         blob = pack(Path(tmp))
     # Yielded after the folder is gone: once the driver has the last item, nothing is left to clean up.
     yield result, error, wall_s, blob
+
+
+@contextmanager
+def working_in(folder: str) -> Iterator[None]:
+    """Run in the driver's working folder where this node has it, so that every path the user gave relative to
+    where they ran `harness` (a scripted model, a price table, a policy's MCP server and its `cwd`, a tasks
+    folder, `--repos`) names the same file as with the local executor. A worker starts in the folder of its
+    node's `ray start` instead, and keeps running tasks of later batches: the folder it had is restored after."""
+    before = os.getcwd()
+    if not os.path.isdir(folder):  # another machine without that folder: relative paths fail as absolute ones would
+        yield
+        return
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def scratch_root() -> Path:
@@ -135,7 +158,7 @@ def docker_here() -> bool:
 def submit(job: Job, options: ExecutorOptions) -> ObjectRefGenerator:
     resources = {"docker": 1} if job.docker else {}
     memory = options.memory_mb * 2**20 if options.memory_mb else None
-    return harness_job.options(num_cpus=options.cpus, memory=memory, resources=resources).remote(job)
+    return harness_job.options(num_cpus=options.cpus, memory=memory, resources=resources).remote(job, os.getcwd())
 
 
 def check_feasible(jobs: Sequence[Job]) -> None:

@@ -25,12 +25,29 @@ class Child:
 
 
 @dataclass(frozen=True)
+class Part:
+    """Steps of a fork, inherited or its own, and what their prompts cost a cache: the tokens the provider
+    (or the embedded engine) reported, and the ideal prefix reuse by the harness's count."""
+
+    steps: int
+    prompt: int
+    cached: int
+    counted: int = 0
+    reused: int = 0
+
+    def figures(self) -> str:
+        hits = f" ({self.cached / self.prompt:.0%} of them)" if self.prompt else ""
+        ideal = f"; ideal prefix reuse {self.reused / self.counted:.0%}" if self.counted else ""
+        return f"{self.prompt:,} prompt tokens, {self.cached:,} cached{hits}{ideal}"
+
+
+@dataclass(frozen=True)
 class ForkTree:
     origin: ForkOrigin | None  # None: a run of its own, with forks made of it
     world: str  # how the fork's world at the branch was rebuilt; "" while the branch is not journaled
     changes: tuple[str, ...]  # what changed at the branch: policy, model, seed, the context folded again
-    inherited: tuple[int, int]  # the inherited steps: how many, and their prompt tokens
-    own: tuple[int, int]  # the run's own steps after the branch: how many, and their prompt tokens
+    inherited: Part  # the inherited steps: the parent's figures, as its process measured them
+    own: Part  # the run's own steps after the branch
     children: tuple[Child, ...]
 
 
@@ -59,8 +76,15 @@ def fork_tree(run_dir: Path, info: RunInfo, events: list[Event], steps: list[Ste
     # The last: a fork of a fork inherits its parent's branch too.
     branch = next((e for e in reversed(events) if isinstance(e, Forked) and e.step == at), None)
 
-    def part(chosen: list[Step]) -> tuple[int, int]:
-        return len(chosen), sum(s.usage.prompt_tokens for s in chosen)
+    def part(chosen: list[Step]) -> Part:
+        replied = [s.replied for s in chosen if s.replied is not None]
+        return Part(
+            len(chosen),
+            sum(s.usage.prompt_tokens for s in chosen),
+            sum(s.usage.cached_tokens for s in chosen),
+            sum(r.counted_tokens or 0 for r in replied),
+            sum(r.prefix_reused or 0 for r in replied),
+        )
 
     return ForkTree(
         origin=info.fork,
@@ -77,13 +101,14 @@ def fork_lines(tree: ForkTree) -> list[str]:
     lines = []
     if tree.origin is not None:
         o = tree.origin
-        (n_in, tok_in), (n_own, tok_own) = tree.inherited, tree.own
+        inherited, own = tree.inherited, tree.own
         lines += [
             f"- **fork of** {o.parent} after its step {o.at_step} ({o.parent_dir})"
             + (f" · changed at the branch: {'; '.join(tree.changes)}" if tree.changes else ""),
-            f"  - steps 1–{o.at_step} inherited: {n_in} steps, {tok_in:,} prompt tokens (the parent's)"
+            f"  - steps 1–{o.at_step} inherited: {inherited.steps} steps, {inherited.figures()} (the parent's, "
+            "as its process measured them)"
             + (f"; world at the branch: {tree.world}" if tree.world else "; the branch is not built yet"),
-            f"  - its own steps: {n_own}, {tok_own:,} prompt tokens",
+            f"  - its own steps: {own.steps}, {own.figures()} (its prefix reuse begins at the branch)",
         ]
     if tree.children:
         lines.append(f"- **forks of this run** {len(tree.children)}:")

@@ -12,18 +12,26 @@ from typer.testing import CliRunner
 from agent.fork import fork
 from agent.journal.fold import fold
 from agent.journal.store import read_events, read_run_info
+from agent.journal.tools import recorded_tools
 from agent.memory_dir import MemoryDir, load, on_disk
 from agent.memory_store import MemorySource
+from agent.models.pricing import load_prices
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import replay
+from agent.recorded.rerender import rerender
 from agent.session import RunSpec, start
+from agent.tokens import counter_for
 from cli.main import app
 from core.context_policy import Compact
 from core.events import Forked, InnerIntent, ModelReplied, RunStopped, ToolObserved
 from core.memory_entries import files_of
 from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
+from core.types import Usage
+from evals.reports.load import load_run
+from evals.reports.text import run_markdown
 from tests.agent import forking
 from tests.agent.helpers import call
+from tools.base import recorded_tool
 
 CODE = HarnessPolicy(name="code", dispatch=DispatchPolicy(mode="code"), stop=StopPolicy(max_steps=20))
 CALLS = HarnessPolicy(name="calls", stop=StopPolicy(max_steps=20))
@@ -208,9 +216,48 @@ def test_a_fork_inside_a_window_under_its_parents_preset_goes_on_as_the_parent(t
     assert summary.stop_reason == "submitted", summary
     reshaped = [e.step for e in fold(read_events(parent)).reshaping()]
     assert bool(reshaped) == (preset.startswith("compact")), reshaped  # the compacting presets folded
-    # inside lean's and masked_batched's windows, and one step past the first fold (a compacting preset's)
-    points = [9, reshaped[0] + 1 if reshaped else 16]
-    for at in points:
+    # one step past the first fold (a compacting preset's), or inside lean's and masked_batched's windows
+    for at in [reshaped[0] + 1] if reshaped else [13]:
         made = fork(parent, at, model=Windowed(at), out=tmp_path / "forks", run_id=f"at{at}")
         assert made.summary is not None and made.summary.stop_reason == "submitted", (at, made.summary)
         assert prompts(made.run_dir, at) == prompts(parent, at), (preset, at)
+
+
+def test_a_forks_report_tells_the_parents_cache_figures_from_its_own(tmp_path):
+    """As the embedded model reports them: each reply's prompt tokens and those its prefix cache held (a short
+    run of `local` itself takes minutes on two shared cores, so a scripted model reports them here)."""
+
+    def reply(i: int, cached: int):
+        done = call("submit", answer="done") if i == 6 else call("shell", command=f"echo {i} >> log.txt")
+        return done.model_copy(update={"usage": Usage(prompt_tokens=1000 + 100 * i, cached_tokens=cached)})
+
+    parent_replies = [reply(i, 0 if i == 1 else 900 + 100 * (i - 1)) for i in range(1, 7)]
+    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(parent_replies), CALLS, tmp_path, run_id="p"))
+    assert summary.stop_reason == "submitted"
+    cold = [*parent_replies[:3], reply(4, 0), reply(5, 1300), reply(6, 1400)]  # a new process: the cache is cold
+    made = fork(parent, 3, model=ScriptedModel(cold), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted"
+
+    text = run_markdown(load_run(made.run_dir, load_prices()))
+    assert "steps 1–3 inherited: 3 steps, 3,600 prompt tokens, 2,100 cached (58% of them)" in text
+    assert "its own steps: 3, 4,500 prompt tokens, 2,700 cached (60% of them); ideal prefix reuse" in text
+    own = [e for e in read_events(made.run_dir) if isinstance(e, ModelReplied) and e.step > 3]
+    assert own[0].prefix_reused == 0 and all(e.prefix_reused for e in own[1:])  # its reuse begins at the branch
+
+
+def test_a_fork_under_each_other_preset_sends_the_prompt_harness_rerender_gives_its_step(tmp_path):
+    """The context folded again at the branch is the one `harness rerender` makes under the fork's preset: the
+    fork's first prompt of its own has the tokens the parent's step has re-rendered under it (with the tools the
+    fork offers), at step 22: inside lean's and masked_batched's windows, past the compacting presets' first fold."""
+    policy = PRESETS["append_only"].model_copy(update={"stop": StopPolicy(max_steps=40)})
+    summary, parent = start(RunSpec(forking.TASK, Windowed(), policy, tmp_path, run_id="p"))
+    assert summary.stop_reason == "submitted"
+    events, counter = read_events(parent), counter_for("scripted")
+    for name in sorted(set(PRESETS) - {"append_only"}):
+        other = PRESETS[name].model_copy(update={"stop": StopPolicy(max_steps=40)})
+        made = fork(parent, 21, policy=other, model=Windowed(21), out=tmp_path / "forks", run_id=name)
+        assert made.summary is not None and made.summary.stop_reason == "submitted", name
+        first = next(e for e in read_events(made.run_dir) if isinstance(e, ModelReplied) and e.step == 22)
+        offered = [recorded_tool(r) for r in recorded_tools(made.run_dir) or ()]
+        again = rerender(events, other.context, counter, [t for t in offered if t.name != "describe_tool"])
+        assert [s.prompt_tokens for s in again.steps if s.step == 22] == [first.counted_tokens], name

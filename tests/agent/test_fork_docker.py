@@ -1,5 +1,6 @@
 """A Docker run forked at step 15 of 30: the fork's container holds every file of the parent's after step 15,
-whether it started from a checkpoint kept for forks (plus the writes after it) or from the image and setup."""
+whether it started from a checkpoint kept for forks (plus the writes after it) or from the image and setup; a
+code-mode run's programs after the checkpoint run again in the fork's container."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import pytest
 
 from agent.fork import fork
 from agent.journal.store import read_events
+from agent.models.scripted import ScriptedModel
 from agent.session import RunSpec, SandboxSpec, start
 from core.events import Forked, SandboxOpened
 from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy
 from sandboxes.docker_options import RUN_LABEL
 from sandboxes.docker_runs import CHECKPOINT_LABEL, checkpoints
 from tests.agent import forking
+from tests.agent.helpers import call
+from tests.agent.test_fork_combos import CODE, PROGRAMS
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 
 
@@ -57,3 +61,29 @@ def test_a_docker_fork_at_step_15_of_30_holds_the_parents_files(tmp_path, no_lef
         assert "after step 12, then 3 writes run again" in branch.world  # steps 13, 14 and 15
     else:
         assert opened.how == "started" and "the task's setup, then 13 writes" in branch.world
+
+
+def test_a_docker_fork_of_a_code_mode_run_runs_its_programs_again_in_the_container(tmp_path, no_leftovers):
+
+    third = "write_file(path='b.txt', content='three\\n')\nopen('own3.txt', 'w').write('3\\n')\nprint(shell(command='cat a.txt b.txt'))"
+    replies = [*(call("run_code", code=p) for p in [*PROGRAMS[:2], third, PROGRAMS[2]]), call("submit", answer="done")]
+    policy = CODE.model_copy(update={"checkpoint": CheckpointPolicy(fork_every=2)})
+    world = forking.WorldAfter(3)
+    summary, parent = start(
+        RunSpec(
+            forking.TASK,
+            ScriptedModel(replies),
+            policy,
+            tmp_path,
+            SandboxSpec(kind="docker"),
+            run_id="p",
+            listeners=[world],
+        )
+    )
+    assert summary.stop_reason == "submitted", summary.message
+    made = fork(parent, 3, model=ScriptedModel(replies), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted", made.summary
+    assert world.files is not None and forking.branch_files(made.run_dir) == world.files
+    assert {"./own.txt", "./own3.txt", "./b.txt"} <= set(world.files)
+    branch = next(e for e in read_events(made.run_dir) if isinstance(e, Forked))
+    assert "after step 2, then 3 writes run again" in branch.world  # step 3's program, its write_file and shell

@@ -9,11 +9,6 @@ import torch
 from engine import Engine, EngineConfig, load_checkpoint
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _threads():
-    torch.set_num_threads(2)
-
-
 @pytest.fixture(scope="session")
 def checkpoint(model_weights):
     return load_checkpoint(model_weights)

@@ -23,6 +23,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="module", autouse=True)
+def two_threads():
+    """The kernels split rows (and decode attention's heads) between OpenMP threads: two here, so the split is
+    what these tests check, though the rest of the suite runs one thread an engine (tests/conftest.py)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 def _rel_err(y: torch.Tensor, ref: torch.Tensor) -> float:
     return ((y - ref).abs().max() / ref.abs().max()).item()
 

@@ -71,10 +71,12 @@ def with_index(
 
 
 def _about(ws: workspace.Workspace) -> str:
-    where = f"{ws.root} at {ws.head[:10]}" if ws.head else ws.root
+    # 12 digits of the commit: what core.volatile takes for a commit id, so a replay whose setup committed the same
+    # files anew (another time, another id) compares equal
+    where = f"{ws.root} at {ws.head[:12]}" if ws.head else ws.root
+    # What the index holds, never how the harness came by it (files re-read, a cached index): that depends on the
+    # process, so a resume, an executed replay or a batch's second run of a commit would see other text.
     notes = [f"{len(ws.index.entries) if ws.index else 0} files indexed"]
-    if ws.reread:
-        notes.append(f"{ws.reread} re-read")
     if ws.left_out:
         notes.append(f"{ws.left_out} more left out: the index holds at most {workspace.MAX_FILES} files")
     return f"{where} ({', '.join(notes)})"

@@ -16,6 +16,8 @@ happen every step or two) and a kind of write:
   `shell` writes above), then another reads it back; kills are aimed right after a program's write intent is
   journaled, so the process dies inside a program, between two of its writes. The program runs again on
   resume, its journaled calls answered from the journal: each write is made once.
+- `code-mcp`: the same, each write a `put(N, N)` of the MCP server: a program's calls to a server that lives in
+  another process, answered from the journal on resume (the server is started anew), the cut-short one made again.
 
 A fork cell (`local/append-only/shell/fork`, and docker's) runs the cell's script once, uninterrupted, as the
 parent, then forks it at step FORK_AT (`harness fork`, the same policy and script): the kills land in the fork,
@@ -66,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent import branch
+from agent import rebuild
 from agent.fork import fork
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
@@ -118,6 +120,7 @@ AIMS = {
     # a fork's process dies after its branch ran the parent's first or second write again, or in its own steps
     "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
+    "code-mcp": ("inner_intent",),
     # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
     # and left for the resume to settle as a call cut short
     "TERM": ("tool_intent",),
@@ -126,7 +129,7 @@ AIMS = {
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
-Writes = Literal["shell", "write_file", "mcp", "memory", "code"]
+Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp"]
 Stop = Literal["KILL", "TERM", "INT"]  # how a process is stopped: SIGKILL, or SIGTERM and SIGINT, which it handles
 
 
@@ -169,6 +172,7 @@ CELLS = [
     *(Cell(s, "compacting", "memory") for s in ("local", "docker")),
     *(Cell(s, "append-only", "shell", fork=True) for s in ("local", "docker")),
     *(Cell(s, "append-only", "code") for s in ("local", "docker")),
+    Cell("local", "append-only", "code-mcp"),
     # Stopped by a signal at random moments: each process stops at its next safe point, writing its stop and summary.
     *(
         Cell(s, c, w, stop=stop)
@@ -195,13 +199,13 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
                 args=[str(SERVER), str((out / MCP_COUNTER).resolve()), "--slow", str(SLOW_S)],
             )
         ]
-        if cell.writes == "mcp"
+        if cell.writes in ("mcp", "code-mcp")
         else []
     )
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
     memory = MemoryPolicy(tool=cell.writes == "memory")
-    dispatch = DispatchPolicy(mode="code" if cell.writes == "code" else "calls")
+    dispatch = DispatchPolicy(mode="code" if cell.writes in ("code", "code-mcp") else "calls")
     policy = HarnessPolicy(
         name="crash", context=context, mcp=mcp, checkpoint=checkpoint, memory=memory, dispatch=dispatch
     )
@@ -241,10 +245,11 @@ def write(cell: Cell, i: int) -> dict:
     return call("counter__put", index=i, value=i)
 
 
-def program(steps: int) -> dict:
-    """One run_code program that makes every counter write as a shell call of its own."""
+def program(cell: Cell, steps: int) -> dict:
+    """One run_code program that makes every counter write as a shell call of its own (or an MCP put)."""
     command = f"sleep {SLOW_S}; grep -sqx {{i}} {COUNTER} || echo {{i}} >> {COUNTER}; sleep {SLOW_S}"
-    code = f"for i in range(1, {steps + 1}):\n    shell(command=f{command!r})\n    print('wrote', i)\n"
+    write = "counter__put(index=i, value=i)" if cell.writes == "code-mcp" else f"shell(command=f{command!r})"
+    code = f"for i in range(1, {steps + 1}):\n    {write}\n    print('wrote', i)\n"
     return call("run_code", code=code)
 
 
@@ -256,8 +261,11 @@ def script(cell: Cell, steps: int, out: Path) -> list[dict]:
         "mcp": call("counter__read"),
         "memory": call("memory", command="view", path=MEMORY_COUNTER),
         "code": call("run_code", code=f"print(shell(command='cat {COUNTER}'))"),
+        "code-mcp": call("run_code", code="print(counter__read())"),
     }.get(cell.writes, call("shell", command=f"cat {COUNTER}"))
-    writes = [program(steps)] if cell.writes == "code" else [write(cell, i) for i in range(1, steps + 1)]
+    writes = (
+        [program(cell, steps)] if cell.writes in ("code", "code-mcp") else [write(cell, i) for i in range(1, steps + 1)]
+    )
     agent = [*writes, read, call("submit", answer="done")]
     if cell.context == "overflowing":
         return summaries_where_asked(cell, agent, out)
@@ -354,9 +362,9 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
 
 
 def _dying_in_rebuild(count: int) -> None:
-    """SIGKILL this process once a fork's branch has run `count` of its parent's writes again (agent.branch)."""
+    """SIGKILL this process once a fork's branch has run `count` of its parent's writes again (agent.rebuild)."""
     done = [0]
-    again = branch.run_again
+    again = rebuild.run_again
 
     def run_again(*args, **kwargs):
         result = again(*args, **kwargs)
@@ -365,7 +373,7 @@ def _dying_in_rebuild(count: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return result
 
-    branch.run_again = run_again
+    rebuild.run_again = run_again
 
 
 @dataclass

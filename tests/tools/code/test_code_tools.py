@@ -37,6 +37,10 @@ def observations(run_dir: Path) -> dict[str, str]:
     return {e.observation.tool: e.observation.text for e in read_events(run_dir) if e.type == "tool_observed"}
 
 
+def observed(run_dir: Path) -> list[tuple[str, str]]:
+    return [(e.observation.tool, e.observation.text) for e in read_events(run_dir) if e.type == "tool_observed"]
+
+
 def test_the_three_tools_answer_in_a_local_run_and_the_opening_carries_a_map(tmp_path):
     model = ScriptedModel(
         [
@@ -135,6 +139,11 @@ def test_a_run_killed_after_a_search_resumes_and_replays_as_recorded(tmp_path):
     searches = [e.observation.text for e in events if e.type == "tool_observed" and e.observation.tool == "search_code"]
     assert len(searches) == 2 and searches[0].splitlines()[1] == "1. shop/pricing.py"
     assert searches[1].splitlines()[1] == "1. shop/extra.py"  # the file written after the resume is searched
+    # the same text an uninterrupted run saw: the resumed process built its index anew, and says nothing of it
+    _, whole = start(RunSpec(TASK, ScriptedModel(steps), PRESETS["code_search"], tmp_path / "whole"))
+    assert [s.replace(str(run_dir), "<run>") for s in searches] == [
+        s.replace(str(whole), "<run>") for t, s in observed(whole) if t == "search_code"
+    ]
     assert [e.reason for e in events if e.type == "run_stopped"][-1] == "submitted"
     report = replay(run_dir, tmp_path / "replay")
     assert report.harness == [] and report.replayed_stop == "submitted"

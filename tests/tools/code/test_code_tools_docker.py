@@ -7,6 +7,7 @@ import pytest
 
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
+from agent.recorded.replay import replay
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
 from core.policy import PRESETS
@@ -47,3 +48,6 @@ def test_search_find_and_map_work_in_a_docker_run_and_see_edits(docker_ready, tm
     assert seen["repo_map"].splitlines()[1] == "shop/vip.py:" and "passwd" not in seen["repo_map"]
     opening = [e.message.text for e in read_events(run_dir) if e.type == "message"][1]
     assert "A map of the repository at /workspace" in opening
+    executed = replay(run_dir, out=tmp_path / "replays", execute=True)
+    assert executed.harness == [] and executed.replayed_stop == "submitted"
+    assert executed.world == [], [d.diff for d in executed.world]
