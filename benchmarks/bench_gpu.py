@@ -175,8 +175,10 @@ def kv_bytes(args, c: ModelConfig) -> int:
     return max(1 << 30, min(24 << 30, free - weights_bytes(c) - (12 << 30)))
 
 
-def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
-    """GPU time per kernel name for one call of fn, averaged over reps (CUPTI sees kernels inside graphs)."""
+def kernel_breakdown(fn, reps: int = 5, after: bool = False) -> list[tuple[str, tuple[int, float]]]:
+    """GPU time per kernel name for one call of fn, averaged over reps (CUPTI sees kernels inside graphs).
+    With after, each kernel is named after the one before it too ("_gemv_kernel < _decode_kernel"): one
+    kernel's launches for different matrices (the QKV, output, router projections) told apart."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -185,12 +187,14 @@ def kernel_breakdown(fn, reps: int = 5) -> list[tuple[str, tuple[int, float]]]:
         for _ in range(reps):
             fn()
         torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type.name == "CUDA"), key=lambda e: e.time_range.start)
     out: dict[str, list] = {}
-    for e in prof.events():
-        if e.device_type.name == "CUDA":
-            row = out.setdefault(e.name, [0, 0.0])
-            row[0] += 1
-            row[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+    before = ""
+    for e in events:
+        row = out.setdefault(f"{e.name[:40]} < {before[:40]}" if after else e.name, [0, 0.0])
+        row[0] += 1
+        row[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+        before = e.name
     rows = {k: (v[0] // reps, v[1] / reps) for k, v in out.items()}
     return sorted(rows.items(), key=lambda kv: -kv[1][1])
 
@@ -1006,42 +1010,67 @@ def experts_chosen(graphs, size: int) -> list[int]:
     return seen
 
 
-# Tiles of the batch-1 expert kernels tried by --moe-tiles, each beside the engine's others:
-# (block_n, block_k, warps) of gate/up and of down, and the router's matrix-vector tiles.
-MOE_UP_TILES = [
-    (8, 256, 4),
-    (8, 512, 4),
-    (16, 512, 8),
-    (32, 128, 4),
-    (32, 256, 8),
-    (4, 512, 4),
-    (16, 128, 4),
-    (8, 1024, 8),
-]
-MOE_DOWN_TILES = [(8, 256, 4), (8, 512, 4), (16, 512, 8), (4, 256, 4), (4, 512, 4), (32, 256, 8), (16, 128, 4), (4, 1024, 4), (8, 1024, 8), (2, 1024, 4)]  # fmt: skip
-MOE_ROUTER_TILES = [(1, 2048, 4, 1), (4, 512, 4, 1), (4, 1024, 8, 1), (2, 2048, 8, 1), (2, 512, 4, 2)]
+# What --moe-tiles tries in the batch-1 step, one setting at a time beside the engine's others: the
+# (block_n, block_k, warps) of the gate/up and down expert kernels, how many experts they rank at once,
+# and the matrix-vector tiles (block_n, block_k, warps, tiles ahead) of the router, QKV, output and LM head.
+MOE_SWEEP: dict[str, list] = {
+    "up": [(8, 256, 4), (8, 512, 4), (16, 512, 8), (32, 128, 4), (32, 256, 8), (4, 512, 4), (16, 128, 4)],
+    "down": [(8, 256, 4), (8, 512, 4), (16, 512, 8), (4, 256, 4), (4, 512, 4), (32, 256, 8), (4, 1024, 4), (2, 1024, 4)],
+    "rank chunk": [16, 64, 128],
+    "router": [(1, 2048, 4, 1), (2, 2048, 8, 1), (4, 1024, 8, 1), (2, 512, 4, 2)],
+    "qkv": [(8, 512, 8, 2), (16, 256, 8, 2), (8, 1024, 8, 1), (16, 512, 8, 1)],
+    "o": [(8, 1024, 8, 2), (8, 2048, 8, 1), (4, 2048, 8, 2), (16, 512, 8, 2), (4, 4096, 8, 1)],
+    "lm head": [(16, 256, 8, 1), (16, 512, 8, 1), (32, 256, 8, 1), (8, 512, 8, 1), (16, 256, 4, 2)],
+}  # fmt: skip
 
 
-def moe_decode_tiles(g) -> dict:
-    """The batch-1 step replayed from a graph captured anew for each tile of the three expert kernels
-    (engine/cuda/moe.py), one kernel's tile varied at a time, the engine's tiles first and last."""
+def moe_decode_tiles(g, c: ModelConfig) -> dict:
+    """The batch-1 step replayed from a graph captured anew for each setting of MOE_SWEEP, the engine's
+    choice first and last, timed in turns."""
+    import engine.cuda.linear as linear
     import engine.cuda.moe as moe
 
-    tiles, router = moe.DECODE_TILES, moe.ROUTER_GEMV
-    configs = [("engine", tiles, router)]
-    configs += [(f"up {t}", (t, tiles[1]), router) for t in MOE_UP_TILES]
-    configs += [(f"down {t}", (tiles[0], t), router) for t in MOE_DOWN_TILES]
-    configs += [(f"router {t}", tiles, t) for t in MOE_ROUTER_TILES]
-    configs += [("engine again", tiles, router)]
-    out = {}
+    h, q, kv = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
+    shapes = {"qkv": (q + 2 * kv, h), "o": (h, q), "lm head": (c.vocab_size, h)}
+    tuned = dict(linear.TUNED)
+    kept = moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK
+
+    def apply(kind: str, value) -> None:
+        moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = kept
+        linear.TUNED.clear()
+        linear.TUNED.update(tuned)
+        if kind == "up":
+            moe.DECODE_TILES = (value, kept[0][1])
+        elif kind == "down":
+            moe.DECODE_TILES = (kept[0][0], value)
+        elif kind == "rank chunk":
+            moe.RANK_CHUNK = value
+        elif kind == "router":
+            moe.ROUTER_GEMV = value
+        elif kind in shapes:
+            linear.TUNED[shapes[kind]] = value
+
+    configs = [("engine", "", None)] + [(f"{k} {v}", k, v) for k, vs in MOE_SWEEP.items() for v in vs]
+    configs.append(("engine again", "", None))
+    graphs = {}
     try:
-        for name, decode, rgemv in configs:
-            moe.DECODE_TILES, moe.ROUTER_GEMV = decode, rgemv
+        for name, kind, value in configs:
+            apply(kind, value)
             with torch.inference_mode():
-                out[name] = graph_time(lambda: g._forward(1), reps=30)
-            log(f"    batch-1 step, {name}: {out[name] * 1e6:.1f} us")
+                g._forward(1)
+                torch.cuda.synchronize()
+                graphs[name] = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graphs[name]):
+                    g._forward(1)
     finally:
-        moe.DECODE_TILES, moe.ROUTER_GEMV = tiles, router
+        apply("", None)
+    times: dict[str, list[float]] = {name: [] for name in graphs}
+    for _ in range(7):  # in turns, so that the card's clocks drifting touch every setting alike
+        for name, graph in graphs.items():
+            times[name].append(cuda_time(graph.replay, 10))
+    out = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+    for name, t in out.items():
+        log(f"    batch-1 step, {name}: {t * 1e6:.1f} us (median of 7 turns of 10)")
     return out
 
 
@@ -1091,8 +1120,27 @@ def part_moe(args, results: dict) -> None:
         f"batch-1 step by kernel ({sum(us for _, (_, us) in prof):.0f} us of kernels): "
         + "; ".join(f"{name[:60]} {n}x {us:.0f} us" for name, (n, us) in prof[:16])
     )
-    if args.moe_tiles:
-        out["tiles"] = moe_decode_tiles(g)
+    import engine.cuda as engine_cuda
+
+    engine_cuda.PDL = False
+    try:
+        with torch.inference_mode():
+            g._forward(1)
+            torch.cuda.synchronize()
+            alone = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(alone):
+                g._forward(1)
+        alone_s = cuda_time(alone.replay, 30)
+        serial = kernel_breakdown(alone.replay, after=True)
+    finally:
+        engine_cuda.PDL = True
+    log(
+        f"batch-1 step without PDL (fresh capture, {alone_s * 1e6:.0f} us a step, "
+        f"{sum(us for _, (_, us) in serial):.0f} us of kernels, none overlapping), by kernel < the kernel before it:"
+    )
+    for name, (calls, us) in serial:
+        log(f"  {us:8.1f} us  {calls:4d} calls  {name}")
+    tiles = moe_decode_tiles(g, c) if args.moe_tiles else None
     prefill_s, flops = timed_prefill(engine, c)
     log(f"moe prefill 16 x 2048: {prefill_s:.3f} s = {flops / prefill_s / 1e12:.0f} TFLOP/s")
     results["moe"] = {
@@ -1100,6 +1148,9 @@ def part_moe(args, results: dict) -> None:
         "layers": c.num_layers,
         "decode": out,
         "kernels_batch1": prof[:12],
+        "kernels_batch1_without_pdl": serial,
+        "step_without_pdl_ms": alone_s * 1e3,
+        "tiles_batch1_s": tiles,
         "prefill_s": prefill_s,
         "prefill_flops": flops,
     }
@@ -1196,7 +1247,7 @@ def main() -> None:
     ap.add_argument(
         "--moe-layers", type=int, default=QWEN3_30B_A3B.num_layers, help="layers of the --part moe shape"
     )  # fmt: skip
-    ap.add_argument("--moe-tiles", action="store_true", help="--part moe: sweep the batch-1 expert kernels' tiles")
+    ap.add_argument("--moe-tiles", action="store_true", help="--part moe: sweep the batch-1 kernels' tiles (MOE_SWEEP)")
     ap.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence in the engine decode runs")
     ap.add_argument("--hf-tokens", type=int, default=64, help="tokens generated per sequence by transformers")
     ap.add_argument("--kv-gib", type=int, help="KV cache of --part model, moe and gaps (default: 24, or what fits)")

@@ -337,16 +337,16 @@ def _decode_up_kernel(
     wmask = cmask[:, None] & (ks < K)[None, :]
     g_next = tl.load(gate_rows + ks[None, :], mask=wmask, other=0.0)
     u_next = tl.load(up_rows + ks[None, :], mask=wmask, other=0.0)
-    for k0 in range(0, K, BLOCK_K):
-        g, u = g_next, u_next
+    x_next = tl.load(x_ptr + ks, mask=ks < K, other=0.0)
+    for k0 in range(0, K, BLOCK_K):  # each tile and chunk of x requested one step ahead of its use
+        g, u, x = g_next, u_next, x_next.to(tl.float32)
         nks = k0 + BLOCK_K + ks
         nmask = cmask[:, None] & (nks < K)[None, :]
         g_next = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0)
         u_next = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0)
-        kmask = k0 + ks < K
-        x = tl.load(x_ptr + k0 + ks, mask=kmask, other=0.0).to(tl.float32)
+        x_next = tl.load(x_ptr + nks, mask=nks < K, other=0.0)
         sq += x * x
-        x *= tl.load(g_ptr + k0 + ks, mask=kmask, other=0.0).to(tl.float32)
+        x *= tl.load(g_ptr + k0 + ks, mask=k0 + ks < K, other=0.0).to(tl.float32)
         acc_g += g.to(tl.float32) * x[None, :]
         acc_u += u.to(tl.float32) * x[None, :]
     inv_rms = 1.0 / tl.sqrt(tl.sum(sq, 0) / K + eps)
@@ -387,6 +387,7 @@ def _decode_down_kernel(
     w_rows = w_ptr + expert.to(tl.int64) * N * K + row_off
     w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
     pdl_wait()
+    a_next = tl.load(a_ptr + ks, mask=ks < K, other=0.0)
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     for j in tl.static_range(TOP_K):
         weight = tl.sum(tl.where(rank == j, p, 0.0), 0) / total
@@ -397,11 +398,13 @@ def _decode_down_kernel(
             nk = k0 + BLOCK_K + 0 * ks  # the next tile: this slot's, else the next slot's first
             same = nk < K
             nks = tl.where(same, nk, 0) + ks
-            nmask = rmask[:, None] & (nks < K)[None, :]
+            kmask = nks < K
             if j + 1 == TOP_K:  # nothing after the last slot's last tile
-                nmask = nmask & same[None, :]
+                kmask = kmask & same
+            nmask = rmask[:, None] & kmask[None, :]
             w_next = tl.load(tl.where(same[None, :], w_rows, after_rows) + nks[None, :], mask=nmask, other=0.0)
-            a = tl.load(a_ptr + j * K + k0 + ks, mask=k0 + ks < K, other=0.0) * weight
+            a = a_next * weight
+            a_next = tl.load(a_ptr + tl.where(same, j, j + 1) * K + nks, mask=kmask, other=0.0)
             acc += w.to(tl.float32) * a[None, :]
         w_rows = after_rows
     y = tl.sum(acc, 1) + tl.load(x_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
