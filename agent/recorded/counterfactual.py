@@ -29,21 +29,19 @@ from agent.journal.store import RunInfo, read_run_info
 from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
 from agent.memory_store import recorded_memory
 from agent.models.pricing import Price, PriceTable, cost_usd, find_price
-from agent.program_calls import offer
 from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
+from agent.recorded.under_policy import offered_under, opening_under
 from agent.tokens import counter_for
-from core.context_policy import ContextStep, RepoMap
+from core.context_policy import ContextStep
 from core.errors import HarnessError
-from core.events import Event, MessageAdded, ModelReplied
+from core.events import Event, ModelReplied
 from core.policy import HarnessPolicy
 from core.types import Usage
-from tools.base import Registry, Tool, recorded_tool
+from tools.base import recorded_tool
 from tools.builtin import STANDARD
-from tools.code_mode.tool import NAME as RUN_CODE
 
 STEPS = TypeAdapter(list[ContextStep])
-CODE_TOOL_NAMES = ("search_code", "find_symbol", "repo_map")  # policy.code_tools's (tools.code.tools.CODE_TOOLS)
 
 
 @dataclass(frozen=True)
@@ -287,47 +285,6 @@ def counterfactual(
         )
         out.policies.append(figures(other.name, r, price, scale or 1.0, engine=measured(r)))
     return out
-
-
-def offered_under(other: HarnessPolicy, info: RunInfo, tools: list[Tool], program: list[Tool]) -> list[Tool]:
-    """The tools `other` would have offered on this run: the run's own (those its programs could call too), less
-    the memory tool and the code tools `other` does not name, with the code tools it names that the run lacked,
-    offered as `other`'s dispatch mode offers them (run_code over the rest, in code mode). Unchanged, the run's
-    own list as recorded."""
-    every = [t for t in tools if t.name != RUN_CODE]
-    every += [t for t in program if t.name not in {x.name for x in every}]
-    kept = [t for t in every if (t.name != "memory" or other.memory.tool)]
-    kept = [t for t in kept if t.name not in CODE_TOOL_NAMES or t.name in other.code_tools]
-    missing = [n for n in other.code_tools if n not in {t.name for t in kept}]
-    if missing:
-        from tools.code.tools import CODE_TOOLS  # the code index's libraries load only where a policy names them
-
-        kept += [CODE_TOOLS[n] for n in missing]
-    mode = (info.policy.get("dispatch") or {}).get("mode", "calls")
-    if mode == other.dispatch.mode and [t.name for t in kept] == [t.name for t in every]:
-        return tools
-    offered, _ = offer(Registry.of(kept), other)
-    return list(offered)
-
-
-def opening_under(other: HarnessPolicy, events: Sequence[Event], info: RunInfo) -> tuple[Sequence[Event], str | None]:
-    """The journal as `other` would have opened the run: without the repository map the run's opening carried
-    when `other` has no repo_map step. A run opened without a map keeps its opening under a policy with one (a
-    re-render has no files to map): the note says so."""
-    made = info.task.get("repo_map")
-    wants = any(isinstance(s, RepoMap) for s in other.context)
-    if made and not wants:
-        tail = f"\n\n{made}"
-        for i, e in enumerate(events):
-            if isinstance(e, MessageAdded) and e.message.role == "user" and e.message.text.endswith(tail):
-                message = e.message.model_copy(update={"text": e.message.text[: -len(tail)]})
-                return [*events[:i], e.model_copy(update={"message": message}), *events[i + 1 :]], None
-    if wants and not made:
-        return events, (
-            f"under {other.name}: the run opened without a repository map and a re-render has no files to make "
-            "one, so its prompts are counted without it"
-        )
-    return events, None
 
 
 def calls_text(step: Step) -> str:

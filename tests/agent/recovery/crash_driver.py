@@ -73,7 +73,8 @@ from agent.fork import fork
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
-from agent.recorded.replay import compare_harness, memory_as_compared, replay
+from agent.recorded.compare import compare_harness, memory_as_compared
+from agent.recorded.replay import replay
 from agent.resume import resume
 from agent.run.stopping import RESUMABLE
 from agent.run.task import Task
