@@ -26,6 +26,8 @@ from core.errors import HarnessError, describe_validation_error
 from core.mcp_settings import MAX_TOOLS, McpServer
 from core.policy_file import deep_merge, read_policy_file
 
+CodeToolName = Literal["search_code", "find_symbol", "repo_map"]  # tools/code/tools.py's CODE_TOOLS
+
 
 class _Knobs(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -257,7 +259,7 @@ class HarnessPolicy(_Knobs):
         description="context steps applied in order to the history "
         "to make each prompt; empty: every message is resent verbatim",
     )
-    code_tools: list[Literal["search_code", "find_symbol", "repo_map"]] = Field(
+    code_tools: list[CodeToolName] = Field(
         default_factory=list,
         description="code tools offered beside the tool set (tools/code): search_code ranks files and functions "
         "for a query, find_symbol gives a name's definitions and references, repo_map a map of the repository",

@@ -5,16 +5,17 @@ and the opening it would have sent (`harness rerender` counts each policy's prom
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import get_args
 
 from agent.journal.store import RunInfo
 from agent.program_calls import offer
 from core.context_policy import RepoMap
 from core.events import Event, MessageAdded
-from core.policy import HarnessPolicy
+from core.policy import CodeToolName, HarnessPolicy
 from tools.base import Registry, Tool
 from tools.code_mode.tool import NAME as RUN_CODE
 
-CODE_TOOL_NAMES = ("search_code", "find_symbol", "repo_map")  # policy.code_tools's (tools.code.tools.CODE_TOOLS)
+CODE_TOOL_NAMES = get_args(CodeToolName)
 
 
 def offered_under(other: HarnessPolicy, info: RunInfo, tools: list[Tool], program: list[Tool]) -> list[Tool]:

@@ -28,8 +28,8 @@ from core.events import (
     ToolObserved,
 )
 from core.journal_lock import run_alive
+from tools.mcp.adapter import SEPARATOR  # an MCP tool is named SERVER__tool
 
-MCP_SEPARATOR = "__"  # an MCP tool is named SERVER__tool (tools.mcp.adapter)
 LEFT_BEHIND = (SandboxOpened, RunResumed, RunStopped, ApprovalGiven)
 
 
@@ -103,14 +103,14 @@ def outside_write(events: Sequence[Event], upto: int, servers: Collection[str]) 
     for e in events:
         if e.step > upto:
             break
-        if isinstance(e, ToolIntent | InnerIntent) and e.tool.partition(MCP_SEPARATOR)[0] in servers:
+        if isinstance(e, ToolIntent | InnerIntent) and e.tool.partition(SEPARATOR)[0] in servers:
             return e
     return None
 
 
 def refuse_outside_write(run_name: str, at_step: int, write: ToolIntent | InnerIntent) -> HarnessError:
     by = f"a run_code program (call {write.parent}) called" if isinstance(write, InnerIntent) else "called"
-    server = write.tool.partition(MCP_SEPARATOR)[0]
+    server = write.tool.partition(SEPARATOR)[0]
     earlier = f"--at-step {write.step - 1} (before it)" if write.step > 1 else "no step: it was the first"
     return HarnessError(
         f"Run {run_name} cannot be forked at step {at_step}: its step {write.step} {by} the MCP tool {write.tool} "
