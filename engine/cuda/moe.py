@@ -493,7 +493,7 @@ def experts_add_decode(
     block_e = triton.next_power_of_2(experts)
     chunk = min(RANK_CHUNK, block_e)
     up_tiles, down_tiles = top_k * triton.cdiv(inter, up_n), triton.cdiv(hidden, down_n)
-    counts = counters(x.device, up_tiles + down_tiles)  # each kernel's own
+    counts = counters("experts", x.device, up_tiles + down_tiles)  # each kernel its own range
     up_parts = torch.empty((up_split, top_k, 2, inter), dtype=torch.float32, device=x.device) if up_split > 1 else a
     _decode_up_kernel[(top_k, triton.cdiv(inter, up_n), up_split)](
         x, norm, logits, gate_up, a, up_parts, counts, experts, inter, hidden, eps,

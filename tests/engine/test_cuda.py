@@ -427,7 +427,7 @@ def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, to
     down = (0.1 * torch.randn(experts, hidden, width, generator=g, device="cuda")).to(torch.bfloat16)
     got = x.clone()
     experts_add_decode(got, norm, 1e-6, router, gate_up, down, top_k, renormalise, tiles)
-    assert int(counters(got.device, 1).abs().sum()) == 0
+    assert int(counters("experts", got.device, 1).abs().sum()) == 0
     again = [x.clone() for _ in range(20)]  # whichever part finishes last, the same sum, bit for bit
     for y in again:
         experts_add_decode(y, norm, 1e-6, router, gate_up, down, top_k, renormalise, tiles)
