@@ -41,8 +41,9 @@ from engine.cuda.split import counters, last_to_arrive
 
 BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
 SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, in one program
-# The router's few rows (128 experts) over many programs: 2 rows a program, whole rows in 2 tiles.
-ROUTER_GEMV = (2, 1024, 4, 1)
+# The router's few rows (128 experts) over many programs: 2 rows a program, each whole row one tile,
+# read before the wait (bench_gpu.py --moe-tiles on an H100: 1,873 against 1,895 us a batch-1 step).
+ROUTER_GEMV = (2, 2048, 8, 1)
 
 
 @triton.jit
@@ -282,7 +283,7 @@ def experts_add(
 # (block_n, block_k, warps, parts) of the gate/up kernel (grid: top_k slots x I / block_n x parts, each
 # part hidden / parts columns) and of the down kernel (grid: hidden / block_n x parts, each part
 # top_k / parts slots; parts that do not divide top_k are cut to a divisor).
-DECODE_TILES = ((16, 256, 4, 1), (16, 256, 4, 1))
+DECODE_TILES = ((16, 256, 4, 1), (16, 256, 4, 4))
 RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
 
 
