@@ -21,9 +21,11 @@ chose, and no host learns which were chosen: a decode step with experts is a CUD
 One row (a batch-1 decode step) takes three kernels instead, each a programmatic dependent launch
 (experts_add_decode): the router's float32 logits with the RMSNorm in the matrix-vector kernel; gate/up,
 a grid of (top_k slots, column tiles) whose programs each rank the experts from the logits themselves and
-normalise the row as they read it, writing SiLU(gate)·up per slot; down, a program per tile of hidden
-columns that sums the slots' products in slot order (no atomics) into the stream in place, having found
-its experts and requested its first weights before waiting for the gate/up kernel.
+normalise the row as they read it, writing SiLU(gate)·up per slot; down, programs per tile of hidden
+columns each summing a part of the slots' products in slot order, the last part to finish adding the
+parts in part order into the stream in place (split.py: no atomics on the sums, the same bits whichever
+finishes last), each having found its experts and requested its first weights before waiting for the
+gate/up kernel. Either kernel's work can be split so (DECODE_TILES).
 
 engine/moe.py is the reference (the CPU path): the same routing, the experts one at a time.
 """
@@ -42,7 +44,8 @@ from engine.cuda.split import counters, last_to_arrive
 BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
 SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, in one program
 # The router's few rows (128 experts) over many programs: 2 rows a program, each whole row one tile,
-# read before the wait (bench_gpu.py --moe-tiles on an H100: 1,873 against 1,895 us a batch-1 step).
+# read before the wait (bench_gpu.py --moe-tiles on an H100: 1,697 against 1,717 us a batch-1 step
+# with 2 tiles a row).
 ROUTER_GEMV = (2, 2048, 8, 1)
 
 
@@ -282,8 +285,12 @@ def experts_add(
 
 # (block_n, block_k, warps, parts) of the gate/up kernel (grid: top_k slots x I / block_n x parts, each
 # part hidden / parts columns) and of the down kernel (grid: hidden / block_n x parts, each part
-# top_k / parts slots; parts that do not divide top_k are cut to a divisor).
-DECODE_TILES = ((16, 256, 4, 1), (16, 256, 4, 4))
+# top_k / parts slots; parts that do not divide top_k are cut to a divisor). In the batch-1 step of 24
+# Qwen3-30B-A3B layers on an H100 (bench_gpu.py --moe-tiles, each setting in a graph of its own), down
+# in 4 parts took 1,697 us against 1,867 in one (128 programs, one tile in flight each, were too few to
+# stream the weights), gate/up 128 columns a tile 1,674 against 1,763 with 256; splitting gate/up
+# made it slower (1,870 in 2 parts, 2,140 in 4): benchmarks/results/moe-split-h100-2026-12-07/.
+DECODE_TILES = ((16, 128, 4, 1), (16, 256, 4, 4))
 RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
 
 
@@ -480,7 +487,7 @@ def experts_add_decode(
     """One row's mixture of experts in three kernels, each a programmatic dependent launch: the router's
     float32 logits of the normalised row (linear.py's kernel, the norm in it); gate/up, whose programs each
     route the row themselves from the 128 logits (512 bytes) and normalise it; down, summing the slots in
-    order into the stream, no atomics. The gate/up kernel lets the down kernel start only after its own
+    order into the stream, in parts whose last adds them (split.py). The gate/up kernel lets the down kernel start only after its own
     wait, when the router kernel has ended: griddepcontrol.wait returns once the grids in front have
     completed with their writes performed, so the down kernel's programs, which all start later, read
     complete logits (from L2) and request their first weights before waiting for a."""
