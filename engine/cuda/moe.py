@@ -487,10 +487,11 @@ def experts_add_decode(
     """One row's mixture of experts in three kernels, each a programmatic dependent launch: the router's
     float32 logits of the normalised row (linear.py's kernel, the norm in it); gate/up, whose programs each
     route the row themselves from the 128 logits (512 bytes) and normalise it; down, summing the slots in
-    order into the stream, in parts whose last adds them (split.py). The gate/up kernel lets the down kernel start only after its own
-    wait, when the router kernel has ended: griddepcontrol.wait returns once the grids in front have
-    completed with their writes performed, so the down kernel's programs, which all start later, read
-    complete logits (from L2) and request their first weights before waiting for a."""
+    order into the stream, in parts whose last adds them (split.py). The gate/up kernel lets the down
+    kernel start only after its own wait, when the router kernel has ended: griddepcontrol.wait returns
+    once the grids in front have completed with their writes performed, so the down kernel's programs,
+    which all start later, read complete logits (from L2) and request their first weights before
+    waiting for a."""
     experts, hidden = router.shape
     inter = down.shape[2]
     (up_n, up_k, up_warps, up_split), (down_n, down_k, down_warps, down_split) = tiles or DECODE_TILES
