@@ -433,7 +433,7 @@ def _decode_down_kernel(
             nks = tl.where(same, k0 + BLOCK_K, 0) + ks
             kmask = nks < K
             if i + 1 == SLOTS:  # nothing after the part's last slot's last tile
-                kmask = kmask & same
+                kmask = nks < tl.where(same, K, 0)
             nmask = rmask[:, None] & kmask[None, :]
             w_next = tl.load(w_rows + tl.where(same, w_at, after_at) + nks[None, :], mask=nmask, other=0.0)
             a = a_next * weight
