@@ -38,7 +38,7 @@ import triton.language as tl
 
 from engine import cuda
 from engine.cuda.linear import GEMV_MAX_ROWS, gemv
-from engine.cuda.pdl import pdl_launch_dependents, pdl_wait, prefetch_l2
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
 from engine.cuda.split import counters, last_to_arrive
 
 BLOCK_M = 16  # the smallest tl.dot: a decode chunk is mostly padding, which costs no weight reads
@@ -291,9 +291,6 @@ def experts_add(
 # gate/up 128 columns a tile 1,674 against 1,763 with 256; gate/up split over the hidden columns the
 # same way was slower (1,870 in 2 parts, 2,140 in 4): benchmarks/results/moe-split-h100-2026-12-07/.
 DECODE_TILES = ((16, 128, 4), (16, 256, 4, 4))
-# The down kernel asks for all its weights into L2 before waiting for gate/up, which streams its own
-# with this eviction policy.
-DOWN_PREFETCH, UP_EVICT = False, ""
 RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
 
 
@@ -332,7 +329,6 @@ def _decode_up_kernel(
     CHUNK: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    EVICT: tl.constexpr,  # the L2 eviction policy of the weights it streams
 ):
     """Program (slot, tile): the slot's expert from the logits, then its gate and up rows of the tile
     against the normalised stream (normalised as linear.py's kernel does: x * g, then 1/rms at the end)."""
@@ -351,15 +347,15 @@ def _decode_up_kernel(
     acc_u = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
     wmask = cmask[:, None] & (ks < K)[None, :]
-    g_next = tl.load(gate_rows + ks[None, :], mask=wmask, other=0.0, eviction_policy=EVICT)
-    u_next = tl.load(up_rows + ks[None, :], mask=wmask, other=0.0, eviction_policy=EVICT)
+    g_next = tl.load(gate_rows + ks[None, :], mask=wmask, other=0.0)
+    u_next = tl.load(up_rows + ks[None, :], mask=wmask, other=0.0)
     x_next = tl.load(x_ptr + ks, mask=ks < K, other=0.0)
     for k0 in range(0, K, BLOCK_K):  # each tile and chunk of x requested one step ahead of its use
         g, u, x = g_next, u_next, x_next.to(tl.float32)
         nks = k0 + BLOCK_K + ks
         nmask = cmask[:, None] & (nks < K)[None, :]
-        g_next = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0, eviction_policy=EVICT)
-        u_next = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0, eviction_policy=EVICT)
+        g_next = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0)
+        u_next = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0)
         x_next = tl.load(x_ptr + nks, mask=nks < K, other=0.0)
         sq += x * x
         x *= tl.load(g_ptr + k0 + ks, mask=k0 + ks < K, other=0.0).to(tl.float32)
@@ -389,7 +385,6 @@ def _decode_down_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     SPLIT: tl.constexpr,
-    PREFETCH: tl.constexpr,  # weights per 128-byte line, to ask for every tile into L2 before the wait; 0: none
 ):
     """Program (tile, part): the part's TOP_K / SPLIT slots of weight_j * (a[j] @ down[e_j][tile].T), in
     slot order; x[tile] += the parts' sums in part order, by the last part to finish (split.py). The
@@ -410,13 +405,6 @@ def _decode_down_kernel(
     expert = tl.sum(tl.where(rank == first, es, 0), 0)
     w_at = expert.to(tl.int64) * N * K  # where the slot's expert's weights start
     w_next = tl.load(w_rows + w_at + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
-    if PREFETCH:  # the part's other tiles stream into L2 beside the gate/up kernel's weights
-        lines = tl.arange(0, 8) * PREFETCH
-        kept_rows = tl.minimum(rows, N - 1).to(tl.int64)[:, None] * K
-        for i in tl.static_range(SLOTS):
-            e = tl.sum(tl.where(rank == first + i, es, 0), 0)
-            for k0 in range(0, K, 8 * PREFETCH):
-                prefetch_l2(w_ptr + e.to(tl.int64) * N * K + kept_rows + tl.minimum(k0 + lines, K - 1)[None, :])
     pdl_wait()
     a_next = tl.load(a_ptr + first * K + ks, mask=ks < K, other=0.0)
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
@@ -485,13 +473,11 @@ def experts_add_decode(
     down_tiles = triton.cdiv(hidden, down_n)
     _decode_up_kernel[(top_k, triton.cdiv(inter, up_n))](
         x, norm, logits, gate_up, a, experts, inter, hidden, eps,
-        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, EVICT=UP_EVICT, num_warps=up_warps,
-        launch_pdl=cuda.PDL,
+        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, num_warps=up_warps, launch_pdl=cuda.PDL,
     )  # fmt: skip
     parts = torch.empty((down_split, hidden), dtype=torch.float32, device=x.device) if down_split > 1 else a
     _decode_down_kernel[(down_tiles, down_split)](
         x, logits, a, down, parts, counters("experts", x.device, down_tiles), experts, hidden, inter,
         TOP_K=top_k, RENORM=renormalise, BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=down_n, BLOCK_K=down_k,
-        SPLIT=down_split, PREFETCH=128 // down.element_size() if DOWN_PREFETCH else 0, num_warps=down_warps,
-        launch_pdl=cuda.PDL,
+        SPLIT=down_split, num_warps=down_warps, launch_pdl=cuda.PDL,
     )  # fmt: skip

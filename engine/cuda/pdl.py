@@ -1,6 +1,5 @@
-"""Programmatic dependent launch (PDL) inside a kernel: griddepcontrol's two instructions, and an L2
-prefetch for what a kernel reads after its wait; skipped under Triton's CPU interpreter
-(TRITON_INTERPRET=1), which runs none of them.
+"""Programmatic dependent launch (PDL) inside a kernel: griddepcontrol's two instructions, skipped
+under Triton's CPU interpreter (TRITON_INTERPRET=1), which runs neither.
 
 A kernel launched with `launch_pdl=cuda.PDL` may start while the kernel in front of it still runs, once
 every program of that one has called pdl_launch_dependents (or ended). pdl_wait returns when the kernels
@@ -29,13 +28,3 @@ def pdl_launch_dependents():
     """griddepcontrol.launch_dependents: the kernel behind may start once every program has said so."""
     if _GDC:
         gdc_launch_dependents()
-
-
-@triton.jit
-def prefetch_l2(ptrs):
-    """prefetch.global.L2 at each address: the line comes into L2, no register waits for it. For what a
-    kernel will read after pdl_wait and no kernel in front writes."""
-    if _GDC:
-        tl.inline_asm_elementwise(
-            "mov.u32 $0, 0;\n\tprefetch.global.L2 [$1];", "=r,l", [ptrs], dtype=tl.int32, is_pure=False, pack=1
-        )

@@ -410,21 +410,15 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
 @pytest.mark.parametrize("renormalise", [True, False])
 # The engine's tiles, then the down kernel's work in one part and in many (split.py).
 @pytest.mark.parametrize("tiles", [None, ((16, 256, 4), (16, 256, 4, 1)), ((8, 64, 4), (8, 64, 4, 8))])
-@pytest.mark.parametrize("l2", [False, True], ids=["", "l2"])  # down's weights asked into L2 before its wait
-def test_one_row_expert_kernels_match_the_expert_loop(
-    hidden, width, experts, top_k, renormalise, tiles, l2, monkeypatch
-):
+def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, top_k, renormalise, tiles):
     """A batch-1 step's three kernels (experts_add_decode: the norm in the router's kernel, gate/up
     routing itself, down into the stream) against engine/moe.py on the normalised row, in float32:
     within 2^-7 of the exact sum, relatively (of 0.05 near zero), everywhere: bf16's rounding of it, so every
     expert and weight was the same; the same bits on every launch, and the split kernels' counters left at zero."""
-    from engine.cuda import moe
     from engine.cuda.moe import experts_add_decode
     from engine.cuda.split import counters
     from engine.moe import mixture, route
 
-    monkeypatch.setattr(moe, "DOWN_PREFETCH", l2)
-    monkeypatch.setattr(moe, "UP_EVICT", "evict_first" if l2 else "")
     g = torch.Generator(device="cuda").manual_seed(hidden + experts)
     x = torch.randn(1, hidden, generator=g, device="cuda").to(torch.bfloat16)
     norm = (1 + 0.3 * torch.randn(hidden, generator=g, device="cuda")).to(torch.bfloat16)
