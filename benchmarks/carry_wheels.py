@@ -83,6 +83,10 @@ def applies(marker: Marker | None, extras: set[str], args) -> bool:
 def resolve(requirements: list[str], args, work: Path) -> dict[str, dict]:
     """pip's resolution for the target: canonical name -> the report's metadata of the chosen release."""
     report = work / "report.json"
+    if report.exists():  # a kept work folder's resolution, reused
+        return {
+            canonicalize_name(i["metadata"]["name"]): i["metadata"] for i in json.loads(report.read_text())["install"]
+        }
     cmd = [args.pip_python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet"]
     cmd += ["--report", str(report), "--target", str(work / "dry"), *target_args(args), *requirements]
     subprocess.run(cmd, check=True)
@@ -138,7 +142,7 @@ def plan(reached, asked, resolved, there, skip) -> tuple[list[str], list[str], l
         if there[name] is None:
             (conditional if specs else []).append(pin)
             continue
-        for who, s in specs:
+        for who, s in sorted(set(specs)):
             if not SpecifierSet(s).contains(there[name], prereleases=True):
                 warnings.append(f"{who} asks {name}{s}; the target has {there[name]} (left to it)")
     return carried, conditional, warnings
@@ -210,8 +214,9 @@ def prune_fatbins(site: Path, arch: int) -> list[str]:
             while entry < end:
                 kind, _, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
                 (entry_arch,) = struct.unpack_from("<I", data, entry + 28)
-                if (kind == 2 and entry_arch != arch) or (kind == 1 and entry_arch > arch):
-                    start = entry + entry_header
+                start = entry + entry_header
+                unused = (kind == 2 and entry_arch != arch) or (kind == 1 and entry_arch > arch)
+                if unused and any(data[start : start + payload]):
                     data[start : start + payload] = bytes(payload)
                     cut += payload
                 entry += entry_header + payload
@@ -352,6 +357,19 @@ if [ -f "$dest/site/.carried" ]; then echo "export PYTHONPATH=$dest/site"; fi
 """
 
 
+def write_parts(stage: Path, out: Path, archive: Path, part_bytes: int, label: str) -> list[Path]:
+    """stage packed into `archive`, split into out/part-NN with SHA256SUMS and install.sh beside them."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in [*out.glob("part-*"), out / "SHA256SUMS", out / "install.sh"]:
+        old.unlink(missing_ok=True)
+    pack(stage, archive)
+    parts = split(archive, out, part_bytes)
+    sums = [f"{sha256(p)}  {p.name}" for p in parts] + [f"{sha256(archive)}  carry.tar.xz"]
+    (out / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    (out / "install.sh").write_text(INSTALL.replace("@N@", str(len(parts))).replace("@REQS@", label))
+    return parts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("requirements", nargs="+")
@@ -366,7 +384,7 @@ def main() -> None:
     ap.add_argument("--arch", default="x86_64")
     ap.add_argument("--glibc", type=int, default=35, help="newest manylinux_2_N the target runs")
     ap.add_argument("--pip-python", default=sys.executable, help="the Python whose pip resolves")
-    ap.add_argument("--keep", type=Path, help="work folder kept (wheels, the unpacked folder)")
+    ap.add_argument("--keep", type=Path, help="work folder kept (pip's resolution, reused; wheels; the folder)")
     args = ap.parse_args()
 
     skip = {canonicalize_name(s) for s in args.skip}
@@ -393,30 +411,23 @@ def main() -> None:
 
     needs: dict = {"carried": " ".join(carried), "conditional": {}, "machine": {}}
     for info in (stage / "conditional").glob("*.dist-info"):
-        name = canonicalize_name(info.name.rsplit("-", 1)[0])
+        dist, version = info.name.removesuffix(".dist-info").rsplit("-", 1)
+        name = canonicalize_name(dist)
         files = [line.rsplit(",", 2)[0] for line in (info / "RECORD").read_text().splitlines()]
         needs["conditional"][name] = {
-            "version": info.name.rsplit("-", 1)[1].removesuffix(".dist-info"),
-            "asked": [(who, s) for who, s in asked[name] if s and who not in skip],
+            "version": version,
+            "asked": sorted({(who, s) for who, s in asked[name] if s and who not in skip}),
             "files": [f for f in files if not f.startswith("..") and (stage / "conditional" / f).exists()],
         }
     carried_names = {canonicalize_name(p.split("==")[0]) for p in carried + conditional}
     for name in sorted(reached - skip - carried_names):
-        specs = [(who, s) for who, s in asked[name] if s and who not in skip]
+        specs = sorted({(who, s) for who, s in asked[name] if s and who not in skip})
         if specs:
             needs["machine"][name] = specs
     (stage / "needs.json").write_text(json.dumps(needs, indent=1))
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    for old in [*args.out.glob("part-*"), args.out / "SHA256SUMS", args.out / "install.sh"]:
-        old.unlink(missing_ok=True)
     archive = work / "carry.tar.xz"
-    pack(stage, archive)
-    parts = split(archive, args.out, int(args.part_mb * 1e6))
-    sums = [f"{sha256(p)}  {p.name}" for p in parts] + [f"{sha256(archive)}  carry.tar.xz"]
-    (args.out / "SHA256SUMS").write_text("\n".join(sums) + "\n")
-    script = INSTALL.replace("@N@", str(len(parts))).replace("@REQS@", " ".join(args.requirements))
-    (args.out / "install.sh").write_text(script)
+    parts = write_parts(stage, args.out, archive, int(args.part_mb * 1e6), " ".join(args.requirements))
     (args.out / "carried.txt").write_text("\n".join(carried + [f"{p} (conditional)" for p in conditional]) + "\n")
 
     print(f"carried: {len(carried)} ({' '.join(carried)})")
