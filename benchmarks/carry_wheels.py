@@ -124,7 +124,10 @@ def reach(requirements: list[str], resolved: dict[str, dict], skip: set[str], th
 
 def read_there(path: Path | None) -> dict[str, str | None]:
     there: dict[str, str | None] = {}
-    for line in path.read_text().split() if path else []:
+    for line in path.read_text().splitlines() if path else []:
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
         name, _, version = line.partition("==")
         there[canonicalize_name(name)] = version or None
     return there
