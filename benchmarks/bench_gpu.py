@@ -1011,16 +1011,24 @@ def experts_chosen(graphs, size: int) -> list[int]:
 
 
 # What --moe-tiles tries in the batch-1 step, one setting at a time beside the engine's others: the
-# (block_n, block_k, warps) of the gate/up and down expert kernels, how many experts they rank at once,
-# and the matrix-vector tiles (block_n, block_k, warps, tiles ahead) of the router, QKV, output and LM head.
+# (block_n, block_k, warps, parts) of the gate/up and down expert kernels, how many experts they rank at
+# once, and the matrix-vector tiles (block_n, block_k, warps, tiles ahead) of the router, QKV, output and
+# LM head; "together" sets several kinds at once.
 MOE_SWEEP: dict[str, list] = {
-    "up": [(8, 256, 4), (8, 512, 4), (16, 512, 8), (32, 128, 4), (32, 256, 8), (4, 512, 4), (16, 128, 4)],
-    "down": [(8, 256, 4), (8, 512, 4), (16, 512, 8), (4, 256, 4), (4, 512, 4), (32, 256, 8), (4, 1024, 4), (2, 1024, 4)],
-    "rank chunk": [16, 64, 128],
-    "router": [(1, 2048, 4, 1), (2, 2048, 8, 1), (4, 1024, 8, 1), (2, 512, 4, 2)],
-    "qkv": [(8, 512, 8, 2), (16, 256, 8, 2), (8, 1024, 8, 1), (16, 512, 8, 1)],
-    "o": [(8, 1024, 8, 2), (8, 2048, 8, 1), (4, 2048, 8, 2), (16, 512, 8, 2), (4, 4096, 8, 1)],
-    "lm head": [(16, 256, 8, 1), (16, 512, 8, 1), (32, 256, 8, 1), (8, 512, 8, 1), (16, 256, 4, 2)],
+    "up": [(16, 256, 4, 2), (16, 256, 4, 4), (16, 128, 4, 2), (8, 256, 4, 2), (32, 128, 4, 2), (16, 256, 8, 2),
+           (16, 128, 4, 1), (32, 128, 4, 1)],
+    "down": [(16, 256, 4, 1), (16, 256, 4, 2), (16, 256, 4, 8), (8, 512, 4, 1), (8, 512, 4, 2), (8, 512, 4, 4),
+             (8, 256, 4, 4), (16, 128, 4, 4), (32, 256, 8, 4), (4, 512, 4, 4), (16, 512, 8, 4), (32, 128, 4, 8)],
+    "rank chunk": [16, 64],
+    "router": [(2, 1024, 4, 1), (1, 2048, 4, 1), (4, 1024, 8, 1)],
+    "qkv": [(8, 512, 8, 1), (8, 1024, 8, 1), (32, 256, 8, 2), (16, 512, 8, 2)],
+    "o": [(8, 512, 8, 1), (4, 1024, 4, 2), (16, 512, 8, 2), (8, 512, 4, 2)],
+    "lm head": [(16, 256, 8, 1), (32, 256, 8, 1), (16, 256, 4, 2)],
+    "together": [  # the tiles before splitting and the H100 sweep of 2026-12-07
+        {"up": (16, 256, 4, 1), "down": (16, 256, 4, 1), "router": (2, 1024, 4, 1), "qkv": (8, 512, 8, 1),
+         "o": (8, 512, 8, 1)},
+        {"down": (8, 512, 4, 4), "up": (16, 256, 4, 2)},
+    ],
 }  # fmt: skip
 
 
@@ -1035,27 +1043,30 @@ def moe_decode_tiles(g, c: ModelConfig) -> dict:
     tuned = dict(linear.TUNED)
     kept = moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK
 
-    def apply(kind: str, value) -> None:
+    def apply(settings: dict) -> None:
         moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = kept
         linear.TUNED.clear()
         linear.TUNED.update(tuned)
-        if kind == "up":
-            moe.DECODE_TILES = (value, kept[0][1])
-        elif kind == "down":
-            moe.DECODE_TILES = (kept[0][0], value)
-        elif kind == "rank chunk":
-            moe.RANK_CHUNK = value
-        elif kind == "router":
-            moe.ROUTER_GEMV = value
-        elif kind in shapes:
-            linear.TUNED[shapes[kind]] = value
+        for kind, value in settings.items():
+            if kind == "up":
+                moe.DECODE_TILES = (value, moe.DECODE_TILES[1])
+            elif kind == "down":
+                moe.DECODE_TILES = (moe.DECODE_TILES[0], value)
+            elif kind == "rank chunk":
+                moe.RANK_CHUNK = value
+            elif kind == "router":
+                moe.ROUTER_GEMV = value
+            else:
+                linear.TUNED[shapes[kind]] = value
 
-    configs = [("engine", "", None)] + [(f"{k} {v}", k, v) for k, vs in MOE_SWEEP.items() for v in vs]
-    configs.append(("engine again", "", None))
+    configs = [("engine", {})]
+    for kind, values in MOE_SWEEP.items():
+        configs += [(f"{kind} {v}", v if kind == "together" else {kind: v}) for v in values]
+    configs.append(("engine again", {}))
     graphs = {}
     try:
-        for name, kind, value in configs:
-            apply(kind, value)
+        for name, settings in configs:
+            apply(settings)
             with torch.inference_mode():
                 g._forward(1)
                 torch.cuda.synchronize()
@@ -1063,7 +1074,7 @@ def moe_decode_tiles(g, c: ModelConfig) -> dict:
                 with torch.cuda.graph(graphs[name]):
                     g._forward(1)
     finally:
-        apply("", None)
+        apply({})
     times: dict[str, list[float]] = {name: [] for name in graphs}
     for _ in range(7):  # in turns, so that the card's clocks drifting touch every setting alike
         for name, graph in graphs.items():

@@ -6,8 +6,8 @@ values through the block table (no gather into a contiguous copy) and keeps an o
 softmax for all the query heads that share the KV head (GQA), so each K/V byte is read
 once. A context of one partition is written out at once; otherwise each program leaves
 its partial result in a scratch buffer and counts itself in on a per-(sequence, KV head)
-counter, and the last one in merges all partitions and sets the counter back to 0 (so
-no second kernel, and a captured graph finds the counters zeroed on every replay). The
+counter, and the last one in merges all partitions (split.py: no second kernel, and a
+captured graph finds the counters zeroed on every replay). The
 grid depends only on the block table's width, never on the context lengths, so a
 captured CUDA graph stays valid as sequences grow; partitions past a sequence's end
 exit at once, and a sequence of length 0 (a padding row) yields zeros.
@@ -22,22 +22,12 @@ attention works (linear.py).
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from engine import cuda
+from engine.cuda.pdl import pdl_launch_dependents, pdl_wait
+from engine.cuda.split import counters, last_to_arrive
 
 MAX_PARTS = 64  # partitions per sequence at most: bounds the scratch buffer and the merge
-
-_counters: dict[torch.device, torch.Tensor] = {}
-
-
-def _counter_buffer(device: torch.device, n: int) -> torch.Tensor:
-    """Zeroed int32 counters, kept across calls: every launch leaves them at zero again.
-    Grown only outside graph capture (the decode graphs run each size eagerly first)."""
-    buf = _counters.get(device)
-    if buf is None or buf.numel() < n:
-        buf = _counters[device] = torch.zeros(max(n, 1024), dtype=torch.int32, device=device)
-    return buf
 
 
 @triton.jit
@@ -77,7 +67,7 @@ def _decode_kernel(
     BLOCK_N: tl.constexpr,
     AHEAD: tl.constexpr,
 ):
-    gdc_launch_dependents()
+    pdl_launch_dependents()
     b = tl.program_id(0).to(tl.int64)
     kh = tl.program_id(1)
     p = tl.program_id(2)
@@ -107,7 +97,7 @@ def _decode_kernel(
         block_next = tl.load(table + (first + BLOCK_N) // BS, mask=first + BLOCK_N < end, other=0)
     else:
         block_next = tl.load(table + first // BS, mask=first < end, other=0)
-    gdc_wait()
+    pdl_wait()
     if p >= used:
         if p == 0:  # length 0: a padding row
             tl.store(out, tl.zeros((GP, D), tl.float32).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
@@ -148,10 +138,7 @@ def _decode_kernel(
     tl.store(m_ptr + row, m, mask=gmask)
     tl.store(l_ptr + row, l, mask=gmask)
     tl.store(acc_ptr + row[:, None] * D + d[None, :], acc, mask=gmask[:, None])
-    tl.debug_barrier()  # every thread's partial is stored before the counter says so
-    counter = count_ptr + b * KVH + kh
-    if tl.atomic_add(counter, 1, sem="acq_rel") == used - 1:
-        tl.debug_barrier()
+    if last_to_arrive(count_ptr + b * KVH + kh, used):
         mm = tl.full((GP,), float("-inf"), tl.float32)
         ll = tl.zeros((GP,), tl.float32)
         aa = tl.zeros((GP, D), tl.float32)
@@ -167,7 +154,6 @@ def _decode_kernel(
             aa = aa * a[:, None] + ai * w[:, None]
             mm = m_new
         tl.store(out, (aa / tl.where(ll > 0, ll, 1.0)[:, None]).to(out_ptr.dtype.element_ty), mask=gmask[:, None])
-        tl.store(counter, 0)
 
 
 def partition_size(max_tokens: int, programs: int, num_sms: int) -> int:
@@ -232,7 +218,7 @@ def decode_attention(
         m,
         l,
         acc,
-        _counter_buffer(q.device, b * kvh),
+        counters("attention", q.device, b * kvh),
         out,
         scale,
         block_tables.stride(0),

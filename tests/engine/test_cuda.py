@@ -408,12 +408,15 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
     ("hidden", "width", "experts", "top_k"), [(2048, 768, 128, 8), (200, 72, 20, 4), (130, 33, 9, 3)]
 )
 @pytest.mark.parametrize("renormalise", [True, False])
-def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, top_k, renormalise):
+# The engine's tiles, then each kernel's work split over parts whose last sums them (split.py).
+@pytest.mark.parametrize("tiles", [None, ((16, 256, 4, 2), (16, 256, 4, 4)), ((8, 64, 4, 4), (8, 64, 4, 8))])
+def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, top_k, renormalise, tiles):
     """A batch-1 step's three kernels (experts_add_decode: the norm in the router's kernel, gate/up
     routing itself, down into the stream) against engine/moe.py on the normalised row, in float32:
     within 2^-7 of the exact sum, relatively (of 0.05 near zero), everywhere: bf16's rounding of it, so every
-    expert and weight was the same."""
+    expert and weight was the same; the same bits on every launch, and the split kernels' counters left at zero."""
     from engine.cuda.moe import experts_add_decode
+    from engine.cuda.split import counters
     from engine.moe import mixture, route
 
     g = torch.Generator(device="cuda").manual_seed(hidden + experts)
@@ -423,7 +426,12 @@ def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, to
     gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g, device="cuda")).to(torch.bfloat16)
     down = (0.1 * torch.randn(experts, hidden, width, generator=g, device="cuda")).to(torch.bfloat16)
     got = x.clone()
-    experts_add_decode(got, norm, 1e-6, router, gate_up, down, top_k, renormalise)
+    experts_add_decode(got, norm, 1e-6, router, gate_up, down, top_k, renormalise, tiles)
+    assert int(counters("experts", got.device, 1).abs().sum()) == 0
+    again = [x.clone() for _ in range(20)]  # whichever part finishes last, the same sum, bit for bit
+    for y in again:
+        experts_add_decode(y, norm, 1e-6, router, gate_up, down, top_k, renormalise, tiles)
+    assert all(torch.equal(y, got) for y in again)
     xf = x.float()
     h = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm.float()
     weights, ids = route(h, router, top_k, renormalise)
