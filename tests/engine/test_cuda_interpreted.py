@@ -14,35 +14,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = textwrap.dedent(
     """
-    import torch
-    import torch.nn.functional as F
-
     from engine.cuda.moe import experts_add_decode
     from engine.cuda.split import counters
-    from engine.moe import mixture, route
+    from tests.engine.one_row_experts import EPS, expected, layer, ulps
 
     # (hidden, width, experts, top_k), widths and counts no tile divides; the engine's tiles, then each
     # kernel in one part, then gate/up in two and down in as many as there are slots.
     for hidden, width, experts, top_k in [(200, 72, 20, 4), (130, 33, 9, 3)]:
         for tiles in [None, ((16, 256, 4, 1), (16, 256, 4, 1)), ((8, 64, 4, 2), (8, 32, 4, 8))]:
-            g = torch.Generator().manual_seed(hidden + experts)
-            x = torch.randn(1, hidden, generator=g).to(torch.bfloat16)
-            norm = (1 + 0.3 * torch.randn(hidden, generator=g)).to(torch.bfloat16)
-            router = 0.5 * torch.randn(experts, hidden, generator=g)
-            gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g)).to(torch.bfloat16)
-            down = (0.1 * torch.randn(experts, hidden, width, generator=g)).to(torch.bfloat16)
+            x, norm, router, gate_up, down = layer(hidden, width, experts, "cpu")
             got = x.clone()
-            experts_add_decode(got, norm, 1e-6, router, gate_up, down, top_k, True, tiles)
-            xf = x.float()
-            h = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm.float()
-            weights, ids = route(h, router, top_k, True)
-
-            def expert(e, rows):
-                gate, up = (rows @ gate_up[e].float().t()).chunk(2, dim=-1)
-                return (F.silu(gate) * up) @ down[e].float().t()
-
-            want = xf + mixture(h, weights, ids, expert)
-            err = float(((got.float() - want).abs() / (want.abs().clamp_min(0.05) * 2**-8)).max())
+            experts_add_decode(got, norm, EPS, router, gate_up, down, top_k, True, tiles)
+            err = ulps(got, expected(x, norm, router, gate_up, down, top_k, True))
             assert err < 2, (hidden, tiles, err)
             assert int(counters("experts", got.device, 1).abs().sum()) == 0, (hidden, tiles)
     print("ok")
