@@ -94,8 +94,9 @@ def resolve(requirements: list[str], args, work: Path) -> dict[str, dict]:
 
 
 def reach(requirements: list[str], resolved: dict[str, dict], skip: set[str], there: dict, args):
-    """The releases the requirements need, not through a skipped one nor through one the target has (its
-    own dependencies are there), and every requirement made of each: (names, {name: [(who, specifier)]})."""
+    """The releases the requirements need, not through a skipped one nor through one the target has at a
+    known version, and every requirement made of each: (names, {name: [(who, specifier)]}). One there at
+    an unknown version may be carried (conditionally), so what it asks of others there is followed too."""
     extras: dict[str, set[str]] = defaultdict(set)
     asked: dict[str, list[tuple[str, str]]] = defaultdict(list)
     queue = []
@@ -110,7 +111,7 @@ def reach(requirements: list[str], resolved: dict[str, dict], skip: set[str], th
             continue
         seen.add((name, frozenset(want)))
         extras[name] |= want
-        if name in there:
+        if name in there and there[name] is not None:
             continue
         for text in resolved[name].get("requires_dist") or []:
             r = Requirement(text)
@@ -118,7 +119,8 @@ def reach(requirements: list[str], resolved: dict[str, dict], skip: set[str], th
                 continue
             dep = canonicalize_name(r.name)
             asked[dep].append((name, str(r.specifier)))
-            queue.append((dep, set(r.extras)))
+            if name not in there or dep in there:  # a package there brings what it needs, but may be carried
+                queue.append((dep, set(r.extras)))
     return set(extras), asked
 
 
@@ -332,13 +334,18 @@ def theirs(name):
         return version(name)
     except PackageNotFoundError:
         return None
+carried, used = {"(asked)", *needs["carried_names"]}, set()
+def unmet(asked, have):  # what the carried packages, and the conditional ones in use, ask and miss
+    return [f"{who}: {spec or 'any'}" for who, spec in asked
+            if (who in carried or who in used) and (have is None or not SpecifierSet(spec).contains(have, prereleases=True))]
+while more := [n for n, info in needs["conditional"].items() if n not in used and unmet(info["asked"], theirs(n))]:
+    used.update(more)  # a conditional package in use may ask more of the others
 for name, info in needs["conditional"].items():
     have = theirs(name)
-    unmet = [f"{who}: {spec}" for who, spec in info["asked"] if have is None or not SpecifierSet(spec).contains(have, prereleases=True)]
-    if have is not None and not unmet:
+    if name not in used:
         print(f"{name}: the machine's {have} serves; carried {info['version']} not used")
         continue
-    print(f"{name}: carried {info['version']} used (machine: {have or 'none'}; {'; '.join(unmet)})")
+    print(f"{name}: carried {info['version']} used (machine: {have or 'none'}; {'; '.join(unmet(info['asked'], have))})")
     for rel in info["files"]:
         src = cond / rel
         if src.exists():
@@ -347,7 +354,7 @@ for name, info in needs["conditional"].items():
 for name, asked in needs["machine"].items():
     have = theirs(name)
     for who, spec in asked:
-        if have is None or not SpecifierSet(spec).contains(have, prereleases=True):
+        if (who in carried or who in used) and (have is None or not SpecifierSet(spec).contains(have, prereleases=True)):
             print(f"warning: {who} asks {name}{spec}; the machine has {have or 'none'}")
 shutil.rmtree(cond)
 (site / ".carried").write_text(needs["carried"])
@@ -412,18 +419,19 @@ def main() -> None:
     if args.cuda_arch:
         gone += prune_fatbins(stage / "site", args.cuda_arch)
 
-    needs: dict = {"carried": " ".join(carried), "conditional": {}, "machine": {}}
+    carried_names = sorted(canonicalize_name(p.split("==")[0]) for p in carried)
+    needs: dict = {"carried": " ".join(carried), "carried_names": carried_names, "conditional": {}, "machine": {}}
     for info in (stage / "conditional").glob("*.dist-info"):
         dist, version = info.name.removesuffix(".dist-info").rsplit("-", 1)
         name = canonicalize_name(dist)
         files = [line.rsplit(",", 2)[0] for line in (info / "RECORD").read_text().splitlines()]
         needs["conditional"][name] = {
             "version": version,
-            "asked": sorted({(who, s) for who, s in asked[name] if s and who not in skip}),
+            "asked": sorted({(who, s) for who, s in asked[name] if who not in skip}),
             "files": [f for f in files if not f.startswith("..") and (stage / "conditional" / f).exists()],
         }
-    carried_names = {canonicalize_name(p.split("==")[0]) for p in carried + conditional}
-    for name in sorted(reached - skip - carried_names):
+    brought = {canonicalize_name(p.split("==")[0]) for p in carried + conditional}
+    for name in sorted(reached - skip - brought):
         specs = sorted({(who, s) for who, s in asked[name] if s and who not in skip})
         if specs:
             needs["machine"][name] = specs
@@ -436,7 +444,7 @@ def main() -> None:
     print(f"carried: {len(carried)} ({' '.join(carried)})")
     print(f"conditional: {len(conditional)} ({' '.join(conditional)})")
     print(f"skipped: {' '.join(sorted(skip & set(resolved)))}")
-    print(f"left to the target: {' '.join(sorted(reached - skip - carried_names))}")
+    print(f"left to the target: {' '.join(sorted(reached - skip - brought))}")
     for line in gone:
         print(f"dropped {line}")
     for line in warnings:

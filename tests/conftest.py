@@ -1,6 +1,7 @@
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,24 @@ settings.register_profile("deep", max_examples=2000, deadline=None, suppress_hea
 settings.register_profile("ci", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(scope="session")
+def ray_serve_instance():
+    """One local Ray instance for the tests that start Ray Serve in this process, started once and shut down
+    at the end of the session: Ray started a second time in one process, after a shutdown, can crash it
+    with a segmentation fault at exit (its background threads outlive the first instance), as it did once
+    under CI with a module fixture each. Its own folder (short: Ray's unix socket paths have a length
+    limit), which a study's replica sets join; nothing here joins an earlier Ray run's cluster."""
+    import ray
+
+    temp = tempfile.mkdtemp(prefix="rs-", dir="/tmp")
+    os.environ["RAY_TMPDIR"] = temp
+    os.makedirs(os.path.join(temp, "ray"), exist_ok=True)
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
+    yield
+    ray.shutdown()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -18,24 +18,29 @@ import carry_wheels  # noqa: E402
 
 
 def stage(root: Path) -> Path:
-    """A folder as carry_wheels stages it: site/ (one package), conditional/ (two distributions) and needs.json."""
+    """A folder as carry_wheels stages it: site/ (one package), conditional/ (four distributions: each used
+    only where what a carried package, or a conditional one in use, asks of it is not met here) and
+    needs.json."""
     s = root / "stage"
     (s / "site" / "carried_pkg").mkdir(parents=True)
     (s / "site" / "carried_pkg" / "__init__.py").write_text("VALUE = 42\n")
     (s / "site" / "carried_pkg" / "blob.bin").write_bytes(random.Random(0).randbytes(3000))  # xz leaves it 3 kB
-    needs: dict = {
-        "carried": "carried-pkg==1.0",
-        "conditional": {},
-        "machine": {"packaging": [["carried-pkg", ">=999"]]},
+    needs: dict = {"carried": "carried-pkg==1.0", "carried_names": ["carried-pkg"], "conditional": {}}
+    needs["machine"] = {"packaging": [["carried-pkg", ">=999"], ["not-carried", ">=999"]]}
+    asks = {
+        "packaging": ["carried-pkg", ">=1"],  # met here: not used
+        "absent-dist": ["carried-pkg", ""],  # not here at all: used
+        "pytest": ["absent-dist", ">=999"],  # asked by a conditional package in use: used
+        "pluggy": ["not-carried", ">=999"],  # asked only by a package nobody carries: not used
     }
-    for name, asked in [("packaging", ">=1"), ("absent-dist", ">=1")]:
+    for name, asked in asks.items():
         mod = name.replace("-", "_")
         info = s / "conditional" / f"{mod}-9.0.dist-info"
         info.mkdir(parents=True)
         (s / "conditional" / f"{mod}_carried.py").write_text("")
         (info / "METADATA").write_text(f"Name: {name}\nVersion: 9.0\n")
         files = [f"{mod}_carried.py", f"{info.name}/METADATA"]
-        needs["conditional"][name] = {"version": "9.0", "asked": [["carried-pkg", asked]], "files": files}
+        needs["conditional"][name] = {"version": "9.0", "asked": [asked], "files": files}
     (s / "needs.json").write_text(json.dumps(needs))
     return s
 
@@ -74,10 +79,11 @@ def test_parts_join_check_and_unpack_one_call_at_a_time(tmp_path):
     site = dest / "site"
     assert (site / "carried_pkg" / "__init__.py").read_text() == "VALUE = 42\n"
     assert (site / "carried_pkg" / "blob.bin").read_bytes() == random.Random(0).randbytes(3000)
-    # packaging is there at a version >=1: the machine's serves; absent-dist is not: the carried copy is used
-    assert "packaging: the machine's" in done.stdout and not (site / "packaging_carried.py").exists()
-    assert (site / "absent_dist_carried.py").exists() and (site / "absent_dist-9.0.dist-info" / "METADATA").exists()
-    assert "warning: carried-pkg asks packaging>=999" in done.stdout
+    for name, used in [("packaging", False), ("absent_dist", True), ("pytest", True), ("pluggy", False)]:
+        assert (site / f"{name}_carried.py").exists() == used, name
+        assert (site / f"{name}-9.0.dist-info" / "METADATA").exists() == used, name
+    assert "packaging: the machine's" in done.stdout and "pytest: carried 9.0 used" in done.stdout
+    assert "warning: carried-pkg asks packaging>=999" in done.stdout and "not-carried" not in done.stdout
     assert not (dest / "stash").exists() and not (site / "conditional").exists()
     again = call(out, parts[0], dest, tmp_path / "again")
     assert again.returncode == 0 and "already unpacked" in again.stdout

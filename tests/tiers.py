@@ -21,7 +21,7 @@ import pytest
 
 NEEDS = {
     "docker": {"docker_ready"},
-    "ray": {"ray_cluster"},
+    "ray": {"ray_cluster", "ray_serve_instance"},
     "model": {"model_weights"},  # tests/conftest.py; the engine tests' checkpoint, engine and reference use it
 }
 MARKERS = [

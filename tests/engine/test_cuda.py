@@ -417,32 +417,19 @@ def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, to
     expert and weight was the same; the same bits on every launch, and the split kernels' counters left at zero."""
     from engine.cuda.moe import experts_add_decode
     from engine.cuda.split import counters
-    from engine.moe import mixture, route
+    from tests.engine.one_row_experts import EPS, expected, layer, ulps
 
-    g = torch.Generator(device="cuda").manual_seed(hidden + experts)
-    x = torch.randn(1, hidden, generator=g, device="cuda").to(torch.bfloat16)
-    norm = (1 + 0.3 * torch.randn(hidden, generator=g, device="cuda")).to(torch.bfloat16)
-    router = 0.5 * torch.randn(experts, hidden, generator=g, device="cuda")
-    gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g, device="cuda")).to(torch.bfloat16)
-    down = (0.1 * torch.randn(experts, hidden, width, generator=g, device="cuda")).to(torch.bfloat16)
+    x, norm, router, gate_up, down = layer(hidden, width, experts, "cuda")
     got = x.clone()
-    experts_add_decode(got, norm, 1e-6, router, gate_up, down, top_k, renormalise, tiles)
+    experts_add_decode(got, norm, EPS, router, gate_up, down, top_k, renormalise, tiles)
     assert int(counters("experts", got.device, 1).abs().sum()) == 0
     again = [x.clone() for _ in range(20)]  # whichever part finishes last, the same sum, bit for bit
     for y in again:
-        experts_add_decode(y, norm, 1e-6, router, gate_up, down, top_k, renormalise, tiles)
+        experts_add_decode(y, norm, EPS, router, gate_up, down, top_k, renormalise, tiles)
     assert all(torch.equal(y, got) for y in again)
-    xf = x.float()
-    h = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * norm.float()
-    weights, ids = route(h, router, top_k, renormalise)
-
-    def expert(e: int, rows: torch.Tensor) -> torch.Tensor:
-        gate, up = (rows @ gate_up[e].float().t()).chunk(2, dim=-1)
-        return (F.silu(gate) * up) @ down[e].float().t()
-
-    want = xf + mixture(h, weights, ids, expert)
-    assert float(((got.float() - want).abs() / (want.abs().clamp_min(0.05) * 2**-8)).max()) < 2
-    assert rel(got.float() - xf, want - xf) < BF16_TOL
+    want = expected(x, norm, router, gate_up, down, top_k, renormalise)
+    assert ulps(got, want) < 2
+    assert rel(got.float() - x.float(), want - x.float()) < BF16_TOL
 
 
 def test_flash_prefill_matches_the_triton_kernel():

@@ -37,13 +37,6 @@ CONFIG = EngineConfig(kv_cache_bytes=64 << 20, num_threads=1, max_num_seqs=8)
 SYSTEM = "You are a coding agent. Use the tools to inspect the repository and fix the failing test."
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def observation(session: int, turn: int) -> str:
     words = random.Random(session * 100 + turn).choices(["src", "test", "ok", "fail", "def", "line", "42"], k=40)
     return f"Output of command {turn} in workspace {session}: " + " ".join(words)
@@ -87,7 +80,7 @@ def cached_share(url: str) -> tuple[float, dict[str, float]]:
 
 
 @pytest.fixture(scope="module")
-def session_replicas(cluster):
+def session_replicas(ray_serve_instance):
     """The session router's replica set, started once for both tests: the affinity test reads its cache
     counters fresh, then the other kills one of its replicas. Started when the other routers' sets are down:
     Serve runs one replica set at a time here."""
@@ -95,7 +88,7 @@ def session_replicas(cluster):
         yield url
 
 
-def test_affinity_routers_cache_more_of_an_agent_workload_than_round_robin(cluster, request):
+def test_affinity_routers_cache_more_of_an_agent_workload_than_round_robin(ray_serve_instance, request):
     shares = {}
     for router in ("round_robin", "least_loaded", "prefix", "session"):
         with (

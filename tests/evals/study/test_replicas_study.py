@@ -8,9 +8,6 @@ Ray, two engines and the front door need about 3 GB free (see tests/engine/test_
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 
 import pytest
 
@@ -19,7 +16,6 @@ import pytest
 pytestmark = [pytest.mark.ray, pytest.mark.serial]
 pytest.importorskip("ray.serve", reason="ray[serve] is not installed (pip install 'harness[serve-replicas]')")
 
-import ray  # noqa: E402
 
 from tests.evals.study.conftest import study  # noqa: E402
 
@@ -27,19 +23,7 @@ ROUTERS = ("round_robin", "session")
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """A Ray instance of our own, which the study's replica sets join (and leave running)."""
-    temp = tempfile.mkdtemp(prefix="rs-", dir="/tmp")  # short: Ray's unix socket paths have a length limit
-    os.environ["RAY_TMPDIR"] = temp  # nothing here joins an earlier Ray run's cluster
-    os.makedirs(os.path.join(temp, "ray"), exist_ok=True)
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
-    yield
-    ray.shutdown()
-    shutil.rmtree(temp, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def replica_study(cluster, tmp_path_factory):
+def replica_study(ray_serve_instance, tmp_path_factory):
     code, output, folder = study(
         tmp_path_factory.mktemp("replicas") / "out",
         "--model",
