@@ -46,7 +46,7 @@ SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, 
 # The router's few rows (128 experts) over many programs: 2 rows a program, each whole row one tile,
 # read before the wait (bench_gpu.py --moe-tiles on an H100: 1,697 against 1,717 us a batch-1 step
 # with 2 tiles a row).
-ROUTER_GEMV = (2, 2048, 8, 1)
+ROUTER_GEMV = (1, 2048, 4, 1)
 
 
 @triton.jit
@@ -290,7 +290,7 @@ def experts_add(
 # against 1,867 in one (128 programs, one tile in flight each, were too few to stream the weights),
 # gate/up 128 columns a tile 1,674 against 1,763 with 256; gate/up split over the hidden columns the
 # same way was slower (1,870 in 2 parts, 2,140 in 4): benchmarks/results/moe-split-h100-2026-12-07/.
-DECODE_TILES = ((16, 128, 4, 1), (16, 256, 4, 4))
+DECODE_TILES = ((16, 128, 4, 2), (16, 256, 4, 4))
 RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
 
 
