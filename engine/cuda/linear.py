@@ -234,8 +234,8 @@ TUNED: dict[tuple[int, int], tuple[int, int, int, int]] = {
     # Qwen3-30B-A3B's QKV and output projections, from bench_gpu.py --part moe --moe-tiles on an H100:
     # 1,697 us a batch-1 step against 1,724 and 1,726 with the default tile for each
     # (benchmarks/results/moe-split-h100-2026-12-07/).
-    (5120, 2048): (8, 256, 4, 2),
-    (2048, 4096): (4, 2048, 4, 1),
+    (5120, 2048): (16, 256, 8, 2),
+    (2048, 4096): (8, 1024, 8, 2),
 }
 
 

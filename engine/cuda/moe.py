@@ -46,7 +46,7 @@ SORT_MAX_PAIRS = 512  # the counting sort compares every pair with every other, 
 # The router's few rows (128 experts) over many programs: 2 rows a program, each whole row one tile,
 # read before the wait (bench_gpu.py --moe-tiles on an H100: 1,697 against 1,717 us a batch-1 step
 # with 2 tiles a row).
-ROUTER_GEMV = (1, 2048, 4, 1)
+ROUTER_GEMV = (2, 2048, 8, 1)
 
 
 @triton.jit
@@ -283,14 +283,14 @@ def experts_add(
 
 # ---------------------------------------------------------------- one row (a batch-1 decode step): three kernels
 
-# (block_n, block_k, warps, tiles in flight) of the gate/up kernel (grid: top_k slots x I / block_n), and
-# (block_n, block_k, warps, parts) of the down kernel (grid: hidden / block_n x parts, each part top_k / parts slots; parts
+# (block_n, block_k, warps) of the gate/up kernel (grid: top_k slots x I / block_n), and (block_n, block_k,
+# warps, parts) of the down kernel (grid: hidden / block_n x parts, each part top_k / parts slots; parts
 # that do not divide top_k are cut to a divisor). In the batch-1 step of 24 Qwen3-30B-A3B layers on an
 # H100 (bench_gpu.py --moe-tiles, each setting in a graph of its own), down in 4 parts took 1,697 us
 # against 1,867 in one (128 programs, one tile in flight each, were too few to stream the weights),
 # gate/up 128 columns a tile 1,674 against 1,763 with 256; gate/up split over the hidden columns the
 # same way was slower (1,870 in 2 parts, 2,140 in 4): benchmarks/results/moe-split-h100-2026-12-07/.
-DECODE_TILES = ((16, 128, 4, 2), (16, 256, 4, 4))
+DECODE_TILES = ((16, 128, 4), (16, 256, 4, 4))
 RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
 
 
@@ -329,7 +329,6 @@ def _decode_up_kernel(
     CHUNK: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    AHEAD: tl.constexpr,
 ):
     """Program (slot, tile): the slot's expert from the logits, then its gate and up rows of the tile
     against the normalised stream (normalised as linear.py's kernel does: x * g, then 1/rms at the end)."""
@@ -350,22 +349,14 @@ def _decode_up_kernel(
     wmask = cmask[:, None] & (ks < K)[None, :]
     g_next = tl.load(gate_rows + ks[None, :], mask=wmask, other=0.0)
     u_next = tl.load(up_rows + ks[None, :], mask=wmask, other=0.0)
-    amask = cmask[:, None] & (BLOCK_K + ks < K)[None, :]
-    g_after = tl.load(gate_rows + BLOCK_K + ks[None, :], mask=amask, other=0.0) if AHEAD == 2 else g_next
-    u_after = tl.load(up_rows + BLOCK_K + ks[None, :], mask=amask, other=0.0) if AHEAD == 2 else u_next
     x_next = tl.load(x_ptr + ks, mask=ks < K, other=0.0)
-    for k0 in range(0, K, BLOCK_K):  # AHEAD tiles, and the next chunk of x, in flight while one is used
+    for k0 in range(0, K, BLOCK_K):  # each tile and chunk of x requested one step ahead of its use
         g, u, x = g_next, u_next, x_next.to(tl.float32)
-        nks = k0 + AHEAD * BLOCK_K + ks
+        nks = k0 + BLOCK_K + ks
         nmask = cmask[:, None] & (nks < K)[None, :]
-        g_new = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0)
-        u_new = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0)
-        if AHEAD == 2:
-            g_next, g_after = g_after, g_new
-            u_next, u_after = u_after, u_new
-        else:
-            g_next, u_next = g_new, u_new
-        x_next = tl.load(x_ptr + k0 + BLOCK_K + ks, mask=k0 + BLOCK_K + ks < K, other=0.0)
+        g_next = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0)
+        u_next = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0)
+        x_next = tl.load(x_ptr + nks, mask=nks < K, other=0.0)
         sq += x * x
         x *= tl.load(g_ptr + k0 + ks, mask=k0 + ks < K, other=0.0).to(tl.float32)
         acc_g += g.to(tl.float32) * x[None, :]
@@ -438,15 +429,15 @@ def _decode_down_kernel(
             acc += w.to(tl.float32) * a[None, :]
         w_at = after_at
     y = tl.sum(acc, 1)
+    adds = True  # one part adds its sum; of several, the last to finish adds theirs
     if SPLIT > 1:
         tl.store(part_ptr + tl.program_id(1) * N + rows, y, mask=rmask)
-        if last_to_arrive(count_ptr + tile, SPLIT):
+        adds = last_to_arrive(count_ptr + tile, SPLIT)
+        if adds:
             y = tl.load(part_ptr + rows, mask=rmask, other=0.0, cache_modifier=".cg")
             for s in tl.static_range(1, SPLIT):
                 y += tl.load(part_ptr + s * N + rows, mask=rmask, other=0.0, cache_modifier=".cg")
-            y += tl.load(x_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
-            tl.store(x_ptr + rows, y.to(x_ptr.dtype.element_ty), mask=rmask)
-    else:
+    if adds:
         y += tl.load(x_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
         tl.store(x_ptr + rows, y.to(x_ptr.dtype.element_ty), mask=rmask)
 
@@ -472,7 +463,7 @@ def experts_add_decode(
     waiting for a."""
     experts, hidden = router.shape
     inter = down.shape[2]
-    (up_n, up_k, up_warps, up_ahead), (down_n, down_k, down_warps, down_split) = tiles or DECODE_TILES
+    (up_n, up_k, up_warps), (down_n, down_k, down_warps, down_split) = tiles or DECODE_TILES
     down_split = math.gcd(down_split, top_k)
     logits = torch.empty((1, experts), dtype=torch.float32, device=x.device)
     gemv(x, router, logits, norm, eps, config=ROUTER_GEMV)
@@ -482,8 +473,7 @@ def experts_add_decode(
     down_tiles = triton.cdiv(hidden, down_n)
     _decode_up_kernel[(top_k, triton.cdiv(inter, up_n))](
         x, norm, logits, gate_up, a, experts, inter, hidden, eps,
-        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, AHEAD=up_ahead, num_warps=up_warps,
-        launch_pdl=cuda.PDL,
+        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, num_warps=up_warps, launch_pdl=cuda.PDL,
     )  # fmt: skip
     parts = torch.empty((down_split, hidden), dtype=torch.float32, device=x.device) if down_split > 1 else a
     _decode_down_kernel[(down_tiles, down_split)](
