@@ -1011,23 +1011,19 @@ def experts_chosen(graphs, size: int) -> list[int]:
 
 
 # What --moe-tiles tries in the batch-1 step, one setting at a time beside the engine's others: the
-# (block_n, block_k, warps, parts) of the gate/up and down expert kernels, how many experts they rank at
-# once, and the matrix-vector tiles (block_n, block_k, warps, tiles ahead) of the router, QKV, output and
-# LM head; "together" sets several kinds at once.
+# tiles of the gate/up and down expert kernels (moe.DECODE_TILES) and the matrix-vector tiles (block_n,
+# block_k, warps, tiles ahead) of the router, QKV and output projections; "together" sets several kinds
+# at once.
 MOE_SWEEP: dict[str, list] = {
-    "up": [(16, 256, 4, 2), (16, 256, 4, 4), (16, 128, 4, 2), (8, 256, 4, 2), (32, 128, 4, 2), (16, 256, 8, 2),
-           (16, 128, 4, 1), (32, 128, 4, 1)],
-    "down": [(16, 256, 4, 1), (16, 256, 4, 2), (16, 256, 4, 8), (8, 512, 4, 1), (8, 512, 4, 2), (8, 512, 4, 4),
-             (8, 256, 4, 4), (16, 128, 4, 4), (32, 256, 8, 4), (4, 512, 4, 4), (16, 512, 8, 4), (32, 128, 4, 8)],
-    "rank chunk": [16, 64],
-    "router": [(2, 1024, 4, 1), (1, 2048, 4, 1), (4, 1024, 8, 1)],
-    "qkv": [(8, 512, 8, 1), (8, 1024, 8, 1), (32, 256, 8, 2), (16, 512, 8, 2)],
-    "o": [(8, 512, 8, 1), (4, 1024, 4, 2), (16, 512, 8, 2), (8, 512, 4, 2)],
-    "lm head": [(16, 256, 8, 1), (32, 256, 8, 1), (16, 256, 4, 2)],
-    "together": [  # the tiles before splitting and the H100 sweep of 2026-12-07
-        {"up": (16, 256, 4, 1), "down": (16, 256, 4, 1), "router": (2, 1024, 4, 1), "qkv": (8, 512, 8, 1),
+    "up": [(16, 128, 8), (16, 64, 4), (32, 64, 4), (8, 128, 4), (16, 128, 2), (32, 128, 8), (8, 256, 4)],
+    "down": [(16, 256, 4, 1), (16, 256, 4, 2), (8, 512, 4, 2), (16, 128, 4, 4), (32, 128, 4, 8), (16, 256, 4, 8),
+             (32, 256, 8, 4), (16, 512, 8, 2)],
+    "router": [(2, 1024, 4, 1), (1, 2048, 4, 1)],
+    "qkv": [(32, 256, 8, 2), (16, 128, 4, 2), (8, 256, 4, 2)],
+    "o": [(4, 1024, 4, 2), (8, 512, 4, 2), (4, 2048, 4, 1)],
+    "together": [  # the tiles before the sweeps of 2026-12-07
+        {"up": (16, 256, 4), "down": (16, 256, 4, 1), "router": (2, 1024, 4, 1), "qkv": (8, 512, 8, 1),
          "o": (8, 512, 8, 1)},
-        {"down": (8, 512, 4, 4), "up": (16, 256, 4, 2)},
     ],
 }  # fmt: skip
 
@@ -1041,10 +1037,10 @@ def moe_decode_tiles(g, c: ModelConfig) -> dict:
     h, q, kv = c.hidden_size, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim
     shapes = {"qkv": (q + 2 * kv, h), "o": (h, q), "lm head": (c.vocab_size, h)}
     tuned = dict(linear.TUNED)
-    kept = moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK
+    kept = moe.DECODE_TILES, moe.ROUTER_GEMV
 
     def apply(settings: dict) -> None:
-        moe.DECODE_TILES, moe.ROUTER_GEMV, moe.RANK_CHUNK = kept
+        moe.DECODE_TILES, moe.ROUTER_GEMV = kept
         linear.TUNED.clear()
         linear.TUNED.update(tuned)
         for kind, value in settings.items():
@@ -1052,8 +1048,6 @@ def moe_decode_tiles(g, c: ModelConfig) -> dict:
                 moe.DECODE_TILES = (value, moe.DECODE_TILES[1])
             elif kind == "down":
                 moe.DECODE_TILES = (moe.DECODE_TILES[0], value)
-            elif kind == "rank chunk":
-                moe.RANK_CHUNK = value
             elif kind == "router":
                 moe.ROUTER_GEMV = value
             else:

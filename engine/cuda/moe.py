@@ -25,7 +25,7 @@ normalise the row as they read it, writing SiLU(gate)·up per slot; down, progra
 columns each summing a part of the slots' products in slot order, the last part to finish adding the
 parts in part order into the stream in place (split.py: no atomics on the sums, the same bits whichever
 finishes last), each having found its experts and requested its first weights before waiting for the
-gate/up kernel. Either kernel's work can be split so (DECODE_TILES).
+gate/up kernel.
 
 engine/moe.py is the reference (the CPU path): the same routing, the experts one at a time.
 """
@@ -283,14 +283,14 @@ def experts_add(
 
 # ---------------------------------------------------------------- one row (a batch-1 decode step): three kernels
 
-# (block_n, block_k, warps, parts) of the gate/up kernel (grid: top_k slots x I / block_n x parts, each
-# part hidden / parts columns) and of the down kernel (grid: hidden / block_n x parts, each part
-# top_k / parts slots; parts that do not divide top_k are cut to a divisor). In the batch-1 step of 24
-# Qwen3-30B-A3B layers on an H100 (bench_gpu.py --moe-tiles, each setting in a graph of its own), down
-# in 4 parts took 1,697 us against 1,867 in one (128 programs, one tile in flight each, were too few to
-# stream the weights), gate/up 128 columns a tile 1,674 against 1,763 with 256; splitting gate/up
-# made it slower (1,870 in 2 parts, 2,140 in 4): benchmarks/results/moe-split-h100-2026-12-07/.
-DECODE_TILES = ((16, 128, 4, 1), (16, 256, 4, 4))
+# (block_n, block_k, warps) of the gate/up kernel (grid: top_k slots x I / block_n), and (block_n, block_k,
+# warps, parts) of the down kernel (grid: hidden / block_n x parts, each part top_k / parts slots; parts
+# that do not divide top_k are cut to a divisor). In the batch-1 step of 24 Qwen3-30B-A3B layers on an
+# H100 (bench_gpu.py --moe-tiles, each setting in a graph of its own), down in 4 parts took 1,697 us
+# against 1,867 in one (128 programs, one tile in flight each, were too few to stream the weights),
+# gate/up 128 columns a tile 1,674 against 1,763 with 256; gate/up split over the hidden columns the
+# same way was slower (1,870 in 2 parts, 2,140 in 4): benchmarks/results/moe-split-h100-2026-12-07/.
+DECODE_TILES = ((16, 128, 4), (16, 256, 4, 4))
 RANK_CHUNK = 32  # the experts compared with every expert at once when ranking them
 
 
@@ -321,8 +321,6 @@ def _decode_up_kernel(
     logits_ptr,  # (E,) float32, the router's
     w_ptr,  # (E, 2 * I, hidden) gate rows, then up rows
     a_ptr,  # (top_k, I) float32: SiLU(gate) * up of each slot's expert
-    part_ptr,  # (SPLIT, top_k, 2, I) float32: each part's gate and up sums, where SPLIT > 1
-    count_ptr,  # (top_k * I / BLOCK_N,) int32 counters at zero (split.py), where SPLIT > 1
     E,
     N,  # I
     K,  # hidden
@@ -331,19 +329,13 @@ def _decode_up_kernel(
     CHUNK: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    SPLIT: tl.constexpr,
 ):
-    """Program (slot, tile, part): the slot's expert from the logits, then its gate and up rows of the tile
-    against the part's K / SPLIT columns of the normalised stream (normalised as linear.py's kernel does:
-    x * g, then 1/rms at the end); the last part to finish sums the parts (split.py) and writes SiLU·up."""
+    """Program (slot, tile): the slot's expert from the logits, then its gate and up rows of the tile
+    against the normalised stream (normalised as linear.py's kernel does: x * g, then 1/rms at the end)."""
     slot = tl.program_id(0)
-    tile = tl.program_id(1)
-    cols = tile * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     cmask = cols < N
     ks = tl.arange(0, BLOCK_K)
-    span = tl.cdiv(tl.cdiv(K, SPLIT), BLOCK_K) * BLOCK_K
-    k_first = tl.program_id(2) * span
-    k_end = tl.minimum(k_first + span, K)
     pdl_wait()
     # After the wait: the router's logits are complete when the down kernel starts (it reads them early).
     pdl_launch_dependents()
@@ -354,49 +346,25 @@ def _decode_up_kernel(
     acc_g = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     acc_u = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
     sq = tl.zeros((BLOCK_K,), tl.float32)
-    wmask = cmask[:, None] & (k_first + ks < k_end)[None, :]
-    g_next = tl.load(gate_rows + k_first + ks[None, :], mask=wmask, other=0.0)
-    u_next = tl.load(up_rows + k_first + ks[None, :], mask=wmask, other=0.0)
-    x_next = tl.load(x_ptr + k_first + ks, mask=k_first + ks < k_end, other=0.0)
-    for k0 in range(k_first, k_end, BLOCK_K):  # each tile and chunk of x requested one step ahead of its use
+    wmask = cmask[:, None] & (ks < K)[None, :]
+    g_next = tl.load(gate_rows + ks[None, :], mask=wmask, other=0.0)
+    u_next = tl.load(up_rows + ks[None, :], mask=wmask, other=0.0)
+    x_next = tl.load(x_ptr + ks, mask=ks < K, other=0.0)
+    for k0 in range(0, K, BLOCK_K):  # each tile and chunk of x requested one step ahead of its use
         g, u, x = g_next, u_next, x_next.to(tl.float32)
         nks = k0 + BLOCK_K + ks
-        nmask = cmask[:, None] & (nks < k_end)[None, :]
+        nmask = cmask[:, None] & (nks < K)[None, :]
         g_next = tl.load(gate_rows + nks[None, :], mask=nmask, other=0.0)
         u_next = tl.load(up_rows + nks[None, :], mask=nmask, other=0.0)
-        x_next = tl.load(x_ptr + nks, mask=nks < k_end, other=0.0)
+        x_next = tl.load(x_ptr + nks, mask=nks < K, other=0.0)
         sq += x * x
-        x *= tl.load(g_ptr + k0 + ks, mask=k0 + ks < k_end, other=0.0).to(tl.float32)
+        x *= tl.load(g_ptr + k0 + ks, mask=k0 + ks < K, other=0.0).to(tl.float32)
         acc_g += g.to(tl.float32) * x[None, :]
         acc_u += u.to(tl.float32) * x[None, :]
-    gate = tl.sum(acc_g, 1)
-    up = tl.sum(acc_u, 1)
-    if SPLIT == 1:
-        _silu_up_store(a_ptr + slot * N + cols, gate, up, tl.sum(sq, 0), K, eps, cmask)
-    else:
-        mine = part_ptr + (tl.program_id(2) * tl.num_programs(0) + slot) * 2 * N + cols
-        tl.store(mine, gate, mask=cmask)
-        tl.store(mine + N, up, mask=cmask)
-        if last_to_arrive(count_ptr + slot * tl.num_programs(1) + tile, SPLIT):
-            gate = tl.zeros((BLOCK_N,), tl.float32)
-            up = tl.zeros((BLOCK_N,), tl.float32)
-            for s in tl.static_range(SPLIT):
-                theirs = part_ptr + (s * tl.num_programs(0) + slot) * 2 * N + cols
-                gate += tl.load(theirs, mask=cmask, other=0.0, cache_modifier=".cg")
-                up += tl.load(theirs + N, mask=cmask, other=0.0, cache_modifier=".cg")
-            sq = tl.zeros((BLOCK_K,), tl.float32)
-            for k0 in range(0, K, BLOCK_K):  # the whole row's squares (2 * hidden bytes, from L2)
-                x = tl.load(x_ptr + k0 + ks, mask=k0 + ks < K, other=0.0).to(tl.float32)
-                sq += x * x
-            _silu_up_store(a_ptr + slot * N + cols, gate, up, tl.sum(sq, 0), K, eps, cmask)
-
-
-@triton.jit
-def _silu_up_store(a_ptrs, gate, up, sq_sum, K, eps, cmask):
-    """SiLU(gate) * up of the normalised row: the sums scaled by 1 / rms, as linear.py's kernel does."""
-    inv_rms = 1.0 / tl.sqrt(sq_sum / K + eps)
-    gate *= inv_rms
-    tl.store(a_ptrs, gate / (1.0 + tl.exp(-gate)) * up * inv_rms, mask=cmask)
+    inv_rms = 1.0 / tl.sqrt(tl.sum(sq, 0) / K + eps)
+    gate = tl.sum(acc_g, 1) * inv_rms
+    up = tl.sum(acc_u, 1) * inv_rms
+    tl.store(a_ptr + slot * N + cols, gate / (1.0 + tl.exp(-gate)) * up, mask=cmask)
 
 
 @triton.jit
@@ -433,10 +401,10 @@ def _decode_down_kernel(
     total = 1.0
     if RENORM:
         total = tl.sum(tl.where(rank < TOP_K, p, 0.0), 0)
-    row_off = rows.to(tl.int64)[:, None] * K
+    w_rows = w_ptr + rows.to(tl.int64)[:, None] * K  # (BLOCK_N, 1): the tile's rows in any expert
     expert = tl.sum(tl.where(rank == first, es, 0), 0)
-    w_rows = w_ptr + expert.to(tl.int64) * N * K + row_off
-    w_next = tl.load(w_rows + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
+    w_at = expert.to(tl.int64) * N * K  # where the slot's expert's weights start
+    w_next = tl.load(w_rows + w_at + ks[None, :], mask=rmask[:, None] & (ks < K)[None, :], other=0.0)
     pdl_wait()
     a_next = tl.load(a_ptr + first * K + ks, mask=ks < K, other=0.0)
     acc = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
@@ -444,31 +412,32 @@ def _decode_down_kernel(
         j = first + i
         weight = tl.sum(tl.where(rank == j, p, 0.0), 0) / total
         after = tl.sum(tl.where(rank == j + 1, es, 0), 0)  # the next slot's expert (unused after the part's last)
-        after_rows = w_ptr + after.to(tl.int64) * N * K + row_off
+        after_at = after.to(tl.int64) * N * K
         for k0 in range(0, K, BLOCK_K):
             w = w_next
-            nk = k0 + BLOCK_K + 0 * ks  # the next tile: this slot's, else the next slot's first
-            same = nk < K
-            nks = tl.where(same, nk, 0) + ks
+            # The next tile: this slot's, else the next slot's first. Chosen by scalars, so that the
+            # compiler still sees each row's columns contiguous and aligned (16-byte loads).
+            same = k0 + BLOCK_K < K
+            nks = tl.where(same, k0 + BLOCK_K, 0) + ks
             kmask = nks < K
             if i + 1 == SLOTS:  # nothing after the part's last slot's last tile
-                kmask = kmask & same
+                kmask = nks < tl.where(same, K, 0)
             nmask = rmask[:, None] & kmask[None, :]
-            w_next = tl.load(tl.where(same[None, :], w_rows, after_rows) + nks[None, :], mask=nmask, other=0.0)
+            w_next = tl.load(w_rows + tl.where(same, w_at, after_at) + nks[None, :], mask=nmask, other=0.0)
             a = a_next * weight
             a_next = tl.load(a_ptr + tl.where(same, j, j + 1) * K + nks, mask=kmask, other=0.0)
             acc += w.to(tl.float32) * a[None, :]
-        w_rows = after_rows
+        w_at = after_at
     y = tl.sum(acc, 1)
+    adds = True  # one part adds its sum; of several, the last to finish adds theirs
     if SPLIT > 1:
         tl.store(part_ptr + tl.program_id(1) * N + rows, y, mask=rmask)
-        if last_to_arrive(count_ptr + tile, SPLIT):
+        adds = last_to_arrive(count_ptr + tile, SPLIT)
+        if adds:
             y = tl.load(part_ptr + rows, mask=rmask, other=0.0, cache_modifier=".cg")
             for s in tl.static_range(1, SPLIT):
                 y += tl.load(part_ptr + s * N + rows, mask=rmask, other=0.0, cache_modifier=".cg")
-            y += tl.load(x_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
-            tl.store(x_ptr + rows, y.to(x_ptr.dtype.element_ty), mask=rmask)
-    else:
+    if adds:
         y += tl.load(x_ptr + rows, mask=rmask, other=0.0).to(tl.float32)
         tl.store(x_ptr + rows, y.to(x_ptr.dtype.element_ty), mask=rmask)
 
@@ -494,24 +463,21 @@ def experts_add_decode(
     waiting for a."""
     experts, hidden = router.shape
     inter = down.shape[2]
-    (up_n, up_k, up_warps, up_split), (down_n, down_k, down_warps, down_split) = tiles or DECODE_TILES
+    (up_n, up_k, up_warps), (down_n, down_k, down_warps, down_split) = tiles or DECODE_TILES
     down_split = math.gcd(down_split, top_k)
     logits = torch.empty((1, experts), dtype=torch.float32, device=x.device)
     gemv(x, router, logits, norm, eps, config=ROUTER_GEMV)
     a = torch.empty((top_k, inter), dtype=torch.float32, device=x.device)
     block_e = triton.next_power_of_2(experts)
     chunk = min(RANK_CHUNK, block_e)
-    up_tiles, down_tiles = top_k * triton.cdiv(inter, up_n), triton.cdiv(hidden, down_n)
-    counts = counters("experts", x.device, up_tiles + down_tiles)  # each kernel its own range
-    up_parts = torch.empty((up_split, top_k, 2, inter), dtype=torch.float32, device=x.device) if up_split > 1 else a
-    _decode_up_kernel[(top_k, triton.cdiv(inter, up_n), up_split)](
-        x, norm, logits, gate_up, a, up_parts, counts, experts, inter, hidden, eps,
-        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, SPLIT=up_split, num_warps=up_warps,
-        launch_pdl=cuda.PDL,
+    down_tiles = triton.cdiv(hidden, down_n)
+    _decode_up_kernel[(top_k, triton.cdiv(inter, up_n))](
+        x, norm, logits, gate_up, a, experts, inter, hidden, eps,
+        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, num_warps=up_warps, launch_pdl=cuda.PDL,
     )  # fmt: skip
-    down_parts = torch.empty((down_split, hidden), dtype=torch.float32, device=x.device) if down_split > 1 else a
+    parts = torch.empty((down_split, hidden), dtype=torch.float32, device=x.device) if down_split > 1 else a
     _decode_down_kernel[(down_tiles, down_split)](
-        x, logits, a, down, down_parts, counts[up_tiles:], experts, hidden, inter,
+        x, logits, a, down, parts, counters("experts", x.device, down_tiles), experts, hidden, inter,
         TOP_K=top_k, RENORM=renormalise, BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=down_n, BLOCK_K=down_k,
         SPLIT=down_split, num_warps=down_warps, launch_pdl=cuda.PDL,
     )  # fmt: skip
