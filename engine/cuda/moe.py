@@ -20,7 +20,7 @@ chose, and no host learns which were chosen: a decode step with experts is a CUD
 
 One row (a batch-1 decode step) takes three kernels instead, each a programmatic dependent launch
 (experts_add_decode): the router's float32 logits with the RMSNorm in the matrix-vector kernel; gate/up,
-a grid of (top_k slots, column tiles) whose programs each rank the experts from the logits themselves and
+a grid of (top_k slots, column tiles) whose programs each pick their slot's expert from the logits and
 normalise the row as they read it, writing SiLU(gate)·up per slot; down, programs per tile of hidden
 columns each summing a part of the slots' products in slot order, the last part to finish adding the
 parts in part order into the stream in place (split.py: no atomics on the sums, the same bits whichever
@@ -295,16 +295,22 @@ RANK_CHUNK = 32  # the experts compared with every expert at once when ranking t
 
 
 @triton.jit
-def _ranks(logits_ptr, E, BLOCK_E: tl.constexpr, CHUNK: tl.constexpr):
-    """The row's softmax p over the experts' logits and each expert's place when sorted by p, larger
-    first, the first of equal ones first: the order _route_kernel picks them in. The logits are read
-    from L2 (.cg), never from a multiprocessor's L1: the down kernel reads them before its wait (see
+def _softmax(logits_ptr, E, BLOCK_E: tl.constexpr):
+    """The row's softmax p over the experts' logits (past E: zero), with its max and sum. The logits are
+    read from L2 (.cg), never from a multiprocessor's L1: the down kernel reads them before its wait (see
     experts_add_decode)."""
     es = tl.arange(0, BLOCK_E)
     x = tl.load(logits_ptr + es, mask=es < E, other=-float("inf"), cache_modifier=".cg")
     top = tl.max(x, 0)
     total = tl.sum(tl.exp(x - top), 0)
-    p = tl.exp(x - top) / total
+    return es, tl.exp(x - top) / total, top, total
+
+
+@triton.jit
+def _ranks(logits_ptr, E, BLOCK_E: tl.constexpr, CHUNK: tl.constexpr):
+    """The softmax p and each expert's place when sorted by p, larger first, the first of equal ones
+    first: the order _route_kernel picks them in."""
+    es, p, top, total = _softmax(logits_ptr, E, BLOCK_E)
     rank = tl.zeros((BLOCK_E,), dtype=tl.int32)
     for f0 in tl.static_range(0, BLOCK_E, CHUNK):
         fs = f0 + tl.arange(0, CHUNK)
@@ -312,6 +318,20 @@ def _ranks(logits_ptr, E, BLOCK_E: tl.constexpr, CHUNK: tl.constexpr):
         ahead = (pf[None, :] > p[:, None]) | ((pf[None, :] == p[:, None]) & (fs[None, :] < es[:, None]))
         rank += tl.sum(ahead.to(tl.int32), 1)
     return es, p, rank
+
+
+@triton.jit
+def _slot_expert(logits_ptr, E, slot, BLOCK_E: tl.constexpr):
+    """The expert at place `slot` in _ranks's order, picked as _route_kernel picks: the largest p, the
+    first of equal ones, slot + 1 times. Two reductions a place where ranking every expert compares
+    all pairs, on the gate/up kernel's critical path (with its ranking skipped the H100 step was 3 us a
+    layer shorter: benchmarks/results/moe-l2-h100-2026-12-07b/)."""
+    es, p, _, _ = _softmax(logits_ptr, E, BLOCK_E)
+    expert = 0
+    for _ in range(slot + 1):
+        expert = tl.min(tl.where(p == tl.max(p, 0), es, BLOCK_E), 0)
+        p = tl.where(es == expert, -1.0, p)
+    return expert
 
 
 @triton.jit
@@ -326,7 +346,6 @@ def _decode_up_kernel(
     K,  # hidden
     eps,
     BLOCK_E: tl.constexpr,
-    CHUNK: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
@@ -339,8 +358,7 @@ def _decode_up_kernel(
     pdl_wait()
     # After the wait: the router's logits are complete when the down kernel starts (it reads them early).
     pdl_launch_dependents()
-    es, p, rank = _ranks(logits_ptr, E, BLOCK_E, CHUNK)
-    expert = tl.sum(tl.where(rank == slot, es, 0), 0)
+    expert = _slot_expert(logits_ptr, E, slot, BLOCK_E)
     gate_rows = w_ptr + (expert.to(tl.int64) * 2 * N + cols)[:, None] * K
     up_rows = gate_rows + N * K
     acc_g = tl.zeros((BLOCK_N, BLOCK_K), tl.float32)
@@ -473,7 +491,7 @@ def experts_add_decode(
     down_tiles = triton.cdiv(hidden, down_n)
     _decode_up_kernel[(top_k, triton.cdiv(inter, up_n))](
         x, norm, logits, gate_up, a, experts, inter, hidden, eps,
-        BLOCK_E=block_e, CHUNK=chunk, BLOCK_N=up_n, BLOCK_K=up_k, num_warps=up_warps, launch_pdl=cuda.PDL,
+        BLOCK_E=block_e, BLOCK_N=up_n, BLOCK_K=up_k, num_warps=up_warps, launch_pdl=cuda.PDL,
     )  # fmt: skip
     parts = torch.empty((down_split, hidden), dtype=torch.float32, device=x.device) if down_split > 1 else a
     _decode_down_kernel[(down_tiles, down_split)](
