@@ -43,7 +43,8 @@ from core.errors import HarnessError
 from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
 from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
-from core.policy import PRESETS, HarnessPolicy, load_policy, memory_on
+from core.policy import HarnessPolicy
+from core.presets import PRESETS, load_policy, memory_on
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
 from tools.base import Registry

@@ -29,7 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.policy import PRESETS, HarnessPolicy  # noqa: E402
+from core.policy import HarnessPolicy  # noqa: E402
+from core.presets import PRESETS  # noqa: E402
 from evals.chess.batch import ChessBatchSpec, play_batch  # noqa: E402
 from evals.chess.game import GameRules  # noqa: E402
 from evals.chess.players import ModelMaker  # noqa: E402

@@ -31,7 +31,7 @@ from agent.models.scripted import ScriptedModel  # noqa: E402
 from agent.run.task import load_task  # noqa: E402
 from agent.session import RunSpec, SandboxSpec, start  # noqa: E402
 from core.events import InnerObserved, ModelReplied, RunStopped, ToolObserved  # noqa: E402
-from core.policy import load_policy  # noqa: E402
+from core.presets import load_policy  # noqa: E402
 from evals.loops import captures  # noqa: E402
 
 LOOPS = ROOT / "evals" / "loops"

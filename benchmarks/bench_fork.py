@@ -60,7 +60,8 @@ from agent.recovery.branch import BEFORE_FIRST_COMPACTION  # noqa: E402
 from agent.run.task import Task  # noqa: E402
 from agent.session import RunSpec, SandboxSpec, start  # noqa: E402
 from core.events import Compacted, ModelReplied  # noqa: E402
-from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy  # noqa: E402
+from core.policy import CheckpointPolicy, HarnessPolicy, StopPolicy  # noqa: E402
+from core.presets import PRESETS  # noqa: E402
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from evals.ab.compare import compare  # noqa: E402
 from evals.ab.records import load_batch, load_record  # noqa: E402

@@ -29,7 +29,8 @@ from agent.parts import Session  # noqa: E402
 from agent.run.task import Task  # noqa: E402
 from agent.tokens import counter_for  # noqa: E402
 from core.events import ModelReplied  # noqa: E402
-from core.policy import PRESETS, HarnessPolicy, StopPolicy  # noqa: E402
+from core.policy import HarnessPolicy, StopPolicy  # noqa: E402
+from core.presets import PRESETS  # noqa: E402
 from core.types import Message, ModelReply, ToolCall, Usage  # noqa: E402
 from memory.extractive import ExtractiveSummariser  # noqa: E402
 from sandboxes.local import LocalSandbox  # noqa: E402

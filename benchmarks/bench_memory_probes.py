@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.context_policy import Compact  # noqa: E402
-from core.policy import PRESETS, load_policy  # noqa: E402
+from core.presets import PRESETS, load_policy  # noqa: E402
 from evals.probes.knowledge import PROBES  # noqa: E402
 from evals.probes.run import FOLD_EVERY, ProbeRun, run_suite  # noqa: E402
 

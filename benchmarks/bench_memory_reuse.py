@@ -24,7 +24,8 @@ from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # 
 from agent.recorded.counterfactual import counterfactual  # noqa: E402
 from agent.run.task import Task  # noqa: E402
 from agent.session import RunSpec, start  # noqa: E402
-from core.policy import PRESETS, StopPolicy, load_policy  # noqa: E402
+from core.policy import StopPolicy  # noqa: E402
+from core.presets import PRESETS, load_policy  # noqa: E402
 
 BIG = "".join(f"line {i}: " + "x" * (i % 90) + "\n" for i in range(3000))
 SKIP = ("local",)  # the embedded model's preset: a reply cap and a grammar, no context step

@@ -14,7 +14,7 @@ from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, text
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
-from core.policy import load_policy
+from core.presets import load_policy
 
 
 def seeds_of(raw: str | None) -> list[int | None]:

@@ -37,7 +37,7 @@ from cli.tasks import tasks_app
 from cli.view import view_command
 from core.errors import HarnessError
 from core.knobs import knobs
-from core.policy import PRESET_SUMMARIES, PRESETS, load_policy
+from core.presets import PRESET_SUMMARIES, PRESETS, load_policy
 
 app = typer.Typer(
     help="Run LLM agents against real work, and measure the harness itself.",

@@ -19,7 +19,7 @@ from cli.output import console, exits_on_error, print_json, stderr, text, warn
 from cli.price_options import PRICE_MODEL, PRICE_TABLE
 from cli.progress import following_files
 from core.errors import HarnessError
-from core.policy import load_policy
+from core.presets import load_policy
 from evals.reports import counterfactuals
 from evals.reports.counterfactuals import BatchCounterfactual, Spread, batch_counterfactual
 from evals.reports.load import is_run_dir, run_dirs_in

@@ -12,7 +12,8 @@ from agent.models.spec import parse_model
 from agent.run.task import Task, load_task
 from agent.session import SandboxSpec
 from core.errors import HarnessError
-from core.policy import MEMORY_ON, PRESETS, HarnessPolicy, load_policy, memory_on
+from core.policy import HarnessPolicy
+from core.presets import MEMORY_ON, PRESETS, load_policy, memory_on
 from evals.chess.opponents import check_spec
 
 HERE = Path(__file__).resolve().parent

@@ -22,7 +22,8 @@ from agent.session import RunSpec, start
 from cli.main import app
 from core.context_policy import Compact
 from core.events import Compacted, Forked, RunStopped
-from core.policy import PRESETS, HarnessPolicy, StopPolicy
+from core.policy import HarnessPolicy, StopPolicy
+from core.presets import PRESETS
 from tests.agent import forking
 from tests.agent.helpers import call
 

@@ -25,7 +25,8 @@ from cli.main import app
 from core.context_policy import Compact
 from core.events import Forked, InnerIntent, ModelReplied, RunStopped, ToolObserved
 from core.memory_entries import files_of
-from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
+from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
+from core.presets import PRESETS, memory_on
 from core.types import Usage
 from evals.reports.load import load_run
 from evals.reports.text import run_markdown

@@ -11,7 +11,8 @@ from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
 from agent.session import RunSpec, SandboxSpec, start
 from core.events import Forked, SandboxOpened
-from core.policy import PRESETS, CheckpointPolicy, HarnessPolicy, StopPolicy
+from core.policy import CheckpointPolicy, HarnessPolicy, StopPolicy
+from core.presets import PRESETS
 from sandboxes.docker_options import RUN_LABEL
 from sandboxes.docker_runs import CHECKPOINT_LABEL, checkpoints
 from tests.agent import forking

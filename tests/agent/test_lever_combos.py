@@ -19,7 +19,8 @@ from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
 from cli.main import app
 from core.events import InnerObserved, MemoryWritten, ToolObserved
-from core.policy import PRESETS, DispatchPolicy, memory_on
+from core.policy import DispatchPolicy
+from core.presets import PRESETS, memory_on
 from tests.agent.helpers import call
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.code.repos import SHOP

@@ -2,7 +2,7 @@ import pytest
 
 from core.context_policy import MaskObservations
 from core.errors import HarnessError
-from core.policy import PRESETS, load_policy
+from core.presets import PRESETS, load_policy
 
 
 def test_presets_load_by_name():

@@ -65,7 +65,7 @@ def test_tools_list_piped_keeps_each_row_on_one_line_uncut():
 
 
 def test_policies_json_lists_every_preset():
-    from core.policy import PRESETS
+    from core.presets import PRESETS
 
     done = harness("policies", "--json")
     assert done.returncode == 0, done.stderr

@@ -54,7 +54,7 @@ def test_a_number_below_the_fields_own_bound_is_refused():
 
 
 def test_a_policy_file_value_goes_through_the_same_check(tmp_path):
-    from core.policy import load_policy
+    from core.presets import load_policy
 
     path = tmp_path / "p.toml"
     path.write_text('extends = "default"\n[[context]]\nkind = "compact"\ntrigger_tokens = "80"\n')

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from core.knobs import knobs
-from core.policy import PRESETS, HarnessPolicy
+from core.policy import HarnessPolicy
+from core.presets import PRESETS
 
 runner = CliRunner()
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from core.context_policy import Compact, DiscloseTools, MaskObservations, StripReasoning
 from core.memory_types import Fold, WorkingMemory
-from core.policy import PRESETS
+from core.presets import PRESETS
 from core.types import Message, Observation, Reasoning, ToolCall
 from memory.context import placeholder
 from memory.folds import render_folds

@@ -15,7 +15,8 @@ from agent.models.pricing import load_prices
 from agent.run.task import Task
 from agent.session import RunSpec, start
 from core.errors import ContextOverflowError, PermanentModelError
-from core.policy import PRESETS, ModelParams, OverflowPolicy
+from core.policy import ModelParams, OverflowPolicy
+from core.presets import PRESETS
 from core.types import Message
 from evals.reports.load import load_run
 from evals.reports.text import run_markdown

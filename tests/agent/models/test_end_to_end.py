@@ -15,7 +15,7 @@ import pytest
 from agent.models import load_model
 from agent.run.task import Task
 from agent.session import RunSpec, start
-from core.policy import load_policy
+from core.presets import load_policy
 from tests.agent.models.harness_serve import HARNESS, harness_serve
 
 TASK = "Run `echo hello` in the shell, then submit the word it printed."

@@ -15,7 +15,8 @@ from agent.recorded.rerender import Rerendered, StepCost
 from cli.main import app
 from core.context_policy import Compact
 from core.errors import HarnessError
-from core.policy import PRESETS, HarnessPolicy
+from core.policy import HarnessPolicy
+from core.presets import PRESETS
 from core.types import Usage
 from tests.evals.interop import documents
 from tests.evals.interop.test_published import published

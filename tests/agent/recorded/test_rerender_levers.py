@@ -14,7 +14,8 @@ from agent.recorded.counterfactual import counterfactual
 from agent.run.task import Task
 from agent.session import RunSpec, start
 from cli.main import app
-from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, StopPolicy, memory_on
+from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
+from core.presets import PRESETS, memory_on
 from tests.agent.helpers import call
 from tests.tools.code.repos import SHOP
 

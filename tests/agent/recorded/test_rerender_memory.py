@@ -10,7 +10,7 @@ from agent.memory_store import recorded_memory
 from agent.recorded.rerender import rerender
 from agent.tokens import counter_for
 from core.events import ModelReplied
-from core.policy import PRESETS
+from core.presets import PRESETS
 from evals.probes.knowledge import CONFIG_EDITED
 from evals.probes.run import forced, run_probe
 from memory.notes import AS_OF

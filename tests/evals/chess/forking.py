@@ -13,7 +13,7 @@ import chess.pgn
 from agent.fork import Fork, fork
 from agent.journal.store import read_events
 from core.events import Forked
-from core.policy import PRESETS
+from core.presets import PRESETS
 from evals.chess.game import Game, GameRules
 from evals.chess.opponents import open_opponent
 from evals.chess.players import RandomPlayer

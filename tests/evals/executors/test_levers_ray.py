@@ -15,7 +15,8 @@ from agent.memory_dir import MemoryDir, load, parse
 from agent.recorded.replay import replay
 from agent.session import SandboxSpec
 from core.events import ToolObserved
-from core.policy import PRESETS, DispatchPolicy, HarnessPolicy, memory_on
+from core.policy import DispatchPolicy, HarnessPolicy
+from core.presets import PRESETS, memory_on
 from evals.chess.batch import ChessBatchSpec, play_batch
 from evals.chess.game import GameRules
 from evals.chess.players import ModelMaker

@@ -13,7 +13,7 @@ from agent.recorded.replay import replay
 from agent.run.task import load_task
 from agent.session import RunSpec, SandboxSpec, start
 from core.events import InnerObserved, ModelReplied, ToolObserved
-from core.policy import load_policy
+from core.presets import load_policy
 from evals.loops import captures
 
 LOOPS = Path(__file__).resolve().parents[3] / "evals" / "loops"

@@ -9,7 +9,7 @@ import pytest
 
 from core.context_policy import Compact
 from core.memory_types import Fact, Superseded, WorkingMemory, memory_text
-from core.policy import PRESETS
+from core.presets import PRESETS
 from core.types import Message
 from evals.probes.check import check_fold, statuses
 from evals.probes.knowledge import PROBES

@@ -6,7 +6,8 @@ from __future__ import annotations
 from agent.fork import family, fork
 from agent.models.pricing import load_prices
 from agent.session import RunSpec, start
-from core.policy import PRESETS, HarnessPolicy, StopPolicy
+from core.policy import HarnessPolicy, StopPolicy
+from core.presets import PRESETS
 from evals.reports.html import render_run
 from evals.reports.load import load_run
 from evals.reports.text import run_markdown

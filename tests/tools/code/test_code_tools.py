@@ -17,7 +17,7 @@ from agent.models.scripted import ScriptedModel
 from agent.recorded.replay import replay
 from agent.run.task import Task
 from agent.session import RunSpec, start
-from core.policy import PRESETS
+from core.presets import PRESETS
 from sandboxes.local import LocalSandbox
 from tests.agent.helpers import call, calls
 from tests.tools.code.repos import SHOP, commit_all, write
@@ -106,7 +106,7 @@ from pathlib import Path
 from agent.models.scripted import ScriptedModel
 from agent.session import RunSpec, start
 from agent.run.task import Task
-from core.policy import PRESETS
+from core.presets import PRESETS
 
 def die(event):
     if event.type == "tool_observed" and event.observation.tool == "search_code":

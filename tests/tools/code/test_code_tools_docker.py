@@ -10,7 +10,7 @@ from agent.models.scripted import ScriptedModel
 from agent.recorded.replay import replay
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from core.policy import PRESETS
+from core.presets import PRESETS
 from tests.agent.helpers import call, calls
 from tests.sandboxes.conftest import docker_ready  # noqa: F401  (the real engine, started once)
 from tests.tools.code.repos import SHOP

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from cli.mcp import with_servers
 from core.errors import HarnessError
 from core.mcp_settings import McpServer
-from core.policy import load_policy
+from core.presets import load_policy
 from tools.mcp.config import expand_headers, from_command, from_url, gather, host_env, load_servers
 
 POLICY = """
