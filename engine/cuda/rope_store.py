@@ -87,7 +87,7 @@ def _rope_store_kernel(
         if KEEP_K:
             # Written over the loaded head in another order (halves, not pairs): no warp may store before
             # every warp has loaded, or a lagging one reads a rotated value (seen on an H100: one head
-            # in about 16,000 wrong, in 5 of 11 runs of the test).
+            # in about 16,000 wrong, once in a few runs).
             tl.debug_barrier()
             tl.store(row + h * D + half[None, :], o1.to(qkv_ptr.dtype.element_ty), mask=ok[:, None])
             tl.store(row + h * D + D // 2 + half[None, :], o2.to(qkv_ptr.dtype.element_ty), mask=ok[:, None])
