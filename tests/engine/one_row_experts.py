@@ -11,13 +11,17 @@ from engine.moe import mixture, route
 EPS = 1e-6
 
 
-def layer(hidden: int, width: int, experts: int, device: str) -> tuple[torch.Tensor, ...]:
+def layer(hidden: int, width: int, experts: int, device: str, tied: bool = False) -> tuple[torch.Tensor, ...]:
     """(x, norm, router, gate_up, down): the row (bf16), its RMSNorm weight, the float32 router and the
-    bf16 experts, seeded by the shape."""
+    bf16 experts, seeded by the shape. Tied: experts 1 and 3 have the same router row, which scores above
+    every other, so the row's first two places tie (the first of equal ones goes first)."""
     g = torch.Generator(device=device).manual_seed(hidden + experts)
     x = torch.randn(1, hidden, generator=g, device=device).to(torch.bfloat16)
     norm = (1 + 0.3 * torch.randn(hidden, generator=g, device=device)).to(torch.bfloat16)
     router = 0.5 * torch.randn(experts, hidden, generator=g, device=device)
+    if tied:
+        top = int((x.float() * norm.float() @ router.t()).argmax())
+        router[1] = router[3] = 2 * router[top]
     gate_up = (0.1 * torch.randn(experts, 2 * width, hidden, generator=g, device=device)).to(torch.bfloat16)
     down = (0.1 * torch.randn(experts, hidden, width, generator=g, device=device)).to(torch.bfloat16)
     return x, norm, router, gate_up, down

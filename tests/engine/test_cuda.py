@@ -410,7 +410,9 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
 @pytest.mark.parametrize("renormalise", [True, False])
 # The engine's tiles, then the down kernel's work in one part and in many (split.py).
 @pytest.mark.parametrize("tiles", [None, ((16, 256, 4), (16, 256, 4, 1)), ((8, 64, 4), (8, 64, 4, 8))])
-def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, top_k, renormalise, tiles):
+# Two experts tied for the first place: gate/up picks and down ranks, and both must put them in the same slots.
+@pytest.mark.parametrize("tied", [False, True], ids=["distinct", "tied"])
+def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, top_k, renormalise, tiles, tied):
     """A batch-1 step's three kernels (experts_add_decode: the norm in the router's kernel, gate/up
     routing itself, down into the stream) against engine/moe.py on the normalised row, in float32:
     within 2^-7 of the exact sum, relatively (of 0.05 near zero), everywhere: bf16's rounding of it, so every
@@ -419,7 +421,7 @@ def test_one_row_expert_kernels_match_the_expert_loop(hidden, width, experts, to
     from engine.cuda.split import counters
     from tests.engine.one_row_experts import EPS, expected, layer, ulps
 
-    x, norm, router, gate_up, down = layer(hidden, width, experts, "cuda")
+    x, norm, router, gate_up, down = layer(hidden, width, experts, "cuda", tied)
     got = x.clone()
     experts_add_decode(got, norm, EPS, router, gate_up, down, top_k, renormalise, tiles)
     assert int(counters("experts", got.device, 1).abs().sum()) == 0

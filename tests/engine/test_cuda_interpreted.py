@@ -19,15 +19,17 @@ CHECK = textwrap.dedent(
     from tests.engine.one_row_experts import EPS, expected, layer, ulps
 
     # (hidden, width, experts, top_k), widths and counts no tile divides; the engine's tiles, then the
-    # down kernel in one part and in as many as there are slots.
+    # down kernel in one part and in as many as there are slots; and two experts tied for the first place,
+    # which gate/up (picking) and down (ranking) must put in the same slots.
     for hidden, width, experts, top_k in [(200, 72, 20, 4), (130, 33, 9, 3)]:
         for tiles in [None, ((16, 256, 4), (16, 256, 4, 1)), ((8, 64, 4), (8, 32, 4, 8))]:
-            x, norm, router, gate_up, down = layer(hidden, width, experts, "cpu")
-            got = x.clone()
-            experts_add_decode(got, norm, EPS, router, gate_up, down, top_k, True, tiles)
-            err = ulps(got, expected(x, norm, router, gate_up, down, top_k, True))
-            assert err < 2, (hidden, tiles, err)
-            assert int(counters("experts", got.device, 1).abs().sum()) == 0, (hidden, tiles)
+            for tied in (False, True):
+                x, norm, router, gate_up, down = layer(hidden, width, experts, "cpu", tied)
+                got = x.clone()
+                experts_add_decode(got, norm, EPS, router, gate_up, down, top_k, True, tiles)
+                err = ulps(got, expected(x, norm, router, gate_up, down, top_k, True))
+                assert err < 2, (hidden, tiles, tied, err)
+                assert int(counters("experts", got.device, 1).abs().sum()) == 0, (hidden, tiles)
     print("ok")
     """
 )
