@@ -29,6 +29,7 @@ from cli.executor_options import (
 )
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
+from cli.policy_options import POLICY
 from cli.progress import RunState, heartbeat, progress_bar
 from core.errors import HarnessError
 from core.events import Event
@@ -72,11 +73,7 @@ def chess_command(
         "stockfish:skill=0", help="random, or stockfish[:skill=0..20,elo=1350..2850,depth=N,nodes=N,time=S]."
     ),
     color: str = typer.Option("alternate", help=f"The agent's colour: {', '.join(COLORS)}."),
-    policy: str = typer.Option(
-        None,
-        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-        "default: `local` for the embedded model, else `default`.",
-    ),
+    policy: str = POLICY,
     out: Path = typer.Option(
         Path("runs"),
         help="Parent folder: the new batch folder is created inside it, and its path "

@@ -26,6 +26,7 @@ from cli.localize import localize_command
 from cli.memory_options import MEMORY, MEMORY_KEY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stops_on_signal, text
+from cli.policy_options import POLICY
 from cli.progress import following_run, summary_table
 from cli.report import report_command
 from cli.rerender import rerender_command
@@ -57,11 +58,7 @@ def run_command(
     ),
     model: str = typer.Option(..., help="Model string, e.g. scripted:FILE."),
     sandbox: str = typer.Option("local", help=f"Where tools run: {', '.join(SANDBOXES)}."),
-    policy: str = typer.Option(
-        None,
-        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-        "default: `local` for the embedded model, else `default`.",
-    ),
+    policy: str = POLICY,
     out: Path = typer.Option(
         Path("runs"), help="Parent folder: the new run directory is created inside it, and its path printed."
     ),

@@ -30,6 +30,7 @@ from cli.executor_options import (
 from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
+from cli.policy_options import POLICY
 from cli.progress import heartbeat, progress_bar
 from cli.swe_grade import (
     BUILD_ENV,
@@ -101,11 +102,7 @@ def swe_command(
     repos: Path = REPOS,
     build_env: list[str] = BUILD_ENV,
     model: str = typer.Option(None, help="A model string, or a reference agent: oracle, null, test-deleter."),
-    policy: str = typer.Option(
-        None,
-        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-        "default: `local` for the embedded model, else `default`.",
-    ),
+    policy: str = POLICY,
     workers: int = typer.Option(
         1,
         min=1,

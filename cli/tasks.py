@@ -26,6 +26,7 @@ from cli.executor_options import (
 from cli.memory_options import BATCH_MEMORY_KEY, MEMORY, memory_dir
 from cli.otel_options import OTEL_ENDPOINT, use_otel
 from cli.output import console, exits_on_error, print_json, stderr, stops_on_signal, text
+from cli.policy_options import POLICY
 from cli.progress import heartbeat, progress_bar
 from cli.swe_grade import INFRA_RETRIES_OPTION, infra_lines
 from core.errors import HarnessError
@@ -50,11 +51,7 @@ def run_command(
         ..., help="Task folders (task.toml, instruction.md...) or dataset folders of them."
     ),
     model: str = typer.Option(..., help="A model string, or a reference agent: oracle (solution/solve.sh), null."),
-    policy: str = typer.Option(
-        None,
-        help="A preset name (see `harness policies`) or a .toml/.yaml policy file; "
-        "default: `local` for the embedded model, else `default`.",
-    ),
+    policy: str = POLICY,
     base_image: list[str] = typer.Option(
         None,
         "--base-image",

@@ -11,13 +11,12 @@ the policy, as for OpenAI.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 
 import anthropic
 
 from agent.models.convert import ANTHROPIC_FINISH, anthropic_usage, reasoning_payload, to_anthropic
-from agent.models.provider_errors import UNREADABLE, NotAReply, billed, body_of, malformed, map_error, timeouts
+from agent.models.provider_errors import NotAReply, read_reply, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, anthropic_schema
@@ -61,17 +60,15 @@ class AnthropicModel:
         self.client.close()
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, anthropic.Timeout), max_retries=params.sdk_retries)
-        raw = response = None
-        try:
-            raw = client.messages.with_raw_response.create(**self.request(messages, tools, params))
-            response = raw.parse()  # the raw response keeps the body, for the message when it is malformed
-            return to_reply(response, self.name, time.perf_counter() - start)
-        except anthropic.AnthropicError as e:
-            raise map_error(e, self.name, self.key_env) from e
-        except UNREADABLE as e:
-            raise malformed(e, self.name, billed(response, anthropic_usage), body_of(raw)) from e
+        return read_reply(
+            lambda: client.messages.with_raw_response.create(**self.request(messages, tools, params)),
+            to_reply,
+            anthropic_usage,
+            anthropic.AnthropicError,
+            self.name,
+            self.key_env,
+        )
 
 
 def to_reply(response, name: str, latency_s: float) -> ModelReply:

@@ -11,14 +11,13 @@ permanent errors this client raises; a malformed 200 reply is transient).
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from collections.abc import Sequence
 
 import openai
 
 from agent.models.convert import OPENAI_FINISH, openai_usage, to_openai
-from agent.models.provider_errors import UNREADABLE, NotAReply, billed, body_of, malformed, map_error, timeouts
+from agent.models.provider_errors import UNREADABLE, NotAReply, read_reply, timeouts
 from core.policy import ModelParams
 from core.types import Message, ModelReply, Reasoning, ToolCall
 from tools.base import Tool, openai_schema
@@ -76,17 +75,15 @@ class OpenAIModel:
         self.client.close()
 
     def complete(self, messages: Sequence[Message], tools: Sequence[Tool], params: ModelParams) -> ModelReply:
-        start = time.perf_counter()
         client = self.client.with_options(timeout=timeouts(params, openai.Timeout), max_retries=params.sdk_retries)
-        raw = response = None
-        try:
-            raw = client.chat.completions.with_raw_response.create(**self.request(messages, tools, params))
-            response = raw.parse()  # the raw response keeps the body, for the message when it is malformed
-            return to_reply(response, self.name, time.perf_counter() - start)
-        except openai.OpenAIError as e:
-            raise map_error(e, self.name, self.key_env) from e
-        except UNREADABLE as e:
-            raise malformed(e, self.name, billed(response, openai_usage), body_of(raw)) from e
+        return read_reply(
+            lambda: client.chat.completions.with_raw_response.create(**self.request(messages, tools, params)),
+            to_reply,
+            openai_usage,
+            openai.OpenAIError,
+            self.name,
+            self.key_env,
+        )
 
 
 def listed_window(client: openai.OpenAI, model: str, params: ModelParams) -> int | None:

@@ -29,6 +29,7 @@ from core.types import Usage
 UNREADABLE = (AttributeError, IndexError, KeyError, TypeError, ValueError)
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # Statuses worth retrying: timeout, conflict, rate limit, and the server's own failures.
 RETRYABLE = {408, 409, 429}
@@ -113,6 +114,30 @@ def problem(err: Exception) -> str:
 
 class NotAReply(ValueError):
     """What a client finds wrong in a reply the SDK could read: said as it is, without a Python type."""
+
+
+def read_reply(
+    send: Callable[[], Any],
+    to_reply: Callable[[Any, str, float], R],
+    usage: Callable[[Any], Usage],
+    sdk_error: type[Exception],
+    name: str,
+    key_env: str,
+) -> R:
+    """One call through an official SDK: `send` makes the request and returns the raw response (whose body
+    is kept for the message when it is malformed); `to_reply` reads the parsed response, given the call's
+    latency. An SDK error is mapped to the harness's own; a reply that cannot be read is transient, with
+    the usage it still reports (read by `usage`)."""
+    start = time.perf_counter()
+    raw = response = None
+    try:
+        raw = send()
+        response = raw.parse()
+        return to_reply(response, name, time.perf_counter() - start)
+    except sdk_error as e:
+        raise map_error(e, name, key_env) from e
+    except UNREADABLE as e:
+        raise malformed(e, name, billed(response, usage), body_of(raw)) from e
 
 
 def body_of(raw: object) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterator
+from itertools import pairwise
 
 from agent.models.base import estimate_tokens
 from core.events import Compacted
@@ -139,25 +141,25 @@ def truncated_compaction(steps: list[Step]) -> list[Finding]:
 
 def context_jump(steps: list[Step]) -> list[Finding]:
     out = []
-    prev: Step | None = None
-    for s in steps:
-        if s.reply is None:
-            continue
-        if prev is not None:
-            before, now = prompt_tokens(prev), prompt_tokens(s)
-            change = now - before
-            if before and abs(change) >= max(JUMP_MIN_TOKENS, JUMP_SHARE * before):
-                verb = "grew" if change > 0 else "shrank"
-                cause = _jump_cause(prev, s, change)
-                out.append(
-                    Finding(
-                        "context_jump",
-                        s.n,
-                        f"The prompt {verb} from {before:,} to {now:,} tokens ({change / before:+.0%}){cause}.",
-                    )
+    for prev, s in replied_pairs(steps):
+        before, now = prompt_tokens(prev), prompt_tokens(s)
+        change = now - before
+        if before and abs(change) >= max(JUMP_MIN_TOKENS, JUMP_SHARE * before):
+            verb = "grew" if change > 0 else "shrank"
+            cause = _jump_cause(prev, s, change)
+            out.append(
+                Finding(
+                    "context_jump",
+                    s.n,
+                    f"The prompt {verb} from {before:,} to {now:,} tokens ({change / before:+.0%}){cause}.",
                 )
-        prev = s
+            )
     return out
+
+
+def replied_pairs(steps: list[Step]) -> Iterator[tuple[Step, Step]]:
+    """Each step with a reply, beside the step with a reply before it (steps without one passed over)."""
+    return pairwise(s for s in steps if s.reply is not None)
 
 
 def _jump_cause(prev: Step, step: Step, change: int) -> str:
@@ -188,28 +190,23 @@ def cache_break(steps: list[Step]) -> list[Finding]:
     if not any(s.usage.cached_tokens for s in steps):
         return []  # the provider reports no caching at all: nothing can break
     out = []
-    prev: Step | None = None
-    for s in steps:
-        if s.reply is None:
-            continue
-        if prev is not None:
-            reusable = reusable_tokens(prev, s)
-            if (
-                reusable is not None
-                and reusable >= CACHE_MIN_PREFIX
-                and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * reusable
-            ):
-                now = s.usage.prompt_tokens
-                share = s.usage.cached_tokens / now if now else 0.0
-                out.append(
-                    Finding(
-                        "cache_break",
-                        s.n,
-                        f"Only {s.usage.cached_tokens:,} of {now:,} prompt tokens were cached ({share:.0%}), "
-                        f"though about {reusable:,} repeated an earlier prompt's prefix.",
-                    )
+    for prev, s in replied_pairs(steps):
+        reusable = reusable_tokens(prev, s)
+        if (
+            reusable is not None
+            and reusable >= CACHE_MIN_PREFIX
+            and s.usage.cached_tokens < CACHE_EXPECTED_SHARE * reusable
+        ):
+            now = s.usage.prompt_tokens
+            share = s.usage.cached_tokens / now if now else 0.0
+            out.append(
+                Finding(
+                    "cache_break",
+                    s.n,
+                    f"Only {s.usage.cached_tokens:,} of {now:,} prompt tokens were cached ({share:.0%}), "
+                    f"though about {reusable:,} repeated an earlier prompt's prefix.",
                 )
-        prev = s
+            )
     return out
 
 

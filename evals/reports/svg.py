@@ -136,6 +136,27 @@ def legend_top(items: Sequence[tuple[str, str]], width: int) -> int:
     return PAD_T + LEGEND_ROW * (len(_legend_rows(items, width)) - 1)
 
 
+def frame_under_legend(
+    x0: float,
+    x1: float,
+    y_ticks: Sequence[float],
+    y_fmt: Fmt,
+    legend_items: Sequence[tuple[str, str]],
+    width: int = W,
+    height: int = H,
+) -> Frame:
+    """A chart's frame from x0 to x1 across and over `y_ticks` up, with room on top for its legend's rows
+    (the plot keeps its height) and on the left for the y ticks."""
+    top = legend_top(legend_items, width)
+    return Frame(x0, x1, y_ticks[0], y_ticks[-1], width, height + top - PAD_T, top, left_room(y_ticks, y_fmt))
+
+
+def ticks_within(lo: float, hi: float, integer: bool) -> list[float]:
+    """About six round ticks for an x axis that spans just the data, lo to hi: those inside it (lo alone when
+    none is); `integer`: whole numbers only."""
+    return [t for t in nice_ticks(lo, max(hi, lo + 1), 6, integer=integer) if lo <= t <= hi] or [lo]
+
+
 def legend(items: Sequence[tuple[str, str]], width: int) -> list[str]:
     out = []
     for i, row in enumerate(_legend_rows(items, width)):

@@ -6,19 +6,17 @@ import math
 from collections.abc import Sequence
 
 from evals.reports.svg import (
-    PAD_T,
     Fmt,
-    Frame,
     H,
     W,
     axes,
     compact,
     escape,
-    left_room,
+    frame_under_legend,
     legend,
-    legend_top,
     nice_ticks,
     no_data,
+    ticks_within,
     whole_numbers,
     wrap_svg,
 )
@@ -47,18 +45,8 @@ def stacked_bars(
     y_ticks = nice_ticks(0, max(max(totals), 1))
     lo, hi = min(bar_x), max(bar_x)
     entries = [(n, colors[n]) for n in stacks if any(stacks[n])]
-    top = legend_top(entries, width)
-    f = Frame(
-        lo - 0.5 * _gap(bar_x),
-        hi + 0.5 * _gap(bar_x),
-        0,
-        y_ticks[-1],
-        width,
-        height + top - PAD_T,
-        top,
-        left_room(y_ticks, y_fmt),
-    )
-    x_ticks = [t for t in nice_ticks(lo, max(hi, lo + 1), 6, integer=whole_numbers(xs)) if lo <= t <= hi] or [lo]
+    f = frame_under_legend(lo - 0.5 * _gap(bar_x), hi + 0.5 * _gap(bar_x), y_ticks, y_fmt, entries, width, height)
+    x_ticks = ticks_within(lo, hi, whole_numbers(xs))
     body = axes(f, x_ticks, y_ticks, compact, y_fmt, x_label, y_label)
     bar_w = max(1.0, (f.x(lo + _gap(bar_x)) - f.x(lo)) * 0.8)
     for j, x in enumerate(bar_x):

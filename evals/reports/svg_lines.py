@@ -7,19 +7,15 @@ from dataclasses import dataclass
 
 from evals.reports.svg import (
     PAD_B,
-    PAD_T,
     Fmt,
-    Frame,
-    H,
-    W,
     axes,
     compact,
     escape,
-    left_room,
+    frame_under_legend,
     legend,
-    legend_top,
     nice_ticks,
     no_data,
+    ticks_within,
     whole_numbers,
     wrap_svg,
 )
@@ -61,13 +57,9 @@ def line_chart(
         return no_data(title)
     y_lo = min(ys) if y_min is None else min(y_min, min(ys))
     y_ticks = nice_ticks(y_lo, y_max if y_max is not None else max(max(ys), y_lo + 1e-9))
-    x_ticks = nice_ticks(min(xs), max(max(xs), min(xs) + 1), 6, integer=whole_numbers(xs))
-    x_ticks = [t for t in x_ticks if min(xs) <= t <= max(xs)] or [min(xs)]
+    x_ticks = ticks_within(min(xs), max(xs), whole_numbers(xs))
     entries = [(s.name, s.color) for s in series] + ([("compaction", markers[0].color)] if markers else [])
-    top = legend_top(entries, W)
-    f = Frame(
-        min(xs), max(max(xs), min(xs) + 1), y_ticks[0], y_ticks[-1], W, H + top - PAD_T, top, left_room(y_ticks, y_fmt)
-    )
+    f = frame_under_legend(min(xs), max(max(xs), min(xs) + 1), y_ticks, y_fmt, entries)
     body = axes(f, x_ticks, y_ticks, x_fmt, y_fmt, x_label, y_label)
     for m in markers:
         x = f.x(m.x)
