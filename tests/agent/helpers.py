@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agent.journal.store import Journal, RunInfo
 from agent.models.scripted import ScriptedCall, ScriptedReply
+from core.policy import ApprovalPolicy, HarnessPolicy
 
 
 def new_journal(root: Path, run_id: str = "run") -> Journal:
@@ -31,3 +32,13 @@ def calls(*pairs: tuple[str, dict]) -> ScriptedReply:
 
 def events(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+# A four-step run that writes a file, reads it and submits; under GATED_WRITE it stops awaiting approval of its write.
+WRITE_READ_SUBMIT = [
+    call("shell", command="echo hello"),
+    call("write_file", path="a.txt", content="A\n"),
+    call("shell", command="cat a.txt"),
+    call("submit", answer="done"),
+]
+GATED_WRITE = HarnessPolicy(approval=ApprovalPolicy(per_tool={"write_file": "always"}))

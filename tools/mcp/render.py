@@ -42,14 +42,14 @@ def _block(block: Any) -> str:
     if kind == "text":
         return block.text
     if kind in ("image", "audio"):
-        return f"[{kind}: {block.mime_type}, {_decoded_size(block.data):,} bytes, not shown]"
+        return media_note(kind, block)
     if kind == "resource_link":
         return f"[resource link: {block.uri}{_about(block.name, block.mime_type, block.size)}]"
     if kind == "resource":
         res = block.resource
         if getattr(res, "text", None) is not None:
             return f"[resource: {res.uri}{_about(None, res.mime_type, len(res.text.encode()))}]\n{res.text}"
-        return f"[resource: {res.uri}{_about(None, res.mime_type, _decoded_size(res.blob))}, binary, not shown]"
+        return f"[resource: {res.uri}{_about(None, res.mime_type, decoded_size(res.blob))}, binary, not shown]"
     return f"[unknown content type {kind!r}]"
 
 
@@ -58,7 +58,13 @@ def _about(name: str | None, mime: str | None, size: int | None) -> str:
     return f" ({', '.join(facts)})" if facts else ""
 
 
-def _decoded_size(data: str) -> int:
+def media_note(kind: str, block: Any) -> str:
+    """An image or audio block as what it is, not its bytes, e.g. `[image: image/png, 1,234 bytes, not shown]`."""
+    return f"[{kind}: {block.mime_type}, {decoded_size(block.data):,} bytes, not shown]"
+
+
+def decoded_size(data: str) -> int:
+    """How many bytes base64 `data` holds (its own length where it is not base64)."""
     try:
         return len(base64.b64decode(data, validate=False))
     except ValueError:

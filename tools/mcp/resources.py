@@ -15,7 +15,6 @@ messages' text, cleaned and defused; its embedded resources and images as above.
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from mcp.shared.uri_template import UriTemplate
 
 from core.mcp_settings import McpServer
+from tools.mcp.render import decoded_size, media_note
 from tools.mcp.text import clean, defuse, fenced_block, one_line
 
 RESOURCE_CHARS = 20_000  # one resource placed in a prompt; a longer one is a reference
@@ -79,14 +79,7 @@ def _content(content: Any) -> str:
             )
         return text
     blob = getattr(content, "blob", "") or ""
-    return f"[resource {uri} ({mime}, {_decoded_size(blob):,} bytes): binary, not shown]"
-
-
-def _decoded_size(data: str) -> int:
-    try:
-        return len(base64.b64decode(data, validate=False))
-    except ValueError:
-        return len(data)
+    return f"[resource {uri} ({mime}, {decoded_size(blob):,} bytes): binary, not shown]"
 
 
 def prompt_text(server: McpServer, result: Any) -> str:
@@ -103,7 +96,7 @@ def prompt_text(server: McpServer, result: Any) -> str:
         elif kind == "resource_link":
             parts.append(f"[resource link {one_line(str(block.uri), 300)}]")
         elif kind in ("image", "audio"):
-            parts.append(f"[{kind}: {block.mime_type}, {_decoded_size(block.data):,} bytes, not shown]")
+            parts.append(media_note(kind, block))
     text = "\n\n".join(p for p in parts if p)
     if len(text) > PROMPT_CHARS:
         text = text[:PROMPT_CHARS] + f"… [cut from {len(text):,} characters]"

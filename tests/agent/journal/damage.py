@@ -10,20 +10,18 @@ from agent.models.scripted import ScriptedModel
 from agent.run.task import Task
 from agent.session import RunSpec, start
 from core.policy import HarnessPolicy
-from tests.agent.helpers import call
-
-SCRIPT = [
-    call("shell", command="echo hello"),
-    call("write_file", path="a.txt", content="A\n"),
-    call("shell", command="cat a.txt"),
-    call("submit", answer="done"),
-]
+from tests.agent.helpers import WRITE_READ_SUBMIT
 
 
 def finished_run(runs: Path) -> Path:
     """A real four-step run in `runs`, finished with a submission: what the damage is done to."""
     _, run_dir = start(
-        RunSpec(Task(id="echo", prompt="Write a.txt, read it, submit."), ScriptedModel(SCRIPT), HarnessPolicy(), runs)
+        RunSpec(
+            Task(id="echo", prompt="Write a.txt, read it, submit."),
+            ScriptedModel(WRITE_READ_SUBMIT),
+            HarnessPolicy(),
+            runs,
+        )
     )
     return run_dir
 

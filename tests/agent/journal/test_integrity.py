@@ -14,7 +14,8 @@ from agent.journal.store import read_run_info, scan
 from agent.journal.summary import Summary
 from agent.models.scripted import ScriptedModel
 from agent.resume import resume
-from tests.agent.journal.damage import SCRIPT, cut, finished_run, flip, lines, tear
+from tests.agent.helpers import WRITE_READ_SUBMIT
+from tests.agent.journal.damage import cut, finished_run, flip, lines, tear
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def test_a_last_line_written_whole_that_fails_its_checksum_is_damage(run_dir):
 def test_a_torn_line_a_resume_wrote_past_is_said_and_the_summary_is_current(run_dir):
     torn = len(lines(run_dir)) - 2
     tear(run_dir, torn)
-    resume(run_dir, model=ScriptedModel(SCRIPT))
+    resume(run_dir, model=ScriptedModel(WRITE_READ_SUBMIT))
     check = checked(run_dir)
     assert check.damage is None and check.torn is None
     assert check.notes == [

@@ -25,22 +25,15 @@ from core.errors import HarnessError
 from core.events import MessageAdded, ModelReplied, ToolObserved
 from core.policy import ApprovalPolicy, HarnessPolicy
 from core.types import Message
-from tests.agent.helpers import call
+from tests.agent.helpers import GATED_WRITE, WRITE_READ_SUBMIT, call
 
 runner = CliRunner()
 TASK = Task(prompt="Write a.txt, read it, submit.")
-SCRIPT = [
-    call("shell", command="echo hello"),
-    call("write_file", path="a.txt", content="A\n"),
-    call("shell", command="cat a.txt"),
-    call("submit", answer="done"),
-]
-GATED = HarnessPolicy(approval=ApprovalPolicy(per_tool={"write_file": "always"}))
 
 
 def gated_run(tmp_path: Path) -> Path:
     """A run that stopped awaiting approval of its write, approved: `harness resume` would finish it."""
-    _, run_dir = start(RunSpec(TASK, ScriptedModel(SCRIPT), GATED, tmp_path))
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(WRITE_READ_SUBMIT), GATED_WRITE, tmp_path))
     result = runner.invoke(app, ["approve", str(run_dir), "--call", "call_2_0", "--yes"])
     assert result.exit_code == 0, result.output
     return run_dir
@@ -82,7 +75,7 @@ def test_a_damaged_middle_line_stops_resume_naming_the_line(tmp_path):
     (run_dir / "events.jsonl").write_bytes(b"".join(before[:4] + [damaged] + before[5:]))
 
     with pytest.raises(HarnessError, match="line 5 is damaged: its checksum does not match"):
-        resume(run_dir, model=ScriptedModel(SCRIPT))
+        resume(run_dir, model=ScriptedModel(WRITE_READ_SUBMIT))
     result = runner.invoke(app, ["resume", str(run_dir)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "line 5 is damaged" in one_line(result.output) and "--repair" in one_line(result.output)
@@ -121,7 +114,7 @@ def test_repair_cuts_after_the_last_good_event_keeps_the_cut_part_and_resumes(tm
 
 def script_file(tmp_path: Path) -> Path:
     path = tmp_path / "script.json"
-    path.write_text(json.dumps([r.model_dump(mode="json", exclude_none=True) for r in SCRIPT]))
+    path.write_text(json.dumps([r.model_dump(mode="json", exclude_none=True) for r in WRITE_READ_SUBMIT]))
     return path
 
 
@@ -132,7 +125,7 @@ def test_a_missing_middle_line_is_damage_too(tmp_path):
     found = scan(run_dir)
     assert found.damage is not None and found.damage.why == "event seq 4 is missing before line 4"
     with pytest.raises(HarnessError, match="missing before line 4"):
-        resume(run_dir, model=ScriptedModel(SCRIPT))
+        resume(run_dir, model=ScriptedModel(WRITE_READ_SUBMIT))
 
 
 def test_a_torn_line_that_a_resume_wrote_past_is_not_damage(tmp_path):
@@ -141,7 +134,7 @@ def test_a_torn_line_that_a_resume_wrote_past_is_not_damage(tmp_path):
     torn = len(lines(run_dir)) + 1
     with open(run_dir / "events.jsonl", "ab") as f:
         f.write(lines(run_dir)[-1][:40])  # a crash mid-write
-    done = resume(run_dir, model=ScriptedModel(SCRIPT))
+    done = resume(run_dir, model=ScriptedModel(WRITE_READ_SUBMIT))
     assert done.summary.stop_reason == "submitted"
     found = scan(run_dir)
     assert found.damage is None and [b.lineno for b in found.skipped] == [torn]
@@ -211,7 +204,7 @@ def small_disk(tmp_path):
 
 
 def test_a_run_that_fills_its_disk_stops_with_a_one_line_error_and_resumes_once_there_is_room(tmp_path, small_disk):
-    fill = [call("shell", command="head -c 2000000 /dev/zero > big.bin; echo filled"), *SCRIPT]
+    fill = [call("shell", command="head -c 2000000 /dev/zero > big.bin; echo filled"), *WRITE_READ_SUBMIT]
     script = tmp_path / "fill.json"
     script.write_text(json.dumps([r.model_dump(mode="json", exclude_none=True) for r in fill]))
     result = runner.invoke(app, ["run", "--task", "x", "--model", f"scripted:{script}", "--out", str(small_disk)])

@@ -28,18 +28,11 @@ from cli.main import app
 from core.events import ModelReplied, RunResumed, ToolObserved
 from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
 from tests.agent import slow_counter
-from tests.agent.helpers import call, calls
+from tests.agent.helpers import GATED_WRITE, WRITE_READ_SUBMIT, call, calls
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 from tools.builtin import STANDARD
 
 TASK = Task(prompt="Make a.txt, look at it, submit.")
-SCRIPT = [
-    call("shell", command="echo hello"),
-    call("write_file", path="a.txt", content="A\n"),
-    call("shell", command="cat a.txt"),
-    call("submit", answer="done"),
-]
-GATED = HarnessPolicy(approval=ApprovalPolicy(per_tool={"write_file": "always"}))
 
 
 class RecordingModel(ScriptedModel):
@@ -54,7 +47,7 @@ class RecordingModel(ScriptedModel):
         return super().complete(messages, tools, params)
 
 
-def uninterrupted(tmp_path, script=SCRIPT, tools=None, policy=HarnessPolicy()):
+def uninterrupted(tmp_path, script=WRITE_READ_SUBMIT, tools=None, policy=HarnessPolicy()):
     prompts: list[str] = []
     summary, run_dir = start(
         RunSpec(TASK, RecordingModel(script, prompts), policy, tmp_path / "reference", tools=tools)
@@ -77,13 +70,13 @@ def history(run_dir):
 def test_an_approval_stop_writes_a_snapshot_and_the_resumed_prompts_are_byte_identical(tmp_path):
     want, want_summary, reference = uninterrupted(tmp_path)
     prompts: list[str] = []
-    summary, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path / "gated"))
+    summary, run_dir = start(RunSpec(TASK, RecordingModel(WRITE_READ_SUBMIT, prompts), GATED_WRITE, tmp_path / "gated"))
     assert summary.stop_reason == "awaiting_approval" and summary.outcome == {"pending": ["call_2_0"]}
     snap = json.loads((run_dir / "snapshot.json").read_text())
     assert snap["stop"] == "awaiting_approval" and snap["pending"] == ["call_2_0"] and snap["state"]["step"] == 2
 
     record_decision(run_dir, "call_2_0", True)
-    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    done = resume(run_dir, model=RecordingModel(WRITE_READ_SUBMIT, prompts))
     assert done.summary.stop_reason == "submitted" and done.summary.steps == want_summary.steps
     assert prompts == want  # every prompt, before and after the stop, byte for byte
     assert history(run_dir) == history(reference)
@@ -92,9 +85,9 @@ def test_an_approval_stop_writes_a_snapshot_and_the_resumed_prompts_are_byte_ide
 
 def test_a_refusal_is_a_denied_observation_with_the_note_and_the_model_sees_it(tmp_path):
     prompts: list[str] = []
-    _, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path))
+    _, run_dir = start(RunSpec(TASK, RecordingModel(WRITE_READ_SUBMIT, prompts), GATED_WRITE, tmp_path))
     record_decision(run_dir, "call_2_0", False, "write b.txt instead")
-    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    done = resume(run_dir, model=RecordingModel(WRITE_READ_SUBMIT, prompts))
     denied = [e.observation for e in read_events(run_dir) if isinstance(e, ToolObserved)][1]
     assert denied.status == "denied" and not denied.executed
     assert denied.text == "Not run: the user refused the call to write_file. Their note: write b.txt instead"
@@ -103,7 +96,7 @@ def test_a_refusal_is_a_denied_observation_with_the_note_and_the_model_sees_it(t
 
 
 def test_approve_refuses_a_call_the_run_does_not_wait_on(tmp_path):
-    _, run_dir = start(RunSpec(TASK, ScriptedModel(SCRIPT), GATED, tmp_path))
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(WRITE_READ_SUBMIT), GATED_WRITE, tmp_path))
     runner = CliRunner()
     wrong = runner.invoke(app, ["approve", str(run_dir), "--call", "call_9_9", "--yes"])
     assert wrong.exit_code == 2 and "waits on: call_2_0" in " ".join(wrong.output.split())
@@ -243,14 +236,14 @@ def test_a_reply_cut_short_mid_dispatch_is_finished_without_asking_the_model_aga
 def test_a_torn_last_line_and_a_missing_snapshot_are_reported_and_nothing_earlier_is_lost(tmp_path):
     want, _, reference = uninterrupted(tmp_path)
     prompts: list[str] = []
-    _, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path / "torn"))
+    _, run_dir = start(RunSpec(TASK, RecordingModel(WRITE_READ_SUBMIT, prompts), GATED_WRITE, tmp_path / "torn"))
     journal = run_dir / "events.jsonl"
     before = journal.read_bytes()
     with open(journal, "ab") as f:
         f.write(b'{"seq": 8, "ts": 1.0, "step": 2, "type": "tool_obs')  # a crash mid-write
     (run_dir / "snapshot.json").unlink()
     record_decision(run_dir, "call_2_0", True)
-    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    done = resume(run_dir, model=RecordingModel(WRITE_READ_SUBMIT, prompts))
     assert any("line 8 is torn (cut short mid-write)" in n for n in done.notes) and any(
         "no snapshot.json" in n for n in done.notes
     )
@@ -266,12 +259,12 @@ def test_a_torn_last_line_and_a_missing_snapshot_are_reported_and_nothing_earlie
 def test_a_snapshot_that_disagrees_with_the_journal_is_ignored(tmp_path):
     want, _, _ = uninterrupted(tmp_path)
     prompts: list[str] = []
-    _, run_dir = start(RunSpec(TASK, RecordingModel(SCRIPT, prompts), GATED, tmp_path / "bad"))
+    _, run_dir = start(RunSpec(TASK, RecordingModel(WRITE_READ_SUBMIT, prompts), GATED_WRITE, tmp_path / "bad"))
     snap = json.loads((run_dir / "snapshot.json").read_text())
     snap["window"][-1]["text"] = "something the journal never said"
     (run_dir / "snapshot.json").write_text(json.dumps(snap))
     record_decision(run_dir, "call_2_0", True)
-    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    done = resume(run_dir, model=RecordingModel(WRITE_READ_SUBMIT, prompts))
     assert any("does not match the journal" in n for n in done.notes)
     assert done.summary.stop_reason == "submitted" and prompts == want
     [resumed] = [e for e in read_events(run_dir) if isinstance(e, RunResumed)]
@@ -281,7 +274,7 @@ def test_a_snapshot_that_disagrees_with_the_journal_is_ignored(tmp_path):
 def test_a_finished_run_is_left_as_it_is(tmp_path):
     _, _, run_dir = uninterrupted(tmp_path)
     before = (run_dir / "events.jsonl").read_bytes()
-    done = resume(run_dir, model=ScriptedModel(SCRIPT))
+    done = resume(run_dir, model=ScriptedModel(WRITE_READ_SUBMIT))
     assert done.summary is None and "already finished (submitted" in done.notes[0]
     assert (run_dir / "events.jsonl").read_bytes() == before
 
@@ -293,7 +286,7 @@ def test_a_sandbox_that_is_gone_is_recreated_from_the_task_and_the_output_says_s
         call("shell", command="cat data.txt"),
         call("submit", answer="42"),
     ]
-    _, run_dir = start(RunSpec(task, ScriptedModel(replies), GATED, tmp_path))
+    _, run_dir = start(RunSpec(task, ScriptedModel(replies), GATED_WRITE, tmp_path))
     shutil.rmtree(run_dir / "workspace")
     record_decision(run_dir, "call_1_0", True)
     done = resume(run_dir, model=ScriptedModel(replies))
@@ -344,13 +337,13 @@ def test_help_lists_resume_replay_and_approve():
 def test_a_run_killed_between_its_opening_messages_gets_the_rest_on_resume(tmp_path):
     """A kill after the system message was journaled and before the task was: the task must not be lost."""
     want, _, reference = uninterrupted(tmp_path)
-    _, run_dir = start(RunSpec(TASK, ScriptedModel(SCRIPT), HarnessPolicy(), tmp_path / "early"))
+    _, run_dir = start(RunSpec(TASK, ScriptedModel(WRITE_READ_SUBMIT), HarnessPolicy(), tmp_path / "early"))
     journal = run_dir / "events.jsonl"
     journal.write_text(journal.read_text().splitlines(keepends=True)[0])  # only the system message survived
     for name in ("snapshot.json", "summary.json"):
         (run_dir / name).unlink()
     prompts: list[str] = []
-    done = resume(run_dir, model=RecordingModel(SCRIPT, prompts))
+    done = resume(run_dir, model=RecordingModel(WRITE_READ_SUBMIT, prompts))
     assert done.summary.stop_reason == "submitted"
     assert history(run_dir) == history(reference) and prompts == want
 
@@ -387,7 +380,7 @@ def test_a_run_stopped_by_signals_between_steps_does_not_do_its_last_step_again(
     not fire), and the run ends as the uninterrupted one."""
     from core.interrupts import clear, request
 
-    script = [call("shell", command="echo 1"), call("shell", command="echo 1"), *SCRIPT]
+    script = [call("shell", command="echo 1"), call("shell", command="echo 1"), *WRITE_READ_SUBMIT]
     want, _, reference = uninterrupted(tmp_path, script)
 
     def stop_on(kind: str, step: int | None = None):
