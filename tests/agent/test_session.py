@@ -114,7 +114,7 @@ def test_a_docker_run_whose_image_is_missing_gets_its_summary(docker_ready, tmp_
         ],
     )
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert f"image '{image}' is not on this Docker engine" in " ".join(result.output.split())
+    assert f"image '{image}' is not on this Docker engine and nothing is pulled" in " ".join(result.output.split())
     summary = summary_of(tmp_path / "runs")
     assert summary["stop_reason"] == "environment_error" and summary["steps"] == 0
     assert summary["message"].startswith("The sandbox could not be started: ") and image in summary["message"]

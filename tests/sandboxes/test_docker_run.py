@@ -38,27 +38,6 @@ def test_harness_run_in_the_docker_sandbox(docker_ready, tmp_path):
     assert shell[0]["text"].splitlines() == ["hi from 1000", "/workspace"]  # not root, in the container's workspace
 
 
-def test_an_image_that_is_not_there_is_a_clear_error(docker_ready, tmp_path):
-    script = tmp_path / "script.yaml"
-    script.write_text("- tool_calls: [{name: submit, arguments: {answer: done}}]\n")
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "--task",
-            "x",
-            "--model",
-            f"scripted:{script}",
-            "--sandbox",
-            "docker:no-such-image:1",
-            "--out",
-            str(tmp_path / "runs"),
-        ],
-    )
-    assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "no-such-image:1" in result.output and "nothing is pulled" in " ".join(result.output.split())
-
-
 def test_a_shell_that_closes_its_own_output_does_not_break_the_stop(docker_ready, tmp_path):
     """`exec 1>&-; exec 2>&-` in a Docker run: the next command's output comes back, the stop reads the shell's
     state for its snapshot, summary.json is written, the command exits 0 and no checkpoint image is left."""
