@@ -1012,8 +1012,8 @@ def experts_chosen(graphs, size: int) -> list[int]:
 
 # What --moe-tiles tries in the batch-1 step, one setting at a time beside the engine's others: the
 # tiles of the gate/up and down expert kernels (moe.DECODE_TILES) and the matrix-vector tiles (block_n,
-# block_k, warps, tiles ahead) of the router, QKV and output projections; "together" sets several kinds
-# at once.
+# block_k, warps, tiles ahead) of the router, QKV and output projections and the LM head; "together"
+# sets several kinds at once.
 MOE_SWEEP: dict[str, list] = {
     "up": [(16, 128, 8), (16, 64, 4), (32, 64, 4), (8, 128, 4), (16, 128, 2), (32, 128, 8), (8, 256, 4)],
     "down": [(16, 256, 4, 1), (16, 256, 4, 2), (8, 512, 4, 2), (16, 128, 4, 4), (32, 128, 4, 8), (16, 256, 4, 8),
@@ -1021,6 +1021,7 @@ MOE_SWEEP: dict[str, list] = {
     "router": [(2, 1024, 4, 1), (1, 2048, 4, 1)],
     "qkv": [(32, 256, 8, 2), (16, 128, 4, 2), (8, 256, 4, 2)],
     "o": [(4, 1024, 4, 2), (8, 512, 4, 2), (4, 2048, 4, 1)],
+    "lm head": [(16, 256, 4, 2), (16, 256, 8, 2), (32, 256, 8, 1), (8, 512, 8, 2), (16, 512, 8, 1), (32, 128, 4, 2)],
     "together": [  # the tiles before the sweeps of 2026-12-07
         {"up": (16, 256, 4), "down": (16, 256, 4, 1), "router": (2, 1024, 4, 1), "qkv": (8, 512, 8, 1),
          "o": (8, 512, 8, 1)},
