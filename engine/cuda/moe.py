@@ -231,7 +231,9 @@ def sort_pairs(ids: torch.Tensor, weights: torch.Tensor):
     return sorted_ids, starts, order.to(torch.int32), w.index_select(0, order)
 
 
-GROUPED_MM_MIN_PAIRS = 1024  # below it, the Triton kernels: their 16-row chunks re-read few weights
+# Below it, the Triton kernels: their 16-row chunks re-read few weights. A decode graph of 128 Qwen3-30B-A3B
+# rows is 1,024 pairs, which the Triton kernels step faster (benchmarks/results/moe-capture-h100-2026-12-07d/).
+GROUPED_MM_MIN_PAIRS = 2048
 
 
 def grouped_mm_fits(pairs: int, gate_up: torch.Tensor, down: torch.Tensor) -> bool:
@@ -248,7 +250,11 @@ def _experts_grouped_mm(x, h, gate_up, down, ids, weights) -> None:
     flat = ids.reshape(-1)
     order = torch.argsort(flat, stable=True)
     tokens = order // top_k
-    ends = torch.cumsum(torch.bincount(flat, minlength=gate_up.shape[0]), 0, dtype=torch.int32)
+    # Counted on the device (torch.bincount asks the host for the largest id), so that a CUDA graph (a decode
+    # step of GROUPED_MM_MIN_PAIRS pairs or more) captures it.
+    counts = torch.zeros(gate_up.shape[0], dtype=torch.int32, device=flat.device)
+    counts.scatter_add_(0, flat.long(), torch.ones_like(flat, dtype=torch.int32))
+    ends = torch.cumsum(counts, 0, dtype=torch.int32)
     gu = torch._grouped_mm(h.index_select(0, tokens), gate_up.transpose(1, 2), offs=ends)
     a = (torch.nn.functional.silu(gu[:, :inter].float()) * gu[:, inter:].float()).to(h.dtype)
     y = torch._grouped_mm(a, down.transpose(1, 2), offs=ends).float() * weights.reshape(-1)[order, None]

@@ -375,9 +375,10 @@ def test_decode_ahead_equals_synchronous_steps(ckpt):
 
 
 # 300: more pairs than the counting sort takes; 600: more than the Triton kernels take where the widths allow
-# CUTLASS's grouped GEMM (multiples of 16), and the Triton kernels' many-pair tiles where they do not.
-@pytest.mark.parametrize(("tokens", "hidden", "width"), [(1, 200, 72), (3, 200, 72), (33, 200, 72), (300, 200, 72), (600, 200, 72), (600, 256, 128)])  # fmt: skip
-def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
+# CUTLASS's grouped GEMM (multiples of 16), and the Triton kernels' many-pair tiles where they do not; the
+# grouped GEMM's pairs once more, captured in a CUDA graph as a decode step of 512 rows is.
+@pytest.mark.parametrize(("tokens", "hidden", "width", "captured"), [(1, 200, 72, False), (3, 200, 72, False), (33, 200, 72, False), (300, 200, 72, False), (600, 200, 72, False), (600, 256, 128, False), (512, 256, 128, True)])  # fmt: skip
+def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width, captured):
     """engine/cuda/moe.py against engine/moe.py, the experts one at a time: tile edges (hidden, width and the
     expert count not multiples of a tile), experts chosen by no token, and runs longer than a chunk."""
     from engine.cuda.moe import experts_add, grouped_mm_fits
@@ -392,6 +393,12 @@ def test_grouped_expert_kernels_match_the_expert_loop(tokens, hidden, width):
     x = torch.randn(tokens, hidden, generator=g, device="cuda").to(torch.bfloat16)
     got = x.clone()
     experts_add(got, h, router, gate_up, down, top_k, True)
+    if captured:  # replayed over the eager result's input: the graph's own output
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            experts_add(got, h, router, gate_up, down, top_k, True)
+        got.copy_(x)
+        graph.replay()
     assert grouped_mm_fits(tokens * top_k, gate_up, down) == (hidden == 256)
     weights, ids = route(h, router, top_k, True)
 
