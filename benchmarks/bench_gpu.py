@@ -1026,12 +1026,19 @@ MOE_SWEEP: dict[str, list] = {
         {"up": (16, 256, 4), "down": (16, 256, 4, 1), "router": (2, 1024, 4, 1), "qkv": (8, 512, 8, 1),
          "o": (8, 512, 8, 1)},
     ],
+    # decode attention's (tokens a partition, tokens a tile, warps, first tile before the wait)
+    "attention": [(64, 64, 4, True), (64, 64, 8, True), (32, 32, 4, True), (128, 64, 4, True), (128, 128, 8, True),
+                  (64, 32, 4, True), (256, 64, 4, False)],
+    # kernels left out of the step (wrong outputs, for timing only): what each costs with its neighbours
+    "without": ["attention", "rope", "attention and rope"],
 }  # fmt: skip
 
 
 def moe_decode_tiles(g, c: ModelConfig) -> dict:
     """The batch-1 step replayed from a graph captured anew for each setting of MOE_SWEEP, the engine's
     choice first and last, timed in turns."""
+    import engine.cuda.decode_attention as attention
+    import engine.cuda.forward as forward
     import engine.cuda.linear as linear
     import engine.cuda.moe as moe
 
@@ -1040,12 +1047,29 @@ def moe_decode_tiles(g, c: ModelConfig) -> dict:
     tuned = dict(linear.TUNED)
     kept = moe.DECODE_TILES, moe.ROUTER_GEMV
 
+    def qkv_without_rope(x, w, norm, eps, bias, rope, qk_norm=None, keep_kv=False):
+        heads = rope.num_heads * rope.head_dim
+        return linear.project(x, w, norm=norm, eps=eps, bias=bias)[:, :heads].view(
+            -1, rope.num_heads, rope.head_dim
+        ), None
+
+    kept_fns = attention.partition_size, attention.tile, forward.decode_attention, forward.qkv_rope_store
+
     def apply(settings: dict) -> None:
         moe.DECODE_TILES, moe.ROUTER_GEMV = kept
+        attention.partition_size, attention.tile, forward.decode_attention, forward.qkv_rope_store = kept_fns
         linear.TUNED.clear()
         linear.TUNED.update(tuned)
         for kind, value in settings.items():
-            if kind == "up":
+            if kind == "attention":
+                attention.partition_size = lambda *_, part=value[0]: part
+                attention.tile = lambda *_, tile=value[1:]: tile
+            elif kind == "without":
+                if "attention" in value:
+                    forward.decode_attention = lambda *_: None
+                if "rope" in value:
+                    forward.qkv_rope_store = qkv_without_rope
+            elif kind == "up":
                 moe.DECODE_TILES = (value, moe.DECODE_TILES[1])
             elif kind == "down":
                 moe.DECODE_TILES = (moe.DECODE_TILES[0], value)
