@@ -1012,8 +1012,8 @@ def experts_chosen(graphs, size: int) -> list[int]:
 
 # What --moe-tiles tries in the batch-1 step, one setting at a time beside the engine's others: the
 # tiles of the gate/up and down expert kernels (moe.DECODE_TILES) and the matrix-vector tiles (block_n,
-# block_k, warps, tiles ahead) of the router, QKV and output projections and the LM head; "together"
-# sets several kinds at once.
+# block_k, warps, tiles ahead) of the router, QKV and output projections and the LM head, and decode
+# attention's partitions and tiles; "together" sets several kinds at once; "without" leaves kernels out.
 MOE_SWEEP: dict[str, list] = {
     "up": [(16, 128, 8), (16, 64, 4), (32, 64, 4), (8, 128, 4), (16, 128, 2), (32, 128, 8), (8, 256, 4)],
     "down": [(16, 256, 4, 1), (16, 256, 4, 2), (8, 512, 4, 2), (16, 128, 4, 4), (32, 128, 4, 8), (16, 256, 4, 8),
