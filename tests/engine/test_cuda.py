@@ -51,9 +51,9 @@ def capture_first_logits(store: list):
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("copies", [1, 4])
 def test_decode_and_prefill_kernels_match_a_float64_reference(d, copies):
-    from engine.attention import lower_right_causal_mask
     from engine.cuda.decode_attention import decode_attention
     from engine.cuda.prefill_attention import prefill_attention
+    from tests.engine.paged_attention import reference
 
     torch.manual_seed(0)
     dev, h, kvh, bs, nb = "cuda", 32, 8, 16, 600
@@ -62,11 +62,7 @@ def test_decode_and_prefill_kernels_match_a_float64_reference(d, copies):
     scale = d**-0.5
 
     def ref(qr, table, kv_len, q_len):
-        kk = kc[table].reshape(-1, kvh, d)[:kv_len].double().repeat_interleave(h // kvh, 1)
-        vv = vc[table].reshape(-1, kvh, d)[:kv_len].double().repeat_interleave(h // kvh, 1)
-        s = torch.einsum("qhd,lhd->hql", qr.double(), kk) * scale
-        s = s.masked_fill(~lower_right_causal_mask(q_len, kv_len, dev)[None], float("-inf"))
-        return torch.einsum("hql,lhd->qhd", s.softmax(-1), vv)
+        return reference(qr, kc, vc, table, kv_len, q_len, scale)
 
     lens = [1, 17, 300, 5000, 0] * copies  # one partition, several (merged in-kernel), a long context, a padding row
     tables = [torch.randperm(nb, device=dev)[: -(-n // bs)] for n in lens]

@@ -1,8 +1,9 @@
 """The batch-1 expert kernels (engine/cuda/moe.py) and decode attention (engine/cuda/decode_attention.py)
 on a machine without a GPU, under Triton's CPU interpreter: the experts' routing, attention's partitions
-of one context, the parts summed by the last to finish (engine/cuda/split.py) and the counters left at zero are checked where the suite runs, not only on the GPU machine
-(tests/engine/test_cuda.py). The interpreter is chosen when triton.jit decorates, so the kernels run
-in a process of their own with TRITON_INTERPRET=1."""
+of one context, the parts summed by the last to finish (engine/cuda/split.py) and the counters left at
+zero are checked where the suite runs, not only on the GPU machine (tests/engine/test_cuda.py). The
+interpreter is chosen when triton.jit decorates, so the kernels run in a process of their own with
+TRITON_INTERPRET=1."""
 
 import os
 import subprocess
@@ -46,6 +47,7 @@ ATTENTION = textwrap.dedent(
     torch.cuda.get_device_properties = lambda _: types.SimpleNamespace(multi_processor_count=sms[0])
     from engine.cuda.decode_attention import decode_attention
     from engine.cuda.split import counters
+    from tests.engine.paged_attention import reference
 
     torch.manual_seed(0)
     h, kvh, bs, nb = 8, 2, 16, 120
@@ -62,9 +64,7 @@ ATTENTION = textwrap.dedent(
             out = torch.full_like(q, float("nan"))
             decode_attention(q, kc, vc, tt, torch.tensor(lens, dtype=torch.int32), d**-0.5, out)
             for i, n in enumerate(lens):
-                kk = kc[tables[i]].reshape(-1, kvh, d)[:n].double().repeat_interleave(h // kvh, 1)
-                vv = vc[tables[i]].reshape(-1, kvh, d)[:n].double().repeat_interleave(h // kvh, 1)
-                want = torch.einsum("hl,lhd->hd", (torch.einsum("hd,lhd->hl", q[i].double(), kk) * d**-0.5).softmax(-1), vv)
+                want = reference(q[i : i + 1], kc, vc, tables[i], n, 1, d**-0.5)[0]
                 err = float((out[i].double() - want).norm() / want.norm()) if n else float(out[i].abs().max())
                 assert err < 1e-2, (d, sms, n, err)
             assert int(counters("attention", out.device, len(lens) * kvh).abs().sum()) == 0
