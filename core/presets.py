@@ -31,7 +31,8 @@ _PRESETS: list[tuple[str, HarnessPolicy]] = [
         HarnessPolicy(name="lean", context=[StripReasoning(keep="last_turn"), MaskObservations(keep_last=5)]),
     ),
     (
-        "as `lean`, but the mask moves 10 outputs at a time, so the prompt is append-only in between",
+        "all but the last 5 tool outputs replaced by placeholders, the mask moving 10 outputs at a time and past "
+        "reasoning kept, so the prompt is append-only in between",
         HarnessPolicy(
             name="masked_batched", context=[StripReasoning(keep="all"), MaskObservations(keep_last=5, every=10)]
         ),

@@ -35,6 +35,9 @@ class RunRecord:
     # An imported run: the cost its source recorded (evals.reports.recorded), and who recorded it; None for ours
     recorded_cost_usd: float | None = None
     recorded_by: str = ""
+    # A fork (`harness fork`): its parent's run id and the step it branched after. Forks of one task and seed made
+    # at two branch points are different experiments, and pair only with their own.
+    branch: tuple[str, int] | None = None
 
 
 def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = None) -> RunRecord:
@@ -72,6 +75,7 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
         journal_notes=tuple(check.notes),
         recorded_cost_usd=source.cost_usd if source else None,
         recorded_by=source.by if source else "",
+        branch=(info.fork.parent, info.fork.at_step) if info.fork is not None else None,
     )
 
 

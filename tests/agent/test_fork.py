@@ -186,6 +186,39 @@ def test_the_fork_command_makes_a_fork_or_a_family_that_harness_ab_pairs(tmp_pat
     assert ab["pairs"] == 3
 
 
+def test_harness_ab_pairs_forks_by_parent_branch_step_and_seed_not_by_when_they_started(tmp_path):
+    parent, _ = parent_run(tmp_path, steps=8, watch=2)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([r.model_dump(exclude_none=True) for r in forking.script(8)]))
+    runner = CliRunner()
+
+    def family(step: int, *policies: str) -> None:
+        args = ["fork", str(parent), "--at-step", str(step), "--model", f"scripted:{script}", "--seeds", "0..1"]
+        done = runner.invoke(
+            app, [*args, *(a for p in policies for a in ("--policy", p)), "--out", str(tmp_path / "f")]
+        )
+        assert done.exit_code == 0, done.output
+
+    # Into the same folders, in an order that starts lean's forks at step 4 first and append_only's at step 2 first.
+    family(4, "lean")
+    family(2, "lean", "append_only")
+    family(4, "append_only")
+    compared = runner.invoke(
+        app, ["ab", str(tmp_path / "f" / "append_only"), str(tmp_path / "f" / "lean"), "--out", str(tmp_path)]
+    )
+    assert compared.exit_code == 0, compared.output
+    ab = json.loads(next(tmp_path.glob("ab-*/ab.json")).read_text())
+    assert ab["pairs"] == 4 and not ab["unpaired_a"] and not ab["unpaired_b"]
+    branches = [(row["a"]["branch"], row["a"]["seed"], row["b"]["branch"], row["b"]["seed"]) for row in ab["rows"]]
+    assert all(a == b and seed_a == seed_b for a, seed_a, b, seed_b in branches)
+    assert sorted((tuple(a), seed) for a, seed, _, _ in branches) == [
+        (("parent", 2), 0),
+        (("parent", 2), 1),
+        (("parent", 4), 0),
+        (("parent", 4), 1),
+    ]
+
+
 def test_a_fork_replays_without_divergence_and_its_world_again_when_executed(tmp_path):
     from agent.recorded.replay import replay
 
