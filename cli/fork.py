@@ -11,7 +11,7 @@ from agent.journal.store import read_run_info
 from agent.recovery.branch import BEFORE_FIRST_COMPACTION
 from agent.run.stopping import FAILED
 from cli.otel_options import OTEL_ENDPOINT, use_otel
-from cli.output import console, exits_on_error, text
+from cli.output import console, exits_on_error, stops_on_signal, text
 from cli.progress import following_run, summary_table
 from core.errors import HarnessError
 from core.presets import load_policy
@@ -33,6 +33,7 @@ def seeds_of(raw: str | None) -> list[int | None]:
 
 
 @exits_on_error
+@stops_on_signal
 def fork_command(
     run_dir: Path = typer.Argument(..., help="The run directory to fork: a finished run, or one whose process died."),
     at_step: str = typer.Option(

@@ -132,50 +132,77 @@ def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | No
     """Re-drive the run through the lives of its recording: the first opened from `spec`, each later one resumed
     from the replay's own journal. The replay's summary (None when its last life did not end), its folder, and
     what stopped it early (the replay out of step with the recording)."""
-    ends = lives(recorded)
     summariser = RecordedSummariser(e for e in recorded if isinstance(e, SummaryReplied))
     replay_dir = Path(spec.out) / str(spec.run_id)
-    first = replace(spec, listeners=[*spec.listeners, ender(ends[0], 0)]) if len(ends) > 1 else spec
-    summary: Summary | None = None
-    asked = received()
-    try:
-        with open_run(first) as session:  # one life: every decision at once, as the recorded process had them
-            if len(ends) > 1 and ends[0].counted == 0:
+
+    def first(listeners: Sequence[Callable[[Event], None]], whole: bool) -> Summary:
+        with open_run(replace(spec, listeners=[*spec.listeners, *listeners])) as session:
+            if not whole and ends_at_once(recorded):
                 raise LifeEnded()  # its process stopped while the run was being opened: it made nothing to replay
-            summary = run(
+            return run(
                 session,
-                approvals=decisions(recorded) if len(ends) == 1 else {},
+                approvals=decisions(recorded) if whole else {},  # one life: every decision at once, as it had them
                 summariser=summariser,
                 sampled=[e for e in recorded if isinstance(e, SamplingReplied)],
             )
+
+    def again(listeners: Sequence[Callable[[Event], None]]) -> Summary | None:
+        return resume(
+            replay_dir,
+            model=spec.model,
+            tools=spec.tools,
+            sandbox=None if isinstance(spec.sandbox, SandboxSpec) else spec.sandbox,  # a factory, else run.json's
+            listeners=listeners,
+            stop_rules=spec.stop_rules,
+            summariser=summariser,
+            clock=spec.memory.clock if spec.memory is not None else time.time,  # the recorded times, in turn
+        ).summary
+
+    summary, notes = through_lives(recorded, replay_dir, first, again)
+    return summary, replay_dir, notes
+
+
+def ends_at_once(recorded: Sequence[Event]) -> bool:
+    """Whether the recording's first process stopped before it wrote anything a replay makes again."""
+    return lives(recorded)[0].counted == 0
+
+
+def through_lives(
+    recorded: Sequence[Event],
+    replay_dir: Path,
+    first: Callable[[Sequence[Callable[[Event], None]], bool], Summary],
+    again: Callable[[Sequence[Callable[[Event], None]]], Summary | None],
+    already: int = 0,
+) -> tuple[Summary | None, list[str]]:
+    """Drive a replay through the lives of `recorded`. `first(listeners, whole)` opens the replay and runs its
+    first life with `listeners` on its journal (`whole`: the recording has one life, so the run goes to its end);
+    `again(listeners)` resumes it for each later life. `already`: counted events the replay's journal holds before
+    its first life, which `recorded` leaves out (a fork's inherited steps). The summary (None when the last life
+    did not end) and what stopped the replay early."""
+    ends = [replace(life, counted=life.counted + already) for life in lives(recorded)]
+    summary: Summary | None = None
+    asked = received()
+    try:
+        summary = first([ender(ends[0], already)] if len(ends) > 1 else [], len(ends) == 1)
     except LifeEnded:
         pass
     for before, life in zip(ends, ends[1:], strict=False):
         if received() > asked + (before.ended == "stopped"):  # a person's Ctrl-C: the replay stops there
-            return summary, replay_dir, ["The replay was stopped by a signal before its last life."]
+            return summary, ["The replay was stopped by a signal before its last life."]
         clear()  # the stop the replay asked for, as the recorded signal did
         written = read_events(replay_dir)
         if count(written) != before.counted:
-            return summary, replay_dir, [out_of_step(before, count(written))]
+            return summary, [out_of_step(before, count(written))]
         asked = received()
         if before.given:  # what `harness approve` wrote between the two processes
             journal = Journal(replay_dir)
             journal.extend(before.given)
             journal.close()
         try:
-            summary = resume(
-                replay_dir,
-                model=spec.model,
-                tools=spec.tools,
-                sandbox=None if isinstance(spec.sandbox, SandboxSpec) else spec.sandbox,  # a factory, else run.json's
-                listeners=[ender(life, count(written))] if life.ended != "last" else [],
-                stop_rules=spec.stop_rules,
-                summariser=summariser,
-                clock=spec.memory.clock if spec.memory is not None else time.time,  # the recorded times, in turn
-            ).summary
+            summary = again([ender(life, count(written))] if life.ended != "last" else [])
         except LifeEnded:
             summary = None
-    return summary, replay_dir, []
+    return summary, []
 
 
 def out_of_step(life: Life, written: int) -> str:

@@ -14,7 +14,7 @@ ids, the run folder) is normalised, the world changed: that is reported, never f
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,10 +27,11 @@ from agent.journal.summary import Summary
 from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
 from agent.recorded.compare import Divergence, compare_harness, compare_world
-from agent.recorded.lives import replay_lives
+from agent.recorded.lives import LifeEnded, count, ends_at_once, replay_lives, through_lives
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
 from agent.recovery.branch import writes_upto
+from agent.resume import resume
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_sandbox, recorded_sandbox
 from core.errors import HarnessError
@@ -93,8 +94,8 @@ def replay(
         else None
     )
     if info.fork is not None:
-        forked, replay_dir = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
-        return report(run_dir, replay_dir, recorded, forked, execute, check.notes)
+        forked, replay_dir, notes = fork_again(run_dir, info, recorded, out_dir, tools, sandbox, execute)
+        return report(run_dir, replay_dir, recorded, forked, execute, check.notes + notes)
     if execute:
         box = sandbox if sandbox is not None else recorded_sandbox(info, "replay with --execute")
         spec = RunSpec(
@@ -176,9 +177,10 @@ def fork_again(
     tools: Registry | None,
     sandbox: SandboxFactory | None,
     execute: bool,
-) -> tuple[Summary, Path]:
+) -> tuple[Summary | None, Path, list[str]]:
     """A fork replays as a fork of the same inherited events: its branch built again (its world from the parent's
-    writes, played back or, with `execute`, run), then its own steps from its recorded replies."""
+    writes, played back or, with `execute`, run), then its own steps from its recorded replies, through the lives
+    of its own part (a fork stopped and resumed is replayed stopping and resuming there)."""
     assert info.fork is not None
     inherited, own = recorded[: info.fork.inherited], recorded[info.fork.inherited :]
     policy = HarnessPolicy.model_validate(info.policy)
@@ -202,25 +204,51 @@ def fork_again(
         programs_with = played.get(RUN_CODE)
         factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
     replay_dir = place(out, again, inherited, run_dir)
-    journal = Journal(replay_dir)
-    try:
-        summary, _ = branch(
+    model, summariser, clock = (
+        PlaybackModel(own, info),
+        RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
+        recorded_clock(own),
+    )
+    stops = () if execute else (world_stops(recorded),)
+
+    def first(listeners: Sequence[Callable[[Event], None]], whole: bool) -> Summary:
+        if not whole and ends_at_once(own):
+            raise LifeEnded()  # its process stopped before the branch wrote anything: the resume builds it
+        journal = Journal(replay_dir)
+        journal.listeners.extend(listeners)
+        try:
+            summary, _ = branch(
+                replay_dir,
+                again,
+                journal,
+                model,
+                read_events(replay_dir),
+                tools,
+                factory,
+                stops,
+                decisions(recorded) if whole else {},
+                summariser,
+                programs_with,
+                clock,
+            )
+        finally:
+            journal.close()
+        return summary
+
+    def resumed(listeners: Sequence[Callable[[Event], None]]) -> Summary | None:
+        return resume(
             replay_dir,
-            again,
-            journal,
-            PlaybackModel(own, info),
-            read_events(replay_dir),
-            tools,
-            factory,
-            () if execute else (world_stops(recorded),),
-            decisions(recorded),
-            RecordedSummariser(e for e in own if isinstance(e, SummaryReplied)),
-            programs_with,
-            recorded_clock(own),
-        )
-    finally:
-        journal.close()
-    return summary, replay_dir
+            model=model,
+            tools=tools,
+            sandbox=factory,
+            listeners=listeners,
+            stop_rules=stops,
+            summariser=summariser,
+            clock=clock,
+        ).summary
+
+    summary, notes = through_lives(own, replay_dir, first, resumed, already=count(inherited))
+    return summary, replay_dir, notes
 
 
 def program_of(e: InnerObserved | ProgramFiles) -> str:

@@ -182,6 +182,7 @@ CELLS = [
         for w in ws
         for stop in ("TERM", "INT")
     ),
+    *(Cell(s, "append-only", "shell", fork=True, stop="TERM") for s in ("local", "docker")),
 ]
 
 

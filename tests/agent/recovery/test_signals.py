@@ -51,12 +51,17 @@ def started_run(tmp_path: Path, sandbox: str, policy: str | None = None) -> tupl
     script.write_text(json.dumps(SCRIPT))
     args = ["run", "--task", "Count.", "--model", f"scripted:{script}", "--sandbox", sandbox, "--out", str(tmp_path)]
     proc = harness(*args, *(["--policy", policy] if policy else []))
+    return proc, in_slow_call(proc, tmp_path)
+
+
+def in_slow_call(proc: subprocess.Popen, folder: Path) -> Path:
+    """The run directory in `folder` of the run `proc` drives, once its slow call's intent is journaled."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        runs = [d for d in tmp_path.iterdir() if (d / "events.jsonl").exists()]
+        runs = [d for d in folder.iterdir() if (d / "events.jsonl").exists()] if folder.exists() else []
         if runs and any(isinstance(e, ToolIntent) and "echo late" in str(e.arguments) for e in read_events(runs[0])):
             time.sleep(0.5)  # inside the command
-            return proc, runs[0]
+            return runs[0]
         assert proc.poll() is None, proc.communicate()[0]
         time.sleep(0.2)
     proc.kill()
@@ -182,3 +187,29 @@ def test_a_signal_before_the_first_step_stops_the_run_with_its_summary(tmp_path)
     assert done.returncode == 0 and "submitted" in done.stdout, done.stdout + done.stderr
     report = replay(run_dir, out=tmp_path / "replay")  # its first life made nothing: the replay opens and goes on
     assert (report.harness, report.notes, report.replayed_stop) == ([], [], "submitted"), report.notes
+
+
+def test_sigterm_stops_a_fork_with_its_summary_and_the_fork_resumes(tmp_path):
+    """`harness fork` goes on live after its branch: a signal there stops it as it stops `harness run`."""
+    quick = {"replies": [SCRIPT["replies"][0], {"tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]}]}
+    quick["replies"].append(SCRIPT["replies"][-1])
+    script, parent_script = tmp_path / "script.json", tmp_path / "parent.json"
+    script.write_text(json.dumps(SCRIPT))
+    parent_script.write_text(json.dumps(quick))
+    made = subprocess.run(
+        [HARNESS, "run", "--task", "Count.", "--model", f"scripted:{parent_script}", "--out", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    [parent] = list((tmp_path / "runs").iterdir())
+    proc = harness("fork", str(parent), "--at-step", "1", "--model", f"scripted:{script}", "--out", str(tmp_path / "f"))
+    run_dir = in_slow_call(proc, tmp_path / "f")
+    code, output, took = stopped(proc, signal.SIGTERM)
+    assert code == 143 and took < 10 and "Traceback" not in output, output
+    assert "stopped by SIGTERM" in output
+    assert json.loads((run_dir / "summary.json").read_text())["stop_reason"] == "interrupted"
+    observed = resumed_and_replayed(run_dir, tmp_path)  # the fork's replay stops and resumes where it did
+    assert observed[1]["error_kind"] == "interrupted" and not observed[1]["executed"]
+    assert (run_dir / "workspace" / "log.txt").read_text() == "0\n"  # the branch's world; the cut call undone
