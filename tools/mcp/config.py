@@ -48,7 +48,7 @@ def from_command(text: str, taken: Set[str] = frozenset()) -> McpServer:
         raise ValueError(f"--mcp {text!r}: give the command that starts the server")
     if name is None:
         name = _unique(_plain(_what_runs(words)), taken)
-    return McpServer(name=name, command=words[0], args=words[1:])
+    return _server(f"--mcp {text!r}", name=name, command=words[0], args=words[1:])
 
 
 def _what_runs(words: list[str]) -> str:
@@ -64,7 +64,22 @@ def from_url(text: str, taken: Set[str] = frozenset()) -> McpServer:
     name, url = _split_name(text)
     if name is None:
         name = _unique(_plain((urlsplit(url).hostname or "http").split(".")[0]), taken)
-    return McpServer(name=name, url=url)
+    return _server(f"--mcp-url {text!r}", name=name, url=url)
+
+
+def _server(what: str, **settings: Any) -> McpServer:
+    try:
+        return McpServer.model_validate(settings)
+    except ValidationError as e:
+        raise ValueError(f"{what}: {_problems(e)}") from None
+
+
+def _problems(e: ValidationError) -> str:
+    """Each problem as one clause, in the words of the check that found it (after the field it is about)."""
+    return "; ".join(
+        ": ".join(filter(None, (".".join(str(p) for p in err["loc"]), err["msg"].removeprefix("Value error, "))))
+        for err in e.errors()
+    )
 
 
 def _split_name(text: str) -> tuple[str | None, str]:
@@ -102,10 +117,7 @@ def load_servers(path: str | Path) -> list[McpServer]:
         try:
             servers.append(McpServer.model_validate(entry))
         except ValidationError as e:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in e.errors()
-            )
-            raise ValueError(f"MCP config file {path}, server {number}: {problems}") from None
+            raise ValueError(f"MCP config file {path}, server {number}: {_problems(e)}") from None
     return servers
 
 
