@@ -61,6 +61,6 @@ def test_mcp_context_with_no_server_is_refused_before_the_run(tmp_path, option, 
 def test_an_mcp_url_that_is_no_url_says_so_in_one_sentence(tmp_path):
     said = refused(tmp_path, "--task", "x", "--mcp-url", "localhost:8000")
     assert said == (
-        "error: --mcp-url 'localhost:8000': MCP server 'http': url must start with http:// or https://, "
-        "not 'localhost:8000'"
+        "error: --mcp-url 'localhost:8000' is invalid: MCP server 'http': url must start with http:// or https://, "
+        "not 'localhost:8000'."
     )

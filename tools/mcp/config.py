@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import ValidationError
 
+from core.errors import describe_validation_error
 from core.mcp_settings import SERVER_NAME, McpServer
 from core.text_files import read_text_file
 
@@ -71,15 +72,7 @@ def _server(what: str, **settings: Any) -> McpServer:
     try:
         return McpServer.model_validate(settings)
     except ValidationError as e:
-        raise ValueError(f"{what}: {_problems(e)}") from None
-
-
-def _problems(e: ValidationError) -> str:
-    """Each problem as one clause, in the words of the check that found it (after the field it is about)."""
-    return "; ".join(
-        ": ".join(filter(None, (".".join(str(p) for p in err["loc"]), err["msg"].removeprefix("Value error, "))))
-        for err in e.errors()
-    )
+        raise ValueError(describe_validation_error(e, what)) from None
 
 
 def _split_name(text: str) -> tuple[str | None, str]:
@@ -117,7 +110,7 @@ def load_servers(path: str | Path) -> list[McpServer]:
         try:
             servers.append(McpServer.model_validate(entry))
         except ValidationError as e:
-            raise ValueError(f"MCP config file {path}, server {number}: {_problems(e)}") from None
+            raise ValueError(describe_validation_error(e, f"MCP config file {path}, server {number}")) from None
     return servers
 
 
