@@ -31,3 +31,19 @@ def test_a_refusal_is_on_stderr_and_stdout_is_empty(command, tmp_path, monkeypat
     assert result.stdout == ""
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("command", ["report", "ab", "rerender"])
+def test_a_price_model_the_table_lacks_is_refused_rather_than_left_unpriced(command, tmp_path, monkeypatch):
+    made = runner.invoke(app, ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--out", str(tmp_path / "b")])
+    assert made.exit_code == 0, made.output
+    monkeypatch.chdir(tmp_path)
+    batch = str(tmp_path / "b")
+    [run] = (tmp_path / "b").iterdir()
+    args = {"report": [batch, "--format", "md"], "ab": [batch, batch], "rerender": [str(run), "--policy", "lean"]}[
+        command
+    ]
+    result = runner.invoke(app, [command, *args, "--price-model", "acme:no-such-model"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and "has no 'acme:no-such-model'" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]  # nothing written
