@@ -34,6 +34,17 @@ def mcp_of(tools: Registry) -> McpTools | None:
     return getattr(tools, "mcp", None)
 
 
+def resources_without_servers(names: Sequence[str]) -> HarnessError:
+    return HarnessError(
+        f"Resources are named ({', '.join(names)}) but the run has no MCP servers; name their server with --mcp, "
+        "--mcp-url or --config, or leave the resources out."
+    )
+
+
+def prompt_without_servers(name: str) -> HarnessError:
+    return HarnessError(f"--mcp-prompt {name}: the run has no MCP servers; name one with --mcp or --mcp-url.")
+
+
 def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
     """The text of the resources `names` (SERVER:URI, templates filled from the task), each fenced as its
     server's words, in the order named; each followed where its server offers subscriptions."""
@@ -43,7 +54,7 @@ def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
 
     mcp = mcp_of(tools)
     if mcp is None:
-        raise HarnessError(f"Resources are named ({', '.join(names)}) but the run has no MCP servers.")
+        raise resources_without_servers(names)
     variables = {"task_id": task.id, **task.vars}
     blocks = []
     for name in dict.fromkeys(names):
@@ -90,7 +101,7 @@ def prompt_task(tools: Registry, name: str, arguments: Mapping[str, str], task: 
 
     mcp = mcp_of(tools)
     if mcp is None:
-        raise HarnessError(f"--mcp-prompt {name}: the run has no MCP servers; name one with --mcp or --mcp-url.")
+        raise prompt_without_servers(name)
     try:
         server, prompt = split_named(name, "prompt")
     except ValueError as e:

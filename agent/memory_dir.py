@@ -54,11 +54,22 @@ class MemoryDir:
 
 
 def parse(text: str, key: str = "default") -> MemoryDir:
-    """`DIR`, `DIR:rw` or `DIR:ro`."""
+    """`DIR`, `DIR:rw` or `DIR:ro`. Refused here, before any run starts, rather than when the first run stops
+    and saves: a mode other than ro or rw, and a DIR that is a file or lies under one."""
     path, sep, mode = text.rpartition(":")
-    if sep and mode in ("ro", "rw") and path:
-        return MemoryDir(Path(path), key, writable=mode == "rw")
-    return MemoryDir(Path(text), key)
+    if sep and path and re.fullmatch(r"[A-Za-z]+", mode) and mode not in ("ro", "rw"):
+        raise HarnessError(
+            f"--memory {text}: the mode after the colon is ro or rw, not {mode!r}; write DIR:ro or DIR:rw."
+        )
+    store = (
+        MemoryDir(Path(path), key, writable=mode == "rw")
+        if mode in ("ro", "rw") and path
+        else MemoryDir(Path(text), key)
+    )
+    there = next(p for p in (store.root, *store.root.parents) if p.exists())
+    if not there.is_dir():
+        raise HarnessError(f"--memory {text}: {there} is a file, not a folder; name a folder to keep the memory in.")
+    return store
 
 
 def load(store: MemoryDir) -> list[MemoryEntry]:

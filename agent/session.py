@@ -26,7 +26,7 @@ from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_
 from agent.journal.summary import Summary, summarize
 from agent.journal.tools import record_tools
 from agent.loop import run
-from agent.mcp_context import placed, prompt_task
+from agent.mcp_context import placed, prompt_task, prompt_without_servers, resources_without_servers
 from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
@@ -158,6 +158,11 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
     check_window(policy.context, window)  # before anything is journaled: a "80%" budget needs the window
     if isinstance(spec.sandbox, SandboxSpec):
         check_code_sandbox(policy, has_sandbox=spec.sandbox.kind != "none")
+    named = [*policy.mcp_resources, *spec.task.resources]
+    if named and not policy.mcp:  # refused before the run directory exists, as placed() would after
+        raise resources_without_servers(named)
+    if spec.prompt is not None and not policy.mcp:
+        raise prompt_without_servers(spec.prompt[0])
     source = spec.memory if spec.memory is not None else MemorySource() if policy.memory.tool else None
     if source is not None and not policy.memory.tool:
         policy = memory_on(policy)  # named NAME+memory: an A/B tells the runs with a memory from those without

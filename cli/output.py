@@ -1,6 +1,6 @@
 """Where the commands write. On a terminal: rich tables, colours and live displays. Piped or in CI:
 plain lines, flushed as they are printed, and tables as wide as their longest cell, so no name is cut.
-A command that fails on a `HarnessError` prints its message, not a traceback, and exits 2.
+A command that fails on a `HarnessError` prints its message on stderr, not a traceback, and exits 2.
 
 What is printed is text, never markup: much of it came from a model, a tool, a task or a file, where
 `[bold]` or `root:x:0:0` (rich's `:x:` emoji code) are data. So the consoles read no markup, emoji
@@ -93,16 +93,16 @@ def stops_on_signal(command: Callable[P, R]) -> Callable[P, R]:
 
 
 def exits_on_error(command: Callable[P, R]) -> Callable[P, R]:
-    """Wraps a command: a `HarnessError` is printed as `error: MESSAGE` and the command exits 2.
-    Under `--json` (an `as_json` option) the message goes to stderr, so stdout holds JSON or nothing."""
+    """Wraps a command: a `HarnessError` is printed on stderr as `error: MESSAGE` and the command exits 2.
+    On stderr, as the usage errors of the options are, so a script that reads stdout (a table, JSON, a
+    path) never mistakes the message for a result."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except HarnessError as e:
-            said = stderr if kwargs.get("as_json") else console
-            said.print(text(("error:", "red"), f" {e}"), soft_wrap=True)
+            stderr.print(text(("error:", "red"), f" {e}"), soft_wrap=True)
             raise typer.Exit(2) from None
 
     return run

@@ -13,7 +13,6 @@ from rich.table import Table
 from cli.destination import stamp
 from cli.output import console, exits_on_error, text
 from cli.progress import progress_bar
-from core.errors import HarnessError
 from evals.swe.batch import grade_file, load_predictions
 from evals.swe.evalscript import PINNED_ENV
 from evals.swe.flaky import for_grading, write_flaky_list
@@ -218,11 +217,8 @@ def swe_grade_command(
     timeout: int = TIMEOUT_OPTION,
 ) -> None:
     """Grade a predictions file against a suite's hidden tests, each in a fresh container."""
-    try:
-        instances = load_suite(suite, specs, repos, build_env)
-        preds = load_predictions(predictions)
-    except (OSError, ValueError, KeyError) as e:
-        raise HarnessError(f"cannot read predictions {predictions}: {e}") from None
+    instances = load_suite(suite, specs, repos, build_env)
+    preds = load_predictions(predictions)
     instances = graded_instances(instances, reruns, test_env, exclude_flaky)
     for unknown in unknown_predictions(instances, list(preds)):
         console.print(

@@ -45,6 +45,10 @@ def describe_validation_error(err: ValidationError, what: str) -> str:
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "(top level)"
         msg = e["msg"]
+        if e["type"] == "value_error":  # a check of the model's own, which names what it is about
+            said = msg.removeprefix("Value error, ")
+            parts.append(said if not e["loc"] else f"`{where}`: {said}")
+            continue
         if e["type"] == "extra_forbidden":
             msg = "is not a known field"
         parts.append(

@@ -266,7 +266,14 @@ def scan(run_dir: Path) -> Scan:
     out = Scan()
     pending: list[BadLine] = []  # bad lines since the last good event: torn writes unless an event is missing
     offset = 0
-    with open(Path(run_dir) / "events.jsonl", "rb") as f:
+    path = Path(run_dir) / "events.jsonl"
+    if not path.is_file():
+        raise HarnessError(
+            f"{run_dir} is not a whole run directory: it has run.json but no events.jsonl (the process died "
+            f"before its first event, or the file was removed). `harness resume {run_dir}` starts it from the "
+            "beginning; a copy of the run needs its events.jsonl too."
+        )
+    with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):
             offset += len(line)
             if not line.strip():

@@ -80,6 +80,17 @@ def find_price(model: str, table: PriceTable) -> Price | None:
     return table.get((provider, "*")) if provider else None
 
 
+def named_price(model: str, table: PriceTable) -> Price:
+    """The price of the model a person named to price runs as (`--price-model`): the table must know it."""
+    price = find_price(model, table)
+    if price is None:
+        raise HarnessError(
+            f"The price table has no {model!r}. Name a model it lists (agent/models/prices.toml), "
+            "or pass --prices FILE with that model in it."
+        )
+    return price
+
+
 @overload
 def cost_usd(price: Price, usage: Usage) -> float: ...
 @overload

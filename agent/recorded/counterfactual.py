@@ -28,7 +28,7 @@ from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
 from agent.memory_store import recorded_memory
-from agent.models.pricing import Price, PriceTable, cost_usd, find_price
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price, named_price
 from agent.recorded.engine_cache import CacheEngine, EngineCached, through_engine
 from agent.recorded.rerender import Rerendered, StepCost, rerender
 from agent.recorded.under_policy import offered_under, opening_under
@@ -189,13 +189,7 @@ class Counterfactual:
 def run_price(info: RunInfo, events: Sequence[Event], prices: PriceTable, price_model: str | None) -> Price | None:
     """An explicit `price_model` (which the table must know); else the run's model string; else a reply's model."""
     if price_model:
-        price = find_price(price_model, prices)
-        if price is None:
-            raise HarnessError(
-                f"The price table has no {price_model!r}. Name a model it lists (agent/models/prices.toml), "
-                "or pass --prices FILE with that model in it."
-            )
-        return price
+        return named_price(price_model, prices)
     models = [info.model, *(e.reply.model for e in events if isinstance(e, ModelReplied) and e.reply.model)]
     return next((p for p in (find_price(m, prices) for m in dict.fromkeys(models)) if p is not None), None)
 

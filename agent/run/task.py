@@ -41,6 +41,11 @@ class Task(BaseModel):
 def load_task(text_or_path: str) -> Task:
     """A task file (.yaml, .yml, .json, .txt, .md) or, when no such file exists, the task text itself."""
     path = Path(text_or_path)
+    if "\n" not in text_or_path and path.is_dir():  # a path, mistyped or meant for another command: never the task
+        raise HarnessError(
+            f"Task {text_or_path} is a folder; pass a task file (.yaml, .json, .txt, .md) or the task's text in "
+            "quotes (a Harbor task folder runs with `harness tasks run FOLDER`)."
+        )
     looks_like_file = path.suffix in (".yaml", ".yml", ".json", ".txt", ".md") and "\n" not in text_or_path
     if not looks_like_file:
         return Task(prompt=text_or_path)

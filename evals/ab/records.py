@@ -8,7 +8,7 @@ from pathlib import Path
 from agent.journal.fold import fold
 from agent.journal.integrity import check_run
 from agent.journal.store import read_run_info
-from agent.models.pricing import PriceTable, cost_usd, find_price
+from agent.models.pricing import PriceTable, cost_usd, find_price, named_price
 from core.errors import HarnessError
 from core.types import Usage
 from evals.reports.load import is_run_dir, run_dirs_in
@@ -45,7 +45,7 @@ def load_record(run_dir: Path, prices: PriceTable, price_model: str | None = Non
     check = check_run(run_dir, info)
     summary = graded(run_dir, check.summary)
     t = summary.tokens
-    price = find_price(price_model or info.model, prices)
+    price = named_price(price_model, prices) if price_model else find_price(info.model, prices)
     steps = fold(check.events).steps if info.imported else []  # what an import recorded per reply
     source = recorded(info, summary, steps)
     if source is not None and not all(priceable(info, s) for s in steps):

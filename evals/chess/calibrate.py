@@ -21,10 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import chess
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agent.journal.store import write_json_atomic
-from core.errors import HarnessError
+from core.errors import HarnessError, describe_validation_error
+from core.text_files import read_text_file
 from evals.chess.elo import Rating, fit_ladder
 from evals.chess.opponents import ELO_MAX, ELO_MIN, open_opponent, stockfish_version
 
@@ -208,7 +209,13 @@ def load(path: Path = TABLE, version: str | None = None) -> Calibration:
     """The table at `path`; with `version` (the Stockfish in use), a table made with another is refused."""
     if not path.is_file():
         raise HarnessError(f"No calibration table at {path}. Make one with `harness chess calibrate --out {path}`.")
-    table = Calibration.model_validate_json(path.read_text())
+    try:
+        table = Calibration.model_validate_json(read_text_file(path, "calibration table"))
+    except ValidationError as e:
+        raise HarnessError(
+            describe_validation_error(e, f"The calibration table {path}")
+            + f" Make one with `harness chess calibrate --out {path}`."
+        ) from None
     if version is not None and version != table.stockfish:
         raise HarnessError(
             f"The calibration table {path} was made with {table.stockfish}, and the Stockfish here is {version}: "

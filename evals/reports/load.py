@@ -9,7 +9,7 @@ from agent.journal.fold import Step, fold
 from agent.journal.integrity import check_run
 from agent.journal.store import RunInfo, read_run_info
 from agent.journal.summary import Summary
-from agent.models.pricing import Price, PriceTable, cost_usd, find_price
+from agent.models.pricing import Price, PriceTable, cost_usd, find_price, named_price
 from core.errors import HarnessError
 from core.types import Message
 from evals.reports.detectors import detect
@@ -75,7 +75,7 @@ def run_dirs_in(batch: Path) -> list[Path]:
 def price_of(info: RunInfo, steps: list[Step], prices: PriceTable, price_model: str | None) -> Price | None:
     """An explicit `price_model` wins; else the run's model string; else the model a reply names."""
     if price_model:
-        return find_price(price_model, prices)
+        return named_price(price_model, prices)
     found = find_price(info.model, prices)
     for step in steps:
         if found is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import HarnessError
+from core.text_files import read_text_file
 from evals.reports.load import RunData
 from evals.swe.task import DIFF_FILE
 
@@ -47,10 +48,7 @@ def read_rankings(path: Path) -> dict[str, Ranked]:
     """Instance id -> its gold files and the code index's ranking, from an outcomes JSONL file (an issue with
     only a "gold" row has no ranking)."""
     out: dict[str, Ranked] = {}
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as e:
-        raise HarnessError(f"Cannot read the rankings file {path}: {e.strerror or e}.") from None
+    lines = read_text_file(Path(path), "the rankings file").splitlines()
     for n, line in enumerate(lines, 1):
         try:
             row = json.loads(line) if line.strip() else None

@@ -12,6 +12,7 @@ import docker
 
 from agent.journal.store import make_folder, write_json_atomic
 from agent.memory_dir import MemoryDir
+from core.errors import HarnessError
 from core.policy import HarnessPolicy
 from core.text_files import read_text_file
 from evals.executors import Tally
@@ -174,13 +175,26 @@ def load_predictions(path: Path) -> dict[str, Prediction]:
     """Predictions as JSONL, a JSON list, or a JSON dict keyed by instance id (the forms the official harness reads)."""
     raw = read_text_file(path, "predictions file")
     stripped = raw.lstrip()
-    if stripped.startswith("["):
-        items = json.loads(raw)
-    elif stripped.startswith("{") and "\n{" not in stripped.strip():
-        data = json.loads(raw)
-        items = list(data.values()) if "instance_id" not in data else [data]
-    else:
-        items = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    try:
+        if stripped.startswith("["):
+            items = json.loads(raw)
+        elif stripped.startswith("{") and "\n{" not in stripped.strip():
+            data = json.loads(raw)
+            items = list(data.values()) if "instance_id" not in data else [data]
+        else:
+            items = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except json.JSONDecodeError as e:
+        raise HarnessError(f"Predictions file {path} is not valid JSON or JSONL: {e}.") from None
+    bad = next(
+        (n for n, p in enumerate(items, 1) if not isinstance(p, dict) or not isinstance(p.get("instance_id"), str)),
+        None,
+    )
+    if bad is not None or not items:
+        said = f"its entry {bad} is not an object with an instance_id" if bad is not None else "it holds no prediction"
+        raise HarnessError(
+            f"Predictions file {path} cannot be graded: {said}. Each prediction is an object with instance_id, "
+            "model_name_or_path and model_patch (JSONL, a JSON list, or a JSON object keyed by instance id)."
+        )
     return {
         p["instance_id"]: Prediction(p["instance_id"], p.get("model_name_or_path", ""), p.get("model_patch"))
         for p in items

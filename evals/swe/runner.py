@@ -264,6 +264,21 @@ def refuse_contaminated(kept: MemoryDir, instances: Sequence[Any]) -> None:
             refuse_own_instances(store, load(store), ids)
 
 
+def refuse_foreign_folder(batch_dir: Path, instance_ids: Sequence[str]) -> None:
+    """A folder the batch goes on in (--resume) must be one of its earlier runs: with its batch.json, or the
+    run directory of one of its instances (a batch killed before it wrote batch.json), or empty. Any other
+    folder would get the batch's run directories and files among its own."""
+    if not batch_dir.is_dir() or (batch_dir / "batch.json").exists() or not any(batch_dir.iterdir()):
+        return
+    if any((batch_dir / i).exists() for i in instance_ids):
+        return
+    raise HarnessError(
+        f"{batch_dir} is not a batch folder of these instances: it has no batch.json and no run directory of "
+        "any of them, so nothing in it can be resumed. Name the folder an earlier run printed, or leave out "
+        "--resume to start a new batch."
+    )
+
+
 def run_batch(
     spec: SweBatchSpec[Any],
     on_done: Callable[[InstanceResult], None] = lambda r: None,
@@ -276,6 +291,7 @@ def run_batch(
     local executor or Ray; the instances it did not start have no result. `predictions`: write
     predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
+    refuse_foreign_folder(batch_dir, [i.instance_id for i in instances])
     if spec.memory is not None:
         work = partial(work, memory=spec.memory)
     tally = tally or Tally(total=len(instances))

@@ -108,6 +108,11 @@ def read_records(path: str | Path) -> list[SweInstance]:
                 )
             inst = inst.model_copy(update={"source": str(source)})
         instances.append(inst)
+    if not instances:
+        raise HarnessError(
+            f"Task file {path} holds no SWE-bench record; pass a JSON list or JSONL of instances (instance_id, repo, "
+            "base_commit, patch, test_patch...)."
+        )
     return instances
 
 

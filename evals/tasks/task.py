@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import HarnessError, describe_validation_error
+from core.text_files import read_text_file
 
 NetworkMode = Literal["no-network", "public", "allowlist"]
 # Datasets mark their files with canary comments against training-data contamination; Harbor drops them.
@@ -154,7 +155,7 @@ def find_tasks(paths: list[Path]) -> list[HarborTask]:
 def load_task(folder: Path) -> HarborTask:
     folder = folder.resolve()
     try:
-        raw = tomllib.loads((folder / "task.toml").read_text())
+        raw = tomllib.loads(read_text_file(folder / "task.toml", "task file"))
         config = TaskToml.model_validate(raw)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"{folder / 'task.toml'} is not valid TOML: {e}") from None
@@ -166,8 +167,8 @@ def load_task(folder: Path) -> HarborTask:
         instance_id=folder.name,
         folder=folder,
         name=name,
-        instruction=strip_canary((folder / "instruction.md").read_text()),
-        dockerfile=(folder / "environment" / "Dockerfile").read_text(),
+        instruction=strip_canary(read_text_file(folder / "instruction.md", "task instruction")),
+        dockerfile=read_text_file(folder / "environment" / "Dockerfile", "task Dockerfile"),
         config=config,
     )
 

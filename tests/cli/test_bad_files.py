@@ -1,5 +1,5 @@
 """A file the user hands in that is not UTF-8 (a task, a scripted model, a policy, a price table, SWE records,
-specs, predictions, an MCP config, a run's run.json) ends the command with exit 2 and one line naming the file, the byte and
+specs, predictions, an MCP config, localization rankings, a chess calibration table, a Harbor task, a run's run.json) ends the command with exit 2 and one line naming the file, the byte and
 its offset, never a UnicodeDecodeError traceback."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "demo_script.yaml"
 FIXTURE_RUN = ROOT / "tests" / "fixtures" / "trajectories" / "click-bool-yes"
+HARBOR_TASK = ROOT / "tests" / "evals" / "tasks" / "tasks" / "network-off"
 LATIN_1 = "caf\xe9 au lait".encode("latin-1")  # é as one byte, 0xe9: not UTF-8
 
 
@@ -40,6 +41,16 @@ CASES = {
     "SWE specs": ("specs.yaml", b"# ", lambda f: ["swe", "validate", "builtin", "--specs", str(f)]),
     "SWE predictions": ("preds.jsonl", b'{"model_patch": "', lambda f: ["swe-grade", str(f)]),
     "MCP config": ("mcp.toml", b"# ", lambda f: ["tools", "list", "--config", str(f)]),
+    "rankings": (
+        "rankings.jsonl",
+        b'{"instance_id": "',
+        lambda f: ["report", str(FIXTURE_RUN), "--format", "md", "--rankings", str(f)],
+    ),
+    "calibration": (
+        "ladder.json",
+        b'{"stockfish": "',
+        lambda f: ["chess", "--model", "player:random", "--rate", "--calibration", str(f)],
+    ),
 }
 WHAT = {
     "markdown task": "Task file",
@@ -51,6 +62,8 @@ WHAT = {
     "SWE specs": "Spec file",
     "SWE predictions": "Predictions file",
     "MCP config": "MCP config file",
+    "rankings": "The rankings file",
+    "calibration": "Calibration table",
 }
 
 
@@ -76,3 +89,16 @@ def test_a_run_record_that_is_not_utf8_is_named_by_report(tmp_path):
     result = runner.invoke(app, ["report", str(run_dir), "--format", "md"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert f"Run record {run_dir}/run.json is not UTF-8: byte 0xe9 at offset 15" in " ".join(result.output.split())
+
+
+def test_a_harbor_task_that_is_not_utf8_is_named_by_tasks_run(tmp_path):
+    task = Path(shutil.copytree(HARBOR_TASK, tmp_path / "task"))
+    bad(task, "instruction.md", b"List ")
+    result = runner.invoke(app, ["tasks", "run", str(task), "--model", "null", "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    said = " ".join(result.stderr.split())
+    assert (
+        said
+        == f"error: Task instruction {task / 'instruction.md'} is not UTF-8: byte 0xe9 at offset 8 (line 1); save it as UTF-8."
+    )
+    assert not (tmp_path / "runs").exists()

@@ -164,7 +164,7 @@ def test_a_heartbeat_setting_that_is_not_a_positive_number_is_refused(tmp_path):
     done = harness(
         "run", "--task", "Wait.", "--model", "scripted:none.yaml", "--out", str(tmp_path), HARNESS_HEARTBEAT_S="soon"
     )
-    assert done.returncode == 2 and "HARNESS_HEARTBEAT_S must be a number of seconds above 0, got 'soon'" in done.stdout
+    assert done.returncode == 2 and "HARNESS_HEARTBEAT_S must be a number of seconds above 0, got 'soon'" in done.stderr
 
 
 def test_swe_out_is_the_parent_of_a_new_batch_folder_and_resume_names_the_folder(docker_ready, tmp_path):
@@ -187,7 +187,7 @@ def test_swe_out_is_the_parent_of_a_new_batch_folder_and_resume_names_the_folder
 
 def test_swe_refuses_a_resume_folder_that_is_not_there_and_unknown_instance_ids(tmp_path):
     missing = harness("swe", "--model", "null", "--resume", str(tmp_path / "nope"))
-    assert missing.returncode == 2 and f"--resume {tmp_path / 'nope'}: no such batch folder" in missing.stdout
+    assert missing.returncode == 2 and f"--resume {tmp_path / 'nope'}: no such batch folder" in missing.stderr
     unknown = harness("swe", "--model", "null", "--only", "acme__nope-1", "--out", str(tmp_path))
-    assert unknown.returncode == 2 and "--only names no instance of builtin: acme__nope-1" in unknown.stdout
-    assert "acme__configlite-41" in unknown.stdout and not any(tmp_path.iterdir())
+    assert unknown.returncode == 2 and "--only names no instance of builtin: acme__nope-1" in unknown.stderr
+    assert "acme__configlite-41" in unknown.stderr and not any(tmp_path.iterdir())

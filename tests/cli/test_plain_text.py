@@ -26,4 +26,4 @@ def test_a_failing_tools_output_and_the_answer_print_verbatim(tmp_path):
 def test_an_error_message_prints_the_name_it_was_given_verbatim(tmp_path):
     done = harness("run", "--task", "x", "--model", "scripted:none.yaml", "--policy", DATA, "--out", str(tmp_path))
     assert done.returncode == 2
-    assert done.stdout.startswith(f"error: Unknown policy preset '{DATA}'.")
+    assert done.stdout == "" and done.stderr.startswith(f"error: Unknown policy preset '{DATA}'.")

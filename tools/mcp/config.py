@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import ValidationError
 
+from core.errors import describe_validation_error
 from core.mcp_settings import SERVER_NAME, McpServer
 from core.text_files import read_text_file
 
@@ -48,7 +49,7 @@ def from_command(text: str, taken: Set[str] = frozenset()) -> McpServer:
         raise ValueError(f"--mcp {text!r}: give the command that starts the server")
     if name is None:
         name = _unique(_plain(_what_runs(words)), taken)
-    return McpServer(name=name, command=words[0], args=words[1:])
+    return _server(f"--mcp {text!r}", name=name, command=words[0], args=words[1:])
 
 
 def _what_runs(words: list[str]) -> str:
@@ -64,7 +65,14 @@ def from_url(text: str, taken: Set[str] = frozenset()) -> McpServer:
     name, url = _split_name(text)
     if name is None:
         name = _unique(_plain((urlsplit(url).hostname or "http").split(".")[0]), taken)
-    return McpServer(name=name, url=url)
+    return _server(f"--mcp-url {text!r}", name=name, url=url)
+
+
+def _server(what: str, **settings: Any) -> McpServer:
+    try:
+        return McpServer.model_validate(settings)
+    except ValidationError as e:
+        raise ValueError(describe_validation_error(e, what)) from None
 
 
 def _split_name(text: str) -> tuple[str | None, str]:
@@ -102,10 +110,7 @@ def load_servers(path: str | Path) -> list[McpServer]:
         try:
             servers.append(McpServer.model_validate(entry))
         except ValidationError as e:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in e.errors()
-            )
-            raise ValueError(f"MCP config file {path}, server {number}: {problems}") from None
+            raise ValueError(describe_validation_error(e, f"MCP config file {path}, server {number}")) from None
     return servers
 
 

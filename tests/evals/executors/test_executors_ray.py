@@ -95,7 +95,7 @@ def test_asking_for_ray_without_it_installed_is_a_clear_error(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "pip install 'harness[ray]'" in " ".join(proc.stdout.split()) and not any(tmp_path.iterdir())
+    assert "pip install 'harness[ray]'" in " ".join(proc.stderr.split()) and not any(tmp_path.iterdir())
 
 
 def test_harness_swe_on_ray_shows_the_batch_and_the_nodes(docker_ready, ray_cluster, tmp_path):

@@ -68,7 +68,7 @@ def test_bad_settings_are_refused(settings, message):
 def test_a_bad_config_file_names_the_field(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('[[mcp]]\nname = "a"\ncommand = "x"\ntimeout_s = -1\n')
-    with pytest.raises(ValueError, match="server 1: timeout_s: Input should be greater than 0"):
+    with pytest.raises(ValueError, match="server 1 is invalid: `timeout_s` Input should be greater than 0"):
         load_servers(path)
 
 

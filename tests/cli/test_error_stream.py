@@ -1,0 +1,49 @@
+"""A command that refuses its input says why on stderr and leaves stdout empty, as the options' usage errors
+do: a script that reads a table, JSON or a path from stdout never takes the message for its result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "examples" / "demo_script.yaml"
+
+COMMANDS = {
+    "run": lambda tmp: ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--policy", "no_such_preset"],
+    "policies": lambda tmp: ["policies", "no_such_preset"],
+    "report": lambda tmp: ["report", str(tmp / "missing"), "--format", "md"],
+    "fork": lambda tmp: ["fork", str(tmp / "missing"), "--at-step", "1"],
+    "import": lambda tmp: ["import", str(tmp / "missing.json")],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_refusal_is_on_stderr_and_stdout_is_empty(command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, COMMANDS[command](tmp_path))
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("command", ["report", "ab", "rerender"])
+def test_a_price_model_the_table_lacks_is_refused_rather_than_left_unpriced(command, tmp_path, monkeypatch):
+    made = runner.invoke(app, ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--out", str(tmp_path / "b")])
+    assert made.exit_code == 0, made.output
+    monkeypatch.chdir(tmp_path)
+    batch = str(tmp_path / "b")
+    [run] = (tmp_path / "b").iterdir()
+    args = {"report": [batch, "--format", "md"], "ab": [batch, batch], "rerender": [str(run), "--policy", "lean"]}[
+        command
+    ]
+    result = runner.invoke(app, [command, *args, "--price-model", "acme:no-such-model"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and "has no 'acme:no-such-model'" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]  # nothing written
