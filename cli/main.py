@@ -196,8 +196,9 @@ def serve_command(
         1, min=1, help="Engines behind one URL, on Ray Serve (one GPU each with --device cuda); needs ray[serve]."
     ),
     router: str = typer.Option(
-        "prefix",
-        help="With --replicas: round_robin, least_loaded, prefix (cached prompt blocks) or session (X-Harness-Session).",
+        None,
+        help="With --replicas: round_robin, least_loaded, prefix (cached prompt blocks; the default) or session "
+        "(X-Harness-Session).",
     ),
     imbalance: int = typer.Option(
         None,
@@ -215,7 +216,12 @@ def serve_command(
     """Serve a local model over the OpenAI (/v1/chat/completions) and Anthropic (/v1/messages) APIs."""
     from engine import EngineConfig, EngineError
     from engine.server import serve
+    from engine.server.forward import ROUTER_NAMES
 
+    if replicas == 1 and (router is not None or imbalance is not None):
+        raise HarnessError("--router and --imbalance choose between replicas: give --replicas 2 or more with them.")
+    if router is not None and router not in ROUTER_NAMES:
+        raise HarnessError(f"Unknown router {router!r}: choose from {', '.join(ROUTER_NAMES)}.")
     try:
         if weights not in ("float32", "int4"):
             raise HarnessError(f"--weights must be float32 or int4, got {weights!r}")
@@ -229,7 +235,7 @@ def serve_command(
             max_num_batched_tokens=max_batched_tokens,
         )
         if replicas > 1:
-            _replicas_server()(replicas, router, model, host, port, config, name, imbalance)
+            _replicas_server()(replicas, router or "prefix", model, host, port, config, name, imbalance)
         else:
             serve(model, host, port, config, name, request_timeout_s=request_timeout)
     except (EngineError, HarnessError, ValueError) as e:

@@ -28,7 +28,8 @@ Tasks = Annotated[
 Policies = Annotated[
     list[str],
     typer.Option(
-        help="A policy, repeated (two or more; for long runs local_long against local_compact or local_lean): a preset, "
+        help="A policy, repeated (one sweeps the load alone; two or more are compared in pairs; for long runs "
+        "local_long against local_compact or local_lean): a preset, "
         f"a bundled study policy ({', '.join(bundled_policies())}) or a policy file; NAME+memory: the same with the "
         "agent's memory tool on."
     ),

@@ -78,8 +78,10 @@ def check_branch_point(run_dir: Path, found: Scan, at: str) -> tuple[Folded, int
         ended = f"it stopped after step {run.stop.step} ({run.stop.reason})" if run.stop else "it has no stop"
         open_step = f"; step {last + 1} did not finish (its calls have no results)" if run.last_step > last else ""
         raise HarnessError(
-            f"Run {run_dir.name} cannot be forked at step {at_step}: its finished steps are 1 to {last} "
-            f"({ended}{open_step}). Give --at-step from 0 to {last}."
+            f"Run {run_dir.name} cannot be forked at step {at_step}: "
+            + (f"its finished steps are 1 to {last}" if last else "it has no finished step")
+            + f" ({ended}{open_step}). Give --at-step "
+            + (f"from 0 to {last}." if last else "0: the fork begins from the task, in the run's world before it.")
         )
     return run, at_step
 

@@ -30,6 +30,10 @@ class ExecutorOptions:
             raise HarnessError(f"Unknown executor {self.kind!r}; choose {' or '.join(EXECUTORS)}.")
         if self.retries < 0:
             raise HarnessError("retries must be 0 or more.")
+        if self.kind != "ray" and (self.address is not None or self.memory_mb is not None):
+            raise HarnessError(
+                "--ray-address and --task-memory-mb are for --executor ray; add it, or leave them out to run here."
+            )
         if self.kind == "ray":
             require_ray()
 

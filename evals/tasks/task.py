@@ -134,7 +134,8 @@ def find_tasks(paths: list[Path]) -> list[HarborTask]:
             tasks.append(load_task(path))
             continue
         if not path.is_dir():
-            raise HarnessError(f"{path}: no such folder. Name a Harbor task folder or a dataset folder of them.")
+            said = "is a file, not a folder" if path.exists() else "no such folder"
+            raise HarnessError(f"{path}: {said}. Name a Harbor task folder or a dataset folder of them.")
         found = [p for p in sorted(path.iterdir()) if p.is_dir() and is_task_dir(p)]
         if not found:
             raise HarnessError(

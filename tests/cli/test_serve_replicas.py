@@ -16,3 +16,15 @@ def test_serve_replicas_without_ray_serve_says_what_to_install_hiding_ray_serve(
     result = CliRunner().invoke(app, ["serve", "--replicas", "2"])
     assert result.exit_code == 2, result.output
     assert "harness[serve-replicas]" in result.output and "without --replicas" in result.output
+
+
+def test_router_options_without_replicas_and_an_unknown_router_are_refused_before_anything_starts(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray.serve", None)  # a check that started Ray Serve would fail on this instead
+    for args, says in (
+        (["--router", "session"], "give --replicas 2 or more"),
+        (["--imbalance", "2"], "give --replicas 2 or more"),
+        (["--replicas", "2", "--router", "nosuch"], "Unknown router 'nosuch': choose from round_robin"),
+    ):
+        result = CliRunner().invoke(app, ["serve", *args])
+        assert result.exit_code == 2, result.output
+        assert says in result.stderr and result.stdout == "", result.output
