@@ -133,6 +133,21 @@ def test_a_fork_whose_world_drifted_stops_with_the_step_and_the_difference(tmp_p
     assert ok.summary is not None and ok.summary.stop_reason == "submitted"
 
 
+def test_a_fork_of_a_run_that_listed_its_workspace_and_the_folder_above_rebuilds_the_same_world(tmp_path):
+    """`ls -la` in a local sandbox shows the run directory as `..`: the fork's is made as the parent's was."""
+    replies = [
+        call("shell", command="ls -la"),
+        call("shell", command="echo one > a.txt && ls -la"),
+        call("shell", command="cat a.txt"),
+        call("submit", answer="done"),
+    ]
+    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(replies), POLICY, tmp_path, run_id="p"))
+    assert summary.stop_reason == "submitted"
+    made = fork(parent, 2, policy=PRESETS["lean"], model=ScriptedModel(replies), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted", made.summary
+    assert made.run_dir.stat().st_mode == parent.stat().st_mode
+
+
 def test_a_fork_that_cannot_be_made_is_one_clear_error_and_makes_nothing(tmp_path):
     parent, _ = parent_run(tmp_path, steps=6, watch=2)
     runner = CliRunner()
