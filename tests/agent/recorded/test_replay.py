@@ -82,6 +82,21 @@ def test_a_run_that_waited_for_approval_of_an_untrusted_servers_write_replays_st
     assert report.replayed_stop == "submitted"
 
 
+def test_a_run_that_placed_an_mcp_resource_replays_from_the_recorded_opening(tmp_path):
+    """Played back, no MCP server starts: what the run placed before its task comes from its recording."""
+    from tests.tools.mcp.conftest import stdio
+
+    policy = HarnessPolicy(mcp=[stdio("hostile", "hostile.py")], mcp_resources=["hostile:hostile://inject"])
+    replies = [call("shell", command="echo hi"), call("submit", answer="done")]
+    summary, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), policy, tmp_path / "runs"))
+    assert summary.stop_reason == "submitted"
+
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert report.harness == [] and report.replayed_stop == "submitted" and report.prompts == 2
+    shown = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "cli")])
+    assert shown.exit_code == 0 and "0 harness divergences" in shown.output, shown.output
+
+
 def test_a_changed_world_is_information_not_a_harness_divergence(tmp_path):
     outside = tmp_path / "world.txt"  # a part of the world the sandbox does not reset
     outside.write_text("alpha\nbeta\n")
