@@ -79,10 +79,15 @@ def redo(
             )
             continue
         record = [e for e in inner if e.parent == intent.call_id]
-        lacking = next((t for t in [intent.tool, *(called(e) for e in record)] if tools.get(t) is None), None)
+        if tool is None:
+            what = f"the fork offers no tool {intent.tool!r}, which the parent's step {intent.step} ran"
+            return done, Drift(intent.step, intent.call_id, intent.tool, what)
+        lacking = next((called(e) for e in record if tools.get(called(e)) is None), None)
         if lacking is not None:  # a program runs again whole: every function it called must be there to call
-            by = "ran" if lacking == intent.tool else f"program (call {intent.call_id}) called"
-            what = f"the fork offers no tool {lacking!r}, which the parent's step {intent.step} {by}"
+            what = (
+                f"the fork offers no tool {lacking!r}, which the parent's step {intent.step} program "
+                f"(call {intent.call_id}) called"
+            )
             return done, Drift(intent.step, intent.call_id, intent.tool, what)
         program = Program(intent, record, tools, ctx, run_dir, folders)
         call_ctx = replace(ctx, program=program) if intent.tool == RUN_CODE else ctx

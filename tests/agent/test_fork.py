@@ -139,11 +139,9 @@ def test_a_fork_of_a_run_that_listed_its_workspace_and_the_folder_above_rebuilds
     replies = [
         call("shell", command="ls -la"),
         call("shell", command="echo one > a.txt && ls -la"),
-        call("shell", command="cat a.txt"),
         call("submit", answer="done"),
     ]
-    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(replies), POLICY, tmp_path, run_id="p"))
-    assert summary.stop_reason == "submitted"
+    parent = forking.scripted_parent(tmp_path, replies, POLICY)
     made = fork(parent, 2, policy=PRESETS["lean"], model=ScriptedModel(replies), out=tmp_path / "forks")
     assert made.summary is not None and made.summary.stop_reason == "submitted", made.summary
     assert made.run_dir.stat().st_mode == parent.stat().st_mode
@@ -158,8 +156,7 @@ def test_a_fork_made_a_while_after_its_parent_does_not_count_the_wait_as_work(tm
         call("shell", command="cat a.txt"),
         call("submit", answer="ok"),
     ]
-    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(replies), POLICY, tmp_path, run_id="p"))
-    assert summary.stop_reason == "submitted"
+    parent = forking.scripted_parent(tmp_path, replies, POLICY)
     time.sleep(wait)
     budget = HarnessPolicy(name="budget", stop=StopPolicy(max_wall_s=wait))
     made = fork(parent, 1, policy=budget, model=ScriptedModel(replies), out=tmp_path / "forks")

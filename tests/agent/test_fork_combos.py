@@ -136,8 +136,7 @@ def test_a_fork_under_a_policy_without_the_server_a_program_called_stops_naming_
         call("run_code", code="print(read_file(path='a.txt'))"),
         call("submit", answer="done"),
     ]
-    summary, parent = start(RunSpec(forking.TASK, ScriptedModel(replies), policy, tmp_path, run_id="p"))
-    assert summary.stop_reason == "submitted"
+    parent = forking.scripted_parent(tmp_path, replies, policy)
     made = fork(parent, 2, policy=CODE, model=ScriptedModel(replies), out=tmp_path / "forks")
     assert made.summary is not None and made.summary.stop_reason == "world_diverged"
     stop = [e for e in read_events(made.run_dir) if isinstance(e, RunStopped)][-1]
