@@ -263,16 +263,19 @@ def fold(events: Iterable[Event]) -> Folded:
 
 
 # Written when a person decided or a process took the run up (its sandbox opened again, a resume, a fork's branch):
-# the time before each is a pause, not work, however long the run waited.
+# the time before each is a pause, not work, however long the run waited. The run's first sandbox is not taken up
+# again: the time before it is its container starting.
 PAUSE_ENDS = (ApprovalGiven, SandboxOpened, RunResumed, Forked)
 
 
 def worked_s(events: Iterable[Event], after_seq: int = 0) -> float:
     """Seconds the run worked after event `after_seq` (0: from its first event): the time between consecutive
     events, less the pauses."""
-    total, previous = 0.0, None
+    total, previous, opened = 0.0, None, False
     for e in events:
-        if previous is not None and previous.seq >= after_seq and previous.ts and not isinstance(e, PAUSE_ENDS):
+        pause = isinstance(e, PAUSE_ENDS) and (opened or not isinstance(e, SandboxOpened))
+        if previous is not None and previous.seq >= after_seq and previous.ts and not pause:
             total += max(0.0, e.ts - previous.ts)
+        opened = opened or isinstance(e, SandboxOpened)
         previous = e
     return total

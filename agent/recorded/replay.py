@@ -146,7 +146,7 @@ def as_offered(
 
 def placed_as_recorded(recorded: Sequence[Event], task: Task, policy: HarnessPolicy) -> str | None:
     """What the run placed from MCP resources before its task, as its opening user message holds it (None: it
-    placed none)."""
+    placed none). agent.loop.initial_messages puts it there, before the task and the repository map."""
     if not [*policy.mcp_resources, *task.resources]:
         return None
     after = f"\n\n{task.prompt}" + (f"\n\n{task.repo_map}" if task.repo_map else "")

@@ -155,8 +155,10 @@ TAKEN_UP = st.sampled_from(
 @given(st.lists(st.tuples(st.integers(1, 3), TAKEN_UP, st.floats(0, 10**6)), max_size=5), st.integers(0, 12))
 def test_the_time_a_run_worked_leaves_out_every_wait_before_it_was_taken_up_again(lives, after_seq):
     """A second from each event of a step to the one before it; however long the run waited before a person
-    decided or a process took it up again, the wait is not work. From a snapshot on, only the work after it."""
-    events, work, ts = list(OPENING), [], 1.0
+    decided or a process took it up again, the wait is not work; the run's first container starting is. From a
+    snapshot on, only the work after it."""
+    started = SandboxOpened(step=0, container_id="c", ts=2.0)  # a second after the opening: work
+    events, work, ts = [*OPENING, started], [len(OPENING) + 1], 2.0
     for n, (calls, taken_up, wait) in enumerate(lives, 1):
         ts += wait
         events.append(taken_up.model_copy(update={"ts": ts}))
