@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -187,7 +187,9 @@ def place(out: Path, info: RunInfo, events: Sequence[Event], parent_dir: Path) -
     final = out / info.run_id
     if final.exists():
         raise HarnessError(f"The run directory {final} already exists; pick another --out or run id.")
-    making = Path(tempfile.mkdtemp(prefix=f".{info.run_id}.", dir=make_folder(out, "folder", exist_ok=True)))
+    # Made as every run directory is (under the umask), not as a private temporary folder: a command in a local
+    # sandbox sees the run directory as its workspace's parent, and a write run again must see what the parent saw.
+    making = make_folder(make_folder(out, "folder", exist_ok=True) / f".{info.run_id}.{secrets.token_hex(4)}", "folder")
     try:
         journal = Journal(making)
         try:

@@ -78,10 +78,18 @@ def redo(
                 "parent's process and its outcome is unknown, so it is not run again"
             )
             continue
+        record = [e for e in inner if e.parent == intent.call_id]
         if tool is None:
             what = f"the fork offers no tool {intent.tool!r}, which the parent's step {intent.step} ran"
             return done, Drift(intent.step, intent.call_id, intent.tool, what)
-        program = Program(intent, [e for e in inner if e.parent == intent.call_id], tools, ctx, run_dir, folders)
+        lacking = next((called(e) for e in record if tools.get(called(e)) is None), None)
+        if lacking is not None:  # a program runs again whole: every function it called must be there to call
+            what = (
+                f"the fork offers no tool {lacking!r}, which the parent's step {intent.step} program "
+                f"(call {intent.call_id}) called"
+            )
+            return done, Drift(intent.step, intent.call_id, intent.tool, what)
+        program = Program(intent, record, tools, ctx, run_dir, folders)
         call_ctx = replace(ctx, program=program) if intent.tool == RUN_CODE else ctx
         now = run_again(tool.run, tool.args.model_validate(intent.arguments), intent, call_ctx)
         done += 1 + program.ran
@@ -89,6 +97,11 @@ def redo(
         if drift is not None:
             return done, drift
     return done, None
+
+
+def called(e: InnerIntent | InnerObserved) -> str:
+    """The tool a program's call named."""
+    return e.tool if isinstance(e, InnerIntent) else e.observation.tool
 
 
 @dataclass

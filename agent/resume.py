@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.branch import branch
-from agent.journal.fold import fold
+from agent.journal.fold import fold, worked_s
 from agent.journal.integrity import skipped_note
 from agent.journal.snapshot import Snapshot, load_snapshot
 from agent.journal.store import Journal, RunInfo, damage_error, read_run_info, scan, write_json_atomic
@@ -110,7 +110,7 @@ def _resume(
     ended = finished(events)
     if ended is not None:
         if not (run_dir / "summary.json").exists():  # the process died between its last event and the summary
-            wall = events[-1].ts - events[0].ts  # the journal's own span: the best figure left
+            wall = worked_s(events)  # the journal's own figure: the best left
             write_json_atomic(run_dir / "summary.json", summarize(events, info, wall).model_dump(mode="json"))
         if info.sandbox == "docker":
             notes += clear_finished_run(run_dir)

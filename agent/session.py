@@ -127,6 +127,7 @@ class RunSpec:
     stop_rules: Sequence[StopRule] = ()
     prices: Path | None = None  # the price table the model's price comes from; default: agent/models/prices.toml
     memory: MemorySource | None = None  # the agent's memory: given, or the policy's `memory.tool`, turns it on
+    placed: str | None = None  # the placed MCP resources' text as a recording has it (a replay's), not read anew
 
 
 @contextmanager
@@ -209,7 +210,8 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
             ) as registry:
                 task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
                 task = with_repo_map(task, policy, box)
-                context = placed(registry, [*policy.mcp_resources, *task.resources], task)
+                named = [*policy.mcp_resources, *task.resources]
+                context = spec.placed if spec.placed is not None else placed(registry, named, task)
                 info = info.model_copy(update={"task": task.model_dump(mode="json")})
                 offered, program_tools = offered_tools(registry, policy, box)
                 record_tools(journal, info, offered, program_tools)

@@ -37,16 +37,27 @@ def endpoint() -> str | None:
     return base.rstrip("/") + "/v1/traces" if base else None
 
 
+def exporter_for(url: str) -> Any:
+    """The span exporter that sends to `url`, an OTLP/HTTP traces endpoint."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return OTLPSpanExporter(endpoint=url)
+
+
 def provider_for(url: str) -> Any:
     """A tracer provider that sends spans to `url` (an OTLP/HTTP traces endpoint) in batches; whoever makes it
     shuts it down, which sends what is left."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    return provider_with(exporter_for(url))
+
+
+def provider_with(exporter: Any) -> Any:
+    """A tracer provider that hands its spans to `exporter` in batches."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"service.name": "harness"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
 

@@ -228,6 +228,8 @@ class ToolRecord(BaseModel):
     # It can look at the world after a crash (`Tool.already_done`): a resume settles its interrupted calls so,
     # and a replay of the resume must too.
     checks: bool = False
+    # It waits for a person's approval whatever the policy (an MCP server's setting): a replay stops where the run did.
+    asks_approval: bool = False
 
     @property
     def schema_sha256(self) -> str:
@@ -244,6 +246,7 @@ def record(tool: Tool) -> ToolRecord:
         description=tool.description,
         input_schema=tool.schema(),
         checks=tool.already_done is not None,
+        asks_approval=tool.asks_approval,
     )
 
 
@@ -261,4 +264,5 @@ def recorded_tool(rec: ToolRecord) -> Tool:
         effect=rec.effect,
         run=unavailable,
         input_schema=rec.input_schema,
+        asks_approval=rec.asks_approval,
     )

@@ -30,6 +30,7 @@ from core.events import (
     RunResumed,
     RunStopped,
     SamplingReplied,
+    SandboxOpened,
     SummaryReplied,
     TaskCreated,
     ToolIntent,
@@ -259,3 +260,22 @@ def fold(events: Iterable[Event]) -> Folded:
                 at(e, work=False)
     out.steps = [steps[n] for n in sorted(steps)]
     return out
+
+
+# Written when a person decided or a process took the run up (its sandbox opened again, a resume, a fork's branch):
+# the time before each is a pause, not work, however long the run waited. The run's first sandbox is not taken up
+# again: the time before it is its container starting.
+PAUSE_ENDS = (ApprovalGiven, SandboxOpened, RunResumed, Forked)
+
+
+def worked_s(events: Iterable[Event], after_seq: int = 0) -> float:
+    """Seconds the run worked after event `after_seq` (0: from its first event): the time between consecutive
+    events, less the pauses."""
+    total, previous, opened = 0.0, None, False
+    for e in events:
+        pause = isinstance(e, PAUSE_ENDS) and (opened or not isinstance(e, SandboxOpened))
+        if previous is not None and previous.seq >= after_seq and previous.ts and not pause:
+            total += max(0.0, e.ts - previous.ts)
+        opened = opened or isinstance(e, SandboxOpened)
+        previous = e
+    return total

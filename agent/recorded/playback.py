@@ -22,6 +22,7 @@ from core.events import (
     Event,
     InnerIntent,
     InnerObserved,
+    InputRequested,
     ModelReplied,
     ProgramFiles,
     RunStopped,
@@ -83,7 +84,12 @@ def playback(
         elif isinstance(e, ProgramFiles):
             programs[e.call_id].append(e)
 
+    asked = questions_asked(recorded)
+
     def answer(tool: Tool, ctx: Any) -> ToolResult | None:
+        again = next((batch for given, batch in asked[(ctx.step, ctx.call_id)] if given == len(ctx.inputs)), None)
+        if again is not None:  # it asked these with as many answers given: the run stops for a person again
+            return ToolResult("", ok=False, awaiting_input=again)
         found = results.get((ctx.step, ctx.call_id))
         if not found:
             return None
@@ -136,6 +142,23 @@ def playback(
         ),
         world=tools.world,
     )
+
+
+def questions_asked(recorded: Sequence[Event]) -> dict[tuple[int, str], list[tuple[int, tuple[dict, ...]]]]:
+    """Each time a call's tool asked a person questions (an MCP server's elicitation), by the call's step and id:
+    how many of its questions had answers then, and the questions it asked (journaled together, one after another)."""
+    out: dict[tuple[int, str], list[tuple[int, tuple[dict, ...]]]] = defaultdict(list)
+    previous: Event | None = None
+    for e in recorded:
+        if isinstance(e, InputRequested):
+            batches = out[(e.step, e.call_id)]
+            if isinstance(previous, InputRequested) and previous.call_id == e.call_id:
+                given, batch = batches[-1]
+                batches[-1] = (given, (*batch, e.question))
+            else:
+                batches.append((sum(len(b) for _, b in batches), (e.question,)))
+        previous = e
+    return out
 
 
 def _as_result(e: ToolObserved | InnerObserved, text: str) -> ToolResult:

@@ -38,6 +38,7 @@ from core.errors import HarnessError
 from core.events import (
     Event,
     InnerObserved,
+    MessageAdded,
     ModelReplied,
     ProgramFiles,
     RunStopped,
@@ -113,7 +114,7 @@ def replay(
     else:  # no tool runs: the local sandbox only answers the loop's liveness probe
         base, policy = as_offered(run_dir, info, policy, tools)
         spec = RunSpec(
-            task.model_copy(update={"check": None}),
+            task.model_copy(update={"check": None, "resources": []}),
             model,
             policy,
             out_dir,
@@ -122,6 +123,7 @@ def replay(
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
             memory=memory,
+            placed=placed_as_recorded(recorded, task, HarnessPolicy.model_validate(info.policy)),
         )
     summary, replay_dir, notes = replay_lives(recorded, spec)
     return report(run_dir, replay_dir, recorded, summary, execute, check.notes + notes)
@@ -131,13 +133,25 @@ def as_offered(
     run_dir: Path, info: RunInfo, policy: HarnessPolicy, tools: Registry | None
 ) -> tuple[Registry, HarnessPolicy]:
     """The tools exactly as the run offered them (and its programs could call), and the policy without its MCP
-    servers, which need not start; a run recorded before tool sets were kept gets its named tool set."""
+    servers, which need not start (the resources they placed come from the recording); a run recorded before tool
+    sets were kept gets its named tool set."""
     offered = recorded_tools(run_dir)
     if offered is None:
         return (tools if tools is not None else toolset(info.toolset)), policy
     names = {r.name for r in offered}
     inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
-    return Registry.of(recorded_tool(r) for r in [*offered, *inner]), policy.model_copy(update={"mcp": []})
+    played = policy.model_copy(update={"mcp": [], "mcp_resources": []})
+    return Registry.of(recorded_tool(r) for r in [*offered, *inner]), played
+
+
+def placed_as_recorded(recorded: Sequence[Event], task: Task, policy: HarnessPolicy) -> str | None:
+    """What the run placed from MCP resources before its task, as its opening user message holds it (None: it
+    placed none). agent.loop.initial_messages puts it there, before the task and the repository map."""
+    if not [*policy.mcp_resources, *task.resources]:
+        return None
+    after = f"\n\n{task.prompt}" + (f"\n\n{task.repo_map}" if task.repo_map else "")
+    opening = next(e.message.text for e in recorded if isinstance(e, MessageAdded) and e.message.role == "user")
+    return opening.removesuffix(after) if opening.endswith(after) else None
 
 
 def checking(run_dir: Path, base: Registry) -> set[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agent.journal.fold import Step, fold
+from agent.journal.fold import Step, fold, worked_s
 from agent.journal.snapshot import Snapshot, state_from
 from agent.recovery.approval import Decision, decisions
 from agent.recovery.reconcile import Recovered
@@ -96,14 +96,13 @@ def _fold(task: Task, events: Sequence[Event], snap: Snapshot | None) -> tuple[R
             state.usage = state.usage + sampled.usage
     mark = next((e for e in reversed(events) if e.seq == base), None)
     window = state.history[: sum(q <= base for q in run.seqs)][-want:] if mark is not None and want else []
-    since_ts = mark.ts if mark is not None else (events[0].ts if events else 0.0)  # wall time not in the snapshot
     # An open step is left to finish, unless the snapshot was taken once it had finished and holds all of it.
     step = answered[-1] if opened and answered[-1][0].last_seq > base else None
     if step is not None:
         state.step = step[0].n  # the loop finishes this step rather than starting a new one
         del state.history[step[0].history_at :]  # and adds its reply and results to the history, as a live run does
-    if events:  # time the run spent working after the snapshot; a person's decisions came later and do not count
-        state.started -= max(0.0, run.worked_ts - since_ts) if run.worked_ts is not None else 0.0
+    if events:  # time the run spent working after the snapshot (wall time not in it), its pauses left out
+        state.started -= worked_s(events, base if mark is not None else 0)
         # Snapshots taken from here on cover every event before the open step's reply (or every event).
         state.settled_seq = max(state.settled_seq, step[1].seq - 1 if step is not None else events[-1].seq)
     last = answered[-1][0] if answered and not branched else None  # a fork's prefix reuse begins at its branch

@@ -17,7 +17,9 @@ from agent.journal.store import read_events, read_run_info
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recovery.branch import LEFT_BEHIND
 from agent.run.task import Task
+from agent.session import RunSpec, start
 from core.events import Event, ModelReplied, SandboxOpened
+from core.policy import HarnessPolicy
 from core.types import Message, ModelReply, Usage
 from tests.agent.helpers import call
 
@@ -145,3 +147,10 @@ def inherited_part(run_dir: Path) -> list[dict]:
     info = read_run_info(run_dir)
     assert info.fork is not None
     return [e.model_dump(mode="json", exclude={"seq"}) for e in read_events(run_dir)[: info.fork.inherited]]
+
+
+def scripted_parent(root: Path, replies: list[ScriptedReply], policy: HarnessPolicy) -> Path:
+    """The run directory of `replies` run on TASK to their `submit`: a parent to fork."""
+    summary, parent = start(RunSpec(TASK, ScriptedModel(replies), policy, root, run_id="p"))
+    assert summary.stop_reason == "submitted"
+    return parent

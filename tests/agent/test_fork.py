@@ -8,6 +8,7 @@ matrix.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,36 @@ def test_a_fork_whose_world_drifted_stops_with_the_step_and_the_difference(tmp_p
     # Forked before the drifting step, the world is the parent's
     ok = fork(parent, 1, model=ScriptedModel(replies), out=tmp_path / "forks", run_id="ok")
     assert ok.summary is not None and ok.summary.stop_reason == "submitted"
+
+
+def test_a_fork_of_a_run_that_listed_its_workspace_and_the_folder_above_rebuilds_the_same_world(tmp_path):
+    """`ls -la` in a local sandbox shows the run directory as `..`: the fork's is made as the parent's was."""
+    replies = [
+        call("shell", command="ls -la"),
+        call("shell", command="echo one > a.txt && ls -la"),
+        call("submit", answer="done"),
+    ]
+    parent = forking.scripted_parent(tmp_path, replies, POLICY)
+    made = fork(parent, 2, policy=PRESETS["lean"], model=ScriptedModel(replies), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted", made.summary
+    assert made.run_dir.stat().st_mode == parent.stat().st_mode
+
+
+def test_a_fork_made_a_while_after_its_parent_does_not_count_the_wait_as_work(tmp_path):
+    """The time between the parent's step and the fork's branch is no step's: a wall-time budget the parent's
+    steps and the fork's own fit in is not spent by the wait, and the fork's wall time leaves it out."""
+    wait = 2.0
+    replies = [
+        call("shell", command="echo one > a.txt"),
+        call("shell", command="cat a.txt"),
+        call("submit", answer="ok"),
+    ]
+    parent = forking.scripted_parent(tmp_path, replies, POLICY)
+    time.sleep(wait)
+    budget = HarnessPolicy(name="budget", stop=StopPolicy(max_wall_s=wait))
+    made = fork(parent, 1, policy=budget, model=ScriptedModel(replies), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted", made.summary
+    assert made.summary.wall_s < wait
 
 
 def test_a_fork_that_cannot_be_made_is_one_clear_error_and_makes_nothing(tmp_path):

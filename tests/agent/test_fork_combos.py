@@ -124,6 +124,32 @@ def test_a_fork_after_an_mcp_write_is_refused_naming_it_and_one_after_mcp_reads_
     assert not forks.exists()
 
 
+def test_a_fork_under_a_policy_without_the_server_a_program_called_stops_naming_the_tool(tmp_path):
+    """A program runs again whole to rebuild the world, so each function it called must be there: a fork whose
+    policy drops the MCP server stops before its own steps, naming the tool, not with the program's NameError."""
+    from tests.tools.mcp.conftest import stdio
+
+    notes = stdio("notes", "basic.py", approve="never", trusted=True)
+    policy = CODE.model_copy(update={"name": "code+mcp", "mcp": [notes]})
+    replies = [
+        call("run_code", code="print(notes__echo(text='hello'))\nwrite_file(path='a.txt', content='1\\n')"),
+        call("run_code", code="print(read_file(path='a.txt'))"),
+        call("submit", answer="done"),
+    ]
+    parent = forking.scripted_parent(tmp_path, replies, policy)
+    made = fork(parent, 2, policy=CODE, model=ScriptedModel(replies), out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "world_diverged"
+    stop = [e for e in read_events(made.run_dir) if isinstance(e, RunStopped)][-1]
+    assert (stop.outcome["step"], stop.outcome["call_id"]) == (1, "call_1_0") and "diff" not in stop.outcome
+    assert "the fork offers no tool 'notes__echo', which the parent's step 1 program (call call_1_0) called" in (
+        stop.message
+    )
+    assert not any(isinstance(e, Forked) for e in read_events(made.run_dir))
+    # under the parent's own policy the same fork rebuilds and goes on
+    again = fork(parent, 2, model=ScriptedModel(replies), out=tmp_path / "forks", run_id="again")
+    assert again.summary is not None and again.summary.stop_reason == "submitted"
+
+
 def test_a_fork_of_an_imported_run_is_one_clear_error_and_makes_nothing(tmp_path):
     from tests.evals.interop.test_published import published
 

@@ -174,8 +174,14 @@ def changes(before, after):
     return {
         "created": sorted(set(after) - set(before)),
         "deleted": sorted(set(before) - set(after)),
-        "changed": sorted(p for p in set(before) & set(after) if before[p] != after[p]),
+        "changed": sorted(p for p in set(before) & set(after) if not unchanged(before[p], after[p])),
     }
+
+
+def unchanged(then, now):
+    """The same (size, mtime in ns), or the times a Docker checkpoint gives back: a world restored from one has
+    its files' times cut to whole seconds (an image layer keeps no finer ones), which no write makes."""
+    return now == then or (now[0] == then[0] and now[1] == then[1] - then[1] % 1_000_000_000)
 
 
 class Guard:

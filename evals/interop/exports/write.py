@@ -50,8 +50,8 @@ def export(path: Path, format: Format, out: Path | None = None, url: str | None 
                 if single:
                     raise
                 done.skipped.append(str(e))
-        send(recs, url)
-        done.written = [rec.dir for rec in recs]
+        done.written, refused = send(recs, url)
+        done.skipped += refused
         return done
     target = make_folder(Path(out) if out is not None else path, "export folder", exist_ok=True)
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.journal.fold import fold
+from agent.journal.fold import fold, worked_s
 from core.events import (
+    ApprovalGiven,
     Compacted,
+    Forked,
     MessageAdded,
     ModelFailed,
     ModelReplied,
     RunResumed,
     RunStopped,
+    SandboxOpened,
     SummaryReplied,
     ToolIntent,
     ToolObserved,
@@ -136,3 +139,32 @@ def test_the_fold_counts_the_models_replies_and_the_compaction_a_crash_cut_short
         assert step.last_seq == max(e.seq for e in mine)
     assert run.last_step == max(e.step for e in events)
     assert run.worked_ts == max(e.ts for e in events if not isinstance(e, RunResumed))
+
+
+TAKEN_UP = st.sampled_from(
+    [
+        ApprovalGiven(step=1, call_id="c1_0", approved=True),
+        SandboxOpened(step=0, container_id="c", how="reconnected"),
+        RunResumed(step=1, from_seq=0),
+        Forked(step=1, parent="p", parent_dir="p", inherited=2, world="w", world_sha256="s", reshaped=False),
+    ]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), TAKEN_UP, st.floats(0, 10**6)), max_size=5), st.integers(0, 12))
+def test_the_time_a_run_worked_leaves_out_every_wait_before_it_was_taken_up_again(lives, after_seq):
+    """A second from each event of a step to the one before it; however long the run waited before a person
+    decided or a process took it up again, the wait is not work; the run's first container starting is. From a
+    snapshot on, only the work after it."""
+    started = SandboxOpened(step=0, container_id="c", ts=2.0)  # a second after the opening: work
+    events, work, ts = [*OPENING, started], [len(OPENING) + 1], 2.0
+    for n, (calls, taken_up, wait) in enumerate(lives, 1):
+        ts += wait
+        events.append(taken_up.model_copy(update={"ts": ts}))
+        for e in step_events(n, calls, 0, False, False):
+            ts += 1.0
+            events.append(e.model_copy(update={"ts": ts}))
+            work.append(len(events))  # the seq it gets: one second of work since the event before
+    events = [e.model_copy(update={"seq": i, "ts": e.ts or 1.0}) for i, e in enumerate(events, 1)]
+    assert worked_s(events, after_seq) == sum(1.0 for seq in work if seq > after_seq)

@@ -64,6 +64,39 @@ def test_recorded_approval_decisions_are_applied_in_the_replay(tmp_path):
     assert report.harness == [] and report.replayed_stop == "submitted"
 
 
+def test_a_run_that_waited_for_approval_of_an_untrusted_servers_write_replays_stopping_there(tmp_path):
+    """The server's own setting asks approval (its tools are untrusted), not the policy: the replay's tools, made
+    from the run's record, ask where the run's did, so each life ends where the recorded process stopped."""
+    from tests.tools.mcp.conftest import stdio
+
+    policy = HarnessPolicy(mcp=[stdio("notes", "basic.py")])  # untrusted: each write waits for a person
+    replies = [call("notes__write_note", text="buy milk"), call("submit", answer="done")]
+    summary, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), policy, tmp_path / "runs"))
+    assert summary.stop_reason == "awaiting_approval"
+    record_decision(run_dir, "call_1_0", True)
+    done = resume(run_dir, model=ScriptedModel(replies))
+    assert done.summary is not None and done.summary.stop_reason == "submitted"
+
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert report.notes == [] and report.harness == [], [d.diff for d in report.harness]
+    assert report.replayed_stop == "submitted"
+
+
+def test_a_run_that_placed_an_mcp_resource_replays_from_the_recorded_opening(tmp_path):
+    """Played back, no MCP server starts: what the run placed before its task comes from its recording."""
+    from tests.tools.mcp.conftest import stdio
+
+    policy = HarnessPolicy(mcp=[stdio("hostile", "hostile.py")], mcp_resources=["hostile:hostile://inject"])
+    replies = [call("shell", command="echo hi"), call("submit", answer="done")]
+    summary, run_dir = start(RunSpec(Task(prompt="x"), ScriptedModel(replies), policy, tmp_path / "runs"))
+    assert summary.stop_reason == "submitted"
+
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert report.harness == [] and report.replayed_stop == "submitted" and report.prompts == 2
+    shown = runner.invoke(app, ["replay", str(run_dir), "--out", str(tmp_path / "cli")])
+    assert shown.exit_code == 0 and "0 harness divergences" in shown.output, shown.output
+
+
 def test_a_changed_world_is_information_not_a_harness_divergence(tmp_path):
     outside = tmp_path / "world.txt"  # a part of the world the sandbox does not reset
     outside.write_text("alpha\nbeta\n")

@@ -42,13 +42,16 @@ def last_shell_output(events: list) -> str:
     return [e.observation.text for e in events if e.type == "tool_observed" and e.observation.tool == "shell"][-1]
 
 
-def kill_when(proc: subprocess.Popen, out: Path, command: str, within_s: float = 300) -> Path:
-    """SIGKILL `proc` once its journal shows `command` running; return the run directory."""
+def kill_when(
+    proc: subprocess.Popen, out: Path, command: str, within_s: float = 300, kind: str = "tool_intent"
+) -> Path:
+    """SIGKILL `proc` once its journal shows `command` running (a direct call's, or with `kind` inner_intent a
+    program's); return the run directory."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         for journal in out.rglob("events.jsonl"):
             lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
-            if any(e["type"] == "tool_intent" and e["arguments"].get("command") == command for e in lines):
+            if any(e["type"] == kind and e["arguments"].get("command") == command for e in lines):
                 time.sleep(0.5)  # inside the command now
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
@@ -114,6 +117,43 @@ def test_a_docker_run_whose_container_is_gone_comes_back_from_its_checkpoint(doc
     assert [e.how for e in events if e.type == "sandbox_opened"] == ["started", "checkpoint"]
     last = last_shell_output(events)
     assert last.split() == ["one", "two"]
+    assert containers_of(docker_ready, run_dir) == []
+
+
+def test_a_program_resumed_in_a_container_from_its_checkpoint_reports_only_the_files_it_changed(
+    docker_ready,  # noqa: F811
+    tmp_path,
+):
+    """A checkpoint gives the files back with their times cut to whole seconds: the program that was running
+    when the process was killed runs again and reports no file it did not change."""
+    programs = ["open('a.txt', 'w').write('one\\n')", "print(shell(command='sleep 60'))"]
+    replies = [{"tool_calls": [{"name": "run_code", "arguments": {"code": p}}]} for p in programs]
+    replies.append({"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]})
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump(replies))
+    policy = tmp_path / "policy.toml"
+    policy.write_text('extends = "default"\n[dispatch]\nmode = "code"\n[checkpoint]\nsnapshot_every = 1\n')
+    proc = harness(
+        "run",
+        "--task",
+        "Write a file, then wait.",
+        "--sandbox",
+        "docker",
+        "--policy",
+        str(policy),
+        "--model",
+        f"scripted:{tmp_path / 'script.yaml'}",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    run_dir = kill_when(proc, tmp_path / "out", "sleep 60", kind="inner_intent")
+    for container in containers_of(docker_ready, run_dir):
+        container.remove(force=True, v=True)
+
+    events = resumed(run_dir)
+    assert [e.how for e in events if e.type == "sandbox_opened"] == ["started", "checkpoint"]
+    [first, again] = [e.observation.text for e in events if e.type == "tool_observed" and e.step in (1, 2)]
+    assert first.endswith("[files: created a.txt]")
+    assert again.endswith("[files: none changed]"), again
     assert containers_of(docker_ready, run_dir) == []
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from agent.run.task import Task
 from agent.session import RunSpec, start
 from cli.main import app
 from core.events import ModelReplied, RunResumed, ToolObserved
-from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy
+from core.interrupts import clear, request
+from core.policy import ApprovalPolicy, CheckpointPolicy, DispatchPolicy, HarnessPolicy, StopPolicy
 from tests.agent import slow_counter
 from tests.agent.helpers import GATED_WRITE, WRITE_READ_SUBMIT, call, calls
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
@@ -374,22 +376,22 @@ def test_a_compacted_run_resumes_after_its_summariser_replies(tmp_path):
     assert prompts == want and history(run_dir) == history(reference)
 
 
+def stop_on(kind: str, step: int | None = None):
+    """A journal listener that asks the run to stop, as SIGTERM does, once it journals a `kind` event (of `step`)."""
+
+    def listener(event) -> None:
+        if event.type == kind and (step is None or event.step == step):
+            request("SIGTERM")
+
+    return listener
+
+
 def test_a_run_stopped_by_signals_between_steps_does_not_do_its_last_step_again(tmp_path):
     """Stopped by a signal right after a step's observation, then by a signal at once on each of three resumes:
     the step that ended before the first stop is not taken again (its repeats counted once, so no_progress does
     not fire), and the run ends as the uninterrupted one."""
-    from core.interrupts import clear, request
-
     script = [call("shell", command="echo 1"), call("shell", command="echo 1"), *WRITE_READ_SUBMIT]
     want, _, reference = uninterrupted(tmp_path, script)
-
-    def stop_on(kind: str, step: int | None = None):
-        def listener(event) -> None:
-            if event.type == kind and (step is None or event.step == step):
-                request("SIGTERM")
-
-        return listener
-
     prompts: list[str] = []
     try:
         summary, run_dir = start(
@@ -411,6 +413,33 @@ def test_a_run_stopped_by_signals_between_steps_does_not_do_its_last_step_again(
     finally:
         clear()
     assert prompts == want and history(run_dir) == history(reference)
+
+
+def test_a_run_taken_up_again_twice_counts_the_time_it_worked_not_the_wait_before_each_resume(tmp_path):
+    """Stopped with no snapshot (as kill -9 leaves a run before its first), resumed after a wait longer than its
+    wall-time budget, stopped and resumed again: the waits are not work, so the run ends as it would have, and its
+    wall time is the time it worked."""
+    wait = 2.0
+    script = [call("shell", command="echo 1"), call("shell", command="echo 2"), *WRITE_READ_SUBMIT]
+    policy = HarnessPolicy(stop=StopPolicy(max_wall_s=wait))
+    try:
+        summary, run_dir = start(
+            RunSpec(TASK, ScriptedModel(script), policy, tmp_path, listeners=[stop_on("tool_observed", 1)])
+        )
+        assert summary.stop_reason == "interrupted"
+        (run_dir / "snapshot.json").unlink()
+        time.sleep(wait)
+        clear()
+        done = resume(run_dir, model=ScriptedModel(script), listeners=[stop_on("tool_observed", 2)])
+        assert done.summary is not None and done.summary.stop_reason == "interrupted"
+        (run_dir / "snapshot.json").unlink()
+        clear()
+        done = resume(run_dir, model=ScriptedModel(script))
+    finally:
+        clear()
+    assert done.summary is not None and done.summary.stop_reason == "submitted"
+    assert done.summary.wall_s < wait
+    assert json.loads((run_dir / "summary.json").read_text())["wall_s"] == done.summary.wall_s
 
 
 def test_a_run_stopped_while_its_setup_ran_begins_again_and_its_resumed_lives_replay(tmp_path):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -61,3 +64,53 @@ def test_a_batch_exports_its_readable_runs_and_names_the_damaged_one(batch, tmp_
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["full.atif.json", "graded.atif.json"]
     [error] = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert "budget/run.json is invalid" in error
+
+
+class Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint that takes every batch of spans (200), or refuses them all (400)."""
+
+    status = 200
+    batches: list[bytes] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.status == 200:
+            self.batches.append(body)
+        self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def collector():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    Collector.batches = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_spans_an_endpoint_does_not_take_are_not_reported_sent(batch, collector):
+    url = f"http://127.0.0.1:{collector.server_port}"
+    Collector.status = 200
+    taken = export(batch, "--format", "otel", "--otel-endpoint", url)
+    assert taken.exit_code == 0, taken.output
+    assert [line for line in taken.output.splitlines() if line.startswith("sent ")] == [
+        f"sent {batch / name} to {url}/v1/traces" for name in ("budget", "full", "graded")
+    ]
+    assert Collector.batches
+
+    Collector.status = 400
+    refused = export(batch, "--format", "otel", "--otel-endpoint", url)
+    assert refused.exit_code == 2
+    assert not any(line.startswith("sent ") for line in refused.output.splitlines())
+    errors = [line for line in refused.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 3 and "did not take its spans" in errors[0]
+    assert all("did not take an earlier run's spans" in e for e in errors[1:])

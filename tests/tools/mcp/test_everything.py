@@ -14,7 +14,9 @@ import subprocess
 
 import pytest
 
+from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
+from agent.recorded.replay import replay
 from agent.recovery.approval import pending_calls, record_decision
 from agent.resume import resume
 from agent.run.task import Task
@@ -105,3 +107,21 @@ def test_a_scripted_run_uses_every_part_of_the_server(everything, tmp_path):
     ]
     assert len(answered) == 1 and answered[0]["status"] == "ok"
     assert "User provided the requested information" in answered[0]["text"] and "Ada Lovelace" in answered[0]["text"]
+
+
+def test_a_run_that_stopped_for_the_servers_question_replays_stopping_there_too(everything, tmp_path):
+    """Played back, the call asks the recorded question again and the replay's life ends there, as the run's
+    process did; the person's recorded answer then takes the replay to the same end."""
+    script = [call("everything__echo", message="hi"), call("everything__trigger-elicitation-request"), SCRIPT[-1]]
+    policy = HarnessPolicy(mcp=[everything], approval=ApprovalPolicy())
+    summary, run_dir = start(RunSpec(Task(prompt="Ask me."), ScriptedModel(script), policy, tmp_path / "runs"))
+    assert summary.stop_reason == "awaiting_approval"
+    [asked] = pending_calls(run_dir)
+    record_decision(run_dir, asked, True, answer={"name": "Ada Lovelace", "check": True})
+    done = resume(run_dir, model=ScriptedModel(script))
+    assert done.summary is not None and done.summary.stop_reason == "submitted"
+
+    played = replay(run_dir, out=tmp_path / "replay")
+    assert played.notes == [] and played.harness == [], [d.diff for d in played.harness]
+    assert played.replayed_stop == "submitted"
+    assert [e.type for e in read_events(played.replay_dir)].count("input_requested") == 1
