@@ -9,7 +9,8 @@ over every earlier request of the run serves (a summary asked for by forking the
 prefix) at the cached price, and the extractive summary's tokens as output.
 
 The recorded policy is rebuilt with the run's own folds, so its prompt sizes should track the prompt tokens
-the provider recorded step by step; a different tokenizer scales them. `fit` says by how much and how
+the provider recorded step by step; a different tokenizer scales them. Its summariser calls are not made
+again: they cost what their replies recorded. `fit` says by how much and how
 closely, and `scale_to_recorded` multiplies every count of ours by that scale, so the counts and costs are
 in the source's tokens.
 """
@@ -35,7 +36,7 @@ from agent.recorded.under_policy import offered_under, opening_under
 from agent.tokens import counter_for
 from core.context_policy import ContextStep
 from core.errors import HarnessError
-from core.events import Event, ModelReplied
+from core.events import Event, ModelReplied, SummaryReplied
 from core.policy import HarnessPolicy
 from core.types import Usage
 from tools.base import recorded_tool
@@ -141,10 +142,14 @@ def figures(
         )
         for s in r.steps
     ]
-    summariser = Usage(
-        prompt_tokens=scaled(r.summariser.prompt_tokens),
-        cached_tokens=scaled(r.summariser_reused),
-        completion_tokens=scaled(r.summariser.completion_tokens),
+    summariser = (
+        r.summariser  # the run's own summariser calls, as their replies recorded them: nothing to scale
+        if recorded
+        else Usage(
+            prompt_tokens=scaled(r.summariser.prompt_tokens),
+            cached_tokens=scaled(r.summariser_reused),
+            completion_tokens=scaled(r.summariser.completion_tokens),
+        )
     )
     return Figures(
         policy=name,
@@ -227,6 +232,8 @@ def counterfactual(
         keep_prompts=engine is not None,
         disclose_over=info.policy.get("mcp_disclose_over_tokens", HarnessPolicy().mcp_disclose_over_tokens),
     )
+    # The run's folds are its own, so no summariser is asked again: its summaries cost what they recorded.
+    own.summariser = sum((e.reply.usage for e in events if isinstance(e, SummaryReplied) and e.reply), Usage())
     found = fit(own.steps)
     scale = found.scale if scale_to_recorded and found is not None else None
     price = run_price(info, events, prices, price_model)

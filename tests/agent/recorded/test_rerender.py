@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from agent.journal.store import Journal, RunInfo, read_events
 from agent.loop import run
+from agent.models.pricing import Price
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.parts import Session
+from agent.recorded.counterfactual import counterfactual
 from agent.recorded.rerender import HELD_FIXED, replay_history, rerender
 from agent.run.task import Task
 from agent.session import RunSpec, prepare, start
@@ -17,6 +20,7 @@ from agent.tokens import counter_for
 from cli.main import app
 from core.context_policy import Compact, MaskObservations
 from core.policy import HarnessPolicy, StopPolicy
+from core.types import Usage
 from memory.extractive import ExtractiveSummariser
 from memory.render import render
 from sandboxes.local import LocalSandbox
@@ -79,6 +83,28 @@ def test_a_compacted_run_rerenders_with_its_own_journaled_folds(tmp_path):
     assert [s.messages for s in again.steps] == [e.prompt_messages for e in recorded]
     assert [s.prompt_tokens for s in again.steps] == [e.counted_tokens for e in recorded]
     assert [f.memory.failed_approaches[0].approach for f in again.folds] == ["cat"] * 3
+
+
+def test_the_recorded_policy_of_a_compacted_run_costs_its_recorded_summaries(tmp_path):
+    """Its folds are its own, so nothing is summarised again; its summariser calls still cost what they did, or
+    the compacting policy that made them would look cheaper than a policy summarised anew beside it."""
+    cfg = Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")
+    summary_reply = ScriptedReply(text='{"goal": "read big.txt"}', usage=Usage(prompt_tokens=900, completion_tokens=40))
+    replies = []
+    for i in range(6):
+        replies.append(call("read_file", path="big.txt", start_line=1 + 50 * i, end_line=40 + 50 * i))
+        if i in (2, 5):
+            replies.append(summary_reply)
+    replies.append(call("submit", answer="ok"))
+    task, policy = Task(prompt="read big.txt", files={"big.txt": BIG}), HarnessPolicy(name="compacting", context=[cfg])
+    summary, run_dir = start(RunSpec(task, ScriptedModel(replies, name="openai:gpt-4o"), policy, tmp_path))
+    assert summary.compactions == 2
+    table = {("openai", "gpt-4o"): Price(provider="openai", model="gpt-4o", input=2.5, output=10.0)}
+    [recorded, again] = counterfactual(run_dir, [HarnessPolicy(name="again", context=[cfg])], table).policies
+    assert recorded.summariser == Usage(prompt_tokens=1800, completion_tokens=80)
+    assert recorded.summariser_cost_usd == pytest.approx((1800 * 2.5 + 80 * 10.0) / 1e6)
+    assert recorded.cost_usd == pytest.approx(sum(s.cost_usd for s in recorded.steps) + recorded.summariser_cost_usd)
+    assert again.summariser.prompt_tokens > 0  # the extractive summariser, asked anew
 
 
 def test_a_fixture_under_other_policies():
