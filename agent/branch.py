@@ -19,6 +19,7 @@ import hashlib
 import json
 import shutil
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from agent.run.state import RunState
 from agent.run.stopping import StopRule
 from agent.run.task import Task
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened
+from core.events import Compacted, Event, Forked, ResourceUpdated, RunStopped, SandboxOpened
 from core.memory_types import Fold
 from core.policy import CodeLimits, HarnessPolicy
 from memory.extractive import ExtractiveSummariser
@@ -61,18 +62,19 @@ def branch(
     summariser: Summariser | None = None,
     programs_with: Tool | None = None,
     clock: Callable[[], float] = time.time,
+    updates: deque[ResourceUpdated] | None = None,
 ) -> tuple[Summary, list[str]]:
     """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes.
-    `approvals`, `summariser`, `programs_with` and `clock` are a replay's: the recorded fork's decisions and
-    summaries, the run_code that plays the parent's programs back (where `tools` holds none), and the times its
-    memory entries were dated at."""
+    `approvals`, `summariser`, `programs_with`, `clock` and `updates` are a replay's: the recorded fork's decisions
+    and summaries, the run_code that plays the parent's programs back (where `tools` holds none), the times its
+    memory entries were dated at, and its resource updates (Session.updates)."""
     assert info.fork is not None
     origin, task = info.fork, Task.model_validate(info.task)
     policy = HarnessPolicy.model_validate(info.policy)
     began = time.monotonic()
     box, since, how = world_start(info, run_dir, factory, journal)
     notes: list[str] = []
-    with reopen_run(info, journal, client, box, tools, stop_rules, clock) as session:
+    with reopen_run(info, journal, client, box, tools, stop_rules, clock, updates) as session:
         record_tools(
             journal, info, session.tools, session.program_tools
         )  # the fork's policy may offer other tools than its parent's

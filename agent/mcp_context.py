@@ -8,6 +8,8 @@ changes mid-run (its server notifies a subscription) is read again at the next
 step and its new content appended as a `resource_updated` event: the prompt
 before it stays a cached prefix, and the event records the tokens each later
 prompt carries for it, which `harness report` shows as the update's cost.
+A played-back replay starts no server: it appends the recording's updates at
+the steps the recording took them (`Session.updates`).
 """
 
 from __future__ import annotations
@@ -69,7 +71,14 @@ def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
 
 
 def follow_resources(loop: Loop) -> None:
-    """Append the new content of every placed resource that changed since the last step."""
+    """Append the new content of every placed resource that changed since the last step: from its server, or in a
+    replay the recording's updates due by this step (each taken once, whichever of the replay's lives reaches it)."""
+    recorded = loop.session.updates
+    if recorded is not None:
+        while recorded and recorded[0].step <= loop.state.step:
+            update = recorded.popleft()
+            append_update(loop, update.server, update.uri, update.message.text)
+        return
     mcp = mcp_of(loop.dispatcher.tools)
     if mcp is None:
         return
@@ -81,18 +90,23 @@ def follow_resources(loop: Loop) -> None:
             text = UPDATED.format(uri=uri, server=server) + rendered(mcp.server(server), uri, contents)
         except HarnessError as e:
             text = UPDATED.format(uri=uri, server=server) + f"(it could not be read again: {e})"
-        message = Message(role="user", text=text)
-        loop.session.journal.append(
-            ResourceUpdated(
-                step=loop.state.step,
-                server=server,
-                uri=uri,
-                sha256=hashlib.sha256(text.encode()).hexdigest(),
-                message=message,
-                tokens=loop.renderer.tokens([message]),
-            )
+        append_update(loop, server, uri, text)
+
+
+def append_update(loop: Loop, server: str, uri: str, text: str) -> None:
+    """Journal a resource's new content as this step's update, then add it to the history."""
+    message = Message(role="user", text=text)
+    loop.session.journal.append(
+        ResourceUpdated(
+            step=loop.state.step,
+            server=server,
+            uri=uri,
+            sha256=hashlib.sha256(text.encode()).hexdigest(),
+            message=message,
+            tokens=loop.renderer.tokens([message]),
         )
-        loop.state.history.append(message)
+    )
+    loop.state.history.append(message)
 
 
 def prompt_task(tools: Registry, name: str, arguments: Mapping[str, str], task: Task) -> Task:

@@ -3,6 +3,7 @@ between steps (`Loop`). Data only: the loop (agent.loop) and its overflow recove
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from agent.recovery.approval import Decision
 from agent.run.state import RunState
 from agent.run.stopping import StopRule
 from agent.run.task import Task
+from core.events import ResourceUpdated
 from core.policy import HarnessPolicy
 from memory.render import Renderer
 from memory.summariser import Summariser
@@ -40,6 +42,9 @@ class Session:
     context: str = ""  # what the host placed before the task in the opening prompt (MCP resources, agent.mcp_context)
     memory: MemoryStore | None = None  # the notes the agent keeps (the memory tool's store); None: it keeps none
     program_tools: Registry | None = None  # those a run_code program may call (agent.program_calls.offer); None: none
+    # A replay's: the recording's resource updates not yet made, appended at their steps instead of the servers'
+    # (agent.mcp_context); shared by the replay's lives. None: the servers' own, as they come.
+    updates: deque[ResourceUpdated] | None = None
 
 
 @dataclass(kw_only=True)

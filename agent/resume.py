@@ -11,6 +11,7 @@ branch first (agent.branch).
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from agent.run.task import Task
 from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from agent.telemetry import live_spans
 from core.errors import HarnessError
-from core.events import ApprovalGiven, Event, RunResumed, RunStopped, SandboxOpened
+from core.events import ApprovalGiven, Event, ResourceUpdated, RunResumed, RunStopped, SandboxOpened
 from core.interrupts import signals_handled
 from core.policy import HarnessPolicy
 from memory.summariser import Summariser
@@ -61,13 +62,15 @@ def resume(
     first_branch: bool = False,
     summariser: Summariser | None = None,
     clock: Callable[[], float] = time.time,
+    updates: deque[ResourceUpdated] | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
     `first_branch`: the fork `harness fork` just made, whose branch is built for the first time (a resume that
     finds a fork not branched builds the branch again, and journals so).
     `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it; `clock`: what dates
-    memory entries (a replay's gives the recorded times)."""
+    memory entries (a replay's gives the recorded times); `updates`: a replay's recorded resource updates, given
+    instead of the servers' (Session.updates)."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -81,7 +84,18 @@ def resume(
             cut = journal.repair() if repair else None
             notes = [cut] if cut else []
             return _resume(
-                run_dir, info, journal, model, tools, sandbox, stop_rules, notes, first_branch, summariser, clock
+                run_dir,
+                info,
+                journal,
+                model,
+                tools,
+                sandbox,
+                stop_rules,
+                notes,
+                first_branch,
+                summariser,
+                clock,
+                updates,
             )
     finally:
         journal.close()
@@ -101,6 +115,7 @@ def _resume(
     first_branch: bool,
     summariser: Summariser | None,
     clock: Callable[[], float],
+    updates: deque[ResourceUpdated] | None,
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -124,7 +139,7 @@ def _resume(
             journal.append(RunResumed(step=info.fork.at_step, from_seq=0, notes=notes))
         with client_for(model or info.model) as client:
             continue_model(client, fold(events).model_replies)
-            summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules)
+            summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules, updates=updates)
         return Resumed(summary, notes + said)
     if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
         raise HarnessError(
@@ -148,7 +163,7 @@ def _resume(
             restored, since = None, None
             box = begin_again(info, run_dir, sandbox, journal)
             notes.append("The run had not begun when it stopped; it starts from the beginning.")
-        with reopen_run(info, journal, client, box, tools, stop_rules, clock) as session:
+        with reopen_run(info, journal, client, box, tools, stop_rules, clock, updates) as session:
             if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
                 ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
                 inner = [t for t in session.program_tools or () if session.tools.get(t.name) is None]

@@ -13,6 +13,7 @@ or, in one call, `start(spec)`.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from agent.run.task import Task
 from agent.telemetry import live_spans
 from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
-from core.events import Event, MemoryWritten, RunStopped, SandboxOpened
+from core.events import Event, MemoryWritten, ResourceUpdated, RunStopped, SandboxOpened
 from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
@@ -128,6 +129,7 @@ class RunSpec:
     prices: Path | None = None  # the price table the model's price comes from; default: agent/models/prices.toml
     memory: MemorySource | None = None  # the agent's memory: given, or the policy's `memory.tool`, turns it on
     placed: str | None = None  # the placed MCP resources' text as a recording has it (a replay's), not read anew
+    updates: deque[ResourceUpdated] | None = None  # and their recorded updates, given at their steps (Session.updates)
 
 
 @contextmanager
@@ -229,6 +231,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
                     context=context,
                     memory=store,
                     program_tools=program_tools,
+                    updates=spec.updates,
                 )
         finally:
             box.close()
@@ -342,9 +345,11 @@ def reopen_run(
     tools: Registry | None = None,
     stop_rules: Sequence[StopRule] = (),
     clock: Callable[[], float] = time.time,
+    updates: deque[ResourceUpdated] | None = None,
 ) -> Iterator[Session]:
     """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
-    The sandbox is the caller's (reconnected or recreated); it is closed here. `clock` dates memory entries."""
+    The sandbox is the caller's (reconnected or recreated); it is closed here. `clock` dates memory entries;
+    `updates`: a replay's recorded resource updates (Session.updates)."""
     policy = HarnessPolicy.model_validate(info.policy)
     task = Task.model_validate(info.task)
     store = None
@@ -376,6 +381,7 @@ def reopen_run(
                 context_window=window,
                 memory=store,
                 program_tools=program_tools,
+                updates=updates,
             )
     finally:
         sandbox.close()

@@ -48,7 +48,8 @@ from core.events import (
 from core.interrupts import clear, received, request
 from memory.summariser import RecordedSummariser
 
-# What a replay writes again, event for event.
+# What a replay writes again, event for event; not a resource's update, which a replay with `execute` takes from
+# its servers, as often as they send it.
 COUNTED = (
     MessageAdded,
     ModelReplied,
@@ -156,6 +157,7 @@ def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | No
             stop_rules=spec.stop_rules,
             summariser=summariser,
             clock=spec.memory.clock if spec.memory is not None else time.time,  # the recorded times, in turn
+            updates=spec.updates,
         ).summary
 
     summary, notes = through_lives(recorded, replay_dir, first, again)

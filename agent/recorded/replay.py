@@ -14,6 +14,7 @@ ids, the run folder) is normalised, the world changed: that is reported, never f
 from __future__ import annotations
 
 import tempfile
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ from core.events import (
     MessageAdded,
     ModelReplied,
     ProgramFiles,
+    ResourceUpdated,
     RunStopped,
     SummaryReplied,
     ToolObserved,
@@ -124,6 +126,7 @@ def replay(
             stop_rules=(world_stops(recorded),),
             memory=memory,
             placed=placed_as_recorded(recorded, task, HarnessPolicy.model_validate(info.policy)),
+            updates=updates_as_recorded(recorded),
         )
     summary, replay_dir, notes = replay_lives(recorded, spec)
     return report(run_dir, replay_dir, recorded, summary, execute, check.notes + notes)
@@ -152,6 +155,11 @@ def placed_as_recorded(recorded: Sequence[Event], task: Task, policy: HarnessPol
     after = f"\n\n{task.prompt}" + (f"\n\n{task.repo_map}" if task.repo_map else "")
     opening = next(e.message.text for e in recorded if isinstance(e, MessageAdded) and e.message.role == "user")
     return opening.removesuffix(after) if opening.endswith(after) else None
+
+
+def updates_as_recorded(recorded: Sequence[Event]) -> deque[ResourceUpdated]:
+    """The placed resources' updates as the run journaled them, which the replay appends at the same steps."""
+    return deque(e for e in recorded if isinstance(e, ResourceUpdated))
 
 
 def checking(run_dir: Path, base: Registry) -> set[str]:
@@ -199,7 +207,7 @@ def fork_again(
     inherited, own = recorded[: info.fork.inherited], recorded[info.fork.inherited :]
     policy = HarnessPolicy.model_validate(info.policy)
     again = info.model_copy(update={"run_id": _replay_id(info)})
-    factory, programs_with = sandbox, None
+    factory, programs_with, updates = sandbox, None, None
     if not execute:  # the parent's writes and the fork's calls answered from the recording; nothing runs
         again = again.model_copy(update={"task": {**info.task, "check": None}})
         base, policy = as_offered(run_dir, info, policy, tools)
@@ -217,6 +225,7 @@ def fork_again(
         tools = Registry.of((t for t in played if t.name in base.tools), world=played.world)
         programs_with = played.get(RUN_CODE)
         factory = sandbox or (lambda workspace: open_sandbox(SandboxSpec(), workspace))
+        updates = updates_as_recorded(own)
     replay_dir = place(out, again, inherited, run_dir)
     model, summariser, clock = (
         PlaybackModel(own, info),
@@ -244,6 +253,7 @@ def fork_again(
                 summariser,
                 programs_with,
                 clock,
+                updates,
             )
         finally:
             journal.close()
@@ -259,6 +269,7 @@ def fork_again(
             stop_rules=stops,
             summariser=summariser,
             clock=clock,
+            updates=updates,
         ).summary
 
     summary, notes = through_lives(own, replay_dir, first, resumed, already=count(inherited))

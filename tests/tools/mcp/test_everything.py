@@ -14,6 +14,7 @@ import subprocess
 
 import pytest
 
+from agent.fork import fork
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel
 from agent.recorded.replay import replay
@@ -108,20 +109,52 @@ def test_a_scripted_run_uses_every_part_of_the_server(everything, tmp_path):
     assert len(answered) == 1 and answered[0]["status"] == "ok"
     assert "User provided the requested information" in answered[0]["text"] and "Ada Lovelace" in answered[0]["text"]
 
+    # Played back, no server runs: the recorded updates come at the same steps, journaled again, and the replay goes
+    # through both lives to the same end.
+    played = replay(run_dir, out=tmp_path / "replay")
+    assert played.notes == [] and played.harness == [], [d.diff for d in played.harness]
+    assert played.replayed_stop == played.recorded_stop == "submitted"
+    assert updates_in(played.replay_dir) == updates_in(run_dir)
+
+
+def test_a_fork_that_follows_a_changing_resource_replays_with_its_updates(everything, tmp_path):
+    """The fork's own steps meet the resource's updates; played back, its branch gets them at the same steps."""
+    script = [*SCRIPT[1:3], SCRIPT[-1]]
+    policy = HarnessPolicy(mcp=[everything], mcp_resources=[f"everything:{DOC}"])
+    summary, run_dir = start(RunSpec(Task(prompt="Follow it."), ScriptedModel(script), policy, tmp_path / "runs"))
+    assert summary.stop_reason == "submitted"
+    made = fork(run_dir, 0, model=ScriptedModel(script), out=tmp_path / "forks")  # its MCP calls are all its own
+    assert made.summary is not None and made.summary.stop_reason == "submitted" and updates_in(made.run_dir)
+
+    played = replay(made.run_dir, out=tmp_path / "replay")
+    assert played.notes == [] and played.harness == [], [d.diff for d in played.harness]
+    assert played.replayed_stop == played.recorded_stop == "submitted"
+    assert updates_in(played.replay_dir) == updates_in(made.run_dir)
+
+
+def updates_in(run_dir):
+    """The resource updates a run journaled, as a replay must journal them again."""
+    kept = ("step", "server", "uri", "sha256", "message", "tokens")
+    return [{k: e[k] for k in kept} for e in events(run_dir) if e["type"] == "resource_updated"]
+
 
 def test_a_run_that_stopped_for_the_servers_question_replays_stopping_there_too(everything, tmp_path):
     """Played back, the call asks the recorded question again and the replay's life ends there, as the run's
-    process did; the person's recorded answer then takes the replay to the same end."""
-    script = [call("everything__echo", message="hi"), call("everything__trigger-elicitation-request"), SCRIPT[-1]]
-    policy = HarnessPolicy(mcp=[everything], approval=ApprovalPolicy())
+    process did; the person's recorded answer then takes the replay to the same end, and the resumed life gets the
+    placed resource's updates its recorded one met."""
+    script = [call("everything__echo", message="hi"), SCRIPT[3], *SCRIPT[1:3], SCRIPT[-1]]
+    policy = HarnessPolicy(mcp=[everything], mcp_resources=[f"everything:{DOC}"], approval=ApprovalPolicy())
     summary, run_dir = start(RunSpec(Task(prompt="Ask me."), ScriptedModel(script), policy, tmp_path / "runs"))
     assert summary.stop_reason == "awaiting_approval"
     [asked] = pending_calls(run_dir)
     record_decision(run_dir, asked, True, answer={"name": "Ada Lovelace", "check": True})
     done = resume(run_dir, model=ScriptedModel(script))
     assert done.summary is not None and done.summary.stop_reason == "submitted"
+    [resumed] = [e for e in events(run_dir) if e["type"] == "resumed"]
+    assert updates_in(run_dir) and all(u["step"] > resumed["step"] for u in updates_in(run_dir))
 
     played = replay(run_dir, out=tmp_path / "replay")
     assert played.notes == [] and played.harness == [], [d.diff for d in played.harness]
     assert played.replayed_stop == "submitted"
     assert [e.type for e in read_events(played.replay_dir)].count("input_requested") == 1
+    assert updates_in(played.replay_dir) == updates_in(run_dir)
