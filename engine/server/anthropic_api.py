@@ -1,15 +1,14 @@
 """POST /v1/messages: the Anthropic Messages API over the engine, with its streaming events."""
 
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator
 
-from pydantic import ValidationError
-
 from engine.chat import ChatReply, ChatRequest
 from engine.output import RequestOutput
 from engine.server import anthropic_schemas as an
-from engine.server.errors import APIError, anthropic_body, from_validation
+from engine.server.errors import APIError, anthropic_body, validated
 from engine.server.service import Service
 
 
@@ -19,7 +18,15 @@ def _text(content) -> str:
     return "".join(b.text for b in content)
 
 
-def to_chat(body: an.MessagesRequest) -> ChatRequest:
+def conversation(body: an.Conversation) -> ChatRequest:
+    """The prompt's part of a request (messages, tools, tool_choice, output format) as a ChatRequest."""
+    if body.thinking is not None and body.thinking.type != "disabled":
+        raise APIError(
+            400,
+            f"thinking of type {body.thinking.type!r} is not supported: this model does not think; "
+            "leave `thinking` out and send the request again",
+            param="thinking",
+        )
     messages: list[dict] = []
     if body.system:
         messages.append({"role": "system", "content": _text(body.system)})
@@ -84,11 +91,20 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
         name = body.tool_choice.name
         if kind == "tool" and not name:
             raise APIError(400, "tool_choice of type tool needs a `name`", param="tool_choice.name")
+    output = body.output_config.format if body.output_config is not None else None
     return ChatRequest(
         messages=messages,
         tools=tools,
         tool_choice=choice,
         tool_name=name,
+        response_format="text" if output is None else "json_schema",
+        response_schema=None if output is None else output.schema_,
+    )
+
+
+def to_chat(body: an.MessagesRequest) -> ChatRequest:
+    return dataclasses.replace(
+        conversation(body),
         max_tokens=body.max_tokens,
         temperature=1.0 if body.temperature is None else body.temperature,
         top_p=1.0 if body.top_p is None else body.top_p,
@@ -98,10 +114,12 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
 
 
 def parse(raw: bytes) -> an.MessagesRequest:
-    try:
-        return an.MessagesRequest.model_validate_json(raw)
-    except ValidationError as e:
-        raise from_validation(e) from None
+    return validated(an.MessagesRequest, raw)
+
+
+def parse_conversation(raw: bytes) -> an.Conversation:
+    """A count_tokens body: a Messages request without what only generation needs (max_tokens, sampling)."""
+    return validated(an.Conversation, raw)
 
 
 def usage(prompt: int, cached: int, written: int, completion: int) -> an.UsageOut:

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from engine.chat import ChatReply, ChatRequest, finish, prepare
+from engine.chat import ChatReply, ChatRequest, check_tools, finish, prepare
 from engine.engine import MAX_RETURN_S, Engine
 from engine.errors import EngineError
 from engine.output import RequestOutput
@@ -53,6 +53,18 @@ class Service:
         try:
             # Rendering, tokenizing and grammar compilation are CPU work: keep them off the event loop.
             return await asyncio.to_thread(prepare, self.engine, chat)
+        except EngineError as e:
+            raise from_engine(e) from None
+
+    async def count_tokens(self, chat: ChatRequest) -> int:
+        """The tokens of the prompt `chat` would be sent as: what its reply's usage would count as input."""
+
+        def count() -> int:
+            check_tools(chat.tools)
+            return len(self.engine.encode_chat(chat.messages, chat.tools or None))
+
+        try:
+            return await asyncio.to_thread(count)
         except EngineError as e:
             raise from_engine(e) from None
 

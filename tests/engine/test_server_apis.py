@@ -70,6 +70,37 @@ def test_models_health_and_metrics(engine, base, oa):
         assert name in m
 
 
+def test_a_model_is_retrieved_by_id_in_each_sdks_shape(engine, oa, an):
+    card = oa.models.retrieve("smollm2")
+    assert card.id == "smollm2" and card.model_extra["context_window"] == engine.context_window
+    info = an.models.retrieve("smollm2")
+    assert info.type == "model" and info.id == "smollm2" and info.display_name == "smollm2"
+    assert info.max_input_tokens == engine.context_window - 1 and info.created_at.tzinfo is not None
+    (listed,) = an.models.list()
+    assert listed == info
+    with pytest.raises(openai.NotFoundError) as oa_missing:
+        oa.models.retrieve("gpt-9")
+    assert oa_missing.value.body["code"] == "model_not_found"
+    with pytest.raises(anthropic.NotFoundError) as an_missing:
+        an.models.retrieve("claude-0")
+    assert an_missing.value.body["error"]["type"] == "not_found_error"
+
+
+def test_anthropic_count_tokens_is_the_input_a_reply_is_billed_for(an):
+    ask = dict(
+        model="smollm2",
+        system=[{"type": "text", "text": "Be brief."}],
+        messages=[{"role": "user", "content": ASK}],
+        tools=AN_TOOLS,
+    )
+    counted = an.messages.count_tokens(**ask).input_tokens
+    u = an.messages.create(**ask, max_tokens=1).usage
+    assert counted == u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens > 0
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        an.messages.count_tokens(**{**ask, "model": "claude-0"})
+    assert missing.value.body["type"] == "error" and missing.value.body["error"]["type"] == "not_found_error"
+
+
 def test_openai_plain_chat(oa):
     r = oa.chat.completions.create(
         model="smollm2", messages=[{"role": "user", "content": "Say hello."}], max_tokens=8, temperature=0
@@ -157,6 +188,23 @@ def test_openai_json_schema_response_format(oa):
         response_format={"type": "json_schema", "json_schema": {"name": "sum", "schema": schema}},
     )
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+
+
+def test_anthropic_output_config_format_constrains_the_reply(an):
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    m = an.messages.create(
+        model="smollm2",
+        max_tokens=24,
+        messages=[{"role": "user", "content": "What is 2 + 2?"}],
+        output_config={"format": {"type": "json_schema", "schema": schema}},
+        extra_body={"temperature": 0},
+    )
+    jsonschema.validate(json.loads(m.content[0].text), schema)
 
 
 def test_anthropic_plain_message(an):
