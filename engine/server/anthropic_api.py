@@ -9,7 +9,7 @@ from engine.chat import ChatReply, ChatRequest
 from engine.output import RequestOutput
 from engine.server import anthropic_schemas as an
 from engine.server.errors import APIError, anthropic_body, validated
-from engine.server.service import Service
+from engine.server.service import Service, unsent
 
 
 def _text(content) -> str:
@@ -189,13 +189,14 @@ async def _sse(
         usage=usage(first.usage.prompt_tokens, cached, written, 1),
     )
     yield _event("message_start", {"message": start.model_dump()})
-    index, text_open = 0, False
+    index, text_open, streamed = 0, False, ""
     output: RequestOutput | None = None
     async for d in deltas:
         if d.text:
             if not text_open:
                 yield _event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
                 text_open = True
+            streamed += d.text
             yield _event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": d.text}})
         output = d.output or output
     try:
@@ -205,6 +206,8 @@ async def _sse(
         yield _event("error", {"error": anthropic_body(e)["error"]})
         return
     if text_open:
+        if rest := unsent(streamed, reply.content):
+            yield _event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": rest}})
         yield _event("content_block_stop", {"index": index})
         index += 1
     for b in _content(reply):

@@ -9,7 +9,7 @@ from engine.chat import ChatReply, ChatRequest
 from engine.output import RequestOutput
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, openai_body, validated
-from engine.server.service import Service
+from engine.server.service import Service, unsent
 
 
 def _text(content) -> str:
@@ -157,8 +157,10 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
 
     yield chunk(oa.Delta(role="assistant", content=""))
     output: RequestOutput | None = None
+    streamed = ""
     async for d in deltas:
         if d.text:
+            streamed += d.text
             yield chunk(oa.Delta(content=d.text))
         output = d.output or output
     try:
@@ -167,6 +169,8 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
         service.metrics.request("openai", e.status)  # the 200 was sent already; count the failure too
         yield "data: " + json.dumps(openai_body(e)) + "\n\n"
         return
+    if rest := unsent(streamed, reply.content):
+        yield chunk(oa.Delta(content=rest))
     calls = _calls(reply)
     if calls:
         yield chunk(

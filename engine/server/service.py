@@ -126,6 +126,19 @@ def visible_end(text: str, shown: int = 0) -> int:
     return len(text)
 
 
+def unsent(streamed: str, content: str) -> str:
+    """What of a reply's `content` a stream that sent `streamed` (the text before its first `<tool_call>`)
+    still owes, so that a streamed reply reads as the whole one does: the text after a call, or a block that
+    is not a valid call (cut by max_tokens, say), which stays visible. `content` is stripped; the stream's
+    own leading and trailing whitespace is not sent again."""
+    head = streamed.strip()
+    if not content.startswith(head):
+        return ""
+    rest = content[len(head) :]
+    trailing = streamed[len(streamed.rstrip()) :] if head else ""
+    return rest.removeprefix(trailing)
+
+
 def return_hint(headers) -> ReturnHint | None:
     """The request's `ReturnHint`, from its session and return headers; None without both."""
     session, within = headers.get(SESSION_HEADER), headers.get(RETURN_HEADER)

@@ -347,3 +347,20 @@ def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(base):
         assert second.status == 200 and second.read() and conn.sock is sock
     finally:
         conn.close()
+
+
+def test_a_call_cut_short_by_max_tokens_reads_the_same_streamed_or_whole(oa, an):
+    ask = dict(model="smollm2", messages=[{"role": "user", "content": ASK}], max_tokens=6, temperature=0)
+    whole = oa.chat.completions.create(**ask, tools=OA_TOOLS, tool_choice="required").choices[0]
+    chunks = list(oa.chat.completions.create(**ask, tools=OA_TOOLS, tool_choice="required", stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert whole.finish_reason == "length" and not whole.message.tool_calls
+    assert whole.message.content.startswith("<tool_call>") and streamed == whole.message.content
+
+    ask = dict(model="smollm2", max_tokens=6, messages=[{"role": "user", "content": ASK}], tools=AN_TOOLS)
+    ask |= dict(tool_choice={"type": "any"}, extra_body={"temperature": 0})
+    message = an.messages.create(**ask)
+    with an.messages.stream(**ask) as stream:
+        final = stream.get_final_message()
+    assert message.stop_reason == final.stop_reason == "max_tokens"
+    assert [b.to_dict() for b in final.content] == [b.to_dict() for b in message.content]
