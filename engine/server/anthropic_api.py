@@ -99,7 +99,23 @@ def conversation(body: an.Conversation) -> ChatRequest:
         tool_name=name,
         response_format="text" if output is None else "json_schema",
         response_schema=None if output is None else output.schema_,
+        continue_final=prefilled(messages, len(body.messages) - 1),
     )
+
+
+def prefilled(messages: list[dict], last: int) -> bool:
+    """Whether the conversation ends with the start of the reply (text in a final assistant message), which
+    the reply continues, as the Messages API does."""
+    final = messages[-1]
+    if final["role"] != "assistant" or final["tool_calls"] or not final["content"]:
+        return False
+    if final["content"] != final["content"].rstrip():
+        raise APIError(
+            400,
+            f"messages.{last}: the final assistant content cannot end with trailing whitespace; strip it",
+            param=f"messages.{last}",
+        )
+    return True
 
 
 def to_chat(body: an.MessagesRequest) -> ChatRequest:

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from engine.chat import ChatReply, ChatRequest, check_tools, finish, prepare
+from engine.chat import ChatReply, ChatRequest, check_tools, finish, prepare, prompt_ids
 from engine.engine import MAX_RETURN_S, Engine
 from engine.errors import EngineError
 from engine.output import RequestOutput
@@ -61,7 +61,7 @@ class Service:
 
         def count() -> int:
             check_tools(chat.tools)
-            return len(self.engine.encode_chat(chat.messages, chat.tools or None))
+            return len(prompt_ids(self.engine, chat))
 
         try:
             return await asyncio.to_thread(count)

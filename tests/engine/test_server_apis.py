@@ -364,3 +364,16 @@ def test_a_call_cut_short_by_max_tokens_reads_the_same_streamed_or_whole(oa, an)
         final = stream.get_final_message()
     assert message.stop_reason == final.stop_reason == "max_tokens"
     assert [b.to_dict() for b in final.content] == [b.to_dict() for b in message.content]
+
+
+def test_anthropic_prefill_is_continued_not_answered_anew(an):
+    ask = [{"role": "user", "content": "Say hello."}]
+    whole = an.messages.create(model="smollm2", max_tokens=10, messages=ask, extra_body={"temperature": 0})
+    text = whole.content[0].text
+    cut = text.index(" ", len(text) // 3)  # at a word's end: a prefill may not end in whitespace
+    prefill = [*ask, {"role": "assistant", "content": text[:cut]}]
+    rest = an.messages.create(model="smollm2", max_tokens=4, messages=prefill, extra_body={"temperature": 0})
+    assert text[:cut] + rest.content[0].text == text[: cut + len(rest.content[0].text)]  # greedy: the same words
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        an.messages.create(model="smollm2", max_tokens=4, messages=[*ask, {"role": "assistant", "content": "Hi "}])
+    assert "trailing whitespace" in caught.value.body["error"]["message"]
