@@ -77,6 +77,12 @@ def conversation(body: an.Conversation) -> ChatRequest:
                 raise APIError(400, f"messages.{i}: a user message cannot hold {b.type} blocks", param=f"messages.{i}")
         if text:
             messages.append({"role": "user", "content": text})
+        elif not any(isinstance(b, an.ToolResultBlock) for b in blocks):
+            raise APIError(
+                400,
+                f"messages.{i}: a user message must not be empty; send its text or tool results",
+                param=f"messages.{i}",
+            )
     tools = [
         {
             "type": "function",

@@ -92,6 +92,8 @@ ANTHROPIC_CASES = {
     "tool_result without a tool_use": with_(
         AN_VALID, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]
     ),
+    "empty user message": with_(AN_VALID, messages=[{"role": "user", "content": ""}]),
+    "user message of no blocks": with_(AN_VALID, messages=[{"role": "user", "content": []}]),
     "temperature above one": with_(AN_VALID, temperature=1.5),
     "tool schema invalid": with_(AN_VALID, tools=[{"name": "f", "input_schema": {"type": 12}}]),
     "tool choice without a name": with_(
