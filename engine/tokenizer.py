@@ -143,7 +143,7 @@ class Tokenizer:
         if continue_final:
             final = plain[-1].get("content")
             at = rendered.rfind(final) if isinstance(final, str) and final else -1
-            if at == -1:
+            if not isinstance(final, str) or at == -1:
                 raise InvalidRequestError(
                     "this model's chat template does not write the final assistant message as sent, "
                     "so the reply cannot continue it; end the conversation with a user message"
