@@ -21,6 +21,7 @@ from engine.errors import InvalidRequestError
 from engine.output import RequestOutput
 from engine.sampler import SamplingParams
 from engine.sequence import ReturnHint
+from engine.tokenizer import Tokenizer
 from engine.tool_format import ToolCall, normalise_tool, parse_tool_calls
 
 _grammars: "weakref.WeakKeyDictionary[Engine, Grammars]" = weakref.WeakKeyDictionary()
@@ -43,6 +44,8 @@ class ChatRequest:
     top_k: int = 0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    # The last message is an assistant's reply begun by the client (Anthropic's prefill): the reply continues it.
+    continue_final: bool = False
     hint: ReturnHint | None = None  # the client's session, coming back after a tool call
 
     @property
@@ -86,6 +89,11 @@ def check_tools(tools: list[dict]) -> None:
             check_schema(fn["parameters"], f"the parameters of tool {fn['name']!r}")
 
 
+def prompt_ids(encoder: Engine | Tokenizer, request: ChatRequest) -> list[int]:
+    """The request's conversation as prompt ids (the engine's, or its tokenizer's where no engine is)."""
+    return encoder.encode_chat(request.messages, request.tools or None, continue_final=request.continue_final)
+
+
 def prepare(engine: Engine, request: ChatRequest) -> tuple[list[int], SamplingParams]:
     """Render and tokenize the conversation and choose sampling. Raises InvalidRequestError."""
     check_tools(request.tools)
@@ -102,7 +110,7 @@ def prepare(engine: Engine, request: ChatRequest) -> tuple[list[int], SamplingPa
         raise InvalidRequestError(f"tool_choice {request.tool_choice!r} needs at least one tool in `tools`")
     elif request.response_format in ("json_object", "json_schema"):
         processor = GrammarProcessor(grammars(engine).json_schema(request.response_schema))
-    ids = engine.encode_chat(request.messages, request.tools or None)
+    ids = prompt_ids(engine, request)
     params = SamplingParams(
         max_tokens=request.max_tokens or engine.max_model_len,
         temperature=request.temperature,

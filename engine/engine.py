@@ -152,12 +152,14 @@ class Engine:
             return self.tokenizer.encode(prompt)
         return list(prompt)
 
-    def encode_chat(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
+    def encode_chat(
+        self, messages: list[dict], tools: list[dict] | None = None, continue_final: bool = False
+    ) -> list[int]:
         if self.tokenizer is None:
             raise InvalidRequestError(
                 "this model has no tokenizer (dummy weights or no tokenizer.json); pass token ids"
             )
-        return self.tokenizer.encode_chat(messages, tools)
+        return self.tokenizer.encode_chat(messages, tools, continue_final=continue_final)
 
     def _make_sequence(
         self, prompt: str | list[int], params: SamplingParams, request_id: str | None, hint: ReturnHint | None

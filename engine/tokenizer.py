@@ -22,7 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
 
-from engine.errors import ModelLoadError
+from engine.errors import InvalidRequestError, ModelLoadError
 from engine.tool_format import to_plain_messages
 from engine.weights import Checkpoint
 
@@ -121,19 +121,34 @@ class Tokenizer:
         )
 
     def encode_chat(
-        self, messages: list[dict], tools: list[dict] | None = None, add_generation_prompt: bool = True
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        add_generation_prompt: bool = True,
+        continue_final: bool = False,
     ) -> list[int]:
-        """The prompt's ids, special tokens only where the template wrote them (module docstring)."""
+        """The prompt's ids, special tokens only where the template wrote them (module docstring).
+        `continue_final`: the last message is the start of the reply (an assistant prefill), so the
+        prompt ends right after its text, the turn left open, with no generation prompt."""
         plain = [
             {k: self._escape(v) if isinstance(v, str) else v for k, v in m.items()}
             for m in to_plain_messages(messages, tools)
         ]
         rendered = self.template.render(
             messages=plain,
-            add_generation_prompt=add_generation_prompt,
+            add_generation_prompt=add_generation_prompt and not continue_final,
             bos_token=self.bos_token,
             eos_token=self.eos_token,
         )
+        if continue_final:
+            final = plain[-1].get("content")
+            at = rendered.rfind(final) if isinstance(final, str) and final else -1
+            if not isinstance(final, str) or at == -1:
+                raise InvalidRequestError(
+                    "this model's chat template does not write the final assistant message as sent, "
+                    "so the reply cannot continue it; end the conversation with a user message"
+                )
+            rendered = rendered[: at + len(final)]
         parts = self._split.split(rendered) if self._split else [rendered]
         ids: list[int] = []
         for i, part in enumerate(parts):

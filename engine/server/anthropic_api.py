@@ -1,16 +1,15 @@
 """POST /v1/messages: the Anthropic Messages API over the engine, with its streaming events."""
 
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator
 
-from pydantic import ValidationError
-
 from engine.chat import ChatReply, ChatRequest
 from engine.output import RequestOutput
 from engine.server import anthropic_schemas as an
-from engine.server.errors import APIError, anthropic_body, from_validation
-from engine.server.service import Service
+from engine.server.errors import APIError, anthropic_body, validated
+from engine.server.service import Service, unsent
 
 
 def _text(content) -> str:
@@ -19,7 +18,15 @@ def _text(content) -> str:
     return "".join(b.text for b in content)
 
 
-def to_chat(body: an.MessagesRequest) -> ChatRequest:
+def conversation(body: an.Conversation) -> ChatRequest:
+    """The prompt's part of a request (messages, tools, tool_choice, output format) as a ChatRequest."""
+    if body.thinking is not None and body.thinking.type != "disabled":
+        raise APIError(
+            400,
+            f"thinking of type {body.thinking.type!r} is not supported: this model does not think; "
+            "leave `thinking` out and send the request again",
+            param="thinking",
+        )
     messages: list[dict] = []
     if body.system:
         messages.append({"role": "system", "content": _text(body.system)})
@@ -70,6 +77,12 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
                 raise APIError(400, f"messages.{i}: a user message cannot hold {b.type} blocks", param=f"messages.{i}")
         if text:
             messages.append({"role": "user", "content": text})
+        elif not any(isinstance(b, an.ToolResultBlock) for b in blocks):
+            raise APIError(
+                400,
+                f"messages.{i}: a user message must not be empty; send its text or tool results",
+                param=f"messages.{i}",
+            )
     tools = [
         {
             "type": "function",
@@ -84,11 +97,36 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
         name = body.tool_choice.name
         if kind == "tool" and not name:
             raise APIError(400, "tool_choice of type tool needs a `name`", param="tool_choice.name")
+    output = body.output_config.format if body.output_config is not None else None
     return ChatRequest(
         messages=messages,
         tools=tools,
         tool_choice=choice,
         tool_name=name,
+        response_format="text" if output is None else "json_schema",
+        response_schema=None if output is None else output.schema_,
+        continue_final=prefilled(messages, len(body.messages) - 1),
+    )
+
+
+def prefilled(messages: list[dict], last: int) -> bool:
+    """Whether the conversation ends with the start of the reply (text in a final assistant message), which
+    the reply continues, as the Messages API does."""
+    final = messages[-1]
+    if final["role"] != "assistant" or final["tool_calls"] or not final["content"]:
+        return False
+    if final["content"] != final["content"].rstrip():
+        raise APIError(
+            400,
+            f"messages.{last}: the final assistant content cannot end with trailing whitespace; strip it",
+            param=f"messages.{last}",
+        )
+    return True
+
+
+def to_chat(body: an.MessagesRequest) -> ChatRequest:
+    return dataclasses.replace(
+        conversation(body),
         max_tokens=body.max_tokens,
         temperature=1.0 if body.temperature is None else body.temperature,
         top_p=1.0 if body.top_p is None else body.top_p,
@@ -98,10 +136,12 @@ def to_chat(body: an.MessagesRequest) -> ChatRequest:
 
 
 def parse(raw: bytes) -> an.MessagesRequest:
-    try:
-        return an.MessagesRequest.model_validate_json(raw)
-    except ValidationError as e:
-        raise from_validation(e) from None
+    return validated(an.MessagesRequest, raw)
+
+
+def parse_conversation(raw: bytes) -> an.Conversation:
+    """A count_tokens body: a Messages request without what only generation needs (max_tokens, sampling)."""
+    return validated(an.Conversation, raw)
 
 
 def usage(prompt: int, cached: int, written: int, completion: int) -> an.UsageOut:
@@ -171,13 +211,14 @@ async def _sse(
         usage=usage(first.usage.prompt_tokens, cached, written, 1),
     )
     yield _event("message_start", {"message": start.model_dump()})
-    index, text_open = 0, False
+    index, text_open, streamed = 0, False, ""
     output: RequestOutput | None = None
     async for d in deltas:
         if d.text:
             if not text_open:
                 yield _event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
                 text_open = True
+            streamed += d.text
             yield _event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": d.text}})
         output = d.output or output
     try:
@@ -187,6 +228,8 @@ async def _sse(
         yield _event("error", {"error": anthropic_body(e)["error"]})
         return
     if text_open:
+        if rest := unsent(streamed, reply.content):
+            yield _event("content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": rest}})
         yield _event("content_block_stop", {"index": index})
         index += 1
     for b in _content(reply):

@@ -73,13 +73,34 @@ class ToolChoice(_In):
     disable_parallel_tool_use: bool | None = None
 
 
-class MessagesRequest(_In):
+class ThinkingConfig(_In):
+    type: Literal["enabled", "disabled", "adaptive"]
+    budget_tokens: int | None = None
+
+
+class OutputFormat(_In):
+    type: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema")
+
+
+class OutputConfig(_In):
+    format: OutputFormat | None = None
+
+
+class Conversation(_In):
+    """What a prompt is made of: all that count_tokens takes, and the start of a Messages request."""
+
     model: str
-    max_tokens: int = Field(ge=1)
     messages: list[MessageIn] = Field(min_length=1)
     system: str | list[TextBlock] | None = None
     tools: list[ToolIn] | None = None
     tool_choice: ToolChoice | None = None
+    thinking: ThinkingConfig | None = None
+    output_config: OutputConfig | None = None
+
+
+class MessagesRequest(Conversation):
+    max_tokens: int = Field(ge=1)
     stop_sequences: list[str] | None = None
     temperature: float | None = Field(None, ge=0, le=1)
     top_p: float | None = Field(None, gt=0, le=1)
@@ -121,3 +142,23 @@ class MessageOut(BaseModel):
     stop_reason: StopReason | None
     stop_sequence: str | None = None
     usage: UsageOut
+
+
+class TokenCount(BaseModel):
+    input_tokens: int
+
+
+class ModelInfo(BaseModel):
+    type: Literal["model"] = "model"
+    id: str
+    display_name: str
+    created_at: str  # RFC 3339
+    lifecycle: Literal["active"] = "active"
+    max_input_tokens: int
+
+
+class ModelPage(BaseModel):
+    data: list[ModelInfo]
+    has_more: bool = False
+    first_id: str | None
+    last_id: str | None

@@ -29,6 +29,7 @@ from engine.server import anthropic_api, openai_api
 from engine.server import anthropic_schemas as an
 from engine.server import openai_schemas as oa
 from engine.server.errors import APIError, anthropic_body, openai_body
+from engine.server.model_cards import ANTHROPIC_VERSION, model_card, model_list
 from engine.server.service import Service, return_hint
 
 log = logging.getLogger("engine.server")
@@ -40,7 +41,12 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def _is_anthropic(request: Request) -> bool:
-    return request.url.path.rstrip("/").endswith("/messages")
+    """Whether the request is the Anthropic API's: its paths, or another path (the model list) asked by an
+    Anthropic client, which sends its API version on every request."""
+    path = request.url.path.rstrip("/")
+    if path.endswith(("/messages", "/messages/count_tokens")):
+        return True
+    return ANTHROPIC_VERSION in request.headers and not path.endswith("/chat/completions")
 
 
 def internal_error(err: Exception) -> APIError:
@@ -118,7 +124,7 @@ async def told_if_cut(request: Request, events: AsyncIterator[str]) -> AsyncIter
 
 
 REF = "#/components/schemas/{model}"
-BODIES = (oa.ChatCompletionRequest, an.MessagesRequest)
+BODIES = (oa.ChatCompletionRequest, an.MessagesRequest, an.Conversation)
 
 
 def _body(model) -> dict:
@@ -186,17 +192,13 @@ def create_app(
         return {"status": "ok", "models": model_names}
 
     @app.get("/v1/models")
-    async def models():
-        cards = [
-            oa.ModelCard(
-                id=name,
-                created=service.started,
-                context_window=engine.context_window,
-                max_model_len=engine.max_model_len,
-            )
-            for name in model_names
-        ]
-        return oa.ModelList(data=cards).model_dump()
+    async def models(request: Request):
+        return model_list(engine, model_names, service.started, _is_anthropic(request))
+
+    @app.get("/v1/models/{name:path}")
+    async def model(request: Request, name: str):
+        service.check_model(name)
+        return model_card(engine, name, service.started, _is_anthropic(request))
 
     @app.get("/metrics")
     async def metrics():
@@ -246,5 +248,13 @@ def create_app(
         return await answer(
             request, anthropic_api, "anthropic", lambda reply, model: anthropic_api.message(reply, model).model_dump()
         )
+
+    @app.post("/v1/messages/count_tokens", openapi_extra=_body(an.Conversation))
+    async def count_tokens(request: Request):
+        body = anthropic_api.parse_conversation(await read_body(request, max_body_bytes, body_timeout_s))
+        service.check_model(body.model)
+        count = await service.count_tokens(anthropic_api.conversation(body))
+        service.metrics.request("anthropic", 200)
+        return an.TokenCount(input_tokens=count).model_dump()
 
     return app

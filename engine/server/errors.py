@@ -7,7 +7,9 @@ Every failure a handler meets becomes an `APIError` with an HTTP status; the app
 renders it in the shape of the API the request was made to.
 """
 
-from pydantic import ValidationError
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from engine.errors import (
     ContextLengthError,
@@ -57,6 +59,17 @@ def from_validation(err: ValidationError, what: str = "request body") -> APIErro
     more = f" (and {err.error_count() - 3} more)" if err.error_count() > 3 else ""
     first = err.errors()[0]["loc"] if err.error_count() else ()
     return APIError(400, f"invalid {what}: " + "; ".join(problems) + more, param=".".join(map(str, first)) or None)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(schema: type[M], raw: bytes) -> M:
+    """A request body parsed as `schema`, or the 400 that says what is wrong with it."""
+    try:
+        return schema.model_validate_json(raw)
+    except ValidationError as e:
+        raise from_validation(e) from None
 
 
 def from_engine(err: EngineError) -> APIError:

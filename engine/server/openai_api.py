@@ -5,13 +5,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 
-from pydantic import ValidationError
-
 from engine.chat import ChatReply, ChatRequest
 from engine.output import RequestOutput
 from engine.server import openai_schemas as oa
-from engine.server.errors import APIError, from_validation, openai_body
-from engine.server.service import Service
+from engine.server.errors import APIError, openai_body, validated
+from engine.server.service import Service, unsent
 
 
 def _text(content) -> str:
@@ -22,8 +20,29 @@ def _text(content) -> str:
     return "".join(part.text for part in content)
 
 
+def refuse_unsupported(body: oa.ChatCompletionRequest) -> None:
+    """A parameter that would change the reply, but which this server does not implement, is a 400
+    rather than silently dropped: the client would otherwise trust a reply made without it."""
+    asked = {
+        "logprobs": body.logprobs is True,
+        "top_logprobs": bool(body.top_logprobs),
+        "presence_penalty": bool(body.presence_penalty),
+        "frequency_penalty": bool(body.frequency_penalty),
+        "logit_bias": bool(body.logit_bias),
+    }
+    for param, set_ in asked.items():
+        if set_:
+            raise APIError(
+                400,
+                f"this server does not support `{param}`; leave it out (or at its default) and send the request again",
+                param=param,
+                code="unsupported_parameter",
+            )
+
+
 def to_chat(body: oa.ChatCompletionRequest) -> ChatRequest:
     """The API's request as the engine's ChatRequest; raises APIError for what validation cannot see."""
+    refuse_unsupported(body)
     messages: list[dict] = []
     call_ids: set[str] = set()
     for i, m in enumerate(body.messages):
@@ -75,10 +94,7 @@ def to_chat(body: oa.ChatCompletionRequest) -> ChatRequest:
 
 
 def parse(raw: bytes) -> oa.ChatCompletionRequest:
-    try:
-        return oa.ChatCompletionRequest.model_validate_json(raw)
-    except ValidationError as e:
-        raise from_validation(e) from None
+    return validated(oa.ChatCompletionRequest, raw)
 
 
 def _usage(prompt: int, cached: int, completion: int) -> oa.UsageOut:
@@ -141,8 +157,10 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
 
     yield chunk(oa.Delta(role="assistant", content=""))
     output: RequestOutput | None = None
+    streamed = ""
     async for d in deltas:
         if d.text:
+            streamed += d.text
             yield chunk(oa.Delta(content=d.text))
         output = d.output or output
     try:
@@ -151,6 +169,8 @@ async def _sse(service: Service, chat: ChatRequest, body: oa.ChatCompletionReque
         service.metrics.request("openai", e.status)  # the 200 was sent already; count the failure too
         yield "data: " + json.dumps(openai_body(e)) + "\n\n"
         return
+    if rest := unsent(streamed, reply.content):
+        yield chunk(oa.Delta(content=rest))
     calls = _calls(reply)
     if calls:
         yield chunk(

@@ -109,6 +109,12 @@ class ChatCompletionRequest(_In):
     stream: bool = False
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None
+    # Known so that a value this server cannot honour is refused (openai_api.refuse_unsupported), not ignored.
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    logit_bias: dict[str, float] | None = None
 
 
 # ------------------------------------------------------------------ responses

@@ -26,6 +26,7 @@ from ray import serve
 from ray.exceptions import RayActorError
 from ray.serve.config import RequestRouterConfig
 
+from engine.chat import prompt_ids
 from engine.config import EngineConfig
 from engine.server import anthropic_api, openai_api
 from engine.server.app import create_app, error_response
@@ -77,7 +78,7 @@ class Front:
         api = anthropic_api if path.rstrip("/").endswith("messages") else openai_api
         try:
             chat = api.to_chat(api.parse(body))
-            return block_hashes(self.tokenizer.encode_chat(chat.messages, chat.tools or None), self.block_size)
+            return block_hashes(prompt_ids(self.tokenizer, chat), self.block_size)
         except Exception:  # a bad request routes anywhere; its replica answers it with the right error
             return []
 

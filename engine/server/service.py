@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from engine.chat import ChatReply, ChatRequest, finish, prepare
+from engine.chat import ChatReply, ChatRequest, check_tools, finish, prepare, prompt_ids
 from engine.engine import MAX_RETURN_S, Engine
 from engine.errors import EngineError
 from engine.output import RequestOutput
@@ -53,6 +53,18 @@ class Service:
         try:
             # Rendering, tokenizing and grammar compilation are CPU work: keep them off the event loop.
             return await asyncio.to_thread(prepare, self.engine, chat)
+        except EngineError as e:
+            raise from_engine(e) from None
+
+    async def count_tokens(self, chat: ChatRequest) -> int:
+        """The tokens of the prompt `chat` would be sent as: what its reply's usage would count as input."""
+
+        def count() -> int:
+            check_tools(chat.tools)
+            return len(prompt_ids(self.engine, chat))
+
+        try:
+            return await asyncio.to_thread(count)
         except EngineError as e:
             raise from_engine(e) from None
 
@@ -112,6 +124,19 @@ def visible_end(text: str, shown: int = 0) -> int:
         if text.endswith(CALL_TAG[:k]):
             return len(text) - k
     return len(text)
+
+
+def unsent(streamed: str, content: str) -> str:
+    """What of a reply's `content` a stream that sent `streamed` (the text before its first `<tool_call>`)
+    still owes, so that a streamed reply reads as the whole one does: the text after a call, or a block that
+    is not a valid call (cut by max_tokens, say), which stays visible. `content` is stripped; the stream's
+    own leading and trailing whitespace is not sent again."""
+    head = streamed.strip()
+    if not content.startswith(head):
+        return ""
+    rest = content[len(head) :]
+    trailing = streamed[len(streamed.rstrip()) :] if head else ""
+    return rest.removeprefix(trailing)
 
 
 def return_hint(headers) -> ReturnHint | None:

@@ -70,6 +70,37 @@ def test_models_health_and_metrics(engine, base, oa):
         assert name in m
 
 
+def test_a_model_is_retrieved_by_id_in_each_sdks_shape(engine, oa, an):
+    card = oa.models.retrieve("smollm2")
+    assert card.id == "smollm2" and card.model_extra["context_window"] == engine.context_window
+    info = an.models.retrieve("smollm2")
+    assert info.type == "model" and info.id == "smollm2" and info.display_name == "smollm2"
+    assert info.max_input_tokens == engine.context_window - 1 and info.created_at.tzinfo is not None
+    (listed,) = an.models.list()
+    assert listed == info
+    with pytest.raises(openai.NotFoundError) as oa_missing:
+        oa.models.retrieve("gpt-9")
+    assert oa_missing.value.body["code"] == "model_not_found"
+    with pytest.raises(anthropic.NotFoundError) as an_missing:
+        an.models.retrieve("claude-0")
+    assert an_missing.value.body["error"]["type"] == "not_found_error"
+
+
+def test_anthropic_count_tokens_is_the_input_a_reply_is_billed_for(an):
+    ask = dict(
+        model="smollm2",
+        system=[{"type": "text", "text": "Be brief."}],
+        messages=[{"role": "user", "content": ASK}],
+        tools=AN_TOOLS,
+    )
+    counted = an.messages.count_tokens(**ask).input_tokens
+    u = an.messages.create(**ask, max_tokens=1).usage
+    assert counted == u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens > 0
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        an.messages.count_tokens(**{**ask, "model": "claude-0"})
+    assert missing.value.body["type"] == "error" and missing.value.body["error"]["type"] == "not_found_error"
+
+
 def test_openai_plain_chat(oa):
     r = oa.chat.completions.create(
         model="smollm2", messages=[{"role": "user", "content": "Say hello."}], max_tokens=8, temperature=0
@@ -157,6 +188,23 @@ def test_openai_json_schema_response_format(oa):
         response_format={"type": "json_schema", "json_schema": {"name": "sum", "schema": schema}},
     )
     jsonschema.validate(json.loads(r.choices[0].message.content), schema)
+
+
+def test_anthropic_output_config_format_constrains_the_reply(an):
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+        "additionalProperties": False,
+    }
+    m = an.messages.create(
+        model="smollm2",
+        max_tokens=24,
+        messages=[{"role": "user", "content": "What is 2 + 2?"}],
+        output_config={"format": {"type": "json_schema", "schema": schema}},
+        extra_body={"temperature": 0},
+    )
+    jsonschema.validate(json.loads(m.content[0].text), schema)
 
 
 def test_anthropic_plain_message(an):
@@ -299,3 +347,33 @@ def test_an_idle_keep_alive_connection_outlives_the_clients_own_expiry(base):
         assert second.status == 200 and second.read() and conn.sock is sock
     finally:
         conn.close()
+
+
+def test_a_call_cut_short_by_max_tokens_reads_the_same_streamed_or_whole(oa, an):
+    ask = dict(model="smollm2", messages=[{"role": "user", "content": ASK}], max_tokens=6, temperature=0)
+    whole = oa.chat.completions.create(**ask, tools=OA_TOOLS, tool_choice="required").choices[0]
+    chunks = list(oa.chat.completions.create(**ask, tools=OA_TOOLS, tool_choice="required", stream=True))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert whole.finish_reason == "length" and not whole.message.tool_calls
+    assert whole.message.content.startswith("<tool_call>") and streamed == whole.message.content
+
+    ask = dict(model="smollm2", max_tokens=6, messages=[{"role": "user", "content": ASK}], tools=AN_TOOLS)
+    ask |= dict(tool_choice={"type": "any"}, extra_body={"temperature": 0})
+    message = an.messages.create(**ask)
+    with an.messages.stream(**ask) as stream:
+        final = stream.get_final_message()
+    assert message.stop_reason == final.stop_reason == "max_tokens"
+    assert [b.to_dict() for b in final.content] == [b.to_dict() for b in message.content]
+
+
+def test_anthropic_prefill_is_continued_not_answered_anew(an):
+    ask = [{"role": "user", "content": "Say hello."}]
+    whole = an.messages.create(model="smollm2", max_tokens=10, messages=ask, extra_body={"temperature": 0})
+    text = whole.content[0].text
+    cut = text.index(" ", len(text) // 3)  # at a word's end: a prefill may not end in whitespace
+    prefill = [*ask, {"role": "assistant", "content": text[:cut]}]
+    rest = an.messages.create(model="smollm2", max_tokens=4, messages=prefill, extra_body={"temperature": 0})
+    assert text[:cut] + rest.content[0].text == text[: cut + len(rest.content[0].text)]  # greedy: the same words
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        an.messages.create(model="smollm2", max_tokens=4, messages=[*ask, {"role": "assistant", "content": "Hi "}])
+    assert "trailing whitespace" in caught.value.body["error"]["message"]

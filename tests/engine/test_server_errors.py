@@ -7,7 +7,9 @@ import copy
 import json
 import random
 
+import anthropic
 import httpx
+import openai
 import pytest
 
 from tests.engine.conftest import make_engine
@@ -90,6 +92,8 @@ ANTHROPIC_CASES = {
     "tool_result without a tool_use": with_(
         AN_VALID, messages=[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}]
     ),
+    "empty user message": with_(AN_VALID, messages=[{"role": "user", "content": ""}]),
+    "user message of no blocks": with_(AN_VALID, messages=[{"role": "user", "content": []}]),
     "temperature above one": with_(AN_VALID, temperature=1.5),
     "tool schema invalid": with_(AN_VALID, tools=[{"name": "f", "input_schema": {"type": 12}}]),
     "tool choice without a name": with_(
@@ -181,3 +185,48 @@ def test_five_hundred_seeded_malformed_requests_then_a_valid_one(http):
     ok = send(http, AN_PATH, AN_VALID)
     assert ok.status_code == 200 and ok.json()["content"][0]["type"] == "text"
     assert http.get("/health").json()["status"] == "ok"
+
+
+# ------------------------------------------------------------------ what the server cannot honour, through the SDKs
+
+UNSUPPORTED_OPENAI = {
+    "logprobs": {"logprobs": True},
+    "top_logprobs": {"top_logprobs": 2},
+    "presence_penalty": {"presence_penalty": 0.5},
+    "frequency_penalty": {"frequency_penalty": -1.0},
+    "logit_bias": {"logit_bias": {"50": 100}},
+}
+
+
+@pytest.fixture(scope="module")
+def sdks(http):
+    base = str(http.base_url).rstrip("/")
+    return (
+        openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=60),
+        anthropic.Anthropic(base_url=base, api_key="unused", max_retries=0, timeout=60),
+    )
+
+
+@pytest.mark.parametrize("param", UNSUPPORTED_OPENAI)
+def test_an_openai_parameter_the_server_cannot_honour_is_refused_not_ignored(sdks, param):
+    oa, _ = sdks
+    with pytest.raises(openai.BadRequestError) as caught:
+        oa.chat.completions.create(**OA_VALID, **UNSUPPORTED_OPENAI[param])
+    error = caught.value.body
+    assert error["param"] == param and error["code"] == "unsupported_parameter" and param in error["message"]
+
+
+def test_those_parameters_at_their_defaults_are_accepted(sdks):
+    oa, _ = sdks
+    r = oa.chat.completions.create(**OA_VALID, logprobs=False, presence_penalty=0, frequency_penalty=0.0, logit_bias={})
+    assert r.choices[0].message.content is not None
+
+
+@pytest.mark.parametrize("thinking", [{"type": "enabled", "budget_tokens": 1024}, {"type": "adaptive"}])
+def test_anthropic_thinking_is_refused_by_a_model_that_does_not_think(sdks, thinking):
+    _, an = sdks
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        an.messages.create(**{**AN_VALID, "max_tokens": 2048}, thinking=thinking)
+    assert caught.value.body["type"] == "error" and "thinking" in caught.value.body["error"]["message"]
+    disabled = an.messages.create(**AN_VALID, thinking={"type": "disabled"})
+    assert disabled.content[0].type == "text"
