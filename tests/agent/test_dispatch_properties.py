@@ -1,4 +1,5 @@
-"""The dispatcher is total: for any reply, one observation per call id, in order, and no exception."""
+"""The dispatcher is total: for any reply, one observation per call id, in order, and no exception, whatever a tool
+raises or returns; each observation is journaled and reads back."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from agent.dispatch import Dispatcher, dispatch
+from agent.journal.store import scan
+from core.events import ToolObserved
 from core.policy import DispatchPolicy, HarnessPolicy
 from core.types import ToolCall
 from sandboxes.base import SandboxDead
@@ -18,20 +21,36 @@ from sandboxes.local import LocalSandbox
 from tests.agent.helpers import new_journal
 from tools.base import Effect, Registry, Tool, ToolContext, ToolResult
 
-BEHAVIOURS = ["ok", "raise", "timeout_raise", "timeout_result", "nonzero", "domain", "dead", "bad_return"]
+BEHAVIOURS = [
+    "ok",
+    "raise",
+    "timeout_raise",
+    "timeout_result",
+    "nonzero",
+    "domain",
+    "dead",
+    "bad_return",
+    "exits",
+    "bad_exit_code",
+    "bad_submission",
+    "submits",
+]
+# Any text, lone surrogates included: an error about a file whose name is not UTF-8 holds one (os.fsdecode's
+# surrogateescape), and so does the output of a tool that decoded a JSON escape like "\ud800".
+odd_text = st.text(st.one_of(st.characters(), st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)), max_size=30)
 
 
 class XArgs(BaseModel):
     x: int
 
 
-def make_tool(name: str, effect: Effect, behaviour: str, executed: list[str]) -> Tool:
+def make_tool(name: str, effect: Effect, behaviour: str, text: str, executed: list[str]) -> Tool:
     def run(args: XArgs, ctx: ToolContext) -> ToolResult:
         executed.append(name)
         if behaviour == "raise":
-            raise ValueError(f"boom {args.x}")
+            raise FileNotFoundError(2, "No such file or directory", text)
         if behaviour == "timeout_raise":
-            raise TimeoutError("too slow")
+            raise TimeoutError(text)
         if behaviour == "timeout_result":
             return ToolResult("partial", ok=False, timed_out=True)
         if behaviour == "nonzero":
@@ -39,16 +58,26 @@ def make_tool(name: str, effect: Effect, behaviour: str, executed: list[str]) ->
         if behaviour == "domain":
             return ToolResult("illegal move", ok=False, domain_error=True)
         if behaviour == "dead":
-            raise SandboxDead("container gone")
+            raise SandboxDead(text)
         if behaviour == "bad_return":
             return None  # a buggy tool: the dispatcher must still produce an observation
-        return ToolResult("x" * args.x)
+        if behaviour == "exits":
+            raise SystemExit(2)  # what argparse does with arguments it refuses
+        if behaviour == "bad_exit_code":
+            return ToolResult(text, ok=False, exit_code=args.x + 0.5)
+        if behaviour == "bad_submission":
+            return ToolResult(text, submission=args.x)
+        if behaviour == "submits":
+            return ToolResult(text, submission=text)
+        return ToolResult(text + "x" * args.x)
 
     return Tool(name=name, summary="s", description="d", args=XArgs, effect=effect, run=run)
 
 
 tool_specs = st.lists(
-    st.tuples(st.sampled_from([Effect.READ, Effect.WRITE]), st.sampled_from(BEHAVIOURS)), min_size=1, max_size=5
+    st.tuples(st.sampled_from([Effect.READ, Effect.WRITE]), st.sampled_from(BEHAVIOURS), odd_text),
+    min_size=1,
+    max_size=5,
 )
 arguments = st.one_of(
     st.integers(0, 20000).map(lambda x: json.dumps({"x": x})),
@@ -68,7 +97,7 @@ arguments = st.one_of(
 )
 def test_dispatcher_is_total(specs, raw_calls, mode):
     executed: list[str] = []
-    tools = [make_tool(f"t{i}", eff, beh, executed) for i, (eff, beh) in enumerate(specs)]
+    tools = [make_tool(f"t{i}", eff, beh, text, executed) for i, (eff, beh, text) in enumerate(specs)]
     registry = Registry.of(tools)
     # Names index into the registry or are junk the model made up.
     calls = [
@@ -81,6 +110,10 @@ def test_dispatcher_is_total(specs, raw_calls, mode):
         ctx = ToolContext(sandbox=LocalSandbox(Path(tmp) / "w"), timeout_s=1)
         done = dispatch(Dispatcher(tools=registry, ctx=ctx, policy=policy, journal=journal), calls, 1)
         journal.close()
+        found = scan(journal.dir)
+
+    assert found.damage is None and not found.skipped
+    assert [e.observation for e in found.events if isinstance(e, ToolObserved)] == done.observations
 
     assert [o.call_id for o in done.observations] == [c.id for c in calls]
     assert all(o.tool == c.name for o, c in zip(done.observations, calls))
