@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
+from core.data_files import load_toml
 from core.errors import HarnessError
 from core.text_files import read_text_file
 from core.types import Usage
@@ -42,7 +43,7 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     path = Path(path) if path is not None else DEFAULT_TABLE
     raw = read_text_file(path, "price table")
     try:
-        data = tomllib.loads(raw)
+        data = load_toml(raw)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"Price table {path} is not valid TOML: {e}") from None
     table: PriceTable = {}
