@@ -30,6 +30,7 @@ from agent.sampling import Sampling
 from core.events import InnerIntent, InputRequested, ToolIntent, ToolObserved
 from core.interrupts import check
 from core.policy import ApprovalPolicy, HarnessPolicy
+from core.text_files import utf8_safe
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
@@ -193,7 +194,7 @@ def run_call(
     except (Exception, SystemExit) as e:  # a tool bug must not kill the run (argparse's errors exit, for one)
         # The traceback names the harness's files and the host's paths: it is for whoever fixes the
         # bug (the journal and artifacts/), not for the model, which learns only that it was not its fault.
-        tb = _encodable(traceback.format_exc())
+        tb = utf8_safe(traceback.format_exc())
         d.journal.store_artifact(f"step{step:05d}-{call.id}-traceback.txt", tb)
         text = (
             f"{call.name} failed with {type(e).__name__}: a fault of the harness, not of your call; "
@@ -224,16 +225,10 @@ def _checked(result: ToolResult) -> ToolResult:
     checked = _RESULT.validate_python(values)
     return replace(
         checked,
-        text=_encodable(checked.text),
-        submission=None if checked.submission is None else _encodable(checked.submission),
-        rejects_later=None if checked.rejects_later is None else _encodable(checked.rejects_later),
+        text=utf8_safe(checked.text),
+        submission=None if checked.submission is None else utf8_safe(checked.submission),
+        rejects_later=None if checked.rejects_later is None else utf8_safe(checked.rejects_later),
     )
-
-
-def _encodable(text: str) -> str:
-    """`text` as UTF-8 can hold it: a lone surrogate (a file name's undecodable byte in an error message, a JSON
-    escape in a tool's output) as its escape, `\\udcff`; the journal, a prompt and a terminal can hold none."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _parse_arguments(call: ToolCall, tool: Tool):
@@ -279,7 +274,7 @@ def observation(
         call_id=call.id,
         tool=call.name,
         status=status,
-        text=_encodable(text),
+        text=utf8_safe(text),
         error_kind=kind,
         exit_code=exit_code,
         duration_s=time.monotonic() - start if start is not None else 0.0,
