@@ -4,10 +4,17 @@ nesting, stray syntax)."""
 
 from __future__ import annotations
 
-from typing import Any
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 from hypothesis import strategies as st
+
+from core.errors import HarnessError
+
+T = TypeVar("T")
 
 YAML_TROUBLE = [
     "2001-02-30",
@@ -116,3 +123,16 @@ def toml_texts(words: list[str]) -> st.SearchStrategy[str]:
     pairs = st.dictionaries(st.sampled_from(words), values(words).filter(lambda v: v is not None), max_size=6)
     text = pairs.map(lambda d: "".join(f'"{k}" = {toml_value(v)}\n' for k, v in d.items()))
     return text.flatmap(lambda t: spliced(t, TOML_TROUBLE))
+
+
+def read_or_refused(text: str, name: str, read: Callable[[Path], T]) -> T | None:
+    """What `read` makes of a file `name` holding `text`; None when it refused it, as it must: with a HarnessError
+    that says something."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_text(text)
+        try:
+            return read(path)
+        except HarnessError as e:
+            assert str(e) and "Traceback" not in str(e)
+            return None

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import HarnessError
-from core.policy import HarnessPolicy
 from core.presets import PRESETS, load_policy
-from tests.core.data_texts import toml_texts, yaml_texts
+from tests.core.data_texts import read_or_refused, toml_texts, yaml_texts
 
 
 def fields(data: Any) -> set[str]:
@@ -28,16 +24,9 @@ WORDS = sorted(fields(PRESETS["default"].model_dump()) | {"extends", *PRESETS, "
 
 
 def loads(text: str, suffix: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"policy{suffix}"
-        path.write_text(text)
-        try:
-            policy = load_policy(str(path))
-        except HarnessError as e:
-            assert str(e) and "Traceback" not in str(e)
-            return
-    assert isinstance(policy, HarnessPolicy)
-    policy.model_dump_json()  # as run.json and the journal's events hold it
+    policy = read_or_refused(text, f"policy{suffix}", lambda path: load_policy(str(path)))
+    if policy is not None:
+        policy.model_dump_json()  # as run.json and the journal's events hold it
 
 
 @settings(max_examples=200, deadline=None)

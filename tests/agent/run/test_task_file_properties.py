@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.run.task import Task, load_task
-from core.errors import HarnessError
-from tests.core.data_texts import yaml_texts
+from tests.core.data_texts import read_or_refused, yaml_texts
 
 WORDS = sorted({*Task.model_fields, "a.txt", "echo hi", "server:file:///x"})
 
@@ -18,12 +14,6 @@ WORDS = sorted({*Task.model_fields, "a.txt", "echo hi", "server:file:///x"})
 @settings(max_examples=200, deadline=None)
 @given(yaml_texts(WORDS), st.sampled_from([".yaml", ".yml", ".json"]))
 def test_any_task_file_is_a_task_or_a_clear_error(text, suffix):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"task{suffix}"
-        path.write_text(text)
-        try:
-            task = load_task(str(path))
-        except HarnessError as e:
-            assert str(e) and "Traceback" not in str(e)
-            return
-    task.model_dump_json()  # as run.json and the journal's first message hold it
+    task = read_or_refused(text, f"task{suffix}", lambda path: load_task(str(path)))
+    if task is not None:
+        task.model_dump_json()  # as run.json and the journal's first message hold it
