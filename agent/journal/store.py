@@ -11,6 +11,7 @@ comparisons read these files and never need the process that wrote them.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -225,8 +226,7 @@ class Journal:
 
     def store_artifact(self, name: str, text: str) -> str:
         """Save a large payload beside the journal; return its path relative to the run dir."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-        path = self.artifacts / safe
+        path = self.artifacts / artifact_name(name)
         try:
             path.write_text(text, encoding="utf-8", errors="replace")
         except OSError as e:
@@ -238,6 +238,23 @@ class Journal:
 
     def close(self) -> None:
         self._file.close()
+
+
+MAX_ARTIFACT_NAME = 160  # characters: well under a file system's 255 bytes, with room for a digest
+
+
+def artifact_name(name: str) -> str:
+    """`name` as a file of artifacts/: characters other than [A-Za-z0-9_.-] as `_` and, where that changed it or it
+    is too long to be a file's name, a digest of `name` before its extension, so that two names never share a file.
+    A name holds a tool call's id, which is whatever the model sent."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    if safe == name and len(safe) <= MAX_ARTIFACT_NAME and safe.strip("."):
+        return safe
+    stem, ext = os.path.splitext(safe)
+    if len(ext) > 16:  # no extension, only a dot in the id
+        stem, ext = safe, ""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{stem[: MAX_ARTIFACT_NAME - len(digest) - len(ext) - 1]}-{digest}{ext}"
 
 
 @dataclass(frozen=True)
