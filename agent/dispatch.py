@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agent.call_host import JournaledCall
 from agent.journal.store import Journal
@@ -30,6 +30,7 @@ from agent.sampling import Sampling
 from core.events import InnerIntent, InputRequested, ToolIntent, ToolObserved
 from core.interrupts import check
 from core.policy import ApprovalPolicy, HarnessPolicy
+from core.text_files import utf8_safe
 from core.types import ErrorKind, Observation, Status, ToolCall, Truncation
 from memory.truncate import head_tail
 from sandboxes.base import SandboxDead
@@ -190,10 +191,10 @@ def run_call(
         return observation(call, "error", f"The sandbox is gone: {e}", "sandbox_dead", start), None, None
     except TimeoutError as e:
         return observation(call, "timeout", f"{call.name} timed out: {e.strerror or e}", "timeout", start), None, None
-    except Exception as e:  # a tool bug must not kill the run
+    except (Exception, SystemExit) as e:  # a tool bug must not kill the run (argparse's errors exit, for one)
         # The traceback names the harness's files and the host's paths: it is for whoever fixes the
         # bug (the journal and artifacts/), not for the model, which learns only that it was not its fault.
-        tb = traceback.format_exc()
+        tb = utf8_safe(traceback.format_exc())
         d.journal.store_artifact(f"step{step:05d}-{call.id}-traceback.txt", tb)
         text = (
             f"{call.name} failed with {type(e).__name__}: a fault of the harness, not of your call; "
@@ -205,7 +206,29 @@ def run_call(
     if not isinstance(result, ToolResult):
         text = f"{call.name} returned {type(result).__name__} instead of a result; this is a bug in the tool."
         return observation(call, "error", text, "tool_error", start), None, None
+    try:
+        result = _checked(result)
+    except ValidationError as e:
+        where = ", ".join(".".join(str(p) for p in err["loc"]) for err in e.errors())
+        text = f"{call.name} returned a result whose {where} is not of its type; this is a bug in the tool."
+        return observation(call, "error", text, "tool_error", start), None, None
     return _from_result(call, result, start), None, result
+
+
+_RESULT = TypeAdapter(ToolResult)
+
+
+def _checked(result: ToolResult) -> ToolResult:
+    """A tool's result with fields of their declared types, its texts journal-safe; ValidationError names the fields
+    that are not (an exit code of 2.5, a submission that is no string): they would fail the journal's record of it."""
+    values = {**vars(result), "text": str(result.text)}
+    checked = _RESULT.validate_python(values)
+    return replace(
+        checked,
+        text=utf8_safe(checked.text),
+        submission=None if checked.submission is None else utf8_safe(checked.submission),
+        rejects_later=None if checked.rejects_later is None else utf8_safe(checked.rejects_later),
+    )
 
 
 def _parse_arguments(call: ToolCall, tool: Tool):
@@ -251,7 +274,7 @@ def observation(
         call_id=call.id,
         tool=call.name,
         status=status,
-        text=text,
+        text=utf8_safe(text),
         error_kind=kind,
         exit_code=exit_code,
         duration_s=time.monotonic() - start if start is not None else 0.0,

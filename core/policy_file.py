@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from core.data_files import load_toml, load_yaml
 from core.errors import HarnessError
 from core.text_files import read_text_file
 
@@ -16,9 +17,9 @@ def read_policy_file(path: Path) -> dict[str, Any]:
     raw = read_text_file(path, "policy file", "Check the path, or use a preset name.")
     try:
         if path.suffix == ".toml":
-            data = tomllib.loads(raw)
+            data = load_toml(raw)
         elif path.suffix in (".yaml", ".yml", ".json"):
-            data = yaml.safe_load(raw) or {}
+            data = load_yaml(raw) or {}
         else:
             raise HarnessError(f"Policy file {path} must end in .toml, .yaml, .yml or .json.")
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:

@@ -114,7 +114,7 @@ def load_policy(name_or_path: str) -> HarnessPolicy:
         )
     data = read_policy_file(path)
     base = data.pop("extends", "default")
-    if base not in PRESETS:
+    if not isinstance(base, str) or base not in PRESETS:
         raise HarnessError(f"Policy file {path} extends unknown preset {base!r}; known: {', '.join(sorted(PRESETS))}.")
     merged = deep_merge(PRESETS[base].model_dump(), data)
     if "name" not in data:

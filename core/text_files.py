@@ -26,3 +26,10 @@ def read_text_file(path: Path, what: str, unreadable_hint: str = "") -> str:
             f"{what[:1].upper()}{what[1:]} {path} is not UTF-8: byte 0x{data[e.start]:02x} at offset {e.start} "
             f"(line {line}); save it as UTF-8."
         ) from None
+
+
+def utf8_safe(text: str) -> str:
+    """`text` as UTF-8 can hold it: a lone surrogate (a file name's undecodable byte in an error message, a JSON
+    "\\ud800" escape, as a JavaScript program writes a string cut between the halves of a pair) as its escape,
+    `\\ud800`; no journal, prompt or terminal can hold one."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

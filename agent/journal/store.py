@@ -11,6 +11,7 @@ comparisons read these files and never need the process that wrote them.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -111,7 +112,8 @@ def unwritable(path: Path, err: OSError, run_dir: Path | None = None) -> Harness
 
 
 # Every line is an event's JSON with one more member at its end: the crc32 of the line as written
-# without that member. Lines without it (journals from before checksums) are read unchecked.
+# without that member. Lines without it (journals from before checksums) are read unchecked, until a line with
+# one: every line after it was written with one, and one without has lost its end, checksum and all.
 _CRC = re.compile(rb',"crc":"([0-9a-f]{8})"}$')
 
 
@@ -120,10 +122,15 @@ def encode(event: Event) -> bytes:
     return body[:-1] + b',"crc":"%08x"}\n' % zlib.crc32(body)
 
 
-def decode(line: bytes) -> Event:
-    """One journal line as an event; ValueError (ValidationError is one) says why it cannot be."""
+def decode(line: bytes, checked: bool = False) -> Event:
+    """One journal line as an event; ValueError (ValidationError is one) says why it cannot be. `checked`: an
+    earlier line carried a checksum, so this one must too."""
     line = line.rstrip(b"\r\n")
     found = _CRC.search(line)
+    if found is None and checked:
+        EVENT.validate_json(line)  # not JSON: torn, as bad_line tells
+        # Bytes lost from inside the line up to its checksum's end can leave other whole JSON: an event, altered.
+        raise ValueError("it has lost its checksum (bytes are missing from it)")
     if found is not None:
         line = line[: found.start()] + b"}"
         if zlib.crc32(line) != int(found.group(1), 16):
@@ -219,8 +226,7 @@ class Journal:
 
     def store_artifact(self, name: str, text: str) -> str:
         """Save a large payload beside the journal; return its path relative to the run dir."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-        path = self.artifacts / safe
+        path = self.artifacts / artifact_name(name)
         try:
             path.write_text(text, encoding="utf-8", errors="replace")
         except OSError as e:
@@ -232,6 +238,23 @@ class Journal:
 
     def close(self) -> None:
         self._file.close()
+
+
+MAX_ARTIFACT_NAME = 160  # characters: well under a file system's 255 bytes, with room for a digest
+
+
+def artifact_name(name: str) -> str:
+    """`name` as a file of artifacts/: characters other than [A-Za-z0-9_.-] as `_` and, where that changed it or it
+    is too long to be a file's name, a digest of `name` before its extension, so that two names never share a file.
+    A name holds a tool call's id, which is whatever the model sent."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    if safe == name and len(safe) <= MAX_ARTIFACT_NAME and safe.strip("."):
+        return safe
+    stem, ext = os.path.splitext(safe)
+    if len(ext) > 16:  # no extension, only a dot in the id
+        stem, ext = safe, ""
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{stem[: MAX_ARTIFACT_NAME - len(digest) - len(ext) - 1]}-{digest}{ext}"
 
 
 @dataclass(frozen=True)
@@ -273,13 +296,14 @@ def scan(run_dir: Path) -> Scan:
             f"before its first event, or the file was removed). `harness resume {run_dir}` starts it from the "
             "beginning; a copy of the run needs its events.jsonl too."
         )
+    checked = False  # a line with a checksum was read: every later one has one
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):
             offset += len(line)
             if not line.strip():
                 continue
             try:
-                event = decode(line)
+                event = decode(line, checked)
             except ValueError as e:
                 pending.append(bad_line(lineno, line, e))
                 continue
@@ -305,6 +329,7 @@ def scan(run_dir: Path) -> Scan:
             pending = []
             out.events.append(event)
             out.last_line = lineno
+            checked = checked or _CRC.search(line.rstrip(b"\r\n")) is not None
     written = [b for b in pending if not b.torn]
     if written and out.damage is None:
         out.damage = written[0]

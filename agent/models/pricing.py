@@ -9,6 +9,7 @@ token); a table that gives it a rate counts its compute.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
+from core.data_files import load_toml
 from core.errors import HarnessError
 from core.text_files import read_text_file
 from core.types import Usage
@@ -36,13 +38,14 @@ class Price:
 
 
 PriceTable = dict[tuple[str, str], Price]
+AMOUNTS = ("input", "output", "cached_input", "cache_write")  # a Price's dollar figures
 
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
     path = Path(path) if path is not None else DEFAULT_TABLE
     raw = read_text_file(path, "price table")
     try:
-        data = tomllib.loads(raw)
+        data = load_toml(raw)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"Price table {path} is not valid TOML: {e}") from None
     table: PriceTable = {}
@@ -53,13 +56,24 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
             )
         for model, fields in models.items():
             try:
-                table[(provider, model)] = Price(provider=provider, model=model, **fields)
+                price = Price(provider=provider, model=model, **fields)
             except TypeError as e:
                 raise HarnessError(
                     f'Price table {path}: [{provider}."{model}"] needs `input` and `output` (USD per million tokens) '
                     f"and may have `cached_input` and `cache_write` multipliers ({e})."
                 ) from None
+            wrong = next((k for k in AMOUNTS if not _amount(getattr(price, k))), None)
+            if wrong is not None:  # priced later, mid-run or mid-report: a string, a list or NaN must not get there
+                raise HarnessError(
+                    f'Price table {path}: [{provider}."{model}"] `{wrong}` must be a number, zero or more, not '
+                    f"{getattr(price, wrong)!r}."
+                )
+            table[(provider, model)] = price
     return table
+
+
+def _amount(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 def find_price(model: str, table: PriceTable) -> Price | None:

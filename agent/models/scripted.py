@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.models.base import estimate_tokens
+from core.data_files import load_yaml
 from core.errors import HarnessError, PermanentModelError, describe_validation_error
 from core.policy import ModelParams
 from core.text_files import read_text_file
@@ -35,6 +36,17 @@ class ScriptedCall(BaseModel):
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str | None = None
+
+    @field_validator("arguments")
+    @classmethod
+    def _json(cls, arguments: dict[str, Any] | str) -> dict[str, Any] | str:
+        """Arguments given as an object are sent as JSON: a YAML date or .nan has no JSON form."""
+        if isinstance(arguments, dict):
+            try:
+                json.dumps(arguments, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"holds a value JSON cannot carry ({e}); quote it") from None
+        return arguments
 
 
 class ScriptedReply(BaseModel):
@@ -64,7 +76,7 @@ class ScriptedModel:
         path = Path(path)
         raw = read_text_file(path, "scripted model file")
         try:
-            data = yaml.safe_load(raw)  # YAML is a superset of JSON
+            data = load_yaml(raw)  # YAML is a superset of JSON
         except yaml.YAMLError as e:
             raise HarnessError(f"Scripted model file {path} is not valid JSON or YAML: {e}") from None
         ways = data if isinstance(data, dict) and ("calls" in data or "code" in data) else None

@@ -7,6 +7,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.data_files import load_yaml
 from core.errors import HarnessError, describe_validation_error
 from core.text_files import read_text_file
 
@@ -55,7 +56,7 @@ def load_task(text_or_path: str) -> Task:
             raise HarnessError(f"Task file {path} is empty; write the task's instructions in it.")
         return Task(id=path.stem, prompt=raw)
     try:
-        data = yaml.safe_load(raw)
+        data = load_yaml(raw)
     except yaml.YAMLError as e:
         raise HarnessError(f"Task file {path} is not valid YAML/JSON: {e}") from None
     if not isinstance(data, dict):

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.data_files import SafeLoader, load_yaml
 from core.errors import HarnessError, describe_validation_error
 from core.text_files import read_text_file
 
@@ -51,7 +52,7 @@ class Spec(BaseModel):
 SpecTable = dict[str, dict[str, Spec]]
 
 
-class _TextLoader(yaml.SafeLoader):
+class _TextLoader(SafeLoader):
     """YAML without number resolution: versions such as 1.10 and `python: 3.10` stay as written."""
 
 
@@ -67,8 +68,8 @@ def load_specs(path: str | Path) -> SpecTable:
     path = Path(path)
     raw = read_text_file(path, "spec file")
     try:
-        data = json.loads(raw) if path.suffix == ".json" else yaml.load(raw, Loader=_TextLoader)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        data = json.loads(raw) if path.suffix == ".json" else load_yaml(raw, _TextLoader)
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError) as e:  # json.loads raises it when nested too deeply
         raise HarnessError(
             f"Spec file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {e}"
         ) from None

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.data_files import load_toml
 from core.errors import HarnessError, describe_validation_error
 from core.text_files import read_text_file
 
@@ -156,7 +157,7 @@ def find_tasks(paths: list[Path]) -> list[HarborTask]:
 def load_task(folder: Path) -> HarborTask:
     folder = folder.resolve()
     try:
-        raw = tomllib.loads(read_text_file(folder / "task.toml", "task file"))
+        raw = load_toml(read_text_file(folder / "task.toml", "task file"))
         config = TaskToml.model_validate(raw)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"{folder / 'task.toml'} is not valid TOML: {e}") from None

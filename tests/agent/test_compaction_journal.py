@@ -48,8 +48,7 @@ def compacted_run(
 ) -> Path:
     """`snapshots`: filled with snapshot.json as it was when each event was written (by seq)."""
     cfg = Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt=prompt)
-    # `rerun`: a kill inside `submit` (a write no check can settle) runs it again, as the uninterrupted run did.
-    checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=1)
+    checkpoint = CheckpointPolicy(snapshot_every=1)
     policy = HarnessPolicy(context=[cfg], checkpoint=checkpoint, stop=StopPolicy(max_tokens=max_tokens))
 
     def keep_snapshot(event) -> None:

@@ -123,14 +123,16 @@ def test_random_holds_keep_blocks_owned_once_and_the_counts_true(ops):
     pool, tree, clock = _tree(num_blocks=12, block_size=1)
     for op, who, n in ops:
         tokens = [who, *range(10 * who, 10 * who + n)]
-        if op <= 1:
+        if op <= 1:  # a request, as the scheduler admits one: its matched prefix locked while blocks are freed
             path = tree.match(tokens)
+            tree.lock(path)
             own = len(tokens) - len(path)
             if pool.num_free < own:
                 tree.evict(own - pool.num_free)
             if pool.num_free >= own:
                 table = [node.block for node in path] + pool.allocate(own)
                 pool.free(tree.insert(tokens, table))
+            tree.unlock(path)
         elif op == 2:
             tree.hold(f"s{who}", tokens, float(n))
         elif op == 3:

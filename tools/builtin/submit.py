@@ -15,6 +15,12 @@ def submit(args: SubmitArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult("Submitted. The run ends here.", submission=args.answer)
 
 
+def not_done(args: SubmitArgs, ctx: ToolContext) -> None:
+    """A submission's only effect is the one the journal records with its result: a call cut short before that
+    took none, so a resume runs it again (and the run ends) rather than telling the model its outcome is unknown."""
+    return None
+
+
 SUBMIT = Tool(
     name="submit",
     summary="Finish the task and hand in your answer.",
@@ -22,4 +28,5 @@ SUBMIT = Tool(
     args=SubmitArgs,
     effect=Effect.WRITE,
     run=submit,
+    already_done=not_done,
 )

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import ValidationError
 
+from core.data_files import load_toml, load_yaml
 from core.errors import describe_validation_error
 from core.mcp_settings import SERVER_NAME, McpServer
 from core.text_files import read_text_file
@@ -99,7 +100,7 @@ def load_servers(path: str | Path) -> list[McpServer]:
     path = Path(path)
     raw = read_text_file(path, "MCP config file")
     try:
-        data: Any = tomllib.loads(raw) if path.suffix == ".toml" else yaml.safe_load(raw)
+        data: Any = load_toml(raw) if path.suffix == ".toml" else load_yaml(raw)
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
         raise ValueError(f"MCP config file {path} is not valid {path.suffix[1:].upper() or 'YAML'}: {e}") from None
     entries = data.get("mcp", []) if isinstance(data, dict) else data

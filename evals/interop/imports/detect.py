@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any
 
 import zipfile_zstd  # noqa: F401  (teaches zipfile zstd, the compression current Inspect writes .eval files with)
 
+from core.text_files import utf8_safe
 from evals.interop.imports import atif, claude_code, inspect_log, mini_swe_agent, openhands, swe_agent
 from evals.interop.imports.form import BadTrajectory, NotTrajectory, Trajectory
 
@@ -53,7 +55,10 @@ def open_source(path: Path, fmt: str = "auto") -> Source:
     except OSError as e:
         raise BadTrajectory(f"{path}: cannot be read: {e.strerror or e}") from None
     digest = hashlib.sha256(data).hexdigest()
-    doc = _eval_zip(path, data) if data[:4] == b"PK\x03\x04" else _json(path, data)
+    try:
+        doc = _eval_zip(path, data) if data[:4] == b"PK\x03\x04" else _json(path, data)
+    except RecursionError:  # json.loads, at a few thousand levels
+        raise BadTrajectory(f"{path}: its JSON is nested too deeply to read") from None
     found = fmt if fmt != "auto" else next((name for name, (looks, _) in FORMATS.items() if looks(doc)), None)
     if found is None:
         raise NotTrajectory(f"{path}: {_what(doc)}, in no format `harness import` reads ({EXPECTED})")
@@ -69,7 +74,16 @@ def trajectories(source: Source) -> Iterator[Trajectory]:
         yield from read(source.doc, source.path)
     except BadTrajectory as e:
         raise BadTrajectory(f"{source.path}: {e}") from None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, zipfile.BadZipFile, NotImplementedError) as e:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        IndexError,
+        RecursionError,  # a sample of an .eval log nested too deeply
+        zipfile.BadZipFile,
+        NotImplementedError,
+    ) as e:
         why = (str(e).splitlines() or [""])[0]  # a validation error's first line says what; the rest is detail
         raise BadTrajectory(f"{source.path}: not a readable {source.format} file ({type(e).__name__}: {why})") from None
 
@@ -84,7 +98,7 @@ def _json(path: Path, data: bytes) -> Any:
     if not text.strip():
         raise BadTrajectory(f"{path}: the file is empty")
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data" and _first_line_is_json(text):
             return _json_lines(path, text)
@@ -123,7 +137,7 @@ def _json_lines(path: Path, text: str) -> list[Any]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append(loads(line))
         except json.JSONDecodeError as e:
             if n < len(lines):
                 raise BadTrajectory(f"{path}: JSON lines, but line {n} is not JSON ({e.msg})") from None
@@ -146,7 +160,7 @@ def _eval_zip(path: Path, data: bytes) -> dict[str, Any]:
         head = "header.json" if "header.json" in names else "_journal/start.json"
         if head not in names:
             raise BadTrajectory(f"{path}: a zip archive, but not an Inspect eval log (it has no header.json)")
-        header = json.loads(archive.read(head))
+        header = loads(archive.read(head))
     except (zipfile.BadZipFile, EOFError) as e:
         raise BadTrajectory(f"{path}: a damaged zip archive (truncated?): {e}") from None
     except NotImplementedError as e:  # a compression method zipfile (even with zstd taught) cannot read
@@ -154,7 +168,28 @@ def _eval_zip(path: Path, data: bytes) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as e:
         raise BadTrajectory(f"{path}: an Inspect eval log whose header is not valid JSON ({e})") from None
     samples = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")), key=_sample_order)
-    return {**header, "samples": (json.loads(archive.read(n)) for n in samples)}
+    return {**header, "samples": (loads(archive.read(n)) for n in samples)}
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def loads(data: str | bytes) -> Any:
+    """JSON whose every string a journal can hold: a lone surrogate a "\\ud800" escape made is kept as that escape's
+    text (utf8_safe), not refused: a run is not lost for one character cut in half."""
+    value = json.loads(data)
+    raw = data.encode() if isinstance(data, str) else data
+    return _held(value) if _SURROGATE_ESCAPE.search(raw) else value
+
+
+def _held(value: Any) -> Any:
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if isinstance(value, list):
+        return [_held(v) for v in value]
+    if isinstance(value, dict):
+        return {utf8_safe(k): _held(v) for k, v in value.items()}
+    return value
 
 
 def _sample_order(name: str) -> tuple[str, int]:
