@@ -11,13 +11,11 @@ comparisons read these files and never need the process that wrote them.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
 import secrets
 import time
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,10 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agent.journal.artifact_names import artifact_name
+from agent.journal.lines import decode, encode, has_checksum
 from agent.journal.repair import cut_writes
 from agent.models.pricing import Price
 from core.errors import HarnessError, describe_validation_error
-from core.events import EVENT, Event
+from core.events import Event
 from core.memory_entries import MemoryStart
 from core.text_files import read_text_file
 
@@ -109,33 +109,6 @@ def unwritable(path: Path, err: OSError, run_dir: Path | None = None) -> Harness
         f"Cannot write {path}: {err.strerror or err}. The run stops here; free space or make its folder writable, "
         f"then continue it with `harness resume {run_dir or path.parent}`."
     )
-
-
-# Every line is an event's JSON with one more member at its end: the crc32 of the line as written
-# without that member. Lines without it (journals from before checksums) are read unchecked, until a line with
-# one: every line after it was written with one, and one without has lost its end, checksum and all.
-_CRC = re.compile(rb',"crc":"([0-9a-f]{8})"}$')
-
-
-def encode(event: Event) -> bytes:
-    body = event.model_dump_json().encode()
-    return body[:-1] + b',"crc":"%08x"}\n' % zlib.crc32(body)
-
-
-def decode(line: bytes, checked: bool = False) -> Event:
-    """One journal line as an event; ValueError (ValidationError is one) says why it cannot be. `checked`: an
-    earlier line carried a checksum, so this one must too."""
-    line = line.rstrip(b"\r\n")
-    found = _CRC.search(line)
-    if found is None and checked:
-        EVENT.validate_json(line)  # not JSON: torn, as bad_line tells
-        # Bytes lost from inside the line up to its checksum's end can leave other whole JSON: an event, altered.
-        raise ValueError("it has lost its checksum (bytes are missing from it)")
-    if found is not None:
-        line = line[: found.start()] + b"}"
-        if zlib.crc32(line) != int(found.group(1), 16):
-            raise ValueError("its checksum does not match its content")
-    return EVENT.validate_json(line)
 
 
 class Journal:
@@ -240,23 +213,6 @@ class Journal:
         self._file.close()
 
 
-MAX_ARTIFACT_NAME = 160  # characters: well under a file system's 255 bytes, with room for a digest
-
-
-def artifact_name(name: str) -> str:
-    """`name` as a file of artifacts/: characters other than [A-Za-z0-9_.-] as `_` and, where that changed it or it
-    is too long to be a file's name, a digest of `name` before its extension, so that two names never share a file.
-    A name holds a tool call's id, which is whatever the model sent."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-    if safe == name and len(safe) <= MAX_ARTIFACT_NAME and safe.strip("."):
-        return safe
-    stem, ext = os.path.splitext(safe)
-    if len(ext) > 16:  # no extension, only a dot in the id
-        stem, ext = safe, ""
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"{stem[: MAX_ARTIFACT_NAME - len(digest) - len(ext) - 1]}-{digest}{ext}"
-
-
 @dataclass(frozen=True)
 class BadLine:
     lineno: int
@@ -329,7 +285,7 @@ def scan(run_dir: Path) -> Scan:
             pending = []
             out.events.append(event)
             out.last_line = lineno
-            checked = checked or _CRC.search(line.rstrip(b"\r\n")) is not None
+            checked = checked or has_checksum(line)
     written = [b for b in pending if not b.torn]
     if written and out.damage is None:
         out.damage = written[0]
@@ -343,7 +299,7 @@ def bad_line(lineno: int, line: bytes, err: ValueError) -> BadLine:
         return BadLine(lineno, f"line {lineno} is damaged: {err}")  # a checksum mismatch: decode says so
     first = err.errors()[0]
     if first["type"] == "json_invalid":
-        if _CRC.search(line.rstrip(b"\r\n")) is None:
+        if not has_checksum(line):
             return BadLine(lineno, f"line {lineno} is torn (cut short mid-write)", torn=True)
         return BadLine(lineno, f"line {lineno} is damaged: it is not JSON ({first['msg']}), yet it ends in a checksum")
     return BadLine(lineno, f"line {lineno} is damaged: it is not an event this version knows ({first['msg'][:120]})")

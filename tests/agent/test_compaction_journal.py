@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.journal.store import decode, encode, read_events
+from agent.journal.lines import decode, encode
+from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import replay
 from agent.resume import resume

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from agent.journal.store import decode, encode, read_events, scan
+from agent.journal.lines import decode, encode
+from agent.journal.store import read_events, scan
 from agent.models.scripted import ScriptedModel
 from agent.resume import resume
 from agent.run.task import Task

@@ -163,7 +163,7 @@ def test_a_docker_run_killed_before_it_began_resumes_in_one_container_and_leaves
     tmp_path,
     events_kept,
 ):
-    from agent.journal.store import decode, encode
+    from agent.journal.lines import decode, encode
     from agent.models.scripted import ScriptedModel
     from agent.resume import resume
     from agent.run.task import Task
