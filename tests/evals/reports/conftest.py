@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.journal.lines import encode
 from agent.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from agent.run.task import Task
 from agent.session import RunSpec, start
+from core.events import EVENT
 from core.policy import DispatchPolicy, HarnessPolicy, StopPolicy
 from core.types import Usage
 
@@ -166,11 +168,12 @@ def make_run(
 
 
 def append_raw_events(run_dir: Path, events: list[dict]) -> None:
-    """Crafted events after the journal's own, numbered on from its last seq (a gap would be damage)."""
+    """Crafted events after the journal's own, numbered on from its last seq (a gap would be damage) and written
+    with their checksums, as every line after a checksummed one must be."""
     last = len((run_dir / "events.jsonl").read_bytes().splitlines())
-    with open(run_dir / "events.jsonl", "a") as f:
+    with open(run_dir / "events.jsonl", "ab") as f:
         for i, e in enumerate(events, last + 1):
-            f.write(json.dumps({"seq": i, "ts": 0.0, **e}) + "\n")
+            f.write(encode(EVENT.validate_python({"seq": i, "ts": 0.0, **e})))
 
 
 @pytest.fixture(scope="session")
