@@ -19,8 +19,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from agent.journal.fold import fold
@@ -33,14 +32,12 @@ from agent.rebuild import Drift, rebuild_tools, redo
 from agent.recovery.approval import Decision
 from agent.recovery.restore import Restored, restore
 from agent.run.state import RunState
-from agent.run.stopping import StopRule
 from agent.run.task import Task
-from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
-from core.events import Compacted, Event, Forked, ResourceUpdated, RunStopped, SandboxOpened
+from agent.session import Reopening, SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
+from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened
 from core.memory_types import Fold
 from core.policy import CodeLimits, HarnessPolicy
 from memory.extractive import ExtractiveSummariser
-from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from sandboxes.manifest import digest, manifest
 from tools.base import Registry, Tool, ToolContext
@@ -55,26 +52,20 @@ def branch(
     journal: Journal,
     client: ModelClient,
     events: Sequence[Event],
-    tools: Registry | None = None,
-    factory: SandboxFactory | None = None,
-    stop_rules: Sequence[StopRule] = (),
+    how: Reopening,
     approvals: Mapping[str, bool | Decision] | None = None,
-    summariser: Summariser | None = None,
     programs_with: Tool | None = None,
-    clock: Callable[[], float] = time.time,
-    updates: deque[ResourceUpdated] | None = None,
 ) -> tuple[Summary, list[str]]:
-    """Build the fork's branch from its inherited `events` and run it to a stop; the summary and notes.
-    `approvals`, `summariser`, `programs_with`, `clock` and `updates` are a replay's: the recorded fork's decisions
-    and summaries, the run_code that plays the parent's programs back (where `tools` holds none), the times its
-    memory entries were dated at, and its resource updates (Session.updates)."""
+    """Build the fork's branch from its inherited `events` and run it to a stop, taken up as `how` says (as any
+    resume); the summary and notes. `approvals` and `programs_with` are a replay's first life's: the recorded fork's
+    decisions, and the run_code that plays the parent's programs back (where `how.tools` holds none)."""
     assert info.fork is not None
     origin, task = info.fork, Task.model_validate(info.task)
     policy = HarnessPolicy.model_validate(info.policy)
     began = time.monotonic()
-    box, since, how = world_start(info, run_dir, factory, journal)
+    box, since, started = world_start(info, run_dir, how.sandbox, journal)
     notes: list[str] = []
-    with reopen_run(info, journal, client, box, tools, stop_rules, clock, updates) as session:
+    with reopen_run(info, journal, client, box, how) as session:
         record_tools(
             journal, info, session.tools, session.program_tools
         )  # the fork's policy may offer other tools than its parent's
@@ -82,7 +73,7 @@ def branch(
             prepare(task, box, policy.dispatch.tool_timeout_s)
         ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
         folders = [origin.parent_dir, str(run_dir.resolve())]
-        played = programs_with or (tools.get(RUN_CODE) if tools is not None else None)
+        played = programs_with or (how.tools.get(RUN_CODE) if how.tools is not None else None)
         again = rebuild_tools(session.tools, session.program_tools, parent_code(origin.parent_dir, policy), played)
         done, drift = redo(events, since or 0, origin.at_step, again, ctx, run_dir, folders, notes)
         if drift is not None:
@@ -97,7 +88,7 @@ def branch(
                 parent=origin.parent,
                 parent_dir=origin.parent_dir,
                 inherited=origin.inherited,
-                world=f"{how}, then {done} writes run again and checked; {world}",
+                world=f"{started}, then {done} writes run again and checked; {world}",
                 world_sha256=world_sha,
                 reshaped=origin.reshape,
                 notes=said + notes,
@@ -107,7 +98,7 @@ def branch(
             journal.append(made)
         restored = restore(task, read_events(run_dir), None)
         given = {**restored.approvals, **(approvals or {})}
-        return run(session, approvals=given, resumed=restored, summariser=summariser), notes
+        return run(session, approvals=given, resumed=restored, summariser=how.summariser), notes
 
 
 def world_start(

@@ -92,9 +92,26 @@ def interrupted(signal_name: str) -> Stop:
 
 def ask(loop: Loop, tried: Sequence[str] = ()) -> ModelReply | Stop:
     """Render the next step's prompt, make room if it does not fit the model's window (agent.overflow), call the
-    model and journal its reply. `tried`: the step's recoveries a crashed process journaled; it goes on after them."""
+    model and journal its reply. `tried`: the step's recoveries a crashed process journaled; it goes on after them.
+    The events journaled while the step is asked (failed attempts, recoveries) carry its number, but a step counts
+    only once the model answered it: a call that failed or was cut short leaves the count where it was, so the stop,
+    its snapshot and a resume ask that step again under the same number."""
+    loop.state.step += 1
+    try:
+        reply = request_reply(loop, tried)
+    except Exception as e:  # a bug, a full disk: named with the step it was asking
+        reply = harness_error(loop, e)
+    except BaseException:  # a signal (core.interrupts), Ctrl-C
+        loop.state.step -= 1
+        raise
+    if isinstance(reply, Stop):
+        loop.state.step -= 1
+    return reply
+
+
+def request_reply(loop: Loop, tried: Sequence[str]) -> ModelReply | Stop:
+    """`ask`'s work for the step `loop.state.step`."""
     state, journal = loop.state, loop.session.journal
-    state.step += 1
     follow_resources(loop)
     recoveries = list(RECOVERIES[loop.session.policy.overflow.on_overflow][len(tried) :])
     while True:

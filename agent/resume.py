@@ -31,7 +31,7 @@ from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
 from agent.run.stopping import RESUMABLE, StopRule
 from agent.run.task import Task
-from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
+from agent.session import Reopening, SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
 from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, ResourceUpdated, RunResumed, RunStopped, SandboxOpened
@@ -79,24 +79,12 @@ def resume(
     if spans is not None:
         journal.listeners.append(spans)
     abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
+    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates)
     try:
         with signals_handled(abandon):
             cut = journal.repair() if repair else None
             notes = [cut] if cut else []
-            return _resume(
-                run_dir,
-                info,
-                journal,
-                model,
-                tools,
-                sandbox,
-                stop_rules,
-                notes,
-                first_branch,
-                summariser,
-                clock,
-                updates,
-            )
+            return _resume(run_dir, info, journal, model, how, notes, first_branch)
     finally:
         journal.close()
         if spans is not None:
@@ -108,14 +96,9 @@ def _resume(
     info: RunInfo,
     journal: Journal,
     model: str | ModelClient | None,
-    tools: Registry | None,
-    sandbox: SandboxFactory | None,
-    stop_rules: Sequence[StopRule],
+    how: Reopening,
     notes: list[str],
     first_branch: bool,
-    summariser: Summariser | None,
-    clock: Callable[[], float],
-    updates: deque[ResourceUpdated] | None,
 ) -> Resumed:
     found = scan(run_dir)
     if found.damage is not None:
@@ -133,15 +116,11 @@ def _resume(
             None, notes + [f"The run already finished ({ended.reason}: {ended.message}); nothing to resume."]
         )
 
-    if info.fork is not None and not branched(info.fork.inherited, events):  # a fork not branched yet
-        if not first_branch:
-            notes.append("The fork's branch was not built when its process stopped: it is built again from the start.")
-            journal.append(RunResumed(step=info.fork.at_step, from_seq=0, notes=notes))
-        with client_for(model or info.model) as client:
-            continue_model(client, fold(events).model_replies)
-            summary, said = branch(run_dir, info, journal, client, events, tools, sandbox, stop_rules, updates=updates)
-        return Resumed(summary, notes + said)
-    if info.sandbox == "none":  # only chess games run without a sandbox (evals/chess/runner.py)
+    unbranched = info.fork if info.fork is not None and not branched(info.fork.inherited, events) else None
+    if unbranched is not None and not first_branch:
+        notes.append("The fork's branch was not built when its process stopped: it is built again from the start.")
+        journal.append(RunResumed(step=unbranched.at_step, from_seq=0, notes=notes))
+    if info.sandbox == "none" and unbranched is None:  # only chess games run without a sandbox (evals/chess/runner.py)
         raise HarnessError(
             f"{run_dir} is a chess game: its board and opponent live in the chess runner, not in the journal, so "
             "`harness resume` cannot continue it. Play the unfinished games of its batch again with "
@@ -152,18 +131,21 @@ def _resume(
         model or info.model, policy.dispatch.tool_timeout_s
     ) as client:  # one loaded from a model string is closed here
         continue_model(client, fold(events).model_replies)
+        if unbranched is not None:  # a fork not branched yet: its branch is built first (agent.branch)
+            summary, said = branch(run_dir, info, journal, client, events, how)
+            return Resumed(summary, notes + said)
         if begun(events):
             snap, why = load_snapshot(run_dir)
             notes += [why] if why is not None else []
             restored = restore(task, events, snap)
             notes += restored.notes + describe_open_step(restored)
-            box, note, since = reconnect(info, run_dir, task, policy, sandbox, events, snap, journal)
+            box, note, since = reconnect(info, run_dir, task, policy, how.sandbox, events, snap, journal)
             notes += [note] if note is not None else []
         else:  # it stopped before its first step, perhaps while its sandbox was being prepared: begin again
             restored, since = None, None
-            box = begin_again(info, run_dir, sandbox, journal)
+            box = begin_again(info, run_dir, how.sandbox, journal)
             notes.append("The run had not begun when it stopped; it starts from the beginning.")
-        with reopen_run(info, journal, client, box, tools, stop_rules, clock, updates) as session:
+        with reopen_run(info, journal, client, box, how) as session:
             if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
                 ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
                 inner = [t for t in session.program_tools or () if session.tools.get(t.name) is None]
@@ -175,7 +157,7 @@ def _resume(
             step, since_seq = (restored.state.step, restored.from_seq) if restored is not None else (0, 0)
             journal.append(RunResumed(step=step, from_seq=since_seq, notes=notes))
             summary = run(
-                session, approvals=restored.approvals if restored else None, resumed=restored, summariser=summariser
+                session, approvals=restored.approvals if restored else None, resumed=restored, summariser=how.summariser
             )
     if info.sandbox == "docker" and summary.stop_reason not in RESUMABLE:  # the container is gone now: a checkpoint
         clear_finished_run(run_dir)  # it was started from could not be removed at the stop, and can be now

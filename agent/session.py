@@ -46,6 +46,7 @@ from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
 from core.presets import PRESETS, load_policy, memory_on
+from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
 from tools.base import Registry
@@ -130,6 +131,22 @@ class RunSpec:
     memory: MemorySource | None = None  # the agent's memory: given, or the policy's `memory.tool`, turns it on
     placed: str | None = None  # the placed MCP resources' text as a recording has it (a replay's), not read anew
     updates: deque[ResourceUpdated] | None = None  # and their recorded updates, given at their steps (Session.updates)
+
+
+@dataclass(frozen=True)
+class Reopening:
+    """What a caller gives, beside the run's folder and model, to take a run that exists up again: one value for
+    every way a run is taken up (a resume, the branch a resume builds for a fork, a replay's later lives), so each
+    opens the same session and loop from it. `tools` and `sandbox`: for runs whose tools or sandbox live in code;
+    `summariser`: who compaction asks (default: the run's model); `clock`: what dates memory entries; `updates`: a
+    replay's recorded resource updates (Session.updates)."""
+
+    tools: Registry | None = None
+    sandbox: SandboxFactory | None = None
+    stop_rules: Sequence[StopRule] = ()
+    summariser: Summariser | None = None
+    clock: Callable[[], float] = time.time
+    updates: deque[ResourceUpdated] | None = None
 
 
 @contextmanager
@@ -338,29 +355,21 @@ def recorded_sandbox(info: RunInfo, doing: str) -> SandboxSpec:
 
 @contextmanager
 def reopen_run(
-    info: RunInfo,
-    journal: Journal,
-    model: ModelClient,
-    sandbox: Sandbox,
-    tools: Registry | None = None,
-    stop_rules: Sequence[StopRule] = (),
-    clock: Callable[[], float] = time.time,
-    updates: deque[ResourceUpdated] | None = None,
+    info: RunInfo, journal: Journal, model: ModelClient, sandbox: Sandbox, how: Reopening
 ) -> Iterator[Session]:
     """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
-    The sandbox is the caller's (reconnected or recreated); it is closed here. `clock` dates memory entries;
-    `updates`: a replay's recorded resource updates (Session.updates)."""
+    The sandbox is the caller's (reconnected or recreated); it is closed here."""
     policy = HarnessPolicy.model_validate(info.policy)
     task = Task.model_validate(info.task)
     store = None
     try:
         window = context_window(model, policy.model)  # the model may not be the one run.json names
         check_window(policy.context, window)
-        base = code_tools(tools if tools is not None else toolset(info.toolset), policy.code_tools)
+        base = code_tools(how.tools if how.tools is not None else toolset(info.toolset), policy.code_tools)
         if info.memory is not None:  # the store as the journal left it
             written = [e for e in read_events(journal.dir) if isinstance(e, MemoryWritten)]
             start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
-            store = MemoryStore(start, info.run_id, task.id, journal, clock, written=written, kept=kept)
+            store = MemoryStore(start, info.run_id, task.id, journal, how.clock, written=written, kept=kept)
             base = with_memory(base, store, policy.memory)
         with with_mcp(
             policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
@@ -376,12 +385,12 @@ def reopen_run(
                 journal=journal,
                 sandbox=sandbox,
                 tools=offered,
-                stop_rules=stop_rules,
+                stop_rules=how.stop_rules,
                 price=info.price,
                 context_window=window,
                 memory=store,
                 program_tools=program_tools,
-                updates=updates,
+                updates=how.updates,
             )
     finally:
         sandbox.close()

@@ -91,8 +91,8 @@ def summarize(events: Iterable[Event], info: RunInfo, wall_s: float) -> Summary:
             overflows += 1
             dropped += recovery.dropped_tokens
             summariser = summariser + recovery.summariser_usage
-    steps = max([stop.step, *(s.n for s in run.steps)])
-    model_calls = len(run.replies)
+    # A step is one the model answered (stop.max_steps counts replies): one cut short or failed is none.
+    steps = model_calls = len(run.replies)
     cost, unpriced = total(call.cost_usd for step in run.steps for call in step.model_calls)
     return Summary(
         run_id=info.run_id,

@@ -34,7 +34,7 @@ from agent.recovery.approval import decisions
 from agent.recovery.branch import writes_upto
 from agent.resume import resume
 from agent.run.task import Task
-from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_sandbox, recorded_sandbox
+from agent.session import Reopening, RunSpec, SandboxFactory, SandboxSpec, open_sandbox, recorded_sandbox
 from core.errors import HarnessError
 from core.events import (
     Event,
@@ -246,14 +246,9 @@ def fork_again(
                 journal,
                 model,
                 read_events(replay_dir),
-                tools,
-                factory,
-                stops,
+                Reopening(tools, factory, stops, summariser, clock, updates),
                 decisions(recorded) if whole else {},
-                summariser,
                 programs_with,
-                clock,
-                updates,
             )
         finally:
             journal.close()
