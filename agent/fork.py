@@ -78,7 +78,8 @@ def fork(
     parent_dir = Path(parent_dir).resolve()
     info = read_run_info(parent_dir)
     step, events = branch_point(parent_dir, info, at_step)  # before a model loads: a refusal costs nothing
-    with client_for(model or info.model) as client:  # one made from a model string is closed here
+    timeout_s = (policy or HarnessPolicy.model_validate(info.policy)).dispatch.tool_timeout_s
+    with client_for(model or info.model, timeout_s) as client:  # one made from a model string is closed here
         run_dir = make_fork(parent_dir, info, step, events, policy, client, seed, out, run_id)
         done = resume(run_dir, client, tools, sandbox, listeners, stop_rules, first_branch=True)
     return Fork(run_dir, done.summary, done.notes)

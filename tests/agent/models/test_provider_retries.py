@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent.fork import fork
 from agent.models import load_model
 from agent.run.task import Task
 from agent.session import RunSpec, start
@@ -101,3 +102,20 @@ def test_a_run_sends_one_session_key_with_every_request_and_another_run_another(
     assert len(set(keys[:4])) == 1 and len(set(keys[4:])) == 1 and keys[0] != keys[4]
     # With the run's tool timeout, which the server's prefix cache holds the run's prefix for.
     assert {h.get("x-harness-return-within") for h in headers} == {f"{FAST.dispatch.tool_timeout_s:g}"}
+
+
+def test_a_fork_made_from_a_model_string_tells_the_server_its_own_tool_timeout(tmp_path):
+    """The fork's requests carry the fork's policy's tool timeout, as a run's do: the server holds its prefix
+    while a tool runs."""
+    plan = [
+        reply(200, openai_completion([("shell", {"command": "echo one > a.txt"})])),
+        SUBMIT_OA,
+        SUBMIT_OA,  # the fork's own step
+    ]
+    slow = FAST.model_copy(update={"dispatch": FAST.dispatch.model_copy(update={"tool_timeout_s": 240.0})})
+    with provider(plan) as (server, url):
+        _, parent = start(RunSpec(Task(prompt="finish"), spec("openai", url), FAST, tmp_path / "runs"))
+        made = fork(parent, 1, policy=slow, out=tmp_path / "forks")
+    assert made.summary is not None and made.summary.stop_reason == "submitted"
+    headers = [{k.lower(): v for k, v in r["headers"].items()} for r in server.requests]
+    assert [h.get("x-harness-return-within") for h in headers] == [f"{FAST.dispatch.tool_timeout_s:g}"] * 2 + ["240"]
