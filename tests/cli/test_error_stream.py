@@ -33,17 +33,29 @@ def test_a_refusal_is_on_stderr_and_stdout_is_empty(command, tmp_path, monkeypat
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
-@pytest.mark.parametrize("command", ["report", "ab", "rerender"])
-def test_a_price_model_the_table_lacks_is_refused_rather_than_left_unpriced(command, tmp_path, monkeypatch):
-    made = runner.invoke(app, ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--out", str(tmp_path / "b")])
-    assert made.exit_code == 0, made.output
+@pytest.mark.parametrize(
+    "command, args",
+    [
+        ("report", ["b", "--format", "md"]),
+        ("ab", ["b", "b"]),
+        ("rerender", ["b", "--policy", "lean"]),
+        ("rerender", ["RUN", "--policy", "lean"]),
+    ],
+    ids=["report", "ab", "rerender batch", "rerender run"],
+)
+def test_a_price_model_the_table_lacks_is_refused_once_before_any_run_is_read(command, args, tmp_path, monkeypatch):
+    for task in ("x", "y"):
+        made = runner.invoke(
+            app, ["run", "--task", task, "--model", f"scripted:{SCRIPT}", "--out", str(tmp_path / "b")]
+        )
+        assert made.exit_code == 0, made.output
     monkeypatch.chdir(tmp_path)
-    batch = str(tmp_path / "b")
-    [run] = (tmp_path / "b").iterdir()
-    args = {"report": [batch, "--format", "md"], "ab": [batch, batch], "rerender": [str(run), "--policy", "lean"]}[
-        command
-    ]
-    result = runner.invoke(app, [command, *args, "--price-model", "acme:no-such-model"])
+    run = str(sorted((tmp_path / "b").iterdir())[0])
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    result = runner.invoke(
+        app, [command, *[run if a == "RUN" else a for a in args], "--price-model", "acme:no-such-model"]
+    )
     assert result.exit_code == 2, result.output
-    assert result.stdout == "" and "has no 'acme:no-such-model'" in result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]  # nothing written
+    assert result.stdout == "" and result.stderr.startswith("error: ")
+    assert result.stderr.count("has no 'acme:no-such-model'") == 1 and "left out" not in result.stderr
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
