@@ -15,7 +15,7 @@ from evals.ab.chess_elo import elo_line
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
-from evals.ab.results import amount
+from evals.ab.results import amount, interval_text
 
 
 @exits_on_error
@@ -59,17 +59,12 @@ def ab_command(
     console.print(text(f"A = {a_dir.name}\nB = {b_dir.name}"))
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:
-        tested = (
-            f"×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}"
-            if math.isfinite(r.ratio)
-            else f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}"
-        )
         summary.add_row(
             r.label + (" (primary)" if r.primary else ""),
             cell(r, r.mean_a),
             cell(r, r.mean_b),
             amount(r, r.diff),
-            tested,
+            interval_text(r, ratio=math.isfinite(r.ratio)),  # the interval of what was tested
             f"{r.p_adjusted:.2g}" if r.p_adjusted >= 0.001 else "< 0.001",
             r.direction or "—",
         )

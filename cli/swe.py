@@ -268,7 +268,7 @@ def passk_command(
     console.print(text(f"{len(runs)} instances, {min(runs)} to {max(runs)} runs each ({len(records)} runs)"))
     table = Table("metric", "instances", "estimate", f"{level:.0%} CI (bootstrap over instances)")
     for e in found:
-        ci = f"{e.low:.1%} to {e.high:.1%}" if e.tasks else "—"
+        ci = f"{e.low:.1%} to {e.high:.1%}" if e.tasks > 1 else "n/a (one instance)" if e.tasks else "—"
         table.add_row(e.name, str(e.tasks), f"{e.value:.1%}" if e.tasks else "—", ci)
     console.print(table)
     for e in found:
