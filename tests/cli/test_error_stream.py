@@ -13,6 +13,7 @@ from cli.main import app
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "examples" / "demo_script.yaml"
+HARBOR_TASK = ROOT / "tests" / "evals" / "tasks" / "tasks" / "network-off"
 
 COMMANDS = {
     "run": lambda tmp: ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--policy", "no_such_preset"],
@@ -59,3 +60,22 @@ def test_a_price_model_the_table_lacks_is_refused_once_before_any_run_is_read(co
     assert result.stdout == "" and result.stderr.startswith("error: ")
     assert result.stderr.count("has no 'acme:no-such-model'") == 1 and "left out" not in result.stderr
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written
+
+
+BATCHES = {
+    "swe": ["swe", "--model", "null", "--only", "acme__textkit-7"],
+    "tasks run": ["tasks", "run", str(HARBOR_TASK), "--model", "null"],
+    "chess": ["chess", "--model", "player:random", "--games", "1"],
+}
+
+
+@pytest.mark.parametrize("command", ["swe", "tasks run"])
+def test_a_resume_folder_of_something_else_is_refused_before_the_batch_folder_is_named(command, tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.md").write_text("mine\n")
+    result = runner.invoke(app, [*BATCHES[command], "--resume", str(folder)])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert f"{folder} is not a batch folder of these instances" in " ".join(result.stderr.split())
+    assert [p.name for p in folder.iterdir()] == ["notes.md"]
