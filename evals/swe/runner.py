@@ -29,7 +29,7 @@ from agent.loop import run
 from agent.memory_dir import MemoryDir, load
 from agent.memory_store import MemorySource, refuse_own_instances
 from agent.models.base import ModelClient
-from agent.models.pricing import price_for
+from agent.models.pricing import load_prices, price_for
 from agent.models.spec import model_name
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
@@ -104,6 +104,8 @@ class SweBatchSpec(Generic[Item]):
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
             name = self.model if is_reference(self.model) else model_name(self.model)
             price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
+        elif self.prices is not None:  # a table that cannot be read: refused here, not by each run that opens
+            load_prices(self.prices)
 
 
 class SweBatch(BaseModel):

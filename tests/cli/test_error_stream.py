@@ -79,3 +79,13 @@ def test_a_resume_folder_of_something_else_is_refused_before_the_batch_folder_is
     assert result.stdout == "" and result.stderr.startswith("error: ") and "Traceback" not in result.stderr
     assert f"{folder} is not a batch folder of these instances" in " ".join(result.stderr.split())
     assert [p.name for p in folder.iterdir()] == ["notes.md"]
+
+
+@pytest.mark.parametrize("command", list(BATCHES))
+def test_a_price_table_that_cannot_be_read_is_refused_before_the_batch_starts(command, tmp_path):
+    table = tmp_path / "prices.toml"
+    table.write_text("not a table\n")
+    result = runner.invoke(app, [*BATCHES[command], "--prices", str(table), "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and result.stderr.startswith(f"error: Price table {table} is not valid TOML")
+    assert list(tmp_path.iterdir()) == [table]  # no batch folder, no run
