@@ -89,3 +89,18 @@ def test_a_price_table_that_cannot_be_read_is_refused_before_the_batch_starts(co
     assert result.exit_code == 2, result.output
     assert result.stdout == "" and result.stderr.startswith(f"error: Price table {table} is not valid TOML")
     assert list(tmp_path.iterdir()) == [table]  # no batch folder, no run
+
+
+def test_a_batch_whose_every_run_is_left_out_names_them_on_stderr_and_leaves_stdout_empty(tmp_path):
+    for task in ("x", "y"):
+        made = runner.invoke(
+            app, ["run", "--task", task, "--model", f"scripted:{SCRIPT}", "--out", str(tmp_path / "b")]
+        )
+        assert made.exit_code == 0, made.output
+    for run in (tmp_path / "b").iterdir():  # an event lost in the middle of each journal
+        lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+        (run / "events.jsonl").write_text("".join(lines[:3] + lines[4:]))
+    result = runner.invoke(app, ["rerender", str(tmp_path / "b"), "--policy", "lean"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and result.stderr.count("left out:") == 2
+    assert "error: No run of" in result.stderr and "Traceback" not in result.stderr
