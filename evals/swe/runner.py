@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import docker
 from pydantic import BaseModel
 
-from agent.journal.store import make_folder, write_json_atomic
+from agent.journal.store import make_folder, refuse_unmakeable, write_json_atomic
 from agent.loop import run
 from agent.memory_dir import MemoryDir, load
 from agent.memory_store import MemorySource, refuse_own_instances
@@ -282,11 +282,12 @@ def refuse_foreign_folder(batch_dir: Path, instance_ids: Sequence[str]) -> None:
 
 
 def refuse_to_start(spec: SweBatchSpec[Any], reuse: Callable[[Path, str], InstanceResult | None] = finished) -> None:
-    """The refusals of a batch that need nothing of it run: a --resume folder that is no earlier run of it, a kept
-    memory holding entries written while working on an instance it would run (one `reuse` does not keep). A command
-    makes them before it says or builds anything, so a refused batch leaves its output empty; run_batch makes them
-    again, for a caller that did not."""
+    """The refusals of a batch that need nothing of it run: a --resume folder that is no earlier run of it, a batch
+    folder that cannot be made, a kept memory holding entries written while working on an instance it would run (one
+    `reuse` does not keep). A command makes them before it says or builds anything, so a refused batch leaves its
+    output empty; run_batch makes them again, for a caller that did not."""
     refuse_foreign_folder(spec.batch_dir, [i.instance_id for i in spec.instances])
+    refuse_unmakeable(spec.batch_dir, "batch folder")
     if spec.memory is not None:
         refuse_contaminated(spec.memory, [i for i in spec.instances if reuse(spec.batch_dir, i.instance_id) is None])
 

@@ -81,6 +81,19 @@ def test_a_resume_folder_of_something_else_is_refused_before_the_batch_folder_is
     assert [p.name for p in folder.iterdir()] == ["notes.md"]
 
 
+@pytest.mark.parametrize("command", ["swe", "tasks run"])
+def test_a_batch_folder_that_cannot_be_made_is_refused_before_it_is_named(command, tmp_path):
+    (tmp_path / "file").write_text("mine\n")
+    result = runner.invoke(app, [*BATCHES[command], "--out", str(tmp_path / "file")])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == "" and "Traceback" not in result.stderr
+    said = " ".join(result.stderr.split())
+    assert (
+        said.startswith(f"error: Cannot create the batch folder {tmp_path / 'file'}/") and "pick another --out" in said
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
 @pytest.mark.parametrize("command", list(BATCHES))
 def test_a_price_table_that_cannot_be_read_is_refused_before_the_batch_starts(command, tmp_path):
     table = tmp_path / "prices.toml"
