@@ -1,5 +1,6 @@
-"""`harness ab` over batches with one task in common: one pair has no spread, so its amounts get no interval,
-which the table says in words and ab.json holds as null; nothing it writes holds NaN or Infinity."""
+"""One pair has no spread, so no interval: `harness ab` over batches with one task in common says so in its table
+and holds null in ab.json, and `harness swe passk` over one instance says so too, rather than a zero-width
+interval; nothing either writes holds NaN or Infinity."""
 
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ def strict_json(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
+def batch(folder: Path, policy: str = "default") -> None:
+    """A batch of one run of the same task."""
+    made = runner.invoke(
+        app, ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--policy", policy, "--out", str(folder)]
+    )
+    assert made.exit_code == 0, made.output
+
+
 def test_one_pair_says_it_has_no_interval_and_writes_null(tmp_path):
-    for batch, policy in (("a", "default"), ("b", "lean")):
-        made = runner.invoke(
-            app,
-            ["run", "--task", "x", "--model", f"scripted:{SCRIPT}", "--policy", policy, "--out", str(tmp_path / batch)],
-        )
-        assert made.exit_code == 0, made.output
+    batch(tmp_path / "a")
+    batch(tmp_path / "b", "lean")
     result = runner.invoke(app, ["ab", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "ab")])
     assert result.exit_code == 0, result.output
     rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") > 2}
@@ -44,3 +49,17 @@ def test_one_pair_says_it_has_no_interval_and_writes_null(tmp_path):
     assert steps["test"] == "none (one pair)" and steps["ci_low"] is None and steps["ratio_high"] is None
     html = (folder / "ab.html").read_text()
     assert "n/a (one pair)" in html and not NOT_A_NUMBER.search(html)
+
+
+def test_pass_k_over_one_instance_says_it_has_no_interval(tmp_path):
+    batch(tmp_path / "a")
+    table = runner.invoke(app, ["swe", "passk", str(tmp_path / "a")])
+    assert table.exit_code == 0, table.output
+    rows = [line for line in table.stdout.splitlines() if line.startswith("│ pass")]
+    assert len(rows) == 2 and all("n/a (one instance)" in row for row in rows)
+    assert not NOT_A_NUMBER.search(table.stdout)
+    as_json = runner.invoke(app, ["swe", "passk", str(tmp_path / "a"), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    data = strict_json(as_json.stdout)
+    assert isinstance(data, dict)
+    assert [(e["tasks"], e["value"], e["low"], e["high"]) for e in data["estimates"]] == [(1, 1.0, None, None)] * 2
