@@ -8,14 +8,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from agent.models.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
+from cli.price_options import PRICE_MODEL, PRICE_TABLE, price_table
 from evals.ab.chess_elo import elo_line
 from evals.ab.compare import DEFAULT_PRIMARY, METRIC_NAMES, compare
 from evals.ab.html import cell, render
 from evals.ab.records import load_batch
-from evals.ab.results import amount
+from evals.ab.results import amount, interval_text
 
 
 @exits_on_error
@@ -32,8 +32,8 @@ def ab_command(
         "ab.json, and its path printed (default: the folder that holds batch B; a temporary folder when that "
         "cannot be written).",
     ),
-    prices: Path = typer.Option(None, help="A price table (TOML) instead of the one shipped with the harness."),
-    price_model: str = typer.Option(None, help="Price every run as this model, e.g. openai:gpt-5."),
+    prices: Path = PRICE_TABLE,
+    price_model: str = PRICE_MODEL,
     resamples: int = typer.Option(10_000, min=100, help="Bootstrap resamples."),
     seed: int = typer.Option(0, help="Seed of the bootstrap, so the intervals are reproducible."),
     alpha: float = typer.Option(
@@ -47,7 +47,7 @@ def ab_command(
     ),
 ) -> None:
     """Pair runs by task (and seed) and say whether B differs from A: outcome, steps, tokens, cost, wall time."""
-    table = load_prices(prices)
+    table = price_table(prices, price_model)
     a, b = load_batch(a_dir, table, price_model), load_batch(b_dir, table, price_model)
     for record in [*a, *b]:
         for note in record.journal_notes:
@@ -59,17 +59,12 @@ def ab_command(
     console.print(text(f"A = {a_dir.name}\nB = {b_dir.name}"))
     summary = Table("metric", "A", "B", "B − A", f"{c.level:.0%} CI (tested)", "p (Holm)", "reading")
     for r in c.metrics:
-        tested = (
-            f"×{r.ratio_low:.3g} to ×{r.ratio_high:.3g}"
-            if math.isfinite(r.ratio)
-            else f"{amount(r, r.ci_low)} to {amount(r, r.ci_high)}"
-        )
         summary.add_row(
             r.label + (" (primary)" if r.primary else ""),
             cell(r, r.mean_a),
             cell(r, r.mean_b),
             amount(r, r.diff),
-            tested,
+            interval_text(r, ratio=math.isfinite(r.ratio)),  # the interval of what was tested
             f"{r.p_adjusted:.2g}" if r.p_adjusted >= 0.001 else "< 0.001",
             r.direction or "—",
         )

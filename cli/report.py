@@ -8,10 +8,9 @@ from pathlib import Path
 import typer
 
 from agent.journal.store import make_folder
-from agent.models.pricing import load_prices
 from cli.destination import usual_or_temp
 from cli.output import console, exits_on_error, text, warn
-from cli.price_options import PRICE_MODEL, PRICE_TABLE
+from cli.price_options import PRICE_MODEL, PRICE_TABLE, price_table
 from core.errors import HarnessError
 from evals.reports.batch import render_batch
 from evals.reports.html import render_run
@@ -47,7 +46,7 @@ def report_command(
 ) -> None:
     """Inspect a run or a batch: detector findings, timeline, prompt breakdown, token, cache and cost charts."""
     ranked = read_rankings(rankings) if rankings is not None else None
-    table = load_prices(prices)
+    table = price_table(prices, price_model)
     runs = _load(path, table, price_model)
     for run in runs:
         for note in run.journal_notes:

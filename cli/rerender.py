@@ -11,12 +11,12 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from agent.models.pricing import Price, format_usd, load_prices
+from agent.models.pricing import Price, format_usd
 from agent.recorded.counterfactual import Counterfactual, counterfactual, to_json
 from agent.recorded.engine_cache import cache_engine
 from agent.recorded.rerender import HELD_FIXED
 from cli.output import console, exits_on_error, print_json, stderr, text, warn
-from cli.price_options import PRICE_MODEL, PRICE_TABLE
+from cli.price_options import PRICE_MODEL, PRICE_TABLE, price_table
 from cli.progress import following_files
 from core.errors import HarnessError
 from core.presets import load_policy
@@ -71,7 +71,7 @@ def rerender_command(
     and report prompt tokens, peak context, ideal prefix reuse and what the prompts would have cost at the run's
     model's prices, beside the run's recorded tokens and cost. The model's replies are held fixed."""
     others = [load_policy(p) for p in policy]
-    table = load_prices(prices)
+    table = price_table(prices, price_model)
     if not path.is_dir():
         raise HarnessError(f"{path} is not a directory. Pass a run directory (with run.json) or a folder of them.")
     single = is_run_dir(path)
@@ -92,8 +92,7 @@ def rerender_command(
             show_run(c, console, per_step)
             console.print(f"re-rendered in {time.perf_counter() - start:.2f} s")
         return
-    said = stderr if as_json else console
-    b = _batch(path, dirs, others, table, price_model, context_window, scale_to_recorded, measure, said)
+    b = _batch(path, dirs, others, table, price_model, context_window, scale_to_recorded, measure)
     for note in b.notes:
         warn(note)
     if not b.runs:
@@ -106,8 +105,10 @@ def rerender_command(
         raise typer.Exit(1)
 
 
-def _batch(path, dirs, others, table, price_model, window, scale, engine, said: Console) -> BatchCounterfactual:
-    with following_files(said, len(dirs), "re-rendering", "re-rendered", "runs", "left out") as done:
+def _batch(path, dirs, others, table, price_model, window, scale, engine) -> BatchCounterfactual:
+    """Progress and the runs left out go to stderr, as `import`'s do: stdout holds the result alone, and nothing
+    when no run could be re-rendered."""
+    with following_files(stderr, len(dirs), "re-rendering", "re-rendered", "runs", "left out") as done:
         return batch_counterfactual(path, dirs, others, table, price_model, window, scale, done, engine)
 
 

@@ -55,7 +55,7 @@ from evals.ab.passk import estimate, tallies
 from evals.ab.records import load_batch
 from evals.executors import Tally
 from evals.swe.agents import is_reference
-from evals.swe.batch import batch_run_id, run_and_grade
+from evals.swe.batch import batch_run_id, check_batch, run_and_grade
 from evals.swe.grader import InstanceReport, RunReport, outcome
 from evals.swe.image import instance_image
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
@@ -164,6 +164,7 @@ def swe_command(
         test_timeout_s=timeout,
         memory=memory_dir(memory, memory_key),
     )
+    check_batch(spec)  # a refusal before the batch folder is named: stdout stays empty
     report = _run_following(spec, stderr if as_json else console)  # the JSON alone on stdout
     _print_report(report, spec, as_json)
 
@@ -268,7 +269,7 @@ def passk_command(
     console.print(text(f"{len(runs)} instances, {min(runs)} to {max(runs)} runs each ({len(records)} runs)"))
     table = Table("metric", "instances", "estimate", f"{level:.0%} CI (bootstrap over instances)")
     for e in found:
-        ci = f"{e.low:.1%} to {e.high:.1%}" if e.tasks else "—"
+        ci = f"{e.low:.1%} to {e.high:.1%}" if e.tasks > 1 else "n/a (one instance)" if e.tasks else "—"
         table.add_row(e.name, str(e.tasks), f"{e.value:.1%}" if e.tasks else "—", ci)
     console.print(table)
     for e in found:

@@ -34,7 +34,7 @@ from evals.executors import Tally
 from evals.swe.batch import batch_run_id
 from evals.swe.runner import InstanceResult, SweBatch, SweBatchSpec
 from evals.tasks.agents import is_reference
-from evals.tasks.batch import run_tasks
+from evals.tasks.batch import check_batch, run_tasks
 from evals.tasks.image import parse_base_images, task_image
 from evals.tasks.report import TasksReport
 from evals.tasks.task import HarborTask, find_tasks
@@ -100,6 +100,7 @@ def run_command(
         infra_retries=infra_retries,
         memory=memory_dir(memory, memory_key),
     )
+    check_batch(spec)  # a refusal before the batch folder is named: stdout stays empty
     said = stderr if as_json else console
     report = _run_following(spec, rewrites, said)
     batch = SweBatch.model_validate_json((spec.batch_dir / "batch.json").read_text())

@@ -62,7 +62,7 @@ def paired_amounts(
         r = _one_sample(np.log(xb / xa), level, resamples, seed)
         _, low, high = mean_interval(d, level)
         return PairedResult(
-            r.test + " on log ratios",
+            r.test + " on log ratios" if len(d) > 1 else r.test,  # one pair: no test, on logs or otherwise
             r.p,
             float(d.mean()),
             low,

@@ -86,8 +86,26 @@ def make_folder(path: Path, what: str, exist_ok: bool = False) -> Path:
     except FileExistsError:
         raise HarnessError(f"The {what} {path} already exists; pick another --out or run id.") from None
     except OSError as e:
-        raise HarnessError(f"Cannot create the {what} {path}: {e.strerror}; pick another --out.") from None
+        raise _cannot_make(path, what, e.strerror or str(e)) from None
     return path
+
+
+def refuse_unmakeable(path: Path, what: str) -> None:
+    """make_folder's refusal of a folder that cannot be made, said before anything is made: for a command that
+    names the folder before its work makes it. Its nearest existing folder must be one this process can write."""
+    above = path
+    while not above.exists() and above.parent != above:
+        above = above.parent
+    if above == path:
+        return
+    if not above.is_dir():
+        raise _cannot_make(path, what, f"{above} is not a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise _cannot_make(path, what, f"{above} cannot be written")
+
+
+def _cannot_make(path: Path, what: str, why: str) -> HarnessError:
+    return HarnessError(f"Cannot create the {what} {path}: {why}; pick another --out.")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

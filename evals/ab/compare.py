@@ -191,7 +191,8 @@ def compare(
             wins = sum(bool(r.success) if "success" in usable else r.submitted for r in runs)
             setattr(comparison, f"success_{side}", (wins / n, *wilson(wins, n, level)))
             mean, low, high = mean_interval([_number(spend, r) for r in runs], level)
-            setattr(comparison, f"spend_{side}", (mean, max(0.0, low), high))  # tokens and dollars are never below zero
+            # tokens and dollars are never below zero; a batch of one has no interval (nan), kept as it is
+            setattr(comparison, f"spend_{side}", (mean, low if math.isnan(low) else max(0.0, low), high))
     return comparison
 
 
@@ -228,7 +229,7 @@ def _passk_results(
                 d.diff,
                 d.low,
                 d.high,
-                "bootstrap over tasks",
+                "bootstrap over tasks" if len(d.tasks) > 1 else "none (one task)",
                 d.p,
                 counts={
                     "B higher": sum(x > 0 for x in diffs),

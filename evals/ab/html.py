@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from agent.journal.store import make_folder
 from evals.ab.compare import Comparison
-from evals.ab.results import MetricResult, amount, effect_text, p_text
+from evals.ab.results import MetricResult, amount, effect_text, interval_text, p_text
 from evals.reports.html import common, environment
 from evals.reports.svg import compact, percent, usd
 from evals.reports.svg_scatter import Point, scatter
@@ -76,6 +76,7 @@ def render(c: Comparison, out_dir: Path) -> tuple[Path, Path]:
         "chart": Markup(chart(c)),
         "cell": cell,
         "amount": amount,
+        "interval": interval_text,
         "effect": effect_text,
         "p_text": p_text,
     }

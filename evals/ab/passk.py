@@ -114,6 +114,8 @@ def estimate(
     x = list(values.values())
     if not x:
         return Estimate(name, k, 0, math.nan, math.nan, math.nan, tuple(short))
+    if len(x) == 1:  # resampling one task gives it back every time: no spread, so no interval
+        return Estimate(name, k, 1, x[0], math.nan, math.nan, tuple(short))
     low, high = percentile_interval(bootstrap_means([x], resamples, seed)[0], level)
     return Estimate(name, k, len(x), float(np.mean(x)), low, high, tuple(short))
 
@@ -141,6 +143,8 @@ def difference(
     if not tasks:
         return Difference(tasks, xa, xb, math.nan, math.nan, math.nan, 1.0)
     mean = float(d.mean())
+    if len(tasks) == 1:  # resampling one task gives it back every time: no spread, so no interval and no test
+        return Difference(tasks, xa, xb, mean, math.nan, math.nan, 1.0)
     boot, centred = bootstrap_means([d, d - mean], resamples, seed)
     low, high = percentile_interval(boot, level)
     # the share of resamples, under a zero mean, at least as far from zero as the mean seen

@@ -59,6 +59,15 @@ def amount(r: MetricResult, value: float, sign: bool = True) -> str:
     return f"{value:{plus},.0f}"
 
 
+def interval_text(r: MetricResult, ratio: bool = False) -> str:
+    """The interval of B − A (or, with `ratio`, of B / A) as read; where there is none, why: one pair has no spread
+    to give one."""
+    low, high = (r.ratio_low, r.ratio_high) if ratio else (r.ci_low, r.ci_high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "n/a (one pair)" if r.n == 1 else "n/a"
+    return f"×{low:.3g} to ×{high:.3g}" if ratio else f"{amount(r, low)} to {amount(r, high)}"
+
+
 def p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
@@ -95,7 +104,7 @@ def describe(r: MetricResult, level: float = 0.95) -> str:
     else:
         relative = f", {r.relative:+.0%} of A" if math.isfinite(r.relative) else ""
         size = (
-            f"{amount(r, r.diff)}{' per task' if r.kind != 'binary' else ''} ({level:.0%} CI {amount(r, r.ci_low)} to "
-            f"{amount(r, r.ci_high)}{relative})"
+            f"{amount(r, r.diff)}{' per task' if r.kind != 'binary' else ''} ({level:.0%} CI {interval_text(r)}"
+            f"{relative})"
         )
     return f"{r.label}{' (primary)' if r.primary else ''} {size}, {r.test} {p_text(r.p)}{adjusted}{reading}"

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from agent.journal.store import make_folder, new_run_id, write_json_atomic
 from agent.models.base import ModelClient
-from agent.models.pricing import price_for
+from agent.models.pricing import load_prices, price_for
 from agent.session import SandboxSpec, check_code_sandbox
 from core.errors import HarnessError
 from core.events import Event
@@ -73,6 +73,8 @@ class ChessBatchSpec:
         check_code_sandbox(self.policy, has_sandbox=self.sandbox.kind != "none")
         if self.max_cost_usd is not None:  # a budget it cannot count is refused before any folder exists
             price_for(maker_name(self.make_model, self.seed), self.prices, self.max_cost_usd, "--max-cost-usd")
+        elif self.prices is not None:  # a table that cannot be read: refused here, not by each game that opens
+            load_prices(self.prices)
 
 
 def maker_name(make: Callable[[int], ModelClient], seed: int) -> str:

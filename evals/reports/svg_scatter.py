@@ -3,8 +3,9 @@ where its label overlaps no other."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evals.reports.svg import (
     CHAR_W,
@@ -51,6 +52,7 @@ def scatter(
     y_fmt: Fmt = compact,
     y_range: tuple[float, float] | None = None,
 ) -> str:
+    points = [replace(p, x_err=_drawn(p.x_err), y_err=_drawn(p.y_err)) for p in points]
     xs = [v for p in points for v in (p.x, *(p.x_err or ()))] + [x for c in clouds for x, _ in c.points]
     ys = [v for p in points for v in (p.y, *(p.y_err or ()))] + [y for c in clouds for _, y in c.points]
     if not xs:
@@ -91,6 +93,11 @@ def scatter(
             f"{escape(' — ' + p.note) if p.note else ''}</title></g>"
         )
     return wrap_svg(body, title)
+
+
+def _drawn(err: tuple[float, float] | None) -> tuple[float, float] | None:
+    """An error bar to draw, or None where its interval could not be had (nan: a batch of one has no spread)."""
+    return err if err is not None and all(math.isfinite(v) for v in err) else None
 
 
 @dataclass(frozen=True)

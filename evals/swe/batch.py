@@ -18,7 +18,15 @@ from core.text_files import read_text_file
 from evals.executors import Tally
 from evals.swe.grader import TEST_TIMEOUT_S, InstanceReport, Prediction, RunReport, grade, run_report
 from evals.swe.infra import INFRA_RETRIES, InfraFailure
-from evals.swe.runner import InstanceResult, SweBatchSpec, clear_incomplete, finished, run_batch, run_instance
+from evals.swe.runner import (
+    InstanceResult,
+    SweBatchSpec,
+    clear_incomplete,
+    finished,
+    refuse_to_start,
+    run_batch,
+    run_instance,
+)
 from evals.swe.task import SweInstance
 
 
@@ -129,6 +137,11 @@ def finished_and_graded(batch_dir: Path, instance_id: str) -> InstanceResult | N
         return None
     report = InstanceReport.model_validate(json.loads(path.read_text())[instance_id])
     return result if report.infra_failure is not None else result.model_copy(update={"grade": report})
+
+
+def check_batch(spec: SweBatchSpec[SweInstance]) -> None:
+    """The batch's refusals (evals.swe.runner.refuse_to_start), made before a command says or builds anything."""
+    refuse_to_start(spec, finished_and_graded)
 
 
 def run_and_grade(

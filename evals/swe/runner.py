@@ -24,12 +24,12 @@ from typing import Any, Generic, Protocol, TypeVar
 import docker
 from pydantic import BaseModel
 
-from agent.journal.store import make_folder, write_json_atomic
+from agent.journal.store import make_folder, refuse_unmakeable, write_json_atomic
 from agent.loop import run
 from agent.memory_dir import MemoryDir, load
 from agent.memory_store import MemorySource, refuse_own_instances
 from agent.models.base import ModelClient
-from agent.models.pricing import price_for
+from agent.models.pricing import load_prices, price_for
 from agent.models.spec import model_name
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_run
@@ -104,6 +104,8 @@ class SweBatchSpec(Generic[Item]):
         if self.max_cost_usd is not None and self.instances:  # refused before the batch folder exists
             name = self.model if is_reference(self.model) else model_name(self.model)
             price_for(name, self.prices, self.max_cost_usd, "--max-cost-usd")
+        elif self.prices is not None:  # a table that cannot be read: refused here, not by each run that opens
+            load_prices(self.prices)
 
 
 class SweBatch(BaseModel):
@@ -279,6 +281,17 @@ def refuse_foreign_folder(batch_dir: Path, instance_ids: Sequence[str]) -> None:
     )
 
 
+def refuse_to_start(spec: SweBatchSpec[Any], reuse: Callable[[Path, str], InstanceResult | None] = finished) -> None:
+    """The refusals of a batch that need nothing of it run: a --resume folder that is no earlier run of it, a batch
+    folder that cannot be made, a kept memory holding entries written while working on an instance it would run (one
+    `reuse` does not keep). A command makes them before it says or builds anything, so a refused batch leaves its
+    output empty; run_batch makes them again, for a caller that did not."""
+    refuse_foreign_folder(spec.batch_dir, [i.instance_id for i in spec.instances])
+    refuse_unmakeable(spec.batch_dir, "batch folder")
+    if spec.memory is not None:
+        refuse_contaminated(spec.memory, [i for i in spec.instances if reuse(spec.batch_dir, i.instance_id) is None])
+
+
 def run_batch(
     spec: SweBatchSpec[Any],
     on_done: Callable[[InstanceResult], None] = lambda r: None,
@@ -291,7 +304,7 @@ def run_batch(
     local executor or Ray; the instances it did not start have no result. `predictions`: write
     predictions.jsonl (a batch without patches, as Harbor tasks', has none to write)."""
     instances, batch_dir = spec.instances, spec.batch_dir
-    refuse_foreign_folder(batch_dir, [i.instance_id for i in instances])
+    refuse_to_start(spec, reuse)  # before a finished run is kept or an incomplete one moved aside
     if spec.memory is not None:
         work = partial(work, memory=spec.memory)
     tally = tally or Tally(total=len(instances))
@@ -320,9 +333,7 @@ def run_batch(
         results[done.key] = result
         on_done(result)
 
-    if spec.memory is not None:
-        refuse_contaminated(spec.memory, todo)
-    make_folder(batch_dir, "batch folder", exist_ok=True)  # after the refusal: a refused batch leaves nothing
+    make_folder(batch_dir, "batch folder", exist_ok=True)  # after the refusals: a refused batch leaves nothing
     jobs = [Job(inst.instance_id, work, (inst, spec.model, spec.policy, spec.prices), docker=True) for inst in todo]
     try:
         run_jobs(jobs, batch_dir, spec.executor, arrived, tally, budget)

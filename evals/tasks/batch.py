@@ -22,7 +22,7 @@ from agent.memory_dir import MemoryDir
 from core.policy import HarnessPolicy
 from evals.executors import Tally
 from evals.swe.infra import INFRA_RETRIES
-from evals.swe.runner import InstanceResult, SweBatchSpec, clear_incomplete, run_batch, summarized
+from evals.swe.runner import InstanceResult, SweBatchSpec, clear_incomplete, refuse_to_start, run_batch, summarized
 from evals.tasks.agents import check_oracle
 from evals.tasks.report import TasksReport, tasks_report
 from evals.tasks.runner import read_grade, run_task, write_grade
@@ -66,6 +66,14 @@ def finished(batch_dir: Path, task_id: str) -> InstanceResult | None:
     return None if result is None or result.stop_reason == "environment_error" else result
 
 
+def check_batch(spec: SweBatchSpec[HarborTask]) -> None:
+    """The batch's refusals: the oracle needs every task's solution, and those of evals.swe.runner.refuse_to_start;
+    made before a command says or builds anything."""
+    if spec.model == "oracle":
+        check_oracle(spec.instances)
+    refuse_to_start(spec, finished)
+
+
 def run_tasks(
     spec: SweBatchSpec[HarborTask],
     rewrites: Mapping[str, str] | None = None,
@@ -73,8 +81,7 @@ def run_tasks(
     tally: Tally | None = None,
 ) -> TasksReport:
     """Run and verify every task of the batch not finished yet, then write report.json."""
-    if spec.model == "oracle":
-        check_oracle(spec.instances)
+    check_batch(spec)
     verdicts: dict[str, Verdict] = {}
 
     def done(result: InstanceResult) -> None:

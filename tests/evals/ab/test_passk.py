@@ -118,6 +118,18 @@ def test_differences_task_by_task():
     assert same.diff == 0 and same.p == 1.0
 
 
+def test_one_task_has_no_interval_and_no_test():
+    a, b = runs("t1", "0000", "a"), runs("t1", "1111", "b")
+    e = estimate(b, "pass@2")
+    assert e.tasks == 1 and e.value == 1.0 and e.as_json()["low"] is None and e.as_json()["high"] is None
+    d = difference(a, b, "pass@2")
+    assert d.diff == 1.0 and d.p == 1.0 and d.low != d.low and d.high != d.high  # nan: resampling one task is no test
+    c = compare(a, b, primary="pass@2")
+    assert not c.verdict.distinguishable and {m.test for m in c.metrics if m.name.startswith("pass")} == {
+        "none (one task)"
+    }
+
+
 def test_ab_judges_on_pass_k_with_the_other_as_a_secondary():
     a = [r for i in range(12) for r in runs(f"t{i}", "1100" if i < 10 else "1111", "a")]
     b = [r for i in range(12) for r in runs(f"t{i}", "1111", "b")]
