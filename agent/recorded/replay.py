@@ -113,10 +113,10 @@ def replay(
             seed=info.seed,
             memory=memory,
         )
-    else:  # no tool runs: the local sandbox only answers the loop's liveness probe
+    else:  # no tool runs, nor the task's setup: the local sandbox only answers the loop's liveness probe
         base, policy = as_offered(run_dir, info, policy, tools)
         spec = RunSpec(
-            task.model_copy(update={"check": None, "resources": []}),
+            task.model_copy(update={"check": None, "resources": [], "setup": []}),
             model,
             policy,
             out_dir,
@@ -209,7 +209,7 @@ def fork_again(
     again = info.model_copy(update={"run_id": _replay_id(info)})
     factory, programs_with, updates = sandbox, None, None
     if not execute:  # the parent's writes and the fork's calls answered from the recording; nothing runs
-        again = again.model_copy(update={"task": {**info.task, "check": None}})
+        again = again.model_copy(update={"task": {**info.task, "check": None, "setup": []}})
         base, policy = as_offered(run_dir, info, policy, tools)
         again = again.model_copy(update={"policy": policy.model_dump(mode="json")})
         done = [(i, seen) for i, seen in writes_upto(inherited, 0, info.fork.at_step) if seen.observation.executed]

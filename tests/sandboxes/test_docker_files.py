@@ -75,3 +75,20 @@ def test_a_pipe_or_device_that_never_ends_stops_at_the_callers_timeout(sandbox, 
     assert sandbox.exec("grep -lx cat /proc/[0-9]*/comm | wc -l", timeout=10).output == "0\n"
     sandbox.write_file("after.txt", b"fine")
     assert sandbox.read_file("after.txt") == b"fine"
+
+
+def test_a_sandbox_whose_device_read_timed_out_closes_at_once(docker_ready):
+    """The timed-out read's shell goes with its stream: a stream left open, its output unread, held the
+    container's removal in the engine for 20 s."""
+    from docker.errors import NotFound
+
+    from sandboxes.docker import DockerSandbox
+
+    sandbox = DockerSandbox.start(client=docker_ready)
+    with pytest.raises(TimeoutError):
+        sandbox.read_file("/dev/zero", timeout=2)
+    start = time.monotonic()
+    sandbox.close()
+    assert time.monotonic() - start < 10
+    with pytest.raises(NotFound):
+        docker_ready.containers.get(sandbox.container.id)

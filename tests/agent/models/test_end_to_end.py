@@ -16,7 +16,7 @@ from agent.models import load_model
 from agent.run.task import Task
 from agent.session import RunSpec, start
 from core.presets import load_policy
-from tests.agent.models.harness_serve import HARNESS, harness_serve
+from tests.agent.models.harness_serve import HARNESS
 
 TASK = "Run `echo hello` in the shell, then submit the word it printed."
 POLICY = """
@@ -36,12 +36,6 @@ def policy_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("policy") / "tiny.yaml"
     path.write_text(POLICY)
     return path
-
-
-@pytest.fixture(scope="module")
-def server(model_weights):
-    with harness_serve("--kv-cache-mb", "256", "--max-model-len", "4096") as url:
-        yield url
 
 
 def check_run(run_dir: Path) -> list[dict]:

@@ -18,7 +18,6 @@ from agent.session import RunSpec, start
 from core.events import MemoryWritten, ModelReplied, ToolObserved
 from core.policy import HarnessPolicy, MemoryPolicy, ModelParams, StopPolicy
 from tests.agent.helpers import new_journal
-from tests.agent.models.harness_serve import harness_serve
 from tools.base import Registry
 
 pytestmark = pytest.mark.model
@@ -33,12 +32,6 @@ POLICY = HarnessPolicy(
     stop=StopPolicy(max_steps=2),
     memory=MemoryPolicy(tool=True),
 )
-
-
-@pytest.fixture(scope="module")
-def server():
-    with harness_serve("--kv-cache-mb", "256", "--max-model-len", "4096") as url:
-        yield url
 
 
 def check(run_dir, tmp_path) -> None:

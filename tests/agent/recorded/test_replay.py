@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agent.fork import fork
 from agent.journal.store import read_events
 from agent.models.scripted import ScriptedModel, ScriptedReply
 from agent.recorded.replay import replay
@@ -52,6 +53,23 @@ def test_a_deterministic_run_replays_with_no_divergence_played_back_or_executed(
 
     executed = replay(run_dir, out=tmp_path / "replays", execute=True)
     assert executed.world == [] and (executed.replay_dir / "workspace" / "out.txt").read_text() == "1 2 3\n"
+
+
+def test_a_played_back_replay_runs_none_of_the_tasks_setup_nor_a_forks(tmp_path):
+    """Played back, nothing runs: not the task's setup either, whose commands act wherever they are told (here a
+    file outside the workspace), and a run recorded in a container would have had them run on the host."""
+    log = tmp_path / "setup.log"
+    task = Task(prompt="x", setup=[f"echo ran >> {log}"])
+    replies = [call("shell", command="echo hi"), call("submit", answer="done")]
+    _, run_dir = start(RunSpec(task, ScriptedModel(replies), HarnessPolicy(), tmp_path / "runs"))
+    made = fork(run_dir, 1, model=ScriptedModel([replies[0], call("submit", answer="forked")]), out=tmp_path / "f")
+    assert made.summary is not None and made.summary.stop_reason == "submitted", made.summary
+    assert log.read_text() == "ran\nran\n"  # the run's and the fork's own setup
+
+    for recorded in (run_dir, made.run_dir):
+        report = replay(recorded, out=tmp_path / "replays")
+        assert report.harness == [] and report.replayed_stop == "submitted", report.notes
+    assert log.read_text() == "ran\nran\n"
 
 
 def test_recorded_approval_decisions_are_applied_in_the_replay(tmp_path):

@@ -39,6 +39,9 @@ SCRIPT = {
         {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]},
     ]
 }
+# The same run without its slow call, for a run whose signal lands elsewhere: its whole life takes seconds.
+QUICK = {"replies": [SCRIPT["replies"][0], {"tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]}]}
+QUICK["replies"].append(SCRIPT["replies"][-1])
 
 
 def harness(*args: str) -> subprocess.Popen:
@@ -174,7 +177,7 @@ def test_a_signal_before_the_first_step_stops_the_run_with_its_summary(tmp_path)
     task = tmp_path / "task.yaml"
     task.write_text("prompt: Count.\nsetup: ['sleep 8']\n")
     script = tmp_path / "script.json"
-    script.write_text(json.dumps(SCRIPT))
+    script.write_text(json.dumps(QUICK))  # the resume begins again from the setup, and runs every call
     proc = harness("run", "--task", str(task), "--model", f"scripted:{script}", "--out", str(tmp_path / "runs"))
     while not list((tmp_path / "runs").glob("*/events.jsonl")):
         time.sleep(0.2)
@@ -191,11 +194,9 @@ def test_a_signal_before_the_first_step_stops_the_run_with_its_summary(tmp_path)
 
 def test_sigterm_stops_a_fork_with_its_summary_and_the_fork_resumes(tmp_path):
     """`harness fork` goes on live after its branch: a signal there stops it as it stops `harness run`."""
-    quick = {"replies": [SCRIPT["replies"][0], {"tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]}]}
-    quick["replies"].append(SCRIPT["replies"][-1])
     script, parent_script = tmp_path / "script.json", tmp_path / "parent.json"
     script.write_text(json.dumps(SCRIPT))
-    parent_script.write_text(json.dumps(quick))
+    parent_script.write_text(json.dumps(QUICK))
     made = subprocess.run(
         [HARNESS, "run", "--task", "Count.", "--model", f"scripted:{parent_script}", "--out", str(tmp_path / "runs")],
         capture_output=True,
