@@ -57,6 +57,7 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
         inside,
         sum(crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) for r in stats.runs),
         sum(crash_driver.kills_after_branches(r) for r in stats.runs) if cell.fork else "-",
+        sum(crash_driver.kills_in_model_calls(r) for r in stats.runs),
         f"{len(bad)}",
         sum(crash_driver.duplicated(r) for r in stats.runs),
         sum(crash_driver.lost(r, reference) for r in stats.runs),
@@ -89,6 +90,7 @@ def main() -> None:
         "kills in a write",
         "kills in a fold, recovery or fork's branch",
         "kills in a fork's own steps",
+        "kills in a model call",
         "runs that differ",
         "duplicated writes",
         "lost steps",
@@ -109,7 +111,7 @@ def main() -> None:
         row, found = measure(cell, tmp, args.kills, args.steps, args.seed)
         print("| " + " | ".join(map(str, row)) + " |", flush=True)
         details += found
-        if any(str(row[i]) != "0" for i in (6, 7, 8, 9, 11)):  # differ, duplicated, lost, containers, divergences
+        if any(str(row[i]) != "0" for i in (7, 8, 9, 10, 12)):  # differ, duplicated, lost, containers, divergences
             missed.append(f"{cell.name} (its runs are kept in {tmp})")
         else:
             shutil.rmtree(tmp)

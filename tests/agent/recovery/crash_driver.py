@@ -20,7 +20,8 @@ happen every step or two) and a kind of write:
   another process, answered from the journal on resume (the server is started anew), the cut-short one made again.
 
 A fork cell (`local/append-only/shell/fork`, and docker's) runs the cell's script once, uninterrupted, as the
-parent, then forks it at step FORK_AT (`harness fork`, the same policy and script): the kills land in the fork,
+parent, then forks it at step FORK_AT (`harness fork`, the same policy and script; a code-mode parent is forked
+under calls mode, its programs played by its own run_code in the branch): the kills land in the fork,
 in turn aimed inside its branch (the process dies once the branch has run the parent's first or second write
 again), aimed at its own steps (once one or two of them were observed) and at a random moment, and the fork must
 come out as an uninterrupted fork of the same parent.
@@ -70,6 +71,7 @@ from typing import Literal
 
 from agent import rebuild
 from agent.fork import fork
+from agent.journal.fold import fold
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
@@ -113,6 +115,8 @@ WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs do
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
 REBUILD = "rebuild"  # as a TYPE of DIE_AFTER: once a fork's branch has run N of its parent's writes again
+ASKING = "asking"  # as a TYPE of DIE_AFTER: halfway through the model's wait for its Nth reply of the run
+MODEL_WAIT_S = 0.25  # how long a slow-model cell's model takes to answer: kills land inside the model call
 FORK_AT = 2  # a fork cell's branch step: the writes of steps 1 and 2 run again
 # Where torture aims kills, beside random moments, by context policy or kind of write.
 AIMS = {
@@ -122,6 +126,8 @@ AIMS = {
     "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
     "code-mcp": ("inner_intent",),
+    # a slow-model cell's process dies (or gets the cell's signal) while the model is asked for its next reply
+    "slow": (ASKING,),
     # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
     # and left for the resume to settle as a call cut short
     "TERM": ("tool_intent",),
@@ -141,12 +147,14 @@ class Cell:
     writes: Writes
     fork: bool = False  # the run is a fork (`harness fork`) of an uninterrupted run at step FORK_AT
     stop: Stop = "KILL"
+    model: Literal["instant", "slow"] = "instant"  # slow: it waits MODEL_WAIT_S before each reply
 
     @property
     def name(self) -> str:
         return (
             f"{self.sandbox}/{self.context}/{self.writes}"
             + ("/fork" if self.fork else "")
+            + ("/slow-model" if self.model == "slow" else "")
             + ("" if self.stop == "KILL" else f"/{self.stop}")
         )
 
@@ -183,6 +191,16 @@ CELLS = [
         for stop in ("TERM", "INT")
     ),
     *(Cell(s, "append-only", "shell", fork=True, stop="TERM") for s in ("local", "docker")),
+    # Forks of a code-mode run (the branch runs the parent's programs again) and of a run that kept memory.
+    *(Cell(s, "append-only", "code", fork=True) for s in ("local", "docker")),
+    *(Cell(s, "compacting", "memory", fork=True) for s in ("local", "docker")),
+    # A model that takes a while to answer: kills and signals land inside the model call (an agent's or a summary's).
+    *(
+        Cell(s, c, "shell", stop=stop, model="slow")
+        for s in ("local", "docker")
+        for c in ("append-only", "compacting")
+        for stop in ("KILL", "TERM")
+    ),
 ]
 
 
@@ -221,6 +239,14 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
             "truncation": TruncationPolicy(head_chars=100_000, tail_chars=100_000),
         }
     )
+
+
+def fork_policy(cell: Cell, out: Path) -> HarnessPolicy | None:
+    """A fork cell's policy (None: its parent's): a code-mode run is forked under calls mode, so its branch plays
+    the parent's programs with the parent's run_code, which the fork does not offer."""
+    if cell.writes != "code":
+        return None
+    return policy(cell, out).model_copy(update={"dispatch": DispatchPolicy(mode="calls")})
 
 
 def call(name: str, **arguments) -> dict:
@@ -291,31 +317,52 @@ def summaries_where_asked(cell: Cell, agent: list[dict], out: Path) -> list[dict
 
 
 class PromptLoggingModel(ScriptedModel):
-    """The scripted model, logging a digest of every prompt it is sent, by reply index."""
+    """The scripted model, logging a digest of every prompt it is sent, by reply index; a slow one waits `wait_s`
+    before it answers (the reply is the script's whatever the wait), and one aimed at (`dies_at`: a reply's number
+    in the run, `stop`: how) stops its own process halfway through that wait."""
 
     log: Path
+    wait_s: float = 0.0
+    dies_at: int | None = None
+    stop: signal.Signals = signal.SIGKILL
 
     def complete(self, messages, tools, params):
         digest = hashlib.sha256(json.dumps([m.model_dump(mode="json") for m in messages]).encode()).hexdigest()
         with open(self.log, "a") as f:
             f.write(json.dumps({"index": self.calls, "prompt": digest}) + "\n")
+        time.sleep(self.wait_s / 2)
+        if self.calls + 1 == self.dies_at:
+            os.kill(os.getpid(), self.stop)  # a signal's handler ends this call: it raises out of the wait
+        time.sleep(self.wait_s / 2)
         return super().complete(messages, tools, params)
 
 
 def model(out: Path) -> PromptLoggingModel:
     scripted = PromptLoggingModel.from_file(out / "script.json")
     scripted.log = out / "prompts.jsonl"
+    if (out / "model.json").exists():
+        scripted.wait_s = json.loads((out / "model.json").read_text())["wait_s"]
+    kind, count, *stop = os.environ.get(DIE_AFTER, "::").split(":")
+    if kind == ASKING:
+        scripted.dies_at = int(count)
+        scripted.stop = signal.Signals[f"SIG{stop[0]}"] if stop else signal.SIGKILL
     return scripted
 
 
 def start_run(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "script.json").write_text(json.dumps(script(cell, steps, out)))
+    (out / "model.json").write_text(json.dumps({"wait_s": MODEL_WAIT_S if cell.model == "slow" else 0.0}))
     if cell.fork:  # the parent runs uninterrupted first; the kills are for the fork
         parent = ScriptedModel.from_file(out / "script.json")
-        _, parent_dir = start(RunSpec(TASK, parent, policy(cell, out), out / "parent", SandboxSpec.parse(cell.sandbox)))
+        # Every parent has one id: a fork's prompts may name its parent (its memory entries do), and forks of
+        # different parents are compared.
+        parent_spec = RunSpec(
+            TASK, parent, policy(cell, out), out / "parent", SandboxSpec.parse(cell.sandbox), run_id="crash-parent"
+        )
+        _, parent_dir = start(parent_spec)
         print("ready", flush=True)
-        fork(parent_dir, FORK_AT, model=model(out), out=out / "runs", listeners=dying(()))
+        fork(parent_dir, FORK_AT, fork_policy(cell, out), model(out), out=out / "runs", listeners=dying(()))
         return
     print("ready", flush=True)
     start(
@@ -352,6 +399,8 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
     kind, count, *stop = aim.split(":")
     if kind == REBUILD:
         _dying_in_rebuild(int(count))
+        return ()
+    if kind == ASKING:  # the model stops the process itself (model())
         return ()
     seen = [sum(e.type == kind for e in journaled)]
 
@@ -415,6 +464,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
         *AIMS.get(cell.context, ()),
         *AIMS.get(cell.writes, ()),
         *(AIMS["fork"] if cell.fork else ()),
+        *AIMS.get(cell.model, ()),
         *AIMS.get(cell.stop, ()),
         None,
     ]
@@ -426,7 +476,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             aim = turns[stats.processes % len(turns)] if stats.kills < kills else None
             env = dict(os.environ)
             if aim is not None:
-                journaled = sum(e.type == aim for e in read_events(run_dir)) if run_dir is not None else 0
+                journaled = _journaled(run_dir, aim) if run_dir is not None else 0
                 env[DIE_AFTER] = f"{aim}:{journaled + rng.randint(1, 2)}" + (
                     "" if cell.stop == "KILL" else f":{cell.stop}"
                 )
@@ -458,6 +508,13 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             stats.runs.append(run_dir)
             break
     return stats
+
+
+def _journaled(run_dir: Path, aim: str) -> int:
+    """The events of type `aim` the run's journal holds; for ASKING, the replies the model gave (the agent's and the
+    summariser's, as a resume counts them for the scripted model)."""
+    events = read_events(run_dir)
+    return fold(events).model_replies if aim == ASKING else sum(e.type == aim for e in events)
 
 
 def driver(*args: str) -> list[str]:
@@ -594,6 +651,13 @@ def kills_inside_tools(run_dir: Path) -> int:
         if isinstance(e, RunResumed)
         for n in e.notes
     )
+
+
+def kills_in_model_calls(run_dir: Path) -> int:
+    """Model calls the run's processes were stopped in: replies asked for again (a prompt logged twice for one
+    reply index), as the resume asks again the call a stopped process left unanswered."""
+    asked = Counter(p["index"] for p in prompt_log(run_dir.parent.parent))
+    return sum(n - 1 for n in asked.values())
 
 
 def kills_in_branches(run_dir: Path) -> int:
