@@ -39,7 +39,7 @@ from core.interrupts import signals_handled
 from core.policy import HarnessPolicy
 from memory.summariser import Summariser
 from sandboxes.base import Sandbox
-from tools.base import Registry, ToolContext
+from tools.base import Registry, Tool, ToolContext
 from tools.code_mode.tool import NAME as RUN_CODE
 
 
@@ -63,6 +63,7 @@ def resume(
     summariser: Summariser | None = None,
     clock: Callable[[], float] = time.time,
     updates: deque[ResourceUpdated] | None = None,
+    programs: Tool | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
@@ -70,7 +71,7 @@ def resume(
     finds a fork not branched builds the branch again, and journals so).
     `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it; `clock`: what dates
     memory entries (a replay's gives the recorded times); `updates`: a replay's recorded resource updates, given
-    instead of the servers' (Session.updates)."""
+    instead of the servers' (Session.updates); `programs`: a replay's run_code for a fork's branch (Reopening)."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -79,7 +80,7 @@ def resume(
     if spans is not None:
         journal.listeners.append(spans)
     abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
-    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates)
+    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates, programs)
     try:
         with signals_handled(abandon):
             cut = journal.repair() if repair else None

@@ -49,7 +49,7 @@ from core.presets import PRESETS, load_policy, memory_on
 from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
-from tools.base import Registry
+from tools.base import Registry, Tool
 from tools.builtin import toolset
 from tools.builtin.memory import with_memory
 from tools.mcp import with_mcp
@@ -139,7 +139,8 @@ class Reopening:
     every way a run is taken up (a resume, the branch a resume builds for a fork, a replay's later lives), so each
     opens the same session and loop from it. `tools` and `sandbox`: for runs whose tools or sandbox live in code;
     `summariser`: who compaction asks (default: the run's model); `clock`: what dates memory entries; `updates`: a
-    replay's recorded resource updates (Session.updates)."""
+    replay's recorded resource updates (Session.updates); `programs`: a replay's run_code that plays a fork's parent's
+    programs back while its branch is built, where `tools` offers none (a fork in calls mode of a run in code mode)."""
 
     tools: Registry | None = None
     sandbox: SandboxFactory | None = None
@@ -147,6 +148,7 @@ class Reopening:
     summariser: Summariser | None = None
     clock: Callable[[], float] = time.time
     updates: deque[ResourceUpdated] | None = None
+    programs: Tool | None = None
 
 
 @contextmanager

@@ -246,9 +246,8 @@ def fork_again(
                 journal,
                 model,
                 read_events(replay_dir),
-                Reopening(tools, factory, stops, summariser, clock, updates),
+                Reopening(tools, factory, stops, summariser, clock, updates, programs_with),
                 decisions(recorded) if whole else {},
-                programs_with,
             )
         finally:
             journal.close()
@@ -265,6 +264,7 @@ def fork_again(
             summariser=summariser,
             clock=clock,
             updates=updates,
+            programs=programs_with,  # a branch that a later life builds plays the parent's programs back too
         ).summary
 
     summary, notes = through_lives(own, replay_dir, first, resumed, already=count(inherited))
