@@ -10,6 +10,7 @@ branch first (agent.branch).
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -206,11 +207,14 @@ def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sa
 
 def begin_again(info: RunInfo, run_dir: Path, factory: SandboxFactory | None, journal: Journal) -> Sandbox:
     """A new sandbox for a run that died before its first step. A container the dead process started
-    is removed: the task's files and setup may be only half there, and it would be left running."""
+    is removed, and a local workspace emptied: the task's files and setup may be only half there (a setup that
+    cannot run twice in one folder, `mkdir` or `git commit`, would fail), and a container would be left running."""
     if info.sandbox == "docker" and factory is None:
         from sandboxes.docker_runs import remove_containers
 
         remove_containers(run_dir)
+    if info.sandbox == "local" and factory is None:
+        shutil.rmtree(run_dir / "workspace", ignore_errors=True)
     box = make_box(info, run_dir, factory)
     container = getattr(box, "container_id", None)
     if container is not None:
