@@ -58,6 +58,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,7 +82,7 @@ from agent.resume import resume
 from agent.run.stopping import RESUMABLE
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from core.context_policy import Compact, TruncationPolicy
+from core.context_policy import Compact, ContextStep, RepoMap, TruncationPolicy
 from core.events import (
     Compacted,
     ContextOverflowed,
@@ -98,7 +99,15 @@ from core.events import (
 from core.interrupts import EXIT_CODES, Abandoned, requested, signals_handled
 from core.mcp_settings import McpServer
 from core.memory_types import WorkingMemory
-from core.policy import CheckpointPolicy, DispatchPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
+from core.policy import (
+    CheckpointPolicy,
+    CodeToolName,
+    DispatchPolicy,
+    HarnessPolicy,
+    MemoryPolicy,
+    ModelParams,
+    OverflowPolicy,
+)
 from tests.agent.costly_run import SummarisingModel
 
 ROOT = (
@@ -111,6 +120,12 @@ MEMORY_COUNTER = "/memories/counter.md"
 SLOW_S = 0.03  # before and after each shell or MCP write: a kill often lands inside the tool
 MEMORY = '{"goal": "write 1, 2, 3, ... to the counter", "failed_approaches": []}'
 TASK = Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit.")
+# The search cell's repository: each write also defines value_N in values.py, which the code tools then index.
+REPOSITORY = {"counter.py": "def counter_file():\n    return 'counter.txt'\n", "values.py": "VALUES = []\n"}
+COMMIT = (  # one commit id in every run: the code tools name it
+    "git init -q && git add -A && GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z "
+    "git -c user.name=crash -c user.email=crash@example.com commit -qm base"
+)
 WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs does not fit
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
@@ -126,6 +141,8 @@ AIMS = {
     "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
     "code-mcp": ("inner_intent",),
+    # between a step's write and its searches, or between two searches: the next process indexes the workspace anew
+    "search": ("tool_observed",),
     # a slow-model cell's process dies (or gets the cell's signal) while the model is asked for its next reply
     "slow": (ASKING,),
     # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
@@ -136,7 +153,7 @@ AIMS = {
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
-Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp"]
+Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp", "search"]
 Stop = Literal["KILL", "TERM", "INT"]  # how a process is stopped: SIGKILL, or SIGTERM and SIGINT, which it handles
 
 
@@ -182,6 +199,8 @@ CELLS = [
     *(Cell(s, "append-only", "shell", fork=True) for s in ("local", "docker")),
     *(Cell(s, "append-only", "code") for s in ("local", "docker")),
     Cell("local", "append-only", "code-mcp"),
+    # The code tools (search_code, find_symbol, repo_map) and a repository map, over a workspace each write changes.
+    *(Cell(s, "append-only", "search") for s in ("local", "docker")),
     # Stopped by a signal at random moments: each process stops at its next safe point, writing its stop and summary.
     *(
         Cell(s, c, w, stop=stop)
@@ -204,12 +223,20 @@ CELLS = [
 ]
 
 
+def task(cell: Cell) -> Task:
+    if cell.writes != "search":
+        return TASK
+    return TASK.model_copy(update={"files": REPOSITORY, "setup": [COMMIT]})
+
+
 def policy(cell: Cell, out: Path) -> HarnessPolicy:
-    context = (
+    context: list[ContextStep] = (
         [Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
         if cell.context == "compacting"
         else []
     )
+    if cell.writes == "search":
+        context.append(RepoMap(budget=256))
     mcp = (
         [
             McpServer(
@@ -226,8 +253,15 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
     memory = MemoryPolicy(tool=cell.writes == "memory")
     dispatch = DispatchPolicy(mode="code" if cell.writes in ("code", "code-mcp") else "calls")
+    code_tools: list[CodeToolName] = ["search_code", "find_symbol", "repo_map"] if cell.writes == "search" else []
     policy = HarnessPolicy(
-        name="crash", context=context, mcp=mcp, checkpoint=checkpoint, memory=memory, dispatch=dispatch
+        name="crash",
+        context=context,
+        mcp=mcp,
+        checkpoint=checkpoint,
+        memory=memory,
+        dispatch=dispatch,
+        code_tools=code_tools,
     )
     if cell.context != "overflowing":
         return policy
@@ -254,6 +288,8 @@ def call(name: str, **arguments) -> dict:
 
 
 def write(cell: Cell, i: int) -> dict:
+    if cell.writes == "search":
+        return searched(i)
     if cell.writes == "shell":
         output = (
             f' seq -f "output line %g of write {i}" 1 {OUTPUT_LINES[(i - 1) % len(OUTPUT_LINES)]};'
@@ -271,6 +307,20 @@ def write(cell: Cell, i: int) -> dict:
             return call("memory", command="create", path=MEMORY_COUNTER, file_text="1\n")
         return call("memory", command="insert", path=MEMORY_COUNTER, insert_line=i - 1, insert_text=str(i))
     return call("counter__put", index=i, value=i)
+
+
+def searched(i: int) -> dict:
+    """A counter write that also defines value_i in values.py, then the code tools over the changed workspace."""
+    define = f"grep -sq '^def value_{i}()' values.py || printf 'def value_{i}():\\n    return {i}\\n' >> values.py"
+    command = f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER}; {define}; sleep {SLOW_S}"
+    calls = [
+        {"name": "shell", "arguments": {"command": command}},
+        {"name": "search_code", "arguments": {"query": f"value {i}", "k": 3}},
+        {"name": "find_symbol", "arguments": {"name": f"value_{i}"}},
+    ]
+    if i % 3 == 0:
+        calls.append({"name": "repo_map", "arguments": {"focus": "values", "budget": 128}})
+    return {"tool_calls": calls}
 
 
 def program(cell: Cell, steps: int) -> dict:
@@ -312,7 +362,7 @@ def summaries_where_asked(cell: Cell, agent: list[dict], out: Path) -> list[dict
         [ScriptedReply.model_validate(r) for r in agent], WorkingMemory.model_validate_json(MEMORY)
     )
     with tempfile.TemporaryDirectory() as tmp:
-        start(RunSpec(TASK, model, policy(cell, out), Path(tmp), sandbox=SandboxSpec.parse(cell.sandbox)))
+        start(RunSpec(task(cell), model, policy(cell, out), Path(tmp), sandbox=SandboxSpec.parse(cell.sandbox)))
     return [r.model_dump(exclude_none=True) for r in model.replies]
 
 
@@ -358,7 +408,12 @@ def start_run(out: Path, steps: int, cell: Cell) -> None:
         # Every parent has one id: a fork's prompts may name its parent (its memory entries do), and forks of
         # different parents are compared.
         parent_spec = RunSpec(
-            TASK, parent, policy(cell, out), out / "parent", SandboxSpec.parse(cell.sandbox), run_id="crash-parent"
+            task(cell),
+            parent,
+            policy(cell, out),
+            out / "parent",
+            SandboxSpec.parse(cell.sandbox),
+            run_id="crash-parent",
         )
         _, parent_dir = start(parent_spec)
         print("ready", flush=True)
@@ -367,12 +422,13 @@ def start_run(out: Path, steps: int, cell: Cell) -> None:
     print("ready", flush=True)
     start(
         RunSpec(
-            TASK,
+            task(cell),
             model(out),
             policy(cell, out),
             out / "runs",
             sandbox=SandboxSpec.parse(cell.sandbox),
             listeners=dying(()),
+            run_id="crash-run" if one_folder(cell) else None,
         )
     )
 
@@ -437,8 +493,9 @@ class Torture:
 
 def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
     """An uninterrupted run in a subprocess, as the killed ones run: its directory and wall time from `ready`."""
+    at = folder(cell, out)
     proc = subprocess.Popen(
-        driver("start", str(out), str(steps), cell.name),
+        driver("start", str(at), str(steps), cell.name),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -448,9 +505,34 @@ def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
     began = time.perf_counter()
     output = proc.communicate()[0]
     took = time.perf_counter() - began
-    if proc.returncode != 0 or _run_dir(out) is None:
+    if proc.returncode != 0 or _run_dir(at) is None:
         raise AssertionError(f"the uninterrupted {cell.name} run failed ({proc.returncode}):\n{output}")
-    return _run_dir(out), took
+    return moved(at, out), took
+
+
+def one_folder(cell: Cell) -> bool:
+    """Whether the cell's runs are made in one folder, under one run id (folder())."""
+    return (cell.sandbox, cell.writes) == ("local", "search")
+
+
+def folder(cell: Cell, out: Path) -> Path:
+    """Where a run of the cell is made: `out`, or for the local search cell one folder for all its runs in turn, each
+    moved to its `out` once finished (moved()), under one run id: its tools name the workspace's path, which must be
+    the same."""
+    if not one_folder(cell):
+        return out
+    at = Path(tempfile.gettempdir()) / "crash-local-search"
+    shutil.rmtree(at, ignore_errors=True)
+    return at
+
+
+def moved(at: Path, out: Path) -> Path:
+    """The finished run made under `at`, moved to `out` where they differ: its directory."""
+    if at != out:
+        shutil.move(at, out)
+    found = _run_dir(out)
+    assert found is not None
+    return found
 
 
 def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s: float) -> Torture:
@@ -470,9 +552,10 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
     ]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
+        at = folder(cell, out)
         run_dir, clean_exits = None, 0
         while True:
-            args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(out), str(steps), cell.name]
+            args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(at), str(steps), cell.name]
             aim = turns[stats.processes % len(turns)] if stats.kills < kills else None
             env = dict(os.environ)
             if aim is not None:
@@ -495,7 +578,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             killed = proc.returncode in (-signal.SIGKILL, -cell.signal, 128 + cell.signal)
             stats.kills += killed
             stats.resume_s += [float(m) for m in re.findall(r"^resumed_in (\S+)$", output, re.MULTILINE)]
-            run_dir = run_dir or _run_dir(out)
+            run_dir = run_dir or _run_dir(at)
             if killed:
                 continue
             if proc.returncode != 0:
@@ -505,7 +588,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             if stop is None and clean_exits < 3:  # finished just as the kill quota ran out: one more resume
                 continue
             # A run left awaiting approval or stopped by an error counts as finished but differs (see problems).
-            stats.runs.append(run_dir)
+            stats.runs.append(moved(at, out))
             break
     return stats
 
