@@ -116,6 +116,7 @@ ROOT = (
 SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "counter.py"
 COUNTER = "counter.txt"
 MCP_COUNTER = "counter.json"  # beside the run directory: the MCP server's file
+VALUES = "counter://values"  # the server's resource of the counter's values, placed before the task
 MEMORY_COUNTER = "/memories/counter.md"
 SLOW_S = 0.03  # before and after each shell or MCP write: a kill often lands inside the tool
 MEMORY = '{"goal": "write 1, 2, 3, ... to the counter", "failed_approaches": []}'
@@ -143,6 +144,8 @@ AIMS = {
     "code-mcp": ("inner_intent",),
     # between a step's write and its searches, or between two searches: the next process indexes the workspace anew
     "search": ("tool_observed",),
+    # right after a put is observed, before the next step takes the placed resource's update
+    "mcp-resource": ("tool_observed",),
     # a slow-model cell's process dies (or gets the cell's signal) while the model is asked for its next reply
     "slow": (ASKING,),
     # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
@@ -153,7 +156,7 @@ AIMS = {
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
-Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp", "search"]
+Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp", "search", "mcp-resource"]
 Stop = Literal["KILL", "TERM", "INT"]  # how a process is stopped: SIGKILL, or SIGTERM and SIGINT, which it handles
 
 
@@ -199,6 +202,8 @@ CELLS = [
     *(Cell(s, "append-only", "shell", fork=True) for s in ("local", "docker")),
     *(Cell(s, "append-only", "code") for s in ("local", "docker")),
     Cell("local", "append-only", "code-mcp"),
+    # A task made from the server's prompt, its resource of the counter's values placed before it and followed.
+    *(Cell(s, "append-only", "mcp-resource") for s in ("local", "docker")),
     # The code tools (search_code, find_symbol, repo_map) and a repository map, over a workspace each write changes.
     *(Cell(s, "append-only", "search") for s in ("local", "docker")),
     # Stopped by a signal at random moments: each process stops at its next safe point, writing its stop and summary.
@@ -246,7 +251,7 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
                 args=[str(SERVER), str((out / MCP_COUNTER).resolve()), "--slow", str(SLOW_S)],
             )
         ]
-        if cell.writes in ("mcp", "code-mcp")
+        if cell.writes in ("mcp", "code-mcp", "mcp-resource")
         else []
     )
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
@@ -262,6 +267,7 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
         memory=memory,
         dispatch=dispatch,
         code_tools=code_tools,
+        mcp_resources=[f"counter:{VALUES}"] if cell.writes == "mcp-resource" else [],
     )
     if cell.context != "overflowing":
         return policy
@@ -337,6 +343,7 @@ def script(cell: Cell, steps: int, out: Path) -> list[dict]:
     wherever a run of it asks for one."""
     read = {
         "mcp": call("counter__read"),
+        "mcp-resource": call("counter__read"),
         "memory": call("memory", command="view", path=MEMORY_COUNTER),
         "code": call("run_code", code=f"print(shell(command='cat {COUNTER}'))"),
         "code-mcp": call("run_code", code="print(counter__read())"),
@@ -429,6 +436,7 @@ def start_run(out: Path, steps: int, cell: Cell) -> None:
             sandbox=SandboxSpec.parse(cell.sandbox),
             listeners=dying(()),
             run_id="crash-run" if one_folder(cell) else None,
+            prompt=("counter:count", {"upto": str(steps)}) if cell.writes == "mcp-resource" else None,
         )
     )
 
