@@ -27,7 +27,7 @@ from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_
 from agent.journal.summary import Summary, summarize
 from agent.journal.tools import record_tools
 from agent.loop import run
-from agent.mcp_context import placed, prompt_task, prompt_without_servers, resources_without_servers
+from agent.mcp_context import follow_again, placed, prompt_task, prompt_without_servers, resources_without_servers
 from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
@@ -376,9 +376,7 @@ def reopen_run(
         with with_mcp(
             policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
         ) as registry:
-            placed(
-                registry, [*policy.mcp_resources, *task.resources], task
-            )  # follow them again; the opening is journaled
+            follow_again(registry, [*policy.mcp_resources, *task.resources], task, read_events(journal.dir))
             offered, program_tools = offered_tools(registry, policy, sandbox)
             yield Session(
                 task=task,
