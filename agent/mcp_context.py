@@ -83,7 +83,7 @@ def placed_in(events: Sequence[Event], task: Task, names: Sequence[str]) -> str 
     if not names:
         return None
     after = f"\n\n{task.prompt}" + (f"\n\n{task.repo_map}" if task.repo_map else "")
-    opening = next(e.message.text for e in events if isinstance(e, MessageAdded) and e.message.role == "user")
+    opening = next((e.message.text for e in events if isinstance(e, MessageAdded) and e.message.role == "user"), "")
     return opening.removesuffix(after) if opening.endswith(after) else None
 
 

@@ -65,6 +65,7 @@ def resume(
     clock: Callable[[], float] = time.time,
     updates: deque[ResourceUpdated] | None = None,
     programs: Tool | None = None,
+    placed: str | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
@@ -72,7 +73,8 @@ def resume(
     finds a fork not branched builds the branch again, and journals so).
     `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it; `clock`: what dates
     memory entries (a replay's gives the recorded times); `updates`: a replay's recorded resource updates, given
-    instead of the servers' (Session.updates); `programs`: a replay's run_code for a fork's branch (Reopening)."""
+    instead of the servers' (Session.updates); `programs`: a replay's run_code for a fork's branch, `placed`: its placed
+    resources' text for a run that begins again (Reopening)."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -81,7 +83,7 @@ def resume(
     if spans is not None:
         journal.listeners.append(spans)
     abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
-    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates, programs)
+    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates, programs, placed)
     try:
         with signals_handled(abandon):
             cut = journal.repair() if repair else None
@@ -147,15 +149,13 @@ def _resume(
             restored, since = None, None
             box = begin_again(info, run_dir, how.sandbox, journal)
             notes.append("The run had not begun when it stopped; it starts from the beginning.")
-        with reopen_run(info, journal, client, box, how) as session:
+        with reopen_run(info, journal, client, box, how, begins=restored is None) as session:
             if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
                 ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
                 inner = [t for t in session.program_tools or () if session.tools.get(t.name) is None]
                 failed = reapply_writes(events, since, Registry.of([*session.tools, *inner]), ctx)
                 if failed:
                     notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
-            if restored is None:
-                prepare(task, box, policy.dispatch.tool_timeout_s)
             step, since_seq = (restored.state.step, restored.from_seq) if restored is not None else (0, 0)
             journal.append(RunResumed(step=step, from_seq=since_seq, notes=notes))
             summary = run(
