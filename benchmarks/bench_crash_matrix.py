@@ -15,8 +15,12 @@ call to its run_resumed event: state rebuilt, sandbox reconnected, MCP servers c
 named .../TERM or .../INT the processes get SIGTERM or SIGINT instead of SIGKILL (every other one
 as a write's intent is journaled, so that the resume settles a call the stop cut short): each stops at its
 next safe point with its stop, snapshot and summary written (core/interrupts.py), exits 143 or 130,
-and is resumed the same way. Every finished run that was resumed is then replayed (`harness replay`:
-each of its processes' lives in turn, the recovery included) and its harness divergences counted.
+and is resumed the same way. In a cell named .../slow-model the model waits a quarter of a second before each
+reply, and one process in two is stopped halfway through that wait (kills in a model call: replies asked for
+again). The later cells (crash_driver.LATER_CELLS) add forks of a code-mode run and of a run that kept memory, a
+task made from an MCP prompt with a placed and followed resource, and the code tools with a repository map. Every
+finished run that was resumed is then replayed (`harness replay`: each of its processes' lives in turn, the
+recovery included) and its harness divergences counted.
 Goal: 0, 0, 0, 0, 0 in every cell. Exits 1 when a cell misses it.
 
     .venv/bin/python benchmarks/bench_crash_matrix.py [--kills 20] [--steps 6] [--seed N] [--only local/overflowing/shell]
