@@ -93,7 +93,7 @@ def follow_again(tools: Registry, names: Sequence[str], task: Task, events: Sequ
     write's notice lost with the process that made it), and the uninterrupted run was told so."""
     blocks = placed_blocks(tools, names, task)
     mcp = mcp_of(tools)
-    if mcp is None:
+    if mcp is None or not blocks:
         return
     last = dict(
         zip(((s, u) for s, u, _ in blocks), opening_blocks(placed_in(events, task, names), blocks), strict=True)
@@ -112,15 +112,16 @@ def opening_blocks(opening: str | None, blocks: Sequence[tuple[str, str, str]]) 
     it cannot be told."""
     from tools.mcp.resources import heading
 
-    starts, at = [], 0
+    if opening is None:
+        return [None] * len(blocks)
+    starts: list[int] = []
     for server, uri, _ in blocks:
-        found = -1 if opening is None else opening.find(heading(server, uri), at)
-        if opening is None or found < 0:
+        found = opening.find(heading(server, uri), starts[-1] + 1 if starts else 0)
+        if found < 0:
             return [None] * len(blocks)
         starts.append(found)
-        at = found + 1
-    ends = [s - 2 for s in starts[1:]] + [len(opening or "")]  # the blocks are joined by a blank line
-    return [(opening or "")[s:e] for s, e in zip(starts, ends, strict=True)]
+    ends = [s - 2 for s in starts[1:]] + [len(opening)]  # the blocks are joined by a blank line
+    return [opening[s:e] for s, e in zip(starts, ends, strict=False)]
 
 
 def follow_resources(loop: Loop) -> None:
