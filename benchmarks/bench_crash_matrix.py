@@ -59,7 +59,10 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
         stats.kills,
         len(stats.runs),
         inside,
-        sum(crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) for r in stats.runs),
+        sum(
+            crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) + crash_driver.kills_in_openings(r)
+            for r in stats.runs
+        ),
         sum(crash_driver.kills_after_branches(r) for r in stats.runs) if cell.fork else "-",
         sum(crash_driver.kills_in_model_calls(r) for r in stats.runs),
         f"{len(bad)}",
@@ -92,7 +95,7 @@ def main() -> None:
         "kills",
         "runs",
         "kills in a write",
-        "kills in a fold, recovery or fork's branch",
+        "kills in a fold, recovery, fork's branch or run's opening",
         "kills in a fork's own steps",
         "kills in a model call",
         "runs that differ",

@@ -44,7 +44,8 @@ resume them until they finish; every finished run that was resumed is replayed a
 Each process prints `ready` just before the run starts or resumes, so a caller can aim its kills
 at the run rather than at Python's start-up (or at an event: with CRASH_DIE_AFTER=TYPE:N in its
 environment a process SIGKILLs itself once the journal holds N events of that type; with TYPE:N:TERM
-or TYPE:N:INT it sends itself that signal instead), and a resume
+or TYPE:N:INT it sends itself that signal instead; `asking:N` stops it halfway through the model's wait for
+reply N, `opening:1` kills it as its run is opened, its task made, before its opening is journaled), and a resume
 prints `resumed_in SECONDS` once its run_resumed event is written (state rebuilt, sandbox
 reconnected, MCP servers connected). Every prompt the model is sent is logged (as a digest, per
 reply index) to `prompts.jsonl` beside the run directory, so a resumed run can be checked to send
@@ -70,7 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent import rebuild
+from agent import rebuild, session
 from agent.fork import fork
 from agent.journal.fold import fold
 from agent.journal.store import read_events
@@ -132,6 +133,7 @@ OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in tur
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
 REBUILD = "rebuild"  # as a TYPE of DIE_AFTER: once a fork's branch has run N of its parent's writes again
 ASKING = "asking"  # as a TYPE of DIE_AFTER: halfway through the model's wait for its Nth reply of the run
+OPENING = "opening"  # as a TYPE of DIE_AFTER: as the run is opened, once its task's files, setup and map are made
 MODEL_WAIT_S = 0.25  # how long a slow-model cell's model takes to answer: kills land inside the model call
 FORK_AT = 2  # a fork cell's branch step: the writes of steps 1 and 2 run again
 # Where torture aims kills, beside random moments, by context policy or kind of write.
@@ -143,9 +145,11 @@ AIMS = {
     "code": ("inner_intent",),
     "code-mcp": ("inner_intent",),
     # between a step's write and its searches, or between two searches: the next process indexes the workspace anew
-    "search": ("tool_observed",),
-    # right after a put is observed, before the next step takes the placed resource's update
-    "mcp-resource": ("tool_observed",),
+    # or while the run is opened, its repository map made: the run begins again
+    "search": ("tool_observed", OPENING),
+    # right after a put is observed, before the next step takes the placed resource's update; or while the run is
+    # opened, its task made from the server's prompt: the run begins again
+    "mcp-resource": ("tool_observed", OPENING),
     # a slow-model cell's process dies (or gets the cell's signal) while the model is asked for its next reply
     "slow": (ASKING,),
     # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
@@ -470,6 +474,9 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
         return ()
     if kind == ASKING:  # the model stops the process itself (model())
         return ()
+    if kind == OPENING:
+        _dying_in_opening()
+        return ()
     seen = [sum(e.type == kind for e in journaled)]
 
     def listener(event: Event) -> None:
@@ -493,6 +500,18 @@ def _dying_in_rebuild(count: int) -> None:
         return result
 
     rebuild.run_again = run_again
+
+
+def _dying_in_opening() -> None:
+    """SIGKILL this process as its run is opened, once the task is made (from its MCP prompt, with its repository
+    map), before the opening is journaled (agent.session.opening)."""
+    made = session.with_repo_map
+
+    def with_repo_map(*args, **kwargs):
+        made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    session.with_repo_map = with_repo_map
 
 
 @dataclass
@@ -609,6 +628,8 @@ def _journaled(run_dir: Path, aim: str) -> int:
     """The events of type `aim` the run's journal holds; for ASKING, the replies the model gave (the agent's and the
     summariser's, as a resume counts them for the scripted model)."""
     events = read_events(run_dir)
+    if aim == OPENING:
+        return 0
     return fold(events).model_replies if aim == ASKING else sum(e.type == aim for e in events)
 
 
@@ -753,6 +774,11 @@ def kills_in_model_calls(run_dir: Path) -> int:
     reply index), as the resume asks again the call a stopped process left unanswered."""
     asked = Counter(p["index"] for p in prompt_log(run_dir.parent.parent))
     return sum(n - 1 for n in asked.values())
+
+
+def kills_in_openings(run_dir: Path) -> int:
+    """Resumes of a run whose process died while the run was opened: it began again."""
+    return sum(isinstance(e, RunResumed) and any("had not begun" in n for n in e.notes) for e in read_events(run_dir))
 
 
 def kills_in_branches(run_dir: Path) -> int:
