@@ -40,7 +40,7 @@ from core.policy import CodeLimits, HarnessPolicy
 from memory.extractive import ExtractiveSummariser
 from sandboxes.base import Sandbox
 from sandboxes.manifest import digest, manifest
-from tools.base import Registry, Tool, ToolContext
+from tools.base import Registry, ToolContext
 from tools.code_mode.tool import NAME as RUN_CODE
 
 WORLD_ARTIFACT = "world_at_branch.json"
@@ -54,11 +54,9 @@ def branch(
     events: Sequence[Event],
     how: Reopening,
     approvals: Mapping[str, bool | Decision] | None = None,
-    programs_with: Tool | None = None,
 ) -> tuple[Summary, list[str]]:
     """Build the fork's branch from its inherited `events` and run it to a stop, taken up as `how` says (as any
-    resume); the summary and notes. `approvals` and `programs_with` are a replay's first life's: the recorded fork's
-    decisions, and the run_code that plays the parent's programs back (where `how.tools` holds none)."""
+    resume); the summary and notes. `approvals` are a replay's first life's: the recorded fork's decisions."""
     assert info.fork is not None
     origin, task = info.fork, Task.model_validate(info.task)
     policy = HarnessPolicy.model_validate(info.policy)
@@ -73,7 +71,7 @@ def branch(
             prepare(task, box, policy.dispatch.tool_timeout_s)
         ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
         folders = [origin.parent_dir, str(run_dir.resolve())]
-        played = programs_with or (how.tools.get(RUN_CODE) if how.tools is not None else None)
+        played = how.programs or (how.tools.get(RUN_CODE) if how.tools is not None else None)
         again = rebuild_tools(session.tools, session.program_tools, parent_code(origin.parent_dir, policy), played)
         done, drift = redo(events, since or 0, origin.at_step, again, ctx, run_dir, folders, notes)
         if drift is not None:

@@ -8,6 +8,8 @@ changes mid-run (its server notifies a subscription) is read again at the next
 step and its new content appended as a `resource_updated` event: the prompt
 before it stays a cached prefix, and the event records the tokens each later
 prompt carries for it, which `harness report` shows as the update's cost.
+A resumed run follows them again, and one whose content is no longer the last the
+run journaled of it (its notice died with a stopped process) is taken as updated.
 A played-back replay starts no server: it appends the recording's updates at
 the steps the recording took them (`Session.updates`).
 """
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent.run.task import Task
 from core.errors import HarnessError
-from core.events import ResourceUpdated
+from core.events import Event, MessageAdded, ResourceUpdated
 from core.types import Message
 from tools.base import Registry
 
@@ -50,8 +52,13 @@ def prompt_without_servers(name: str) -> HarnessError:
 def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
     """The text of the resources `names` (SERVER:URI, templates filled from the task), each fenced as its
     server's words, in the order named; each followed where its server offers subscriptions."""
+    return "\n\n".join(block for _, _, block in placed_blocks(tools, names, task))
+
+
+def placed_blocks(tools: Registry, names: Sequence[str], task: Task) -> list[tuple[str, str, str]]:
+    """placed()'s resources one by one: (server, uri, text)."""
     if not names:
-        return ""
+        return []
     from tools.mcp.resources import filled, rendered, split_named
 
     mcp = mcp_of(tools)
@@ -66,8 +73,55 @@ def placed(tools: Registry, names: Sequence[str], task: Task) -> str:
         except ValueError as e:
             raise HarnessError(f"MCP resource {name}: {e}") from None
         contents, _ = mcp.read(server, uri, follow=True)
-        blocks.append(rendered(mcp.server(server), uri, contents))
-    return "\n\n".join(blocks)
+        blocks.append((mcp.server(server).name, uri, rendered(mcp.server(server), uri, contents)))
+    return blocks
+
+
+def placed_in(events: Sequence[Event], task: Task, names: Sequence[str]) -> str | None:
+    """What a run placed from MCP resources before its task, as its opening user message holds it (None: it
+    placed none). agent.loop.initial_messages puts it there, before the task and the repository map."""
+    if not names:
+        return None
+    after = f"\n\n{task.prompt}" + (f"\n\n{task.repo_map}" if task.repo_map else "")
+    opening = next((e.message.text for e in events if isinstance(e, MessageAdded) and e.message.role == "user"), "")
+    return opening.removesuffix(after) if opening.endswith(after) else None
+
+
+def follow_again(tools: Registry, names: Sequence[str], task: Task, events: Sequence[Event]) -> None:
+    """Follow a resumed run's placed resources again (its opening is journaled), and take as updated, at its next
+    step, each whose content is not the last the run journaled of it: it changed while no process followed it (a
+    write's notice lost with the process that made it), and the uninterrupted run was told so."""
+    blocks = placed_blocks(tools, names, task)
+    mcp = mcp_of(tools)
+    if mcp is None or not blocks:
+        return
+    last = dict(
+        zip(((s, u) for s, u, _ in blocks), opening_blocks(placed_in(events, task, names), blocks), strict=True)
+    )
+    for e in events:
+        if isinstance(e, ResourceUpdated):
+            last[(e.server, e.uri)] = e.message.text.removeprefix(UPDATED.format(uri=e.uri, server=e.server))
+    for server, uri, text in blocks:
+        seen = last.get((server, uri))
+        if seen is not None and seen != text:
+            mcp.updated(server, uri)
+
+
+def opening_blocks(opening: str | None, blocks: Sequence[tuple[str, str, str]]) -> list[str | None]:
+    """Each resource's text as the opening placed it, found by where each begins (in the order placed); None where
+    it cannot be told."""
+    from tools.mcp.resources import heading
+
+    if opening is None:
+        return [None] * len(blocks)
+    starts: list[int] = []
+    for server, uri, _ in blocks:
+        found = opening.find(heading(server, uri), starts[-1] + 1 if starts else 0)
+        if found < 0:
+            return [None] * len(blocks)
+        starts.append(found)
+    ends = [s - 2 for s in starts[1:]] + [len(opening)]  # the blocks are joined by a blank line
+    return [opening[s:e] for s, e in zip(starts, ends, strict=False)]
 
 
 def follow_resources(loop: Loop) -> None:

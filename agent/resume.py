@@ -10,6 +10,7 @@ branch first (agent.branch).
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -39,7 +40,7 @@ from core.interrupts import signals_handled
 from core.policy import HarnessPolicy
 from memory.summariser import Summariser
 from sandboxes.base import Sandbox
-from tools.base import Registry, ToolContext
+from tools.base import Registry, Tool, ToolContext
 from tools.code_mode.tool import NAME as RUN_CODE
 
 
@@ -63,6 +64,8 @@ def resume(
     summariser: Summariser | None = None,
     clock: Callable[[], float] = time.time,
     updates: deque[ResourceUpdated] | None = None,
+    programs: Tool | None = None,
+    placed: str | None = None,
 ) -> Resumed:
     """Continue the run in `run_dir` until it stops again. `model` defaults to the one in run.json.
     `repair`: a journal damaged in the middle is cut after its last good event instead of refused.
@@ -70,7 +73,8 @@ def resume(
     finds a fork not branched builds the branch again, and journals so).
     `summariser`: who compaction asks (default: the run's model), as agent.loop.run takes it; `clock`: what dates
     memory entries (a replay's gives the recorded times); `updates`: a replay's recorded resource updates, given
-    instead of the servers' (Session.updates)."""
+    instead of the servers' (Session.updates); `programs`: a replay's run_code for a fork's branch, `placed`: its placed
+    resources' text for a run that begins again (Reopening)."""
     run_dir = Path(run_dir)
     info = read_run_info(run_dir)
     journal = Journal(run_dir)  # first of all: it refuses while another process is writing this run
@@ -79,7 +83,7 @@ def resume(
     if spans is not None:
         journal.listeners.append(spans)
     abandon = info.policy.get("checkpoint", {}).get("on_signal", "abandon") == "abandon"
-    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates)
+    how = Reopening(tools, sandbox, stop_rules, summariser, clock, updates, programs, placed)
     try:
         with signals_handled(abandon):
             cut = journal.repair() if repair else None
@@ -145,15 +149,13 @@ def _resume(
             restored, since = None, None
             box = begin_again(info, run_dir, how.sandbox, journal)
             notes.append("The run had not begun when it stopped; it starts from the beginning.")
-        with reopen_run(info, journal, client, box, how) as session:
+        with reopen_run(info, journal, client, box, how, begins=restored is None) as session:
             if since is not None:  # the container came back from a checkpoint: the writes after it are applied again
                 ctx = ToolContext(sandbox=box, timeout_s=policy.dispatch.tool_timeout_s)
                 inner = [t for t in session.program_tools or () if session.tools.get(t.name) is None]
                 failed = reapply_writes(events, since, Registry.of([*session.tools, *inner]), ctx)
                 if failed:
                     notes.append(f"These writes after the checkpoint could not be applied again: {', '.join(failed)}.")
-            if restored is None:
-                prepare(task, box, policy.dispatch.tool_timeout_s)
             step, since_seq = (restored.state.step, restored.from_seq) if restored is not None else (0, 0)
             journal.append(RunResumed(step=step, from_seq=since_seq, notes=notes))
             summary = run(
@@ -205,11 +207,14 @@ def make_box(info: RunInfo, run_dir: Path, factory: SandboxFactory | None) -> Sa
 
 def begin_again(info: RunInfo, run_dir: Path, factory: SandboxFactory | None, journal: Journal) -> Sandbox:
     """A new sandbox for a run that died before its first step. A container the dead process started
-    is removed: the task's files and setup may be only half there, and it would be left running."""
+    is removed, and a local workspace emptied: the task's files and setup may be only half there (a setup that
+    cannot run twice in one folder, `mkdir` or `git commit`, would fail), and a container would be left running."""
     if info.sandbox == "docker" and factory is None:
         from sandboxes.docker_runs import remove_containers
 
         remove_containers(run_dir)
+    if info.sandbox == "local" and factory is None:
+        shutil.rmtree(run_dir / "workspace", ignore_errors=True)
     box = make_box(info, run_dir, factory)
     container = getattr(box, "container_id", None)
     if container is not None:

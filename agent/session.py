@@ -27,7 +27,7 @@ from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_
 from agent.journal.summary import Summary, summarize
 from agent.journal.tools import record_tools
 from agent.loop import run
-from agent.mcp_context import placed, prompt_task, prompt_without_servers, resources_without_servers
+from agent.mcp_context import follow_again, placed, prompt_task, prompt_without_servers, resources_without_servers
 from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
@@ -49,7 +49,7 @@ from core.presets import PRESETS, load_policy, memory_on
 from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
-from tools.base import Registry
+from tools.base import Registry, Tool
 from tools.builtin import toolset
 from tools.builtin.memory import with_memory
 from tools.mcp import with_mcp
@@ -139,7 +139,9 @@ class Reopening:
     every way a run is taken up (a resume, the branch a resume builds for a fork, a replay's later lives), so each
     opens the same session and loop from it. `tools` and `sandbox`: for runs whose tools or sandbox live in code;
     `summariser`: who compaction asks (default: the run's model); `clock`: what dates memory entries; `updates`: a
-    replay's recorded resource updates (Session.updates)."""
+    replay's recorded resource updates (Session.updates); `programs`: a replay's run_code that plays a fork's parent's
+    programs back while its branch is built, where `tools` offers none (a fork in calls mode of a run in code mode);
+    `placed`: a replay's placed resources' text, for a run that begins again."""
 
     tools: Registry | None = None
     sandbox: SandboxFactory | None = None
@@ -147,6 +149,8 @@ class Reopening:
     summariser: Summariser | None = None
     clock: Callable[[], float] = time.time
     updates: deque[ResourceUpdated] | None = None
+    programs: Tool | None = None
+    placed: str | None = None  # a replay's placed resources' text, for a run that begins again (RunSpec.placed)
 
 
 @contextmanager
@@ -204,6 +208,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
         started_at=datetime.now(UTC).isoformat(),
         price=price,
         memory=memory,
+        mcp_prompt=spec.prompt,
     )
     journal = Journal.create(spec.out, info)
     if source is not None:
@@ -227,10 +232,7 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
             with with_mcp(
                 policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
             ) as registry:
-                task = spec.task if spec.prompt is None else prompt_task(registry, *spec.prompt, spec.task)
-                task = with_repo_map(task, policy, box)
-                named = [*policy.mcp_resources, *task.resources]
-                context = spec.placed if spec.placed is not None else placed(registry, named, task)
+                task, context = opening(registry, spec.task, spec.prompt, policy, box, spec.placed)
                 info = info.model_copy(update={"task": task.model_dump(mode="json")})
                 offered, program_tools = offered_tools(registry, policy, box)
                 record_tools(journal, info, offered, program_tools)
@@ -262,6 +264,22 @@ def _opened(spec: RunSpec, client: ModelClient) -> Iterator[Session]:
         journal.close()
         if spans is not None:
             spans.close()
+
+
+def opening(
+    registry: Registry,
+    task: Task,
+    prompt: tuple[str, dict[str, str]] | None,
+    policy: HarnessPolicy,
+    sandbox: Sandbox,
+    recorded: str | None,
+) -> tuple[Task, str]:
+    """The task as the run opens with it (made from an MCP prompt, with its repository map) and what is placed
+    before it from MCP resources (`recorded`: a replay's placed text, not read anew)."""
+    task = task if prompt is None else prompt_task(registry, *prompt, task)
+    task = with_repo_map(task, policy, sandbox)
+    named = [*policy.mcp_resources, *task.resources]
+    return task, recorded if recorded is not None else placed(registry, named, task)
 
 
 def with_repo_map(task: Task, policy: HarnessPolicy, sandbox: Sandbox) -> Task:
@@ -355,16 +373,20 @@ def recorded_sandbox(info: RunInfo, doing: str) -> SandboxSpec:
 
 @contextmanager
 def reopen_run(
-    info: RunInfo, journal: Journal, model: ModelClient, sandbox: Sandbox, how: Reopening
+    info: RunInfo, journal: Journal, model: ModelClient, sandbox: Sandbox, how: Reopening, begins: bool = False
 ) -> Iterator[Session]:
     """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
-    The sandbox is the caller's (reconnected or recreated); it is closed here."""
+    The sandbox is the caller's (reconnected or recreated); it is closed here. `begins`: the run stopped before its
+    first step and begins again: it opens as open_run opens it (the task's files and setup put in the sandbox, the
+    task made again from its MCP prompt, its repository map, its resources placed) and records its tools."""
     policy = HarnessPolicy.model_validate(info.policy)
     task = Task.model_validate(info.task)
     store = None
     try:
         window = context_window(model, policy.model)  # the model may not be the one run.json names
         check_window(policy.context, window)
+        if begins:
+            prepare(task, sandbox, policy.dispatch.tool_timeout_s)
         base = code_tools(how.tools if how.tools is not None else toolset(info.toolset), policy.code_tools)
         if info.memory is not None:  # the store as the journal left it
             written = [e for e in read_events(journal.dir) if isinstance(e, MemoryWritten)]
@@ -374,10 +396,16 @@ def reopen_run(
         with with_mcp(
             policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
         ) as registry:
-            placed(
-                registry, [*policy.mcp_resources, *task.resources], task
-            )  # follow them again; the opening is journaled
+            context = ""
+            if begins:
+                task, context = opening(registry, task, info.mcp_prompt, policy, sandbox, how.placed)
+            else:
+                follow_again(registry, [*policy.mcp_resources, *task.resources], task, read_events(journal.dir))
             offered, program_tools = offered_tools(registry, policy, sandbox)
+            if begins:
+                record_tools(
+                    journal, info.model_copy(update={"task": task.model_dump(mode="json")}), offered, program_tools
+                )
             yield Session(
                 task=task,
                 policy=policy,
@@ -391,6 +419,7 @@ def reopen_run(
                 memory=store,
                 program_tools=program_tools,
                 updates=how.updates,
+                context=context,
             )
     finally:
         sandbox.close()

@@ -15,8 +15,12 @@ call to its run_resumed event: state rebuilt, sandbox reconnected, MCP servers c
 named .../TERM or .../INT the processes get SIGTERM or SIGINT instead of SIGKILL (every other one
 as a write's intent is journaled, so that the resume settles a call the stop cut short): each stops at its
 next safe point with its stop, snapshot and summary written (core/interrupts.py), exits 143 or 130,
-and is resumed the same way. Every finished run that was resumed is then replayed (`harness replay`:
-each of its processes' lives in turn, the recovery included) and its harness divergences counted.
+and is resumed the same way. In a cell named .../slow-model the model waits a quarter of a second before each
+reply, and one process in two is stopped halfway through that wait (kills in a model call: replies asked for
+again). The later cells (crash_driver.LATER_CELLS) add forks of a code-mode run and of a run that kept memory, a
+task made from an MCP prompt with a placed and followed resource, and the code tools with a repository map. Every
+finished run that was resumed is then replayed (`harness replay`: each of its processes' lives in turn, the
+recovery included) and its harness divergences counted.
 Goal: 0, 0, 0, 0, 0 in every cell. Exits 1 when a cell misses it.
 
     .venv/bin/python benchmarks/bench_crash_matrix.py [--kills 20] [--steps 6] [--seed N] [--only local/overflowing/shell]
@@ -55,8 +59,12 @@ def measure(cell: Cell, root: Path, kills: int, steps: int, seed: int) -> tuple[
         stats.kills,
         len(stats.runs),
         inside,
-        sum(crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) for r in stats.runs),
+        sum(
+            crash_driver.kills_in_recoveries(r) + crash_driver.kills_in_branches(r) + crash_driver.kills_in_openings(r)
+            for r in stats.runs
+        ),
         sum(crash_driver.kills_after_branches(r) for r in stats.runs) if cell.fork else "-",
+        sum(crash_driver.kills_in_model_calls(r) for r in stats.runs),
         f"{len(bad)}",
         sum(crash_driver.duplicated(r) for r in stats.runs),
         sum(crash_driver.lost(r, reference) for r in stats.runs),
@@ -87,8 +95,9 @@ def main() -> None:
         "kills",
         "runs",
         "kills in a write",
-        "kills in a fold, recovery or fork's branch",
+        "kills in a fold, recovery, fork's branch or run's opening",
         "kills in a fork's own steps",
+        "kills in a model call",
         "runs that differ",
         "duplicated writes",
         "lost steps",
@@ -109,7 +118,7 @@ def main() -> None:
         row, found = measure(cell, tmp, args.kills, args.steps, args.seed)
         print("| " + " | ".join(map(str, row)) + " |", flush=True)
         details += found
-        if any(str(row[i]) != "0" for i in (6, 7, 8, 9, 11)):  # differ, duplicated, lost, containers, divergences
+        if any(str(row[i]) != "0" for i in (7, 8, 9, 10, 12)):  # differ, duplicated, lost, containers, divergences
             missed.append(f"{cell.name} (its runs are kept in {tmp})")
         else:
             shutil.rmtree(tmp)

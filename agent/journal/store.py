@@ -71,6 +71,9 @@ class RunInfo(BaseModel):
     imported_gaps: list[str] = Field(default_factory=list)
     memory: MemoryStart | None = None  # the memory the run started from; None: it kept none (no memory tool)
     fork: ForkOrigin | None = None  # a fork: its parent and branch point; None: a run of its own
+    # The MCP prompt (SERVER:NAME, its arguments) the task is made from as the run opens (`task` holds the task made
+    # once the run has opened): a run stopped before that makes it again when it begins again
+    mcp_prompt: tuple[str, dict[str, str]] | None = None
 
 
 def new_run_id(label: str) -> str:

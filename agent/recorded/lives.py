@@ -158,6 +158,7 @@ def replay_lives(recorded: Sequence[Event], spec: RunSpec) -> tuple[Summary | No
             summariser=summariser,
             clock=spec.memory.clock if spec.memory is not None else time.time,  # the recorded times, in turn
             updates=spec.updates,
+            placed=spec.placed,  # a run that begins again places what the recording's opening holds
         ).summary
 
     summary, notes = through_lives(recorded, replay_dir, first, again)

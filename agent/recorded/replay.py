@@ -26,6 +26,7 @@ from agent.journal.integrity import RunCheck, check_run, damaged, torn_tail
 from agent.journal.store import Journal, RunInfo, in_use, read_events, read_run_info
 from agent.journal.summary import Summary
 from agent.journal.tools import PROGRAM_TOOLS, recorded_tools
+from agent.mcp_context import placed_in
 from agent.memory_store import MemorySource, recorded_clock, recorded_start
 from agent.recorded.compare import Divergence, compare_harness, compare_world
 from agent.recorded.lives import LifeEnded, count, ends_at_once, replay_lives, through_lives
@@ -39,7 +40,6 @@ from core.errors import HarnessError
 from core.events import (
     Event,
     InnerObserved,
-    MessageAdded,
     ModelReplied,
     ProgramFiles,
     ResourceUpdated,
@@ -125,7 +125,9 @@ def replay(
             seed=info.seed,
             stop_rules=(world_stops(recorded),),
             memory=memory,
-            placed=placed_as_recorded(recorded, task, HarnessPolicy.model_validate(info.policy)),
+            placed=placed_in(
+                recorded, task, [*HarnessPolicy.model_validate(info.policy).mcp_resources, *task.resources]
+            ),
             updates=updates_as_recorded(recorded),
         )
     summary, replay_dir, notes = replay_lives(recorded, spec)
@@ -145,16 +147,6 @@ def as_offered(
     inner = [r for r in recorded_tools(run_dir, PROGRAM_TOOLS) or () if r.name not in names]  # programs'
     played = policy.model_copy(update={"mcp": [], "mcp_resources": []})
     return Registry.of(recorded_tool(r) for r in [*offered, *inner]), played
-
-
-def placed_as_recorded(recorded: Sequence[Event], task: Task, policy: HarnessPolicy) -> str | None:
-    """What the run placed from MCP resources before its task, as its opening user message holds it (None: it
-    placed none). agent.loop.initial_messages puts it there, before the task and the repository map."""
-    if not [*policy.mcp_resources, *task.resources]:
-        return None
-    after = f"\n\n{task.prompt}" + (f"\n\n{task.repo_map}" if task.repo_map else "")
-    opening = next(e.message.text for e in recorded if isinstance(e, MessageAdded) and e.message.role == "user")
-    return opening.removesuffix(after) if opening.endswith(after) else None
 
 
 def updates_as_recorded(recorded: Sequence[Event]) -> deque[ResourceUpdated]:
@@ -246,9 +238,8 @@ def fork_again(
                 journal,
                 model,
                 read_events(replay_dir),
-                Reopening(tools, factory, stops, summariser, clock, updates),
+                Reopening(tools, factory, stops, summariser, clock, updates, programs_with),
                 decisions(recorded) if whole else {},
-                programs_with,
             )
         finally:
             journal.close()
@@ -265,6 +256,7 @@ def fork_again(
             summariser=summariser,
             clock=clock,
             updates=updates,
+            programs=programs_with,  # a branch that a later life builds plays the parent's programs back too
         ).summary
 
     summary, notes = through_lives(own, replay_dir, first, resumed, already=count(inherited))

@@ -32,6 +32,7 @@ RUN_JSON_FIELDS = {
     "imported_gaps",
     "memory",  # None for a run without the memory tool
     "fork",  # None for a run of its own; `harness fork` fills it
+    "mcp_prompt",  # None for a task not made from an MCP prompt
 }
 SUMMARY_FIELDS = {
     "run_id",

@@ -212,8 +212,12 @@ class McpTools:
         return list(dict.fromkeys(updates))
 
     def _on_updated(self, server: McpServer, uri: str) -> None:
+        self.updated(server.name, uri)
+
+    def updated(self, server: str, uri: str) -> None:
+        """Take a followed resource as changed, as its server's notice would (taken at the next take_updates)."""
         with self._lock:
-            self._updated.append((server.name, uri))
+            self._updated.append((server, uri))
 
     def take_changes(self) -> dict[str, list[Tool]]:
         """Each server's newest tool list since the last take, adapted to harness tools."""

@@ -20,7 +20,8 @@ happen every step or two) and a kind of write:
   another process, answered from the journal on resume (the server is started anew), the cut-short one made again.
 
 A fork cell (`local/append-only/shell/fork`, and docker's) runs the cell's script once, uninterrupted, as the
-parent, then forks it at step FORK_AT (`harness fork`, the same policy and script): the kills land in the fork,
+parent, then forks it at step FORK_AT (`harness fork`, the same policy and script; a code-mode parent is forked
+under calls mode, its programs played by its own run_code in the branch): the kills land in the fork,
 in turn aimed inside its branch (the process dies once the branch has run the parent's first or second write
 again), aimed at its own steps (once one or two of them were observed) and at a random moment, and the fork must
 come out as an uninterrupted fork of the same parent.
@@ -43,7 +44,8 @@ resume them until they finish; every finished run that was resumed is replayed a
 Each process prints `ready` just before the run starts or resumes, so a caller can aim its kills
 at the run rather than at Python's start-up (or at an event: with CRASH_DIE_AFTER=TYPE:N in its
 environment a process SIGKILLs itself once the journal holds N events of that type; with TYPE:N:TERM
-or TYPE:N:INT it sends itself that signal instead), and a resume
+or TYPE:N:INT it sends itself that signal instead; `asking:N` stops it halfway through the model's wait for
+reply N, `opening:1` kills it as its run is opened, its task made, before its opening is journaled), and a resume
 prints `resumed_in SECONDS` once its run_resumed event is written (state rebuilt, sandbox
 reconnected, MCP servers connected). Every prompt the model is sent is logged (as a digest, per
 reply index) to `prompts.jsonl` beside the run directory, so a resumed run can be checked to send
@@ -57,6 +59,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,8 +71,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent import rebuild
+from agent import rebuild, session
 from agent.fork import fork
+from agent.journal.fold import fold
 from agent.journal.store import read_events
 from agent.memory_dir import on_disk
 from agent.models.scripted import ScriptedModel, ScriptedReply
@@ -79,7 +83,7 @@ from agent.resume import resume
 from agent.run.stopping import RESUMABLE
 from agent.run.task import Task
 from agent.session import RunSpec, SandboxSpec, start
-from core.context_policy import Compact, TruncationPolicy
+from core.context_policy import Compact, ContextStep, RepoMap, TruncationPolicy
 from core.events import (
     Compacted,
     ContextOverflowed,
@@ -96,7 +100,15 @@ from core.events import (
 from core.interrupts import EXIT_CODES, Abandoned, requested, signals_handled
 from core.mcp_settings import McpServer
 from core.memory_types import WorkingMemory
-from core.policy import CheckpointPolicy, DispatchPolicy, HarnessPolicy, MemoryPolicy, ModelParams, OverflowPolicy
+from core.policy import (
+    CheckpointPolicy,
+    CodeToolName,
+    DispatchPolicy,
+    HarnessPolicy,
+    MemoryPolicy,
+    ModelParams,
+    OverflowPolicy,
+)
 from tests.agent.costly_run import SummarisingModel
 
 ROOT = (
@@ -105,14 +117,24 @@ ROOT = (
 SERVER = ROOT / "tests" / "tools" / "mcp" / "servers" / "counter.py"
 COUNTER = "counter.txt"
 MCP_COUNTER = "counter.json"  # beside the run directory: the MCP server's file
+VALUES = "counter://values"  # the server's resource of the counter's values, placed before the task
 MEMORY_COUNTER = "/memories/counter.md"
 SLOW_S = 0.03  # before and after each shell or MCP write: a kill often lands inside the tool
 MEMORY = '{"goal": "write 1, 2, 3, ... to the counter", "failed_approaches": []}'
 TASK = Task(id="crash", prompt="Write 1, 2, 3, ... to the counter, read it back, then submit.")
+# The search cell's repository: each write also defines value_N in values.py, which the code tools then index.
+REPOSITORY = {"counter.py": "def counter_file():\n    return 'counter.txt'\n", "values.py": "VALUES = []\n"}
+COMMIT = (  # one commit id in every run: the code tools name it
+    "git init -q && git add -A && GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z "
+    "git -c user.name=crash -c user.email=crash@example.com commit -qm base"
+)
 WINDOW = 4000  # the overflowing cell's: a prompt of the task and two outputs does not fit
 OUTPUT_LINES = (150, 260, 700, 90, 380)  # after each write of that cell, in turn: about 9 tokens a line
 DIE_AFTER = "CRASH_DIE_AFTER"  # TYPE:N in a driver's environment: it kills itself once the journal has N such events
 REBUILD = "rebuild"  # as a TYPE of DIE_AFTER: once a fork's branch has run N of its parent's writes again
+ASKING = "asking"  # as a TYPE of DIE_AFTER: halfway through the model's wait for its Nth reply of the run
+OPENING = "opening"  # as a TYPE of DIE_AFTER: as the run is opened, once its task's files, setup and map are made
+MODEL_WAIT_S = 0.25  # how long a slow-model cell's model takes to answer: kills land inside the model call
 FORK_AT = 2  # a fork cell's branch step: the writes of steps 1 and 2 run again
 # Where torture aims kills, beside random moments, by context policy or kind of write.
 AIMS = {
@@ -122,6 +144,14 @@ AIMS = {
     "fork": (REBUILD, "tool_observed"),
     "code": ("inner_intent",),
     "code-mcp": ("inner_intent",),
+    # between a step's write and its searches, or between two searches: the next process indexes the workspace anew
+    # or while the run is opened, its repository map made: the run begins again
+    "search": ("tool_observed", OPENING),
+    # right after a put is observed, before the next step takes the placed resource's update; or while the run is
+    # opened, its task made from the server's prompt: the run begins again
+    "mcp-resource": ("tool_observed", OPENING),
+    # a slow-model cell's process dies (or gets the cell's signal) while the model is asked for its next reply
+    "slow": (ASKING,),
     # a signal cell's process signals itself as a write's intent is journaled: the call is stopped before it runs,
     # and left for the resume to settle as a call cut short
     "TERM": ("tool_intent",),
@@ -130,7 +160,7 @@ AIMS = {
 
 Sandbox = Literal["local", "docker"]
 Context = Literal["append-only", "compacting", "overflowing"]
-Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp"]
+Writes = Literal["shell", "write_file", "mcp", "memory", "code", "code-mcp", "search", "mcp-resource"]
 Stop = Literal["KILL", "TERM", "INT"]  # how a process is stopped: SIGKILL, or SIGTERM and SIGINT, which it handles
 
 
@@ -141,12 +171,14 @@ class Cell:
     writes: Writes
     fork: bool = False  # the run is a fork (`harness fork`) of an uninterrupted run at step FORK_AT
     stop: Stop = "KILL"
+    model: Literal["instant", "slow"] = "instant"  # slow: it waits MODEL_WAIT_S before each reply
 
     @property
     def name(self) -> str:
         return (
             f"{self.sandbox}/{self.context}/{self.writes}"
             + ("/fork" if self.fork else "")
+            + ("/slow-model" if self.model == "slow" else "")
             + ("" if self.stop == "KILL" else f"/{self.stop}")
         )
 
@@ -184,14 +216,40 @@ CELLS = [
     ),
     *(Cell(s, "append-only", "shell", fork=True, stop="TERM") for s in ("local", "docker")),
 ]
+# Cells for the model call and for the levers the ones above leave out; the CI test runs a few of them.
+LATER_CELLS = [
+    # Forks of a code-mode run (the branch runs the parent's programs again) and of a run that kept memory.
+    *(Cell(s, "append-only", "code", fork=True) for s in ("local", "docker")),
+    *(Cell(s, "compacting", "memory", fork=True) for s in ("local", "docker")),
+    # A model that takes a while to answer: kills and signals land inside the model call (an agent's or a summary's).
+    *(
+        Cell(s, c, "shell", stop=stop, model="slow")
+        for s in ("local", "docker")
+        for c in ("append-only", "compacting")
+        for stop in ("KILL", "TERM")
+    ),
+    # A task made from the server's prompt, its resource of the counter's values placed before it and followed.
+    *(Cell(s, "append-only", "mcp-resource") for s in ("local", "docker")),
+    # The code tools (search_code, find_symbol, repo_map) and a repository map, over a workspace each write changes.
+    *(Cell(s, "append-only", "search") for s in ("local", "docker")),
+]
+CELLS += LATER_CELLS
+
+
+def task(cell: Cell) -> Task:
+    if cell.writes != "search":
+        return TASK
+    return TASK.model_copy(update={"files": REPOSITORY, "setup": [COMMIT]})
 
 
 def policy(cell: Cell, out: Path) -> HarnessPolicy:
-    context = (
+    context: list[ContextStep] = (
         [Compact(every_steps=3, keep_recent_steps=1, trigger_tokens=10**9, summariser_prompt="fresh")]
         if cell.context == "compacting"
         else []
     )
+    if cell.writes == "search":
+        context.append(RepoMap(budget=256))
     mcp = (
         [
             McpServer(
@@ -201,15 +259,23 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
                 args=[str(SERVER), str((out / MCP_COUNTER).resolve()), "--slow", str(SLOW_S)],
             )
         ]
-        if cell.writes in ("mcp", "code-mcp")
+        if cell.writes in ("mcp", "code-mcp", "mcp-resource")
         else []
     )
     # `rerun`: a kill inside a write no check can settle (shell, MCP, submit) runs it again, as the uninterrupted run did.
     checkpoint = CheckpointPolicy(interrupted_writes="rerun", snapshot_every=3)
     memory = MemoryPolicy(tool=cell.writes == "memory")
     dispatch = DispatchPolicy(mode="code" if cell.writes in ("code", "code-mcp") else "calls")
+    code_tools: list[CodeToolName] = ["search_code", "find_symbol", "repo_map"] if cell.writes == "search" else []
     policy = HarnessPolicy(
-        name="crash", context=context, mcp=mcp, checkpoint=checkpoint, memory=memory, dispatch=dispatch
+        name="crash",
+        context=context,
+        mcp=mcp,
+        checkpoint=checkpoint,
+        memory=memory,
+        dispatch=dispatch,
+        code_tools=code_tools,
+        mcp_resources=[f"counter:{VALUES}"] if cell.writes == "mcp-resource" else [],
     )
     if cell.context != "overflowing":
         return policy
@@ -223,11 +289,21 @@ def policy(cell: Cell, out: Path) -> HarnessPolicy:
     )
 
 
+def fork_policy(cell: Cell, out: Path) -> HarnessPolicy | None:
+    """A fork cell's policy (None: its parent's): a code-mode run is forked under calls mode, so its branch plays
+    the parent's programs with the parent's run_code, which the fork does not offer."""
+    if cell.writes != "code":
+        return None
+    return policy(cell, out).model_copy(update={"dispatch": DispatchPolicy(mode="calls")})
+
+
 def call(name: str, **arguments) -> dict:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
 
 
 def write(cell: Cell, i: int) -> dict:
+    if cell.writes == "search":
+        return searched(i)
     if cell.writes == "shell":
         output = (
             f' seq -f "output line %g of write {i}" 1 {OUTPUT_LINES[(i - 1) % len(OUTPUT_LINES)]};'
@@ -247,6 +323,20 @@ def write(cell: Cell, i: int) -> dict:
     return call("counter__put", index=i, value=i)
 
 
+def searched(i: int) -> dict:
+    """A counter write that also defines value_i in values.py, then the code tools over the changed workspace."""
+    define = f"grep -sq '^def value_{i}()' values.py || printf 'def value_{i}():\\n    return {i}\\n' >> values.py"
+    command = f"sleep {SLOW_S}; grep -sqx {i} {COUNTER} || echo {i} >> {COUNTER}; {define}; sleep {SLOW_S}"
+    calls = [
+        {"name": "shell", "arguments": {"command": command}},
+        {"name": "search_code", "arguments": {"query": f"value {i}", "k": 3}},
+        {"name": "find_symbol", "arguments": {"name": f"value_{i}"}},
+    ]
+    if i % 3 == 0:
+        calls.append({"name": "repo_map", "arguments": {"focus": "values", "budget": 128}})
+    return {"tool_calls": calls}
+
+
 def program(cell: Cell, steps: int) -> dict:
     """One run_code program that makes every counter write as a shell call of its own (or an MCP put)."""
     command = f"sleep {SLOW_S}; grep -sqx {{i}} {COUNTER} || echo {{i}} >> {COUNTER}; sleep {SLOW_S}"
@@ -261,6 +351,7 @@ def script(cell: Cell, steps: int, out: Path) -> list[dict]:
     wherever a run of it asks for one."""
     read = {
         "mcp": call("counter__read"),
+        "mcp-resource": call("counter__read"),
         "memory": call("memory", command="view", path=MEMORY_COUNTER),
         "code": call("run_code", code=f"print(shell(command='cat {COUNTER}'))"),
         "code-mcp": call("run_code", code="print(counter__read())"),
@@ -286,46 +377,74 @@ def summaries_where_asked(cell: Cell, agent: list[dict], out: Path) -> list[dict
         [ScriptedReply.model_validate(r) for r in agent], WorkingMemory.model_validate_json(MEMORY)
     )
     with tempfile.TemporaryDirectory() as tmp:
-        start(RunSpec(TASK, model, policy(cell, out), Path(tmp), sandbox=SandboxSpec.parse(cell.sandbox)))
+        start(RunSpec(task(cell), model, policy(cell, out), Path(tmp), sandbox=SandboxSpec.parse(cell.sandbox)))
     return [r.model_dump(exclude_none=True) for r in model.replies]
 
 
 class PromptLoggingModel(ScriptedModel):
-    """The scripted model, logging a digest of every prompt it is sent, by reply index."""
+    """The scripted model, logging a digest of every prompt it is sent, by reply index; a slow one waits `wait_s`
+    before it answers (the reply is the script's whatever the wait), and one aimed at (`dies_at`: a reply's number
+    in the run, `stop`: how) stops its own process halfway through that wait."""
 
     log: Path
+    wait_s: float = 0.0
+    dies_at: int | None = None
+    stop: signal.Signals = signal.SIGKILL
 
     def complete(self, messages, tools, params):
         digest = hashlib.sha256(json.dumps([m.model_dump(mode="json") for m in messages]).encode()).hexdigest()
         with open(self.log, "a") as f:
             f.write(json.dumps({"index": self.calls, "prompt": digest}) + "\n")
+        time.sleep(self.wait_s / 2)
+        if self.calls + 1 == self.dies_at:
+            os.kill(os.getpid(), self.stop)  # a signal's handler ends this call: it raises out of the wait
+        time.sleep(self.wait_s / 2)
         return super().complete(messages, tools, params)
 
 
 def model(out: Path) -> PromptLoggingModel:
     scripted = PromptLoggingModel.from_file(out / "script.json")
     scripted.log = out / "prompts.jsonl"
+    if (out / "model.json").exists():
+        scripted.wait_s = json.loads((out / "model.json").read_text())["wait_s"]
+    kind, count, *stop = os.environ.get(DIE_AFTER, "::").split(":")
+    if kind == ASKING:
+        scripted.dies_at = int(count)
+        scripted.stop = signal.Signals[f"SIG{stop[0]}"] if stop else signal.SIGKILL
     return scripted
 
 
 def start_run(out: Path, steps: int, cell: Cell) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "script.json").write_text(json.dumps(script(cell, steps, out)))
+    (out / "model.json").write_text(json.dumps({"wait_s": MODEL_WAIT_S if cell.model == "slow" else 0.0}))
     if cell.fork:  # the parent runs uninterrupted first; the kills are for the fork
         parent = ScriptedModel.from_file(out / "script.json")
-        _, parent_dir = start(RunSpec(TASK, parent, policy(cell, out), out / "parent", SandboxSpec.parse(cell.sandbox)))
+        # Every parent has one id: a fork's prompts may name its parent (its memory entries do), and forks of
+        # different parents are compared.
+        parent_spec = RunSpec(
+            task(cell),
+            parent,
+            policy(cell, out),
+            out / "parent",
+            SandboxSpec.parse(cell.sandbox),
+            run_id="crash-parent",
+        )
+        _, parent_dir = start(parent_spec)
         print("ready", flush=True)
-        fork(parent_dir, FORK_AT, model=model(out), out=out / "runs", listeners=dying(()))
+        fork(parent_dir, FORK_AT, fork_policy(cell, out), model(out), out=out / "runs", listeners=dying(()))
         return
     print("ready", flush=True)
     start(
         RunSpec(
-            TASK,
+            task(cell),
             model(out),
             policy(cell, out),
             out / "runs",
             sandbox=SandboxSpec.parse(cell.sandbox),
             listeners=dying(()),
+            run_id="crash-run" if one_folder(cell) else None,
+            prompt=("counter:count", {"upto": str(steps)}) if cell.writes == "mcp-resource" else None,
         )
     )
 
@@ -353,6 +472,11 @@ def dying(journaled: Sequence[Event]) -> tuple[Callable[[Event], None], ...]:
     if kind == REBUILD:
         _dying_in_rebuild(int(count))
         return ()
+    if kind == ASKING:  # the model stops the process itself (model())
+        return ()
+    if kind == OPENING:
+        _dying_in_opening()
+        return ()
     seen = [sum(e.type == kind for e in journaled)]
 
     def listener(event: Event) -> None:
@@ -378,6 +502,18 @@ def _dying_in_rebuild(count: int) -> None:
     rebuild.run_again = run_again
 
 
+def _dying_in_opening() -> None:
+    """SIGKILL this process as its run is opened, once the task is made (from its MCP prompt, with its repository
+    map), before the opening is journaled (agent.session.opening)."""
+    made = session.with_repo_map
+
+    def with_repo_map(*args, **kwargs):
+        made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    session.with_repo_map = with_repo_map
+
+
 @dataclass
 class Torture:
     kills: int = 0
@@ -388,8 +524,9 @@ class Torture:
 
 def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
     """An uninterrupted run in a subprocess, as the killed ones run: its directory and wall time from `ready`."""
+    at = folder(cell, out)
     proc = subprocess.Popen(
-        driver("start", str(out), str(steps), cell.name),
+        driver("start", str(at), str(steps), cell.name),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -399,9 +536,34 @@ def run_once(cell: Cell, out: Path, steps: int) -> tuple[Path, float]:
     began = time.perf_counter()
     output = proc.communicate()[0]
     took = time.perf_counter() - began
-    if proc.returncode != 0 or _run_dir(out) is None:
+    if proc.returncode != 0 or _run_dir(at) is None:
         raise AssertionError(f"the uninterrupted {cell.name} run failed ({proc.returncode}):\n{output}")
-    return _run_dir(out), took
+    return moved(at, out), took
+
+
+def one_folder(cell: Cell) -> bool:
+    """Whether the cell's runs are made in one folder, under one run id (folder())."""
+    return (cell.sandbox, cell.writes) == ("local", "search")
+
+
+def folder(cell: Cell, out: Path) -> Path:
+    """Where a run of the cell is made: `out`, or for the local search cell one folder for all its runs in turn, each
+    moved to its `out` once finished (moved()), under one run id: its tools name the workspace's path, which must be
+    the same."""
+    if not one_folder(cell):
+        return out
+    at = Path(tempfile.gettempdir()) / "crash-local-search"
+    shutil.rmtree(at, ignore_errors=True)
+    return at
+
+
+def moved(at: Path, out: Path) -> Path:
+    """The finished run made under `at`, moved to `out` where they differ: its directory."""
+    if at != out:
+        shutil.move(at, out)
+    found = _run_dir(out)
+    assert found is not None
+    return found
 
 
 def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s: float) -> Torture:
@@ -415,18 +577,20 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
         *AIMS.get(cell.context, ()),
         *AIMS.get(cell.writes, ()),
         *(AIMS["fork"] if cell.fork else ()),
+        *AIMS.get(cell.model, ()),
         *AIMS.get(cell.stop, ()),
         None,
     ]
     while stats.kills < kills:
         out = root / f"run{len(stats.runs)}"
+        at = folder(cell, out)
         run_dir, clean_exits = None, 0
         while True:
-            args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(out), str(steps), cell.name]
+            args = ["resume", str(run_dir)] if run_dir is not None else ["start", str(at), str(steps), cell.name]
             aim = turns[stats.processes % len(turns)] if stats.kills < kills else None
             env = dict(os.environ)
             if aim is not None:
-                journaled = sum(e.type == aim for e in read_events(run_dir)) if run_dir is not None else 0
+                journaled = _journaled(run_dir, aim) if run_dir is not None else 0
                 env[DIE_AFTER] = f"{aim}:{journaled + rng.randint(1, 2)}" + (
                     "" if cell.stop == "KILL" else f":{cell.stop}"
                 )
@@ -445,7 +609,7 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             killed = proc.returncode in (-signal.SIGKILL, -cell.signal, 128 + cell.signal)
             stats.kills += killed
             stats.resume_s += [float(m) for m in re.findall(r"^resumed_in (\S+)$", output, re.MULTILINE)]
-            run_dir = run_dir or _run_dir(out)
+            run_dir = run_dir or _run_dir(at)
             if killed:
                 continue
             if proc.returncode != 0:
@@ -455,9 +619,18 @@ def torture(root: Path, cell: Cell, kills: int, steps: int, seed: int, window_s:
             if stop is None and clean_exits < 3:  # finished just as the kill quota ran out: one more resume
                 continue
             # A run left awaiting approval or stopped by an error counts as finished but differs (see problems).
-            stats.runs.append(run_dir)
+            stats.runs.append(moved(at, out))
             break
     return stats
+
+
+def _journaled(run_dir: Path, aim: str) -> int:
+    """The events of type `aim` the run's journal holds; for ASKING, the replies the model gave (the agent's and the
+    summariser's, as a resume counts them for the scripted model)."""
+    events = read_events(run_dir)
+    if aim == OPENING:
+        return 0
+    return fold(events).model_replies if aim == ASKING else sum(e.type == aim for e in events)
 
 
 def driver(*args: str) -> list[str]:
@@ -594,6 +767,18 @@ def kills_inside_tools(run_dir: Path) -> int:
         if isinstance(e, RunResumed)
         for n in e.notes
     )
+
+
+def kills_in_model_calls(run_dir: Path) -> int:
+    """Model calls the run's processes were stopped in: replies asked for again (a prompt logged twice for one
+    reply index), as the resume asks again the call a stopped process left unanswered."""
+    asked = Counter(p["index"] for p in prompt_log(run_dir.parent.parent))
+    return sum(n - 1 for n in asked.values())
+
+
+def kills_in_openings(run_dir: Path) -> int:
+    """Resumes of a run whose process died while the run was opened: it began again."""
+    return sum(isinstance(e, RunResumed) and any("had not begun" in n for n in e.notes) for e in read_events(run_dir))
 
 
 def kills_in_branches(run_dir: Path) -> int:

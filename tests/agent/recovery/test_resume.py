@@ -442,6 +442,32 @@ def test_a_run_taken_up_again_twice_counts_the_time_it_worked_not_the_wait_befor
     assert json.loads((run_dir / "summary.json").read_text())["wall_s"] == done.summary.wall_s
 
 
+def test_a_local_run_stopped_halfway_through_its_setup_begins_again_in_a_fresh_workspace(tmp_path):
+    """A setup that cannot run twice in one folder (`mkdir`, a `git commit` of the task's files) stopped by SIGTERM
+    after its first command: the resume begins the run again from the task's files alone, and the setup passes as
+    it did in the uninterrupted run."""
+    import os
+
+    from agent.recorded.replay import replay
+    from core.interrupts import Abandoned, signals_handled
+
+    once = tmp_path / "signalled"  # outside the workspace: the second setup command signals the first time only
+    stop_once = f"test -e {once} || {{ touch {once}; kill -TERM {os.getpid()}; sleep 10; }}"
+    task = Task(prompt="List the folder, submit.", files={"a.txt": "a\n"}, setup=["mkdir made", stop_once])
+    script = [call("shell", command="ls"), call("submit", answer="done")]
+    with signals_handled(), pytest.raises(Abandoned):
+        start(RunSpec(task, ScriptedModel(script), HarnessPolicy(), tmp_path / "runs"))
+    [run_dir] = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
+    assert (run_dir / "workspace" / "made").is_dir()  # the first setup command ran before the stop
+
+    done = resume(run_dir, model=ScriptedModel(script))
+    assert done.summary.stop_reason == "submitted", done.notes
+    listed = [e.observation.text for e in read_events(run_dir) if isinstance(e, ToolObserved)][0]
+    assert listed.split() == ["a.txt", "made"]
+    report = replay(run_dir, out=tmp_path / "replays")
+    assert (report.harness, report.notes, report.replayed_stop) == ([], [], "submitted")
+
+
 def test_a_run_stopped_while_its_setup_ran_begins_again_and_its_resumed_lives_replay(tmp_path):
     """Stopped by a signal while the task's setup ran (nothing of the run begun): the resume runs the setup again
     and journals its `resumed`, as any resume does; stopped again after the first reply, then resumed to the end:
