@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.engine.serving import free_port
 
@@ -40,3 +41,12 @@ def harness_serve(*flags: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="package")
+def server(model_weights):
+    """One server for a package's tests that only send it requests (none asserts on a fresh server or on its
+    closing): started once (each start loads the model: 9 s on a quiet machine, 20 s under `make test`) and
+    stopped when the package's tests end. A package's conftest.py, or a module, imports it."""
+    with harness_serve("--kv-cache-mb", "256", "--max-model-len", "4096") as url:
+        yield url

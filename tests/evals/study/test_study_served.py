@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from agent.journal.store import read_events
-from tests.agent.models.test_end_to_end import server  # noqa: F401  (the fixture: a real `harness serve`)
+from tests.agent.models.harness_serve import server  # noqa: F401  (the fixture: a real `harness serve`)
 from tests.evals.study.conftest import study
 
 
