@@ -31,9 +31,10 @@ from agent.models.base import ModelClient
 from agent.rebuild import Drift, rebuild_tools, redo
 from agent.recovery.approval import Decision
 from agent.recovery.restore import Restored, restore
+from agent.reopen import Reopening, reopen_run
 from agent.run.state import RunState
 from agent.run.task import Task
-from agent.session import Reopening, SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
+from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox
 from core.events import Compacted, Event, Forked, RunStopped, SandboxOpened
 from core.memory_types import Fold
 from core.policy import CodeLimits, HarnessPolicy

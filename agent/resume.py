@@ -30,9 +30,10 @@ from agent.models.scripted import ScriptedModel
 from agent.recovery.branch import branched
 from agent.recovery.reconcile import reapply_writes
 from agent.recovery.restore import Restored, restore
+from agent.reopen import Reopening, reopen_run
 from agent.run.stopping import RESUMABLE, StopRule
 from agent.run.task import Task
-from agent.session import Reopening, SandboxFactory, open_sandbox, prepare, recorded_sandbox, reopen_run
+from agent.session import SandboxFactory, open_sandbox, prepare, recorded_sandbox
 from agent.telemetry import live_spans
 from core.errors import HarnessError
 from core.events import ApprovalGiven, Event, ResourceUpdated, RunResumed, RunStopped, SandboxOpened

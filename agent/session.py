@@ -27,8 +27,8 @@ from agent.journal.store import Journal, RunInfo, new_run_id, read_events, read_
 from agent.journal.summary import Summary, summarize
 from agent.journal.tools import record_tools
 from agent.loop import run
-from agent.mcp_context import follow_again, placed, prompt_task, prompt_without_servers, resources_without_servers
-from agent.memory_store import MemorySource, MemoryStore, keep_start, kept_store, recorded_start, starting_ledger
+from agent.mcp_context import placed, prompt_task, prompt_without_servers, resources_without_servers
+from agent.memory_store import MemorySource, MemoryStore, keep_start, starting_ledger
 from agent.models import client_for
 from agent.models.base import ModelClient
 from agent.models.pricing import price_for
@@ -41,15 +41,14 @@ from agent.run.task import Task
 from agent.telemetry import live_spans
 from core.context_policy import RepoMap, check_window
 from core.errors import HarnessError
-from core.events import Event, MemoryWritten, ResourceUpdated, RunStopped, SandboxOpened
+from core.events import Event, ResourceUpdated, RunStopped, SandboxOpened
 from core.interrupts import Abandoned, signals_handled
 from core.mcp_settings import McpServer
 from core.policy import HarnessPolicy
 from core.presets import PRESETS, load_policy, memory_on
-from memory.summariser import Summariser
 from sandboxes.base import Sandbox
 from sandboxes.none import NoSandbox
-from tools.base import Registry, Tool
+from tools.base import Registry
 from tools.builtin import toolset
 from tools.builtin.memory import with_memory
 from tools.mcp import with_mcp
@@ -131,26 +130,6 @@ class RunSpec:
     memory: MemorySource | None = None  # the agent's memory: given, or the policy's `memory.tool`, turns it on
     placed: str | None = None  # the placed MCP resources' text as a recording has it (a replay's), not read anew
     updates: deque[ResourceUpdated] | None = None  # and their recorded updates, given at their steps (Session.updates)
-
-
-@dataclass(frozen=True)
-class Reopening:
-    """What a caller gives, beside the run's folder and model, to take a run that exists up again: one value for
-    every way a run is taken up (a resume, the branch a resume builds for a fork, a replay's later lives), so each
-    opens the same session and loop from it. `tools` and `sandbox`: for runs whose tools or sandbox live in code;
-    `summariser`: who compaction asks (default: the run's model); `clock`: what dates memory entries; `updates`: a
-    replay's recorded resource updates (Session.updates); `programs`: a replay's run_code that plays a fork's parent's
-    programs back while its branch is built, where `tools` offers none (a fork in calls mode of a run in code mode);
-    `placed`: a replay's placed resources' text, for a run that begins again."""
-
-    tools: Registry | None = None
-    sandbox: SandboxFactory | None = None
-    stop_rules: Sequence[StopRule] = ()
-    summariser: Summariser | None = None
-    clock: Callable[[], float] = time.time
-    updates: deque[ResourceUpdated] | None = None
-    programs: Tool | None = None
-    placed: str | None = None  # a replay's placed resources' text, for a run that begins again (RunSpec.placed)
 
 
 @contextmanager
@@ -369,62 +348,6 @@ def recorded_sandbox(info: RunInfo, doing: str) -> SandboxSpec:
     return SandboxSpec(
         kind=info.sandbox, image=info.image, workdir=info.workdir, env=info.env, options=info.sandbox_options
     )
-
-
-@contextmanager
-def reopen_run(
-    info: RunInfo, journal: Journal, model: ModelClient, sandbox: Sandbox, how: Reopening, begins: bool = False
-) -> Iterator[Session]:
-    """An existing run again (resume): its recorded task, policy and tool set, with MCP servers reconnected.
-    The sandbox is the caller's (reconnected or recreated); it is closed here. `begins`: the run stopped before its
-    first step and begins again: it opens as open_run opens it (the task's files and setup put in the sandbox, the
-    task made again from its MCP prompt, its repository map, its resources placed) and records its tools."""
-    policy = HarnessPolicy.model_validate(info.policy)
-    task = Task.model_validate(info.task)
-    store = None
-    try:
-        window = context_window(model, policy.model)  # the model may not be the one run.json names
-        check_window(policy.context, window)
-        if begins:
-            prepare(task, sandbox, policy.dispatch.tool_timeout_s)
-        base = code_tools(how.tools if how.tools is not None else toolset(info.toolset), policy.code_tools)
-        if info.memory is not None:  # the store as the journal left it
-            written = [e for e in read_events(journal.dir) if isinstance(e, MemoryWritten)]
-            start, kept = recorded_start(journal.dir, info.memory), kept_store(info.memory)
-            store = MemoryStore(start, info.run_id, task.id, journal, how.clock, written=written, kept=kept)
-            base = with_memory(base, store, policy.memory)
-        with with_mcp(
-            policy.mcp, base, policy.mcp_max_tools, policy.approval.elicitation, policy.mcp_read_resource
-        ) as registry:
-            context = ""
-            if begins:
-                task, context = opening(registry, task, info.mcp_prompt, policy, sandbox, how.placed)
-            else:
-                follow_again(registry, [*policy.mcp_resources, *task.resources], task, read_events(journal.dir))
-            offered, program_tools = offered_tools(registry, policy, sandbox)
-            if begins:
-                record_tools(
-                    journal, info.model_copy(update={"task": task.model_dump(mode="json")}), offered, program_tools
-                )
-            yield Session(
-                task=task,
-                policy=policy,
-                model=model,
-                journal=journal,
-                sandbox=sandbox,
-                tools=offered,
-                stop_rules=how.stop_rules,
-                price=info.price,
-                context_window=window,
-                memory=store,
-                program_tools=program_tools,
-                updates=how.updates,
-                context=context,
-            )
-    finally:
-        sandbox.close()
-        if store is not None:
-            store.save()
 
 
 def start(spec: RunSpec) -> tuple[Summary, Path]:

@@ -94,8 +94,7 @@ def make_folder(path: Path, what: str, exist_ok: bool = False) -> Path:
 
 
 def refuse_unmakeable(path: Path, what: str) -> None:
-    """make_folder's refusal of a folder that cannot be made, said before anything is made: for a command that
-    names the folder before its work makes it. Its nearest existing folder must be one this process can write."""
+    """make_folder's refusal, made before anything is: the nearest existing folder above must be writable."""
     above = path
     while not above.exists() and above.parent != above:
         above = above.parent

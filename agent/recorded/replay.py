@@ -33,9 +33,10 @@ from agent.recorded.lives import LifeEnded, count, ends_at_once, replay_lives, t
 from agent.recorded.playback import PlaybackModel, playback, world_stops
 from agent.recovery.approval import decisions
 from agent.recovery.branch import writes_upto
+from agent.reopen import Reopening
 from agent.resume import resume
 from agent.run.task import Task
-from agent.session import Reopening, RunSpec, SandboxFactory, SandboxSpec, open_sandbox, recorded_sandbox
+from agent.session import RunSpec, SandboxFactory, SandboxSpec, open_sandbox, recorded_sandbox
 from core.errors import HarnessError
 from core.events import (
     Event,
